@@ -1,0 +1,120 @@
+"""Node identity: is this a Strix Halo, can ROCm use its iGPU, can the iGPU hold a big model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from strixwizard.checking import failed, node_check, passed, skipped, warned
+from strixwizard.facts import NodeFacts
+from strixwizard.facts.cpu import STRIX_HALO_FAMILY, STRIX_HALO_MODEL
+from strixwizard.model import Finding, Severity
+from strixwizard.site import Site
+
+
+@node_check(
+    "node.strix_halo",
+    title="Node is an AMD Strix Halo (Ryzen AI Max)",
+    why="The cluster's checks, ROCm builds and memory advice assume gfx1151 Strix Halo nodes.",
+    severity=Severity.HIGH,
+)
+def cpu_is_strix_halo(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Passes when /proc/cpuinfo shows AMD family 26 model 112; names the SKU from the model name."""
+    cpu = node.cpu
+    if cpu is None:
+        yield skipped(node.name, "CPU information (/proc/cpuinfo) was not captured")
+        return
+    expected = f"AuthenticAMD family {STRIX_HALO_FAMILY} model {STRIX_HALO_MODEL}"
+    observed = f"{cpu.model_name or 'unknown CPU'} ({cpu.vendor} family {cpu.family} model {cpu.model})"
+    if cpu.is_strix_halo:
+        yield passed(node.name, observed=cpu.sku or cpu.model_name, expected=expected)
+    else:
+        yield failed(
+            node.name,
+            observed=observed,
+            expected=expected,
+            detail="Not a Strix Halo node: gfx1151 checks below do not apply to it.",
+        )
+
+
+@node_check(
+    "node.igpu",
+    title="ROCm sees the Radeon 8050S/8060S as gfx1151",
+    why="vLLM and RCCL run on the iGPU through amdgpu and KFD; without them the node cannot serve.",
+    severity=Severity.CRITICAL,
+)
+def igpu_visible_to_rocm(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Checks the 1002:1586 PCI device, its amdgpu driver and the KFD topology's gfx target."""
+    if not node.pci:
+        yield skipped(node.name, "PCI devices were not captured")
+        return
+    gpu = node.gpu
+    cpu = node.cpu
+    expected = "1002:1586 bound to amdgpu, KFD gfx1151"
+    if gpu.pci is None:
+        if cpu is not None and not cpu.is_strix_halo:
+            yield skipped(node.name, "no Strix Halo iGPU on this node (not a Strix Halo CPU)")
+        else:
+            yield failed(
+                node.name,
+                observed="no 1002:1586 device on the PCI bus",
+                expected=expected,
+                detail="The iGPU is missing from PCI: check the BIOS graphics settings.",
+            )
+        return
+    entity = f"{node.name}/{gpu.pci.address}"
+    if gpu.pci.driver != "amdgpu":
+        yield failed(
+            entity,
+            observed=f"driver {gpu.pci.driver or 'none'}",
+            expected=expected,
+            detail="amdgpu is not bound to the iGPU; load it (`modprobe amdgpu`) and check dmesg.",
+        )
+    elif not gpu.kfd_gpus:
+        yield failed(
+            entity,
+            observed="amdgpu bound, but no GPU node in the KFD topology",
+            expected=expected,
+            detail="ROCm cannot see the GPU: /sys/class/kfd has no GPU node (kernel built without "
+            "HSA_AMD, or amdgpu failed to init KFD; see dmesg).",
+        )
+    elif gpu.gfx_target != "gfx1151":
+        yield warned(
+            entity,
+            observed=f"KFD reports {gpu.gfx_target}",
+            expected=expected,
+            detail="An unexpected gfx target; ROCm libraries must carry code for it.",
+        )
+    else:
+        yield passed(entity, observed=f"amdgpu, KFD {gpu.gfx_target}", expected=expected)
+
+
+@node_check(
+    "node.gtt",
+    title="The iGPU may map most of system memory (GTT)",
+    why="By default the kernel lets the iGPU map only half of RAM, which caps the model size.",
+    severity=Severity.MEDIUM,
+    fix="kernel.gtt_size",
+)
+def gtt_sized_for_models(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Compares amdgpu's GTT pool with MemTotal against the site's `gtt_min_fraction`."""
+    memory = node.memory
+    if memory.total_bytes is None:
+        yield skipped(node.name, "memory information (/proc/meminfo) was not captured")
+        return
+    if memory.gtt_bytes is None:
+        yield skipped(node.name, "no amdgpu GTT size reported (no iGPU driver, or not captured)")
+        return
+    fraction = memory.gtt_bytes / memory.total_bytes
+    wanted = site.thresholds.gtt_min_fraction
+    observed = f"GTT {memory.gtt_gib:.1f} GiB = {fraction:.0%} of {memory.total_gib:.1f} GiB RAM"
+    expected = f">= {wanted:.0%} of RAM"
+    if fraction >= wanted:
+        yield passed(node.name, observed=observed, expected=expected)
+    else:
+        yield warned(
+            node.name,
+            observed=observed,
+            expected=expected,
+            detail="Models larger than the GTT pool fail to load; raise ttm.pages_limit "
+            "(and amdgpu.gttsize on older kernels) on the kernel command line.",
+        )

@@ -1,0 +1,3 @@
+from strixwizard.cli import main
+
+raise SystemExit(main())

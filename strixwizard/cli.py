@@ -1,0 +1,164 @@
+"""Command line: `strixwizard doctor`, `strixwizard capture`, and the wizard.
+
+Imports are deferred to the command that needs them so `doctor` starts fast
+and never loads Textual or paramiko.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from strixwizard import __version__
+from strixwizard.errors import UsageError
+
+EXIT_OK, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strixwizard",
+        description="Set up and verify an RDMA cluster of AMD Strix Halo nodes.",
+    )
+    parser.add_argument("--version", action="version", version=f"strixwizard {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check nodes and links; exit 0 ok, 1 a failure, 2 no verdict",
+        description="Run the checks on every node of a site (this machine by default). "
+        "Exit status: 0 no failure, 1 at least one failure (or a warning with --strict) "
+        "or a check that broke, 2 no verdict (bad input, nothing reachable).",
+    )
+    doctor.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    source = doctor.add_mutually_exclusive_group()
+    source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
+    source.add_argument("--demo", action="store_true", help="run on the bundled demo site")
+    doctor.add_argument(
+        "--snapshot", type=Path, action="append", default=[], metavar="PATH",
+        help="a captured node (directory or .tar.gz); repeat for several nodes",
+    )
+    doctor.add_argument("--only", action="append", default=[], metavar="ID",
+                        help="run only this check or area (repeatable)")
+    doctor.add_argument("--skip", action="append", default=[], metavar="ID",
+                        help="leave out this check or area (repeatable)")
+    doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
+    doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    doctor.add_argument("-v", "--verbose", action="store_true", help="show passing checks too")
+
+    capture = commands.add_parser(
+        "capture",
+        help="record this machine as a snapshot (support bundle, replayable offline)",
+        description="Record what the checks read on this machine, in the snapshot format; "
+        "`strixwizard doctor --snapshot PATH` replays it anywhere.",
+    )
+    capture.add_argument("--out", type=Path, required=True, metavar="PATH",
+                         help="a new directory, or the archive name with --tar")
+    capture.add_argument("--tar", action="store_true", help="write a .tar.gz instead")
+    return parser
+
+
+def _split_ids(values: Sequence[str]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _error_document(message: str) -> dict[str, object]:
+    import datetime
+
+    from strixwizard.engine import SCHEMA_VERSION
+    from strixwizard.model import Status
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "strixwizard", "version": __version__},
+        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "site": None,
+        "status": "error",
+        "summary": {status.value: 0 for status in Status},
+        "hosts": [],
+        "checks": [],
+        "links": [],
+        "error": message,
+    }
+
+
+def _list_checks(as_json: bool) -> int:
+    from checks import ALL
+
+    if as_json:
+        rows = [
+            {"id": c.id, "title": c.title, "why": c.why, "severity": c.severity.value,
+             "scope": c.scope, "fix": c.fix}
+            for c in ALL
+        ]
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    width = max(len(c.id) for c in ALL)
+    for check in ALL:
+        print(f"{check.id.ljust(width)}  {check.severity.value.ljust(8)}  {check.title}")
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.list_checks:
+        return _list_checks(args.json)
+    from checks import ALL
+    from fixes import BY_ID as FIXES
+    from strixwizard.engine import run_doctor, select_checks
+    from strixwizard.targets import resolve_run
+
+    selected = select_checks(ALL, _split_ids(args.only), _split_ids(args.skip))
+    site, nodes = resolve_run(args.site, args.snapshot, args.demo)
+    report = run_doctor(site, nodes, selected, FIXES)
+    code = report.exit_code(strict=args.strict)
+    if args.json:
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from strixwizard.textreport import render
+
+        render(report, sys.stdout, verbose=args.verbose, strict=args.strict)
+    return code
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from strixwizard.probe.capture import capture_local
+
+    written = capture_local(args.out, args.tar)
+    print(f"snapshot written to {written}")
+    print(f"replay it with: strixwizard doctor --snapshot {written}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    as_json = bool(getattr(args, "json", False))
+    handlers = {"doctor": cmd_doctor, "capture": cmd_capture}
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    try:
+        return handlers[args.command](args)
+    except UsageError as error:
+        if as_json:
+            print(json.dumps(_error_document(str(error)), indent=2))
+        print(f"strixwizard: error: {error}", file=sys.stderr)
+        return EXIT_NO_VERDICT
+    except KeyboardInterrupt:
+        print("strixwizard: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_NO_VERDICT
+    except Exception as error:  # no verdict, but never a bare traceback
+        import traceback
+
+        message = f"internal error: {error!r}"
+        if as_json:
+            print(json.dumps(_error_document(message), indent=2))
+        traceback.print_exc(file=sys.stderr)
+        print(f"strixwizard: {message}; please report it", file=sys.stderr)
+        return EXIT_NO_VERDICT

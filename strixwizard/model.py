@@ -1,0 +1,113 @@
+"""The verdict vocabulary shared by checks, the engine, the CLI and the TUI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"  # could not be judged here (not captured, not applicable); never a pass
+    ERROR = "error"  # the check itself broke; a bug report, not a verdict on the node
+
+    @property
+    def rank(self) -> int:
+        """Order for "worst status": fail > error > warn > skip > pass."""
+        return _RANK[self]
+
+
+_RANK = {Status.PASS: 0, Status.SKIP: 1, Status.WARN: 2, Status.ERROR: 3, Status.FAIL: 4}
+
+
+class Severity(StrEnum):
+    """How much a failure of this check hurts the cluster, independent of its status."""
+
+    CRITICAL = "critical"  # no RDMA cluster without it
+    HIGH = "high"  # works, but far from ~5 µs or unstable
+    MEDIUM = "medium"  # measurable loss, or a trap for later
+    LOW = "low"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one check concluded about one entity (a node, a NIC, a port, a link)."""
+
+    status: Status
+    entity: str
+    observed: str = ""
+    expected: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class FixRef:
+    id: str
+    summary: str
+    reversible: bool
+    reboot: bool
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    title: str
+    host: str | None  # None for a link or site-wide check
+    entity: str
+    status: Status
+    severity: Severity
+    observed: str
+    expected: str
+    detail: str
+    why: str
+    fix: FixRef | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "host": self.host,
+            "entity": self.entity,
+            "status": self.status.value,
+            "severity": self.severity.value,
+            "observed": self.observed,
+            "expected": self.expected,
+            "detail": self.detail,
+            "why": self.why,
+            "fix": None
+            if self.fix is None
+            else {
+                "id": self.fix.id,
+                "summary": self.fix.summary,
+                "reversible": self.fix.reversible,
+                "reboot": self.fix.reboot,
+            },
+        }
+
+
+@dataclass
+class HostReport:
+    name: str
+    address: str
+    source: str  # "local", "snapshot" or "ssh"
+    reachable: bool
+    error: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "address": self.address,
+            "source": self.source,
+            "reachable": self.reachable,
+            "error": self.error,
+            "facts": self.facts,
+        }
+
+
+def worst(statuses: list[Status]) -> Status:
+    return max(statuses, key=lambda s: s.rank, default=Status.PASS)

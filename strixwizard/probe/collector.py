@@ -1,0 +1,244 @@
+"""Collect a node into the snapshot format.
+
+This module is deliberately self-contained (standard library only, no imports
+from strixwizard) because the SSH probe sends its source to the remote node and
+runs it there in a single `python3 -` exec, streaming a `.tar.gz` back on
+stdout. Locally, `strixwizard capture` calls `collect()` directly.
+
+Symlinks met on the way to a file are recorded as relative symlinks, so sysfs
+device and driver links survive in the snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO
+
+SNAPSHOT_FORMAT = "strixwizard-snapshot/1"
+MAX_FILE_BYTES = 4 * 1024 * 1024
+COMMAND_TIMEOUT_S = 10.0
+MAX_SYMLINK_DEPTH = 40
+
+
+class Sink:
+    """Where collected entries go: a directory or a tar stream."""
+
+    def add_file(self, name: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def add_symlink(self, name: str, target: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class DirSink(Sink):
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def _path(self, name: str) -> str:
+        path = os.path.join(self.root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return path
+
+    def add_file(self, name: str, data: bytes) -> None:
+        with open(self._path(name), "wb") as handle:
+            handle.write(data)
+
+    def add_symlink(self, name: str, target: str) -> None:
+        path = self._path(name)
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(target, path)
+
+
+class TarSink(Sink):
+    def __init__(self, stream: BinaryIO) -> None:
+        self.tar = tarfile.open(fileobj=stream, mode="w|gz", format=tarfile.PAX_FORMAT)
+        self.mtime = time.time()
+
+    def add_file(self, name: str, data: bytes) -> None:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mtime = int(self.mtime)
+        info.mode = 0o644
+        self.tar.addfile(info, io.BytesIO(data))
+
+    def add_symlink(self, name: str, target: str) -> None:
+        info = tarfile.TarInfo(name)
+        info.type = tarfile.SYMTYPE
+        info.linkname = target
+        info.mtime = int(self.mtime)
+        info.mode = 0o777
+        self.tar.addfile(info)
+
+    def close(self) -> None:
+        self.tar.close()
+
+
+class Collector:
+    """Walks the spec over the real filesystem, recording into a sink."""
+
+    def __init__(
+        self, sink: Sink, root: str = "/", runner: Callable[[list[str]], dict[str, Any]] | None = None
+    ) -> None:
+        self.sink = sink
+        self.root = root
+        self.runner = runner or self.run
+        self.recorded_links: set[str] = set()
+        self.recorded_files: set[str] = set()
+        self.unreadable: dict[str, str] = {}
+
+    def _real(self, path: str) -> str:
+        return os.path.join(self.root, path.lstrip("/"))
+
+    def _record_link(self, link: str, target: str) -> None:
+        if link in self.recorded_links:
+            return
+        self.recorded_links.add(link)
+        if os.path.isabs(target):
+            target = os.path.relpath(target, os.path.dirname(link))
+        self.sink.add_symlink("fs" + link, target)
+
+    def resolve(self, path: str, depth: int = 0) -> str:
+        """Return the symlink-free form of `path`, recording every symlink met."""
+        if depth > MAX_SYMLINK_DEPTH:
+            raise OSError(40, "too many levels of symbolic links", path)
+        current = "/"
+        for part in [p for p in path.split("/") if p]:
+            candidate = os.path.normpath(os.path.join(current, part))
+            real = self._real(candidate)
+            if os.path.islink(real):
+                target = os.readlink(real)
+                self._record_link(candidate, target)
+                joined = target if os.path.isabs(target) else os.path.join(current, target)
+                current = self.resolve(os.path.normpath(joined), depth + 1)
+            else:
+                current = candidate
+        return current
+
+    def add_path_file(self, path: str) -> None:
+        try:
+            real_path = self.resolve(path)
+            if real_path in self.recorded_files or not os.path.isfile(self._real(real_path)):
+                return
+            with open(self._real(real_path), "rb") as handle:
+                data = handle.read(MAX_FILE_BYTES)
+        except OSError as error:
+            self.unreadable[path] = os.strerror(error.errno) if error.errno else str(error)
+            return
+        self.recorded_files.add(real_path)
+        self.sink.add_file("fs" + real_path, data)
+
+    def add_path_link(self, path: str) -> None:
+        try:
+            parent = self.resolve(os.path.dirname(path))
+            link = os.path.join(parent, os.path.basename(path))
+            if os.path.islink(self._real(link)):
+                self._record_link(link, os.readlink(self._real(link)))
+        except OSError as error:
+            self.unreadable[path] = os.strerror(error.errno) if error.errno else str(error)
+
+    def glob(self, pattern: str) -> list[str]:
+        root = self.root.rstrip("/")
+        return sorted(p[len(root) :] if root else p for p in glob.glob(self._real(pattern)))
+
+    def expand(self, command: dict[str, Any]) -> Iterable[list[str]]:
+        argv: list[str] = list(command["argv"])
+        each = command.get("each")
+        if not each:
+            yield argv
+            return
+        directory = {"netdev": "/sys/class/net", "rdmadev": "/sys/class/infiniband"}[each]
+        try:
+            names = sorted(os.listdir(self._real(directory)))
+        except OSError:
+            names = []
+        for name in names:
+            if each == "netdev" and name == "lo":
+                continue
+            yield [arg.replace("{" + each + "}", name) for arg in argv]
+
+    def run(self, argv: list[str]) -> dict[str, Any]:
+        env = dict(os.environ, LC_ALL="C", LANG="C")
+        try:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                timeout=COMMAND_TIMEOUT_S,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except FileNotFoundError:
+            return {"argv": argv, "rc": 127, "stdout": "", "stderr": argv[0] + ": command not found"}
+        except subprocess.TimeoutExpired:
+            return {"argv": argv, "rc": 124, "stdout": "", "stderr": "timed out"}
+        except OSError as error:
+            return {"argv": argv, "rc": 126, "stdout": "", "stderr": str(error)}
+        return {
+            "argv": argv,
+            "rc": done.returncode,
+            "stdout": done.stdout.decode("utf-8", "replace"),
+            "stderr": done.stderr.decode("utf-8", "replace"),
+        }
+
+    def hostname(self) -> str:
+        try:
+            with open(self._real("/proc/sys/kernel/hostname")) as handle:
+                return handle.read().strip() or socket.gethostname()
+        except OSError:
+            return socket.gethostname()
+
+    def collect(
+        self, spec: dict[str, Any], tool_version: str, extra_meta: dict[str, Any] | None = None
+    ) -> None:
+        for pattern in spec["files"]:
+            for path in self.glob(pattern):
+                self.add_path_file(path)
+        for pattern in spec["links"]:
+            for path in self.glob(pattern):
+                self.add_path_link(path)
+        commands = [self.runner(argv) for command in spec["commands"] for argv in self.expand(command)]
+        meta = {
+            "format": SNAPSHOT_FORMAT,
+            "host": self.hostname(),
+            "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"
+            ),
+            "tool_version": tool_version,
+            "unreadable": self.unreadable,
+        }
+        meta.update(extra_meta or {})
+        self.sink.add_file("commands.json", json.dumps(commands, indent=1).encode())
+        self.sink.add_file("meta.json", json.dumps(meta, indent=1).encode())
+        self.sink.close()
+
+
+def collect(
+    spec: dict[str, Any],
+    sink: Sink,
+    tool_version: str,
+    root: str = "/",
+    runner: Callable[[list[str]], dict[str, Any]] | None = None,
+    extra_meta: dict[str, Any] | None = None,
+) -> None:
+    """Collect `spec` from the tree at `root`; `runner` answers commands (default: run them)."""
+    Collector(sink, root, runner).collect(spec, tool_version, extra_meta)
+
+
+def main(spec_json: str, tool_version: str) -> None:
+    """Entry point on a remote node: stream a snapshot tar.gz to stdout."""
+    collect(json.loads(spec_json), TarSink(sys.stdout.buffer), tool_version)
+    sys.stdout.buffer.flush()

@@ -1,0 +1,791 @@
+"""A multi-host test lab: network namespaces, each running a real OpenSSH sshd.
+
+Layout of one lab (``k`` is an even number picked per lab, see ``_claim_block``)::
+
+    root namespace                          namespace <prefix>0 ("node0")
+    unreachable 10.99.0.0/16 (safety net)   mgmt0 10.99.k.10/24 ── sshd :22
+    bridge sw<k>br 10.99.k.1/24 ── sw<k>m0 ─┘  fab0 10.99.(k+1).1/30 ─┐
+                                ── sw<k>m1 ─┐                         │ veth, back to back
+                                            namespace <prefix>1 ("node1")
+                                            mgmt0 10.99.k.11/24      │
+                                            fab0 10.99.(k+1).2/30 ───┘
+
+- Management: one veth per host from its namespace (``mgmt0``) into a bridge in
+  the root namespace; the bridge has ``.1``, host ``i`` has ``.(10+i)``.  The
+  root namespace reaches the hosts only through that bridge's /24 route; the
+  rest of 10.99.0.0/16 is ``unreachable`` so nothing leaves by the default route.
+  The namespaces have no default route at all.
+- Fabric: hosts are paired 0-1, 2-3, ... by a veth pair straight between the two
+  namespaces (``fab0`` on both sides), one /30 per pair.  With an odd number of
+  hosts the last one has no fabric link (``fabric_addr`` and ``fabric_peer`` are
+  None).
+- Routes (bridge, mgmt0, fab0) carry ``quickack 1``: without it delayed ACKs add
+  tens of milliseconds to each SSH exchange.
+- Each host runs ``/usr/sbin/sshd -D`` with a config, host key, authorized keys,
+  pid file and log in the host's own directory; ``/etc/ssh`` is never read or
+  written.  The key exchange is limited to curve25519 (the post-quantum
+  sntrup/mlkem ones cost ~100 ms of CPU per connection).
+- Root's home: sshd is started as ``ip netns exec NS unshare --mount sh -c
+  'mount --bind HOSTDIR/home /root && exec sshd ...'``.  ``ip netns exec``
+  already enters a mount namespace that is a slave of the host's; ``unshare
+  --mount`` makes a further private one, so the bind mount is seen only by that
+  sshd and what it runs, and the real /root is untouched.  Commands over SSH
+  thus run with HOME=/root being an empty per-host directory: no ``.bashrc``, no
+  pyenv (which costs ~250 ms per command on this machine), PATH is sshd's
+  default, so ``python3`` is the system one.  Consequence: the lab's workdir
+  must not live under /root (sshd would not see its own files); ``Lab`` refuses
+  such a workdir.
+- Processes: every sshd is tracked by PID.  Killing always goes through a pidfd
+  and first checks that the process is in one of this lab's namespaces, so a
+  recorded PID that was reused can never hit an unrelated process.  ``down()``
+  also ends any other process still inside the lab's namespaces (SSH sessions
+  the sshds spawned), found by comparing network-namespace inodes in /proc.
+  Namespaces share the process table: never ``pkill``.
+- Parallel labs: a lock file serialises choosing ``k`` (a free pair of /24s:
+  management ``10.99.k.0/24``, fabric ``10.99.(k+1).0/24``, k even in 2..252)
+  and creating its bridge.  Namespace names carry the PID and a per-process
+  counter (``lab.prefix``, e.g. ``swlab-4242-0-``), so leftovers never collide.
+- The unreachable route is added with ``proto 77`` as a marker.  ``down()``
+  removes it only when it carries that marker (a lab added it, not an admin)
+  and no other lab's route is left inside 10.99.0.0/16.
+- ``down()`` is idempotent and undoes a partial ``up()``: every object is
+  recorded *before* it is created and removed "if it exists".
+
+Using it from pytest (``conftest.py``)::
+
+    from tests.lab import lab_fixture
+    lab3 = lab_fixture(3)            # a session-scoped fixture named "lab3"
+
+or by hand::
+
+    with Lab(tmp_path_factory.mktemp("lab"), 3) as lab:
+        yield lab
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+LAB_NET = "10.99.0.0/16"
+LAB_NET_PREFIX = "10.99."
+#: Marks the unreachable route as added by a lab (not a registered protocol number).
+ROUTE_PROTO = "77"
+SSHD = "/usr/sbin/sshd"
+PRIVSEP_DIR = Path("/run/sshd")
+LOCK_FILE = Path("/run/lock/strixwizard-lab.lock")
+STATE_FORMAT = "strixwizard-lab/1"
+MAX_HOSTS = 128  # 64 fabric /30s fit in one /24
+READY_TIMEOUT = 10.0
+KILL_TIMEOUT = 3.0
+CMD_TIMEOUT = 30.0
+SSH_PORT = 22
+
+#: tool -> Debian package that provides it
+REQUIRED_TOOLS: dict[str, str] = {
+    "ip": "iproute2",
+    SSHD: "openssh-server",
+    "ssh-keygen": "openssh-client",
+    "ssh": "openssh-client",
+    "unshare": "util-linux",
+    "mount": "mount",
+}
+
+#: Runs sshd with its own /root.  Positional args only: $1 home, $2 sshd, $3 config.
+_SSHD_WRAPPER = 'mount --bind "$1" /root && exec "$2" -D -e -f "$3"'
+
+_lab_counter = itertools.count()
+
+
+class LabError(RuntimeError):
+    """The lab could not be set up or torn down."""
+
+
+def require_lab_tools() -> None:
+    """Raise LabError naming what is missing: root, or a tool and its apt package."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the lab needs root (network namespaces, bridges, sshd)")
+    missing = {
+        tool: pkg
+        for tool, pkg in REQUIRED_TOOLS.items()
+        if not (os.access(tool, os.X_OK) if tool.startswith("/") else shutil.which(tool))
+    }
+    if missing:
+        packages = " ".join(sorted(set(missing.values())))
+        problems.append(
+            f"missing {', '.join(missing)}: apt-get install {packages}"
+        )
+    if problems:
+        raise LabError("cannot run the test lab: " + "; ".join(problems))
+
+
+def _run(
+    argv: Sequence[str], *, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        list(argv), input=stdin, capture_output=True, text=True, timeout=CMD_TIMEOUT
+    )
+    if check and proc.returncode != 0:
+        raise LabError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc
+
+
+def _ip_batch(lines: Iterable[str], netns: str | None = None) -> None:
+    """Run many ``ip`` commands in one process (``ip -batch``); stops at the first error."""
+    argv = ["ip"] + (["-n", netns] if netns else []) + ["-batch", "-"]
+    _run(argv, stdin="".join(line + "\n" for line in lines))
+
+
+def _ip_json(*args: str) -> list[dict[str, Any]]:
+    out = _run(["ip", "-j", *args]).stdout.strip()
+    return json.loads(out) if out else []
+
+
+@contextlib.contextmanager
+def _lab_lock() -> Iterator[None]:
+    """Serialise block allocation and the unreachable route between labs."""
+    LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK_FILE, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _lab_routes() -> list[dict[str, Any]]:
+    """Routes of the root namespace's main table inside 10.99.0.0/16."""
+    return [r for r in _ip_json("-4", "route", "show") if r.get("dst", "").startswith(LAB_NET_PREFIX)]
+
+
+def _unreachable_route(routes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next(
+        (r for r in routes if r.get("dst") == LAB_NET and r.get("type") == "unreachable"), None
+    )
+
+
+def _claim_block() -> int:
+    """Pick an even k whose 10.99.k.0/24 and 10.99.(k+1).0/24 no route or link uses.
+
+    Must run under the lab lock, and the caller must create the bridge (whose
+    route marks the block taken) before releasing it.
+    """
+    taken: set[int] = set()
+    for route in _lab_routes():
+        octets = route["dst"].split("/")[0].split(".")
+        if route["dst"] != LAB_NET and len(octets) == 4:
+            taken.add(int(octets[2]) & ~1)
+    for link in _ip_json("link", "show"):
+        m = re.match(r"sw(\d+)[a-z]", link.get("ifname", ""))
+        if m:
+            taken.add(int(m.group(1)))
+    for k in range(2, 254, 2):
+        if k not in taken:
+            return k
+    raise LabError("no free /23 left in 10.99.0.0/16 (leftover labs? see scripts/lab.py)")
+
+
+def _netns_inode(netns: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(f"/run/netns/{netns}")
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _pid_netns_inode(pid: int) -> tuple[int, int] | None:
+    try:
+        st = os.stat(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _pids_in_netns(netnses: Iterable[str]) -> list[int]:
+    """PIDs of all processes living in any of these (named) network namespaces."""
+    inodes = {ino for ino in map(_netns_inode, netnses) if ino is not None}
+    if not inodes:
+        return []
+    return [
+        int(entry)
+        for entry in os.listdir("/proc")
+        if entry.isdigit() and _pid_netns_inode(int(entry)) in inodes
+    ]
+
+
+def _kill_in_netns(pids: Iterable[int], netnses: Iterable[str], timeout: float = KILL_TIMEOUT) -> None:
+    """SIGTERM, then SIGKILL, the given PIDs that live in one of ``netnses``.
+
+    Uses pidfds: the namespace check and the signal address the same process,
+    even if a PID is reused meanwhile.  Waits (bounded) until they have exited.
+    """
+    inodes = {ino for ino in map(_netns_inode, netnses) if ino is not None}
+    fds: list[int] = []
+    try:
+        for pid in set(pids):
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            if _pid_netns_inode(pid) in inodes:
+                fds.append(fd)
+            else:
+                os.close(fd)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for fd in fds:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(fd, sig)
+            if _wait_pidfds(fds, timeout):
+                return
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _wait_pidfds(fds: list[int], timeout: float) -> bool:
+    """True once every pidfd reports its process exited (within ``timeout``)."""
+    pending = set(fds)
+    deadline = time.monotonic() + timeout
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        poller = select.poll()
+        for fd in pending:
+            poller.register(fd, select.POLLIN)
+        for fd, _ in poller.poll(left * 1000):
+            pending.discard(fd)
+    return True
+
+
+def _keygen(path: Path, comment: str) -> subprocess.Popen[bytes]:
+    """Start generating an ed25519 key pair at ``path`` (replacing an old one)."""
+    for old in (path, path.with_name(path.name + ".pub")):
+        old.unlink(missing_ok=True)
+    return subprocess.Popen(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_all(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        _, err = proc.communicate(timeout=CMD_TIMEOUT)
+        if proc.returncode != 0:
+            raise LabError(f"{' '.join(map(str, proc.args))} failed: {err.decode().strip()}")  # type: ignore[union-attr]
+
+
+def _public_key(path: Path) -> str:
+    """``ssh-ed25519 AAAA...`` from a .pub file, without the comment."""
+    return " ".join(path.read_text().split()[:2])
+
+
+@dataclass
+class LabHost:
+    """One lab node: a network namespace with its own sshd."""
+
+    index: int
+    name: str
+    netns: str
+    dir: Path
+    mgmt_addr: str
+    fabric_addr: str | None = None
+    fabric_peer: str | None = None
+    #: the host's public key, ``ssh-ed25519 AAAA...`` (no comment)
+    host_key_pub: str = ""
+    sshd_pid: int | None = None
+    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def home(self) -> Path:
+        """Seen as /root by this host's sshd and the commands it runs."""
+        return self.dir / "home"
+
+    @property
+    def host_key(self) -> Path:
+        return self.dir / "ssh_host_ed25519_key"
+
+    @property
+    def sshd_config(self) -> Path:
+        return self.dir / "sshd_config"
+
+    @property
+    def authorized_keys(self) -> Path:
+        return self.dir / "authorized_keys"
+
+    @property
+    def sshd_log(self) -> Path:
+        return self.dir / "sshd.log"
+
+    def run_in_ns(
+        self, argv: Sequence[str], *, check: bool = False, timeout: float = CMD_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` inside this host's namespace (``ip netns exec``), output captured."""
+        return subprocess.run(
+            ["ip", "netns", "exec", self.netns, *argv],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )
+
+    def start_sshd(self) -> None:
+        """Start sshd in the namespace; returns at once (see ``wait_sshd``)."""
+        if self.sshd_running():
+            raise LabError(f"{self.name}: sshd already running (pid {self.sshd_pid})")
+        PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
+        with open(self.sshd_log, "ab") as log:
+            # ip netns exec, unshare (without --fork) and sh all exec: the PID is sshd's.
+            self._proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.netns, "unshare", "--mount", "--propagation", "private",
+                 "sh", "-c", _SSHD_WRAPPER, "sh", str(self.home), SSHD, str(self.sshd_config)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # no terminal signals; survives a detached script
+            )
+        self.sshd_pid = self._proc.pid
+
+    def sshd_running(self) -> bool:
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self.sshd_pid is not None and _pid_netns_inode(self.sshd_pid) == _netns_inode(self.netns)
+
+    def wait_sshd(self, timeout: float = READY_TIMEOUT) -> None:
+        """Wait until sshd accepts TCP connections."""
+        wait_for_sshds([self], timeout)
+
+    def kill_sshd(self) -> None:
+        """Stop this host's sshd (by its PID only); open sessions are left alone."""
+        if self.sshd_pid is not None:
+            _kill_in_netns([self.sshd_pid], [self.netns])
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=KILL_TIMEOUT)
+        self._proc = None
+        self.sshd_pid = None
+
+    def restart_sshd(self, timeout: float = READY_TIMEOUT) -> None:
+        self.kill_sshd()
+        self.start_sshd()
+        self.wait_sshd(timeout)
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "netns": self.netns,
+            "dir": str(self.dir),
+            "mgmt_addr": self.mgmt_addr,
+            "fabric_addr": self.fabric_addr,
+            "fabric_peer": self.fabric_peer,
+            "host_key_pub": self.host_key_pub,
+            "sshd_pid": self.sshd_pid,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> LabHost:
+        return cls(**{**state, "dir": Path(state["dir"])})
+
+
+def wait_for_sshds(hosts: Sequence[LabHost], timeout: float = READY_TIMEOUT) -> None:
+    """Poll until every host's sshd accepts a TCP connection; bounded by ``timeout``."""
+    pending = list(hosts)
+    deadline = time.monotonic() + timeout
+    while pending:
+        for host in list(pending):
+            if not host.sshd_running():
+                log = host.sshd_log.read_text(errors="replace").strip()[-2000:]
+                raise LabError(f"{host.name}: sshd exited during start: {log or '(no output)'}")
+            with contextlib.suppress(OSError), socket.create_connection((host.mgmt_addr, SSH_PORT), 0.2):
+                pending.remove(host)
+        if pending:
+            if time.monotonic() > deadline:
+                names = ", ".join(h.name for h in pending)
+                raise LabError(f"sshd not accepting connections after {timeout}s: {names}")
+            time.sleep(0.01)
+
+
+class Lab:
+    """``n`` hosts in network namespaces, each with its own sshd, under ``workdir``.
+
+    Attributes after ``up()``: ``hosts``, ``client_key`` (private key authorised
+    on every host), ``known_hosts``, ``ssh_config`` (``ssh -F`` it, then use the
+    host names), ``bridge``, ``mgmt_net``, ``fabric_net``.  ``prefix`` is the
+    unique namespace-name prefix of this instance.
+    """
+
+    def __init__(self, workdir: Path, n: int, prefix: str = "swlab") -> None:
+        if not 1 <= n <= MAX_HOSTS:
+            raise ValueError(f"n must be in 1..{MAX_HOSTS}, not {n}")
+        if not re.fullmatch(r"[a-z][a-z0-9]{0,15}", prefix):
+            raise ValueError(f"prefix must be [a-z][a-z0-9]{{0,15}}, not {prefix!r}")
+        self.workdir = Path(workdir).resolve()
+        if self.workdir == Path("/root") or Path("/root") in self.workdir.parents:
+            raise ValueError("the lab's workdir must not be under /root (each sshd sees its own /root)")
+        self.n = n
+        self.prefix = f"{prefix}-{os.getpid()}-{next(_lab_counter)}-"
+        self.client_key = self.workdir / "client_key"
+        self.known_hosts = self.workdir / "known_hosts"
+        self.ssh_config = self.workdir / "ssh_config"
+        self.hosts: list[LabHost] = []
+        self.block: int | None = None
+        self.bridge: str | None = None
+        self.route_added = False
+        # Recorded before creation, removed "if exists" on down().
+        self._netns: list[str] = []
+        self._links: list[str] = []
+        self._used = False
+
+    # -- public ------------------------------------------------------------
+
+    @property
+    def mgmt_net(self) -> str:
+        return f"10.99.{self._k}.0/24"
+
+    @property
+    def fabric_net(self) -> str:
+        return f"10.99.{self._k + 1}.0/24"
+
+    def up(self) -> Lab:
+        """Create everything and wait for every sshd; on any failure, tear down and re-raise."""
+        if self._used:
+            raise LabError("a Lab can be brought up only once; make a new one")
+        self._used = True
+        require_lab_tools()
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self._create_bridge()
+            self._make_hosts()
+            keygens = self._start_keygens()
+            self._create_namespaces()
+            _wait_all(keygens)
+            self._write_host_files()
+            for host in self.hosts:
+                host.start_sshd()
+            wait_for_sshds(self.hosts)
+        except BaseException as exc:
+            try:
+                self.down()
+            except Exception as cleanup:
+                exc.add_note(f"and the teardown after it failed too: {cleanup}")
+            raise
+        return self
+
+    def down(self) -> None:
+        """Kill, delete and unroute everything this lab made; idempotent.  The workdir stays."""
+        errors: list[str] = []
+        for step in (self._kill_processes, self._delete_namespaces, self._delete_links,
+                     self._delete_bridge, self._release_route):
+            try:
+                step()
+            except Exception as exc:  # keep going: remove as much as we can
+                errors.append(f"{step.__name__}: {exc}")
+        if errors:
+            raise LabError("lab teardown incomplete: " + "; ".join(errors))
+
+    def __enter__(self) -> Lab:
+        return self.up()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.down()
+
+    def host(self, name: str) -> LabHost:
+        for host in self.hosts:
+            if name in (host.name, host.netns, host.mgmt_addr):
+                return host
+        raise KeyError(name)
+
+    def ssh_argv(self, host: LabHost, *command: str, key: Path | None = None) -> list[str]:
+        """OpenSSH client argv for running ``command`` on ``host``; ignores ~/.ssh/config."""
+        return [
+            "ssh", "-F", "/dev/null",
+            "-i", str(key or self.client_key),
+            "-o", "IdentitiesOnly=yes",
+            "-o", f"UserKnownHostsFile={self.known_hosts}",
+            "-o", "GlobalKnownHostsFile=/dev/null",
+            "-o", "StrictHostKeyChecking=yes",
+            "-o", "BatchMode=yes",
+            "-o", "ConnectTimeout=5",
+            "-o", "LogLevel=ERROR",
+            f"root@{host.mgmt_addr}",
+            *command,
+        ]
+
+    def write_site_yaml(self, path: Path, hosts: Sequence[LabHost] | None = None) -> Path:
+        """Write a minimal site file listing ``hosts`` (default: all)."""
+        lines = ["site: lab", "nodes:"]
+        for host in self.hosts if hosts is None else hosts:
+            lines += [
+                f"  - name: {host.name}",
+                f"    host: {host.mgmt_addr}",
+                "    user: root",
+                f"    key: {json.dumps(str(self.client_key))}",
+            ]
+            if host.fabric_addr:
+                lines.append(f"    fabric_address: {host.fabric_addr}")
+        path = Path(path)
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def save_state(self, path: Path) -> Path:
+        """Record what ``down`` needs (names, PIDs) so another process can tear down."""
+        state = {
+            "format": STATE_FORMAT,
+            "workdir": str(self.workdir),
+            "n": self.n,
+            "prefix": self.prefix,
+            "block": self.block,
+            "bridge": self.bridge,
+            "route_added": self.route_added,
+            "netns": self._netns,
+            "links": self._links,
+            "hosts": [h.to_state() for h in self.hosts],
+        }
+        path = Path(path)
+        path.write_text(json.dumps(state, indent=2) + "\n")
+        return path
+
+    @classmethod
+    def from_state(cls, path: Path) -> Lab:
+        """A Lab rebuilt from ``save_state`` output; only good for inspection and ``down()``."""
+        state = json.loads(Path(path).read_text())
+        if state.get("format") != STATE_FORMAT:
+            raise LabError(f"{path}: not a lab state file ({STATE_FORMAT})")
+        lab = cls.__new__(cls)
+        lab.workdir = Path(state["workdir"])
+        lab.n = state["n"]
+        lab.prefix = state["prefix"]
+        lab.client_key = lab.workdir / "client_key"
+        lab.known_hosts = lab.workdir / "known_hosts"
+        lab.ssh_config = lab.workdir / "ssh_config"
+        lab.block = state["block"]
+        lab.bridge = state["bridge"]
+        lab.route_added = state["route_added"]
+        lab._netns = list(state["netns"])
+        lab._links = list(state["links"])
+        lab.hosts = [LabHost.from_state(h) for h in state["hosts"]]
+        lab._used = True
+        return lab
+
+    # -- up ----------------------------------------------------------------
+
+    @property
+    def _k(self) -> int:
+        if self.block is None:
+            raise LabError("lab is not up")
+        return self.block
+
+    def _create_bridge(self) -> None:
+        """Under the lock: safety route, a free block, and the bridge that claims it."""
+        with _lab_lock():
+            if _unreachable_route(_lab_routes()) is None:
+                self.route_added = True
+                _run(["ip", "route", "add", "unreachable", LAB_NET, "proto", ROUTE_PROTO])
+            self.block = k = _claim_block()
+            self.bridge = f"sw{k}br"
+            self._links.append(self.bridge)
+            _ip_batch([
+                f"link add name {self.bridge} type bridge",
+                f"link set dev {self.bridge} alias {self.prefix}",
+                f"addr add 10.99.{k}.1/24 dev {self.bridge}",
+                f"link set dev {self.bridge} up",
+                f"route replace 10.99.{k}.0/24 dev {self.bridge} proto kernel scope link"
+                f" src 10.99.{k}.1 quickack 1",
+            ])
+
+    def _make_hosts(self) -> None:
+        k = self._k
+        for i in range(self.n):
+            host = LabHost(
+                index=i,
+                name=f"node{i}",
+                netns=f"{self.prefix}{i}",
+                dir=self.workdir / f"node{i}",
+                mgmt_addr=f"10.99.{k}.{10 + i}",
+            )
+            pair, side = divmod(i, 2)
+            if pair * 2 + 1 < self.n:  # odd last host: no fabric link
+                host.fabric_addr = f"10.99.{k + 1}.{4 * pair + 1 + side}"
+                host.fabric_peer = f"node{i + 1 - 2 * side}"
+            self.hosts.append(host)
+
+    def _start_keygens(self) -> list[subprocess.Popen[bytes]]:
+        procs = [_keygen(self.client_key, "strixwizard-lab-client")]
+        for host in self.hosts:
+            host.dir.mkdir(parents=True, exist_ok=True)
+            host.home.mkdir(mode=0o700, exist_ok=True)
+            procs.append(_keygen(host.host_key, f"strixwizard-lab-{host.name}"))
+        return procs
+
+    def _create_namespaces(self) -> None:
+        k = self._k
+        for host in self.hosts:
+            self._netns.append(host.netns)
+            _run(["ip", "netns", "add", host.netns])
+        root_cmds = []
+        for host in self.hosts:
+            veth = f"sw{k}m{host.index}"
+            self._links.append(veth)
+            root_cmds.append(
+                f"link add name {veth} up master {self.bridge} type veth peer name mgmt0 netns {host.netns}"
+            )
+            root_cmds.append(f"link set dev {veth} alias {self.prefix}")
+        for a, b in self._fabric_pairs():
+            root_cmds.append(f"link add name fab0 netns {a.netns} type veth peer name fab0 netns {b.netns}")
+        _ip_batch(root_cmds)
+        for host in self.hosts:
+            _ip_batch(self._namespace_cmds(host), netns=host.netns)
+
+    def _fabric_pairs(self) -> list[tuple[LabHost, LabHost]]:
+        return [(self.hosts[i], self.hosts[i + 1]) for i in range(0, self.n - 1, 2)]
+
+    def _namespace_cmds(self, host: LabHost) -> list[str]:
+        k = self._k
+        cmds = [
+            "link set dev lo up",
+            f"addr add {host.mgmt_addr}/24 dev mgmt0",
+            "link set dev mgmt0 up",
+            f"route replace 10.99.{k}.0/24 dev mgmt0 proto kernel scope link src {host.mgmt_addr} quickack 1",
+        ]
+        if host.fabric_addr:
+            subnet = f"10.99.{k + 1}.{4 * (host.index // 2)}/30"
+            cmds += [
+                f"addr add {host.fabric_addr}/30 dev fab0",
+                "link set dev fab0 up",
+                f"route replace {subnet} dev fab0 proto kernel scope link src {host.fabric_addr} quickack 1",
+            ]
+        return cmds
+
+    def _write_host_files(self) -> None:
+        client_pub = self.client_key.with_name(self.client_key.name + ".pub").read_text()
+        known = []
+        for host in self.hosts:
+            host.host_key_pub = _public_key(host.host_key.with_name(host.host_key.name + ".pub"))
+            known.append(f"{host.mgmt_addr} {host.host_key_pub}\n")
+            host.authorized_keys.write_text(client_pub)
+            host.sshd_config.write_text(self._sshd_config(host))
+        self.known_hosts.write_text("".join(known))
+        self.ssh_config.write_text(self._ssh_config())
+
+    def _sshd_config(self, host: LabHost) -> str:
+        return "\n".join([
+            "# written by tests/lab.py; this sshd never reads /etc/ssh",
+            f"ListenAddress {host.mgmt_addr}",
+            f"Port {SSH_PORT}",
+            f"HostKey {host.host_key}",
+            f"PidFile {host.dir / 'sshd.pid'}",
+            f"AuthorizedKeysFile {host.authorized_keys}",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "PermitRootLogin prohibit-password",
+            "StrictModes no",
+            "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
+            "UseDNS no",
+            "LogLevel ERROR",
+            "PrintMotd no",
+            "PrintLastLog no",
+            "MaxStartups 100",  # tests open many connections at once
+            "Subsystem sftp internal-sftp",
+            "",
+        ])
+
+    def _ssh_config(self) -> str:
+        """For people: ``ssh -F WORKDIR/ssh_config node0``."""
+        lines = [
+            "Host *",
+            "  User root",
+            f"  IdentityFile {self.client_key}",
+            "  IdentitiesOnly yes",
+            f"  UserKnownHostsFile {self.known_hosts}",
+            "  GlobalKnownHostsFile /dev/null",
+            "  StrictHostKeyChecking yes",
+            "  BatchMode yes",
+            "  ConnectTimeout 5",
+            "  LogLevel ERROR",
+        ]
+        for host in self.hosts:
+            lines += [f"Host {host.name}", f"  HostName {host.mgmt_addr}"]
+        return "\n".join(lines) + "\n"
+
+    # -- down --------------------------------------------------------------
+
+    def _kill_processes(self) -> None:
+        """Our sshds first (by PID), then anything else left in our namespaces."""
+        _kill_in_netns([h.sshd_pid for h in self.hosts if h.sshd_pid], self._netns)
+        for host in self.hosts:
+            host.kill_sshd()  # reaps our children; no-op for already-dead ones
+        _kill_in_netns(_pids_in_netns(self._netns), self._netns)
+
+    def _delete_namespaces(self) -> None:
+        for netns in reversed(self._netns):
+            if Path("/run/netns", netns).exists():
+                _run(["ip", "netns", "del", netns])
+
+    def _delete_links(self, timeout: float = 2.0) -> None:
+        """Root-side veths vanish with their namespace (the kernel's cleanup is
+        batched, ~50 ms for 16 hosts, where deleting one by one costs ~15 ms
+        each).  Wait a bounded while, then delete any left explicitly: someone
+        may still hold a namespace open (a pyroute2 handle, say)."""
+        ours = {name for name in self._links if name != self.bridge}
+        deadline = time.monotonic() + timeout
+        while ours:
+            ours &= {link["ifname"] for link in _ip_json("link", "show")}
+            if not ours or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        for name in sorted(ours):
+            _run(["ip", "link", "del", "dev", name], check=False)
+
+    def _delete_bridge(self) -> None:
+        if self.bridge and any(link["ifname"] == self.bridge for link in _ip_json("link", "show")):
+            _run(["ip", "link", "del", "dev", self.bridge])
+
+    def _release_route(self) -> None:
+        """Drop the unreachable route if a lab added it and no lab uses 10.99/16 any more."""
+        if not self.route_added:
+            return
+        with _lab_lock():
+            routes = _lab_routes()
+            unreachable = _unreachable_route(routes)
+            others = [r for r in routes if r is not unreachable]
+            if unreachable is not None and unreachable.get("protocol") == ROUTE_PROTO and not others:
+                _run(["ip", "route", "del", "unreachable", LAB_NET, "proto", ROUTE_PROTO])
+        self.route_added = False
+
+
+def lab_fixture(n: int, *, scope: str = "session", name: str | None = None) -> Callable[..., Any]:
+    """A pytest fixture yielding an up ``Lab`` of ``n`` hosts; assign it in conftest.py.
+
+    ``lab3 = lab_fixture(3)`` makes a fixture named ``lab3``.  Missing tools or
+    not being root is an error, not a skip: the lab is part of the test suite.
+    """
+    import pytest  # only tests need it; scripts/lab.py does not
+
+    def _lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+        require_lab_tools()
+        with Lab(tmp_path_factory.mktemp("lab"), n) as lab:
+            yield lab
+
+    return pytest.fixture(scope=scope, name=name)(_lab)  # type: ignore[call-overload,no-any-return]
