@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from strixwizard.demo.scenarios import demo_nodes  # noqa: E402
+from strixwizard.demo.scenarios import demo_nodes
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
 

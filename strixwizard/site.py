@@ -74,6 +74,7 @@ class Site:
 DEFAULT_SITE = Site(name="local")
 
 T = TypeVar("T")
+_TYPE_NAMES: dict[object, str] = {int: "whole number", float: "number", str: "string"}
 
 
 class _Reader:
@@ -81,6 +82,7 @@ class _Reader:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        self.constructor = yaml.SafeLoader("")
 
     def error(self, node: yaml.Node | None, message: str) -> SiteError:
         line = f":{node.start_mark.line + 1}" if node is not None else ""
@@ -102,15 +104,15 @@ class _Reader:
     def scalar(self, node: yaml.Node, kind: Callable[[Any], T], what: str) -> T:
         if not isinstance(node, yaml.ScalarNode):
             raise self.error(node, f"{what} must be a single value")
-        value = yaml.SafeLoader("").construct_object(node)
-        type_name = getattr(kind, "__name__", str(kind))
+        value = self.constructor.construct_object(node)
+        type_name = _TYPE_NAMES.get(kind, getattr(kind, "__name__", str(kind)))
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:  # type: ignore[arg-type]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):  # type: ignore[arg-type]
             raise self.error(node, f"{what} must be a {type_name}, not {value!r}")
-        return value
+        return value  # type: ignore[no-any-return]
 
     def record(self, node: yaml.Node, cls: type[T], what: str) -> T:
         """Build dataclass `cls` from a mapping, checking names and types."""
@@ -138,7 +140,10 @@ def parse_site(text: str, source: str, path: Path | None = None) -> Site:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}" if mark else ""
-        raise SiteError(f"{source}{line}: not valid YAML: {error.problem}") from None
+        context = ""
+        if error.context and error.context_mark and error.context_mark is not mark:
+            context = f" ({error.context} started on line {error.context_mark.line + 1})"
+        raise SiteError(f"{source}{line}: not valid YAML: {error.problem}{context}") from None
     except yaml.YAMLError as error:
         raise SiteError(f"{source}: not valid YAML: {error}") from None
     if root is None:

@@ -53,8 +53,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _result_lines(result: CheckResult, paint: _Painter, width: int) -> list[str]:
-    where = result.entity if result.host is None else result.entity
-    lines = [f"  {paint.status(result.status)} {result.id.ljust(width)} {where}"]
+    lines = [f"  {paint.status(result.status)} {result.id.ljust(width)} {result.entity}"]
     if result.observed or result.expected:
         observed = result.observed or "?"
         want = f" (want {result.expected})" if result.expected and result.status != Status.PASS else ""

@@ -1,14 +1,15 @@
 """A multi-host test lab: network namespaces, each running a real OpenSSH sshd.
 
-Layout of one lab (``k`` is an even number picked per lab, see ``_claim_block``)::
+Layout of one lab of two hosts (``k`` is an even number claimed per lab)::
 
-    root namespace                          namespace <prefix>0 ("node0")
-    unreachable 10.99.0.0/16 (safety net)   mgmt0 10.99.k.10/24 ── sshd :22
-    bridge sw<k>br 10.99.k.1/24 ── sw<k>m0 ─┘  fab0 10.99.(k+1).1/30 ─┐
-                                ── sw<k>m1 ─┐                         │ veth, back to back
-                                            namespace <prefix>1 ("node1")
-                                            mgmt0 10.99.k.11/24      │
-                                            fab0 10.99.(k+1).2/30 ───┘
+    root namespace                        namespace <prefix>0 = node0
+      unreachable 10.99.0.0/16              mgmt0 10.99.k.10/24    sshd on :22
+      bridge sw<k>br 10.99.k.1/24           fab0  10.99.(k+1).1/30 ──┐
+        ├── sw<k>m0 ═══ veth ═══ node0 mgmt0                          │ veth
+        └── sw<k>m1 ═══ veth ═══ node1 mgmt0                          │
+                                          namespace <prefix>1 = node1 │
+                                            mgmt0 10.99.k.11/24       │
+                                            fab0  10.99.(k+1).2/30 ──┘
 
 - Management: one veth per host from its namespace (``mgmt0``) into a bridge in
   the root namespace; the bridge has ``.1``, host ``i`` has ``.(10+i)``.  The
@@ -48,8 +49,14 @@ Layout of one lab (``k`` is an even number picked per lab, see ``_claim_block``)
 - The unreachable route is added with ``proto 77`` as a marker.  ``down()``
   removes it only when it carries that marker (a lab added it, not an admin)
   and no other lab's route is left inside 10.99.0.0/16.
-- ``down()`` is idempotent and undoes a partial ``up()``: every object is
-  recorded *before* it is created and removed "if it exists".
+- ``down()`` is idempotent and undoes a partial ``up()``: every name derives
+  from ``prefix``, ``n`` and ``k``, and each object is removed "if it exists";
+  root-namespace links are removed only if they carry the lab's alias (set
+  on each link as it is created), so a lab never deletes another's.
+- Stale labs: each live lab has a state file in /run/strixwizard-lab/, written
+  as soon as ``k`` is claimed.  ``sweep_stale_labs()`` tears down those whose
+  owning process died without ``down()`` (a SIGKILLed test run); the pytest
+  fixture and ``scripts/lab.py up`` call it first.
 
 Using it from pytest (``conftest.py``)::
 
@@ -90,6 +97,8 @@ SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")
 LOCK_FILE = Path("/run/lock/strixwizard-lab.lock")
 STATE_FORMAT = "strixwizard-lab/1"
+#: One state file per live lab (tmpfs: gone at reboot, like the namespaces).
+REGISTRY = Path("/run/strixwizard-lab")
 MAX_HOSTS = 128  # 64 fabric /30s fit in one /24
 READY_TIMEOUT = 10.0
 KILL_TIMEOUT = 3.0
@@ -128,9 +137,7 @@ def require_lab_tools() -> None:
     }
     if missing:
         packages = " ".join(sorted(set(missing.values())))
-        problems.append(
-            f"missing {', '.join(missing)}: apt-get install {packages}"
-        )
+        problems.append(f"missing {', '.join(missing)}: apt-get install {packages}")
     if problems:
         raise LabError("cannot run the test lab: " + "; ".join(problems))
 
@@ -138,9 +145,7 @@ def require_lab_tools() -> None:
 def _run(
     argv: Sequence[str], *, stdin: str | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        list(argv), input=stdin, capture_output=True, text=True, timeout=CMD_TIMEOUT
-    )
+    proc = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, timeout=CMD_TIMEOUT)
     if check and proc.returncode != 0:
         raise LabError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
     return proc
@@ -175,9 +180,7 @@ def _lab_routes() -> list[dict[str, Any]]:
 
 
 def _unreachable_route(routes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return next(
-        (r for r in routes if r.get("dst") == LAB_NET and r.get("type") == "unreachable"), None
-    )
+    return next((r for r in routes if r.get("dst") == LAB_NET and r.get("type") == "unreachable"), None)
 
 
 def _claim_block() -> int:
@@ -290,7 +293,15 @@ def _wait_all(procs: Sequence[subprocess.Popen[bytes]]) -> None:
     for proc in procs:
         _, err = proc.communicate(timeout=CMD_TIMEOUT)
         if proc.returncode != 0:
-            raise LabError(f"{' '.join(map(str, proc.args))} failed: {err.decode().strip()}")  # type: ignore[union-attr]
+            raise LabError(f"ssh-keygen failed: {err.decode().strip()}")
+
+
+def _quickack_route(subnet: str, dev: str, src: str) -> str:
+    """``ip`` batch line replacing the kernel's connected route by one with quickack.
+
+    Without quickack, delayed ACKs stall SSH exchanges by tens of milliseconds.
+    """
+    return f"route replace {subnet} dev {dev} proto kernel scope link src {src} quickack 1"
 
 
 def _public_key(path: Path) -> str:
@@ -355,8 +366,23 @@ class LabHost:
         with open(self.sshd_log, "ab") as log:
             # ip netns exec, unshare (without --fork) and sh all exec: the PID is sshd's.
             self._proc = subprocess.Popen(
-                ["ip", "netns", "exec", self.netns, "unshare", "--mount", "--propagation", "private",
-                 "sh", "-c", _SSHD_WRAPPER, "sh", str(self.home), SSHD, str(self.sshd_config)],
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.netns,
+                    "unshare",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    _SSHD_WRAPPER,
+                    "sh",
+                    str(self.home),
+                    SSHD,
+                    str(self.sshd_config),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -415,7 +441,10 @@ def wait_for_sshds(hosts: Sequence[LabHost], timeout: float = READY_TIMEOUT) -> 
             if not host.sshd_running():
                 log = host.sshd_log.read_text(errors="replace").strip()[-2000:]
                 raise LabError(f"{host.name}: sshd exited during start: {log or '(no output)'}")
-            with contextlib.suppress(OSError), socket.create_connection((host.mgmt_addr, SSH_PORT), 0.2):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection((host.mgmt_addr, SSH_PORT), 0.2),
+            ):
                 pending.remove(host)
         if pending:
             if time.monotonic() > deadline:
@@ -443,19 +472,27 @@ class Lab:
             raise ValueError("the lab's workdir must not be under /root (each sshd sees its own /root)")
         self.n = n
         self.prefix = f"{prefix}-{os.getpid()}-{next(_lab_counter)}-"
+        #: the process that tears this lab down; None once detached (scripts/lab.py)
+        self.owner_pid: int | None = os.getpid()
         self.client_key = self.workdir / "client_key"
         self.known_hosts = self.workdir / "known_hosts"
         self.ssh_config = self.workdir / "ssh_config"
         self.hosts: list[LabHost] = []
+        #: k: management 10.99.k.0/24, fabric 10.99.(k+1).0/24; None until claimed
         self.block: int | None = None
-        self.bridge: str | None = None
         self.route_added = False
-        # Recorded before creation, removed "if exists" on down().
-        self._netns: list[str] = []
-        self._links: list[str] = []
         self._used = False
 
     # -- public ------------------------------------------------------------
+
+    @property
+    def bridge(self) -> str | None:
+        return None if self.block is None else f"sw{self.block}br"
+
+    @property
+    def netns_names(self) -> list[str]:
+        """Every namespace this lab may have made (names are derived, not recorded)."""
+        return [f"{self.prefix}{i}" for i in range(self.n)]
 
     @property
     def mgmt_net(self) -> str:
@@ -482,6 +519,7 @@ class Lab:
             for host in self.hosts:
                 host.start_sshd()
             wait_for_sshds(self.hosts)
+            self._register()  # now with the sshd PIDs
         except BaseException as exc:
             try:
                 self.down()
@@ -493,20 +531,34 @@ class Lab:
     def down(self) -> None:
         """Kill, delete and unroute everything this lab made; idempotent.  The workdir stays."""
         errors: list[str] = []
-        for step in (self._kill_processes, self._delete_namespaces, self._delete_links,
-                     self._delete_bridge, self._release_route):
+        for step in (
+            self._kill_processes,
+            self._delete_namespaces,
+            self._delete_links,
+            self._delete_bridge,
+            self._release_route,
+        ):
             try:
                 step()
             except Exception as exc:  # keep going: remove as much as we can
                 errors.append(f"{step.__name__}: {exc}")
         if errors:
             raise LabError("lab teardown incomplete: " + "; ".join(errors))
+        self._registry_file.unlink(missing_ok=True)
+
+    def detach(self) -> None:
+        """Leave the lab up when this process exits; ``sweep_stale_labs`` then skips it."""
+        self.owner_pid = None
+        self._register()
 
     def __enter__(self) -> Lab:
         return self.up()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.down()
 
@@ -518,19 +570,10 @@ class Lab:
 
     def ssh_argv(self, host: LabHost, *command: str, key: Path | None = None) -> list[str]:
         """OpenSSH client argv for running ``command`` on ``host``; ignores ~/.ssh/config."""
-        return [
-            "ssh", "-F", "/dev/null",
-            "-i", str(key or self.client_key),
-            "-o", "IdentitiesOnly=yes",
-            "-o", f"UserKnownHostsFile={self.known_hosts}",
-            "-o", "GlobalKnownHostsFile=/dev/null",
-            "-o", "StrictHostKeyChecking=yes",
-            "-o", "BatchMode=yes",
-            "-o", "ConnectTimeout=5",
-            "-o", "LogLevel=ERROR",
-            f"root@{host.mgmt_addr}",
-            *command,
-        ]
+        argv = ["ssh", "-F", "/dev/null", "-i", str(key or self.client_key)]
+        for option, value in self._client_options().items():
+            argv += ["-o", f"{option}={value}"]
+        return [*argv, f"root@{host.mgmt_addr}", *command]
 
     def write_site_yaml(self, path: Path, hosts: Sequence[LabHost] | None = None) -> Path:
         """Write a minimal site file listing ``hosts`` (default: all)."""
@@ -549,21 +592,25 @@ class Lab:
         return path
 
     def save_state(self, path: Path) -> Path:
-        """Record what ``down`` needs (names, PIDs) so another process can tear down."""
+        """Record what ``down`` needs so another process can tear the lab down.
+
+        Every name derives from ``prefix``, ``n`` and ``block``; the PIDs are
+        checked against the namespaces before any signal is sent.
+        """
         state = {
             "format": STATE_FORMAT,
             "workdir": str(self.workdir),
             "n": self.n,
             "prefix": self.prefix,
+            "owner_pid": self.owner_pid,
             "block": self.block,
-            "bridge": self.bridge,
             "route_added": self.route_added,
-            "netns": self._netns,
-            "links": self._links,
             "hosts": [h.to_state() for h in self.hosts],
         }
         path = Path(path)
-        path.write_text(json.dumps(state, indent=2) + "\n")
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(path)
         return path
 
     @classmethod
@@ -576,19 +623,25 @@ class Lab:
         lab.workdir = Path(state["workdir"])
         lab.n = state["n"]
         lab.prefix = state["prefix"]
+        lab.owner_pid = state["owner_pid"]
         lab.client_key = lab.workdir / "client_key"
         lab.known_hosts = lab.workdir / "known_hosts"
         lab.ssh_config = lab.workdir / "ssh_config"
         lab.block = state["block"]
-        lab.bridge = state["bridge"]
         lab.route_added = state["route_added"]
-        lab._netns = list(state["netns"])
-        lab._links = list(state["links"])
         lab.hosts = [LabHost.from_state(h) for h in state["hosts"]]
         lab._used = True
         return lab
 
     # -- up ----------------------------------------------------------------
+
+    @property
+    def _registry_file(self) -> Path:
+        return REGISTRY / f"{self.prefix.rstrip('-')}.json"
+
+    def _register(self) -> None:
+        REGISTRY.mkdir(mode=0o700, exist_ok=True)
+        self.save_state(self._registry_file)
 
     @property
     def _k(self) -> int:
@@ -603,16 +656,17 @@ class Lab:
                 self.route_added = True
                 _run(["ip", "route", "add", "unreachable", LAB_NET, "proto", ROUTE_PROTO])
             self.block = k = _claim_block()
-            self.bridge = f"sw{k}br"
-            self._links.append(self.bridge)
-            _ip_batch([
-                f"link add name {self.bridge} type bridge",
-                f"link set dev {self.bridge} alias {self.prefix}",
-                f"addr add 10.99.{k}.1/24 dev {self.bridge}",
-                f"link set dev {self.bridge} up",
-                f"route replace 10.99.{k}.0/24 dev {self.bridge} proto kernel scope link"
-                f" src 10.99.{k}.1 quickack 1",
-            ])
+            self._register()  # before anything is named after k
+            bridge = f"sw{k}br"
+            _ip_batch(
+                [
+                    f"link add name {bridge} type bridge",
+                    f"link set dev {bridge} alias {self.prefix}",
+                    f"addr add 10.99.{k}.1/24 dev {bridge}",
+                    f"link set dev {bridge} up",
+                    _quickack_route(f"10.99.{k}.0/24", bridge, f"10.99.{k}.1"),
+                ]
+            )
 
     def _make_hosts(self) -> None:
         k = self._k
@@ -641,12 +695,10 @@ class Lab:
     def _create_namespaces(self) -> None:
         k = self._k
         for host in self.hosts:
-            self._netns.append(host.netns)
             _run(["ip", "netns", "add", host.netns])
         root_cmds = []
         for host in self.hosts:
             veth = f"sw{k}m{host.index}"
-            self._links.append(veth)
             root_cmds.append(
                 f"link add name {veth} up master {self.bridge} type veth peer name mgmt0 netns {host.netns}"
             )
@@ -666,14 +718,14 @@ class Lab:
             "link set dev lo up",
             f"addr add {host.mgmt_addr}/24 dev mgmt0",
             "link set dev mgmt0 up",
-            f"route replace 10.99.{k}.0/24 dev mgmt0 proto kernel scope link src {host.mgmt_addr} quickack 1",
+            _quickack_route(f"10.99.{k}.0/24", "mgmt0", host.mgmt_addr),
         ]
         if host.fabric_addr:
             subnet = f"10.99.{k + 1}.{4 * (host.index // 2)}/30"
             cmds += [
                 f"addr add {host.fabric_addr}/30 dev fab0",
                 "link set dev fab0 up",
-                f"route replace {subnet} dev fab0 proto kernel scope link src {host.fabric_addr} quickack 1",
+                _quickack_route(subnet, "fab0", host.fabric_addr),
             ]
         return cmds
 
@@ -689,42 +741,45 @@ class Lab:
         self.ssh_config.write_text(self._ssh_config())
 
     def _sshd_config(self, host: LabHost) -> str:
-        return "\n".join([
-            "# written by tests/lab.py; this sshd never reads /etc/ssh",
-            f"ListenAddress {host.mgmt_addr}",
-            f"Port {SSH_PORT}",
-            f"HostKey {host.host_key}",
-            f"PidFile {host.dir / 'sshd.pid'}",
-            f"AuthorizedKeysFile {host.authorized_keys}",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "UsePAM no",
-            "PermitRootLogin prohibit-password",
-            "StrictModes no",
-            "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
-            "UseDNS no",
-            "LogLevel ERROR",
-            "PrintMotd no",
-            "PrintLastLog no",
-            "MaxStartups 100",  # tests open many connections at once
-            "Subsystem sftp internal-sftp",
-            "",
-        ])
+        return "\n".join(
+            [
+                "# written by tests/lab.py; this sshd never reads /etc/ssh",
+                f"ListenAddress {host.mgmt_addr}",
+                f"Port {SSH_PORT}",
+                f"HostKey {host.host_key}",
+                f"PidFile {host.dir / 'sshd.pid'}",
+                f"AuthorizedKeysFile {host.authorized_keys}",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                "PermitRootLogin prohibit-password",
+                "StrictModes no",
+                "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
+                "UseDNS no",
+                "LogLevel ERROR",
+                "PrintMotd no",
+                "PrintLastLog no",
+                "MaxStartups 100",  # tests open many connections at once
+                "Subsystem sftp internal-sftp",
+                "",
+            ]
+        )
+
+    def _client_options(self) -> dict[str, str]:
+        return {
+            "IdentitiesOnly": "yes",
+            "UserKnownHostsFile": str(self.known_hosts),
+            "GlobalKnownHostsFile": "/dev/null",
+            "StrictHostKeyChecking": "yes",
+            "BatchMode": "yes",
+            "ConnectTimeout": "5",
+            "LogLevel": "ERROR",
+        }
 
     def _ssh_config(self) -> str:
         """For people: ``ssh -F WORKDIR/ssh_config node0``."""
-        lines = [
-            "Host *",
-            "  User root",
-            f"  IdentityFile {self.client_key}",
-            "  IdentitiesOnly yes",
-            f"  UserKnownHostsFile {self.known_hosts}",
-            "  GlobalKnownHostsFile /dev/null",
-            "  StrictHostKeyChecking yes",
-            "  BatchMode yes",
-            "  ConnectTimeout 5",
-            "  LogLevel ERROR",
-        ]
+        lines = ["Host *", "  User root", f"  IdentityFile {self.client_key}"]
+        lines += [f"  {option} {value}" for option, value in self._client_options().items()]
         for host in self.hosts:
             lines += [f"Host {host.name}", f"  HostName {host.mgmt_addr}"]
         return "\n".join(lines) + "\n"
@@ -733,33 +788,37 @@ class Lab:
 
     def _kill_processes(self) -> None:
         """Our sshds first (by PID), then anything else left in our namespaces."""
-        _kill_in_netns([h.sshd_pid for h in self.hosts if h.sshd_pid], self._netns)
+        netnses = self.netns_names
+        _kill_in_netns([h.sshd_pid for h in self.hosts if h.sshd_pid], netnses)
         for host in self.hosts:
             host.kill_sshd()  # reaps our children; no-op for already-dead ones
-        _kill_in_netns(_pids_in_netns(self._netns), self._netns)
+        _kill_in_netns(_pids_in_netns(netnses), netnses)
 
     def _delete_namespaces(self) -> None:
-        for netns in reversed(self._netns):
+        for netns in reversed(self.netns_names):
             if Path("/run/netns", netns).exists():
                 _run(["ip", "netns", "del", netns])
+
+    def _own_links(self) -> set[str]:
+        """Root-namespace links carrying this lab's alias (set right after creating each)."""
+        return {link["ifname"] for link in _ip_json("link", "show") if link.get("ifalias") == self.prefix}
 
     def _delete_links(self, timeout: float = 2.0) -> None:
         """Root-side veths vanish with their namespace (the kernel's cleanup is
         batched, ~50 ms for 16 hosts, where deleting one by one costs ~15 ms
         each).  Wait a bounded while, then delete any left explicitly: someone
         may still hold a namespace open (a pyroute2 handle, say)."""
-        ours = {name for name in self._links if name != self.bridge}
         deadline = time.monotonic() + timeout
-        while ours:
-            ours &= {link["ifname"] for link in _ip_json("link", "show")}
-            if not ours or time.monotonic() > deadline:
+        while True:
+            veths = self._own_links() - {self.bridge}
+            if not veths or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
-        for name in sorted(ours):
+        for name in sorted(veths):
             _run(["ip", "link", "del", "dev", name], check=False)
 
     def _delete_bridge(self) -> None:
-        if self.bridge and any(link["ifname"] == self.bridge for link in _ip_json("link", "show")):
+        if self.bridge in self._own_links():
             _run(["ip", "link", "del", "dev", self.bridge])
 
     def _release_route(self) -> None:
@@ -775,6 +834,33 @@ class Lab:
         self.route_added = False
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def sweep_stale_labs(*, include_detached: bool = False) -> list[str]:
+    """Tear down labs whose owning process died without ``down()`` (a SIGKILLed run).
+
+    Labs are found through their state files in REGISTRY.  One whose owner still
+    runs is left alone, and so is a detached one (``scripts/lab.py up --detach``)
+    unless ``include_detached``.  Returns the prefixes of the labs torn down.
+    """
+    swept = []
+    for path in sorted(REGISTRY.glob("*.json")):
+        lab = Lab.from_state(path)
+        if lab.owner_pid is None and not include_detached:
+            continue
+        if lab.owner_pid is not None and _pid_alive(lab.owner_pid):
+            continue
+        lab.down()
+        swept.append(lab.prefix)
+    return swept
+
+
 def lab_fixture(n: int, *, scope: str = "session", name: str | None = None) -> Callable[..., Any]:
     """A pytest fixture yielding an up ``Lab`` of ``n`` hosts; assign it in conftest.py.
 
@@ -785,6 +871,7 @@ def lab_fixture(n: int, *, scope: str = "session", name: str | None = None) -> C
 
     def _lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         require_lab_tools()
+        sweep_stale_labs()
         with Lab(tmp_path_factory.mktemp("lab"), n) as lab:
             yield lab
 

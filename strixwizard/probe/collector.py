@@ -28,6 +28,22 @@ SNAPSHOT_FORMAT = "strixwizard-snapshot/1"
 MAX_FILE_BYTES = 4 * 1024 * 1024
 COMMAND_TIMEOUT_S = 10.0
 MAX_SYMLINK_DEPTH = 40
+#: procfs sysctl files fail with ENOMEM when asked for a large read at once.
+READ_CHUNK = 64 * 1024
+
+
+def read_bounded(path: str) -> bytes:
+    """Read a file in small chunks, up to MAX_FILE_BYTES."""
+    chunks = []
+    size = 0
+    with open(path, "rb") as handle:
+        while size < MAX_FILE_BYTES:
+            chunk = handle.read(READ_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)[:MAX_FILE_BYTES]
 
 
 class Sink:
@@ -65,7 +81,9 @@ class DirSink(Sink):
 
 class TarSink(Sink):
     def __init__(self, stream: BinaryIO) -> None:
-        self.tar = tarfile.open(fileobj=stream, mode="w|gz", format=tarfile.PAX_FORMAT)
+        self.tar = tarfile.open(  # noqa: SIM115 - closed by close(), like the stream it wraps
+            fileobj=stream, mode="w|gz", format=tarfile.PAX_FORMAT
+        )
         self.mtime = time.time()
 
     def add_file(self, name: str, data: bytes) -> None:
@@ -133,8 +151,7 @@ class Collector:
             real_path = self.resolve(path)
             if real_path in self.recorded_files or not os.path.isfile(self._real(real_path)):
                 return
-            with open(self._real(real_path), "rb") as handle:
-                data = handle.read(MAX_FILE_BYTES)
+            data = read_bounded(self._real(real_path))
         except OSError as error:
             self.unreadable[path] = os.strerror(error.errno) if error.errno else str(error)
             return
@@ -214,7 +231,7 @@ class Collector:
         meta = {
             "format": SNAPSHOT_FORMAT,
             "host": self.hostname(),
-            "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            "captured_at": datetime.datetime.now(datetime.UTC).isoformat(
                 timespec="seconds"
             ),
             "tool_version": tool_version,

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Sequence
 
 from strixwizard.probe import RC_NOT_FOUND, RC_TIMEOUT, CmdResult
-from strixwizard.probe.collector import COMMAND_TIMEOUT_S, MAX_FILE_BYTES
+from strixwizard.probe.collector import COMMAND_TIMEOUT_S, read_bounded
 
 
 class LocalProbe:
@@ -21,8 +21,7 @@ class LocalProbe:
 
     def read(self, path: str) -> str | None:
         try:
-            with open(self._real(path), "rb") as handle:
-                return handle.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+            return read_bounded(self._real(path)).decode("utf-8", "replace")
         except OSError:
             return None
 

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install strixwizard and run the doctor on the bundled demo site.
+# The demo has faults left in on purpose, so doctor exits 1 (it found them);
+# this script succeeds whenever doctor produced a verdict (exit 0 or 1).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh || exit 1
+.venv/bin/strixwizard doctor --demo
+status=$?
+if ((status == 0 || status == 1)); then
+    echo
+    echo "The demo ran. Try: .venv/bin/strixwizard doctor --demo --json | less"
+    exit 0
+fi
+exit "$status"

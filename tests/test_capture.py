@@ -1,0 +1,104 @@
+"""The collector and `strixwizard capture`, on fake trees and on this very machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+from pathlib import Path
+
+from strixwizard.facts import NodeFacts
+from strixwizard.probe.collector import DirSink, collect
+from strixwizard.probe.local import LocalProbe
+from strixwizard.probe.snapshot import SnapshotProbe
+
+
+def _fake_root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    device = root / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
+    device.mkdir(parents=True)
+    (device / "vendor").write_text("0x8086\n")
+    (device / "device").write_text("0x1592\n")
+    (root / "sys/bus/pci/devices").mkdir(parents=True)
+    (root / "sys/bus/pci/devices/0000:01:00.0").symlink_to(
+        "../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0")
+    # an absolute symlink must come out relative, inside the snapshot
+    (root / "sys/bus/pci/drivers/ice").mkdir(parents=True)
+    (device / "driver").symlink_to("/sys/bus/pci/drivers/ice")
+    return root
+
+
+def test_collector_keeps_symlinks_relative_and_inside(tmp_path: Path) -> None:
+    out = tmp_path / "snap"
+    spec = {"files": ["/sys/bus/pci/devices/*/vendor", "/sys/bus/pci/devices/*/device"],
+            "links": ["/sys/bus/pci/devices/*/driver"], "commands": []}
+    collect(spec, DirSink(str(out)), "test", root=str(_fake_root(tmp_path)))
+    link = out / "fs/sys/bus/pci/devices/0000:01:00.0"
+    assert link.is_symlink()
+    assert os.readlink(link) == "../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0"
+    driver = out / "fs/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"
+    assert not os.path.isabs(os.readlink(driver))
+    probe = SnapshotProbe.load(out)
+    assert probe.read("/sys/bus/pci/devices/0000:01:00.0/device") == "0x1592\n"
+    assert probe.readlink("/sys/bus/pci/devices/0000:01:00.0/driver") == (
+        "../../../../bus/pci/drivers/ice"
+    )
+
+
+def test_collector_runs_commands_and_records_missing_ones(tmp_path: Path) -> None:
+    out = tmp_path / "snap"
+    spec = {"files": [], "links": [], "commands": [
+        {"argv": ["echo", "hello world"]},
+        {"argv": ["strixwizard-no-such-tool", "--x"]},
+        {"argv": ["cat", "/sys/class/net/{netdev}/mtu"], "each": "netdev"},
+    ]}
+    collect(spec, DirSink(str(out)), "test")
+    commands = json.loads((out / "commands.json").read_text())
+    by_argv = {tuple(c["argv"]): c for c in commands}
+    assert by_argv[("echo", "hello world")]["stdout"] == "hello world\n"
+    assert by_argv[("strixwizard-no-such-tool", "--x")]["rc"] == 127
+    netdevs = [n for n in os.listdir("/sys/class/net") if n != "lo"]
+    for netdev in netdevs:
+        assert by_argv[("cat", f"/sys/class/net/{netdev}/mtu")]["rc"] == 0
+    probe = SnapshotProbe.load(out)
+    assert probe.run(["echo", "hello world"]).stdout == "hello world\n"
+
+
+def test_capture_of_this_machine_replays_to_the_same_facts(cli, tmp_path: Path) -> None:
+    out = tmp_path / "here"
+    result = cli("capture", "--out", str(out))
+    assert result.rc == 0, result.stderr
+    assert f"doctor --snapshot {out}" in result.stdout
+    live = NodeFacts("here", LocalProbe())
+    replay = NodeFacts("here", SnapshotProbe.load(out))
+    assert replay.cpu == live.cpu
+    assert replay.kernel == live.kernel
+    assert replay.pci == live.pci
+    assert replay.gpu == live.gpu
+    assert replay.memory.total_bytes is not None
+
+
+def test_capture_tar_then_doctor_reports_this_machine_is_not_strix_halo(cli, tmp_path) -> None:
+    result = cli("capture", "--out", str(tmp_path / "bundle"), "--tar")
+    assert result.rc == 0, result.stderr
+    archive = tmp_path / "bundle.tar.gz"
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert {"meta.json", "commands.json"} <= set(names)
+    doctor = cli("doctor", "--snapshot", str(archive), "--json")
+    assert doctor.rc == 1, doctor.stderr
+    report = doctor.json()
+    strix = [c for c in report["checks"] if c["id"] == "node.strix_halo"]
+    assert strix[0]["status"] == "fail"
+    assert "Not a Strix Halo node" in strix[0]["detail"]
+    assert report["hosts"][0]["facts"]["strix_halo"] is False
+
+
+def test_capture_refuses_to_overwrite(cli, tmp_path: Path) -> None:
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    result = cli("capture", "--out", str(out))
+    assert result.rc == 2
+    assert "already exists" in result.stderr
+    assert (out / "keep.txt").read_text() == "mine"

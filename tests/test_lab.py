@@ -1,0 +1,334 @@
+"""The test lab itself: real namespaces, real sshd, real teardown (needs root)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tests.lab as lab_module
+from tests.lab import (
+    REGISTRY,
+    Lab,
+    LabError,
+    LabHost,
+    lab_fixture,
+    require_lab_tools,
+    sweep_stale_labs,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SSH_TIMEOUT = 20
+
+
+def ssh(lab: Lab, host: LabHost, *command: str, key: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        lab.ssh_argv(host, *command, key=key), capture_output=True, text=True, timeout=SSH_TIMEOUT
+    )
+
+
+def root_ns_state() -> dict[str, Any]:
+    """What a lab leaves in the root namespace: netns names, link names, 10.99 routes."""
+    links = json.loads(
+        subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout
+    )
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return {
+        "netns": sorted(line.split()[0] for line in netns.splitlines() if line.strip()),
+        "links": sorted(link["ifname"] for link in links),
+        "routes": sorted(json.dumps(r, sort_keys=True) for r in lab_module._lab_routes()),
+    }
+
+
+def assert_gone(lab: Lab, before: dict[str, Any]) -> None:
+    after = root_ns_state()
+    assert not [ns for ns in after["netns"] if ns.startswith(lab.prefix)]
+    assert not [name for name in after["links"] if name.startswith(f"sw{lab.block}")]
+    assert not [r for r in after["routes"] if f'"10.99.{lab.block}.' in r]
+    assert after == before, "down() must restore the root namespace exactly"
+
+
+def sshd_alive(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "\nState:\tZ" not in status.read_text()
+
+
+def test_require_lab_tools_passes_here() -> None:
+    require_lab_tools()
+
+
+lab = lab_fixture(3, scope="class")  # class scope: torn down before the teardown tests below
+
+
+class TestThreeHosts:
+    """Three hosts: node0 and node1 back to back on the fabric, node2 alone."""
+
+    def test_layout(self, lab: Lab) -> None:
+        node0, node1, node2 = lab.hosts
+        assert [h.name for h in lab.hosts] == ["node0", "node1", "node2"]
+        assert all(h.netns.startswith(lab.prefix) for h in lab.hosts)
+        assert all(h.mgmt_addr.startswith("10.99.") for h in lab.hosts)
+        assert (node0.fabric_peer, node1.fabric_peer) == ("node1", "node0")
+        assert node2.fabric_addr is None and node2.fabric_peer is None
+        known = lab.known_hosts.read_text().splitlines()
+        assert known == [f"{h.mgmt_addr} {h.host_key_pub}" for h in lab.hosts]
+        assert all(line.split()[1] == "ssh-ed25519" for line in known)
+
+    def test_openssh_client_reaches_every_host(self, lab: Lab) -> None:
+        for host in lab.hosts:
+            argv = [
+                "ssh",
+                "-F",
+                "/dev/null",
+                "-i",
+                str(lab.client_key),
+                "-o",
+                f"UserKnownHostsFile={lab.known_hosts}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "ConnectTimeout=5",
+                f"root@{host.mgmt_addr}",
+                "true",
+            ]
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=SSH_TIMEOUT)
+            assert proc.returncode == 0, proc.stderr
+
+    def test_ssh_config_for_people(self, lab: Lab) -> None:
+        proc = subprocess.run(
+            ["ssh", "-F", str(lab.ssh_config), "node1", "echo", "ok"],
+            capture_output=True,
+            text=True,
+            timeout=SSH_TIMEOUT,
+        )
+        assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stderr
+
+    def test_host_sees_only_its_own_interfaces(self, lab: Lab) -> None:
+        for host in lab.hosts:
+            proc = ssh(lab, host, "ls", "/sys/class/net")
+            expected = ["fab0", "lo", "mgmt0"] if host.fabric_addr else ["lo", "mgmt0"]
+            assert proc.stdout.split() == expected
+
+    def test_fab0_over_ssh_is_the_namespace_netdev(self, lab: Lab) -> None:
+        host = lab.hosts[1]
+        link = json.loads(host.run_in_ns(["ip", "-j", "link", "show", "fab0"], check=True).stdout)[0]
+        proc = ssh(lab, host, "cat", "/sys/class/net/fab0/mtu", "/sys/class/net/fab0/address")
+        assert proc.stdout.split() == [str(link["mtu"]), link["address"]]
+        host.run_in_ns(["ip", "link", "set", "fab0", "mtu", "4000"], check=True)
+        try:
+            assert ssh(lab, host, "cat", "/sys/class/net/fab0/mtu").stdout == "4000\n"
+            peer = lab.host(host.fabric_peer or "")
+            assert ssh(lab, peer, "cat", "/sys/class/net/fab0/mtu").stdout == "1500\n"
+        finally:
+            host.run_in_ns(["ip", "link", "set", "fab0", "mtu", "1500"], check=True)
+
+    def test_commands_run_in_the_lab_home(self, lab: Lab) -> None:
+        host = lab.hosts[0]
+        proc = ssh(lab, host, 'echo "$HOME"; echo "$PATH"; ls -A ~; touch ~/marker')
+        home, path, *listing = proc.stdout.splitlines()
+        assert (home, listing) == ("/root", [])
+        assert "pyenv" not in path
+        assert (host.home / "marker").exists(), "the sshd's /root is the host's own home dir"
+        (host.home / "marker").unlink()
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            assert ssh(lab, host, "true").returncode == 0
+            times.append(time.perf_counter() - started)
+        print(
+            f"ssh true round trip: median {statistics.median(times) * 1000:.0f} ms, "
+            f"min {min(times) * 1000:.0f} ms"
+        )
+
+    def test_fabric_peers_ping_each_other(self, lab: Lab) -> None:
+        if shutil.which("ping") is None:
+            pytest.fail("ping is missing: apt-get install iputils-ping")
+        node0, node1, node2 = lab.hosts
+        for src, dst in ((node0, node1), (node1, node0)):
+            proc = src.run_in_ns(["ping", "-c", "1", "-W", "1", dst.fabric_addr or ""])
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        # No route to the fabric from a host without one, nor from the root namespace.
+        assert node2.run_in_ns(["ping", "-c", "1", "-W", "1", node0.fabric_addr or ""]).returncode != 0
+        root = subprocess.run(
+            ["ping", "-c", "1", "-W", "1", node0.fabric_addr or ""],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        assert root.returncode != 0
+
+    def test_wrong_client_key_is_refused(self, lab: Lab, tmp_path: Path) -> None:
+        key = tmp_path / "stranger"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        proc = ssh(lab, lab.hosts[0], "true", key=key)
+        assert proc.returncode == 255
+        assert "Permission denied" in proc.stderr
+
+    def test_unknown_host_key_is_refused(self, lab: Lab, tmp_path: Path) -> None:
+        node0, node1, _ = lab.hosts
+        wrong = tmp_path / "known_hosts"
+        wrong.write_text(f"{node0.mgmt_addr} {node1.host_key_pub}\n")
+        argv = lab.ssh_argv(node0, "true")
+        argv[argv.index(f"UserKnownHostsFile={lab.known_hosts}")] = f"UserKnownHostsFile={wrong}"
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=SSH_TIMEOUT)
+        assert proc.returncode == 255
+        assert "Host key verification failed" in proc.stderr
+
+    def test_kill_and_restart_one_sshd(self, lab: Lab) -> None:
+        victim, *others = reversed(lab.hosts)
+        old_pid = victim.sshd_pid
+        assert old_pid is not None and sshd_alive(old_pid)
+        victim.kill_sshd()
+        assert victim.sshd_pid is None and not sshd_alive(old_pid)
+        proc = ssh(lab, victim, "true")
+        assert proc.returncode == 255 and "refused" in proc.stderr
+        for other in others:  # killed by PID, not by name: the others live on
+            assert other.sshd_pid is not None and sshd_alive(other.sshd_pid)
+            assert ssh(lab, other, "true").returncode == 0
+        victim.restart_sshd()
+        assert victim.sshd_pid not in (None, old_pid)
+        assert ssh(lab, victim, "true").returncode == 0
+
+    def test_site_yaml(self, lab: Lab, tmp_path: Path) -> None:
+        text = lab.write_site_yaml(tmp_path / "site.yaml", hosts=lab.hosts[1:]).read_text()
+        node1 = lab.hosts[1]
+        assert text.startswith("site: lab\nnodes:\n  - name: node1\n")
+        assert f"    host: {node1.mgmt_addr}\n    user: root\n" in text
+        assert f'    key: "{lab.client_key}"\n    fabric_address: {node1.fabric_addr}\n' in text
+        assert "node0" not in text and "fabric_address" not in text.split("name: node2")[1]
+
+
+def test_down_removes_everything_and_is_idempotent(tmp_path: Path) -> None:
+    before = root_ns_state()
+    lab = Lab(tmp_path, 2).up()
+    pids = [h.sshd_pid for h in lab.hosts]
+    assert ssh(lab, lab.hosts[0], "sleep", "0").returncode == 0
+    # A session still open at down() is ended too.
+    session = subprocess.Popen(
+        lab.ssh_argv(lab.hosts[1], "sleep", "60"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while len(lab_module._pids_in_netns([lab.hosts[1].netns])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        lab.down()
+        assert session.wait(timeout=10) != 0
+    finally:
+        session.kill()
+        session.wait(timeout=10)
+    assert not any(pid and sshd_alive(pid) for pid in pids)
+    assert_gone(lab, before)  # incl. the unreachable route, unless it predates this lab
+    lab.down()
+    assert_gone(lab, before)
+
+
+def test_failed_up_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = root_ns_state()
+    started: list[int] = []
+
+    def fail_waiting(hosts: list[LabHost], timeout: float = 0) -> None:
+        started.extend(h.sshd_pid for h in hosts if h.sshd_pid)
+        raise LabError("injected failure")
+
+    monkeypatch.setattr(lab_module, "wait_for_sshds", fail_waiting)
+    lab = Lab(tmp_path / "a", 3)
+    with pytest.raises(LabError, match="injected"):
+        lab.up()
+    assert len(started) == 3 and not any(sshd_alive(pid) for pid in started)
+    assert_gone(lab, before)
+
+
+def test_failure_while_wiring_namespaces_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = root_ns_state()
+    real = Lab._namespace_cmds
+
+    def broken(self: Lab, host: LabHost) -> list[str]:
+        return real(self, host) + (["link set dev nosuchdev up"] if host.index == 1 else [])
+
+    monkeypatch.setattr(Lab, "_namespace_cmds", broken)
+    lab = Lab(tmp_path, 3)
+    with pytest.raises(LabError, match="nosuchdev"):
+        lab.up()
+    assert_gone(lab, before)
+
+
+def test_two_labs_side_by_side(tmp_path: Path) -> None:
+    before = root_ns_state()
+    with Lab(tmp_path / "a", 2) as a:
+        with Lab(tmp_path / "b", 2) as b:
+            assert a.block != b.block and a.prefix != b.prefix
+            assert not {h.mgmt_addr for h in a.hosts} & {h.mgmt_addr for h in b.hosts}
+            assert ssh(b, b.hosts[1], "true").returncode == 0
+        assert ssh(a, a.hosts[1], "true").returncode == 0
+        assert any("unreachable" in r for r in root_ns_state()["routes"]), "a is still up"
+    assert_gone(a, before)
+
+
+def test_lab_refuses_a_workdir_under_root() -> None:
+    with pytest.raises(ValueError, match="/root"):
+        Lab(Path("/root/lab"), 1)
+
+
+def test_script_detach_then_down(tmp_path: Path) -> None:
+    before = root_ns_state()
+    script = [sys.executable, str(REPO / "scripts" / "lab.py")]
+    up = subprocess.run(
+        [*script, "up", "2", "--dir", str(tmp_path), "--detach"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    state = tmp_path / "lab.json"
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "site.yaml" in up.stdout and f"ssh -F {tmp_path / 'ssh_config'} node0" in up.stdout
+        assert (tmp_path / "site.yaml").read_text().startswith("site: lab\n")
+        lab = Lab.from_state(state)
+        assert ssh(lab, lab.hosts[1], "true").returncode == 0
+        assert lab.prefix not in sweep_stale_labs(), "a detached lab is not stale"
+    finally:
+        down = subprocess.run(
+            [*script, "down", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=60
+        )
+    assert down.returncode == 0, down.stderr
+    assert not state.exists()
+    assert_gone(lab, before)
+
+
+def test_sweep_tears_down_a_lab_whose_owner_was_killed(tmp_path: Path) -> None:
+    before = root_ns_state()
+    code = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from tests.lab import Lab\n"
+        "lab = Lab(Path(sys.argv[1]), 2).up()\n"
+        "print(lab.prefix, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    owner = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert owner.returncode == -9, owner.stderr
+    prefix = owner.stdout.strip()
+    lab = Lab.from_state(REGISTRY / f"{prefix.rstrip('-')}.json")
+    assert root_ns_state() != before, "the killed owner left its lab behind"
+    assert prefix in sweep_stale_labs()
+    assert_gone(lab, before)
+    assert not any(h.sshd_pid and sshd_alive(h.sshd_pid) for h in lab.hosts)

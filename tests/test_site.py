@@ -1,0 +1,86 @@
+"""site.yaml: what is accepted, and that every mistake names its file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strixwizard.site import Fabric, SiteError, Thresholds, load_site, parse_site
+
+GOOD = """\
+site: lab
+nodes:
+  - name: node0
+    host: 10.99.1.10
+    user: root
+    key: ~/.ssh/lab
+    fabric_address: 10.99.2.1
+  - name: head
+    host: local
+fabric:
+  mtu: 4200
+  pfc_priority: 5
+thresholds:
+  rdma_latency_us: 6
+"""
+
+
+def test_a_good_site_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "site.yaml"
+    path.write_text(GOOD)
+    site = load_site(path)
+    assert site.name == "lab"
+    assert [n.name for n in site.nodes] == ["node0", "head"]
+    assert site.nodes[0].host == "10.99.1.10" and site.nodes[0].port == 22
+    assert site.nodes[1].is_local
+    assert site.fabric == Fabric(mtu=4200, pfc_priority=5)
+    assert site.thresholds == Thresholds(rdma_latency_us=6.0)
+    assert site.resolve("snaps/a") == tmp_path / "snaps/a"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("site: x\nnodes:\n  - name: a\n    host: [1, 2\n", ":5: not valid YAML: expected ',' or ']'"),
+        ("site: x\nnodes:\n  - name: a\n    hots: h\n", ":4: nodes[0]: unknown key 'hots'"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\n    port: twenty\n",
+         ":5: nodes[0].port must be a whole number, not 'twenty'"),
+        ("site: x\n", ":1: no `nodes:` list"),
+        ("site: x\nnodes: []\n", ":2: `nodes:` must be a non-empty list"),
+        ("site: x\nnodes:\n  - host: h\n", ":3: nodes[0] is missing 'name'"),
+        ("site: x\nnodes:\n  - name: a\n", ":3: node 'a' needs `host:`"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\n  - name: a\n    host: g\n",
+         ":5: node name 'a' is already used on line 3"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\nfabric:\n  mtu: big\n",
+         ":6: fabric.mtu must be a whole number"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\nextra: 1\n", ":5: unknown key 'extra'"),
+        ("- just\n- a list\n", ":1: the site file must be a mapping"),
+        ("", "the file is empty"),
+    ],
+    ids=["yaml", "typo", "type", "no-nodes", "empty-nodes", "no-name", "no-host", "dup",
+         "fabric-type", "extra-key", "not-mapping", "empty"],
+)
+def test_mistakes_name_the_file_and_line(text: str, message: str) -> None:
+    with pytest.raises(SiteError) as caught:
+        parse_site(text, "site.yaml")
+    assert str(caught.value).startswith("site.yaml")
+    assert message in str(caught.value)
+
+
+def test_a_missing_site_file_says_how_to_create_one(tmp_path: Path) -> None:
+    with pytest.raises(SiteError, match=r"no such site file .*strixwizard init"):
+        load_site(tmp_path / "absent.yaml")
+
+
+def test_doctor_on_a_bad_site_file_exits_2_with_file_and_line(cli, tmp_path: Path) -> None:
+    path = tmp_path / "site.yaml"
+    path.write_text("site: x\nnodes:\n  - name: a\n    hots: h\n")
+    result = cli("doctor", "--site", str(path))
+    assert result.rc == 2
+    assert f"{path}:4: nodes[0]: unknown key 'hots'" in result.stderr
+    assert "Traceback" not in result.stderr
+    as_json = cli("doctor", "--site", str(path), "--json")
+    assert as_json.rc == 2
+    assert as_json.json()["status"] == "error"
+    assert "unknown key 'hots'" in as_json.json()["error"]
