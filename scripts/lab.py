@@ -64,15 +64,15 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"swept stale lab {prefix}*", file=sys.stderr)
     workdir.mkdir(parents=True, exist_ok=True)
     lab = Lab(workdir, args.n, prefix=args.prefix)
-    signal.signal(signal.SIGTERM, _raise_stop)
-    signal.signal(signal.SIGHUP, _raise_stop)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGINT: may be ignored if backgrounded
+        signal.signal(signum, _raise_stop)
     try:
         started = time.monotonic()
         lab.up()
+        site = lab.write_site_yaml(workdir / SITE_FILE)
         if args.detach:
             lab.detach()
         lab.save_state(state)
-        site = lab.write_site_yaml(workdir / SITE_FILE)
         print(f"lab up in {time.monotonic() - started:.2f}s\n{_describe(lab, site)}", flush=True)
         if args.detach:
             print(f"\nleft running; tear down with: {sys.argv[0]} down --dir {args.dir}")
@@ -80,10 +80,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         print("\nCtrl-C to tear down", flush=True)
         while True:
             time.sleep(3600)
-    except (KeyboardInterrupt, _Stop):
+    except _Stop:
         print("\ntearing down", file=sys.stderr)
     finally:
-        if not args.detach or not state.exists():
+        if lab.owner_pid is not None:  # not detached
             lab.down()
             state.unlink(missing_ok=True)
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from strixwizard import __version__
@@ -37,10 +37,14 @@ def _parser() -> argparse.ArgumentParser:
     source = doctor.add_mutually_exclusive_group()
     source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
     source.add_argument("--demo", action="store_true", help="run on the bundled demo site")
+    doctor.add_argument("--inventory", type=Path, metavar="FILE",
+                        help="an Ansible YAML inventory as the node list")
     doctor.add_argument(
         "--snapshot", type=Path, action="append", default=[], metavar="PATH",
         help="a captured node (directory or .tar.gz); repeat for several nodes",
     )
+    doctor.add_argument("--trust-new-hosts", action="store_true",
+                        help="accept and remember SSH host keys not yet in known_hosts")
     doctor.add_argument("--only", action="append", default=[], metavar="ID",
                         help="run only this check or area (repeatable)")
     doctor.add_argument("--skip", action="append", default=[], metavar="ID",
@@ -51,13 +55,33 @@ def _parser() -> argparse.ArgumentParser:
 
     capture = commands.add_parser(
         "capture",
-        help="record this machine as a snapshot (support bundle, replayable offline)",
-        description="Record what the checks read on this machine, in the snapshot format; "
-        "`strixwizard doctor --snapshot PATH` replays it anywhere.",
+        help="record nodes as snapshots (support bundle, replayable offline)",
+        description="Record what the checks read, in the snapshot format: this machine, or "
+        "with --site every node of a site (one .tar.gz per node under --out). "
+        "`strixwizard doctor --snapshot PATH` replays a snapshot anywhere.",
     )
     capture.add_argument("--out", type=Path, required=True, metavar="PATH",
-                         help="a new directory, or the archive name with --tar")
+                         help="a new directory (or the archive name with --tar)")
     capture.add_argument("--tar", action="store_true", help="write a .tar.gz instead")
+    capture.add_argument("--site", type=Path, metavar="FILE", help="capture every node of this site")
+    capture.add_argument("--inventory", type=Path, metavar="FILE",
+                         help="an Ansible YAML inventory as the node list")
+    capture.add_argument("--trust-new-hosts", action="store_true",
+                         help="accept and remember SSH host keys not yet in known_hosts")
+
+    init = commands.add_parser(
+        "init",
+        help="write a site file for a new site",
+        description="Write a commented site.yaml to edit. Nodes come from --node or --inventory; "
+        "with neither, this machine is the only node.",
+    )
+    init.add_argument("--out", type=Path, default=Path("site.yaml"), metavar="FILE")
+    init.add_argument("--name", default=None, help="the site's name (default: the folder's name)")
+    init.add_argument("--node", action="append", default=[], metavar="NAME=[USER@]HOST[:PORT]",
+                      help="a node to add (repeatable); HOST `local` is this machine")
+    init.add_argument("--key", metavar="PATH", help="SSH private key for the --node entries")
+    init.add_argument("--inventory", type=Path, metavar="FILE",
+                      help="take the nodes from an Ansible YAML inventory")
     return parser
 
 
@@ -108,10 +132,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from checks import ALL
     from fixes import BY_ID as FIXES
     from strixwizard.engine import run_doctor, select_checks
-    from strixwizard.targets import resolve_run
+    from strixwizard.targets import RunRequest, resolve_run
 
     selected = select_checks(ALL, _split_ids(args.only), _split_ids(args.skip))
-    site, nodes = resolve_run(args.site, args.snapshot, args.demo)
+    request = RunRequest(
+        site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
+        demo=args.demo, trust_new_hosts=args.trust_new_hosts,
+    )
+    progress = None if args.json or not sys.stderr.isatty() else _progress_printer()
+    site, nodes = resolve_run(request, progress)
     report = run_doctor(site, nodes, selected, FIXES)
     code = report.exit_code(strict=args.strict)
     if args.json:
@@ -124,12 +153,61 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_capture(args: argparse.Namespace) -> int:
-    from strixwizard.probe.capture import capture_local
+def _progress_printer() -> Callable[[str, str, str], None]:
+    """Per-node progress lines on stderr (a terminal only), safe from worker threads."""
+    import threading
 
-    written = capture_local(args.out, args.tar)
-    print(f"snapshot written to {written}")
-    print(f"replay it with: strixwizard doctor --snapshot {written}")
+    lock = threading.Lock()
+    marks = {"start": "…", "done": "✓", "failed": "✗"}
+
+    def show(node: str, event: str, message: str) -> None:
+        with lock:
+            print(f"  {marks.get(event, ' ')} {node}: {message}", file=sys.stderr, flush=True)
+
+    return show
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    if args.site is None and args.inventory is None:
+        from strixwizard.probe.capture import capture_local
+
+        written = capture_local(args.out, args.tar)
+        print(f"snapshot written to {written}")
+        print(f"replay it with: strixwizard doctor --snapshot {written}")
+        return EXIT_OK
+    from strixwizard.probe.capture import capture_site
+    from strixwizard.targets import RunRequest, resolve_site
+
+    site = resolve_site(RunRequest(site_file=args.site, inventory=args.inventory))
+    assert site is not None
+    progress = _progress_printer() if sys.stderr.isatty() else None
+    outcome = capture_site(site, args.out, args.trust_new_hosts, progress)
+    for name, path in outcome.written.items():
+        print(f"{name}: {path}")
+    for name, reason in outcome.failed.items():
+        print(f"{name}: not captured: {reason}", file=sys.stderr)
+    if outcome.written:
+        replay = " ".join(f"--snapshot {p}" for p in outcome.written.values())
+        print(f"replay with: strixwizard doctor {replay}")
+    if not outcome.written:
+        return EXIT_NO_VERDICT
+    return EXIT_FAIL if outcome.failed else EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from strixwizard.init import parse_node_argument, write_site_file
+
+    if args.node and args.inventory:
+        raise UsageError("--node and --inventory are exclusive: choose one source of nodes")
+    if args.inventory:
+        from strixwizard.inventory import load_inventory
+
+        nodes = list(load_inventory(args.inventory))
+    else:
+        nodes = [parse_node_argument(text, args.key) for text in args.node]
+    name = args.name or args.out.resolve().parent.name or "site"
+    written = write_site_file(args.out, name, nodes)
+    print(f"site file written to {written}; edit it, then: strixwizard doctor --site {written}")
     return EXIT_OK
 
 
@@ -137,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
-    handlers = {"doctor": cmd_doctor, "capture": cmd_capture}
+    handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init}
     if args.command is None:
         parser.print_help()
         return EXIT_OK

@@ -54,11 +54,19 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class SshSettings:
+    known_hosts: str = "~/.ssh/known_hosts"
+    connect_timeout: float = 5.0  # seconds to reach a node's sshd
+    deadline: float = 60.0  # seconds for a node's whole collection
+
+
+@dataclass(frozen=True)
 class Site:
     name: str
     nodes: tuple[NodeSpec, ...] = ()
     fabric: Fabric = field(default_factory=Fabric)
     thresholds: Thresholds = field(default_factory=Thresholds)
+    ssh: SshSettings = field(default_factory=SshSettings)
     path: Path | None = None
 
     @property
@@ -74,10 +82,11 @@ class Site:
 DEFAULT_SITE = Site(name="local")
 
 T = TypeVar("T")
+TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh")
 _TYPE_NAMES: dict[object, str] = {int: "whole number", float: "number", str: "string"}
 
 
-class _Reader:
+class YamlReader:
     """Walks a composed YAML tree, so every error can point at a line."""
 
     def __init__(self, source: str) -> None:
@@ -133,8 +142,9 @@ class _Reader:
             raise self.error(node, f"{what} is missing {missing}") from None
 
 
-def parse_site(text: str, source: str, path: Path | None = None) -> Site:
-    reader = _Reader(source)
+def parse_site(text: str, source: str, path: Path | None = None, require_nodes: bool = True) -> Site:
+    """Parse a site file; `require_nodes=False` when an inventory supplies the nodes."""
+    reader = YamlReader(source)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as error:
@@ -150,16 +160,14 @@ def parse_site(text: str, source: str, path: Path | None = None) -> Site:
         raise SiteError(f"{source}: the file is empty; expected `site:` and `nodes:`")
     top = reader.mapping(root, "the site file")
     for key, (key_node, _) in top.items():
-        if key not in ("site", "nodes", "fabric", "thresholds"):
-            raise reader.error(
-                key_node, f"unknown key {key!r} (known: site, nodes, fabric, thresholds)"
-            )
+        if key not in TOP_LEVEL_KEYS:
+            raise reader.error(key_node, f"unknown key {key!r} (known: {', '.join(TOP_LEVEL_KEYS)})")
     name = reader.scalar(top["site"][1], str, "site") if "site" in top else Path(source).stem
     nodes: list[NodeSpec] = []
-    if "nodes" not in top:
+    if "nodes" not in top and require_nodes:
         raise reader.error(root, "no `nodes:` list")
-    nodes_node = top["nodes"][1]
-    if not isinstance(nodes_node, yaml.SequenceNode) or not nodes_node.value:
+    nodes_node = top["nodes"][1] if "nodes" in top else yaml.SequenceNode("", [])
+    if not isinstance(nodes_node, yaml.SequenceNode) or (require_nodes and not nodes_node.value):
         raise reader.error(nodes_node, "`nodes:` must be a non-empty list of nodes")
     seen: dict[str, int] = {}
     for index, item in enumerate(nodes_node.value):
@@ -176,14 +184,16 @@ def parse_site(text: str, source: str, path: Path | None = None) -> Site:
         if "thresholds" in top
         else Thresholds()
     )
-    return Site(name=name, nodes=tuple(nodes), fabric=fabric, thresholds=thresholds, path=path)
+    ssh = reader.record(top["ssh"][1], SshSettings, "ssh") if "ssh" in top else SshSettings()
+    return Site(name=name, nodes=tuple(nodes), fabric=fabric, thresholds=thresholds, ssh=ssh,
+                path=path)
 
 
-def load_site(path: Path) -> Site:
+def load_site(path: Path, require_nodes: bool = True) -> Site:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SiteError(f"{path}: no such site file (create one with `strixwizard init`)") from None
     except (OSError, UnicodeDecodeError) as error:
         raise SiteError(f"{path}: cannot read the site file ({error})") from None
-    return parse_site(text, str(path), path.resolve())
+    return parse_site(text, str(path), path.resolve(), require_nodes)

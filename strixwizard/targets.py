@@ -1,18 +1,44 @@
-"""Turn the command line (site file, snapshots, demo) into the nodes of a run."""
+"""Turn the command line (site file, inventory, snapshots, demo) into the nodes of a run.
+
+Remote nodes are collected over SSH in parallel, one exec each; a node that
+cannot be reached becomes an unreachable host with the reason, and the others
+still get their verdicts.
+"""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from strixwizard.engine import Node, local_node
 from strixwizard.errors import UsageError
+from strixwizard.facts import NodeFacts
 from strixwizard.model import HostReport
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
-from strixwizard.site import Site, load_site
+from strixwizard.site import NodeSpec, Site, load_site
+
+if TYPE_CHECKING:
+    from strixwizard.probe.ssh import SshTarget
 
 DEMO_SITE = Path(__file__).parent / "demo" / "site.yaml"
+MAX_PARALLEL_SSH = 32
+
+#: Called as progress(node name, event, message); events: "start", "done", "failed".
+Progress = Callable[[str, str, str], None]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    site_file: Path | None = None
+    inventory: Path | None = None
+    snapshots: Sequence[Path] = field(default_factory=tuple)
+    demo: bool = False
+    trust_new_hosts: bool = False
 
 
 def demo_site() -> Site:
@@ -34,7 +60,52 @@ def _load_snapshot(path: Path) -> SnapshotProbe:
         raise UsageError(str(error)) from None
 
 
-def site_nodes(site: Site) -> list[Node]:
+def ssh_target(site: Site, spec: NodeSpec, trust_new_hosts: bool) -> SshTarget:
+    from strixwizard.probe.ssh import SshTarget
+
+    return SshTarget(
+        name=spec.name,
+        host=spec.host or spec.name,
+        user=spec.user,
+        port=spec.port,
+        key_file=str(site.resolve(spec.key)) if spec.key else None,
+        known_hosts=site.resolve(site.ssh.known_hosts),
+        trust_new_hosts=trust_new_hosts,
+        connect_timeout=site.ssh.connect_timeout,
+        deadline=site.ssh.deadline,
+    )
+
+
+def _collect_remote(site: Site, specs: Sequence[NodeSpec], trust_new_hosts: bool,
+                    progress: Progress | None) -> dict[str, Node]:
+    if not specs:
+        return {}  # and paramiko is never imported
+    from strixwizard.probe.ssh import SshError, collect_ssh
+
+    def one(spec: NodeSpec) -> Node:
+        target = ssh_target(site, spec, trust_new_hosts)
+        address = f"{target.user}@{target.host}" + (f":{target.port}" if target.port != 22 else "")
+        if progress:
+            progress(spec.name, "start", f"collecting over SSH from {address}")
+        started = time.monotonic()
+        try:
+            probe = collect_ssh(target)
+        except SshError as error:
+            if progress:
+                progress(spec.name, "failed", str(error))
+            return Node(HostReport(spec.name, address, "ssh", reachable=False, error=str(error)), None)
+        if progress:
+            progress(spec.name, "done", f"collected in {time.monotonic() - started:.1f} s")
+        return Node(HostReport(spec.name, address, "ssh", reachable=True), NodeFacts(spec.name, probe))
+
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_SSH, len(specs))) as pool:
+        return dict(zip([s.name for s in specs], pool.map(one, specs), strict=True))
+
+
+def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | None = None
+               ) -> list[Node]:
+    remote = [s for s in site.nodes if s.snapshot is None and not s.is_local]
+    collected = _collect_remote(site, remote, trust_new_hosts, progress)
     nodes: list[Node] = []
     for spec in site.nodes:
         if spec.snapshot is not None:
@@ -45,30 +116,39 @@ def site_nodes(site: Site) -> list[Node]:
 
             nodes.append(local_node(spec.name, LocalProbe(spec.name), "local", "local"))
         else:
-            nodes.append(Node(
-                HostReport(
-                    name=spec.name, address=spec.host or "", source="ssh", reachable=False,
-                    error="probing over SSH is not available in this build",
-                ),
-                None,
-            ))
+            nodes.append(collected[spec.name])
     return nodes
 
 
-def resolve_run(site_file: Path | None, snapshots: Sequence[Path], demo: bool
-                ) -> tuple[Site, list[Node]]:
+def resolve_site(request: RunRequest) -> Site | None:
+    """The site of a run, with the inventory's hosts as its nodes when one is given."""
+    if request.demo and (request.site_file or request.inventory):
+        raise UsageError("--demo is a site of its own: it cannot be combined with --site or --inventory")
+    if request.demo:
+        return demo_site()
+    site = None
+    if request.site_file:
+        site = load_site(request.site_file, require_nodes=request.inventory is None)
+    if request.inventory is not None:
+        from strixwizard.inventory import load_inventory
+
+        nodes = load_inventory(request.inventory)
+        base = site or Site(name=request.inventory.stem, path=request.inventory.resolve())
+        site = replace(base, nodes=nodes)
+    return site
+
+
+def resolve_run(request: RunRequest, progress: Progress | None = None) -> tuple[Site, list[Node]]:
     """The site and its nodes; with nothing given, this machine is the one node."""
-    if demo and site_file is not None:
-        raise UsageError("--demo and --site are exclusive: the demo is a site of its own")
-    site = demo_site() if demo else load_site(site_file) if site_file else None
-    nodes = site_nodes(site) if site else []
+    site = resolve_site(request)
+    nodes = site_nodes(site, request.trust_new_hosts, progress) if site else []
     taken = {n.report.name for n in nodes}
-    for path in snapshots:
+    for path in request.snapshots:
         probe = _load_snapshot(path)
         name = _unique(probe.host or path.name, taken)
         nodes.append(local_node(name, probe, str(path), "snapshot"))
     if site is None:
-        site = Site(name="snapshots" if snapshots else "local")
+        site = Site(name="snapshots" if request.snapshots else "local")
     if not nodes:
         from strixwizard.probe.local import LocalProbe
 

@@ -346,6 +346,33 @@ class LabHost:
     def sshd_log(self) -> Path:
         return self.dir / "sshd.log"
 
+    @property
+    def bin_dir(self) -> Path:
+        """First on PATH for commands run over SSH: drop stand-in executables here."""
+        return self.dir / "bin"
+
+    def exec_count(self) -> int:
+        """Sessions that ran a command, as this host's sshd logged them (LogLevel VERBOSE)."""
+        if not self.sshd_log.exists():
+            return 0
+        return self.sshd_log.read_text(errors="replace").count("Starting session: command")
+
+    def stand_in(self, name: str, script: str) -> Path:
+        """Install an executable `name` (a shell script) for this host's SSH sessions only."""
+        path = self.bin_dir / name
+        path.write_text(script)
+        path.chmod(0o755)
+        return path
+
+    def kill_all(self) -> None:
+        """Kill this host's sshd and every session it started: the host goes down mid-run."""
+        _kill_in_netns(_pids_in_netns([self.netns]), [self.netns])
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=KILL_TIMEOUT)
+        self._proc = None
+        self.sshd_pid = None
+
     def run_in_ns(
         self, argv: Sequence[str], *, check: bool = False, timeout: float = CMD_TIMEOUT
     ) -> subprocess.CompletedProcess[str]:
@@ -363,26 +390,12 @@ class LabHost:
         if self.sshd_running():
             raise LabError(f"{self.name}: sshd already running (pid {self.sshd_pid})")
         PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
+        in_ns = ["ip", "netns", "exec", self.netns, "unshare", "--mount", "--propagation", "private"]
+        wrapper = ["sh", "-c", _SSHD_WRAPPER, "sh", str(self.home), SSHD, str(self.sshd_config)]
         with open(self.sshd_log, "ab") as log:
             # ip netns exec, unshare (without --fork) and sh all exec: the PID is sshd's.
             self._proc = subprocess.Popen(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    self.netns,
-                    "unshare",
-                    "--mount",
-                    "--propagation",
-                    "private",
-                    "sh",
-                    "-c",
-                    _SSHD_WRAPPER,
-                    "sh",
-                    str(self.home),
-                    SSHD,
-                    str(self.sshd_config),
-                ],
+                [*in_ns, *wrapper],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -480,7 +493,6 @@ class Lab:
         self.hosts: list[LabHost] = []
         #: k: management 10.99.k.0/24, fabric 10.99.(k+1).0/24; None until claimed
         self.block: int | None = None
-        self.route_added = False
         self._used = False
 
     # -- public ------------------------------------------------------------
@@ -575,9 +587,28 @@ class Lab:
             argv += ["-o", f"{option}={value}"]
         return [*argv, f"root@{host.mgmt_addr}", *command]
 
-    def write_site_yaml(self, path: Path, hosts: Sequence[LabHost] | None = None) -> Path:
-        """Write a minimal site file listing ``hosts`` (default: all)."""
-        lines = ["site: lab", "nodes:"]
+    def write_site_yaml(
+        self,
+        path: Path,
+        hosts: Sequence[LabHost] | None = None,
+        *,
+        known_hosts: Path | None = None,
+        deadline: float = 30.0,
+        connect_timeout: float = 5.0,
+    ) -> Path:
+        """Write a site file listing ``hosts`` (default: all), trusting the lab's known_hosts.
+
+        ``known_hosts`` points the site at another known_hosts file (to test unknown or
+        changed host keys).
+        """
+        lines = [
+            "site: lab",
+            "ssh:",
+            f"  known_hosts: {json.dumps(str(known_hosts or self.known_hosts))}",
+            f"  deadline: {deadline}",
+            f"  connect_timeout: {connect_timeout}",
+            "nodes:",
+        ]
         for host in self.hosts if hosts is None else hosts:
             lines += [
                 f"  - name: {host.name}",
@@ -604,7 +635,6 @@ class Lab:
             "prefix": self.prefix,
             "owner_pid": self.owner_pid,
             "block": self.block,
-            "route_added": self.route_added,
             "hosts": [h.to_state() for h in self.hosts],
         }
         path = Path(path)
@@ -619,16 +649,10 @@ class Lab:
         state = json.loads(Path(path).read_text())
         if state.get("format") != STATE_FORMAT:
             raise LabError(f"{path}: not a lab state file ({STATE_FORMAT})")
-        lab = cls.__new__(cls)
-        lab.workdir = Path(state["workdir"])
-        lab.n = state["n"]
+        lab = cls(Path(state["workdir"]), state["n"])
         lab.prefix = state["prefix"]
         lab.owner_pid = state["owner_pid"]
-        lab.client_key = lab.workdir / "client_key"
-        lab.known_hosts = lab.workdir / "known_hosts"
-        lab.ssh_config = lab.workdir / "ssh_config"
         lab.block = state["block"]
-        lab.route_added = state["route_added"]
         lab.hosts = [LabHost.from_state(h) for h in state["hosts"]]
         lab._used = True
         return lab
@@ -653,7 +677,6 @@ class Lab:
         """Under the lock: safety route, a free block, and the bridge that claims it."""
         with _lab_lock():
             if _unreachable_route(_lab_routes()) is None:
-                self.route_added = True
                 _run(["ip", "route", "add", "unreachable", LAB_NET, "proto", ROUTE_PROTO])
             self.block = k = _claim_block()
             self._register()  # before anything is named after k
@@ -736,6 +759,7 @@ class Lab:
             host.host_key_pub = _public_key(host.host_key.with_name(host.host_key.name + ".pub"))
             known.append(f"{host.mgmt_addr} {host.host_key_pub}\n")
             host.authorized_keys.write_text(client_pub)
+            host.bin_dir.mkdir(exist_ok=True)
             host.sshd_config.write_text(self._sshd_config(host))
         self.known_hosts.write_text("".join(known))
         self.ssh_config.write_text(self._ssh_config())
@@ -756,7 +780,8 @@ class Lab:
                 "StrictModes no",
                 "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
                 "UseDNS no",
-                "LogLevel ERROR",
+                "LogLevel VERBOSE",  # logs each session: exec_count() reads it
+                f"SetEnv PATH={host.bin_dir}:/usr/local/bin:/usr/bin:/bin",
                 "PrintMotd no",
                 "PrintLastLog no",
                 "MaxStartups 100",  # tests open many connections at once
@@ -822,16 +847,17 @@ class Lab:
             _run(["ip", "link", "del", "dev", self.bridge])
 
     def _release_route(self) -> None:
-        """Drop the unreachable route if a lab added it and no lab uses 10.99/16 any more."""
-        if not self.route_added:
-            return
+        """Drop the unreachable route once no lab uses 10.99/16, if a lab added it.
+
+        Whichever lab goes down last removes it, not necessarily the one that
+        added it; a route without the lab's ``proto`` marker (an admin's) stays.
+        """
         with _lab_lock():
             routes = _lab_routes()
             unreachable = _unreachable_route(routes)
             others = [r for r in routes if r is not unreachable]
             if unreachable is not None and unreachable.get("protocol") == ROUTE_PROTO and not others:
                 _run(["ip", "route", "del", "unreachable", LAB_NET, "proto", ROUTE_PROTO])
-        self.route_added = False
 
 
 def _pid_alive(pid: int) -> bool:

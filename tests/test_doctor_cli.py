@@ -86,31 +86,36 @@ def test_snapshot_names_come_from_their_hosts_and_never_clash(cli, snapshot_of) 
     assert [h["name"] for h in report["hosts"]] == ["strix-a", "strix-a-2"]
 
 
-def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path: Path) -> None:
-    def run_on_pty(env: dict[str, str]) -> str:
-        controller, terminal = pty.openpty()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "strixwizard", "doctor", "--demo"],
-            stdout=terminal, stderr=terminal, stdin=subprocess.DEVNULL, env=env,
-        )
-        os.close(terminal)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        process.wait(timeout=30)
-        os.close(controller)
-        return b"".join(chunks).decode()
+def run_on_pty(args: list[str], env: dict[str, str] | None = None) -> str:
+    """Run the CLI with stdout and stderr on a pseudo-terminal; return what it showed."""
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+        env["TERM"] = "xterm-256color"
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "strixwizard", *args],
+        stdout=terminal, stderr=terminal, stdin=subprocess.DEVNULL, env=env,
+    )
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait(timeout=60)
+    os.close(controller)
+    return b"".join(chunks).decode()
 
+
+def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     env["TERM"] = "xterm-256color"
-    assert "\x1b[33mWARN" in run_on_pty(env)
-    assert "\x1b[" not in run_on_pty({**env, "NO_COLOR": "1"})
+    assert "\x1b[33mWARN" in run_on_pty(["doctor", "--demo"], env)
+    assert "\x1b[" not in run_on_pty(["doctor", "--demo"], {**env, "NO_COLOR": "1"})
 
 
 def test_bad_snapshot_is_exit_2_with_a_clear_message(cli, tmp_path: Path, report_schema) -> None:

@@ -265,6 +265,24 @@ def test_failure_while_wiring_namespaces_leaves_nothing(
     assert_gone(lab, before)
 
 
+def test_an_sshd_that_cannot_start_is_reported_with_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = root_ns_state()
+    real = Lab._sshd_config
+    monkeypatch.setattr(Lab, "_sshd_config", lambda self, host: real(self, host) + "NoSuchOption yes\n")
+    lab = Lab(tmp_path, 1)
+    with pytest.raises(LabError, match=r"node0: sshd exited during start: .*NoSuchOption"):
+        lab.up()
+    assert_gone(lab, before)
+
+
+def test_missing_tools_are_named_with_their_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(lab_module.REQUIRED_TOOLS, "no-such-tool-xyz", "some-package")
+    with pytest.raises(LabError, match="no-such-tool-xyz: apt-get install some-package"):
+        require_lab_tools()
+
+
 def test_two_labs_side_by_side(tmp_path: Path) -> None:
     before = root_ns_state()
     with Lab(tmp_path / "a", 2) as a:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from strixwizard import __version__
 from strixwizard.errors import UsageError
 from strixwizard.probe.collector import DirSink, Sink, TarSink, collect
+from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.probe.spec import SPEC
+from strixwizard.site import NodeSpec, Site
 
 
 def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
@@ -29,3 +33,52 @@ def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
         sink = DirSink(os.fspath(out))
         collect(dict(SPEC), sink, __version__, root=root)
     return out
+
+
+@dataclass
+class SiteCapture:
+    written: dict[str, Path] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def capture_site(site: Site, out: Path, trust_new_hosts: bool,
+                 progress: Callable[[str, str, str], None] | None = None) -> SiteCapture:
+    """One `<node>.tar.gz` per node of the site under `out`, through the same SSH collector."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from strixwizard.probe.ssh import SshError, collect_ssh_archive
+    from strixwizard.targets import MAX_PARALLEL_SSH, ssh_target
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out}: already exists; choose a new directory so nothing is overwritten")
+    out.mkdir(parents=True, exist_ok=True)
+    outcome = SiteCapture()
+
+    def one(spec: NodeSpec) -> None:
+        path = out / f"{spec.name}.tar.gz"
+        if spec.snapshot is not None:
+            outcome.failed[spec.name] = f"already a snapshot ({site.resolve(spec.snapshot)})"
+            return
+        if spec.is_local:
+            capture_local(path, as_tar=True)
+            outcome.written[spec.name] = path
+            return
+        if progress:
+            progress(spec.name, "start", f"capturing over SSH from {spec.host}")
+        try:
+            data = collect_ssh_archive(ssh_target(site, spec, trust_new_hosts))
+            SnapshotProbe.from_bytes(data, spec.name)  # refuse to write what would not load
+        except (SshError, SnapshotError) as error:
+            outcome.failed[spec.name] = str(error)
+            if progress:
+                progress(spec.name, "failed", str(error))
+            return
+        path.write_bytes(data)
+        outcome.written[spec.name] = path
+        if progress:
+            progress(spec.name, "done", f"written to {path}")
+
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_SSH, len(site.nodes)))) as pool:
+        list(pool.map(one, site.nodes))
+    outcome.written = {n.name: outcome.written[n.name] for n in site.nodes if n.name in outcome.written}
+    return outcome

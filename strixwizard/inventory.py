@@ -1,0 +1,115 @@
+"""An Ansible YAML inventory as the node list of a site.
+
+Hosts are gathered from every group (`all`, its `children`, theirs...), with
+variables merged from the outermost group to the host itself, as Ansible does.
+Understood host variables: `ansible_host`, `ansible_user`, `ansible_port`,
+`ansible_ssh_private_key_file`, and `fabric_address` (also spelled
+`strixwizard_fabric_address`). A host whose `ansible_connection` is `local`
+is probed locally.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from strixwizard.site import NodeSpec, SiteError, YamlReader
+
+GROUP_KEYS = ("hosts", "children", "vars")
+
+
+class _Inventory:
+    def __init__(self, source: str) -> None:
+        self.reader = YamlReader(source)
+        self.group_vars: dict[str, dict[str, Any]] = {}  # merged from every group of a host
+        self.host_vars: dict[str, dict[str, Any]] = {}  # set on the host itself: win over groups
+        self.lines: dict[str, int] = {}
+
+    def scalars(self, node: yaml.Node, what: str) -> dict[str, Any]:
+        if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
+            return {}
+        out: dict[str, Any] = {}
+        for key, (_, value_node) in self.reader.mapping(node, what).items():
+            if not isinstance(value_node, yaml.ScalarNode):
+                raise self.reader.error(value_node, f"{what}.{key} must be a single value")
+            out[key] = self.reader.constructor.construct_object(value_node)
+        return out
+
+    def group(self, node: yaml.Node, path: str, inherited: dict[str, Any]) -> None:
+        if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
+            return
+        entries = self.reader.mapping(node, f"group {path}")
+        for key, (key_node, _) in entries.items():
+            if key not in GROUP_KEYS:
+                raise self.reader.error(
+                    key_node, f"group {path}: unknown key {key!r} (an inventory group has "
+                    f"{', '.join(GROUP_KEYS)})"
+                )
+        variables = dict(inherited)
+        if "vars" in entries:
+            variables.update(self.scalars(entries["vars"][1], f"{path}.vars"))
+        if "hosts" in entries:
+            hosts_node = entries["hosts"][1]
+            if not (isinstance(hosts_node, yaml.ScalarNode) and hosts_node.value in ("", "~", "null")):
+                for name, (key_node, host_node) in self.reader.mapping(hosts_node, f"{path}.hosts").items():
+                    self.group_vars.setdefault(name, {}).update(variables)
+                    self.host_vars.setdefault(name, {}).update(self.scalars(host_node, f"host {name}"))
+                    self.lines.setdefault(name, key_node.start_mark.line + 1)
+        if "children" in entries:
+            children_node = entries["children"][1]
+            if not (isinstance(children_node, yaml.ScalarNode) and children_node.value in ("", "~", "null")):
+                for child, (_, child_node) in self.reader.mapping(children_node, f"{path}.children").items():
+                    self.group(child_node, f"{path}.{child}", variables)
+
+
+def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:
+    def text(key: str) -> str | None:
+        value = variables.get(key)
+        return None if value is None else str(value)
+
+    local = variables.get("ansible_connection") == "local"
+    port = variables.get("ansible_port", 22)
+    if not isinstance(port, int) or isinstance(port, bool):
+        raise SiteError(f"{where}: host {name}: ansible_port must be a whole number, not {port!r}")
+    return NodeSpec(
+        name=name,
+        host="local" if local else text("ansible_host") or name,
+        user=text("ansible_user") or "root",
+        port=port,
+        key=text("ansible_ssh_private_key_file"),
+        fabric_address=text("fabric_address") or text("strixwizard_fabric_address"),
+    )
+
+
+def parse_inventory(text: str, source: str) -> tuple[NodeSpec, ...]:
+    inventory = _Inventory(source)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise SiteError(f"{source}{line}: not valid YAML: {error.problem}") from None
+    if root is None:
+        raise SiteError(f"{source}: the inventory is empty")
+    top = inventory.reader.mapping(root, "the inventory")
+    for group_name, (_, group_node) in top.items():
+        inventory.group(group_node, group_name, {})
+    if not inventory.lines:
+        raise SiteError(f"{source}: the inventory lists no hosts (expected all: hosts: ...)")
+    return tuple(
+        _node(name, {**inventory.group_vars[name], **inventory.host_vars[name]},
+              f"{source}:{line}")
+        for name, line in inventory.lines.items()
+    )
+
+
+def load_inventory(path: Path) -> tuple[NodeSpec, ...]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SiteError(f"{path}: no such inventory file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SiteError(f"{path}: cannot read the inventory ({error})") from None
+    return parse_inventory(text, str(path))

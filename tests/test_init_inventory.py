@@ -1,0 +1,104 @@
+"""`strixwizard init` and Ansible inventories as node lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strixwizard.inventory import parse_inventory
+from strixwizard.site import NodeSpec, SiteError, load_site
+
+INVENTORY = """\
+all:
+  vars:
+    ansible_user: admin
+  hosts:
+    head:
+      ansible_connection: local
+  children:
+    strix:
+      vars:
+        ansible_port: 2222
+        ansible_ssh_private_key_file: ~/.ssh/strix
+      hosts:
+        node-a:
+          ansible_host: 10.0.0.11
+          fabric_address: 192.168.100.1
+        node-b:
+          ansible_user: root
+          strixwizard_fabric_address: 192.168.100.2
+    empty_group:
+"""
+
+
+def test_inventory_hosts_with_group_and_host_variables() -> None:
+    nodes = parse_inventory(INVENTORY, "inv.yml")
+    assert nodes == (
+        NodeSpec(name="head", host="local", user="admin"),
+        NodeSpec(name="node-a", host="10.0.0.11", user="admin", port=2222, key="~/.ssh/strix",
+                 fabric_address="192.168.100.1"),
+        NodeSpec(name="node-b", host="node-b", user="root", port=2222, key="~/.ssh/strix",
+                 fabric_address="192.168.100.2"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("all:\n  hosts:\n    a:\n  hots:\n", "inv.yml:4: group all: unknown key 'hots'"),
+        ("all:\n  hosts:\n    a:\n      ansible_port: twenty\n",
+         "inv.yml:3: host a: ansible_port must be a whole number"),
+        ("all:\n  children:\n    g:\n", "lists no hosts"),
+        ("all: [\n", "inv.yml:2: not valid YAML"),
+        ("", "the inventory is empty"),
+    ],
+)
+def test_bad_inventories_are_explained(text: str, message: str) -> None:
+    with pytest.raises(SiteError, match=message.replace("[", r"\[")):
+        parse_inventory(text, "inv.yml")
+
+
+def test_init_writes_a_site_file_that_doctor_reads(cli, tmp_path: Path) -> None:
+    out = tmp_path / "site.yaml"
+    result = cli("init", "--out", str(out), "--name", "rack1", "--node", "node-a=root@10.0.0.11",
+                 "--node", "node-b=admin@10.0.0.12:2222", "--key", "~/.ssh/strix")
+    assert result.rc == 0, result.stderr
+    assert f"strixwizard doctor --site {out}" in result.stdout
+    site = load_site(out)
+    assert site.name == "rack1"
+    assert [(n.name, n.host, n.user, n.port, n.key) for n in site.nodes] == [
+        ("node-a", "10.0.0.11", "root", 22, "~/.ssh/strix"),
+        ("node-b", "10.0.0.12", "admin", 2222, "~/.ssh/strix"),
+    ]
+    assert "# The state every RDMA link should reach" in out.read_text()
+
+
+def test_init_without_nodes_lists_this_machine_and_doctor_runs_it(cli, tmp_path: Path) -> None:
+    out = tmp_path / "site.yaml"
+    assert cli("init", "--out", str(out)).rc == 0
+    site = load_site(out)
+    assert len(site.nodes) == 1 and site.nodes[0].is_local
+    report = cli("doctor", "--site", str(out), "--json").json()
+    assert report["hosts"][0]["source"] == "local"
+
+
+def test_init_from_an_inventory(cli, tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text(INVENTORY)
+    out = tmp_path / "site.yaml"
+    assert cli("init", "--out", str(out), "--inventory", str(inventory)).rc == 0
+    assert [n.name for n in load_site(out).nodes] == ["head", "node-a", "node-b"]
+
+
+def test_init_never_overwrites_and_rejects_bad_nodes(cli, tmp_path: Path) -> None:
+    out = tmp_path / "site.yaml"
+    out.write_text("mine\n")
+    result = cli("init", "--out", str(out))
+    assert result.rc == 2 and "already exists" in result.stderr
+    assert out.read_text() == "mine\n"
+    result = cli("init", "--out", str(tmp_path / "new.yaml"), "--node", "just-a-name")
+    assert result.rc == 2 and "expected NAME=[USER@]HOST[:PORT]" in result.stderr
+    result = cli("init", "--out", str(tmp_path / "dup.yaml"), "--node", "a=h1", "--node", "a=h2")
+    assert result.rc == 2 and "node name 'a' is already used" in result.stderr
+    assert not (tmp_path / "dup.yaml").exists()
