@@ -199,12 +199,18 @@ class TestThreeHosts:
         assert ssh(lab, victim, "true").returncode == 0
 
     def test_site_yaml(self, lab: Lab, tmp_path: Path) -> None:
-        text = lab.write_site_yaml(tmp_path / "site.yaml", hosts=lab.hosts[1:]).read_text()
-        node1 = lab.hosts[1]
-        assert text.startswith("site: lab\nnodes:\n  - name: node1\n")
-        assert f"    host: {node1.mgmt_addr}\n    user: root\n" in text
-        assert f'    key: "{lab.client_key}"\n    fabric_address: {node1.fabric_addr}\n' in text
-        assert "node0" not in text and "fabric_address" not in text.split("name: node2")[1]
+        from strixwizard.site import load_site
+
+        path = lab.write_site_yaml(tmp_path / "site.yaml", hosts=lab.hosts[1:], deadline=7)
+        site = load_site(path)
+        node1, node2 = lab.hosts[1], lab.hosts[2]
+        assert site.name == "lab"
+        assert [n.name for n in site.nodes] == ["node1", "node2"]
+        assert (site.nodes[0].host, site.nodes[0].user) == (node1.mgmt_addr, "root")
+        assert site.nodes[0].key == str(lab.client_key)
+        assert site.nodes[0].fabric_address == node1.fabric_addr
+        assert site.nodes[1].host == node2.mgmt_addr and site.nodes[1].fabric_address is None
+        assert site.ssh.known_hosts == str(lab.known_hosts) and site.ssh.deadline == 7
 
 
 def test_down_removes_everything_and_is_idempotent(tmp_path: Path) -> None:
