@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.lab import Lab, require_lab_tools, sweep_stale_labs  # noqa: E402
+from tests.lab import Lab, require_lab_tools, sweep_stale_labs
 
 
 def measure(size: int, runs: int) -> tuple[float, set[int]]:

@@ -2,13 +2,45 @@
 
 from __future__ import annotations
 
-from checks import node
+from checks import e810, links, lossless, nic, node, platform, rdma, usb4
 from strixwizard.checking import Check
 
 ALL: tuple[Check, ...] = (
+    # node
     node.cpu_is_strix_halo,
     node.igpu_visible_to_rocm,
     node.gtt_sized_for_models,
+    platform.ttm_limit,
+    platform.rocm_version,
+    platform.rccl_has_gfx1151,
+    platform.iommu,
+    platform.memlock_unlimited,
+    # NICs and RDMA ports
+    nic.rdma_capable,
+    nic.nic_driver,
+    nic.pcie_link,
+    rdma.port_active,
+    rdma.roce_v2_gid,
+    rdma.active_mtu,
+    rdma.roce_v2_default,
+    # lossless RoCE and E810 rules
+    lossless.flow_control,
+    lossless.pause_and_pfc,
+    lossless.pfc_priority,
+    lossless.trust,
+    e810.roce_enabled,
+    e810.fw_lldp_off,
+    e810.one_pfc_tc,
+    # USB4 / Thunderbolt
+    usb4.soft_rdma,
+    # links (both ends) and the site
+    links.transport,
+    links.same_mtu,
+    links.same_speed,
+    links.same_pfc,
+    links.same_trust,
+    links.same_roce_version,
+    links.rdma_path,
 )
 
 BY_ID: dict[str, Check] = {check.id: check for check in ALL}

@@ -13,9 +13,10 @@ from strixwizard import __version__
 from strixwizard.checking import Check
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
-from strixwizard.model import CheckResult, FixRef, HostReport, Status, worst
+from strixwizard.model import CheckResult, FixRef, HostReport, Severity, Status, worst
 from strixwizard.probe import Probe
 from strixwizard.site import Site
+from strixwizard.topology import Link, build_topology, end_json
 
 SCHEMA_VERSION = 1
 
@@ -113,6 +114,12 @@ def host_facts_summary(facts: NodeFacts) -> dict[str, Any]:
     except Exception as error:
         summary["kernel_error"] = repr(error)
     try:
+        summary["nics"] = [f"{n.model} ({n.address})" for n in facts.nics if n.rdma_capable]
+        summary["rdma_devices"] = [d.name for d in facts.rdma]
+        summary["rocm"] = facts.rocm.version_text
+    except Exception as error:
+        summary["network_error"] = repr(error)
+    try:
         total = facts.memory.total_gib
         summary["memory_gib"] = round(total, 1) if total is not None else None
     except Exception as error:
@@ -120,42 +127,94 @@ def host_facts_summary(facts: NodeFacts) -> dict[str, Any]:
     return summary
 
 
-def run_check(check: Check, node: NodeFacts, site: Site, fixes: dict[str, FixRef]
-              ) -> list[CheckResult]:
+def _results(check: Check, args: tuple[Any, ...], host: str | None, entity: str,
+             fixes: dict[str, FixRef]) -> list[CheckResult]:
+    """Run one check on its arguments and turn its findings (or its crash) into results."""
     fix = fixes.get(check.fix) if check.fix else None
 
     def result(status: Status, entity: str, observed: str = "", expected: str = "",
                detail: str = "") -> CheckResult:
         return CheckResult(
-            id=check.id, title=check.title, host=node.name, entity=entity, status=status,
+            id=check.id, title=check.title, host=host, entity=entity, status=status,
             severity=check.severity, observed=observed, expected=expected, detail=detail,
             why=check.why, fix=fix if status in (Status.FAIL, Status.WARN) else None,
         )
 
     try:
-        findings = list(check.fn(node, site))
+        findings = list(check.fn(*args))
     except Exception as error:
         where = traceback.extract_tb(error.__traceback__)[-1]
         return [result(
-            Status.ERROR, node.name,
+            Status.ERROR, entity,
             detail=f"check crashed: {error!r} at {where.filename}:{where.lineno}; "
             "please report it with `strixwizard capture`",
         )]
     if not findings:
-        return [result(Status.SKIP, node.name, detail="nothing to check on this node")]
+        return [result(Status.SKIP, entity, detail=f"nothing to check on this {check.scope}")]
     return [result(f.status, f.entity, f.observed, f.expected, f.detail) for f in findings]
+
+
+def run_check(check: Check, node: NodeFacts, site: Site, fixes: dict[str, FixRef]
+              ) -> list[CheckResult]:
+    return _results(check, (node, site), node.name, node.name, fixes)
+
+
+def run_link_check(check: Check, link: Link, site: Site, fixes: dict[str, FixRef]
+                   ) -> list[CheckResult]:
+    return _results(check, (link, site), None, link.id, fixes)
+
+
+def link_status(results: list[CheckResult]) -> Status:
+    """Worst verdict of a link's checks; checks that do not apply (skip) count only if all do."""
+    judged: list[Status] = [r.status for r in results if r.status != Status.SKIP]
+    return worst(judged) if judged else Status.SKIP
+
+
+def link_json(link: Link, results: list[CheckResult]) -> dict[str, Any]:
+    return {
+        "id": link.id,
+        "ends": [end_json(end) for end in link.ends],
+        "transport": link.transport,
+        "rdma": link.rdma,
+        "evidence": link.evidence,
+        "status": link_status(results).value,
+        "checks": [r.to_json() for r in results],
+    }
 
 
 def run_doctor(site: Site, nodes: Sequence[Node], checks: Sequence[Check],
                fixes: dict[str, FixRef]) -> Report:
     results: list[CheckResult] = []
+    reachable: list[NodeFacts] = []
     for node in nodes:
         if node.facts is None:
             continue
+        reachable.append(node.facts)
         node.report.facts = host_facts_summary(node.facts)
         for check in checks:
-            results.extend(run_check(check, node.facts, site, fixes))
-    return Report(site=site.name, hosts=[n.report for n in nodes], checks=results)
+            if check.scope == "node":
+                results.extend(run_check(check, node.facts, site, fixes))
+    links: list[dict[str, Any]] = []
+    link_checks = [c for c in checks if c.scope == "link"]
+    site_checks = [c for c in checks if c.scope == "site"]
+    if reachable and (link_checks or site_checks):
+        try:
+            topology = build_topology(reachable, site)
+        except Exception as error:  # a broken fact must not lose the node results
+            results.append(CheckResult(
+                id="site.topology", title="Fabric links could be worked out", host=None,
+                entity=site.name, status=Status.ERROR, severity=Severity.HIGH, observed="",
+                expected="", detail=f"building the link topology crashed: {error!r}; please "
+                "report it with `strixwizard capture`", why="", fix=None,
+            ))
+            return Report(site=site.name, hosts=[n.report for n in nodes], checks=results)
+        for link in topology.links:
+            link_results = [r for c in link_checks for r in run_link_check(c, link, site, fixes)]
+            results.extend(link_results)
+            links.append(link_json(link, link_results))
+        for check in site_checks:
+            results.extend(_results(check, (topology, site), None, site.name, fixes))
+    return Report(site=site.name, hosts=[n.report for n in nodes], checks=results, links=links)
 
 
 def local_node(name: str, probe: Probe, address: str, source: str) -> Node:

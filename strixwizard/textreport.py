@@ -48,6 +48,13 @@ def _host_line(host: HostReport) -> str:
     return f"{host.name}: " + " · ".join(str(p) for p in parts) + f"  ({host.source})"
 
 
+def _link_line(link: dict[str, object], paint: _Painter) -> str:
+    """`node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)  FAIL`."""
+    status = Status(str(link["status"]))
+    kind = f"{link['transport']} ({'RDMA' if link['rdma'] else 'no RDMA'})"
+    return f"  {paint.status(status)} {link['id']}  {kind}"
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
@@ -87,6 +94,10 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
     for host in report.hosts:
         line = _host_line(host)
         stream.write(f"  {paint(line, '31') if not host.reachable else line}\n")
+    if report.links:
+        stream.write(f"links: {len(report.links)}\n")
+        for link in report.links:
+            stream.write(_link_line(link, paint) + "\n")
     if shown:
         stream.write("\n")
         width = max(len(r.id) for r in shown)

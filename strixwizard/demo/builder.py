@@ -10,7 +10,9 @@ outputs are recorded answers, never run.
 
 from __future__ import annotations
 
+import json
 import os
+import posixpath
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,9 +47,13 @@ class FakeNode:
     files: dict[str, str] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
     commands: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
+    ip_links: list[dict[str, Any]] = field(default_factory=list)
+    devlink_params: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    devinfo_blocks: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.file("/proc/sys/kernel/hostname", self.hostname + "\n")
+        self.limits()
 
     # -- primitives ----------------------------------------------------------
     def file(self, path: str, text: str) -> None:
@@ -58,6 +64,10 @@ class FakeNode:
 
     def command(self, argv: list[str], stdout: str, rc: int = 0, stderr: str = "") -> None:
         self.commands[tuple(argv)] = {"argv": argv, "rc": rc, "stdout": stdout, "stderr": stderr}
+
+    def rel_link(self, path: str, target: str) -> None:
+        """A symlink at `path` to absolute `target`, stored relative as sysfs does."""
+        self.link(path, posixpath.relpath(target, posixpath.dirname(path)))
 
     # -- node identity -------------------------------------------------------
     def cpu(self, model_name: str = STRIX_HALO_395, family: int = 26, model: int = 112,
@@ -151,6 +161,216 @@ class FakeNode:
             "drm_render_minor 128\nnum_xcc 1\nmax_engine_clk_fcompute 2900\n"
         ))
 
+    # -- platform ------------------------------------------------------------
+    def limits(self, memlock_kb: int | None = None) -> None:
+        """/proc/self/limits; memlock None = unlimited (the collector's own session limits)."""
+        lock = "unlimited" if memlock_kb is None else str(memlock_kb * 1024)
+        rows = [
+            ("Max cpu time", "unlimited", "unlimited", "seconds"),
+            ("Max file size", "unlimited", "unlimited", "bytes"),
+            ("Max data size", "unlimited", "unlimited", "bytes"),
+            ("Max stack size", "8388608", "unlimited", "bytes"),
+            ("Max core file size", "unlimited", "unlimited", "bytes"),
+            ("Max resident set", "unlimited", "unlimited", "bytes"),
+            ("Max processes", "511417", "511417", "processes"),
+            ("Max open files", "1024", "524288", "files"),
+            ("Max locked memory", lock, lock, "bytes"),
+            ("Max address space", "unlimited", "unlimited", "bytes"),
+            ("Max file locks", "unlimited", "unlimited", "locks"),
+            ("Max pending signals", "511417", "511417", "signals"),
+            ("Max msgqueue size", "819200", "819200", "bytes"),
+            ("Max nice priority", "0", "0", ""),
+            ("Max realtime priority", "0", "0", ""),
+            ("Max realtime timeout", "unlimited", "unlimited", "us"),
+        ]
+        header = f"{'Limit':<26}{'Soft Limit':<21}{'Hard Limit':<21}{'Units':<10}\n"
+        body = "".join(f"{n:<26}{a:<21}{b:<21}{u:<10}\n" for n, a, b, u in rows)
+        self.file("/proc/self/limits", header + body)
+
+    def rocm(self, version: str = "7.2.0-43", rccl_targets: tuple[str, ...] = ("gfx1100", "gfx1151"),
+             compressed: bool = False, library: str = "/opt/rocm/lib/librccl.so.1") -> None:
+        """ROCm's version file and the recorded `grep` over librccl (see facts/rocm.py)."""
+        from strixwizard.facts.rocm import RCCL_LIBRARIES, rccl_argv
+
+        self.file("/opt/rocm/.info/version", version + "\n")
+        for lib in RCCL_LIBRARIES:
+            if lib != library:
+                self.command(list(rccl_argv(lib)), "", rc=2,
+                             stderr=f"grep: {lib}: No such file or directory\n")
+        lines = []
+        for _ in range(3):  # one bundle per translation unit: ids repeat
+            lines += ["CCOB"] if compressed else [f"amdgcn-amd-amdhsa--{t}" for t in rccl_targets]
+        self.command(list(rccl_argv(library)), "\n".join(lines) + "\n", rc=0 if lines else 1)
+
+    # -- network devices -------------------------------------------------------
+    def netdev(self, name: str, device_dir: str, mac: str, mtu: int = 1500, speed: int | None = None,
+               up: bool = True, arp_type: int = 1, ipv4: str | None = None,
+               altnames: tuple[str, ...] = ()) -> str:
+        """A netdev under `device_dir` (a PCI function or a Thunderbolt service)."""
+        directory = f"{device_dir}/net/{name}"
+        ifindex = len(self.ip_links) + 2
+        self.file(f"{directory}/mtu", f"{mtu}\n")
+        self.file(f"{directory}/operstate", "up\n" if up else "down\n")
+        self.file(f"{directory}/carrier", "1\n" if up else "0\n")
+        self.file(f"{directory}/speed", f"{speed if up and speed else -1}\n")
+        self.file(f"{directory}/address", mac + "\n")
+        self.file(f"{directory}/type", f"{arp_type}\n")
+        self.file(f"{directory}/ifindex", f"{ifindex}\n")
+        self.rel_link(f"/sys/class/net/{name}", directory)
+        self.rel_link(f"{directory}/device", device_dir)
+        addr_info: list[dict[str, Any]] = []
+        if ipv4:
+            address, prefix = ipv4.split("/")
+            addr_info.append({"family": "inet", "local": address, "prefixlen": int(prefix),
+                              "scope": "global", "label": name, "valid_life_time": 4294967295,
+                              "preferred_life_time": 4294967295})
+        mac_bytes = mac.split(":")
+        eui = [f"{int(mac_bytes[0], 16) ^ 2:02x}", *mac_bytes[1:3], "ff", "fe", *mac_bytes[3:]]
+        link_local = "fe80::" + ":".join(
+            f"{int(eui[i] + eui[i + 1], 16):x}" for i in range(0, 8, 2))
+        addr_info.append({"family": "inet6", "local": link_local, "prefixlen": 64, "scope": "link",
+                          "valid_life_time": 4294967295, "preferred_life_time": 4294967295})
+        entry: dict[str, Any] = {
+            "ifindex": ifindex, "ifname": name,
+            "flags": ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"] if up else ["BROADCAST", "MULTICAST"],
+            "mtu": mtu, "qdisc": "mq", "operstate": "UP" if up else "DOWN", "group": "default",
+            "txqlen": 1000, "link_type": "ether" if arp_type == 1 else "infiniband",
+            "address": mac, "broadcast": "ff:ff:ff:ff:ff:ff",
+        }
+        if altnames:
+            entry["altnames"] = list(altnames)
+        entry["addr_info"] = addr_info
+        self.ip_links.append(entry)
+        return directory
+
+    def ethtool(self, netdev: str, driver: str, firmware: str, bus_info: str,
+                pause: tuple[bool, bool] = (False, False), priv_flags: dict[str, bool] | None = None,
+                version: str = "6.18.5-200.fc43.x86_64") -> None:
+        """`ethtool -i`, `-a` and `--show-priv-flags` outputs in ethtool 6.x format."""
+        self.command(["ethtool", "-i", netdev], (
+            f"driver: {driver}\nversion: {version}\nfirmware-version: {firmware}\n"
+            f"expansion-rom-version: \nbus-info: {bus_info}\nsupports-statistics: yes\n"
+            "supports-test: yes\nsupports-eeprom-access: yes\nsupports-register-dump: yes\n"
+            f"supports-priv-flags: {'yes' if priv_flags else 'no'}\n"))
+
+        def on(flag: bool) -> str:
+            return "on" if flag else "off"
+
+        self.command(["ethtool", "-a", netdev], (
+            f"Pause parameters for {netdev}:\nAutonegotiate:\toff\nRX:\t\t{on(pause[0])}\n"
+            f"TX:\t\t{on(pause[1])}\n\n"))
+        if priv_flags is None:
+            self.command(["ethtool", "--show-priv-flags", netdev], f"Private flags for {netdev}:\n")
+        else:
+            width = max(len(k) for k in priv_flags)
+            self.command(["ethtool", "--show-priv-flags", netdev],
+                         f"Private flags for {netdev}:\n" + "".join(
+                             f"{k:<{width}}: {on(v)}\n" for k, v in priv_flags.items()))
+
+    def dcb(self, netdev: str, pfc: tuple[int, ...] = (), prio_tc: tuple[int, ...] = (0,) * 8,
+            dscp_prio: tuple[tuple[int, int], ...] = (), trust: tuple[str, ...] | None = None,
+            supported: bool = True) -> None:
+        """`dcb -j pfc|ets|app|apptrust show dev IF`, as iproute2 prints them."""
+        def cmd(obj: str) -> list[str]:
+            return ["dcb", "-j", obj, "show", "dev", netdev]
+
+        if not supported:
+            for obj in ("pfc", "ets", "app", "apptrust"):
+                self.command(cmd(obj), "", rc=1, stderr="Error: Operation not supported.\n")
+            return
+        self.command(cmd("pfc"), json.dumps({
+            "pfc_cap": 8, "macsec_bypass": False, "delay": 0,
+            "prio_pfc": [p in pfc for p in range(8)]}, separators=(",", ":")) + "\n")
+        tcs = sorted(set(prio_tc))
+        self.command(cmd("ets"), json.dumps({
+            "willing": False, "ets_cap": 8, "cbs": False,
+            "tc_bw": [100 // len(tcs) if tc in tcs else 0 for tc in range(8)],
+            "tc_tsa": ["ets" if tc in tcs else "strict" for tc in range(8)],
+            "prio_tc": list(prio_tc)}, separators=(",", ":")) + "\n")
+        app: dict[str, Any] = {}
+        if dscp_prio:
+            app["dscp_prio"] = [list(pair) for pair in dscp_prio]
+        self.command(cmd("app"), json.dumps(app, separators=(",", ":")) + "\n")
+        if trust is None:
+            self.command(cmd("apptrust"), "", rc=1, stderr="Error: Operation not supported.\n")
+        else:
+            self.command(cmd("apptrust"), json.dumps({"order": list(trust)}) + "\n")
+
+    def rdma_device(self, name: str, parent_dir: str, node_type: str = "1: CA",
+                    fw_ver: str = "1.70", guid: str = "0000:0000:0000:0000",
+                    hca_type: str | None = None, parent_netdev: str | None = None) -> str:
+        """An RDMA device under `parent_dir` (PCI function, auxiliary device or virtual)."""
+        directory = f"{parent_dir}/infiniband/{name}"
+        self.rel_link(f"/sys/class/infiniband/{name}", directory)
+        if not parent_dir.startswith("/sys/devices/virtual"):
+            self.rel_link(f"{directory}/device", parent_dir)
+        self.file(f"{directory}/node_type", node_type + "\n")
+        self.file(f"{directory}/fw_ver", fw_ver + "\n")
+        self.file(f"{directory}/node_guid", guid + "\n")
+        if hca_type:
+            self.file(f"{directory}/hca_type", hca_type + "\n")
+        if parent_netdev:
+            self.file(f"{directory}/parent", parent_netdev + "\n")
+        return directory
+
+    def rdma_port(self, device_dir: str, number: int, gids: list[tuple[str, str, str | None]],
+                  state: str = "4: ACTIVE", phys_state: str = "5: LinkUp",
+                  link_layer: str = "Ethernet", rate: str = "100 Gb/sec (4X EDR)",
+                  lid: int = 0, sm_lid: int = 0, table_size: int = 8) -> None:
+        """A port with its GID table: (gid, type, ndev) per index; the rest of the table is zero."""
+        base = f"{device_dir}/ports/{number}"
+        self.file(f"{base}/state", state + "\n")
+        self.file(f"{base}/phys_state", phys_state + "\n")
+        self.file(f"{base}/link_layer", link_layer + "\n")
+        self.file(f"{base}/rate", rate + "\n")
+        self.file(f"{base}/lid", f"0x{lid:x}\n")
+        self.file(f"{base}/sm_lid", f"0x{sm_lid:x}\n")
+        for index in range(max(table_size, len(gids))):
+            if index < len(gids):
+                gid, gid_type, ndev = gids[index]
+                self.file(f"{base}/gids/{index}", gid + "\n")
+                self.file(f"{base}/gid_attrs/types/{index}", gid_type + "\n")
+                if ndev:
+                    self.file(f"{base}/gid_attrs/ndevs/{index}", ndev + "\n")
+            else:  # empty entries: reading their types gives EINVAL, so the capture lacks them
+                self.file(f"{base}/gids/{index}", "0000:0000:0000:0000:0000:0000:0000:0000\n")
+
+    def devinfo(self, device: str, vendor_id: int, part_id: int, fw_ver: str,
+                ports: list[tuple[int, str, int, int, str]], guid: str = "0000:0000:0000:0000") -> None:
+        """An `ibv_devinfo` block: ports as (number, state, max_mtu, active_mtu, link_layer)."""
+        codes = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+        states = {"ACTIVE": 4, "DOWN": 1, "INIT": 2, "ARMED": 3}
+        text = (f"hca_id:\t{device}\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t{fw_ver}\n"
+                f"\tnode_guid:\t\t\t{guid}\n\tsys_image_guid:\t\t\t{guid}\n"
+                f"\tvendor_id:\t\t\t0x{vendor_id:04x}\n\tvendor_part_id:\t\t\t{part_id}\n"
+                f"\thw_ver:\t\t\t\t0x2\n\tphys_port_cnt:\t\t\t{len(ports)}\n")
+        for number, state, max_mtu, active, layer in ports:
+            text += (f"\t\tport:\t{number}\n\t\t\tstate:\t\t\tPORT_{state} ({states[state]})\n"
+                     f"\t\t\tmax_mtu:\t\t{max_mtu} ({codes[max_mtu]})\n"
+                     f"\t\t\tactive_mtu:\t\t{active} ({codes[active]})\n"
+                     f"\t\t\tsm_lid:\t\t\t0\n\t\t\tport_lid:\t\t0\n\t\t\tport_lmc:\t\t0x00\n"
+                     f"\t\t\tlink_layer:\t\t{layer}\n\n")
+        self.devinfo_blocks.append(text)
+
+    def finish(self) -> None:
+        """Render the commands that summarise several helpers (ip addr, devlink, ibv_devinfo)."""
+        if self.ip_links:
+            lo = {"ifindex": 1, "ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+                  "mtu": 65536, "qdisc": "noqueue", "operstate": "UNKNOWN", "group": "default",
+                  "txqlen": 1000, "link_type": "loopback", "address": "00:00:00:00:00:00",
+                  "broadcast": "00:00:00:00:00:00",
+                  "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8,
+                                 "scope": "host", "label": "lo"}]}
+            self.command(["ip", "-j", "addr", "show"], json.dumps([lo, *self.ip_links]) + "\n")
+        if self.devlink_params:
+            self.command(["devlink", "-j", "dev", "param", "show"],
+                         json.dumps({"param": self.devlink_params}) + "\n")
+        if self.devinfo_blocks:
+            self.command(["ibv_devinfo"], "".join(self.devinfo_blocks))
+        elif ("ibv_devinfo",) not in self.commands:
+            self.command(["ibv_devinfo"], "", rc=255, stderr="Failed to get IB devices list: "
+                         "Function not implemented\n")
+
     # -- output --------------------------------------------------------------
     def write_root(self, root: Path) -> None:
         for path, text in self.files.items():
@@ -174,6 +394,7 @@ class FakeNode:
         """Write this node as a snapshot (directory, or .tar.gz) through the real collector."""
         # Fixed time and a label: built from real formats, not read off a machine.
         meta = {"captured_at": "2026-11-20T09:30:00+00:00", "synthesized": True}
+        self.finish()
         with tempfile.TemporaryDirectory(prefix="strixwizard-fake-") as root:
             self.write_root(Path(root))
             if as_tar:

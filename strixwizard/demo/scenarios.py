@@ -1,13 +1,20 @@
-"""The demo site's nodes: two Strix Halo boxes with Intel E810 NICs joined back to back.
+"""The demo site's nodes: two Strix Halo boxes with Intel E810-CQDA1 NICs joined back to back
+(kyuz0's setup: enp194s0np0 / rocep194s0 at 0000:c2:00.0, 192.168.100.1/30 and .2), plus a
+USB4 cable between them running thunderbolt-net, and the onboard 2.5 GbE on the LAN.
 
 Faults left in for the wizard to find (each is a real, common one):
+- both E810s sit in the board's x4 slot (via a riser): PCIe 4.0 x4 caps RDMA near 50 Gb/s;
 - node-b boots without `amdgpu.gttsize`/`ttm.pages_limit`, so its iGPU may map
-  only half of RAM and big models will not load.
+  only half of RAM and big models will not load;
+- node-b's E810 kept MTU 1500 (RoCE active_mtu 1024, and a mismatch with node-a's 9000),
+  its firmware LLDP agent is still on, and link-level pause is on together with PFC;
+- the USB4 link is TCP only (thunderbolt-net): fine for management, not for RCCL.
 """
 
 from __future__ import annotations
 
 from strixwizard.demo.builder import FakeNode
+from strixwizard.demo.hardware import PCIE4_X4_OF_X16, RoceSetup, e810, onboard_lan, usb4_routers
 
 TUNED_CMDLINE = "iommu=pt amdgpu.gttsize=126976 ttm.pages_limit=32505856"
 MEM_TOTAL_KB = 131533192
@@ -20,11 +27,19 @@ def strix_halo_node(hostname: str, tuned_gtt: bool = True) -> FakeNode:
     node.kernel(cmdline_extra=TUNED_CMDLINE if tuned_gtt else "iommu=pt")
     gtt = 126976 * 1024**2 if tuned_gtt else (MEM_TOTAL_KB * 1024 // 2) // 4096 * 4096
     node.igpu(gtt_bytes=gtt)
+    node.rocm()
     return node
 
 
 def demo_nodes() -> dict[str, FakeNode]:
-    return {
-        "node-a": strix_halo_node("strix-a"),
-        "node-b": strix_halo_node("strix-b", tuned_gtt=False),
-    }
+    a = strix_halo_node("strix-a")
+    onboard_lan(a, "192.168.1.21/24", "9c:6b:00:4a:21:01")
+    e810(a, "192.168.100.1/30", "b4:96:91:9c:3a:10", pcie=PCIE4_X4_OF_X16)
+    usb4_routers(a, "strix-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01")
+
+    b = strix_halo_node("strix-b", tuned_gtt=False)
+    onboard_lan(b, "192.168.1.22/24", "9c:6b:00:4a:22:01")
+    faulty = RoceSetup(mtu=1500, fw_lldp=True, pause=(True, True))
+    e810(b, "192.168.100.2/30", "b4:96:91:9c:41:d8", setup=faulty, pcie=PCIE4_X4_OF_X16)
+    usb4_routers(b, "strix-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
+    return {"node-a": a, "node-b": b}

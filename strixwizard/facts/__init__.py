@@ -11,13 +11,26 @@ To add a fact: write `facts/<topic>.py`, add a cached property here, extend
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 
+from strixwizard.facts import ethtool
 from strixwizard.facts.cpu import CpuInfo, cpu_info
+from strixwizard.facts.dcb import DcbInfo, dcb_info
+from strixwizard.facts.devlink import devlink_params
 from strixwizard.facts.gpu import GpuInfo, gpu_info
+from strixwizard.facts.iommu import IommuMode, iommu_mode
 from strixwizard.facts.kernel import KernelInfo, kernel_info
+from strixwizard.facts.limits import Memlock, memlock
 from strixwizard.facts.memory import MemoryInfo, memory_info
+from strixwizard.facts.netdev import Netdev, netdevs
+from strixwizard.facts.nic import Nic, nics
 from strixwizard.facts.pci import PciDevice, pci_devices
+from strixwizard.facts.persistence import Persistence, persistence
+from strixwizard.facts.rdma import RdmaDevice, RdmaPort, devinfo_captured, rdma_devices
+from strixwizard.facts.rocm import RocmInfo, rocm_info
+from strixwizard.facts.source import run, why_unknown
+from strixwizard.facts.thunderbolt import Usb4Info, usb4_info
 from strixwizard.probe import Probe
 
 
@@ -27,6 +40,9 @@ class NodeFacts:
     def __init__(self, name: str, probe: Probe) -> None:
         self.name = name
         self._probe = probe
+        self._dcb: dict[str, DcbInfo] = {}
+        self._pause: dict[str, ethtool.Pause | None] = {}
+        self._priv: dict[str, dict[str, bool] | None] = {}
 
     @cached_property
     def cpu(self) -> CpuInfo | None:
@@ -48,5 +64,100 @@ class NodeFacts:
     def memory(self) -> MemoryInfo:
         return memory_info(self._probe, self.gpu.pci.address if self.gpu.pci else None)
 
+    # -- platform tuning -----------------------------------------------------
+    @cached_property
+    def iommu(self) -> IommuMode | None:
+        return iommu_mode(self.kernel)
 
-__all__ = ["CpuInfo", "GpuInfo", "KernelInfo", "MemoryInfo", "NodeFacts", "PciDevice"]
+    @cached_property
+    def memlock(self) -> Memlock | None:
+        return memlock(self._probe)
+
+    @cached_property
+    def rocm(self) -> RocmInfo:
+        return rocm_info(self._probe)
+
+    # -- network -------------------------------------------------------------
+    @cached_property
+    def netdevs(self) -> tuple[Netdev, ...]:
+        return netdevs(self._probe)
+
+    def netdev(self, name: str | None) -> Netdev | None:
+        return next((n for n in self.netdevs if n.name == name), None)
+
+    @cached_property
+    def netdevs_by_pci(self) -> dict[str, tuple[str, ...]]:
+        by_pci: dict[str, list[str]] = {}
+        for dev in self.netdevs:
+            if dev.pci_address:
+                by_pci.setdefault(dev.pci_address, []).append(dev.name)
+        return {k: tuple(v) for k, v in by_pci.items()}
+
+    @cached_property
+    def nics(self) -> tuple[Nic, ...]:
+        return nics(self._probe, self.pci, self.netdevs_by_pci)
+
+    def nic_of(self, netdev: Netdev | None) -> Nic | None:
+        if netdev is None or netdev.pci_address is None:
+            return None
+        return next((n for n in self.nics if n.address == netdev.pci_address), None)
+
+    @cached_property
+    def rdma(self) -> tuple[RdmaDevice, ...]:
+        return rdma_devices(self._probe, self.netdevs_by_pci)
+
+    @cached_property
+    def rdma_ports(self) -> tuple[RdmaPort, ...]:
+        return tuple(port for dev in self.rdma for port in dev.ports)
+
+    def rdma_device(self, name: str) -> RdmaDevice | None:
+        return next((d for d in self.rdma if d.name == name), None)
+
+    def ports_on(self, netdev: str) -> tuple[RdmaPort, ...]:
+        """RDMA ports whose netdev is `netdev` (hardware first)."""
+        ports = [p for p in self.rdma_ports if p.netdev == netdev]
+        hw = {d.name for d in self.rdma if d.is_hardware}
+        return tuple(sorted(ports, key=lambda p: p.device not in hw))
+
+    @cached_property
+    def active_mtu_captured(self) -> bool:
+        return devinfo_captured(self._probe)
+
+    @cached_property
+    def devlink(self) -> dict[str, dict[str, object]] | None:
+        return devlink_params(self._probe)
+
+    def dcb(self, netdev: str) -> DcbInfo:
+        if netdev not in self._dcb:
+            self._dcb[netdev] = dcb_info(self._probe, netdev)
+        return self._dcb[netdev]
+
+    def pause(self, netdev: str) -> ethtool.Pause | None:
+        if netdev not in self._pause:
+            self._pause[netdev] = ethtool.pause(self._probe, netdev)
+        return self._pause[netdev]
+
+    def priv_flags(self, netdev: str) -> dict[str, bool] | None:
+        if netdev not in self._priv:
+            self._priv[netdev] = ethtool.priv_flags(self._probe, netdev)
+        return self._priv[netdev]
+
+    def why_unknown(self, argv: Sequence[str]) -> str:
+        """Why a command gives no answer on this node (not captured, not installed, failed)."""
+        return why_unknown(argv, run(self._probe, argv))
+
+    # -- persistence (how changes survive a reboot; read by fixes) ------------
+    @cached_property
+    def persistence(self) -> Persistence:
+        return persistence(self._probe)
+
+    # -- USB4 ----------------------------------------------------------------
+    @cached_property
+    def usb4(self) -> Usb4Info:
+        return usb4_info(self._probe, self.pci)
+
+
+__all__ = [
+    "CpuInfo", "DcbInfo", "GpuInfo", "IommuMode", "KernelInfo", "Memlock", "MemoryInfo",
+    "Netdev", "Nic", "NodeFacts", "PciDevice", "RdmaDevice", "RdmaPort", "RocmInfo", "Usb4Info",
+]

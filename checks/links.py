@@ -1,0 +1,246 @@
+"""Links between nodes, judged on both ends at once, and the site's RDMA path verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checks.lossless import effective_trust
+from strixwizard.checking import failed, link_check, passed, site_check, skipped, warned
+from strixwizard.model import Finding, Severity
+from strixwizard.site import Site
+from strixwizard.topology import FabricPort, Link, Topology
+
+
+def _pair(link: Link, value: object, unit: str = "") -> str:
+    def show(end: FabricPort) -> str:
+        return f"{end.label} {value_of(end, value)}{unit}"
+
+    return " vs ".join(show(end) for end in link.ends)
+
+
+def value_of(end: FabricPort, what: object) -> object:
+    return what(end) if callable(what) else what
+
+
+@link_check(
+    "link.transport",
+    title="The link carries hardware RDMA",
+    why="Only RoCE/InfiniBand/iWARP in NIC hardware gives ~5 µs; thunderbolt-net and plain Ethernet "
+    "are TCP only.",
+    severity=Severity.HIGH,
+)
+def transport(link: Link, site: Site) -> Iterator[Finding]:
+    """Passes for roce-v2/roce-v1/infiniband/iwarp; warns for thunderbolt-net and plain Ethernet."""
+    observed = f"{link.transport} ({link.evidence})"
+    expected = "roce-v2 or infiniband"
+    if link.rdma:
+        yield passed(link.id, observed=observed, expected=expected)
+    elif link.transport == "thunderbolt-net":
+        yield warned(
+            link.id, observed=observed, expected=expected,
+            detail="USB4/Thunderbolt networking is TCP only: no RDMA verbs, tens of µs instead of "
+            "~5 µs. Keep it for management; put RCCL on a RoCE/InfiniBand NIC link.",
+        )
+    else:
+        missing = [end.label for end in link.ends if end.port is None]
+        yield warned(
+            link.id, observed=observed, expected=expected,
+            detail=f"No hardware RDMA port on {', '.join(missing)}: traffic on this link is TCP.",
+        )
+
+
+@link_check(
+    "link.mtu",
+    title="Both ends use the same MTU",
+    why="An MTU mismatch lets RDMA QPs connect but large transfers fail, and TCP stalls on big frames.",
+    severity=Severity.HIGH,
+    fix="net.mtu",
+)
+def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
+    """Compares the netdev MTU, and the RDMA active_mtu when ibv_devinfo was captured on both ends."""
+    mtus = [end.netdev.mtu for end in link.ends]
+    if None in mtus:
+        yield skipped(link.id, "MTU of one end not captured")
+        return
+    actives = [end.port.active_mtu if end.port else None for end in link.ends]
+    observed = _pair(link, lambda e: e.netdev.mtu)
+    if link.rdma and None not in actives:
+        observed += " (active_mtu " + "/".join(str(a) for a in actives) + ")"
+    if mtus[0] != mtus[1] or (link.rdma and None not in actives and actives[0] != actives[1]):
+        yield failed(link.id, observed=observed, expected="equal on both ends",
+                     detail=f"Set MTU {max(m or 0 for m in mtus)} on both ends (site wants "
+                     f"{site.fabric.mtu}).")
+    else:
+        yield passed(link.id, observed=observed, expected="equal on both ends")
+
+
+@link_check(
+    "link.speed",
+    title="Both ends negotiated the same speed",
+    why="A speed mismatch on a direct cable means a bad cable, a forced setting or a lane failure.",
+    severity=Severity.MEDIUM,
+)
+def same_speed(link: Link, site: Site) -> Iterator[Finding]:
+    """Compares /sys/class/net/IF/speed on both ends; unknown speeds skip."""
+    speeds = [end.netdev.speed_mbps for end in link.ends]
+    if None in speeds:
+        yield skipped(link.id, "link speed unknown on one end (link down or not reported)")
+        return
+    observed = _pair(link, lambda e: e.netdev.speed_mbps, " Mb/s")
+    if speeds[0] == speeds[1]:
+        yield passed(link.id, observed=observed, expected="equal on both ends")
+    else:
+        yield warned(link.id, observed=observed, expected="equal on both ends",
+                     detail="Check the cable/transceivers and any forced speed (ethtool -s).")
+
+
+def _roce(link: Link) -> bool:
+    return link.transport in ("roce-v2", "roce-v1")
+
+
+@link_check(
+    "link.pfc",
+    title="Both ends enable PFC on the same priorities",
+    why="PFC only works when both ends pause the same priority; a back-to-back cable needs identical "
+    "settings.",
+    severity=Severity.HIGH,
+    fix="dcb.pfc",
+)
+def same_pfc(link: Link, site: Site) -> Iterator[Finding]:
+    """Compares the PFC-enabled priorities of `dcb pfc show` on both ends of a RoCE link."""
+    if not _roce(link):
+        yield skipped(link.id, f"not a RoCE link ({link.transport})")
+        return
+    states = [end.node.dcb(end.netdev.name) for end in link.ends]
+    unknown = [s.pfc_note for s in states if s.pfc_enabled is None]
+    if unknown:
+        yield skipped(link.id, f"PFC state unknown: {unknown[0]}")
+        return
+
+    def show(end: FabricPort) -> str:
+        prios = end.node.dcb(end.netdev.name).pfc_enabled or ()
+        return ",".join(map(str, prios)) or "off"
+
+    observed = _pair(link, show)
+    if states[0].pfc_enabled == states[1].pfc_enabled:
+        yield passed(link.id, observed=observed, expected="same on both ends")
+    else:
+        yield failed(link.id, observed=observed, expected="same on both ends",
+                     detail=f"Enable PFC on priority {site.fabric.pfc_priority} only, on both ends.")
+
+
+@link_check(
+    "link.trust",
+    title="Both ends use the same trust mode",
+    why="If one end classifies by DSCP and the other by PCP, RoCE frames land on different priorities.",
+    severity=Severity.MEDIUM,
+    fix="dcb.trust_dscp",
+)
+def same_trust(link: Link, site: Site) -> Iterator[Finding]:
+    """Compares `dcb apptrust show` order on both ends of a RoCE link."""
+    if not _roce(link):
+        yield skipped(link.id, f"not a RoCE link ({link.transport})")
+        return
+    orders = [effective_trust(end.node, end.netdev.name) for end in link.ends]
+    unknown = [note for order, note in orders if order is None]
+    if unknown:
+        yield skipped(link.id, f"trust mode unknown: {unknown[0]}")
+        return
+    observed = _pair(link, lambda e: " ".join(effective_trust(e.node, e.netdev.name)[0] or ())
+                     or "default")
+    if orders[0][0] == orders[1][0]:
+        yield passed(link.id, observed=observed, expected="same on both ends")
+    else:
+        yield warned(link.id, observed=observed, expected="same on both ends",
+                     detail=f"`dcb apptrust set dev IF order {site.fabric.trust}` on both ends.")
+
+
+@link_check(
+    "link.roce_version",
+    title="Both ends speak the same RoCE version (v2)",
+    why="RoCE v1 and v2 frames do not interoperate; a v1 end cannot reach a v2 GID.",
+    severity=Severity.HIGH,
+    fix="rdma.roce_v2_default",
+)
+def same_roce_version(link: Link, site: Site) -> Iterator[Finding]:
+    """Compares the RoCE v2 IPv4 GID and, when configfs shows it, the rdma_cm default mode, per end."""
+    if not _roce(link):
+        yield skipped(link.id, f"not a RoCE link ({link.transport})")
+        return
+
+    def version(end: FabricPort) -> str:
+        assert end.port is not None
+        mode = end.port.default_roce_mode
+        gid = end.port.roce_v2_ipv4_gid(end.netdev.name)
+        text = f"v2 GID {gid.index}" if gid else "no v2 GID"
+        return text + (f", rdma_cm {mode}" if mode else "")
+
+    observed = _pair(link, version)
+    has_v2 = [end.port is not None and end.port.roce_v2_ipv4_gid(end.netdev.name) is not None
+              for end in link.ends]
+    modes = {(end.port.default_roce_mode or "").lower() for end in link.ends if end.port}
+    modes.discard("")
+    if all(has_v2) and len(modes) <= 1:
+        yield passed(link.id, observed=observed, expected="RoCE v2 on both ends")
+    elif not any(has_v2) and link.transport == "roce-v1":
+        yield warned(link.id, observed=observed, expected="RoCE v2 on both ends",
+                     detail="Both ends run RoCE v1 only: it works on one L2 segment but is "
+                     "deprecated; use RoCE v2-capable NICs.")
+    else:
+        yield failed(link.id, observed=observed, expected="RoCE v2 on both ends",
+                     detail="Give both ends an IPv4 address on the RoCE netdev and set rdma_cm's "
+                     "default_roce_mode to RoCE v2 on both.")
+
+
+@site_check(
+    "site.rdma_path",
+    title="Every pair of nodes has a hardware RDMA path",
+    why="Tensor-parallel inference all-reduces every token; without RDMA between two nodes RCCL "
+    "falls back to TCP sockets.",
+    severity=Severity.CRITICAL,
+)
+def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
+    """For each node pair, passes when a link with rdma=true joins them; Thunderbolt-only fails clearly."""
+    names = [node.name for node in topology.nodes]
+    if len(names) < 2:
+        yield skipped(site.name, "a single node: no inter-node path to judge")
+        return
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            entity = f"{x} <-> {y}"
+            links = topology.links_between(x, y)
+            rdma = [link for link in links if link.rdma]
+            working = [link for link in rdma if all(e.port and e.port.is_active for e in link.ends)]
+            if working:
+                best = working[0]
+                yield passed(entity, observed=f"{best.transport} via {best.id}",
+                             expected="a hardware RDMA link")
+                continue
+            if rdma:
+                yield failed(entity, observed=f"{rdma[0].transport} link {rdma[0].id}, but its "
+                             "RDMA ports are not ACTIVE", expected="a hardware RDMA link",
+                             detail="See rdma.port_active on both nodes.")
+                continue
+            if not (topology.addresses_known(x) and topology.addresses_known(y)):
+                yield skipped(entity, "interface addresses not captured (`ip -j addr show`): cannot "
+                              "pair interfaces into links")
+                continue
+            transports = sorted({link.transport for link in links})
+            if transports == ["thunderbolt-net"]:
+                yield failed(
+                    entity, observed="only thunderbolt-net (USB4) joins these nodes",
+                    expected="a hardware RDMA link",
+                    detail="Thunderbolt networking is TCP only: RCCL will use NET/Socket at tens of "
+                    "µs. Add RDMA NICs (E810, ConnectX) and cable them; soft-RoCE/USB4 verbs over "
+                    "the same cable are experimental and slow.",
+                )
+            elif links:
+                yield failed(entity, observed=f"only {', '.join(transports)} links",
+                             expected="a hardware RDMA link",
+                             detail="The interfaces that join these nodes have no working RDMA "
+                             "device on both ends; see nic.rdma_capable.")
+            else:
+                yield failed(entity, observed="no fabric link found",
+                             expected="a hardware RDMA link",
+                             detail="No fabric interfaces of these nodes share a subnet: cable them "
+                             "and give both ends addresses in one subnet (site.yaml fabric_address).")

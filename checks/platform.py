@@ -1,0 +1,148 @@
+"""Node platform for RDMA inference: ROCm and RCCL for gfx1151, TTM limit, IOMMU mode, memlock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from strixwizard.checking import failed, node_check, passed, skipped, warned
+from strixwizard.facts import NodeFacts
+from strixwizard.facts.memory import GIB, PAGE_BYTES
+from strixwizard.model import Finding, Severity
+from strixwizard.site import Site
+
+#: ROCm releases before 7.2 crash in hipMalloc on gfx1151 (research notes §4.8).
+MIN_ROCM = (7, 2)
+
+
+def _strix(node: NodeFacts) -> bool | None:
+    return node.cpu.is_strix_halo if node.cpu else None
+
+
+@node_check(
+    "node.rocm",
+    title="ROCm 7.2 or newer is installed",
+    why="ROCm before 7.2 segfaults in hipMalloc on gfx1151; vLLM and RCCL need a gfx1151-aware ROCm.",
+    severity=Severity.HIGH,
+    fix="rocm.upgrade",
+)
+def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Reads /opt/rocm/.info/version. Without it the host ROCm is unknown (containers bring their own)."""
+    if _strix(node) is False:
+        yield skipped(node.name, "not a Strix Halo node")
+        return
+    rocm = node.rocm
+    expected = f">= {'.'.join(map(str, MIN_ROCM))}"
+    if rocm.version is None:
+        yield skipped(
+            node.name,
+            "no ROCm version at /opt/rocm/.info/version (no AMD ROCm on the host, or a distribution "
+            "build); if vLLM runs in a container, its ROCm is what counts",
+        )
+    elif rocm.version[:2] < MIN_ROCM:
+        yield failed(node.name, observed=f"ROCm {rocm.version_text}", expected=expected,
+                     detail="ROCm older than 7.2 crashes in hipMalloc on gfx1151.")
+    else:
+        yield passed(node.name, observed=f"ROCm {rocm.version_text}", expected=expected)
+
+
+@node_check(
+    "node.rccl_gfx1151",
+    title="The installed RCCL carries gfx1151 code",
+    why="An RCCL without gfx1151 kernels fails at communicator init with hipErrorInvalidKernelFile.",
+    severity=Severity.CRITICAL,
+    fix="rccl.gfx1151",
+)
+def rccl_has_gfx1151(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Looks for `amdgcn-amd-amdhsa--gfx1151` bundle ids in librccl.so.1; compressed bundles are unknown."""
+    if _strix(node) is False:
+        yield skipped(node.name, "not a Strix Halo node")
+        return
+    rccl = node.rocm.rccl
+    verdict = rccl.has_gfx1151
+    if verdict is None:
+        yield skipped(node.name, f"cannot tell whether RCCL has gfx1151 code: {rccl.note}")
+        return
+    observed = f"{rccl.library}: {', '.join(rccl.targets)}"
+    if verdict:
+        yield passed(node.name, observed=observed, expected="gfx1151 among the targets")
+    else:
+        yield failed(
+            node.name, observed=observed, expected="gfx1151 among the targets",
+            detail="Install RCCL >= 2.28.3 (ROCm/rocm-systems PR #3415) or a gfx1151 build such as "
+            "kyuz0's gfx1151-rccl; otherwise multi-node inference fails at ncclCommInitRank.",
+        )
+
+
+@node_check(
+    "node.ttm_limit",
+    title="The TTM page limit does not cap the GTT pool",
+    why="On recent kernels ttm.pages_limit bounds what the iGPU can map, whatever amdgpu.gttsize says.",
+    severity=Severity.MEDIUM,
+    fix="kernel.gtt_size",
+)
+def ttm_limit(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Compares ttm.pages_limit * 4 KiB with amdgpu's GTT size (or the site's GTT fraction of RAM)."""
+    memory = node.memory
+    if memory.ttm_pages_limit is None or memory.total_bytes is None:
+        yield skipped(node.name, "ttm.pages_limit or MemTotal not captured (no ttm module loaded?)")
+        return
+    limit = memory.ttm_pages_limit * PAGE_BYTES
+    if memory.gtt_bytes is not None:
+        wanted, expected = memory.gtt_bytes, f">= GTT size {memory.gtt_bytes / GIB:.1f} GiB"
+    else:
+        wanted = int(site.thresholds.gtt_min_fraction * memory.total_bytes)
+        expected = f">= {site.thresholds.gtt_min_fraction:.0%} of RAM"
+    observed = f"ttm.pages_limit {memory.ttm_pages_limit} = {limit / GIB:.1f} GiB"
+    if limit >= wanted:
+        yield passed(node.name, observed=observed, expected=expected)
+    else:
+        yield warned(node.name, observed=observed, expected=expected,
+                     detail="TTM caps what the iGPU can map below the GTT size: raise "
+                     "ttm.pages_limit on the kernel command line (32505856 = 124 GiB).")
+
+
+@node_check(
+    "node.iommu",
+    title="IOMMU in passthrough (iommu=pt) or off",
+    why="With translated DMA every NIC and GPU transfer walks IOMMU page tables; pt or off is faster.",
+    severity=Severity.LOW,
+    fix="kernel.iommu_pt",
+)
+def iommu(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Reads iommu=/amd_iommu= from /proc/cmdline; no parameter means the default translated mode."""
+    mode = node.iommu
+    if mode is None:
+        yield skipped(node.name, "the kernel command line (/proc/cmdline) was not captured")
+        return
+    observed = f"{mode.mode} ({mode.source})"
+    if mode.mode in ("passthrough", "off"):
+        yield passed(node.name, observed=observed, expected="iommu=pt or amd_iommu=off")
+    else:
+        yield warned(node.name, observed=observed, expected="iommu=pt or amd_iommu=off",
+                     detail="Add iommu=pt to the kernel command line (kyuz0 measured amd_iommu=off "
+                     "5-12% faster still).")
+
+
+@node_check(
+    "node.memlock",
+    title="Locked memory is unlimited",
+    why="RDMA pins every registered buffer; a small memlock limit makes ibv_reg_mr fail in RCCL.",
+    severity=Severity.HIGH,
+    fix="limits.memlock",
+)
+def memlock_unlimited(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Reads "Max locked memory" from /proc/self/limits of the collecting session (see facts/limits.py)."""
+    limit = node.memlock
+    if limit is None:
+        yield skipped(node.name, "/proc/self/limits was not captured")
+        return
+    if limit.unlimited:
+        yield passed(node.name, observed="unlimited", expected="unlimited")
+        return
+    observed = f"{limit.soft // 1024} KiB (soft)" if limit.soft is not None else "?"
+    yield warned(
+        node.name, observed=observed, expected="unlimited",
+        detail="As seen by the probing session. Set `* soft/hard memlock unlimited` in "
+        "/etc/security/limits.d, LimitMEMLOCK=infinity for services, --ulimit memlock=-1 for "
+        "containers (root with CAP_IPC_LOCK is exempt).",
+    )

@@ -1,0 +1,45 @@
+"""USB4/Thunderbolt: soft or experimental verbs devices are not the hardware RDMA the cluster needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from strixwizard.checking import node_check, passed, skipped, warned
+from strixwizard.facts import NodeFacts
+from strixwizard.model import Finding, Severity
+from strixwizard.site import Site
+
+
+@node_check(
+    "usb4.soft_rdma",
+    title="No experimental or software RDMA devices mistaken for hardware RDMA",
+    why="usb4_rdma* (thunderbolt_ibverbs) and rxe/siw give verbs, but at ~7-65 µs and "
+    "research-grade stability, not ~5 µs.",
+    severity=Severity.MEDIUM,
+)
+def soft_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Flags usb4_rdma* devices and rxe/siw devices (noting those bound to a thunderbolt netdev)."""
+    soft = [d for d in node.rdma if not d.is_hardware]
+    if not soft:
+        if node.usb4.routers or any(n.is_thunderbolt for n in node.netdevs):
+            yield passed(node.name, observed="no USB4 or software verbs devices",
+                         expected="hardware RDMA only")
+        else:
+            yield skipped(node.name, "no USB4 networking and no software RDMA devices")
+        return
+    for device in soft:
+        netdev = device.parent_netdev or next((p.netdev for p in device.ports if p.netdev), None)
+        over_tb = node.netdev(netdev) is not None and node.netdev(netdev).is_thunderbolt  # type: ignore[union-attr]
+        if device.kind == "usb4":
+            observed = f"{device.name}: experimental USB4 verbs (thunderbolt_ibverbs)"
+            detail = ("Research-grade: ~7 µs one-way at best, cannot share the port with "
+                      "thunderbolt-net; pin NCCL_IB_HCA to an exact dev:port if you use it.")
+        else:
+            where = f" over {netdev}" + (" (thunderbolt-net)" if over_tb else "") if netdev else ""
+            observed = f"{device.name}: software {device.kind}{where}"
+            detail = ("Soft-RoCE over thunderbolt-net measured ~65 µs one-way, slower than plain TCP "
+                      "tuned for latency; use a hardware RDMA NIC." if over_tb else
+                      "Software RDMA runs in the kernel's CPU path (~28 µs on 2.5 GbE); keep it out "
+                      "of NCCL_IB_HCA.")
+        yield warned(f"{node.name}/{device.name}", observed=observed,
+                     expected="hardware RDMA (irdma, mlx5_ib, mlx4_ib)", detail=detail)

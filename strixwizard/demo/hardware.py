@@ -1,0 +1,207 @@
+"""Add real-world adapters to a `FakeNode`: E810 (ice/irdma), ConnectX (mlx5), ConnectX-3 IB
+(mlx4) and USB4 thunderbolt-net, with sysfs laid out as on a running machine.
+
+Layouts follow the kernel: the netdev and the RDMA device hang under their
+PCI function (irdma under its `ice.roce.N` auxiliary device), the class
+directories hold relative links into /sys/devices, GID tables list every
+index (empty ones as zeros), and tool outputs use the formats of
+research/domain.md.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from strixwizard.demo.builder import FakeNode
+
+PCIE4_X16 = ("16.0 GT/s PCIe", 16, "16.0 GT/s PCIe", 16)
+PCIE4_X4_OF_X16 = ("16.0 GT/s PCIe", 4, "16.0 GT/s PCIe", 16)
+ZERO = "0000:0000:0000:0000:0000:0000:0000:0000"
+
+
+def gid_ipv4(address: str) -> str:
+    """sysfs form of the IPv4-mapped GID: 0000:...:ffff:c0a8:6401."""
+    packed = ipaddress.IPv4Address(address).packed
+    return "0000:0000:0000:0000:0000:ffff:" + f"{packed[0]:02x}{packed[1]:02x}:{packed[2]:02x}{packed[3]:02x}"
+
+
+def gid_link_local(mac: str) -> str:
+    b = [int(x, 16) for x in mac.split(":")]
+    eui = [b[0] ^ 2, b[1], b[2], 0xFF, 0xFE, b[3], b[4], b[5]]
+    return "fe80:0000:0000:0000:" + ":".join(f"{eui[i]:02x}{eui[i + 1]:02x}" for i in range(0, 8, 2))
+
+
+@dataclass
+class RoceSetup:
+    """How a RoCE interface is configured (the knobs the checks judge)."""
+
+    mtu: int = 9000
+    pfc: tuple[int, ...] = (3,)
+    prio_tc: tuple[int, ...] = (0, 0, 0, 1, 0, 0, 0, 0)
+    dscp_prio: tuple[tuple[int, int], ...] = ((26, 3),)
+    trust: tuple[str, ...] | None = None  # None: apptrust not supported (ice)
+    pause: tuple[bool, bool] = (False, False)
+    fw_lldp: bool = False
+    link_up: bool = True
+    roce_mode: str | None = None  # configfs rdma_cm default_roce_mode, None = not created
+
+
+def _active_mtu(netdev_mtu: int) -> int:
+    for size in (4096, 2048, 1024, 512):
+        if netdev_mtu >= size + 100:
+            return size
+    return 256
+
+
+def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = None,
+         address: str = "0000:c2:00.0", bridge: str = "0000:00:01.1",
+         netdev: str = "enp194s0np0", rdmadev: str = "rocep194s0", device_id: int = 0x1592,
+         pcie: tuple[str, int, str, int] = PCIE4_X16, firmware: str = "4.91 0x800214b5 1.3909.0",
+         speed: int = 100000, iwarp: bool = False) -> None:
+    """Intel E810-CQDA1 (8086:1592) with in-tree ice + irdma in RoCE v2 mode."""
+    setup = setup or RoceSetup()
+    pci_dir = node.pci_device(address, 0x8086, device_id, 0x020000, "ice", bridge=bridge, link=pcie)
+    node.netdev(netdev, pci_dir, mac, mtu=setup.mtu, speed=speed, up=setup.link_up,
+                ipv4=ipv4)
+    node.ethtool(netdev, "ice", firmware, address, pause=setup.pause, priv_flags={
+        "link-down-on-close": False, "fw-lldp-agent": setup.fw_lldp,
+        "vf-true-promisc-support": False, "mdd-auto-reset-vf": False,
+        "vf-vlan-pruning": False, "legacy-rx": False})
+    node.dcb(netdev, pfc=setup.pfc, prio_tc=setup.prio_tc, dscp_prio=setup.dscp_prio,
+             trust=setup.trust)
+    node.devlink_params[f"pci/{address}"] = [
+        {"name": "enable_roce", "type": "generic",
+         "values": [{"cmode": "runtime", "value": not iwarp}]},
+        {"name": "enable_iwarp", "type": "generic",
+         "values": [{"cmode": "runtime", "value": iwarp}]},
+    ]
+    aux = f"{pci_dir}/ice.{'iwarp' if iwarp else 'roce'}.0"
+    dev = node.rdma_device(rdmadev, aux, node_type="4: RNIC" if iwarp else "1: CA", fw_ver="1.70",
+                           guid=gid_link_local(mac)[20:])
+    gids: list[tuple[str, str, str | None]] = [(gid_link_local(mac), "RoCE v2", netdev)]
+    if ipv4:
+        gids.append((gid_ipv4(ipv4.split("/")[0]), "RoCE v2", netdev))
+    state = ("4: ACTIVE", "5: LinkUp") if setup.link_up else ("1: DOWN", "3: Disabled")
+    node.rdma_port(dev, 1, gids, state=state[0], phys_state=state[1],
+                   rate="100 Gb/sec (4X EDR)" if speed >= 100000 else "25 Gb/sec (1X EDR)")
+    node.devinfo(rdmadev, 0x8086, device_id, "1.70", [
+        (1, "ACTIVE" if setup.link_up else "DOWN", 4096, _active_mtu(setup.mtu), "Ethernet")])
+    if setup.roce_mode:
+        node.file(f"/sys/kernel/config/rdma_cm/{rdmadev}/ports/1/default_roce_mode",
+                  setup.roce_mode + "\n")
+
+
+def connectx(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = None,
+             address: str = "0000:c2:00.0", bridge: str = "0000:00:01.1",
+             netdev: str = "enp194s0f0np0", rdmadev: str = "mlx5_0", device_id: int = 0x101D,
+             pcie: tuple[str, int, str, int] = PCIE4_X16,
+             firmware: str = "22.39.1002 (MT_0000000437)", speed: int = 100000) -> None:
+    """NVIDIA ConnectX (mlx5_core + mlx5_ib). The GID table lists v1/v2 pairs, so the
+    IPv4 RoCE v2 entry is index 3."""
+    setup = setup or RoceSetup(trust=("dscp",))
+    pci_dir = node.pci_device(address, 0x15B3, device_id, 0x020000, "mlx5_core", bridge=bridge,
+                              link=pcie)
+    node.netdev(netdev, pci_dir, mac, mtu=setup.mtu, speed=speed, up=setup.link_up, ipv4=ipv4)
+    node.ethtool(netdev, "mlx5_core", firmware, address, pause=setup.pause, priv_flags={
+        "rx_cqe_moder": True, "tx_cqe_moder": False, "rx_cqe_compress": False,
+        "rx_striding_rq": True, "rx_no_csum_complete": False, "xdp_tx_mpwqe": True,
+        "skb_tx_mpwqe": True, "tx_port_ts": False})
+    node.dcb(netdev, pfc=setup.pfc, prio_tc=setup.prio_tc, dscp_prio=setup.dscp_prio,
+             trust=setup.trust)
+    dev = node.rdma_device(rdmadev, pci_dir, fw_ver=firmware.split()[0], hca_type="MT4125",
+                           guid=gid_link_local(mac)[20:])
+    ll = gid_link_local(mac)
+    gids: list[tuple[str, str, str | None]] = [(ll, "IB/RoCE v1", netdev), (ll, "RoCE v2", netdev)]
+    if ipv4:
+        mapped = gid_ipv4(ipv4.split("/")[0])
+        gids += [(mapped, "IB/RoCE v1", netdev), (mapped, "RoCE v2", netdev)]
+    node.rdma_port(dev, 1, gids, rate="100 Gb/sec (2X HDR)", table_size=16)
+    node.devinfo(rdmadev, 0x02C9, 4125, firmware.split()[0],
+                 [(1, "ACTIVE", 4096, _active_mtu(setup.mtu), "Ethernet")])
+    if setup.roce_mode:
+        node.file(f"/sys/kernel/config/rdma_cm/{rdmadev}/ports/1/default_roce_mode",
+                  setup.roce_mode + "\n")
+
+
+def connectx3_ib(node: FakeNode, ipv4: str | None, port_guid: str, lid: int, sm_lid: int = 1,
+                 address: str = "0000:c3:00.0", bridge: str = "0000:00:01.2",
+                 netdev: str = "ibp195s0", subnet_manager: bool = True) -> None:
+    """Mellanox ConnectX-3 (15b3:1003, mlx4) on InfiniBand FDR with IPoIB, behind an
+    M.2-to-PCIe adapter (8 GT/s x4 of x8), as in the Strix Halo wiki's setup."""
+    pci_dir = node.pci_device(address, 0x15B3, 0x1003, 0x020700, "mlx4_core", bridge=bridge,
+                              link=("8.0 GT/s PCIe", 4, "8.0 GT/s PCIe", 8))
+    mac = "80:00:02:08:fe:80:00:00:00:00:00:00:" + port_guid.replace(":", "")[0:2] + ":" + ":".join(
+        port_guid.replace(":", "")[i:i + 2] for i in range(2, 16, 2))
+    node.netdev(netdev, pci_dir, mac, mtu=2044, speed=56000 if subnet_manager else None,
+                up=subnet_manager, arp_type=32, ipv4=ipv4)
+    node.ethtool(netdev, "ib_ipoib", "2.42.5000", address)
+    node.dcb(netdev, supported=False)
+    dev = node.rdma_device("mlx4_0", pci_dir, fw_ver="2.42.5000", hca_type="MT4099",
+                           guid=port_guid)
+    gid = "fe80:0000:0000:0000:" + port_guid
+    state = ("4: ACTIVE", "5: LinkUp") if subnet_manager else ("2: INIT", "5: LinkUp")
+    node.rdma_port(dev, 1, [(gid, "IB/RoCE v1", None)], state=state[0], phys_state=state[1],
+                   link_layer="InfiniBand", rate="56 Gb/sec (4X FDR)", lid=lid,
+                   sm_lid=sm_lid if subnet_manager else 0)
+    node.rdma_port(dev, 2, [], state="1: DOWN", phys_state="2: Polling",
+                   link_layer="InfiniBand", rate="10 Gb/sec (4X SDR)")
+    node.devinfo("mlx4_0", 0x02C9, 4099, "2.42.5000", [
+        (1, "ACTIVE" if subnet_manager else "INIT", 4096, 4096, "InfiniBand"),
+        (2, "DOWN", 4096, 4096, "InfiniBand")])
+
+
+def usb4_routers(node: FakeNode, peer_hostname: str | None, ipv4: str | None = None,
+                 mac: str = "02:5d:3a:71:8c:01", speed_gbps: int = 40, mtu: int = 65520,
+                 rxe: bool = False) -> None:
+    """Strix Halo's two USB4 host routers (1022:158d/158e, driver thunderbolt) and, when
+    `peer_hostname` is given, a Linux XDomain peer with thunderbolt-net on it."""
+    bridge = "0000:00:08.3"
+    host = node.pci_device("0000:c7:00.5", 0x1022, 0x158D, 0x0C0340, "thunderbolt", bridge=bridge,
+                           link=("16.0 GT/s PCIe", 16, "16.0 GT/s PCIe", 16))
+    node.pci_device("0000:c7:00.6", 0x1022, 0x158E, 0x0C0340, "thunderbolt", bridge=bridge,
+                    link=("16.0 GT/s PCIe", 16, "16.0 GT/s PCIe", 16))
+    bus = "/sys/bus/thunderbolt/devices"
+    root = f"{host}/domain0/0-0"
+    node.rel_link(f"{bus}/domain0", f"{host}/domain0")
+    node.rel_link(f"{bus}/0-0", root)
+    node.file(f"{root}/uevent", "DEVTYPE=thunderbolt_device\nUSB4_VERSION=1.0\n")
+    node.file(f"{root}/generation", "4\n")
+    node.file(f"{root}/device_name", "Strix Halo USB4 Host Router\n")
+    node.file(f"{root}/vendor_name", "AMD\n")
+    if peer_hostname is None:
+        return
+    peer = f"{root}/0-1"
+    node.rel_link(f"{bus}/0-1", peer)
+    node.file(f"{peer}/uevent", "DEVTYPE=thunderbolt_xdomain\n")
+    node.file(f"{peer}/device_name", peer_hostname + "\n")
+    node.file(f"{peer}/vendor_name", "Linux\n")
+    lane = speed_gbps / 2
+    for side in ("rx", "tx"):
+        node.file(f"{peer}/{side}_speed", f"{lane:.1f} Gb/s\n")
+        node.file(f"{peer}/{side}_lanes", "2\n")
+    service = f"{peer}/0-1.0"
+    node.rel_link(f"{bus}/0-1.0", service)
+    node.file(f"{service}/uevent", "DEVTYPE=thunderbolt_service\nDRIVER=thunderbolt-net\n")
+    node.rel_link(f"{service}/driver", "/sys/bus/thunderbolt/drivers/thunderbolt-net")
+    altname = "enx" + mac.replace(":", "")
+    node.netdev("thunderbolt0", service, mac, mtu=mtu, speed=speed_gbps * 1000, ipv4=ipv4,
+                altnames=(altname,))
+    node.ethtool("thunderbolt0", "thunderbolt-net", "", "0-1.0")
+    node.dcb("thunderbolt0", supported=False)
+    if rxe and ipv4:
+        dev = node.rdma_device("rxe0", "/sys/devices/virtual", fw_ver="0.0.0",
+                               parent_netdev="thunderbolt0")
+        node.rdma_port(dev, 1, [(gid_link_local(mac), "RoCE v2", "thunderbolt0"),
+                                (gid_ipv4(ipv4.split("/")[0]), "RoCE v2", "thunderbolt0")],
+                       rate="10 Gb/sec (1X QDR)")
+        node.devinfo("rxe0", 0xFFFFFF, 0, "0.0.0", [(1, "ACTIVE", 4096, 4096, "Ethernet")])
+
+
+def onboard_lan(node: FakeNode, ipv4: str, mac: str) -> None:
+    """The board's Realtek RTL8125 2.5 GbE (management network, no RDMA)."""
+    pci_dir = node.pci_device("0000:c0:00.0", 0x10EC, 0x8125, 0x020000, "r8169",
+                              bridge="0000:00:02.1", link=("5.0 GT/s PCIe", 1, "5.0 GT/s PCIe", 1))
+    node.netdev("enp192s0", pci_dir, mac, mtu=1500, speed=2500, ipv4=ipv4)
+    node.ethtool("enp192s0", "r8169", "rtl8125b-2_0.0.2 07/13/20", "0000:c0:00.0")
+    node.dcb("enp192s0", supported=False)

@@ -1,0 +1,158 @@
+"""Network adapters on the PCI bus: model, driver, firmware and PCIe link.
+
+A NIC is any PCI function of class 02 (network). Known RDMA families are
+named from their ids (drivers/net/ethernet/intel/ice/ice_devids.h, mlx5/mlx4
+tables). The PCIe link is read from sysfs `current_link_*` / `max_link_*`;
+"usable" bandwidth accounts for line encoding (8b/10b up to 5 GT/s, 128b/130b
+from 8 GT/s).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from strixwizard.facts.ethtool import DriverInfo, driver_info
+from strixwizard.facts.pci import PciDevice
+from strixwizard.facts.source import read_int, read_str
+from strixwizard.probe import Probe
+
+INTEL, MELLANOX = 0x8086, 0x15B3
+
+#: device id → (model, nominal port speed in Gb/s)
+E810 = {
+    0x1591: ("E810-C backplane", 100), 0x1592: ("E810-C QSFP", 100),
+    0x1593: ("E810-C SFP", 25), 0x1599: ("E810-XXV backplane", 25),
+    0x159A: ("E810-XXV QSFP", 25), 0x159B: ("E810-XXV SFP", 25),
+}
+CONNECTX = {
+    0x1013: ("ConnectX-4", 100), 0x1015: ("ConnectX-4 Lx", 50), 0x1017: ("ConnectX-5", 100),
+    0x1019: ("ConnectX-5 Ex", 100), 0x101B: ("ConnectX-6", 200), 0x101D: ("ConnectX-6 Dx", 100),
+    0x101F: ("ConnectX-6 Lx", 50), 0x1021: ("ConnectX-7", 400), 0x1023: ("ConnectX-8", 800),
+}
+CONNECTX3 = {0x1003: ("ConnectX-3", 56), 0x1007: ("ConnectX-3 Pro", 56)}
+
+EXPECTED_DRIVER = {"e810": "ice", "connectx": "mlx5_core", "connectx3": "mlx4_core"}
+
+#: usable Gb/s per lane for each transfer rate
+_LANE_GBPS = {2.5: 2.0, 5.0: 4.0, 8.0: 7.877, 16.0: 15.754, 32.0: 31.508, 64.0: 60.5}
+
+
+def parse_link_speed(text: str | None) -> float | None:
+    """ "16.0 GT/s PCIe" (newer kernels), "8 GT/s" or "8.0 GT/s" (older) → GT/s."""
+    match = re.match(r"\s*([\d.]+)\s*GT/s", text or "")
+    return float(match.group(1)) if match else None
+
+
+def lane_gbps(gts: float) -> float:
+    return _LANE_GBPS.get(gts, gts * (128 / 130))
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    speed_gts: float | None
+    width: int | None
+    max_speed_gts: float | None
+    max_width: int | None
+
+    @property
+    def gbps(self) -> float | None:
+        """Usable bandwidth per direction of the link as trained."""
+        if self.speed_gts is None or not self.width:
+            return None
+        return lane_gbps(self.speed_gts) * self.width
+
+    @property
+    def max_gbps(self) -> float | None:
+        if self.max_speed_gts is None or not self.max_width:
+            return None
+        return lane_gbps(self.max_speed_gts) * self.max_width
+
+    @property
+    def downgraded(self) -> bool:
+        return bool(
+            (self.width and self.max_width and self.width < self.max_width)
+            or (self.speed_gts and self.max_speed_gts and self.speed_gts < self.max_speed_gts)
+        )
+
+    def describe(self) -> str:
+        def one(speed: float | None, width: int | None) -> str:
+            return f"{speed:g} GT/s x{width}" if speed and width else "unknown"
+
+        text = one(self.speed_gts, self.width)
+        if self.downgraded:
+            text += f" (card supports {one(self.max_speed_gts, self.max_width)})"
+        return text
+
+
+@dataclass(frozen=True)
+class Nic:
+    pci: PciDevice
+    family: str  # "e810", "connectx", "connectx3" or "other"
+    model: str
+    nominal_gbps: int | None
+    pcie: PcieLink | None
+    netdevs: tuple[str, ...]
+    driver_info: DriverInfo | None  # ethtool -i of its first netdev
+
+    @property
+    def address(self) -> str:
+        return self.pci.address
+
+    @property
+    def rdma_capable(self) -> bool:
+        return self.family != "other"
+
+    @property
+    def expected_driver(self) -> str | None:
+        return EXPECTED_DRIVER.get(self.family)
+
+    @property
+    def firmware(self) -> str | None:
+        return self.driver_info.firmware if self.driver_info else None
+
+
+def identify(pci: PciDevice) -> tuple[str, str, int | None]:
+    if pci.vendor == INTEL and pci.device in E810:
+        model, speed = E810[pci.device]
+        return "e810", f"Intel {model}", speed
+    if pci.vendor == MELLANOX and pci.device in CONNECTX:
+        model, speed = CONNECTX[pci.device]
+        return "connectx", f"NVIDIA/Mellanox {model}", speed
+    if pci.vendor == MELLANOX and pci.device in CONNECTX3:
+        model, speed = CONNECTX3[pci.device]
+        return "connectx3", f"Mellanox {model}", speed
+    if pci.vendor == MELLANOX and 0x1000 <= pci.device <= 0x10FF:
+        return "connectx", f"NVIDIA/Mellanox ConnectX ({pci.ids})", None
+    return "other", f"network controller {pci.ids}", None
+
+
+def pcie_link(probe: Probe, address: str) -> PcieLink | None:
+    base = f"/sys/bus/pci/devices/{address}"
+    link = PcieLink(
+        speed_gts=parse_link_speed(read_str(probe, f"{base}/current_link_speed")),
+        width=read_int(probe, f"{base}/current_link_width"),
+        max_speed_gts=parse_link_speed(read_str(probe, f"{base}/max_link_speed")),
+        max_width=read_int(probe, f"{base}/max_link_width"),
+    )
+    return None if link.speed_gts is None and link.width is None else link
+
+
+def nics(probe: Probe, pci: tuple[PciDevice, ...], netdevs_by_pci: dict[str, tuple[str, ...]]
+         ) -> tuple[Nic, ...]:
+    found = []
+    for device in pci:
+        if device.pci_class >> 16 != 0x02:
+            continue
+        family, model, speed = identify(device)
+        names = netdevs_by_pci.get(device.address, ())
+        found.append(Nic(
+            pci=device,
+            family=family,
+            model=model,
+            nominal_gbps=speed,
+            pcie=pcie_link(probe, device.address),
+            netdevs=names,
+            driver_info=driver_info(probe, names[0]) if names else None,
+        ))
+    return tuple(found)

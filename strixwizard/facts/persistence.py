@@ -1,0 +1,160 @@
+"""How a node makes settings survive a reboot, and what strixwizard already wrote there.
+
+Runtime changes (MTU, DCB, ethtool, devlink, configfs) are lost at reboot. Which
+mechanism keeps them depends on the node:
+- the init system (`/proc/1/comm` is `systemd`): oneshot units;
+- NetworkManager (`nmcli -t -f DEVICE,TYPE,STATE,CONNECTION device status`):
+  the connection that manages an interface carries its MTU;
+- systemd-networkd (`/run/systemd/netif/links/<ifindex>`, `NETWORK_FILE=`):
+  a drop-in next to the .network file that matched the interface;
+- the boot loader: `grubby --info=DEFAULT` (Fedora/RHEL) holds the kernel
+  command line that the next boot uses.
+Files strixwizard writes are all named `*strixwizard*` in a few directories, so
+the fixes can see their own earlier work (the `before` of a file step).
+NetworkManager keyfiles are never read: they can hold secrets.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from strixwizard.facts.source import read_int, run
+from strixwizard.probe import Probe
+
+NMCLI_DEVICES = ("nmcli", "-t", "-f", "DEVICE,TYPE,STATE,CONNECTION", "device", "status")
+GRUBBY_INFO = ("grubby", "--info=DEFAULT")
+NETIF_LINKS = "/run/systemd/netif/links"
+#: Directories where strixwizard writes its files (names contain "strixwizard").
+OWNED_DIRS = (
+    "/etc/systemd/system",
+    "/etc/security/limits.d",
+    "/etc/modprobe.d",
+    "/etc/strixwizard",
+)
+RDMA_CM = "/sys/kernel/config/rdma_cm"
+WANTS_DIR = "/etc/systemd/system/multi-user.target.wants"
+NETWORKD_DIR = "/etc/systemd/network"
+
+
+@dataclass(frozen=True)
+class Persistence:
+    init: str | None  # "systemd", another init's name, or None when unknown
+    nm_connections: dict[str, str] | None  # netdev → NetworkManager connection; None: no nmcli
+    networkd_files: dict[str, str]  # netdev → .network file networkd applied to it
+    grubby_args: str | None  # the default boot entry's kernel command line (grubby); None: no grubby
+    owned_files: dict[str, str] = field(default_factory=dict)  # path → content (our own files)
+    enabled_units: frozenset[str] = frozenset()  # our units linked in multi-user.target.wants
+    roce_tos: dict[str, int] = field(default_factory=dict)  # "dev/port" → rdma_cm default_roce_tos
+
+    @property
+    def systemd(self) -> bool:
+        return self.init == "systemd"
+
+    def file(self, path: str) -> str | None:
+        return self.owned_files.get(path)
+
+
+def unescape_nmcli(field_text: str) -> list[str]:
+    """Split one `nmcli -t` line on unescaped colons (`\\:` is a literal colon)."""
+    parts, current, escaped = [], "", False
+    for char in field_text:
+        if escaped:
+            current += char
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ":":
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return parts
+
+
+def parse_nmcli_devices(text: str) -> dict[str, str]:
+    """netdev → connection name, for devices NetworkManager has connected."""
+    found = {}
+    for line in text.splitlines():
+        fields = unescape_nmcli(line)
+        if len(fields) >= 4 and fields[2].startswith("connected") and fields[3] and fields[3] != "--":
+            found[fields[0]] = fields[3]
+    return found
+
+
+def parse_netif_link(text: str) -> dict[str, str]:
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return values
+
+
+def _networkd(probe: Probe) -> dict[str, str]:
+    by_index: dict[int, str] = {}
+    for name in probe.listdir("/sys/class/net"):
+        index = read_int(probe, f"/sys/class/net/{name}/ifindex")
+        if index is not None:
+            by_index[index] = name
+    found = {}
+    for entry in probe.listdir(NETIF_LINKS):
+        text = probe.read(f"{NETIF_LINKS}/{entry}")
+        if not entry.isdigit() or text is None:
+            continue
+        values = parse_netif_link(text)
+        network_file = values.get("NETWORK_FILE")
+        netdev = by_index.get(int(entry))
+        if network_file and netdev and values.get("ADMIN_STATE", "configured") != "unmanaged":
+            found[netdev] = network_file
+    return found
+
+
+def _owned_files(probe: Probe) -> dict[str, str]:
+    files = {}
+    directories = list(OWNED_DIRS) + [
+        f"{NETWORKD_DIR}/{d}" for d in probe.listdir(NETWORKD_DIR) if d.endswith(".network.d")
+    ]
+    for directory in directories:
+        for name in probe.listdir(directory):
+            if "strixwizard" in name:
+                path = posixpath.join(directory, name)
+                text = probe.read(path)
+                if text is not None:
+                    files[path] = text
+    return files
+
+
+def _roce_tos(probe: Probe) -> dict[str, int]:
+    found = {}
+    for device in probe.listdir(RDMA_CM):
+        for port in probe.listdir(f"{RDMA_CM}/{device}/ports"):
+            value = read_int(probe, f"{RDMA_CM}/{device}/ports/{port}/default_roce_tos")
+            if value is not None:
+                found[f"{device}/{port}"] = value
+    return found
+
+
+def persistence(probe: Probe) -> Persistence:
+    comm = probe.read("/proc/1/comm")
+    nm = run(probe, NMCLI_DEVICES)
+    grubby = run(probe, GRUBBY_INFO)
+    grubby_args = None
+    if grubby is not None and grubby.ok:
+        for line in grubby.stdout.splitlines():
+            if line.startswith("args="):
+                grubby_args = line[len("args="):].strip().strip('"')
+    enabled = frozenset(
+        name for name in probe.listdir(WANTS_DIR)
+        if "strixwizard" in name and probe.readlink(f"{WANTS_DIR}/{name}") is not None
+    )
+    return Persistence(
+        init=comm.strip() if comm else None,
+        nm_connections=parse_nmcli_devices(nm.stdout) if nm is not None and nm.ok else None,
+        networkd_files=_networkd(probe),
+        grubby_args=grubby_args,
+        owned_files=_owned_files(probe),
+        enabled_units=enabled,
+        roce_tos=_roce_tos(probe),
+    )

@@ -1,0 +1,191 @@
+"""Which interfaces form the fabric, and how they pair into links between nodes.
+
+A *fabric interface* is a netdev that could carry the cluster's traffic: one
+with an RDMA port on it, one on an RDMA-capable NIC (E810, ConnectX), an
+InfiniBand (IPoIB) or Thunderbolt (thunderbolt-net) interface, or the one
+holding a node's `fabric_address` from site.yaml. The onboard management NIC
+is none of these and stays out of the links.
+
+Two fabric interfaces on different nodes form a *link* when their IPv4
+addresses sit in the same subnet (a back-to-back cable or a switch). Each link
+gets a transport: `roce-v2`, `roce-v1`, `infiniband`, `iwarp` (hardware RDMA on
+both ends), `thunderbolt-net` (TCP only, whatever soft verbs ride on it), or
+`ethernet` (at least one end without hardware RDMA).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from strixwizard.facts import NodeFacts
+from strixwizard.facts.netdev import IpAddress, Netdev
+from strixwizard.facts.rdma import RdmaDevice, RdmaPort
+from strixwizard.site import Site
+
+TRANSPORTS = ("roce-v2", "roce-v1", "infiniband", "iwarp", "thunderbolt-net", "ethernet")
+RDMA_TRANSPORTS = frozenset({"roce-v2", "roce-v1", "infiniband", "iwarp"})
+
+
+@dataclass(frozen=True)
+class FabricPort:
+    """A netdev of a node that belongs to the fabric, with its hardware RDMA port if any."""
+
+    node: NodeFacts
+    netdev: Netdev
+    port: RdmaPort | None
+    device: RdmaDevice | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.node.name}:{self.netdev.name}"
+
+    @property
+    def ipv4(self) -> IpAddress | None:
+        return self.netdev.ipv4[0] if self.netdev.ipv4 else None
+
+
+def hardware_port(node: NodeFacts, netdev: str) -> tuple[RdmaPort | None, RdmaDevice | None]:
+    for port in node.ports_on(netdev):
+        device = node.rdma_device(port.device)
+        if device is not None and device.is_hardware:
+            return port, device
+    return None, None
+
+
+def fabric_ports(node: NodeFacts, site: Site | None = None) -> tuple[FabricPort, ...]:
+    """The node's fabric interfaces (see the module docstring), in name order."""
+    wanted = {
+        spec.fabric_address for spec in (site.nodes if site else ())
+        if spec.name == node.name and spec.fabric_address
+    }
+    found = []
+    for netdev in node.netdevs:
+        port, device = hardware_port(node, netdev.name)
+        nic = node.nic_of(netdev)
+        addresses = {a.address for a in netdev.ipv4}
+        if (
+            port is not None
+            or (nic is not None and nic.rdma_capable)
+            or netdev.is_thunderbolt
+            or netdev.is_infiniband
+            or addresses & wanted
+        ):
+            found.append(FabricPort(node, netdev, port, device))
+    return tuple(found)
+
+
+def in_use(fabric: FabricPort) -> bool:
+    """An interface is in use when it has an IPv4 address, or when addresses are unknown."""
+    return fabric.netdev.addresses is None or bool(fabric.netdev.ipv4)
+
+
+@dataclass(frozen=True)
+class Link:
+    a: FabricPort
+    b: FabricPort
+    transport: str
+    rdma: bool
+    evidence: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.a.label} <-> {self.b.label}"
+
+    @property
+    def ends(self) -> tuple[FabricPort, FabricPort]:
+        return self.a, self.b
+
+    @property
+    def hosts(self) -> frozenset[str]:
+        return frozenset({self.a.node.name, self.b.node.name})
+
+
+def _network(address: IpAddress) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    return ipaddress.ip_interface(address.cidr).network
+
+
+def _roce_version(end: FabricPort) -> str | None:
+    if end.port is None:
+        return None
+    if end.port.roce_v2_ipv4_gid(end.netdev.name):
+        return "roce-v2"
+    types = {(g.type or "").lower() for g in end.port.gids}
+    if "roce v2" in types:
+        return "roce-v2"
+    if "ib/roce v1" in types:
+        return "roce-v1"
+    return None
+
+
+def classify(a: FabricPort, b: FabricPort) -> tuple[str, bool]:
+    """The transport of a link and whether it carries hardware RDMA verbs."""
+    if a.netdev.is_thunderbolt or b.netdev.is_thunderbolt:
+        return "thunderbolt-net", False
+    if a.port is None or b.port is None or a.device is None or b.device is None:
+        return "ethernet", False
+    if not a.port.is_ethernet and not b.port.is_ethernet:
+        return "infiniband", True
+    if a.device.is_iwarp or b.device.is_iwarp:
+        return "iwarp", True
+    versions = {_roce_version(a), _roce_version(b)}
+    if versions == {"roce-v1"}:
+        return "roce-v1", True
+    return "roce-v2", True
+
+
+@dataclass
+class Topology:
+    nodes: list[NodeFacts]
+    links: list[Link] = field(default_factory=list)
+    fabric: dict[str, tuple[FabricPort, ...]] = field(default_factory=dict)
+
+    def links_between(self, x: str, y: str) -> list[Link]:
+        return [link for link in self.links if link.hosts == {x, y}]
+
+    def addresses_known(self, node: str) -> bool:
+        return all(p.netdev.addresses is not None for p in self.fabric.get(node, ()))
+
+
+def build_topology(nodes: list[NodeFacts], site: Site | None = None) -> Topology:
+    topology = Topology(nodes=list(nodes))
+    for node in nodes:
+        topology.fabric[node.name] = fabric_ports(node, site)
+    for i, first in enumerate(nodes):
+        for second in nodes[i + 1:]:
+            for a in topology.fabric[first.name]:
+                for b in topology.fabric[second.name]:
+                    evidence = _same_subnet(a, b)
+                    if evidence:
+                        transport, rdma = classify(a, b)
+                        topology.links.append(Link(a, b, transport, rdma, evidence))
+    return topology
+
+
+def _same_subnet(a: FabricPort, b: FabricPort) -> str | None:
+    for x in a.netdev.ipv4:
+        for y in b.netdev.ipv4:
+            if x.address != y.address and _network(x) == _network(y):
+                return f"same subnet {_network(x)}"
+    return None
+
+
+def end_json(end: FabricPort) -> dict[str, Any]:
+    gid = end.port.roce_v2_ipv4_gid(end.netdev.name) if end.port else None
+    nic = end.node.nic_of(end.netdev)
+    return {
+        "host": end.node.name,
+        "netdev": end.netdev.name,
+        "address": end.ipv4.cidr if end.ipv4 else None,
+        "rdma_device": end.port.device if end.port else None,
+        "port": end.port.number if end.port else None,
+        "gid_index": gid.index if gid else None,
+        "mtu": end.netdev.mtu,
+        "speed_mbps": end.netdev.speed_mbps,
+        "active_mtu": end.port.active_mtu if end.port else None,
+        "link_layer": end.port.link_layer if end.port else None,
+        "pci_address": end.netdev.pci_address,
+        "nic": nic.model if nic else None,
+        "bus": end.netdev.bus,
+    }

@@ -1,0 +1,169 @@
+"""Test scenarios: small sites built with the demo builder, captured through the real collector.
+
+Each function returns {site node name: FakeNode}; `run_site` captures them into
+snapshots under a temporary directory, loads them back as a real run would and
+runs the doctor. Contents follow the formats in research/domain.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checks import ALL as ALL_CHECKS
+from fixes import BY_ID as FIXES
+from strixwizard.demo.builder import FakeNode
+from strixwizard.demo.hardware import (
+    PCIE4_X4_OF_X16,
+    RoceSetup,
+    connectx,
+    connectx3_ib,
+    e810,
+    onboard_lan,
+    usb4_routers,
+)
+from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.engine import Node, Report, local_node, run_doctor
+from strixwizard.facts import NodeFacts
+from strixwizard.model import CheckResult, Status
+from strixwizard.probe.snapshot import SnapshotProbe
+from strixwizard.site import NodeSpec, Site
+
+Nodes = dict[str, FakeNode]
+
+
+def healthy_e810_pair() -> Nodes:
+    """kyuz0's pair done right: E810-CQDA1 in x16 slots, MTU 9000, PFC 3, fw LLDP off."""
+    a = strix_halo_node("strix-a")
+    onboard_lan(a, "192.168.1.21/24", "9c:6b:00:4a:21:01")
+    e810(a, "192.168.100.1/30", "b4:96:91:9c:3a:10", setup=RoceSetup(roce_mode="RoCE v2"))
+    b = strix_halo_node("strix-b")
+    onboard_lan(b, "192.168.1.22/24", "9c:6b:00:4a:22:01")
+    e810(b, "192.168.100.2/30", "b4:96:91:9c:41:d8", setup=RoceSetup(roce_mode="RoCE v2"))
+    return {"node-a": a, "node-b": b}
+
+
+def connectx6dx_pair() -> Nodes:
+    """Two Strix Halo nodes with ConnectX-6 Dx: mlx5 lists v1/v2 GID pairs (IPv4 v2 at index 3)."""
+    a = strix_halo_node("cx-a")
+    connectx(a, "10.10.0.1/24", "0c:42:a1:11:22:01")
+    b = strix_halo_node("cx-b")
+    connectx(b, "10.10.0.2/24", "0c:42:a1:11:22:02")
+    return {"cx-a": a, "cx-b": b}
+
+
+def misconfigured_e810_pair() -> Nodes:
+    """node-b: MTU 1500, PFC off, firmware LLDP on, link-level pause on."""
+    nodes = healthy_e810_pair()
+    b = strix_halo_node("strix-b")
+    onboard_lan(b, "192.168.1.22/24", "9c:6b:00:4a:22:01")
+    setup = RoceSetup(mtu=1500, pfc=(), fw_lldp=True, pause=(True, True), roce_mode="RoCE v2")
+    e810(b, "192.168.100.2/30", "b4:96:91:9c:41:d8", setup=setup)
+    nodes["node-b"] = b
+    return nodes
+
+
+def downgraded_x4_pair() -> Nodes:
+    """The healthy pair, but both 100 GbE cards trained at PCIe 4.0 x4."""
+    nodes = {}
+    for name, host, ip, mac in (("node-a", "strix-a", "192.168.100.1/30", "b4:96:91:9c:3a:10"),
+                                ("node-b", "strix-b", "192.168.100.2/30", "b4:96:91:9c:41:d8")):
+        node = strix_halo_node(host)
+        e810(node, ip, mac, setup=RoceSetup(roce_mode="RoCE v2"), pcie=PCIE4_X4_OF_X16)
+        nodes[name] = node
+    return nodes
+
+
+def thunderbolt_only_pair(rxe: bool = True) -> Nodes:
+    """Two Strix Halo nodes joined only by a USB4 cable (thunderbolt-net); node-a has soft-RoCE
+    (rxe0) bound to thunderbolt0."""
+    a = strix_halo_node("tb-a")
+    usb4_routers(a, "tb-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01", rxe=rxe)
+    b = strix_halo_node("tb-b")
+    usb4_routers(b, "tb-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
+    return {"tb-a": a, "tb-b": b}
+
+
+def infiniband_cx3_pair(subnet_manager: bool = True) -> Nodes:
+    """ConnectX-3 FDR InfiniBand back to back (IPoIB ibp195s0), opensm on one node."""
+    a = strix_halo_node("ib-a")
+    connectx3_ib(a, "10.20.0.1/24", "0002:c903:00a1:b2c1", lid=1, subnet_manager=subnet_manager)
+    b = strix_halo_node("ib-b")
+    connectx3_ib(b, "10.20.0.2/24", "0002:c903:00a1:b2d5", lid=2, subnet_manager=subnet_manager)
+    return {"ib-a": a, "ib-b": b}
+
+
+def non_strix_machine() -> Nodes:
+    """An Intel Xeon server with a ConnectX-6 Dx and no Strix Halo iGPU."""
+    node = FakeNode("xeon-1")
+    node.cpu(model_name="Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", family=6, model=106,
+             threads=64, vendor="GenuineIntel")
+    node.memory(263_000_000)
+    node.kernel(cmdline_extra="iommu=pt", release="6.8.0-45-generic",
+                os_pretty="Ubuntu 24.04.1 LTS")
+    connectx(node, "10.10.0.9/24", "0c:42:a1:11:22:09")
+    return {"xeon-1": node}
+
+
+def platform_faults_node() -> Nodes:
+    """A Strix Halo with the platform wrong: ROCm 6.4, RCCL without gfx1151, default IOMMU,
+    8 MiB memlock, E810 irdma in iWARP mode."""
+    node = strix_halo_node("strix-c")
+    node.kernel(cmdline_extra="amdgpu.gttsize=126976 ttm.pages_limit=32505856")
+    node.rocm(version="6.4.1-103", rccl_targets=("gfx1100", "gfx1101", "gfx942"))
+    node.limits(memlock_kb=8192)
+    e810(node, "192.168.100.1/30", "b4:96:91:9c:3a:10", iwarp=True)
+    return {"strix-c": node}
+
+
+def capture(tmp_path: Path, nodes: Nodes) -> dict[str, SnapshotProbe]:
+    probes = {}
+    for name, node in nodes.items():
+        out = tmp_path / name
+        out.mkdir(parents=True, exist_ok=True)
+        node.capture(out)
+        probes[name] = SnapshotProbe.load(out)
+    return probes
+
+
+def facts_of(tmp_path: Path, nodes: Nodes) -> dict[str, NodeFacts]:
+    return {name: NodeFacts(name, probe) for name, probe in capture(tmp_path, nodes).items()}
+
+
+def run_site(tmp_path: Path, nodes: Nodes, site: Site | None = None) -> Report:
+    probes = capture(tmp_path, nodes)
+    site = site or Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in probes))
+    run_nodes: list[Node] = [local_node(n, p, str(tmp_path / n), "snapshot")
+                             for n, p in probes.items()]
+    return run_doctor(site, run_nodes, ALL_CHECKS, FIXES)
+
+
+def results(report: Report, check_id: str, status: Status | None = None) -> list[CheckResult]:
+    return [r for r in report.checks if r.id == check_id and (status is None or r.status == status)]
+
+
+def bad(report: Report) -> list[CheckResult]:
+    return [r for r in report.checks if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
+
+
+_CACHE: dict[str, Report] = {}
+
+
+def report_of(tmp_root: Path, name: str) -> Report:
+    """The doctor report of a named scenario, built once per test session."""
+    builders = {
+        "healthy": healthy_e810_pair, "connectx": connectx6dx_pair,
+        "misconfigured": misconfigured_e810_pair, "x4": downgraded_x4_pair,
+        "thunderbolt": thunderbolt_only_pair, "infiniband": infiniband_cx3_pair,
+        "infiniband_no_sm": lambda: infiniband_cx3_pair(subnet_manager=False),
+        "non_strix": non_strix_machine, "platform": platform_faults_node,
+    }
+    if name not in _CACHE:
+        out = tmp_root / name
+        out.mkdir(parents=True, exist_ok=True)
+        _CACHE[name] = run_site(out, builders[name]())
+    return _CACHE[name]
+
+
+def statuses(report: Report, check_id: str) -> dict[str, Status]:
+    """entity → status for one check."""
+    return {r.entity: r.status for r in report.checks if r.id == check_id}

@@ -1,0 +1,141 @@
+"""Pairing fabric interfaces into links, transports, both-end link checks, the RDMA path verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strixwizard.model import Status
+from strixwizard.topology import build_topology
+from tests import scenarios
+from tests.scenarios import report_of, results, statuses
+
+E810_LINK = "node-a:enp194s0np0 <-> node-b:enp194s0np0"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("links")
+
+
+def test_back_to_back_e810_pairs_into_one_roce_v2_link(tmp_path: Path) -> None:
+    facts = scenarios.facts_of(tmp_path, scenarios.healthy_e810_pair())
+    topology = build_topology(list(facts.values()))
+    (link,) = topology.links  # the onboard 2.5 GbE LAN (same /24) is not a fabric link
+    assert link.id == E810_LINK
+    assert (link.transport, link.rdma, link.evidence) == ("roce-v2", True,
+                                                         "same subnet 192.168.100.0/30")
+
+
+@pytest.mark.parametrize(("name", "transport", "rdma"), [
+    ("connectx", "roce-v2", True), ("infiniband", "infiniband", True),
+    ("thunderbolt", "thunderbolt-net", False),
+])
+def test_transport_classification(root: Path, name: str, transport: str, rdma: bool) -> None:
+    (link,) = report_of(root, name).links
+    assert (link["transport"], link["rdma"]) == (transport, rdma)
+    assert [end["host"] for end in link["ends"]] == sorted(end["host"] for end in link["ends"])
+
+
+def test_link_json_carries_both_ends(root: Path) -> None:
+    (link,) = report_of(root, "healthy").links
+    a, b = link["ends"]
+    assert a == {**a, "host": "node-a", "netdev": "enp194s0np0", "address": "192.168.100.1/30",
+                 "rdma_device": "rocep194s0", "port": 1, "gid_index": 1, "mtu": 9000,
+                 "speed_mbps": 100000, "active_mtu": 4096}
+    assert b["address"] == "192.168.100.2/30"
+    assert link["status"] == "pass"
+    assert {c["host"] for c in link["checks"]} == {None}
+
+
+def test_link_checks_run_once_per_link_with_no_host(root: Path) -> None:
+    report = report_of(root, "healthy")
+    for check_id in ("link.transport", "link.mtu", "link.speed", "link.pfc", "link.trust",
+                     "link.roce_version"):
+        (result,) = results(report, check_id)
+        assert result.host is None and result.entity == E810_LINK
+        assert result.status == Status.PASS, (check_id, result.detail)
+
+
+def test_link_mtu_and_pfc_fail_on_mismatched_ends(root: Path) -> None:
+    report = report_of(root, "misconfigured")
+    (mtu,) = results(report, "link.mtu")
+    assert mtu.status == Status.FAIL
+    assert mtu.observed == ("node-a:enp194s0np0 9000 vs node-b:enp194s0np0 1500 "
+                            "(active_mtu 4096/1024)")
+    (pfc,) = results(report, "link.pfc")
+    assert pfc.status == Status.FAIL and pfc.observed.endswith("vs node-b:enp194s0np0 off")
+    (link,) = report.links
+    assert link["status"] == "fail"
+
+
+def test_link_speed_warns_on_mismatch(tmp_path: Path) -> None:
+    nodes = scenarios.healthy_e810_pair()
+    path = "/sys/devices/pci0000:00/0000:00:01.1/0000:c2:00.0/net/enp194s0np0/speed"
+    nodes["node-b"].files[path] = "25000\n"
+    (result,) = results(scenarios.run_site(tmp_path, nodes), "link.speed")
+    assert result.status == Status.WARN and "25000 Mb/s" in result.observed
+
+
+def test_link_trust_warns_on_mismatch(tmp_path: Path) -> None:
+    from strixwizard.demo.hardware import RoceSetup, connectx
+
+    nodes = scenarios.connectx6dx_pair()
+    from strixwizard.demo.scenarios import strix_halo_node
+
+    b = strix_halo_node("cx-b")
+    connectx(b, "10.10.0.2/24", "0c:42:a1:11:22:02", setup=RoceSetup(trust=("pcp",)))
+    nodes["cx-b"] = b
+    (result,) = results(scenarios.run_site(tmp_path, nodes), "link.trust")
+    assert result.status == Status.WARN and result.observed.endswith("vs cx-b:enp194s0f0np0 pcp")
+
+
+def test_link_roce_version_fails_when_one_end_lacks_v2(tmp_path: Path) -> None:
+    nodes = scenarios.connectx6dx_pair()
+    base = "/sys/devices/pci0000:00/0000:00:01.1/0000:c2:00.0/infiniband/mlx5_0/ports/1/gid_attrs"
+    for index in (1, 3):
+        nodes["cx-b"].files[f"{base}/types/{index}"] = "IB/RoCE v1\n"
+    (result,) = results(scenarios.run_site(tmp_path, nodes), "link.roce_version")
+    assert result.status == Status.FAIL
+    assert result.observed == "cx-a:enp194s0f0np0 v2 GID 3 vs cx-b:enp194s0f0np0 no v2 GID"
+
+
+def test_non_roce_link_checks_skip_on_infiniband(root: Path) -> None:
+    report = report_of(root, "infiniband")
+    for check_id in ("link.pfc", "link.trust", "link.roce_version"):
+        (result,) = results(report, check_id)
+        assert result.status == Status.SKIP and "not a RoCE link (infiniband)" in result.detail
+    (link,) = report.links
+    assert link["status"] == "pass"  # inapplicable checks do not make the link "skip"
+
+
+def test_thunderbolt_link_is_flagged_tcp_only(root: Path) -> None:
+    (result,) = results(report_of(root, "thunderbolt"), "link.transport")
+    assert result.status == Status.WARN
+    assert result.observed == "thunderbolt-net (same subnet 10.0.0.0/30)"
+    assert "TCP only" in result.detail
+
+
+def test_site_rdma_path_fails_when_only_thunderbolt_joins_the_nodes(root: Path) -> None:
+    (result,) = results(report_of(root, "thunderbolt"), "site.rdma_path")
+    assert result.status == Status.FAIL and result.host is None
+    assert result.observed == "only thunderbolt-net (USB4) joins these nodes"
+    assert "NET/Socket" in result.detail
+
+
+def test_site_rdma_path_passes_with_roce_even_next_to_thunderbolt(tmp_path: Path) -> None:
+    from strixwizard.demo.scenarios import demo_nodes
+
+    report = scenarios.run_site(tmp_path, demo_nodes())
+    assert statuses(report, "site.rdma_path") == {"node-a <-> node-b": Status.PASS}
+    assert {link["transport"] for link in report.links} == {"roce-v2", "thunderbolt-net"}
+
+
+def test_site_rdma_path_fails_when_ib_ports_are_down(root: Path) -> None:
+    (result,) = results(report_of(root, "infiniband_no_sm"), "site.rdma_path")
+    assert result.status == Status.FAIL and "not ACTIVE" in result.observed
+
+
+def test_site_rdma_path_skips_for_one_node(root: Path) -> None:
+    assert set(statuses(report_of(root, "non_strix"), "site.rdma_path").values()) == {Status.SKIP}
