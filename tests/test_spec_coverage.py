@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
-import pytest
-
 from strixwizard.demo.scenarios import demo_nodes
 from strixwizard.facts import NodeFacts
 from strixwizard.probe import CmdResult, NotCaptured
@@ -70,34 +68,62 @@ def _listing_covered(path: str, patterns: list[str]) -> bool:
     return False
 
 
-def _command_patterns() -> list[tuple[str, ...]]:
+PLACEHOLDER = object()
+
+
+def _command_patterns() -> list[tuple[object, ...]]:
+    """Spec argv with `{netdev}`/`{rdmadev}` turned into a placeholder; the rest is literal."""
     out = []
     for command in SPEC["commands"]:
         each = command.get("each")
         argv = command["argv"]
-        out.append(tuple(a.replace("{" + each + "}", "*") if each else a for a in argv))
+        out.append(tuple(PLACEHOLDER if each and a == "{" + each + "}" else a for a in argv))
     return out
 
 
-@pytest.mark.parametrize("node", sorted(p.name for p in DEMO.iterdir()))
-def test_facts_read_only_what_the_spec_collects(node: str) -> None:
-    probe = RecordingProbe(SnapshotProbe.load(DEMO / node))
-    _all_facts(NodeFacts(node, probe))
+def _argv_matches(argv: tuple[str, ...], pattern: tuple[object, ...]) -> bool:
+    return len(argv) == len(pattern) and all(
+        p is PLACEHOLDER or a == p for a, p in zip(argv, pattern, strict=True)
+    )
+
+
+def _scenario_snapshots(tmp_path: Path) -> list[Path]:
+    import tests.scenarios as scenarios
+
+    builders = [scenarios.healthy_e810_pair, scenarios.connectx6dx_pair,
+                scenarios.misconfigured_e810_pair, scenarios.downgraded_x4_pair,
+                scenarios.thunderbolt_only_pair, scenarios.infiniband_cx3_pair,
+                scenarios.non_strix_machine, scenarios.platform_faults_node]
+    paths = [DEMO / p.name for p in sorted(DEMO.iterdir())]
+    for builder in builders:
+        for name, node in builder().items():
+            out = tmp_path / f"{builder.__name__}-{name}"
+            out.mkdir()
+            paths.append(node.capture(out))
+    return paths
+
+
+def test_facts_read_only_what_the_spec_collects(tmp_path: Path) -> None:
+    """Run every fact on the demo and on every test scenario through a recording probe."""
+    for snapshot in _scenario_snapshots(tmp_path):
+        _check_coverage(snapshot)
+
+
+def _check_coverage(snapshot: Path) -> None:
+    probe = RecordingProbe(SnapshotProbe.load(snapshot))
+    _all_facts(NodeFacts(snapshot.name, probe))
     files = SPEC["files"]
     links = SPEC["links"]
     missing = [p for p in probe.reads if not _covered(p, files)]
     missing += [p for p in probe.readlinks if not _covered(p, links + files)]
     missing += [p for p in probe.listings if not _listing_covered(p, files + links)]
-    assert not missing, f"read by facts but not collected: {sorted(missing)}"
+    assert not missing, f"{snapshot.name}: read by facts but not collected: {sorted(missing)}"
     patterns = _command_patterns()
     stray = [
         argv for argv in probe.commands
-        if not any(
-            len(p) == len(argv) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(argv, p, strict=True))
-            for p in patterns
-        )
+        if not any(_argv_matches(argv, p) for p in patterns)
     ]
-    assert not stray, f"run by facts but not collected: {stray}"
+    assert not stray, f"{snapshot.name}: run by facts but not collected: {stray}"
 
 
 def test_demo_snapshots_are_what_the_scenarios_build(tmp_path: Path) -> None:
