@@ -53,6 +53,7 @@ def rdma_capable(node: NodeFacts, site: Site) -> Iterator[Finding]:
             expected="Intel E810 (irdma) or NVIDIA ConnectX (mlx5/mlx4)",
             detail="Add an RDMA NIC (E810-CQDA1, ConnectX-4 Lx or newer, ConnectX-3 for "
             "InfiniBand); USB4/thunderbolt-net and soft-RoCE are not hardware RDMA.",
+            fixable=False,  # no driver to load: the hardware is missing
         )
 
 

@@ -97,12 +97,15 @@ def passed(entity: str, observed: str = "", expected: str = "", detail: str = ""
     return Finding(Status.PASS, entity, observed, expected, detail)
 
 
-def warned(entity: str, observed: str = "", expected: str = "", detail: str = "") -> Finding:
-    return Finding(Status.WARN, entity, observed, expected, detail)
+def warned(entity: str, observed: str = "", expected: str = "", detail: str = "",
+           fixable: bool = True) -> Finding:
+    return Finding(Status.WARN, entity, observed, expected, detail, fixable)
 
 
-def failed(entity: str, observed: str = "", expected: str = "", detail: str = "") -> Finding:
-    return Finding(Status.FAIL, entity, observed, expected, detail)
+def failed(entity: str, observed: str = "", expected: str = "", detail: str = "",
+           fixable: bool = True) -> Finding:
+    """A failure; `fixable=False` when the check's fix does not apply to this case."""
+    return Finding(Status.FAIL, entity, observed, expected, detail, fixable)
 
 
 def skipped(entity: str, reason: str) -> Finding:

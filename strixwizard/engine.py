@@ -133,11 +133,12 @@ def _results(check: Check, args: tuple[Any, ...], host: str | None, entity: str,
     fix = fixes.get(check.fix) if check.fix else None
 
     def result(status: Status, entity: str, observed: str = "", expected: str = "",
-               detail: str = "") -> CheckResult:
+               detail: str = "", fixable: bool = True) -> CheckResult:
+        curable = fixable and status in (Status.FAIL, Status.WARN)
         return CheckResult(
             id=check.id, title=check.title, host=host, entity=entity, status=status,
             severity=check.severity, observed=observed, expected=expected, detail=detail,
-            why=check.why, fix=fix if status in (Status.FAIL, Status.WARN) else None,
+            why=check.why, fix=fix if curable else None,
         )
 
     try:
@@ -151,7 +152,7 @@ def _results(check: Check, args: tuple[Any, ...], host: str | None, entity: str,
         )]
     if not findings:
         return [result(Status.SKIP, entity, detail=f"nothing to check on this {check.scope}")]
-    return [result(f.status, f.entity, f.observed, f.expected, f.detail) for f in findings]
+    return [result(f.status, f.entity, f.observed, f.expected, f.detail, f.fixable) for f in findings]
 
 
 def run_check(check: Check, node: NodeFacts, site: Site, fixes: dict[str, FixRef]

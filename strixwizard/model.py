@@ -42,6 +42,8 @@ class Finding:
     observed: str = ""
     expected: str = ""
     detail: str = ""
+    #: False when the check's fix cannot cure this case (e.g. no RDMA NIC at all to configure)
+    fixable: bool = True
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ def test_nic_rdma_capable(root: Path) -> None:
     assert statuses(tb, "nic.rdma_capable") == {"tb-a": Status.FAIL, "tb-b": Status.FAIL}
     (soft,) = [r for r in results(tb, "nic.rdma_capable") if r.host == "tb-a"]
     assert "rxe0" in soft.observed  # soft-RoCE is named, and does not count
+    assert soft.fix is None  # no driver to load can cure a missing NIC: no fix offered
 
 
 def test_nic_driver_reports_firmware(root: Path) -> None:
