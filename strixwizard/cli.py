@@ -24,6 +24,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Set up and verify an RDMA cluster of AMD Strix Halo nodes.",
     )
     parser.add_argument("--version", action="version", version=f"strixwizard {__version__}")
+    wizard = parser.add_mutually_exclusive_group()
+    wizard.add_argument("--demo", dest="wizard_demo", action="store_true",
+                        help="open the wizard on the bundled demo site")
+    wizard.add_argument("--site", dest="wizard_site", type=Path, metavar="FILE",
+                        help="open the wizard on this site file (default: ./site.yaml if present)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     doctor = commands.add_parser(
@@ -82,6 +87,18 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--key", metavar="PATH", help="SSH private key for the --node entries")
     init.add_argument("--inventory", type=Path, metavar="FILE",
                       help="take the nodes from an Ansible YAML inventory")
+
+    from strixwizard.fixing.cliargs import add_fix_parser  # argparse only: doctor stays light
+
+    add_fix_parser(commands)
+
+    from strixwizard.deploy.cli import register as add_deploy_parser  # argparse only
+
+    add_deploy_parser(commands)
+
+    from strixwizard.live.cli import register as add_test_parser  # argparse only
+
+    add_test_parser(commands)
     return parser
 
 
@@ -211,14 +228,44 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _wizard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """No command: the Textual wizard (only on a terminal; Textual is imported only here)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        parser.print_help()
+        print("\nstrixwizard: the wizard needs a terminal; use a command above in scripts",
+              file=sys.stderr)
+        return EXIT_OK
+    from strixwizard.tui.app import run
+
+    return run(site_file=args.wizard_site, demo=args.wizard_demo)
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from strixwizard.deploy.cli import cmd_deploy as run_deploy
+
+    return run_deploy(args)
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    from strixwizard.fixing.cli import cmd_fix as run_fix
+
+    return run_fix(args)
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from strixwizard.live.cli import run as run_test
+
+    return run_test(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
-    handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init}
+    handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
+                "deploy": cmd_deploy, "test": cmd_test}
     if args.command is None:
-        parser.print_help()
-        return EXIT_OK
+        return _wizard(parser, args)
     try:
         return handlers[args.command](args)
     except UsageError as error:

@@ -84,7 +84,8 @@ def collector_script(spec: dict[str, Any] | None = None) -> bytes:
     return (source + call).encode("utf-8")
 
 
-def _connect(target: SshTarget) -> paramiko.SSHClient:
+def connect(target: SshTarget) -> paramiko.SSHClient:
+    """An authenticated SSH client for `target`, host key verified; raises SshError."""
     client = paramiko.SSHClient()
     if target.known_hosts.exists():
         try:
@@ -128,6 +129,9 @@ def _connect(target: SshTarget) -> paramiko.SSHClient:
     return client
 
 
+_connect = connect  # the name it had before fixes needed it
+
+
 def collect_ssh(target: SshTarget, spec: dict[str, Any] | None = None) -> SnapshotProbe:
     """Collect one node and load it; raises SshError with the reason when it cannot."""
     data = collect_ssh_archive(target, spec)
@@ -140,7 +144,7 @@ def collect_ssh(target: SshTarget, spec: dict[str, Any] | None = None) -> Snapsh
 def collect_ssh_archive(target: SshTarget, spec: dict[str, Any] | None = None) -> bytes:
     """Collect one node into snapshot `.tar.gz` bytes; raises SshError with the reason."""
     started = time.monotonic()
-    client = _connect(target)
+    client = connect(target)
     try:
         transport = client.get_transport()
         if transport is None:

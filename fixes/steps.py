@@ -1,0 +1,106 @@
+"""Step builders shared by the fixes, and how each change is made to survive a reboot.
+
+Persistence, per node, from its facts (`NodeFacts.persistence`):
+- MTU: the NetworkManager connection that manages the interface, else a
+  systemd-networkd drop-in next to its .network file, else a systemd unit;
+- DCB, ethtool, devlink and configfs settings: one systemd oneshot unit per
+  fix and interface (`strixwizard-<fix>-<entity>.service`), enabled;
+- no systemd: the change is runtime only, and the plan says so.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.model import Kind, Read, Step
+
+UNIT_DIR = "/etc/systemd/system"
+WANTS_DIR = "/etc/systemd/system/multi-user.target.wants"
+
+
+def mtu_step(netdev: str, before: int | None, after: int) -> Step:
+    return Step(
+        kind=Kind.MTU, target=netdev, summary=f"set the MTU of {netdev} to {after}",
+        read=Read("mtu", path=netdev), before=None if before is None else str(before),
+        after=str(after),
+    )
+
+
+def command_step(target: str, summary: str, argv: Sequence[str], undo_argv: Sequence[str],
+                 read_argv: Sequence[str], parse: str, before: str | None, after: str,
+                 before_known: bool = True) -> Step:
+    return Step(
+        kind=Kind.COMMAND, target=target, summary=summary,
+        read=Read("command", argv=tuple(read_argv), parse=parse), before=before, after=after,
+        argv=tuple(argv), undo_argv=tuple(undo_argv), before_known=before_known,
+    )
+
+
+def write_step(path: str, summary: str, before: str | None, after: str) -> Step:
+    return Step(kind=Kind.WRITE, target=path, summary=summary, read=Read("file", path=path),
+                before=before, after=after)
+
+
+def mkdir_step(path: str, summary: str) -> Step:
+    return Step(kind=Kind.MKDIR, target=path, summary=summary, read=Read("exists", path=path),
+                before=None, after="present")
+
+
+def file_step(path: str, summary: str, before: str | None, content: str, persistence: str,
+              reboot: bool = False) -> Step:
+    return Step(kind=Kind.FILE, target=path, summary=summary, read=Read("file", path=path, parse="raw"),
+                before=before, after=content, persistence=persistence, reboot=reboot)
+
+
+def unit_name(fix_id: str, entity: str) -> str:
+    clean = re.sub(r"[^A-Za-z0-9:_.-]", "-", entity)
+    return f"strixwizard-{fix_id.replace('.', '-').replace('_', '-')}-{clean}.service"
+
+
+def unit_text(fix_id: str, description: str, commands: Sequence[Sequence[str]],
+              netdev: str | None) -> str:
+    after = "network-pre.target"
+    lines = [
+        f"# Written by strixwizard (fix {fix_id}); `strixwizard fix --rollback` removes it.",
+        "[Unit]",
+        f"Description=strixwizard: {description}",
+    ]
+    if netdev:
+        device = f"sys-subsystem-net-devices-{netdev}.device"
+        lines += [f"BindsTo={device}", f"After={device} {after}"]
+    else:
+        lines += [f"After={after}"]
+    lines += ["Wants=network-pre.target", "Before=network.target", "", "[Service]", "Type=oneshot",
+              "RemainAfterExit=yes"]
+    lines += [f"ExecStart={shlex.join(argv)}" for argv in commands]
+    lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
+    return "\n".join(lines)
+
+
+def unit_steps(node: NodeFacts, fix_id: str, entity: str, description: str,
+               commands: Sequence[Sequence[str]], netdev: str | None) -> tuple[list[Step], str]:
+    """Steps that write and enable a oneshot unit replaying `commands` at boot, and the
+    persistence sentence; without systemd, no steps and a sentence saying it is runtime only."""
+    facts = node.persistence
+    if not facts.systemd:
+        init = facts.init or "unknown"
+        return [], (f"runtime only: the node's init is {init!r}, not systemd; re-run these "
+                    "commands at boot with your init system")
+    name = unit_name(fix_id, entity)
+    path = f"{UNIT_DIR}/{name}"
+    content = unit_text(fix_id, description, commands, netdev)
+    steps: list[Step] = []
+    if facts.file(path) != content:
+        steps.append(file_step(path, f"write systemd unit {name}", facts.file(path), content,
+                               persistence="systemd"))
+    if name not in facts.enabled_units:
+        steps.append(Step(
+            kind=Kind.COMMAND, target=name, summary=f"enable {name} at boot",
+            read=Read("exists", path=f"{WANTS_DIR}/{name}"), before=None, after="present",
+            argv=("systemctl", "enable", name), undo_argv=("systemctl", "disable", name),
+            persistence="systemd",
+        ))
+    return steps, f"systemd unit {name} replays it at boot"

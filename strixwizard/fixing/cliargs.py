@@ -1,0 +1,52 @@
+"""The `strixwizard fix` command line. argparse only: `doctor` builds this parser too."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_fix_parser(commands: Any) -> argparse.ArgumentParser:
+    fix = commands.add_parser(
+        "fix",
+        help="plan fixes for failing checks; --apply changes the nodes (journalled, reversible)",
+        description="Show what would change on each node to cure the failing checks: per node, "
+        "per step, before -> after, reversible or not, reboot or not, and how each change "
+        "survives a reboot. --apply asks before changing anything (--yes for scripts), checks "
+        "that nothing drifted since the plan, writes a journal on each node and on this "
+        "machine, re-runs the checks afterwards, and rolls a node back when a step fails. "
+        "Exit status: 0 done (or nothing to do), 1 a step failed or a fix did not cure, "
+        "2 no verdict (bad input, refused, nothing reachable).",
+    )
+    fix.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    source = fix.add_mutually_exclusive_group()
+    source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
+    source.add_argument("--demo", action="store_true",
+                        help="the bundled demo site; --apply is a dry run on a copy of its snapshots")
+    fix.add_argument("--inventory", type=Path, metavar="FILE",
+                     help="an Ansible YAML inventory as the node list")
+    fix.add_argument("--trust-new-hosts", action="store_true",
+                     help="accept and remember SSH host keys not yet in known_hosts")
+    fix.add_argument("--only", action="append", default=[], metavar="ID",
+                     help="plan only this fix or area (repeatable; `strixwizard fix --list`)")
+    fix.add_argument("--list", action="store_true", help="list the fixes and exit")
+    action = fix.add_mutually_exclusive_group()
+    action.add_argument("--apply", action="store_true", help="apply the plan (asks first)")
+    action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
+                        help="restore every value a run changed, in reverse (default: the last run)")
+    action.add_argument("--emit", "--export", nargs=2, metavar=("ansible", "DIR"), dest="emit",
+                        help="write inventory.yml and playbook.yml that apply this plan with Ansible")
+    fix.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    fix.add_argument("--runtime-only", action="store_true",
+                     help="plan runtime changes only (lost at reboot): no unit or config files")
+    fix.add_argument("--with-reboot-steps", action="store_true",
+                     help="also apply kernel command-line steps (they take effect at your next reboot)")
+    fix.add_argument("--journal-dir", type=Path, metavar="DIR",
+                     help="where this machine keeps journals (default ~/.local/state/strixwizard/journal)")
+    fix.add_argument("--node-journal-dir", default="/var/lib/strixwizard/journal", metavar="DIR",
+                     help="where each node keeps its copy of the journal")
+    fix.add_argument("--dry-run-dir", type=Path, metavar="DIR",
+                     help="where --demo/snapshot dry runs copy the snapshots (default: under the "
+                     "journal directory)")
+    return fix  # type: ignore[no-any-return]

@@ -1,0 +1,400 @@
+"""Apply a site plan, verify it cured what it should, and roll runs back from their journals.
+
+`apply_plan` promises, in this order:
+1. drift check: every step's value is read again on every node; if one differs
+   from the plan's `before` (or cannot be read), nothing is touched anywhere;
+2. a journal per node, on the node and on the head, before the first step;
+3. steps in order, each read back after it ran; a step that fails rolls back
+   that node's applied steps in reverse, and the report says what state the
+   node is in; a node that stops answering is reported with its journal;
+4. plans of a link (same `group`) are rolled back on every end when one end
+   did not complete, so a link never keeps mismatched ends;
+5. re-probe and re-run the checks that name each applied fix: a fix that did
+   not cure is reported as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.journal import JournalStore, NodeJournal, StepRecord, new_run_id
+from strixwizard.fixing.model import Kind, SitePlan
+from strixwizard.fixing.readers import ReadError
+from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
+from strixwizard.model import Status
+from strixwizard.site import Site
+
+Progress = Callable[[str, str], None]  # (node, message)
+
+
+@dataclass
+class NodeOutcome:
+    node: str
+    where: str
+    status: str  # applied, nothing-to-do, rolled-back, failed, unreachable, aborted
+    state: str  # the node's state, in words
+    journal: str | None = None  # on the head
+    journal_on_node: str | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "where": self.where, "status": self.status, "state": self.state,
+                "journal": self.journal, "journal_on_node": self.journal_on_node,
+                "steps": [s.to_json() for s in self.steps]}
+
+
+@dataclass
+class Verdict:
+    fix: str
+    node: str
+    status: str  # cured, not-cured, pending-reboot, not-verified
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fix": self.fix, "node": self.node, "status": self.status, "detail": self.detail}
+
+
+@dataclass
+class ApplyReport:
+    run_id: str
+    dry_run: bool
+    status: str  # applied, failed, aborted, nothing-to-do, partial
+    message: str = ""
+    nodes: list[NodeOutcome] = field(default_factory=list)
+    verification: list[Verdict] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "dry_run": self.dry_run, "status": self.status,
+                "message": self.message, "nodes": [n.to_json() for n in self.nodes],
+                "verification": [v.to_json() for v in self.verification]}
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("applied", "nothing-to-do") and all(
+            v.status in ("cured", "pending-reboot") for v in self.verification)
+
+
+class _Abort(Exception):
+    pass
+
+
+def _runnable(step_kind: Kind, reboot: bool, with_reboot: bool) -> bool:
+    return with_reboot or not (reboot and step_kind is Kind.CMDLINE)
+
+
+def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, site: Site,
+               descriptors: dict[str, dict[str, Any]], *, with_reboot: bool = False,
+               verify_with: Callable[[dict[str, NodeFacts]], list[Verdict]] | None = None,
+               progress: Progress | None = None, run_id: str | None = None) -> ApplyReport:
+    run_id = run_id or new_run_id()
+    say = progress or (lambda node, message: None)
+    dry_run = bool(runners) and all(r.dry_run for r in runners.values())
+    journals: dict[str, NodeJournal] = {}
+    for node in plan.nodes:
+        plans = [p for p in plan.for_node(node) if p.steps]
+        if not plans:
+            continue
+        records = [StepRecord(i, s) for i, p in enumerate(plans) for s in p.steps]
+        for record in records:
+            if not _runnable(record.step.kind, record.step.reboot, with_reboot):
+                record.status = "skipped"
+                record.error = "needs a reboot: applied only with --with-reboot-steps"
+        runner = runners[node]
+        journals[node] = NodeJournal(run_id, node, plan.site, runner.where, descriptors.get(node, {}),
+                                     runner.dry_run, plans, records)
+    report = ApplyReport(run_id, dry_run, "nothing-to-do")
+    if not any(r.status == "pending" for j in journals.values() for r in j.steps):
+        report.message = "nothing to apply: every selected fix is converged"
+        for journal in journals.values():
+            report.nodes.append(NodeOutcome(journal.node, journal.where, "nothing-to-do",
+                                            "unchanged", steps=journal.steps))
+        return report
+    try:
+        _drift_check(journals, runners, say)
+        _write_journals(journals, runners, store)
+    except _Abort as abort:
+        report.status = "aborted"
+        report.message = f"{abort} — nothing was changed on any node"
+        for journal in journals.values():
+            journal.status, journal.state = "aborted", "unchanged"
+            report.nodes.append(NodeOutcome(journal.node, journal.where, "aborted", "unchanged",
+                                            steps=journal.steps))
+        return report
+    for node, journal in journals.items():
+        _run_node(journal, runners[node], store, say)
+    _keep_links_consistent(journals, runners, store, say)
+    for journal in journals.values():
+        report.nodes.append(NodeOutcome(
+            journal.node, journal.where, journal.status, journal.state,
+            str(store.path(run_id, journal.node)), journal.on_node, journal.steps))
+    statuses = {j.status for j in journals.values()}
+    report.status = "applied" if statuses == {"applied"} else (
+        "failed" if "applied" not in statuses else "partial")
+    if verify_with is not None:
+        changed: dict[str, NodeFacts] = {}
+        for node, journal in journals.items():
+            if journal.status == "applied":
+                try:
+                    changed[node] = NodeFacts(node, runners[node].probe())
+                except Unreachable as error:
+                    report.verification.append(Verdict("*", node, "not-verified", str(error)))
+        report.verification += verify_with(changed)
+    return report
+
+
+def _drift_check(journals: dict[str, NodeJournal], runners: dict[str, Runner], say: Progress) -> None:
+    for node, journal in journals.items():
+        runner = runners[node]
+        say(node, f"checking {sum(1 for r in journal.steps if r.status == 'pending')} values "
+            f"against the plan ({runner.where})")
+        for record in journal.steps:
+            if record.status != "pending":
+                continue
+            step = record.step
+            try:
+                current = runner.read(step.read)
+            except Unreachable as error:
+                raise _Abort(f"{node} is unreachable: {error}") from None
+            except (ReadError, StepFailed) as error:
+                raise _Abort(f"{node}: cannot read the current value of {step.target} "
+                             f"({step.summary}): {error}") from None
+            record.observed_before = current
+            if step.before_known and current != step.before:
+                raise _Abort(f"{node}: {step.target} changed since the plan was made (planned from "
+                             f"{step.before!r}, now {current!r}); re-run `strixwizard fix` to plan "
+                             "again")
+
+
+def _write_journals(journals: dict[str, NodeJournal], runners: dict[str, Runner],
+                    store: JournalStore) -> None:
+    for node, journal in journals.items():
+        journal.status = "applying"
+        store.save(journal)
+        try:
+            journal.on_node = runners[node].save_journal(journal.run_id, journal.text())
+        except (Unreachable, StepFailed) as error:
+            raise _Abort(f"{node}: the journal could not be written on the node: {error}") from None
+        store.save(journal)
+
+
+def _save(journal: NodeJournal, runner: Runner, store: JournalStore) -> None:
+    store.save(journal)
+    # the head's copy is the record; the node's copy is a convenience
+    with contextlib.suppress(Unreachable, StepFailed):
+        runner.save_journal(journal.run_id, journal.text())
+
+
+def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Progress) -> None:
+    node = journal.node
+    for record in journal.steps:
+        if record.status != "pending":
+            continue
+        step = record.step
+        say(node, step.summary)
+        try:
+            runner.apply(step)
+            record.status = "unknown"
+            now = runner.read(step.read)
+            if now != step.after:
+                raise StepFailed(f"{step.target} reads back {now!r} after setting {step.after!r}")
+            record.status = "applied"
+            _save(journal, runner, store)
+        except (StepFailed, ReadError) as error:
+            record.status, record.error = "failed", str(error)
+            say(node, f"failed: {error}; rolling back")
+            _rollback_records(journal, runner, say)
+            journal.status = "rolled-back"
+            journal.state = _state_after_rollback(journal, f"step {step.summary!r} failed: {error}")
+            _save(journal, runner, store)
+            return
+        except Unreachable as error:
+            record.status, record.error = "unknown", str(error)
+            journal.status = "interrupted"
+            done = [r.step.summary for r in journal.steps if r.status == "applied"]
+            journal.state = (f"unreachable during {step.summary!r} ({error}); applied before it: "
+                             f"{'; '.join(done) or 'nothing'}; roll back later with `strixwizard fix "
+                             f"--rollback {journal.run_id}`")
+            store.save(journal)
+            return
+    journal.status = "applied"
+    journal.state = "changed as planned"
+    _save(journal, runner, store)
+
+
+def _rollback_records(journal: NodeJournal, runner: Runner, say: Progress,
+                      only_plans: set[int] | None = None) -> None:
+    for record in reversed(journal.steps):
+        if record.status not in ("applied", "failed", "unknown"):
+            continue
+        if only_plans is not None and record.plan_index not in only_plans:
+            continue
+        step = record.step
+        before = record.observed_before if record.observed_before is not None else step.before
+        try:
+            if record.status in ("failed", "unknown"):
+                now = runner.read(step.read)
+                if now == before:
+                    if record.status == "unknown":
+                        record.status = "rolled-back"
+                    continue
+            if not step.reversible:
+                record.status, record.error = "undo-failed", "not reversible"
+                continue
+            runner.undo(step, before)
+            record.status = "rolled-back"
+        except (StepFailed, ReadError, Unreachable) as error:
+            record.status, record.error = "undo-failed", str(error)
+            say(journal.node, f"undo of {step.summary!r} failed: {error}")
+
+
+def _state_after_rollback(journal: NodeJournal, why: str) -> str:
+    stuck = [r for r in journal.steps if r.status == "undo-failed"]
+    if not stuck:
+        return f"{why}; every step already applied was rolled back: the node is as it was"
+    return (f"{why}; NOT restored: " + "; ".join(f"{r.step.target} ({r.error})" for r in stuck))
+
+
+def _keep_links_consistent(journals: dict[str, NodeJournal], runners: dict[str, Runner],
+                           store: JournalStore, say: Progress) -> None:
+    broken: dict[str, str] = {}
+    for journal in journals.values():
+        if journal.status != "applied":
+            for plan in journal.plans:
+                if plan.group:
+                    broken[plan.group] = journal.node
+    for journal in journals.values():
+        if journal.status != "applied":
+            continue
+        plans = {i for i, p in enumerate(journal.plans) if p.group in broken}
+        if not plans:
+            continue
+        runner = runners[journal.node]
+        peers = sorted({broken[journal.plans[i].group or ""] for i in plans})
+        say(journal.node, f"rolling back link changes: {', '.join(peers)} did not complete")
+        with contextlib.suppress(Unreachable):
+            _rollback_records(journal, runner, say, plans)
+        journal.status = "rolled-back"
+        journal.state = _state_after_rollback(
+            journal, f"link changes rolled back because {', '.join(peers)} did not complete them"
+        ) + ("" if len(plans) == len(journal.plans) else "; its other changes stay applied")
+        _save(journal, runner, store)
+
+
+# -- verification ------------------------------------------------------------
+
+def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict[str, NodeFacts],
+           journals_ok: set[str] | None = None) -> list[Verdict]:
+    """Re-run the checks that name each applied fix on the re-probed nodes."""
+    from checks import ALL as ALL_CHECKS
+    from fixes import BY_ID as FIXES
+    from strixwizard.engine import Node, run_doctor
+    from strixwizard.model import HostReport
+
+    facts = {**before, **after}
+    nodes = [Node(HostReport(name, name, "fix", True), f) for name, f in facts.items()]
+    verdicts: list[Verdict] = []
+    applied = [(p.fix, p.node, p.reboot) for p in plan.plans if p.steps and p.node in after]
+    fix_ids = {fix for fix, _, _ in applied}
+    checks = [c for c in ALL_CHECKS if c.fix in fix_ids]
+    report = run_doctor(site, nodes, checks, FIXES)
+    seen: set[tuple[str, str]] = set()
+    for fix, node, reboot in applied:
+        if (fix, node) in seen:
+            continue
+        seen.add((fix, node))
+        if reboot:
+            verdicts.append(Verdict(fix, node, "pending-reboot", "takes effect at the next boot"))
+            continue
+        names = {c.id for c in checks if c.fix == fix}
+        relevant = [r for r in report.checks if r.id in names and (
+            r.host == node or (r.host is None and f"{node}:" in r.entity))]
+        bad = [r for r in relevant if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
+        if not relevant:
+            verdicts.append(Verdict(fix, node, "not-verified", "no check judges this fix here"))
+        elif bad:
+            verdicts.append(Verdict(fix, node, "not-cured", "; ".join(
+                f"{r.id} {r.status.value}: {r.observed or r.detail}" for r in bad)))
+        else:
+            verdicts.append(Verdict(fix, node, "cured", ", ".join(
+                sorted({f"{r.id} {r.status.value}" for r in relevant}))))
+    return verdicts
+
+
+# -- rollback of a past run ----------------------------------------------------
+
+@dataclass
+class RollbackReport:
+    run_id: str
+    nodes: list[NodeOutcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(n.status in ("rolled-back", "nothing-to-do") for n in self.nodes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "ok": self.ok, "nodes": [n.to_json() for n in self.nodes]}
+
+
+def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJournal], Runner],
+                 store: JournalStore, progress: Progress | None = None) -> RollbackReport:
+    """Restore every `before` value of a run, in reverse order, node by node.
+
+    A value that is no longer the one the run set (someone changed it since) is
+    left alone and reported, never overwritten."""
+    say = progress or (lambda node, message: None)
+    report = RollbackReport(journals[0].run_id if journals else "")
+    for journal in journals:
+        todo = [r for r in journal.steps if r.status in ("applied", "unknown", "undo-failed")]
+        if not todo:
+            report.nodes.append(NodeOutcome(journal.node, journal.where, "nothing-to-do",
+                                            "nothing of this run is applied here",
+                                            str(store.path(journal.run_id, journal.node)),
+                                            journal.on_node, journal.steps))
+            continue
+        try:
+            runner = runner_for(journal)
+        except Unreachable as error:
+            report.nodes.append(NodeOutcome(journal.node, journal.where, "unreachable", str(error),
+                                            str(store.path(journal.run_id, journal.node))))
+            continue
+        kept: list[str] = []
+        try:
+            for record in reversed(todo):
+                step = record.step
+                before = record.observed_before if record.observed_before is not None else step.before
+                try:
+                    now = runner.read(step.read)
+                    if now == before:
+                        record.status = "rolled-back"
+                        continue
+                    if now != step.after:
+                        record.status = "undo-failed"
+                        record.error = f"now {now!r}, not what this run set ({step.after!r}): left alone"
+                        kept.append(f"{step.target}: {record.error}")
+                        continue
+                    say(journal.node, f"restoring {step.target} to {before!r}")
+                    runner.undo(step, before)
+                    record.status, record.error = "rolled-back", None
+                except (StepFailed, ReadError) as error:
+                    record.status, record.error = "undo-failed", str(error)
+                    kept.append(f"{step.target}: {error}")
+        except Unreachable as error:
+            journal.state = f"unreachable during rollback: {error}"
+            journal.status = "interrupted"
+            store.save(journal)
+            report.nodes.append(NodeOutcome(journal.node, journal.where, "unreachable",
+                                            journal.state, str(store.path(journal.run_id, journal.node))))
+            continue
+        journal.status = "rolled-back" if not kept else "failed"
+        journal.state = ("every value of this run restored" if not kept
+                         else "not restored: " + "; ".join(kept))
+        _save(journal, runner, store)
+        runner.close()
+        report.nodes.append(NodeOutcome(journal.node, journal.where, journal.status, journal.state,
+                                        str(store.path(journal.run_id, journal.node)),
+                                        journal.on_node, journal.steps))
+    return report

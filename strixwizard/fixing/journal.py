@@ -1,0 +1,131 @@
+"""The journal of a run: per node, every step with the value it found before and its status.
+
+It is written before the first step runs, updated after each step, kept on the
+node (`/var/lib/strixwizard/journal/RUN.json` by default) and on the head
+(`~/.local/state/strixwizard/journal/RUN/NODE.json` by default). It holds what a
+rollback needs: the steps, the `before` values read right before applying, and
+how to reach the node again (`runner`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from strixwizard.fixing.model import Plan, Step
+
+FORMAT = "strixwizard-journal/1"
+
+
+def default_journal_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path("~/.local/state").expanduser())
+    return Path(state) / "strixwizard" / "journal"
+
+
+def new_run_id() -> str:
+    now = datetime.datetime.now(datetime.UTC)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class StepRecord:
+    plan_index: int
+    step: Step
+    status: str = "pending"  # pending applied failed rolled-back undo-failed unknown skipped
+    observed_before: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.step.to_json(), "plan": self.plan_index, "status": self.status,
+                "observed_before": self.observed_before, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StepRecord:
+        return cls(int(data["plan"]), Step.from_json(data), data.get("status", "pending"),
+                   data.get("observed_before"), data.get("error"))
+
+
+@dataclass
+class NodeJournal:
+    run_id: str
+    node: str
+    site: str
+    where: str
+    runner: dict[str, Any]  # how to reach the node again (see fixing/runners_for.py)
+    dry_run: bool
+    plans: list[Plan]
+    steps: list[StepRecord]
+    status: str = "planned"  # planned applying applied failed rolled-back interrupted aborted
+    state: str = ""  # the node's state in words, after the run
+    on_node: str | None = None
+    created_at: str = field(default_factory=_now)
+    updated_at: str = field(default_factory=_now)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "run_id": self.run_id, "node": self.node, "site": self.site,
+            "where": self.where, "runner": self.runner, "dry_run": self.dry_run,
+            "status": self.status, "state": self.state, "on_node": self.on_node,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+            "plans": [{k: v for k, v in p.to_json().items() if k != "steps"} for p in self.plans],
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+    def text(self) -> str:
+        self.updated_at = _now()
+        return json.dumps(self.to_json(), indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NodeJournal:
+        if data.get("format") != FORMAT:
+            raise ValueError(f"not a strixwizard journal ({data.get('format')!r})")
+        steps = [StepRecord.from_json(s) for s in data["steps"]]
+        plans = [Plan.from_json({**p, "steps": [r.step.to_json() for r in steps
+                                                if r.plan_index == i]})
+                 for i, p in enumerate(data["plans"])]
+        return cls(data["run_id"], data["node"], data["site"], data["where"], data["runner"],
+                   bool(data["dry_run"]), plans, steps, data.get("status", "planned"),
+                   data.get("state", ""), data.get("on_node"), data.get("created_at", ""),
+                   data.get("updated_at", ""))
+
+
+class JournalStore:
+    """The head's copy of the journals: DIR/RUN/NODE.json."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root else default_journal_dir()
+
+    def path(self, run_id: str, node: str) -> Path:
+        return self.root / run_id / f"{node}.json"
+
+    def save(self, journal: NodeJournal) -> Path:
+        path = self.path(journal.run_id, journal.node)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(journal.text())
+        tmp.replace(path)
+        return path
+
+    def runs(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+    def load_run(self, run_id: str | None) -> list[NodeJournal]:
+        runs = self.runs()
+        if not runs:
+            raise FileNotFoundError(f"no journal in {self.root}: nothing to roll back")
+        chosen = run_id or runs[-1]
+        if chosen not in runs:
+            raise FileNotFoundError(f"no run {chosen!r} in {self.root} (runs: {', '.join(runs[-5:])})")
+        return [NodeJournal.from_json(json.loads(p.read_text()))
+                for p in sorted((self.root / chosen).glob("*.json"))]

@@ -1,0 +1,124 @@
+"""The primitive writes and reads the executor performs on a node. Standard library only.
+
+This module runs in two places: in-process for the local executor, and on a
+remote node, where the SSH executor sends its source to `python3 -c` and then
+talks to `serve()` with one JSON request per line and one JSON answer per line,
+so the result of every single operation is known on the head as it happens.
+
+Requests: {"op": "read"|"exists"|"write"|"replace"|"delete"|"mkdir"|"rmdir"|"run"
+|"mtu_get"|"mtu_set", ...}. Answers: {"ok": true, ...} or {"ok": false, "error": "..."}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+COMMAND_TIMEOUT_S = 30.0
+
+
+#: Admin tools (ip, dcb, ethtool, devlink) live here on Debian; a non-login SSH PATH lacks them.
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def _run(argv: list[str]) -> dict[str, Any]:
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    path = env.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(":")
+    env["PATH"] = ":".join(path + [d for d in SBIN_DIRS if d not in path])
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=COMMAND_TIMEOUT_S, env=env,
+                              stdin=subprocess.DEVNULL, check=False)
+    except FileNotFoundError:
+        return {"ok": True, "rc": 127, "stdout": "", "stderr": f"{argv[0]}: command not found"}
+    except subprocess.TimeoutExpired:
+        return {"ok": True, "rc": 124, "stdout": "", "stderr": f"timed out after {COMMAND_TIMEOUT_S:g} s"}
+    return {"ok": True, "rc": done.returncode, "stdout": done.stdout.decode("utf-8", "replace"),
+            "stderr": done.stderr.decode("utf-8", "replace")}
+
+
+def _replace(path: str, data: str, mode: int) -> None:
+    """Write a whole file atomically (temp file in the same directory, then rename)."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".strixwizard-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    op = request.get("op")
+    path = str(request.get("path", ""))
+    try:
+        if op == "read":
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle_:
+                    return {"ok": True, "value": handle_.read()}
+            except FileNotFoundError:
+                return {"ok": True, "value": None}
+        if op == "exists":
+            return {"ok": True, "value": "present" if os.path.lexists(path) else None}
+        if op == "write":  # sysfs / configfs attribute: one write of the value, no temp file
+            with open(path, "w", encoding="utf-8") as handle_:
+                handle_.write(str(request["data"]))
+            return {"ok": True}
+        if op == "replace":
+            _replace(path, str(request["data"]), int(request.get("mode", 0o644)))
+            return {"ok": True}
+        if op == "delete":
+            if os.path.lexists(path):
+                os.unlink(path)
+            return {"ok": True}
+        if op == "mkdir":
+            os.mkdir(path)
+            return {"ok": True}
+        if op == "rmdir":
+            os.rmdir(path)
+            return {"ok": True}
+        if op == "run":
+            return _run([str(a) for a in request["argv"]])
+        if op == "mtu_get":
+            try:
+                with open(f"/sys/class/net/{request['ifname']}/mtu", encoding="ascii") as handle_:
+                    return {"ok": True, "value": handle_.read().strip()}
+            except FileNotFoundError:
+                return {"ok": False, "error": f"no interface {request['ifname']}"}
+        if op == "mtu_set":
+            done = _run(["ip", "link", "set", "dev", str(request["ifname"]), "mtu",
+                         str(request["mtu"])])
+            if done["rc"] != 0:
+                return {"ok": False, "error": (done["stderr"] or done["stdout"]).strip()
+                        or f"ip exited {done['rc']}"}
+            return {"ok": True}
+        if op == "ping":
+            return {"ok": True, "pid": os.getpid()}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        return {"ok": False, "error": f"{path}: {reason}" if path else reason}
+
+
+def serve() -> None:
+    """Answer requests from stdin, one JSON line each, until stdin closes."""
+    out = sys.stdout
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = handle(json.loads(line))
+        except Exception as error:  # a malformed request must not kill the session
+            answer = {"ok": False, "error": f"runner error: {error!r}"}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()

@@ -1,0 +1,55 @@
+"""Planning: every registered fix's plan function over the site's facts. Pure: no I/O."""
+
+from __future__ import annotations
+
+import difflib
+import traceback
+from collections.abc import Iterable, Sequence
+
+from strixwizard.errors import UsageError
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.context import Fix, PlanContext
+from strixwizard.fixing.model import Plan, SitePlan
+from strixwizard.site import Site
+from strixwizard.topology import build_topology
+
+
+def registered() -> tuple[Fix, ...]:
+    from fixes.plans import FIXES
+
+    return FIXES
+
+
+def select(fixes: Sequence[Fix], only: Iterable[str]) -> tuple[Fix, ...]:
+    """--only: a fix id, or an area (`dcb` = every `dcb.*`)."""
+    wanted = list(only)
+    ids = [f.id for f in fixes]
+    for w in wanted:
+        if not any(f.id == w or f.id.startswith(w + ".") for f in fixes):
+            close = difflib.get_close_matches(w, ids, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UsageError(f"unknown fix id {w!r}{hint} (known: {', '.join(ids)})")
+    return tuple(f for f in fixes
+                 if not wanted or any(f.id == w or f.id.startswith(w + ".") for w in wanted))
+
+
+def plan_site(site: Site, facts: Sequence[NodeFacts], only: Iterable[str] = (),
+              persist: bool = True, unreachable: dict[str, str] | None = None) -> SitePlan:
+    """The plans of every selected fix; converged nodes plan to nothing."""
+    chosen = select(registered(), only)
+    ctx = PlanContext(site=site, nodes=tuple(facts), topology=build_topology(list(facts), site),
+                      persist=persist)
+    order = {node.name: i for i, node in enumerate(facts)}
+    result = SitePlan(site=site.name, unreachable=dict(unreachable or {}))
+    for fix in chosen:
+        try:
+            plans = list(fix.plan(ctx))
+        except Exception as error:  # one broken planner must not hide the others
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            plans = [Plan(fix.id, node.name, node.name, notes=(
+                f"planning crashed: {error!r} at {where.filename}:{where.lineno}; please report "
+                "it with `strixwizard capture`",)) for node in facts]
+        result.plans.extend(plans)
+    fix_order = {fix.id: i for i, fix in enumerate(chosen)}
+    result.plans.sort(key=lambda p: (order.get(p.node, 0), fix_order[p.fix]))
+    return result

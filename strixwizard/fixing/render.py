@@ -1,0 +1,96 @@
+"""Text for people: the plan as a preview (before → after), apply and rollback results."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TextIO
+
+from strixwizard.fixing.engine import ApplyReport, RollbackReport
+from strixwizard.fixing.model import Kind, SitePlan, Step
+
+MARK = {"applied": "✓", "rolled-back": "↺", "failed": "✗", "undo-failed": "!", "unknown": "?",
+        "skipped": "-", "pending": "·"}
+
+
+def _value(value: str | None) -> str:
+    return "(absent)" if value is None else repr(value) if value == "" else value
+
+
+def step_lines(step: Step) -> list[str]:
+    flags = [] if step.reversible else ["NOT reversible"]
+    if step.reboot:
+        flags.append("needs a reboot")
+    if step.persistence:
+        flags.append(f"persistence: {step.persistence}")
+    head = f"{step.summary}" + (f"  [{', '.join(flags)}]" if flags else "")
+    lines = [head]
+    if step.kind is Kind.FILE:
+        diff = difflib.unified_diff((step.before or "").splitlines(), (step.after or "").splitlines(),
+                                    "before" if step.before is not None else "(absent)",
+                                    step.target, lineterm="", n=1)
+        lines += [f"  {line}" for line in diff]
+    else:
+        before = _value(step.before) if step.before_known else "(read at apply time)"
+        lines.append(f"  {step.target}: {before} → {_value(step.after)}")
+    if step.argv:
+        lines.append(f"  run:  {' '.join(step.argv)}")
+        if step.undo_argv:
+            lines.append(f"  undo: {' '.join(step.undo_argv)}")
+    return lines
+
+
+def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False) -> None:
+    title = f"Fix plan for site {plan.site}"
+    out.write(title + (" (snapshots: applying is a dry run on copies)" if dry_run else "") + "\n")
+    for node, why in plan.unreachable.items():
+        out.write(f"\n{node}: not planned: {why}\n")
+    for node in plan.nodes:
+        plans = plan.for_node(node)
+        changes = sum(len(p.steps) for p in plans)
+        out.write(f"\n{node}: {changes} change(s)\n")
+        for p in plans:
+            tag = "manual" if not p.steps else (
+                "reboot" if p.reboot else "reversible" if p.reversible else "NOT reversible")
+            group = f", link {p.group}" if p.group else ""
+            out.write(f"  {p.fix}  {p.entity}  [{tag}{group}]\n")
+            for index, step in enumerate(p.steps, 1):
+                lines = step_lines(step)
+                out.write(f"    {index}. {lines[0]}\n")
+                out.writelines(f"       {line}\n" for line in lines[1:])
+            if p.steps and p.persistence:
+                out.write(f"    survives reboot: {p.persistence}\n")
+            out.writelines(f"    note: {note}\n" for note in p.notes)
+    if plan.changes == 0:
+        out.write("\nNothing to change: every selected fix is converged.\n")
+    else:
+        out.write(f"\n{plan.changes} change(s) planned. Apply with: strixwizard fix --apply\n")
+
+
+def render_apply(report: ApplyReport, out: TextIO) -> None:
+    label = " (DRY RUN on snapshot copies: nothing on any machine changed)" if report.dry_run else ""
+    out.write(f"\nRun {report.run_id}: {report.status}{label}\n")
+    if report.message:
+        out.write(f"  {report.message}\n")
+    for node in report.nodes:
+        out.write(f"\n{node.node} ({node.where}): {node.status}: {node.state}\n")
+        for record in node.steps:
+            error = f" — {record.error}" if record.error else ""
+            out.write(f"  {MARK.get(record.status, ' ')} {record.status:<11} {record.step.summary}{error}\n")
+        if node.journal:
+            out.write(f"  journal: {node.journal}" + (f" (on the node: {node.journal_on_node})"
+                                                     if node.journal_on_node else "") + "\n")
+    if report.verification:
+        out.write("\nVerification (checks re-run on a fresh probe):\n")
+        for verdict in report.verification:
+            out.write(f"  {verdict.status:<14} {verdict.fix} on {verdict.node}: {verdict.detail}\n")
+    if report.nodes and report.status not in ("aborted", "nothing-to-do"):
+        out.write(f"\nUndo this run with: strixwizard fix --rollback {report.run_id}\n")
+
+
+def render_rollback(report: RollbackReport, out: TextIO) -> None:
+    out.write(f"Rollback of run {report.run_id}: {'done' if report.ok else 'INCOMPLETE'}\n")
+    for node in report.nodes:
+        out.write(f"\n{node.node} ({node.where}): {node.status}: {node.state}\n")
+        for record in reversed(node.steps):
+            error = f" — {record.error}" if record.error else ""
+            out.write(f"  {MARK.get(record.status, ' ')} {record.status:<11} {record.step.summary}{error}\n")

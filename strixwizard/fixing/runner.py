@@ -1,0 +1,310 @@
+"""Runners: the only code that changes a node. One per node per run.
+
+- `LocalRunner`: this machine (or one of its network namespaces): pyroute2 for
+  the MTU, subprocess argv for commands, atomic file writes;
+- `SshRunner` (fixing/ssh.py): a remote node, through one SSH session that runs
+  `ops.serve()` there;
+- `SnapshotRunner`: a copy of a snapshot, for dry runs: files in its tree and
+  recorded command outputs change as the real ones would, nothing else does.
+
+Each runner reads a step's value (`read`), applies it, and undoes it to a given
+`before`. Errors: `ReadError` (value unreadable), `StepFailed` (the change was
+refused; the node is as it was before the step), `Unreachable` (the node went
+away: the step's outcome is unknown).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from strixwizard.fixing import ops
+from strixwizard.fixing.model import BEFORE, Kind, Read, Step
+from strixwizard.fixing.readers import ReadError, parse, render
+from strixwizard.probe import NotCaptured, Probe
+from strixwizard.probe.snapshot import SnapshotProbe
+
+DEFAULT_NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"
+
+
+class StepFailed(Exception):
+    """The node refused the change; the message is what it said."""
+
+
+class Unreachable(Exception):
+    """The node cannot be reached (any more); the message says since when and why."""
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def command_error(argv: tuple[str, ...] | list[str], answer: dict[str, Any]) -> str:
+    if answer.get("rc") == 127:
+        return f"`{argv[0]}` is not installed on the node"
+    reason = first_line(str(answer.get("stderr") or "")) or first_line(str(answer.get("stdout") or ""))
+    return f"`{' '.join(argv)}` failed: {reason or 'exit status ' + str(answer.get('rc'))}"
+
+
+def undo_argv(step: Step, before: str | None) -> tuple[str, ...]:
+    return tuple((before or "") if arg == BEFORE else arg for arg in step.undo_argv)
+
+
+class Runner(ABC):
+    node: str
+    where: str  # "ssh root@host", "local", "snapshot copy DIR"
+    dry_run: bool = False
+
+    @abstractmethod
+    def read(self, read: Read) -> str | None: ...
+
+    @abstractmethod
+    def apply(self, step: Step) -> None: ...
+
+    @abstractmethod
+    def undo(self, step: Step, before: str | None) -> None: ...
+
+    @abstractmethod
+    def save_journal(self, run_id: str, text: str) -> str:
+        """Keep the run's journal on the node; returns where it is."""
+
+    @abstractmethod
+    def probe(self) -> Probe:
+        """A fresh read-only probe of the node, for verification."""
+
+    def close(self) -> None:
+        return None
+
+
+class OpsRunner(Runner):
+    """A runner that works through `ops` requests (in-process or over SSH)."""
+
+    journal_dir: str = DEFAULT_NODE_JOURNAL_DIR
+
+    @abstractmethod
+    def op(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    def _must(self, request: dict[str, Any]) -> dict[str, Any]:
+        answer = self.op(request)
+        if not answer.get("ok"):
+            raise StepFailed(str(answer.get("error") or "failed"))
+        return answer
+
+    def _run(self, argv: tuple[str, ...]) -> None:
+        answer = self._must({"op": "run", "argv": list(argv)})
+        if answer.get("rc") != 0:
+            raise StepFailed(command_error(argv, answer))
+
+    def read(self, read: Read) -> str | None:
+        if read.source == "mtu":
+            answer = self.op({"op": "mtu_get", "ifname": read.path})
+            if not answer.get("ok"):
+                raise ReadError(str(answer.get("error")))
+            return str(answer["value"])
+        if read.source in ("file", "exists"):
+            answer = self.op({"op": "read" if read.source == "file" else "exists", "path": read.path})
+            if not answer.get("ok"):
+                raise ReadError(str(answer.get("error")))
+            value = answer.get("value")
+            return value if value is None or read.source == "exists" else parse(read.parse, value)
+        answer = self.op({"op": "run", "argv": list(read.argv)})
+        if not answer.get("ok"):
+            raise ReadError(str(answer.get("error")))
+        if answer.get("rc") != 0:
+            raise ReadError(command_error(read.argv, answer))
+        return parse(read.parse, str(answer.get("stdout", "")))
+
+    def _set(self, step: Step, value: str | None, argv: tuple[str, ...]) -> None:
+        if step.kind is Kind.MTU:
+            if value is None:
+                raise StepFailed(f"no MTU to set on {step.target}")
+            self._must({"op": "mtu_set", "ifname": step.target, "mtu": int(value)})
+        elif step.kind is Kind.WRITE:
+            if value is not None:  # None: the attribute goes with its configfs directory
+                self._must({"op": "write", "path": step.target, "data": value})
+        elif step.kind is Kind.MKDIR:
+            self._must({"op": "mkdir" if value else "rmdir", "path": step.target})
+        elif step.kind is Kind.FILE:
+            if value is None:
+                self._must({"op": "delete", "path": step.target})
+            else:
+                self._must({"op": "replace", "path": step.target, "data": value, "mode": step.mode})
+        else:
+            self._run(argv)
+
+    def apply(self, step: Step) -> None:
+        self._set(step, step.after, step.argv)
+
+    def undo(self, step: Step, before: str | None) -> None:
+        self._set(step, before, undo_argv(step, before))
+
+    def save_journal(self, run_id: str, text: str) -> str:
+        path = f"{self.journal_dir.rstrip('/')}/{run_id}.json"
+        answer = self.op({"op": "replace", "path": path, "data": text, "mode": 0o600})
+        if not answer.get("ok"):
+            raise StepFailed(f"cannot write the journal on the node: {answer.get('error')}")
+        return path
+
+
+class LocalRunner(OpsRunner):
+    """This machine; with `netns`, MTU changes happen in that network namespace (pyroute2)."""
+
+    def __init__(self, node: str, netns: str | None = None,
+                 journal_dir: str = DEFAULT_NODE_JOURNAL_DIR) -> None:
+        self.node = node
+        self.netns = netns
+        self.journal_dir = journal_dir
+        self.where = f"local (netns {netns})" if netns else "local"
+
+    def _mtu(self, ifname: str, mtu: int | None) -> dict[str, Any]:
+        from pyroute2 import IPRoute
+        from pyroute2.netlink.exceptions import NetlinkError
+
+        try:
+            ipr = IPRoute(netns=self.netns) if self.netns else IPRoute()
+        except OSError as error:
+            return {"ok": False, "error": f"netlink: {error}"}
+        try:
+            index = ipr.link_lookup(ifname=ifname)
+            if not index:
+                return {"ok": False, "error": f"no interface {ifname}"}
+            if mtu is None:
+                return {"ok": True, "value": str(ipr.get_links(index[0])[0].get_attr("IFLA_MTU"))}
+            ipr.link("set", index=index[0], mtu=mtu)
+            return {"ok": True}
+        except NetlinkError as error:
+            return {"ok": False, "error": f"netlink refused MTU {mtu} on {ifname}: "
+                    f"{os.strerror(error.code) if error.code else error}"}
+        finally:
+            ipr.close()
+
+    def op(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request["op"] == "mtu_get":
+            return self._mtu(request["ifname"], None)
+        if request["op"] == "mtu_set":
+            return self._mtu(request["ifname"], int(request["mtu"]))
+        return ops.handle(request)
+
+    def probe(self) -> Probe:
+        from strixwizard.probe.local import LocalProbe
+
+        return LocalProbe(self.node)
+
+
+class SnapshotRunner(Runner):
+    """A snapshot directory changed in place: the dry run of a plan (see module docstring)."""
+
+    dry_run = True
+
+    def __init__(self, node: str, root: Path) -> None:
+        self.node = node
+        self.root = Path(root)
+        self.where = f"snapshot copy {self.root} (dry run)"
+        self._probe: SnapshotProbe | None = None
+
+    def probe(self) -> SnapshotProbe:
+        if self._probe is None:
+            self._probe = SnapshotProbe.load(self.root)
+        return self._probe
+
+    def _disk(self, path: str) -> Path:
+        resolved = self.probe().tree.resolve(path) or path
+        return self.root / "fs" / resolved.lstrip("/")
+
+    def _changed(self) -> None:
+        self._probe = None
+
+    def read(self, read: Read) -> str | None:
+        if read.source == "mtu":
+            value = self.probe().read(f"/sys/class/net/{read.path}/mtu")
+            if value is None:
+                raise ReadError(f"no interface {read.path}")
+            return value.strip()
+        if read.source == "exists":
+            return "present" if os.path.lexists(self._disk(read.path)) else None
+        if read.source == "file":
+            disk = self._disk(read.path)
+            if not disk.is_file():
+                return None
+            return parse(read.parse, disk.read_text())
+        try:
+            result = self.probe().run(read.argv)
+        except NotCaptured:
+            raise ReadError(f"`{' '.join(read.argv)}` was not captured in the snapshot") from None
+        if not result.ok:
+            raise ReadError(command_error(read.argv, result.to_json()))
+        return parse(read.parse, result.stdout)
+
+    def _set_command_output(self, argv: tuple[str, ...], stdout: str) -> None:
+        path = self.root / "commands.json"
+        commands = json.loads(path.read_text())
+        for entry in commands:
+            if tuple(entry["argv"]) == argv:
+                entry.update(stdout=stdout, rc=0, stderr="")
+        path.write_text(json.dumps(commands, indent=1))
+
+    def _set(self, step: Step, value: str | None) -> None:
+        disk = self._disk(step.target) if step.kind is not Kind.MTU else None
+        if step.kind is Kind.MTU:
+            self._disk(f"/sys/class/net/{step.target}/mtu").write_text(f"{value}\n")
+        elif step.kind is Kind.WRITE:
+            if value is not None:
+                assert disk is not None
+                if step.target.startswith("/sys/kernel/config/"):
+                    disk.parent.mkdir(parents=True, exist_ok=True)  # configfs makes ports/N itself
+                if not disk.parent.is_dir():
+                    raise StepFailed(f"{step.target}: No such file or directory")
+                disk.write_text(value + "\n")
+        elif step.kind is Kind.MKDIR:
+            assert disk is not None
+            if value:
+                disk.mkdir(parents=True, exist_ok=False)
+            else:
+                shutil.rmtree(disk)
+        elif step.kind is Kind.FILE:
+            assert disk is not None
+            if value is None:
+                disk.unlink(missing_ok=True)
+            else:
+                disk.parent.mkdir(parents=True, exist_ok=True)
+                disk.write_text(value)
+        elif step.read.source == "exists":
+            link = self._disk(step.read.path)
+            if value is None:
+                link.unlink(missing_ok=True)
+            else:
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.unlink(missing_ok=True)
+                link.symlink_to(f"../{Path(step.read.path).name}")
+        elif step.read.source == "command":
+            try:
+                old = self.probe().run(step.read.argv)
+            except NotCaptured:
+                raise StepFailed(f"cannot simulate {' '.join(step.argv)}: "
+                                 f"`{' '.join(step.read.argv)}` was not captured") from None
+            if not old.ok:
+                raise StepFailed(command_error(step.argv, old.to_json()))
+            new = render(step.read.parse, old.stdout, value)
+            if new is None:
+                raise StepFailed(f"cannot simulate `{' '.join(step.argv)}` on a snapshot")
+            self._set_command_output(step.read.argv, new)
+        else:
+            raise StepFailed(f"cannot simulate {step.kind.value} steps on a snapshot")
+        self._changed()
+
+    def apply(self, step: Step) -> None:
+        self._set(step, step.after)
+
+    def undo(self, step: Step, before: str | None) -> None:
+        self._set(step, before)
+
+    def save_journal(self, run_id: str, text: str) -> str:
+        path = self.root / "fs" / DEFAULT_NODE_JOURNAL_DIR.lstrip("/") / f"{run_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return str(path)

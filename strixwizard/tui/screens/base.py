@@ -1,0 +1,67 @@
+"""What every step screen has: header, step bar, a body, the footer with its keys."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header
+
+from strixwizard.tui.steps import BY_ID
+from strixwizard.tui.widgets.stepbar import StepBar
+
+if TYPE_CHECKING:
+    from strixwizard.tui.app import WizardApp
+    from strixwizard.tui.session import Session
+
+
+class StepScreen(Screen[None]):
+    STEP: ClassVar[str] = "site"
+
+    def __init__(self) -> None:
+        super().__init__(id=f"step-{self.STEP}")
+        self.rendered_version = -1
+        step = BY_ID[self.STEP]
+        self.sub_title = f"step {step.number}/7 {step.title}"
+
+    @property
+    def wizard(self) -> WizardApp:
+        from strixwizard.tui.app import WizardApp
+
+        return cast(WizardApp, self.app)
+
+    @property
+    def session(self) -> Session:
+        return self.wizard.session
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≡")
+        yield StepBar(self.STEP, id="stepbar")
+        with VerticalScroll(id="body"):
+            yield from self.compose_body()
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def on_mount(self) -> None:
+        self.sync()
+
+    def on_screen_resume(self) -> None:
+        self.sync()
+
+    def sync(self) -> None:
+        """Re-render from the session if it changed since this screen last drew it."""
+        self.query_one(StepBar).show(self.session.state.visited)
+        step = BY_ID[self.STEP]
+        site = self.session.site
+        where = f"site {site.name} · " if site else ""
+        self.sub_title = f"{where}step {step.number}/7 {step.title}"
+        if self.rendered_version != self.session.version:
+            self.rendered_version = self.session.version
+            self.refresh_view()
+
+    def refresh_view(self) -> None:
+        """Draw the body from the session; subclasses override."""

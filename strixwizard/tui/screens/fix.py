@@ -1,0 +1,180 @@
+"""Step 4: failing checks grouped by node and link, each with the fix that cures it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from strixwizard.model import CheckResult
+from strixwizard.tui.jobs import Applied
+from strixwizard.tui.screens.base import StepScreen
+from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.state import display_path
+from strixwizard.tui.views import PlanView, fix_groups, plan_views
+from strixwizard.tui.widgets.confirm import ConfirmationModal
+from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.status import INDENT, badge
+
+
+def finding_content(result: CheckResult) -> Content:
+    where = f" {result.entity}" if result.entity and result.entity != result.host else ""
+    lines = [Content.assemble(badge(result.status), f" {result.id}{where}")]
+    observed = result.observed or result.detail
+    if observed:
+        want = f"  (want {result.expected})" if result.expected else ""
+        lines.append(Content(f"{INDENT}{observed}{want}"))
+    if result.fix is not None:
+        extras = [] if result.fix.reversible else ["not reversible"]
+        if result.fix.reboot:
+            extras.append("needs a reboot")
+        tail = f" ({', '.join(extras)})" if extras else ""
+        lines.append(Content.assemble(INDENT, Content.styled(f"fix {result.fix.id}", "bold $accent"),
+                                      f": {result.fix.summary}{tail}"))
+    elif result.why:
+        lines.append(Content.styled(f"{INDENT}{result.why}", "$text-muted"))
+    return Content("\n").join(lines)
+
+
+def plan_content(plan: PlanView) -> Content:
+    where = f" on {plan.entity}" if plan.entity and plan.entity != plan.node else ""
+    head = Content.assemble(Content.styled(f"plan {plan.fix}", "bold $accent"), where)
+    lines = [head]
+    if not plan.steps:
+        lines.append(Content.styled(f"{INDENT}no change planned", "$text-muted"))
+    for step in plan.steps:
+        flags = f"  [{step.flags}]" if step.flags else ""
+        lines.append(Content.assemble(f"{INDENT}{step.summary}: ", Content.styled(step.before, "$text-error"),
+                                      " → ", Content.styled(step.after, "$text-success"), flags))
+    lines += [Content.styled(f"{INDENT}note: {note}", "$text-muted") for note in plan.notes]
+    return Content("\n").join(lines)
+
+
+class FixGroupView(Static):
+    def __init__(self, title: str, results: tuple[CheckResult, ...], plans: list[PlanView]) -> None:
+        parts = [finding_content(r) for r in results] + [plan_content(p) for p in plans]
+        super().__init__(Content("\n").join(parts), classes="fix-group")
+        self.border_title = title
+
+
+def applied_text(applied: Applied) -> tuple[str, str]:
+    """The apply report in words, and the notice kind."""
+    report = applied.report
+    lines = [f"run {report.run_id}: {report.status}" + (f" — {report.message}" if report.message else "")]
+    if applied.dry_run_copies is not None:
+        lines.append(f"DRY RUN on copies of the snapshots in {display_path(applied.dry_run_copies)}; "
+                     "the demo itself is unchanged.")
+    lines += [f"{n.node}: {n.status}, {n.state}" for n in report.nodes]
+    lines += [f"  {v.fix} on {v.node}: {v.status}" + (f" ({v.detail})" if v.detail else "")
+              for v in report.verification]
+    lines.append("u rolls this run back from its journal.")
+    return "\n".join(lines), "success" if report.ok else "warning"
+
+
+class FixScreen(StepScreen):
+    STEP = "fix"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "apply", "Apply fixes"),
+        Binding("u", "roll_back", "Roll back"),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        yield Notice(id="fix-status", title="Fix")
+        yield Notice(id="fix-run", title="Apply")
+        yield Vertical(id="fix-groups")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        session = self.session
+        discovery = session.discovery
+        if action == "apply":
+            return (discovery is not None and discovery.plan is not None and discovery.plan.changes > 0
+                    and not session.fixing)
+        if action == "roll_back":
+            return session.applied is not None and not session.fixing
+        return True
+
+    def action_apply(self) -> None:
+        discovery = self.session.discovery
+        if discovery is None or discovery.plan is None or not discovery.plan.changes:
+            return
+        plan = discovery.plan
+        nodes = [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]
+        specs = {spec.name: spec for spec in discovery.site.nodes}
+        dry = all(specs[n].snapshot is not None for n in nodes if n in specs)
+        where = ("on private COPIES of the snapshots: a dry run, nothing real changes"
+                 if dry else "on " + ", ".join(nodes) + ": these are REAL changes on the nodes")
+        question = (f"Apply {plan.changes} changes {where}?\n\nEach value is checked against the plan "
+                    "first, a journal is written before the first step, a failing step rolls its node "
+                    "back, and the checks run again to verify. Steps that need a reboot are not run.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.wizard.apply_fixes()
+
+        self.app.push_screen(ConfirmationModal("Apply the fixes", question, yes="Apply (y)",
+                                               no="Cancel (n)"), answered)
+
+    def action_roll_back(self) -> None:
+        self.wizard.roll_back()
+
+    def _show_run(self) -> None:
+        session = self.session
+        run = self.query_one("#fix-run", Notice)
+        run.display = True
+        if session.fixing:
+            log = "\n".join(session.fix_log[-8:]) or "starting…"
+            run.say(f"{log}\n(this finishes or rolls back on its own; it cannot be interrupted halfway)",
+                    "info", title="Applying")
+        elif session.fix_error:
+            run.say(f"{session.fix_error}\nNext: discover again (2, r) to see each node's state; "
+                    "journals are kept for `strixwizard fix --rollback`.", "error", title="Apply failed")
+        elif session.applied is not None:
+            text, kind = applied_text(session.applied)
+            run.say(text, kind, title="Applied")
+        elif session.rolled_back:
+            run.say(session.rolled_back, "info", title="Rolled back")
+        else:
+            run.display = False
+
+    def refresh_view(self) -> None:
+        notice = self.query_one("#fix-status", Notice)
+        box = self.query_one("#fix-groups", Vertical)
+        box.remove_children()
+        self.refresh_bindings()
+        if needs_discovery(self.session, notice):
+            self.query_one("#fix-run", Notice).display = False
+            return
+        self._show_run()
+        discovery = self.session.discovery
+        assert discovery is not None
+        groups = fix_groups(discovery.report)
+        plans = plan_views(discovery.plan) if discovery.plan is not None else {}
+        changes = discovery.plan.changes if discovery.plan is not None else 0
+        if not groups and not changes:
+            notice.say("No failing check and no warning: nothing to fix.  n: deploy", "success",
+                       title="Nothing to fix")
+            return
+        count = sum(len(g.results) for g in groups)
+        fixable = sum(1 for g in groups for r in g.results if r.fix is not None)
+        if discovery.plan is not None:
+            planned = (f"The fix engine plans {changes} changes on {len(plans)} nodes, shown as "
+                       "before → after under each node.")
+        else:
+            planned = f"No plan: {discovery.plan_error}."
+        if discovery.plan is None:
+            how = "Apply them by hand, then discover again (2, r)."
+        elif self.session.is_demo:
+            how = "a applies them as a DRY RUN on copies of the demo's snapshots."
+        else:
+            how = "a applies them (you confirm first); u rolls the last run back."
+        notice.say(f"{count} problems, {fixable} with a known fix. {planned}\n{how}", "warning",
+                   title="Fix")
+        views = [FixGroupView(g.title, g.results, plans.pop(g.title.removeprefix("node "), []))
+                 if g.title.startswith("node ") else FixGroupView(g.title, g.results, [])
+                 for g in groups]
+        views += [FixGroupView(f"node {node}", (), node_plans) for node, node_plans in plans.items()]
+        box.mount_all(views)

@@ -1,0 +1,116 @@
+"""Step 7: the summary, saved as JSON (the doctor schema), Markdown and HTML."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from strixwizard.model import Status
+from strixwizard.tui.export import save_report
+from strixwizard.tui.screens.base import StepScreen
+from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.state import display_path
+from strixwizard.tui.views import fix_groups, link_views, node_rows
+from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.status import badge, styled
+
+NB = "\u00a0\u00a0"
+
+
+class ReportScreen(StepScreen):
+    STEP = "report"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "save", "Save report")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved_for: int | None = None
+
+    def compose_body(self) -> ComposeResult:
+        yield Notice(id="report-status", title="Report")
+        with Vertical(id="report-summary"):
+            yield Static(id="report-verdict")
+            yield Notice(id="report-files", title="Files")
+            yield Static(id="report-body")
+
+    def refresh_view(self) -> None:
+        notice = self.query_one("#report-status", Notice)
+        verdict = self.query_one("#report-verdict", Static)
+        body = self.query_one("#report-body", Static)
+        files = self.query_one("#report-files", Notice)
+        if needs_discovery(self.session, notice):
+            verdict.update("")
+            body.update("")
+            files.display = False
+            return
+        notice.display = False
+        files.display = True
+        discovery = self.session.discovery
+        assert discovery is not None
+        report = discovery.report
+        if self.saved_for != id(report):
+            self.saved_for = id(report)
+            self._save(quiet=True)
+        counts = report.summary
+        status = report.status
+        verdict.update(Content.assemble(
+            styled(f" {status.value.upper()} ", status).stylize("reverse"), f"  site {report.site}: ",
+            styled(f"{counts['fail']} failed", Status.FAIL if counts["fail"] else Status.PASS), ", ",
+            styled(f"{counts['warn']} warnings", Status.WARN if counts["warn"] else Status.PASS),
+            f", {counts['pass']} passed, {counts['skip']} skipped",
+        ))
+        lines: list[Content] = [Content.styled("Nodes", "bold $text-accent")]
+        for row in node_rows(report):
+            if row.state == "ok":
+                lines.append(Content(f"{NB}{row.name}: {row.sku} · {row.gfx} · kernel {row.kernel} · "
+                                     f"{row.memory}"))
+            else:
+                lines.append(styled(f"{NB}{row.name}: unreachable: {row.error}", Status.FAIL))
+        lines.append(Content.styled("Links", "bold $text-accent"))
+        for link in link_views(report):
+            lines.append(Content.assemble(NB, badge(link.status), f" {link.id} ({link.transport})"))
+        lines.append(Content.styled("Problems", "bold $text-accent"))
+        for group in fix_groups(report):
+            worst = max(group.results, key=lambda r: r.status.rank).status
+            lines.append(Content.assemble(NB, badge(worst), f" {group.title}: "
+                                          f"{', '.join(r.id for r in group.results)}"))
+        body.update(Content("\n").join(lines))
+        self._show_files()
+
+    def _show_files(self) -> None:
+        files = self.query_one("#report-files", Notice)
+        session = self.session
+        if session.save_error:
+            files.say(f"{session.save_error}\nNext: make the folder writable, then press s.", "error",
+                      title="Not saved")
+        elif session.saved:
+            paths = "\n".join(f"{fmt:>4}  {display_path(path)}" for fmt, path in session.saved.items())
+            files.say(f"{paths}\nThe JSON follows the `doctor --json` schema.  s: save again",
+                      "success", title="Saved")
+        else:
+            files.say("Not saved yet: press s.", "info", title="Files")
+
+    def _save(self, quiet: bool = False) -> None:
+        session = self.session
+        discovery = session.discovery
+        if discovery is None:
+            return
+        extra = {"source": session.describe_source()}
+        try:
+            session.saved = save_report(discovery.report, session.out_dir, extra)
+            session.save_error = None
+        except OSError as error:
+            session.saved = {}
+            session.save_error = f"cannot write the report to {session.out_dir}: {error.strerror or error}"
+        self.wizard.save_progress()
+        if not quiet:
+            self.notify("report saved" if not session.save_error else session.save_error,
+                        severity="information" if not session.save_error else "error")
+            self._show_files()
+
+    def action_save(self) -> None:
+        self._save()

@@ -1,0 +1,100 @@
+"""Where the wizard stopped, saved next to the site file so re-opening resumes there.
+
+- a site file `DIR/site.yaml`: `DIR/.strixwizard-state.json`;
+- the demo (its site file is inside the package): `$XDG_STATE_HOME/strixwizard/demo-state.json`
+  (`~/.local/state/strixwizard/` by default), which also holds the demo's saved reports.
+
+A missing, unreadable or foreign state file means "start at the first step"; it is
+never an error. Writing is best effort (a read-only folder must not stop the wizard).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strixwizard.tui.steps import BY_ID
+
+FORMAT = "strixwizard-wizard-state/1"
+STATE_FILE_NAME = ".strixwizard-state.json"
+
+
+def user_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "strixwizard"
+
+
+def display_path(path: Path | str) -> str:
+    """A path as people read it: the home folder shown as `~`."""
+    text = str(path)
+    home = str(Path.home())
+    return "~" + text[len(home):] if home != "/" and (text == home or text.startswith(home + "/")) else text
+
+
+def state_path(site_file: Path | None, demo: bool) -> Path:
+    if demo or site_file is None:
+        return user_state_dir() / ("demo-state.json" if demo else "wizard-state.json")
+    return site_file.resolve().parent / STATE_FILE_NAME
+
+
+def output_dir(site_file: Path | None, demo: bool) -> Path:
+    """Where reports are written: beside the site file, or the user's state folder."""
+    if demo or site_file is None:
+        return user_state_dir() / ("demo" if demo else "reports")
+    return site_file.resolve().parent
+
+
+@dataclass
+class WizardState:
+    step: str = "site"
+    site_file: str | None = None
+    visited: list[str] = field(default_factory=list)
+    saved_reports: dict[str, str] = field(default_factory=dict)  # format -> path
+    saved_at: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": FORMAT,
+            "step": self.step,
+            "site_file": self.site_file,
+            "visited": self.visited,
+            "saved_reports": self.saved_reports,
+            "saved_at": self.saved_at,
+        }
+
+
+def load_state(path: Path) -> WizardState:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return WizardState()
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return WizardState()
+    step = data.get("step")
+    visited = data.get("visited")
+    reports = data.get("saved_reports")
+    site_file = data.get("site_file")
+    return WizardState(
+        step=step if isinstance(step, str) and step in BY_ID else "site",
+        site_file=site_file if isinstance(site_file, str) else None,
+        visited=[v for v in visited if isinstance(v, str) and v in BY_ID]
+        if isinstance(visited, list) else [],
+        saved_reports={str(k): str(v) for k, v in reports.items()} if isinstance(reports, dict) else {},
+        saved_at=data.get("saved_at") if isinstance(data.get("saved_at"), str) else None,
+    )
+
+
+def save_state(path: Path, state: WizardState) -> str | None:
+    """Write the state; returns why it could not be written, or None."""
+    state.saved_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(json.dumps(state.to_json(), indent=2) + "\n", encoding="utf-8")
+        temporary.replace(path)
+    except OSError as error:
+        return f"cannot save the wizard's progress to {path}: {error.strerror or error}"
+    return None

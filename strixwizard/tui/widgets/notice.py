@@ -1,0 +1,28 @@
+"""An honest empty state or problem: what is (not) there, and what to do next."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+
+class Notice(Static):
+    """A boxed paragraph; `kind` is one of info, warning, error, success (a CSS class)."""
+
+    DEFAULT_CSS = """
+    Notice { border: round $primary; padding: 0 1; height: auto; margin: 0 0 1 0; }
+    Notice.warning { border: round $warning; }
+    Notice.error { border: round $error; }
+    Notice.success { border: round $success; }
+    """
+
+    def __init__(self, text: str = "", kind: str = "info", title: str | None = None,
+                 id: str | None = None) -> None:
+        super().__init__(text, id=id, classes=kind, markup=False)
+        if title:
+            self.border_title = title
+
+    def say(self, text: str, kind: str = "info", title: str | None = None) -> None:
+        for name in ("info", "warning", "error", "success"):
+            self.set_class(name == kind, name)
+        self.border_title = title
+        self.update(text)

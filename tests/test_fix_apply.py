@@ -1,0 +1,287 @@
+"""Apply, verify and roll back on snapshot copies (dry runs), and the `fix` command line.
+
+The runners change a copy of each snapshot exactly as a node would change; the
+drift check, journals, link-wide rollback and verification are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from strixwizard.demo.hardware import RoceSetup
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.engine import apply_plan, rollback_run, verify
+from strixwizard.fixing.journal import JournalStore
+from strixwizard.fixing.model import Step
+from strixwizard.fixing.planning import plan_site
+from strixwizard.fixing.runner import SnapshotRunner, StepFailed, Unreachable
+from strixwizard.fixing.targets import runner_from_journal
+from strixwizard.probe.snapshot import SnapshotProbe
+from strixwizard.site import NodeSpec, Site
+from tests.test_fix_plans import SITE_FABRIC, pair
+
+BAD_B = RoceSetup(mtu=1500, pfc=(), fw_lldp=True, pause=(True, True), roce_mode="RoCE v2")
+
+
+def build(tmp_path: Path, setup_b: RoceSetup = BAD_B) -> tuple[Site, dict[str, Path]]:
+    roots = {}
+    for name, node in pair(setup_b).items():
+        out = tmp_path / "snap" / name
+        out.mkdir(parents=True)
+        roots[name] = node.capture(out)
+    site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=str(p)) for n, p in roots.items()),
+                fabric=SITE_FABRIC)
+    return site, roots
+
+
+def facts(roots: dict[str, Path]) -> dict[str, NodeFacts]:
+    return {n: NodeFacts(n, SnapshotProbe.load(p)) for n, p in roots.items()}
+
+
+def run(site: Site, roots: dict[str, Path], store: JournalStore, runners=None, only=()):
+    before = facts(roots)
+    plan = plan_site(site, list(before.values()), only)
+    runners = runners or {n: SnapshotRunner(n, p) for n, p in roots.items()}
+    descriptors = {n: {"kind": "snapshot", "root": str(p)} for n, p in roots.items()}
+    report = apply_plan(plan, runners, store, site, descriptors,
+                        verify_with=lambda after: verify(site, plan, before, after))
+    return plan, report
+
+
+def tree_state(root: Path) -> dict[str, object]:
+    files = {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*"))
+             if p.is_file() and not p.is_symlink() and "var/lib/strixwizard" not in str(p)
+             and p.name != "commands.json"}
+    files["commands"] = json.loads((root / "commands.json").read_text())
+    return files
+
+
+def test_apply_changes_the_copy_verifies_and_a_second_apply_changes_nothing(tmp_path: Path) -> None:
+    site, roots = build(tmp_path)
+    store = JournalStore(tmp_path / "journal")
+    _plan, report = run(site, roots, store, only=("net.mtu", "dcb.pfc", "ethtool.pause_off",
+                                                 "e810.fw_lldp_off"))
+    assert report.status == "applied" and report.dry_run
+    b = next(n for n in report.nodes if n.node == "node-b")
+    assert [r.status for r in b.steps if r.step.persistence is None] == ["applied"] * 4
+    verdicts = {(v.fix, v.node): v.status for v in report.verification}
+    assert verdicts[("dcb.pfc", "node-b")] == "cured"
+    assert verdicts[("ethtool.pause_off", "node-b")] == "cured"
+    assert verdicts[("e810.fw_lldp_off", "node-b")] == "cured"
+    node_b = NodeFacts("node-b", SnapshotProbe.load(roots["node-b"]))
+    assert node_b.netdev("enp194s0np0").mtu == 9000
+    assert node_b.dcb("enp194s0np0").pfc_enabled == (3,)
+    assert (roots["node-b"] / "fs/etc/systemd/system/strixwizard-dcb-pfc-enp194s0np0.service").exists()
+    journal = json.loads(Path(b.journal).read_text())
+    assert journal["status"] == "applied" and journal["run_id"] == report.run_id
+    assert Path(b.journal_on_node).is_file()
+    again_plan, again = run(site, roots, store, only=("net.mtu", "dcb.pfc", "ethtool.pause_off",
+                                                      "e810.fw_lldp_off"))
+    assert again_plan.changes == 0 and again.status == "nothing-to-do"
+
+
+def test_rollback_restores_the_tree_exactly(tmp_path: Path) -> None:
+    site, roots = build(tmp_path)
+    original = {n: tree_state(p) for n, p in roots.items()}
+    store = JournalStore(tmp_path / "journal")
+    _, report = run(site, roots, store)
+    assert report.status == "applied"
+    assert tree_state(roots["node-b"]) != original["node-b"]
+    rolled = rollback_run(store.load_run(None), runner_from_journal, store)
+    assert rolled.ok, rolled.to_json()
+    for name, root in roots.items():
+        assert tree_state(root) == original[name], name
+
+
+def test_drift_aborts_before_anything_is_touched(tmp_path: Path) -> None:
+    site, roots = build(tmp_path)
+    before = facts(roots)
+    plan = plan_site(site, list(before.values()), ("net.mtu", "ethtool.pause_off"))
+    # someone changes the MTU of node-b after the plan was made
+    mtu = next(roots["node-b"].glob("fs/sys/devices/**/net/enp194s0np0/mtu"))
+    mtu.write_text("4000\n")
+    original = tree_state(roots["node-b"])
+    store = JournalStore(tmp_path / "journal")
+    runners = {n: SnapshotRunner(n, p) for n, p in roots.items()}
+    report = apply_plan(plan, runners, store, site, {})
+    assert report.status == "aborted"
+    assert "enp194s0np0 changed since the plan was made (planned from '1500', now '4000')" in report.message
+    assert "nothing was changed on any node" in report.message
+    assert tree_state(roots["node-b"]) == original
+    assert store.runs() == []  # no journal: nothing was about to change
+
+
+class FailingRunner(SnapshotRunner):
+    """A node that refuses one step (by summary), as a driver would."""
+
+    def __init__(self, node: str, root: Path, refuse: str, unreachable: bool = False) -> None:
+        super().__init__(node, root)
+        self.refuse, self.unreachable = refuse, unreachable
+
+    def apply(self, step: Step) -> None:
+        if self.refuse in step.summary:
+            if self.unreachable:
+                raise Unreachable("connection lost (the session ended)")
+            raise StepFailed("`dcb pfc set` failed: Error: Operation not supported.")
+        super().apply(step)
+
+
+def test_a_failing_step_rolls_back_its_node_and_the_other_end_of_the_link(tmp_path: Path) -> None:
+    setup = RoceSetup(mtu=1500, pfc=(), roce_mode="RoCE v2")
+    site, roots = build(tmp_path, setup)
+    # node-a wants MTU too, so both ends change; node-b then fails on PFC
+    a_mtu = next(roots["node-a"].glob("fs/sys/devices/**/net/enp194s0np0/mtu"))
+    a_mtu.write_text("1500\n")
+    original = {n: tree_state(p) for n, p in roots.items()}
+    store = JournalStore(tmp_path / "journal")
+    runners = {"node-a": SnapshotRunner("node-a", roots["node-a"]),
+               "node-b": FailingRunner("node-b", roots["node-b"], "PFC on priority")}
+    _plan, report = run(site, roots, store, runners, only=("net.mtu", "dcb.pfc"))
+    assert report.status == "failed"
+    a, b = report.nodes
+    assert b.status == "rolled-back"
+    assert "PFC on priority 3 only on enp194s0np0' failed: `dcb pfc set` failed: Error: Operation " \
+           "not supported." in b.state and "the node is as it was" in b.state
+    assert a.status == "rolled-back" and "node-b did not complete" in a.state
+    for name, root in roots.items():
+        assert tree_state(root) == original[name], name
+
+
+def test_an_unreachable_node_is_reported_with_its_journal_for_a_later_rollback(tmp_path: Path
+                                                                              ) -> None:
+    setup = RoceSetup(mtu=1500, pfc=(), roce_mode="RoCE v2")
+    site, roots = build(tmp_path, setup)
+    store = JournalStore(tmp_path / "journal")
+    runners = {"node-a": SnapshotRunner("node-a", roots["node-a"]),
+               "node-b": FailingRunner("node-b", roots["node-b"], "PFC on priority", True)}
+    _, report = run(site, roots, store, runners, only=("net.mtu", "dcb.pfc"))
+    b = next(n for n in report.nodes if n.node == "node-b")
+    assert b.status == "interrupted"
+    assert "unreachable during 'PFC on priority 3 only on enp194s0np0'" in b.state
+    assert "applied before it: set the MTU of enp194s0np0 to 9000" in b.state
+    assert f"--rollback {report.run_id}" in b.state
+    journal = json.loads(Path(b.journal).read_text())
+    status = {s["summary"]: s["status"] for s in journal["steps"]}
+    assert status["set the MTU of enp194s0np0 to 9000"] == "applied"
+    assert status["PFC on priority 3 only on enp194s0np0"] == "unknown"
+    assert journal["status"] == "interrupted"
+    rolled = rollback_run(store.load_run(report.run_id), runner_from_journal, store)
+    assert rolled.ok
+    assert NodeFacts("b", SnapshotProbe.load(roots["node-b"])).netdev("enp194s0np0").mtu == 1500
+
+
+# -- the command line -----------------------------------------------------------
+
+@pytest.fixture
+def state(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_STATE_HOME": str(tmp_path / "state")}
+
+
+def test_fix_demo_shows_the_plan_per_node_with_before_and_after(cli, state) -> None:
+    result = cli("fix", "--demo", env=state)
+    assert result.rc == 0, result.stderr
+    out = result.stdout
+    assert "Fix plan for site demo (snapshots: applying is a dry run on copies)" in out
+    assert "node-b:" in out and "enp194s0np0: 1500 → 9000" in out
+    assert "run:  ethtool -A enp194s0np0 rx off tx off" in out
+    assert "undo: ethtool -A enp194s0np0 rx on tx on" in out
+    assert "Apply with: strixwizard fix --apply" in out
+
+
+def test_fix_json_is_one_document_with_plans_and_steps(cli, state) -> None:
+    result = cli("fix", "--demo", "--json", "--only", "net.mtu", env=state)
+    doc = result.json()
+    assert doc["mode"] == "plan" and doc["dry_run"] is True and doc["schema_version"] == 1
+    assert doc["summary"] == {"changes": 1, "plans": 1, "manual": 0}
+    (plan,) = doc["plans"]
+    assert plan["fix"] == "net.mtu" and plan["node"] == "node-b"
+    step = plan["steps"][0]
+    assert (step["kind"], step["target"], step["before"], step["after"]) == (
+        "mtu", "enp194s0np0", "1500", "9000")
+
+
+def test_apply_without_a_terminal_or_yes_is_refused(cli, state) -> None:
+    result = cli("fix", "--demo", "--apply", env=state)
+    assert result.rc == 2
+    assert "refusing to change nodes without confirmation" in result.stderr
+    assert "--yes" in result.stderr
+
+
+def test_apply_on_the_demo_is_a_labelled_dry_run_then_rollback(cli, state, tmp_path: Path) -> None:
+    demo = Path(__file__).resolve().parent.parent / "strixwizard/demo/snapshots"
+    before = {p: p.read_bytes() for p in demo.rglob("*") if p.is_file() and not p.is_symlink()}
+    result = cli("fix", "--demo", "--apply", "--yes", "--json", env=state)
+    doc = result.json()
+    assert result.rc in (0, 1)
+    assert doc["mode"] == "apply" and doc["apply"]["dry_run"] is True
+    assert doc["apply"]["status"] == "applied"
+    run_id = doc["apply"]["run_id"]
+    assert {v["status"] for v in doc["apply"]["verification"]} <= {"cured", "not-cured",
+                                                                  "not-verified", "pending-reboot"}
+    assert before == {p: p.read_bytes() for p in before}, "the bundled demo must never change"
+    text = cli("fix", "--demo", "--rollback", run_id, "--yes", env=state)
+    assert text.rc == 0, text.stdout + text.stderr
+    assert f"Rollback of run {run_id}: done" in text.stdout
+
+
+def test_emit_ansible_writes_inventory_and_playbook(cli, state, tmp_path: Path) -> None:
+    import yaml
+
+    out = tmp_path / "ansible"
+    result = cli("fix", "--demo", "--emit", "ansible", str(out), env=state)
+    assert result.rc == 0, result.stderr
+    inventory = yaml.safe_load((out / "inventory.yml").read_text())
+    assert set(inventory["all"]["hosts"]) == {"node-a", "node-b"}
+    plays = yaml.safe_load((out / "playbook.yml").read_text())
+    b = next(p for p in plays if p["hosts"] == "node-b")
+    assert b["become"] is True
+    commands = [t["ansible.builtin.command"]["argv"] for t in b["tasks"]
+                if "ansible.builtin.command" in t]
+    assert ["ip", "link", "set", "dev", "enp194s0np0", "mtu", "9000"] in commands
+    assert ["ethtool", "-A", "enp194s0np0", "rx", "off", "tx", "off"] in commands
+    import shutil
+    import subprocess
+    import sys
+
+    # ansible-core is a test dependency (pyproject's [test] extra): missing it is an error.
+    playbook = Path(sys.executable).with_name("ansible-playbook")
+    found = str(playbook) if playbook.exists() else shutil.which("ansible-playbook")
+    assert found, "ansible-playbook not found: install the test extras (pip install -e '.[test]')"
+    check = subprocess.run([found, "--syntax-check", "-i", str(out / "inventory.yml"),
+                            str(out / "playbook.yml")], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_doctor_does_not_import_the_fix_engine() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\nfrom strixwizard.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main(['doctor', '--demo', '--json'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('strixwizard.fixing', 'fixes.'))))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['strixwizard.fixing', 'strixwizard.fixing.cliargs']"
+
+
+def test_apply_on_a_terminal_asks_and_no_changes_nothing(tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    main, child = pty.openpty()
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-m", "strixwizard", "fix", "--demo", "--apply",
+                             "--only", "net.mtu"], stdin=child, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, text=True)
+    os.close(child)
+    os.write(main, b"n\n")
+    out, err = proc.communicate(timeout=60)
+    os.close(main)
+    assert proc.returncode == 2
+    assert "Apply 1 change(s) on copies of the snapshots (dry run)? [y/N]" in out
+    assert "not confirmed: nothing was changed" in err
+    assert not (tmp_path / "state" / "strixwizard" / "journal").exists()

@@ -1,0 +1,54 @@
+"""The TUI renders and calls the engine; it does no I/O of its own, and `doctor` never loads it."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+TUI = Path(__file__).resolve().parent.parent / "strixwizard" / "tui"
+FORBIDDEN = {"subprocess", "paramiko", "pyroute2", "pyverbs", "socket", "strixwizard.probe.local",
+             "strixwizard.probe.ssh"}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_nothing_under_tui_imports_io_modules() -> None:
+    files = sorted(TUI.rglob("*.py"))
+    assert len(files) > 10
+    offenders = {
+        str(f.relative_to(TUI)): sorted(n for n in _imports(f)
+                                        if any(n == bad or n.startswith(bad + ".") for bad in FORBIDDEN))
+        for f in files
+    }
+    assert not {k: v for k, v in offenders.items() if v}
+
+
+def test_doctor_and_the_tui_helpers_do_not_load_textual() -> None:
+    code = (
+        "import sys\n"
+        "from strixwizard.cli import main\n"
+        "import strixwizard.tui, strixwizard.tui.export, strixwizard.tui.views, strixwizard.tui.state\n"
+        "main(['doctor', '--demo', '--json'])\n"
+        "print('textual' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_without_a_terminal_the_bare_command_prints_help() -> None:
+    done = subprocess.run([sys.executable, "-m", "strixwizard"], capture_output=True, text=True,
+                          timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0
+    assert "--demo" in done.stdout and "needs a terminal" in done.stderr
