@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import tarfile
 from pathlib import Path
 from typing import Any
 
 from strixwizard.fixing.journal import NodeJournal
 from strixwizard.fixing.runner import LocalRunner, Runner, SnapshotRunner, Unreachable
+from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 
 
@@ -18,14 +18,9 @@ def copy_snapshot(source: Path, destination: Path) -> Path:
     if source.is_dir():
         shutil.copytree(source, destination, symlinks=True)
     else:
-        with tarfile.open(source) as archive:
-            archive.extractall(destination, filter="data")
-        entries = list(destination.iterdir())
-        if len(entries) == 1 and entries[0].is_dir() and not (destination / "meta.json").exists():
-            inner = entries[0]
-            for item in inner.iterdir():
-                item.rename(destination / item.name)
-            inner.rmdir()
+        # Through the snapshot loader rather than tarfile.extractall: paths are normalised
+        # inside the snapshot, and Debian 12's Python 3.11.2 has no extraction filters.
+        SnapshotProbe.load(source).write_dir(destination)
     return destination
 
 

@@ -116,6 +116,24 @@ class SnapshotProbe:
     def commands(self) -> list[CmdResult]:
         return list(self._commands.values())
 
+    def write_dir(self, destination: Path) -> Path:
+        """Lay this snapshot out as a directory (a safe copy of an archive: every path was
+        normalised inside the snapshot when it was loaded, so nothing lands outside)."""
+        destination.mkdir(parents=True, exist_ok=False)
+        (destination / "meta.json").write_text(json.dumps(self.meta, indent=1) + "\n")
+        (destination / "commands.json").write_text(
+            json.dumps([c.to_json() for c in self._commands.values()], indent=1) + "\n")
+        fs_root = destination / "fs"
+        for path, text in self.tree.files.items():
+            target = fs_root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        for path, link in self.tree.links.items():
+            target = fs_root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(link, target)
+        return destination
+
     # -- loading -----------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SnapshotProbe:
