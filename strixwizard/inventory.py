@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from strixwizard.site import NodeSpec, SiteError, YamlReader
+from strixwizard.site import NodeSpec, SiteError, YamlReader, compose_yaml
 
 GROUP_KEYS = ("hosts", "children", "vars")
 
@@ -85,12 +85,7 @@ def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:
 
 def parse_inventory(text: str, source: str) -> tuple[NodeSpec, ...]:
     inventory = _Inventory(source)
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = f":{mark.line + 1}" if mark else ""
-        raise SiteError(f"{source}{line}: not valid YAML: {error.problem}") from None
+    root = compose_yaml(text, source)
     if root is None:
         raise SiteError(f"{source}: the inventory is empty")
     top = inventory.reader.mapping(root, "the inventory")

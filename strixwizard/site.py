@@ -142,11 +142,10 @@ class YamlReader:
             raise self.error(node, f"{what} is missing {missing}") from None
 
 
-def parse_site(text: str, source: str, path: Path | None = None, require_nodes: bool = True) -> Site:
-    """Parse a site file; `require_nodes=False` when an inventory supplies the nodes."""
-    reader = YamlReader(source)
+def compose_yaml(text: str, source: str) -> yaml.Node | None:
+    """The YAML node tree (with line marks), or a SiteError naming file and line."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}" if mark else ""
@@ -156,6 +155,12 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
         raise SiteError(f"{source}{line}: not valid YAML: {error.problem}{context}") from None
     except yaml.YAMLError as error:
         raise SiteError(f"{source}: not valid YAML: {error}") from None
+
+
+def parse_site(text: str, source: str, path: Path | None = None, require_nodes: bool = True) -> Site:
+    """Parse a site file; `require_nodes=False` when an inventory supplies the nodes."""
+    reader = YamlReader(source)
+    root = compose_yaml(text, source)
     if root is None:
         raise SiteError(f"{source}: the file is empty; expected `site:` and `nodes:`")
     top = reader.mapping(root, "the site file")

@@ -47,6 +47,7 @@ def test_collector_keeps_symlinks_relative_and_inside(tmp_path: Path) -> None:
 
 def test_collector_runs_commands_and_records_missing_ones(tmp_path: Path) -> None:
     out = tmp_path / "snap"
+    before = {n for n in os.listdir("/sys/class/net") if n != "lo"}
     spec = {"files": [], "links": [], "commands": [
         {"argv": ["echo", "hello world"]},
         {"argv": ["strixwizard-no-such-tool", "--x"]},
@@ -57,7 +58,9 @@ def test_collector_runs_commands_and_records_missing_ones(tmp_path: Path) -> Non
     by_argv = {tuple(c["argv"]): c for c in commands}
     assert by_argv[("echo", "hello world")]["stdout"] == "hello world\n"
     assert by_argv[("strixwizard-no-such-tool", "--x")]["rc"] == 127
-    netdevs = [n for n in os.listdir("/sys/class/net") if n != "lo"]
+    # interfaces present throughout (test labs may come and go around this test)
+    netdevs = before & set(os.listdir("/sys/class/net"))
+    assert netdevs
     for netdev in netdevs:
         assert by_argv[("cat", f"/sys/class/net/{netdev}/mtu")]["rc"] == 0
     probe = SnapshotProbe.load(out)

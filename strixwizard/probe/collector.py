@@ -46,6 +46,33 @@ def read_bounded(path: str) -> bytes:
     return b"".join(chunks)[:MAX_FILE_BYTES]
 
 
+def run_command(argv: list[str]) -> dict[str, Any]:
+    """Run argv in the C locale, bounded in time; a missing tool is rc 127, a timeout rc 124."""
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT_S,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError:
+        return {"argv": argv, "rc": 127, "stdout": "", "stderr": argv[0] + ": command not found"}
+    except subprocess.TimeoutExpired:
+        return {"argv": argv, "rc": 124, "stdout": "",
+                "stderr": f"timed out after {COMMAND_TIMEOUT_S:g} s"}
+    except OSError as error:
+        return {"argv": argv, "rc": 126, "stdout": "", "stderr": str(error)}
+    return {
+        "argv": argv,
+        "rc": done.returncode,
+        "stdout": done.stdout.decode("utf-8", "replace"),
+        "stderr": done.stderr.decode("utf-8", "replace"),
+    }
+
+
 class Sink:
     """Where collected entries go: a directory or a tar stream."""
 
@@ -188,28 +215,7 @@ class Collector:
             yield [arg.replace("{" + each + "}", name) for arg in argv]
 
     def run(self, argv: list[str]) -> dict[str, Any]:
-        env = dict(os.environ, LC_ALL="C", LANG="C")
-        try:
-            done = subprocess.run(
-                argv,
-                capture_output=True,
-                timeout=COMMAND_TIMEOUT_S,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
-        except FileNotFoundError:
-            return {"argv": argv, "rc": 127, "stdout": "", "stderr": argv[0] + ": command not found"}
-        except subprocess.TimeoutExpired:
-            return {"argv": argv, "rc": 124, "stdout": "", "stderr": "timed out"}
-        except OSError as error:
-            return {"argv": argv, "rc": 126, "stdout": "", "stderr": str(error)}
-        return {
-            "argv": argv,
-            "rc": done.returncode,
-            "stdout": done.stdout.decode("utf-8", "replace"),
-            "stderr": done.stderr.decode("utf-8", "replace"),
-        }
+        return run_command(argv)
 
     def hostname(self) -> str:
         try:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 from collections.abc import Sequence
 
-from strixwizard.probe import RC_NOT_FOUND, RC_TIMEOUT, CmdResult
-from strixwizard.probe.collector import COMMAND_TIMEOUT_S, read_bounded
+from strixwizard.probe import CmdResult
+from strixwizard.probe.collector import read_bounded, run_command
 
 
 class LocalProbe:
@@ -38,24 +37,5 @@ class LocalProbe:
             return None
 
     def run(self, argv: Sequence[str]) -> CmdResult:
-        args = tuple(argv)
-        env = dict(os.environ, LC_ALL="C", LANG="C")
-        try:
-            done = subprocess.run(
-                args,
-                capture_output=True,
-                timeout=COMMAND_TIMEOUT_S,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
-        except FileNotFoundError:
-            return CmdResult(args, RC_NOT_FOUND, "", f"{args[0]}: command not found")
-        except subprocess.TimeoutExpired:
-            return CmdResult(args, RC_TIMEOUT, "", f"timed out after {COMMAND_TIMEOUT_S:g} s")
-        return CmdResult(
-            args,
-            done.returncode,
-            done.stdout.decode("utf-8", "replace"),
-            done.stderr.decode("utf-8", "replace"),
-        )
+        done = run_command(list(argv))
+        return CmdResult(tuple(argv), done["rc"], done["stdout"], done["stderr"])
