@@ -1,0 +1,120 @@
+"""Deploy orchestration on top of the fix engine: plan from facts, read the nodes' current
+state, apply through the fix engine's executor and journal, roll back, smoke-test.
+
+Deploy journals live apart from fix journals (`.../strixwizard/deploy-journal`), so
+`deploy --rollback` never undoes a fix run and `fix --rollback` never a deploy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from strixwizard.deploy.env import DeployRefused, generate_env
+from strixwizard.deploy.plan import DeployPlan, DeploySettings, plan_deploy, with_observed
+from strixwizard.deploy.smoke import (
+    ERROR,
+    SmokeCheck,
+    SmokeReport,
+    all_reduce_argv,
+    judge_ray,
+    judge_rccl,
+    ray_status_argv,
+)
+from strixwizard.engine import Node
+from strixwizard.errors import UsageError
+from strixwizard.fixing.journal import JournalStore, default_journal_dir
+from strixwizard.fixing.model import Kind
+from strixwizard.fixing.readers import ReadError
+from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
+from strixwizard.site import Site
+from strixwizard.topology import build_topology
+
+Progress = Callable[[str, str], None]
+
+
+def deploy_store(root: Path | None = None) -> JournalStore:
+    return JournalStore(root or default_journal_dir().parent / "deploy-journal")
+
+
+def make_plan(site: Site, nodes: Sequence[Node], settings: DeploySettings, profile: str = "rdma",
+              head: str | None = None) -> DeployPlan:
+    """The deploy plan of every node of the run; all of them must be reachable."""
+    down = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
+    if down:
+        raise DeployRefused("cannot deploy a cluster with nodes missing: " + "; ".join(
+            f"{name}: {why}" for name, why in down.items()))
+    facts = [n.facts for n in nodes if n.facts is not None]
+    env = generate_env(site.name, facts, build_topology(facts, site), profile, head)
+    return plan_deploy(env, {f.name: f for f in facts}, settings)
+
+
+def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
+    """Fill every step's `before` with what its node holds now and drop converged steps.
+
+    Refuses when Ray already runs on a node whose environment would change: its actors
+    would keep the old one (they inherit the daemon's), which is the pitfall this avoids."""
+    observed: dict[tuple[str, str], str | None] = {}
+    for p in plan.site_plan.plans:
+        runner = runners.get(p.node)
+        if runner is None:
+            continue
+        for step in p.steps:
+            try:
+                observed[(p.node, step.target)] = runner.read(step.read)
+            except Unreachable as error:
+                raise UsageError(f"{p.node} is unreachable: {error}") from None
+            except (ReadError, StepFailed) as error:
+                raise UsageError(f"{p.node}: cannot read {step.target}: {error}") from None
+    site_plan = with_observed(plan.site_plan, observed)
+    for node in site_plan.nodes:
+        plans = site_plan.for_node(node)
+        env_changes = any(s.kind is Kind.FILE and s.target == plan.settings.env_file
+                          for p in plans for s in p.steps)
+        ray_running = observed.get((node, _ray_target(plan, node))) == "running"
+        if env_changes and ray_running:
+            raise DeployRefused(
+                f"Ray already runs on {node}; its workers would keep their old environment "
+                f"(Ray actors inherit the daemon's). Stop it there (`ray stop`) and deploy again")
+    plan.site_plan = site_plan
+    return plan
+
+
+def _ray_target(plan: DeployPlan, node: str) -> str:
+    steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps]
+    return steps[0].target if steps else ""
+
+
+def run(runner: Runner, argv: Sequence[str]) -> tuple[int, str, str]:
+    """Run argv on a node through its runner's executor (no shell)."""
+    if not isinstance(runner, OpsRunner):
+        raise UsageError(f"{runner.node}: commands cannot run on {runner.where}")
+    answer: dict[str, Any] = runner.op({"op": "run", "argv": list(argv)})
+    if not answer.get("ok"):
+        raise Unreachable(str(answer.get("error")))
+    return int(answer.get("rc", 1)), str(answer.get("stdout", "")), str(answer.get("stderr", ""))
+
+
+def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = None,
+               rccl: bool = True) -> SmokeReport:
+    """Ray's node count, then a 2-rank all-reduce; both run on the head."""
+    env, settings = plan.env, plan.settings
+    report = SmokeReport()
+    tell = say or (lambda node, message: None)
+    try:
+        tell(env.head, "ray status")
+        rc, out, err = run(head_runner, ray_status_argv(env, settings))
+        report.checks.append(judge_ray(env, rc, out, err))
+        if rccl:
+            tell(env.head, "2-rank RCCL all-reduce (NCCL_DEBUG=INFO)")
+            rc, out, err = run(head_runner, all_reduce_argv(env, settings))
+            if rc == 127:
+                report.checks.append(SmokeCheck(
+                    "rccl.transport", ERROR, "mpirun not installed", "NET/IB",
+                    "install OpenMPI and rccl-tests on every node (see the deploy.rccl notes)"))
+            else:
+                report.checks += judge_rccl(env, rc, out + "\n" + err)
+    except Unreachable as error:
+        report.checks.append(SmokeCheck("smoke", ERROR, "head unreachable", "", str(error)))
+    return report

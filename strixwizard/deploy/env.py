@@ -1,0 +1,370 @@
+"""The RCCL/NCCL, Gloo, Ray and vLLM environment of a cluster, generated from facts. Pure.
+
+Every variable carries where its value came from on each node (`EnvVar.source`),
+so a plan can show that nothing was guessed: the fabric interface from the
+netdev holding the link's address, `NCCL_IB_HCA` from the hardware RDMA port on
+that netdev, `NCCL_IB_GID_INDEX` from the port's GID table in sysfs (the entry
+whose type is "RoCE v2" and whose value is the IPv4-mapped address), never a
+hard-coded 1 or 3.
+
+Profiles:
+- `rdma` (default): every pair of nodes must share a hardware RDMA link
+  (RoCE v2 or InfiniBand) with ACTIVE ports; otherwise `DeployRefused` says
+  which pair lacks one and what links it has instead. Nothing fake is offered:
+  thunderbolt-net, soft-RoCE (rxe) or plain Ethernet never get an RDMA profile.
+- `tcp`: asked for explicitly; RCCL over sockets (`NCCL_IB_DISABLE=1`), as
+  kyuz0's launcher does for Ethernet. Expect 50-130 µs per hop, not ~5 µs.
+
+The same values go to every node; only what differs between nodes (always
+`VLLM_HOST_IP`, and the device or GID index when the ends differ) is per node.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from strixwizard.errors import UsageError
+from strixwizard.facts import NodeFacts
+from strixwizard.topology import FabricPort, Link, Topology
+
+IB_SYSFS = "/sys/class/infiniband"
+PROFILES = ("rdma", "tcp")
+#: kyuz0's launcher (scripts/cluster_manager.py `_transport_vars`) and NCCL's own guidance:
+#: 23 → 4.096 µs * 2^23 ≈ 34 s per retry window; 7 retries (NCCL's maximum).
+IB_TIMEOUT = "23"
+IB_RETRY_CNT = "7"
+
+
+class DeployRefused(UsageError):
+    """No honest profile can be generated; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str
+    why: str  # node-neutral: goes into the file as a comment
+    source: str  # the fact it came from on this node (path and value, or the policy)
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "value": self.value, "why": self.why, "source": self.source}
+
+
+@dataclass(frozen=True)
+class NodeEnv:
+    node: str
+    ip: str
+    netdev: str
+    device: str | None  # RDMA device (rdma profile)
+    port: int | None
+    gid_index: int | None
+    variables: tuple[EnvVar, ...]
+
+    def get(self, name: str) -> EnvVar | None:
+        return next((v for v in self.variables if v.name == name), None)
+
+    @property
+    def hca(self) -> str | None:
+        return f"{self.device}:{self.port}" if self.device and self.port is not None else None
+
+
+@dataclass(frozen=True)
+class ClusterEnv:
+    site: str
+    profile: str  # "rdma" or "tcp"
+    transport: str  # link transport: roce-v2, infiniband, ethernet, thunderbolt-net
+    head: str
+    nodes: tuple[NodeEnv, ...]
+    links: tuple[str, ...]  # the link ids the cluster runs on
+    warnings: tuple[str, ...] = ()
+
+    def node(self, name: str) -> NodeEnv:
+        return next(n for n in self.nodes if n.node == name)
+
+    @property
+    def head_ip(self) -> str:
+        return self.node(self.head).ip
+
+    @property
+    def shared_names(self) -> tuple[str, ...]:
+        """Variables whose value is the same on every node, in generation order."""
+        first = self.nodes[0]
+        return tuple(
+            v.name for v in first.variables
+            if all((other.get(v.name) or v).value == v.value and other.get(v.name) is not None
+                   for other in self.nodes[1:])
+        )
+
+    def file_text(self, node: str) -> str:
+        """The env file: KEY=value lines that `sh` (`. FILE`), systemd `EnvironmentFile=`
+        and `podman --env-file` all read the same way (no quotes, no spaces in values)."""
+        this = self.node(node)
+        shared = self.shared_names
+        over = "over " + ", ".join(self.links)
+        lines = [
+            f"# RCCL/NCCL, Gloo, Ray and vLLM environment of cluster {self.site}: "
+            f"{self.profile} profile ({self.transport}) {over}",
+            "# Written by `strixwizard deploy`; `strixwizard deploy --rollback` removes it.",
+            "# Ray workers inherit the Ray daemon's environment: export this before `ray start`.",
+            "",
+            "# Same on every node of the cluster",
+        ]
+        for var in this.variables:
+            if var.name in shared:
+                lines += [f"# {var.why}", f"{var.name}={var.value}"]
+        own = [v for v in this.variables if v.name not in shared]
+        if own:
+            lines += ["", f"# This node only ({node})"]
+            for var in own:
+                lines += [f"# {var.why}", f"{var.name}={var.value}"]
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, object]:
+        shared = self.shared_names
+        return {
+            "profile": self.profile,
+            "transport": self.transport,
+            "head": self.head,
+            "links": list(self.links),
+            "warnings": list(self.warnings),
+            "shared": list(shared),
+            "nodes": [
+                {"node": n.node, "ip": n.ip, "netdev": n.netdev, "rdma_device": n.device,
+                 "port": n.port, "gid_index": n.gid_index,
+                 "variables": [v.to_json() for v in n.variables]}
+                for n in self.nodes
+            ],
+        }
+
+
+def hca_selects(spec: str, ports: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The (device, port) pairs NCCL/RCCL would use for `NCCL_IB_HCA=spec`.
+
+    Mirrors NCCL's `matchIfList`: entries `name[:port]` separated by commas;
+    a leading `^` excludes them, a leading `=` asks for exact device names,
+    otherwise a name matches every device it is a *prefix* of. So `mlx5_1`
+    alone also selects `mlx5_10`..`mlx5_19`, and `rocep1` selects
+    `rocep194s0`; this is why the generated value starts with `=`.
+    """
+    exclude = spec.startswith("^")
+    body = spec[1:] if exclude else spec
+    exact = body.startswith("=")
+    body = body[1:] if exact else body
+    wanted = []
+    for item in filter(None, (s.strip() for s in body.split(","))):
+        name, _, port = item.partition(":")
+        wanted.append((name, int(port) if port else None))
+
+    def hit(device: str, number: int) -> bool:
+        return any((device == name if exact else device.startswith(name))
+                   and (port is None or port == number) for name, port in wanted)
+
+    return [(d, p) for d, p in ports if hit(d, p) != exclude]
+
+
+# -- choosing the cluster's fabric ---------------------------------------------
+
+@dataclass(frozen=True)
+class _Choice:
+    link: Link
+    ends: dict[str, FabricPort]
+
+
+def _rate(link: Link) -> float:
+    rates = [e.port.rate_gbps for e in link.ends if e.port and e.port.rate_gbps]
+    speeds = [e.netdev.speed_mbps / 1000 for e in link.ends if e.netdev.speed_mbps]
+    return min(rates or speeds or [0.0])
+
+
+def _describe(links: Sequence[Link]) -> str:
+    if not links:
+        return "no link at all (no fabric interfaces with addresses in a common subnet)"
+    kinds = "; ".join(f"{link.id} is {link.transport}"
+                      + (" (TCP only: no RDMA verbs)" if not link.rdma else "") for link in links)
+    return "only " + kinds
+
+
+def _pair_link(topology: Topology, x: str, y: str, profile: str) -> Link:
+    links = topology.links_between(x, y)
+    if profile == "tcp":
+        usable = sorted(links, key=lambda link: (-_rate(link), link.id))
+        if not usable:
+            raise DeployRefused(f"{x} and {y} share {_describe(links)}")
+        return usable[0]
+    rdma = [link for link in links if link.rdma]
+    if not rdma:
+        raise DeployRefused(
+            f"no RDMA profile: {x} and {y} share {_describe(links)}. RCCL would fall back to "
+            "NET/Socket (TCP, 50-130 µs instead of ~5 µs). Connect a RoCE v2 or InfiniBand NIC "
+            "pair, or deploy the TCP profile knowingly with `--transport tcp`")
+    good = [link for link in rdma if link.transport in ("roce-v2", "infiniband")]
+    if not good:
+        kinds = ", ".join(sorted({link.transport for link in rdma}))
+        raise DeployRefused(
+            f"no RDMA profile: {x} and {y} share only {kinds} links ({', '.join(k.id for k in rdma)}); "
+            "RCCL's NET/IB runs over RoCE v2 or InfiniBand: switch the NICs to RoCE v2 "
+            "(`strixwizard fix`)")
+    return sorted(good, key=lambda link: (link.transport != "roce-v2", -_rate(link), link.id))[0]
+
+
+def choose_fabric(topology: Topology, names: Sequence[str], profile: str) -> _Choice:
+    """One fabric interface per node that reaches every other node (NCCL, Gloo and Ray bind
+    one address each), and the link transport they share."""
+    if len(names) < 2:
+        raise DeployRefused(f"a tensor-parallel deploy needs at least two reachable nodes "
+                            f"(have: {', '.join(names) or 'none'})")
+    chosen: dict[str, FabricPort] = {}
+    links: list[Link] = []
+    for x, y in itertools.combinations(names, 2):
+        link = _pair_link(topology, x, y, profile)
+        links.append(link)
+        for end in link.ends:
+            previous = chosen.setdefault(end.node.name, end)
+            if previous.netdev.name != end.netdev.name:
+                raise DeployRefused(
+                    f"{end.node.name} reaches its peers over different interfaces "
+                    f"({previous.netdev.name} and {end.netdev.name}); NCCL_SOCKET_IFNAME, Gloo "
+                    "and Ray take one interface per node: put all nodes on one switch or subnet")
+    transports = {link.transport for link in links}
+    if len(transports) > 1:
+        raise DeployRefused(f"the links mix transports ({', '.join(sorted(transports))}); "
+                            "one profile cannot serve them all")
+    return _Choice(links[0], chosen)
+
+
+# -- variables -------------------------------------------------------------------
+
+def _rdma_vars(end: FabricPort, transport: str) -> tuple[list[EnvVar], int | None]:
+    node, port = end.node.name, end.port
+    assert port is not None and end.device is not None
+    base = f"{IB_SYSFS}/{port.device}/ports/{port.number}"
+    if not port.is_active:
+        hint = (": no subnet manager answers; run `systemctl enable --now opensm` on exactly one "
+                "node" if transport == "infiniband" else "")
+        raise DeployRefused(f"{node}: RDMA port {port.name} is {port.state or 'in an unknown state'}"
+                            f" ({base}/state){hint}")
+    variables = [
+        EnvVar("NCCL_IB_DISABLE", "0", "use RCCL's NET/IB (verbs) transport",
+               f"{node}: {end.device.name} is a hardware RDMA device ({end.device.driver}) on "
+               f"{end.netdev.name}, link {transport}"),
+        # `=` asks NCCL/RCCL for an exact device name: a bare `mlx5_1:1` is a prefix that also
+        # selects mlx5_10..mlx5_19 (and `rocep1` every rocep1*), and several selected HCAs
+        # make ncclCommInitRank fail with "internal error" (research/domain.md §4.6).
+        EnvVar("NCCL_IB_HCA", f"={port.device}:{port.number}",
+               "exact RDMA device:port ('=' = exact name match, never a prefix)",
+               f"{node}: {base} serves {end.netdev.name} ({port.link_layer}), state {port.state}"),
+    ]
+    gid_index = None
+    if port.is_ethernet:
+        gid = port.roce_v2_ipv4_gid(end.netdev.name)
+        if gid is None:
+            raise DeployRefused(
+                f"{node}: {port.name} has no RoCE v2 GID carrying an IPv4 address ({base}/gids): "
+                f"give {end.netdev.name} its fabric address and check the RoCE mode")
+        gid_index = gid.index
+        variables.append(EnvVar(
+            "NCCL_IB_GID_INDEX", str(gid.index),
+            "the RoCE v2 GID mapping the fabric IPv4 address (read from sysfs)",
+            f"{node}: {base}/gid_attrs/types/{gid.index} = {gid.type}, "
+            f"{base}/gids/{gid.index} = ::ffff:{gid.ipv4}"))
+    variables += [
+        EnvVar("NCCL_IB_TIMEOUT", IB_TIMEOUT, "verbs retry window 4.096 µs * 2^23",
+               "policy: kyuz0 cluster_manager.py `_transport_vars` (research/domain.md §1b)"),
+        EnvVar("NCCL_IB_RETRY_CNT", IB_RETRY_CNT, "verbs retries before an error",
+               "policy: kyuz0 cluster_manager.py `_transport_vars` (research/domain.md §1b)"),
+    ]
+    return variables, gid_index
+
+
+def _node_vars(end: FabricPort, transport: str, profile: str
+               ) -> tuple[list[EnvVar], int | None]:
+    node, netdev = end.node.name, end.netdev.name
+    ip = end.ipv4
+    assert ip is not None
+    where = f"{node}: {netdev} holds {ip.cidr}"
+    variables = [
+        # `=`: exact interface name here too (a prefix `enp194s0np0` would also match a
+        # `enp194s0np0v0` VF); Gloo takes the name literally and must not get the `=`.
+        EnvVar("NCCL_SOCKET_IFNAME", f"={netdev}", "RCCL bootstrap/OOB on the fabric interface",
+               where),
+        EnvVar("GLOO_SOCKET_IFNAME", netdev, "torch.distributed (Gloo) on the fabric interface",
+               where),
+    ]
+    gid_index = None
+    if profile == "rdma":
+        rdma, gid_index = _rdma_vars(end, transport)
+        variables += rdma
+    else:
+        variables.append(EnvVar("NCCL_IB_DISABLE", "1", "TCP profile: RCCL over sockets",
+                                f"policy: --transport tcp; link {transport} on {netdev}"))
+    gpu = end.node.gpu
+    gfx = gpu.gfx_target
+    if profile == "rdma":
+        variables.append(EnvVar(
+            "NCCL_NET_GDR_LEVEL", "0",
+            "no GPUDirect RDMA on the Strix Halo iGPU: stage through host memory",
+            f"{node}: iGPU {gfx or 'unknown gfx'} at {gpu.pci.address if gpu.pci else '?'} "
+            "(/sys/class/kfd topology) is an APU sharing system RAM"))
+    variables += [
+        EnvVar("RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES", "1",
+               "Ray must not hide the iGPU by setting ROCR_VISIBLE_DEVICES",
+               f"{node}: iGPU {gpu.pci.address if gpu.pci else '?'} is the only GPU "
+               f"({len(gpu.kfd_gpus)} KFD GPU node(s))"),
+        EnvVar("RAY_memory_monitor_refresh_ms", "0",
+               "GPU memory is system RAM (GTT): Ray's host-memory monitor would kill model workers",
+               _gtt_source(end.node)),
+        EnvVar("VLLM_HOST_IP", ip.address, "this node's fabric address for vLLM and Ray", where),
+    ]
+    return variables, gid_index
+
+
+def _gtt_source(node: NodeFacts) -> str:
+    memory = node.memory
+    if memory.gtt_gib is not None and memory.total_gib is not None:
+        return (f"{node.name}: GTT {memory.gtt_gib:.0f} GiB of {memory.total_gib:.0f} GiB RAM "
+                "(mem_info_gtt_total, /proc/meminfo)")
+    return f"{node.name}: Strix Halo APU (GTT size not readable)"
+
+
+def _warnings(choice: _Choice, nodes: dict[str, NodeFacts]) -> list[str]:
+    found = []
+    mtus = {name: end.netdev.mtu for name, end in choice.ends.items()}
+    if len(set(mtus.values())) > 1:
+        found.append("MTU differs between nodes (" + ", ".join(
+            f"{n} {m}" for n, m in mtus.items()) + "): run `strixwizard fix` first, or RDMA "
+            "transfers may fail after the QPs connect")
+    for name, facts in nodes.items():
+        gfx = facts.gpu.gfx_target
+        if gfx is not None and gfx != "gfx1151":
+            found.append(f"{name}: GPU is {gfx}, not gfx1151 (Strix Halo)")
+    return found
+
+
+def generate_env(site: str, nodes: Sequence[NodeFacts], topology: Topology,
+                 profile: str = "rdma", head: str | None = None) -> ClusterEnv:
+    """The cluster's environment, or `DeployRefused` with the reason."""
+    if profile not in PROFILES:
+        raise UsageError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+    names = [n.name for n in nodes]
+    choice = choose_fabric(topology, names, profile)
+    head = head or names[0]
+    if head not in names:
+        raise UsageError(f"--head {head!r} is not a reachable node ({', '.join(names)})")
+    envs = []
+    for name in names:
+        end = choice.ends[name]
+        variables, gid_index = _node_vars(end, choice.link.transport, profile)
+        assert end.ipv4 is not None
+        port = end.port if profile == "rdma" else None
+        envs.append(NodeEnv(name, end.ipv4.address, end.netdev.name,
+                            port.device if port else None, port.number if port else None,
+                            gid_index, tuple(variables)))
+    facts = {n.name: n for n in nodes}
+    links = tuple(sorted({link.id for link in topology.links
+                          if link.hosts <= set(names) and all(
+                              choice.ends[e.node.name].netdev.name == e.netdev.name
+                              for e in link.ends)}))
+    return ClusterEnv(site, profile, choice.link.transport, head, tuple(envs), links,
+                      tuple(_warnings(choice, facts)))

@@ -1,0 +1,219 @@
+"""The deploy plan: per node, fix-engine `Plan`s that the fix engine previews, applies,
+journals and rolls back like any fix. Pure: no I/O.
+
+Per node, in this order (the head first, so workers find it):
+- `deploy.env`: FILE `DIR/rccl.env` (see `env.ClusterEnv.file_text`);
+- `deploy.container`: FILE `DIR/podman-run.sh`, podman with the devices and limits RCCL needs;
+- `deploy.rccl`: notes only: RCCL built for gfx1151 or not, how to build it and rccl-tests;
+- `deploy.ray`: COMMAND `ray start` (head: `--head --port=6379`; workers:
+  `--address=HEAD:6379`), run under `sh -a` after sourcing the env file, because
+  Ray actors inherit the *daemon's* environment; undo `ray stop`;
+- head only, `deploy.vllm`: FILE `DIR/vllm-serve.sh` with the launch line for
+  `--model` (written and shown, never started by the deploy).
+
+Every plan shares one group: if any node fails, every node is rolled back, so
+the cluster is never left half deployed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from strixwizard.deploy.env import ClusterEnv
+from strixwizard.deploy.rccl import rccl_notes, rccl_tests_note
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
+
+DEFAULT_TARGET_DIR = "/etc/strixwizard"
+RAY_PORT = 6379
+VLLM_PORT = 8000
+#: Exports every variable of the env file ($0), then runs the command ($@): one argv, no
+#: interpolation of our values into shell text.
+WITH_ENV = '. "$0" && exec "$@"'
+#: Node-local Ray state: a raylet in this node's network namespace. Always exits 0 (the
+#: fix engine treats a failing read as "cannot read"); prints `running` or `stopped`.
+RAY_STATE = ("if pgrep -x raylet --ns $$ --nslist net >/dev/null 2>&1; "
+             "then echo running; else echo stopped; fi")
+RAY_STATE_ARGV = ("sh", "-c", RAY_STATE)
+
+
+@dataclass(frozen=True)
+class DeploySettings:
+    target_dir: str = DEFAULT_TARGET_DIR
+    model: str | None = None
+    ray_port: int = RAY_PORT
+
+    def path(self, name: str) -> str:
+        return f"{self.target_dir.rstrip('/')}/{name}"
+
+    @property
+    def env_file(self) -> str:
+        return self.path("rccl.env")
+
+
+@dataclass
+class DeployPlan:
+    env: ClusterEnv
+    settings: DeploySettings
+    site_plan: SitePlan
+    vllm_argv: tuple[str, ...]
+    ray_argv: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def group(self) -> str:
+        return group_of(self.env)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "env": self.env.to_json(),
+            "target_dir": self.settings.target_dir,
+            "model": self.settings.model,
+            "vllm_argv": list(self.vllm_argv),
+            "vllm_line": shlex.join(self.vllm_argv),
+            "ray_argv": {k: list(v) for k, v in self.ray_argv.items()},
+            "notes": list(self.notes),
+            "summary": {"changes": self.site_plan.changes,
+                        "nodes": len(self.env.nodes)},
+            "plans": [p.to_json() for p in self.site_plan.plans],
+        }
+
+
+def group_of(env: ClusterEnv) -> str:
+    return f"deploy {env.site}: " + ", ".join(n.node for n in env.nodes)
+
+
+def file_step(path: str, summary: str, content: str, mode: int = 0o644) -> Step:
+    """A file the deploy owns. `before` is read at apply time (the probe does not capture the
+    target directory); rollback restores what was there, or removes the file."""
+    return Step(kind=Kind.FILE, target=path, summary=summary,
+                read=Read("file", path=path, parse="raw"), before=None, after=content,
+                persistence="file", before_known=False, mode=mode)
+
+
+def mkdir_step(path: str) -> Step:
+    """The target directory, so a rollback removes it again when the deploy created it
+    (dropped from the plan when it already exists: see `with_observed`)."""
+    return Step(kind=Kind.MKDIR, target=path, summary=f"create {path}",
+                read=Read("exists", path=path), before=None, after="present", before_known=False)
+
+
+def ray_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:
+    this = env.node(node)
+    common = (f"--node-ip-address={this.ip}", "--num-gpus=1", "--disable-usage-stats")
+    if node == env.head:
+        return ("ray", "start", "--head", f"--port={settings.ray_port}", *common)
+    return ("ray", "start", f"--address={env.head_ip}:{settings.ray_port}", *common)
+
+
+def ray_step(env: ClusterEnv, node: str, settings: DeploySettings) -> Step:
+    role = "head" if node == env.head else f"worker of {env.head_ip}:{settings.ray_port}"
+    return Step(
+        kind=Kind.COMMAND, target=f"ray ({role})",
+        summary=f"start Ray {role} on {env.node(node).ip} with {settings.env_file} exported",
+        read=Read("command", argv=RAY_STATE_ARGV, parse="text"),
+        before="stopped", after="running",
+        argv=("sh", "-ac", WITH_ENV, settings.env_file, *ray_argv(env, node, settings)),
+        undo_argv=("ray", "stop"), before_known=False,
+    )
+
+
+def vllm_argv(env: ClusterEnv, model: str | None, settings: DeploySettings) -> tuple[str, ...]:
+    return ("vllm", "serve", model or "MODEL", "--tensor-parallel-size", str(len(env.nodes)),
+            "--distributed-executor-backend", "ray", "--host", env.head_ip,
+            "--port", str(VLLM_PORT))
+
+
+def vllm_script(env: ClusterEnv, argv: tuple[str, ...], settings: DeploySettings) -> str:
+    return "\n".join([
+        "#!/bin/sh",
+        "# Written by `strixwizard deploy`. Start vLLM on the head once Ray runs on every node",
+        f"# (`ray status` shows {len(env.nodes)} active nodes): sh {settings.path('vllm-serve.sh')}",
+        "set -a",
+        f". {shlex.quote(settings.env_file)}",
+        "set +a",
+        "exec " + shlex.join(argv),
+        "",
+    ])
+
+
+def container_script(env: ClusterEnv, settings: DeploySettings) -> str:
+    devices = ["/dev/kfd", "/dev/dri"] + (["/dev/infiniband"] if env.profile == "rdma" else [])
+    options = ["--network=host", "--ipc=host", *(f"--device={d}" for d in devices),
+               "--ulimit=memlock=-1:-1", "--group-add=keep-groups",
+               f"--env-file={settings.env_file}"]
+    lines = [
+        "#!/bin/sh",
+        "# Written by `strixwizard deploy`: a ROCm container that can use the iGPU (kfd, dri)"
+        + (", the RDMA NIC (/dev/infiniband)" if env.profile == "rdma" else ""),
+        "# and pin unlimited memory for verbs. Usage: podman-run.sh IMAGE [COMMAND...]",
+        "# toolbox/distrobox: pass the same options when creating the container. Named groups",
+        "# (--group-add render) fail under rootless podman; keep-groups keeps the user's.",
+        "exec podman run --rm -it \\",
+        *(f"  {shlex.quote(o)} \\" for o in options),
+        '  "$@"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plan_deploy(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
+                ) -> DeployPlan:
+    group = group_of(env)
+    launch = vllm_argv(env, settings.model, settings)
+    plans: list[Plan] = []
+    order = [env.head] + [n.node for n in env.nodes if n.node != env.head]
+    deploy = DeployPlan(env, settings, SitePlan(env.site), launch)
+    for node in order:
+        plans.append(Plan("deploy.env", node, settings.env_file, (
+            mkdir_step(settings.target_dir),
+            file_step(settings.env_file, f"write the RCCL/Ray environment ({env.profile} profile)",
+                      env.file_text(node)),), persistence="a file, kept until `deploy --rollback`",
+            group=group))
+        plans.append(Plan("deploy.container", node, settings.path("podman-run.sh"), (
+            file_step(settings.path("podman-run.sh"), "write the container launcher (podman)",
+                      container_script(env, settings), mode=0o755),),
+            persistence="a file, kept until `deploy --rollback`", group=group))
+        notes, _ready = rccl_notes(facts[node])
+        plans.append(Plan("deploy.rccl", node, "RCCL", notes=(*notes, rccl_tests_note(
+            facts[node].gpu.gfx_target or "gfx1151"))))
+        deploy.ray_argv[node] = ray_argv(env, node, settings)
+        plans.append(Plan("deploy.ray", node, "ray", (ray_step(env, node, settings),),
+                          persistence="runtime only: Ray is not started at boot; run "
+                          "`strixwizard deploy --apply` again after a reboot", group=group))
+    head_notes = [f"vLLM launch line (run on {env.head} when `ray status` shows "
+                  f"{len(env.nodes)} nodes): {shlex.join(launch)}"]
+    steps: tuple[Step, ...] = ()
+    if settings.model:
+        steps = (file_step(settings.path("vllm-serve.sh"), "write the vLLM launch script "
+                           "(not started)", vllm_script(env, launch, settings), mode=0o755),)
+    else:
+        head_notes.append("pass --model NAME to write it to "
+                          f"{settings.path('vllm-serve.sh')}")
+    plans.append(Plan("deploy.vllm", env.head, settings.path("vllm-serve.sh"), steps,
+                      notes=tuple(head_notes), persistence="a file, kept until `deploy --rollback`",
+                      group=group))
+    plans.sort(key=lambda p: order.index(p.node))
+    deploy.site_plan.plans = plans
+    deploy.notes = list(env.warnings)
+    return deploy
+
+
+def with_observed(plan: SitePlan, observed: dict[tuple[str, str], str | None]) -> SitePlan:
+    """The plan with each step's `before` as read on its node (keyed by node and target),
+    and steps already at their `after` value dropped: a converged node plans to nothing."""
+    out = SitePlan(plan.site, unreachable=dict(plan.unreachable))
+    for p in plan.plans:
+        steps = []
+        for step in p.steps:
+            key = (p.node, step.target)
+            if key not in observed:
+                steps.append(step)
+                continue
+            now = observed[key]
+            if now != step.after:
+                steps.append(replace(step, before=now, before_known=True))
+        out.plans.append(replace(p, steps=tuple(steps)))
+    return out

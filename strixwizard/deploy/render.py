@@ -1,0 +1,81 @@
+"""Text for people: the deploy plan with the provenance of every environment value."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TextIO
+
+from strixwizard.deploy.plan import DeployPlan
+from strixwizard.deploy.smoke import SmokeReport
+from strixwizard.fixing.model import Kind, Step
+from strixwizard.fixing.render import step_lines
+
+MARK = {"pass": "✓", "fail": "✗", "error": "?"}
+
+
+def lines_of(step: Step) -> list[str]:
+    """The fix engine's preview of a step, with commands quoted as a shell would need them."""
+    lines = step_lines(step)
+    if step.kind is Kind.COMMAND:
+        lines = [line for line in lines if not line.startswith(("  run:", "  undo:"))]
+        lines.append(f"  run:  {shlex.join(step.argv)}")
+        if step.undo_argv:
+            lines.append(f"  undo: {shlex.join(step.undo_argv)}")
+    return lines
+
+
+def render_env(plan: DeployPlan, out: TextIO) -> None:
+    env = plan.env
+    shared = env.shared_names
+    out.write("Environment (same on every node unless marked), and where each value comes from:\n")
+    for var in env.nodes[0].variables:
+        if var.name in shared:
+            out.write(f"  {var.name}={var.value}\n")
+        else:
+            values = ", ".join(f"{n.node} {getattr(n.get(var.name), 'value', '-')}"
+                               for n in env.nodes)
+            out.write(f"  {var.name}  per node: {values}\n")
+        sources = [n.get(var.name) for n in env.nodes]
+        distinct = list(dict.fromkeys(v.source for v in sources if v is not None))
+        out.writelines(f"      ← {source}\n" for source in distinct)
+
+
+def render_deploy(plan: DeployPlan, out: TextIO) -> None:
+    env = plan.env
+    out.write(f"Deploy plan for site {env.site}: {env.profile} profile ({env.transport}), "
+              f"head {env.head}, {len(env.nodes)} nodes\n")
+    out.write(f"Fabric: {', '.join(env.links)}\n")
+    out.write(f"Files go to {plan.settings.target_dir} (--target-dir)\n\n")
+    render_env(plan, out)
+    if plan.notes:
+        out.write("\nWarnings:\n")
+        out.writelines(f"  ! {note}\n" for note in plan.notes)
+    site = plan.site_plan
+    for node in site.nodes:
+        plans = site.for_node(node)
+        out.write(f"\n{node}: {sum(len(p.steps) for p in plans)} change(s)\n")
+        for p in plans:
+            tag = "notes" if not p.steps else "reversible" if p.reversible else "NOT reversible"
+            out.write(f"  {p.fix}  {p.entity}  [{tag}]\n")
+            for index, step in enumerate(p.steps, 1):
+                lines = lines_of(step)
+                out.write(f"    {index}. {lines[0]}\n")
+                out.writelines(f"       {line}\n" for line in lines[1:])
+            if p.steps and p.persistence:
+                out.write(f"    survives reboot: {p.persistence}\n")
+            out.writelines(f"    note: {note}\n" for note in p.notes)
+    if site.changes:
+        out.write(f"\n{site.changes} change(s) planned. Apply with: strixwizard deploy --apply; "
+                  "undo with: strixwizard deploy --rollback\n")
+    else:
+        out.write("\nNothing to change: the cluster is deployed as planned.\n")
+
+
+def render_smoke(report: SmokeReport, out: TextIO) -> None:
+    out.write(f"\nSmoke test: {report.status}\n")
+    for check in report.checks:
+        out.write(f"  {MARK.get(check.status, ' ')} {check.id}: {check.observed} "
+                  f"(expected {check.expected})\n")
+        if check.detail:
+            out.write(f"      {check.detail}\n")
+        out.writelines(f"      | {line}\n" for line in check.evidence[:4])

@@ -1,0 +1,154 @@
+"""`strixwizard deploy` on real parts: lab namespaces with their own sshd, the real SSH
+executor and journal, and STAND-IN `ray` and `mpirun` executables (tests/data/deploy/standins;
+they are not Ray or OpenMPI, they answer with the same argv, outputs and exit codes).
+
+The lab's fabric is a veth pair: no RDMA, so the RDMA profile is refused and the apply runs
+the explicit TCP profile. Files go to /root/... which, for a lab host's SSH sessions, is that
+host's own directory under the lab's temp workdir (never this machine's /etc or /root).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult, run_cli
+from tests.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+
+lab2 = lab_fixture(2, name="deploylab2")
+DATA = Path(__file__).parent / "data"
+TARGET = "/root/strixwizard-etc"  # per lab host: HOST.home/strixwizard-etc
+NODE_JOURNAL = "/root/strixwizard-journal"
+MPIRUN_STAND_IN = f"""#!/bin/sh
+# STAND-IN for mpirun: records its argv and prints what RCCL prints without an RDMA device
+# (NET/IB : No device found, then NET/Socket), as on this veth lab.
+printf '%s\\n' "$@" > "$HOME/mpirun.argv"
+cat {DATA / "live" / "all_reduce_perf_gfx1151_net_socket.txt"}
+"""
+FAILING_RAY = """#!/bin/sh
+# STAND-IN for ray whose worker cannot reach the head (Ray's message and exit status).
+case "$1" in
+  start) echo "ConnectionError: Unable to connect to GCS at 10.99.0.1:6379" >&2; exit 1 ;;
+  stop) echo "Did not find any active Ray processes."; exit 0 ;;
+esac
+exit 2
+"""
+
+
+def state(host: LabHost) -> Path:
+    return host.home / ".ray-stand-in"
+
+
+def raylet_pid(host: LabHost) -> int | None:
+    path = state(host) / "raylet.pid"
+    return int(path.read_text()) if path.exists() else None
+
+
+def calls(host: LabHost) -> list[list[str]]:
+    path = state(host) / "calls.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return False
+    return comm == "raylet"
+
+
+@pytest.fixture
+def lab(deploylab2: Lab) -> Iterator[Lab]:
+    for host in deploylab2.hosts:
+        for path in host.bin_dir.glob("*"):
+            path.unlink()
+        host.stand_in("ray", (DATA / "deploy" / "standins" / "ray").read_text())
+        host.stand_in("mpirun", MPIRUN_STAND_IN)
+    yield deploylab2
+    for host in deploylab2.hosts:  # stop what a failed test left, by PID, in its namespace only
+        pid = raylet_pid(host)
+        if alive(pid):
+            assert pid is not None
+            _kill_in_netns([pid], [host.netns])
+        for path in (state(host), host.home / "strixwizard-etc"):
+            if path.exists():
+                for item in sorted(path.rglob("*"), reverse=True):
+                    item.rmdir() if item.is_dir() else item.unlink()
+                path.rmdir()
+
+
+def deploy(site: Path, tmp: Path, *args: str) -> CliResult:
+    return run_cli("deploy", "--site", str(site), "--target-dir", TARGET,
+                   "--node-journal-dir", NODE_JOURNAL, *args,
+                   env={"XDG_STATE_HOME": str(tmp / "state")}, timeout=120)
+
+
+def test_rdma_profile_is_refused_on_a_veth_fabric(lab: Lab, tmp_path: Path) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    done = deploy(site, tmp_path, "--json")
+    assert done.rc == 2, done.stdout + done.stderr
+    assert done.json()["reason"].startswith(
+        "no RDMA profile: node0 and node1 share only node0:fab0 <-> node1:fab0 is ethernet "
+        "(TCP only: no RDMA verbs)")
+    assert not (lab.hosts[0].home / "strixwizard-etc").exists()
+
+
+def test_apply_smoke_converge_and_rollback_leave_hosts_as_they_were(lab: Lab, tmp_path: Path) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    head, worker = lab.hosts
+    applied = deploy(site, tmp_path, "--transport", "tcp", "--apply", "--yes", "--json")
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    doc = applied.json()
+    assert (doc["status"], doc["apply"]["status"]) == ("deployed", "applied")
+    smoke = {c["id"]: (c["status"], c["observed"]) for c in doc["smoke"]["checks"]}
+    assert smoke == {"ray.nodes": ("pass", "2 nodes"),
+                     "rccl.transport": ("pass", "NET/Socket"),
+                     "rccl.results": ("pass", "7 sizes, avg busbw 2.54512 GB/s, peak 5.81 GB/s")}
+    env_text = (worker.home / "strixwizard-etc" / "rccl.env").read_text()
+    assert "\nNCCL_SOCKET_IFNAME==fab0\n" in env_text and "\nNCCL_IB_DISABLE=1\n" in env_text
+    assert f"\nVLLM_HOST_IP={worker.fabric_addr}\n" in env_text
+    # the Ray daemon got the environment before it started (its actors inherit it)
+    daemon_env = json.loads((state(worker) / "daemon.env").read_text())
+    assert (daemon_env["NCCL_SOCKET_IFNAME"], daemon_env["VLLM_HOST_IP"]) == (
+        "=fab0", worker.fabric_addr)
+    assert calls(worker)[-1] == ["start", f"--address={head.fabric_addr}:6379",
+                                 f"--node-ip-address={worker.fabric_addr}", "--num-gpus=1",
+                                 "--disable-usage-stats"]
+    assert (head.home / "mpirun.argv").read_text().splitlines()[:6] == [
+        "--allow-run-as-root", "-np", "2", "-H", f"{head.fabric_addr}:1,{worker.fabric_addr}:1",
+        "--mca"]
+    pids = [raylet_pid(h) for h in lab.hosts]
+    assert all(alive(p) for p in pids)
+
+    again = deploy(site, tmp_path, "--transport", "tcp", "--json")
+    assert again.rc == 0 and again.json()["plan"]["summary"]["changes"] == 0
+
+    run_id = doc["apply"]["run_id"]
+    rolled = deploy(site, tmp_path, "--rollback", run_id, "--yes")
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert f"Rollback of run {run_id}: done" in rolled.stdout
+    for host in lab.hosts:
+        assert not (host.home / "strixwizard-etc").exists()
+        assert calls(host)[-1] == ["stop"]
+    assert not any(alive(p) for p in pids)
+
+
+def test_a_worker_that_cannot_start_rolls_back_the_whole_cluster(lab: Lab, tmp_path: Path) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    head, worker = lab.hosts
+    worker.stand_in("ray", FAILING_RAY)
+    done = deploy(site, tmp_path, "--transport", "tcp", "--apply", "--yes", "--json")
+    assert done.rc == 1, done.stdout + done.stderr
+    nodes = {n["node"]: n for n in done.json()["apply"]["nodes"]}
+    assert nodes["node1"]["status"] == "rolled-back"
+    assert "Unable to connect to GCS" in nodes["node1"]["state"]
+    assert nodes["node0"]["status"] == "rolled-back"
+    assert done.json()["smoke"] is None
+    for host in lab.hosts:
+        assert not (host.home / "strixwizard-etc").exists()
+    assert calls(head)[-1] == ["stop"] and not alive(raylet_pid(head))
