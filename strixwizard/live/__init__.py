@@ -1,0 +1,48 @@
+"""Live tests: RDMA and TCP latency/bandwidth, RCCL, all-pairs matrices, judged and streamed.
+
+Importing this package is cheap (nothing below is imported here); `doctor`
+never loads it, and `strixwizard test` registers through `live.cli` which
+only touches argparse.
+
+Modules: parsers (`perftest_output`, `tcp_tools_output`, `rccl_output`, pure),
+`verdict` (thresholds, pure), `plan` (pair endpoints from facts, pure),
+`schedule` (rounds of disjoint pairs), `hosts` (supervised programs over SSH
+or locally), `tcp` / `perftest` / `native` / `rccl` (orchestration), `runner`
+(streaming), `history` (SQLite), `demo`, `report`, `render`, `session`, `cli`.
+Programs sent to nodes (standard library, Python 3.8+): `supervisor.py`,
+`pingpong.py`, `verbs_pingpong.py` (plus pyverbs).
+
+`strixwizard test KIND --json` prints one document (exit 0 pass, 1 a fail,
+2 no verdict; `exit_code` repeats it)::
+
+    {
+      "schema_version": 1,
+      "tool": {"name": "strixwizard", "version": "..."},
+      "generated_at": "ISO-8601", "command": "test latency", "site": "lab",
+      "demo": false, "status": "pass|fail|error|warn|skip", "exit_code": 0,
+      "thresholds": {"rdma_latency_us": 8.0, "tcp_latency_us": 150.0, "bandwidth_fraction": 0.8},
+      "results": [{
+          "kind": "latency|bandwidth|rccl", "transport": "rdma|tcp",
+          "tool": "ib_write_lat|strixwizard tcp ping-pong|sockperf ping-pong|qperf tcp_lat|...",
+          "pair": ["node0", "node1"],          # [client side, server side]
+          "role": "verdict|reference",         # references are never judged
+          "status": "pass|fail|warn|skip|error" or null (reference),
+          "summary": "one line a person reads", "figure": 5.19, "unit": "µs|Gb/s|GB/s busbw",
+          "threshold": "≤ 8 µs one-way",
+          "latency_us": {"min", "median", "avg", "p99", "p99_9", "max", "stdev", "samples"} or null,
+          "bandwidth_gbps": null, "link_rate_gbps": null,
+          "path": "node0:rocep194s0:1 gid 1 mtu 4096 -> node1:...",
+          "source": "measured|replayed recording", "detail": {...}}],
+      "like_for_like": [{"pair": [...], "rdma": {"tool", "median_us", "avg_us", "p99_us", "source", "path"},
+                         "tcp": {...}, "ratio": 0.07, "summary": "..."}],
+      "matrix": null | {"nodes", "rounds": [[[a, b], ...], ...], "round_seconds", "elapsed_s",
+                        "tcp_latency_us": {a: {b: x}}, "rdma_latency_us": {...},
+                        "rdma_bandwidth_gbps": {...}},
+      "history": null | {"path", "run_id", "compared": [{"pair", "kind", "transport", "tool", "figure",
+                         "unit", "last_good_figure", "last_good_at", "change", "summary"}]},
+      "error": "only when there is no verdict because of bad input"
+    }
+
+All latencies are one-way µs (perftest and sockperf/qperf report half the
+round trip; our ping-pong halves each round trip), with the same statistics.
+"""

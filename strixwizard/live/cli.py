@@ -1,0 +1,51 @@
+"""`strixwizard test latency|bandwidth|rccl|matrix`: registration (cheap) and the handler.
+
+`register()` only touches argparse, so `strixwizard doctor` never imports
+paramiko or pyverbs through it; `run()` imports what the test needs.
+Exit status: 0 pass, 1 at least one fail, 2 no verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+KINDS = ("latency", "bandwidth", "rccl", "matrix")
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add the `test` subcommand to the main parser's subparsers."""
+    test = commands.add_parser(
+        "test",
+        help="measure RDMA and TCP latency/bandwidth, RCCL, all-pairs matrix; exit 0/1/2",
+        description="Live tests between the nodes of a site, judged against its thresholds. "
+        "latency: TCP ping-pong (plus sockperf/qperf) and perftest ib_write_lat, compared like for "
+        "like (one-way µs, same statistics); bandwidth: ib_write_bw against the link rate; rccl: "
+        "all_reduce_perf with NCCL_DEBUG=INFO, failing a NET/Socket fallback; matrix: every pair, "
+        "in rounds of disjoint pairs. Exit status: 0 pass, 1 a failure, 2 no verdict.",
+    )
+    test.add_argument("kind", choices=KINDS, help="what to test")
+    source = test.add_mutually_exclusive_group()
+    source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
+    source.add_argument("--demo", action="store_true",
+                        help="TCP for real on loopback, RDMA replayed from recordings")
+    test.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")
+    test.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    test.add_argument("--history", type=Path, metavar="FILE",
+                      help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
+    test.add_argument("--no-history", action="store_true", help="neither read nor write the history")
+    test.add_argument("--trust-new-hosts", action="store_true",
+                      help="accept and remember SSH host keys not yet in known_hosts")
+    test.add_argument("--seconds", type=float, default=5.0, help="time bound of each timed loop (default 5)")
+    test.add_argument("--size", type=int, default=64,
+                      help="message size in bytes, for every tool (default 64)")
+    test.add_argument("--no-references", action="store_true", help="skip the sockperf/qperf references")
+    test.add_argument("--launcher", default="mpirun", help="MPI launcher for rccl (default mpirun)")
+    return test
+
+
+def run(args: argparse.Namespace) -> int:
+    from strixwizard.live.session import run_command
+
+    code: int = run_command(args)
+    return code

@@ -1,0 +1,97 @@
+"""`--demo`: the TCP baseline measured for real on loopback, RDMA replayed from recordings.
+
+The demo site's nodes are snapshots: nothing can run on them. So the TCP
+ping-pong (and sockperf/qperf when installed) runs on this machine between
+127.0.0.1 and itself, bounded in time; the RDMA figures come from
+`strixwizard/demo/recordings/` and are labelled "replayed recording".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from strixwizard.live.hosts import LocalHost
+from strixwizard.live.perftest import bandwidth_measurement, latency_measurement
+from strixwizard.live.perftest_output import parse_perftest
+from strixwizard.live.plan import RdmaEnd
+from strixwizard.live.rccl import rccl_measurement
+from strixwizard.live.results import REPLAYED, Measurement
+from strixwizard.live.schedule import rounds
+from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
+from strixwizard.site import Thresholds
+
+RECORDINGS = Path(__file__).resolve().parent.parent / "demo" / "recordings"
+LOOPBACK = "127.0.0.1"
+
+
+def _meta() -> dict[str, object]:
+    data = json.loads((RECORDINGS / "meta.json").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def recorded_ends() -> tuple[RdmaEnd, RdmaEnd]:
+    meta = _meta()
+    client, server = meta["client"], meta["server"]
+    assert isinstance(client, dict) and isinstance(server, dict)
+    return RdmaEnd(**client), RdmaEnd(**server)
+
+
+def _recording(name: str) -> str:
+    return (RECORDINGS / name).read_text(encoding="utf-8")
+
+
+def _path(ends: tuple[RdmaEnd, RdmaEnd]) -> str:
+    return f"{ends[0].label} -> {ends[1].label}"
+
+
+def demo_tcp(pair: tuple[str, str], thresholds: Thresholds, settings: TcpSettings) -> Iterator[Measurement]:
+    host = LocalHost("this machine")
+    path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
+    yield tcp_latency(host, host, pair, LOOPBACK, path, thresholds, settings)
+    if settings.references:
+        yield sockperf_reference(host, host, pair, LOOPBACK, path, settings)
+        yield qperf_reference(host, host, pair, LOOPBACK, path, settings)
+
+
+def demo_rdma_latency(thresholds: Thresholds) -> Measurement:
+    ends = recorded_ends()
+    table = parse_perftest(_recording("ib_write_lat.txt"))
+    return latency_measurement("ib_write_lat", (ends[0].node, ends[1].node), table, _path(ends), thresholds,
+                               source=REPLAYED, detail={"recording": "demo/recordings/ib_write_lat.txt"})
+
+
+def demo_rdma_bandwidth(thresholds: Thresholds) -> Measurement:
+    ends = recorded_ends()
+    table = parse_perftest(_recording("ib_write_bw.txt"))
+    rate = min(e.rate_gbps for e in ends if e.rate_gbps)
+    return bandwidth_measurement("ib_write_bw", (ends[0].node, ends[1].node), table, _path(ends), rate,
+                                 thresholds, source=REPLAYED,
+                                 detail={"recording": "demo/recordings/ib_write_bw.txt"})
+
+
+def demo_rccl() -> Measurement:
+    ends = recorded_ends()
+    expected = sorted({f"{e.device}:{e.port}" for e in ends})
+    return rccl_measurement((ends[0].node, ends[1].node), _recording("all_reduce_perf.txt"), expected,
+                            _path(ends), source=REPLAYED,
+                            detail={"recording": "demo/recordings/all_reduce_perf.txt"})
+
+
+def demo_results(kind: str, nodes: list[str], thresholds: Thresholds, settings: TcpSettings
+                 ) -> Iterator[Measurement]:
+    pair = (nodes[0], nodes[1])
+    if kind in ("latency", "matrix"):
+        for pairs in rounds(nodes):
+            for a, b in pairs:
+                yield from demo_tcp((a, b), thresholds, settings)
+                yield replace(demo_rdma_latency(thresholds), pair=(a, b))
+                if kind == "matrix":
+                    yield replace(demo_rdma_bandwidth(thresholds), pair=(a, b))
+    elif kind == "bandwidth":
+        yield replace(demo_rdma_bandwidth(thresholds), pair=pair)
+    elif kind == "rccl":
+        yield demo_rccl()

@@ -1,0 +1,143 @@
+"""A local SQLite history of test runs, and "compare with the last good run".
+
+One row per measurement that counts (verdicts and references), keyed by site,
+kind, transport, tool and the pair (unordered). The default file is
+`~/.local/state/strixwizard/history.sqlite` (XDG_STATE_HOME is honoured);
+`--history FILE` overrides it. Replayed recordings (demo) are never stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from strixwizard.live.results import MEASURED, Measurement
+from strixwizard.model import Status
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at TEXT NOT NULL,
+    site TEXT NOT NULL,
+    command TEXT NOT NULL,
+    status TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    pair_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    transport TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    status TEXT,
+    figure REAL,
+    unit TEXT NOT NULL,
+    document TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_key ON results(pair_key, kind, transport, tool);
+"""
+
+
+def default_history_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "strixwizard" / "history.sqlite"
+
+
+def pair_key(pair: tuple[str, str]) -> str:
+    return "|".join(sorted(pair))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A figure beside the same measurement's figure in the last run where it passed."""
+
+    measurement: Measurement
+    last_good_figure: float | None
+    last_good_at: str | None
+    change: float | None  # new / old - 1, e.g. +0.25 = 25% higher
+
+    @property
+    def summary(self) -> str:
+        m = self.measurement
+        if self.last_good_figure is None or m.figure is None or self.change is None:
+            return f"{m.pair_label} {m.transport} {m.kind} ({m.tool}): no earlier good run to compare with"
+        worse = (self.change > 0) if m.kind == "latency" else (self.change < 0)
+        word = "worse" if worse and abs(self.change) >= 0.1 else "about the same" if abs(
+            self.change) < 0.1 else "better"
+        return (f"{m.pair_label} {m.transport} {m.kind} ({m.tool}): {m.figure:.2f} {m.unit} now, "
+                f"{self.last_good_figure:.2f} {m.unit} on {self.last_good_at} ({self.change:+.0%}, {word})")
+
+    def to_json(self) -> dict[str, object]:
+        m = self.measurement
+        return {"pair": list(m.pair), "kind": m.kind, "transport": m.transport, "tool": m.tool,
+                "figure": m.figure, "unit": m.unit, "last_good_figure": self.last_good_figure,
+                "last_good_at": self.last_good_at, "change": self.change, "summary": self.summary}
+
+
+class History:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path))
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def last_good(self, site: str, m: Measurement) -> tuple[float, str] | None:
+        row = self._db.execute(
+            "SELECT r.figure, runs.started_at FROM results r JOIN runs ON runs.id = r.run_id "
+            "WHERE runs.site = ? AND r.pair_key = ? AND r.kind = ? AND r.transport = ? AND r.tool = ? "
+            "AND r.figure IS NOT NULL AND (r.status = 'pass' OR (r.status IS NULL AND runs.status = 'pass')) "
+            "ORDER BY r.run_id DESC LIMIT 1",
+            (site, pair_key(m.pair), m.kind, m.transport, m.tool),
+        ).fetchone()
+        return (float(row[0]), str(row[1])) if row else None
+
+    def compare(self, site: str, results: list[Measurement]) -> list[Comparison]:
+        """Each figure of `results` beside the last good one (before this run is recorded)."""
+        out = []
+        for m in results:
+            if m.figure is None or m.source != MEASURED:
+                continue
+            found = self.last_good(site, m)
+            if found is None:
+                out.append(Comparison(m, None, None, None))
+                continue
+            old, when = found
+            out.append(Comparison(m, old, when, (m.figure / old - 1) if old else None))
+        return out
+
+    def record(self, site: str, command: str, started_at: str, status: Status,
+               results: list[Measurement]) -> int | None:
+        stored = [m for m in results if m.source == MEASURED]
+        if not stored:
+            return None
+        with self._db:
+            cursor = self._db.execute(
+                "INSERT INTO runs (started_at, site, command, status) VALUES (?, ?, ?, ?)",
+                (started_at, site, command, status.value))
+            run_id = cursor.lastrowid
+            self._db.executemany(
+                "INSERT INTO results (run_id, pair_key, kind, transport, tool, status, figure, unit, "
+                "document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, pair_key(m.pair), m.kind, m.transport, m.tool,
+                  m.status.value if m.status else None, m.figure, m.unit, json.dumps(m.to_json()))
+                 for m in stored])
+        return run_id
+
+    def runs(self, site: str | None = None) -> list[tuple[int, str, str, str, str]]:
+        query = "SELECT id, started_at, site, command, status FROM runs"
+        args: tuple[str, ...] = ()
+        if site is not None:
+            query += " WHERE site = ?"
+            args = (site,)
+        return [tuple(row) for row in self._db.execute(query + " ORDER BY id", args)]

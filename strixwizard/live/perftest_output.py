@@ -1,0 +1,159 @@
+"""Parse perftest's result tables (`ib_write_lat`, `ib_send_lat`, `ib_write_bw`, `ib_send_bw`).
+
+The table is read from its own header line, never from fixed positions:
+columns are `#bytes`, `#iterations`, then `name[unit]` cells whose names may
+contain spaces (`99% percentile[usec]`, `BW average[MiB/sec]`). Layouts seen:
+
+- perftest ≥ 4.x latency: t_min, t_max, t_typical, t_avg, t_stdev, 99%, 99.9%;
+- older latency: t_min, t_max, t_typical only;
+- bandwidth: `BW peak[...]`, `BW average[...]`, `MsgRate[Mpps]`, the unit being
+  `MiB/sec`, `MB/sec` (older releases: the same 2^20 bytes, mislabelled) or
+  `Gb/sec` with `--report_gbits` (10^9 bits);
+- `-a`: one row per message size.
+
+Anything else (the parameter block, `Conflicting CPU frequency values
+detected...`, `Warning:` lines) is skipped. A table whose closing dashes
+never came, or a row with too few cells, means the output was cut short.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from strixwizard.live.results import LatencyStats
+
+_CELL = re.compile(r"#\w+|[^\s\[\]][^\[\]]*?\[[^\]]*\]")
+_DASHES = re.compile(r"^\s*-{20,}\s*$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[-+]?\d+)?$", re.IGNORECASE)
+
+#: bytes-per-second factor of each bandwidth unit, then to Gb/s
+_BW_UNITS = {"MiB/sec": 2**20 * 8 / 1e9, "MB/sec": 2**20 * 8 / 1e9, "Gb/sec": 1.0}
+
+
+class PerftestParseError(ValueError):
+    """The output holds no result table; the message says what was there instead."""
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # "t_avg", "BW average", "#bytes"
+    unit: str | None  # "usec", "MiB/sec", None for #bytes/#iterations
+
+
+@dataclass(frozen=True)
+class PerftestTable:
+    test: str | None  # "RDMA_Write Latency Test"
+    columns: tuple[Column, ...]
+    rows: tuple[dict[str, float], ...]  # column name -> value, in the header's units
+    complete: bool  # the closing dashes came after the rows
+    params: dict[str, str] = field(default_factory=dict)  # "Device" -> "rxe0", "GID index" -> "1"
+    warnings: tuple[str, ...] = ()
+    truncated_row: str | None = None
+
+    def unit(self, name: str) -> str | None:
+        return next((c.unit for c in self.columns if c.name == name), None)
+
+    @property
+    def is_latency(self) -> bool:
+        return any(c.name.startswith("t_") for c in self.columns)
+
+    @property
+    def is_bandwidth(self) -> bool:
+        return any(c.name.startswith("BW ") for c in self.columns)
+
+
+def parse_header(line: str) -> tuple[Column, ...] | None:
+    stripped = line.strip()
+    if not stripped.startswith("#bytes"):
+        return None
+    columns = []
+    for cell in _CELL.findall(stripped):
+        cell = cell.strip()
+        if "[" in cell:
+            name, unit = cell[:-1].split("[", 1)
+            columns.append(Column(name.strip(), unit.strip()))
+        else:
+            columns.append(Column(cell, None))
+    return tuple(columns)
+
+
+def _params(line: str, params: dict[str, str]) -> None:
+    """` Device         : rxe0    Transport type : IB` → two entries."""
+    for match in re.finditer(r"([A-Za-z][A-Za-z0-9 .\-]*?)\s*:\s*(\S+)", line):
+        key = match.group(1).strip()
+        if key and key not in params:
+            params[key] = match.group(2)
+
+
+def parse_perftest(text: str) -> PerftestTable:
+    columns: tuple[Column, ...] | None = None
+    rows: list[dict[str, float]] = []
+    complete = False
+    params: dict[str, str] = {}
+    warnings: list[str] = []
+    test: str | None = None
+    truncated: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        header = parse_header(line)
+        if header is not None:
+            columns, rows, complete, truncated = header, [], False, None
+            continue
+        if _DASHES.match(line):
+            if columns is not None and rows:
+                complete = True
+            continue
+        if columns is None:
+            if line.endswith("Test") and ":" not in line:
+                test = line
+            elif ":" in line and "address" not in line and not line.startswith("GID:"):
+                _params(raw, params)
+            continue
+        cells = line.split()
+        if cells and _NUMBER.match(cells[0]) and all(_NUMBER.match(c) for c in cells):
+            if len(cells) < len(columns):
+                truncated = line
+                continue
+            rows.append({c.name: float(v) for c, v in zip(columns, cells, strict=False)})
+            complete = False
+        else:
+            warnings.append(line)
+    if columns is None:
+        last = next((w for w in reversed(text.strip().splitlines()) if w.strip()), "")
+        raise PerftestParseError(f"no result table in the output (last line: {last.strip()!r})"
+                                 if last else "the output is empty")
+    return PerftestTable(test, columns, tuple(rows), complete and truncated is None, params,
+                         tuple(warnings), truncated)
+
+
+def _usec(value: float | None, unit: str | None) -> float | None:
+    if value is None:
+        return None
+    factor = {"usec": 1.0, "nsec": 1e-3, "msec": 1e3, "sec": 1e6}.get(unit or "usec")
+    if factor is None:
+        raise PerftestParseError(f"unknown latency unit [{unit}]")
+    return value * factor
+
+
+def latency_stats(table: PerftestTable, row: dict[str, float]) -> LatencyStats:
+    """One row of a latency table as one-way statistics in µs (perftest reports one-way)."""
+
+    def get(name: str) -> float | None:
+        return _usec(row.get(name), table.unit(name))
+
+    iterations = row.get("#iterations")
+    return LatencyStats(
+        min_us=get("t_min"), median_us=get("t_typical"), avg_us=get("t_avg"),
+        p99_us=get("99% percentile"), p999_us=get("99.9% percentile"), max_us=get("t_max"),
+        stdev_us=get("t_stdev"), samples=int(iterations) if iterations is not None else None,
+    )
+
+
+def bandwidth_gbps(table: PerftestTable, row: dict[str, float], which: str = "BW average") -> float:
+    unit = table.unit(which)
+    if unit not in _BW_UNITS:
+        raise PerftestParseError(f"unknown bandwidth unit [{unit}] in column {which!r}")
+    return row[which] * _BW_UNITS[unit]

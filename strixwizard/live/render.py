@@ -1,0 +1,74 @@
+"""Text output of `strixwizard test`: one line per result as it arrives, then a summary."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from strixwizard.live.report import TestReport, like_for_like
+from strixwizard.live.results import REPLAYED, Measurement
+
+MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "skip", "error": "ERR "}
+
+
+def _latency_line(m: Measurement) -> str:
+    s = m.latency
+    if s is None:
+        return ""
+
+    def f(value: float | None) -> str:
+        return f"{value:.2f}" if value is not None else "-"
+
+    return (f"      one-way µs: min {f(s.min_us)}  median {f(s.median_us)}  avg {f(s.avg_us)}  "
+            f"p99 {f(s.p99_us)}  p99.9 {f(s.p999_us)}  max {f(s.max_us)}"
+            + (f"  ({s.samples} samples)" if s.samples else ""))
+
+
+def result_lines(m: Measurement) -> list[str]:
+    mark = MARKS.get(m.status.value, "?") if m.status else "ref "
+    label = " [replayed recording]" if m.source == REPLAYED else ""
+    lines = [f"  {mark}  {m.pair_label}  {m.transport.upper()} {m.kind}  {m.tool}{label}: {m.summary}"]
+    latency = _latency_line(m)
+    if latency:
+        lines.append(latency)
+    if m.path:
+        lines.append(f"      path: {m.path}")
+    note = m.detail.get("note") or m.detail.get("notes")
+    if note:
+        lines.append(f"      note: {note}")
+    return lines
+
+
+def print_result(m: Measurement, out: TextIO) -> None:
+    for line in result_lines(m):
+        print(line, file=out, flush=True)
+
+
+def print_summary(report: TestReport, out: TextIO) -> None:
+    comparisons = like_for_like(report.results)
+    if comparisons:
+        print("\nLike for like (one-way, median, same statistics):", file=out)
+        for c in comparisons:
+            print(f"  {c.pair[0]}-{c.pair[1]}: {c.summary}", file=out)
+    if report.matrix:
+        nodes = report.matrix["nodes"]
+        grid = report.matrix["tcp_latency_us"]
+        rdma = report.matrix["rdma_latency_us"]
+        print(f"\nMatrix ({len(report.matrix['rounds'])} rounds, "
+              f"{report.matrix['elapsed_s']:.1f} s): median one-way µs, TCP / RDMA", file=out)
+        width = max(len(n) for n in nodes) + 2
+        print(" " * width + "".join(n.rjust(16) for n in nodes), file=out)
+        for a in nodes:
+            cells = []
+            for b in nodes:
+                if a == b:
+                    cells.append("-".rjust(16))
+                    continue
+                tcp, r = grid[a].get(b), rdma[a].get(b)
+                text = (f"{tcp:.1f}" if tcp is not None else "?") + " / " + (f"{r:.2f}" if r is not None
+                                                                             else "-")
+                cells.append(text.rjust(16))
+            print(a.ljust(width) + "".join(cells), file=out)
+    for comparison in report.comparisons:
+        print(f"  history: {comparison.summary}", file=out)
+    status = report.to_json()["status"]
+    print(f"\nverdict: {status} (exit {report.exit_code})", file=out)

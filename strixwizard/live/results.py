@@ -1,0 +1,156 @@
+"""What a live test produces: latency statistics, measurements, and the run's verdict.
+
+Every latency is *one-way* in microseconds, whatever the tool: perftest's
+`*_lat` already reports half the round trip, sockperf's ping-pong and qperf's
+`tcp_lat` too, and our own TCP ping-pong divides each round trip by two. The
+same statistics are kept for all of them (min, median, average, p99, p99.9,
+max), so RDMA and TCP are compared like for like, never an ICMP round trip
+against a verbs one-way time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from strixwizard.model import Status
+
+#: Where a figure came from: measured now, or replayed from a recording (demo).
+MEASURED = "measured"
+REPLAYED = "replayed recording"
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """One-way latency in µs; fields a tool does not report are None."""
+
+    min_us: float | None
+    median_us: float | None  # perftest's t_typical
+    avg_us: float | None
+    p99_us: float | None
+    p999_us: float | None
+    max_us: float | None
+    stdev_us: float | None = None
+    samples: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "min": self.min_us, "median": self.median_us, "avg": self.avg_us, "p99": self.p99_us,
+            "p99_9": self.p999_us, "max": self.max_us, "stdev": self.stdev_us, "samples": self.samples,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> LatencyStats:
+        return LatencyStats(data.get("min"), data.get("median"), data.get("avg"), data.get("p99"),
+                            data.get("p99_9"), data.get("max"), data.get("stdev"), data.get("samples"))
+
+
+def nearest_rank(ordered: Sequence[float], fraction: float) -> float:
+    """perftest's percentile: the sample at index floor(n * fraction) of the sorted list."""
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def stats_from_samples(one_way_us: Iterable[float]) -> LatencyStats:
+    """Statistics of one-way samples, computed the way perftest computes its own."""
+    ordered = sorted(one_way_us)
+    if not ordered:
+        return LatencyStats(None, None, None, None, None, None, None, 0)
+    n = len(ordered)
+    avg = math.fsum(ordered) / n
+    stdev = math.sqrt(math.fsum((x - avg) ** 2 for x in ordered) / n)
+    return LatencyStats(
+        min_us=ordered[0], median_us=nearest_rank(ordered, 0.5), avg_us=avg,
+        p99_us=nearest_rank(ordered, 0.99), p999_us=nearest_rank(ordered, 0.999), max_us=ordered[-1],
+        stdev_us=stdev, samples=n,
+    )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One result of a live test, streamed as soon as it is known.
+
+    `kind`: "latency", "bandwidth" or "rccl". `transport`: "rdma" or "tcp".
+    `role`: "verdict" (judged against the site's thresholds, counts for the exit
+    status) or "reference" (another tool measuring the same thing, for comparison).
+    `status` is None for a reference. `figure` is the judged number in `unit`.
+    """
+
+    kind: str
+    transport: str
+    tool: str
+    pair: tuple[str, str]
+    status: Status | None
+    summary: str
+    role: str = "verdict"
+    figure: float | None = None
+    unit: str = ""
+    threshold: str = ""
+    latency: LatencyStats | None = None
+    bandwidth_gbps: float | None = None
+    link_rate_gbps: float | None = None
+    path: str = ""  # what carried it: "10.99.3.1 -> 10.99.3.2 (fab0)", "rocep194s0:1 gid 1"
+    source: str = MEASURED
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pair_label(self) -> str:
+        return f"{self.pair[0]}-{self.pair[1]}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "transport": self.transport,
+            "tool": self.tool,
+            "pair": list(self.pair),
+            "role": self.role,
+            "status": self.status.value if self.status else None,
+            "summary": self.summary,
+            "figure": self.figure,
+            "unit": self.unit,
+            "threshold": self.threshold,
+            "latency_us": self.latency.to_json() if self.latency else None,
+            "bandwidth_gbps": self.bandwidth_gbps,
+            "link_rate_gbps": self.link_rate_gbps,
+            "path": self.path,
+            "source": self.source,
+            "detail": self.detail,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Measurement:
+        latency = data.get("latency_us")
+        return Measurement(
+            kind=data["kind"], transport=data["transport"], tool=data["tool"],
+            pair=(data["pair"][0], data["pair"][1]),
+            status=Status(data["status"]) if data.get("status") else None,
+            summary=data.get("summary", ""), role=data.get("role", "verdict"),
+            figure=data.get("figure"), unit=data.get("unit", ""), threshold=data.get("threshold", ""),
+            latency=LatencyStats.from_json(latency) if latency else None,
+            bandwidth_gbps=data.get("bandwidth_gbps"), link_rate_gbps=data.get("link_rate_gbps"),
+            path=data.get("path", ""), source=data.get("source", MEASURED),
+            detail=data.get("detail") or {},
+        )
+
+
+def verdicts(results: Iterable[Measurement]) -> list[Measurement]:
+    return [r for r in results if r.role == "verdict" and r.status is not None]
+
+
+def overall_status(results: Iterable[Measurement]) -> Status:
+    """fail > error > warn > skip > pass; with nothing judged at all, skip."""
+    judged = [r.status for r in verdicts(results) if r.status is not None]
+    if not judged:
+        return Status.SKIP
+    return max(judged, key=lambda s: s.rank)
+
+
+def exit_code(results: Iterable[Measurement]) -> int:
+    """0 pass, 1 at least one fail, 2 no verdict (nothing measured, or an error and no fail)."""
+    statuses = [r.status for r in verdicts(results)]
+    if Status.FAIL in statuses:
+        return 1
+    if Status.ERROR in statuses or not any(s in (Status.PASS, Status.WARN) for s in statuses):
+        return 2
+    return 0

@@ -1,0 +1,228 @@
+"""Live tests on the lab: real namespaces, real sshd, real veth links, paramiko.
+
+The lab has no RDMA: TCP is measured for real between namespaces over the
+fabric veth (fab0); perftest and mpirun are stand-in executables (installed
+with `LabHost.stand_in`) that print recorded real-format outputs from
+tests/data/live/ — they are labelled as stand-ins below.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from strixwizard.live.hosts import SshHost
+from strixwizard.live.perftest import PerftestSettings, rdma_test
+from strixwizard.live.plan import RdmaEnd
+from strixwizard.model import Status
+from strixwizard.site import Thresholds, load_site
+from strixwizard.targets import ssh_target
+from tests.conftest import run_cli
+from tests.lab import Lab, lab_fixture, require_lab_tools, sweep_stale_labs
+
+DATA = Path(__file__).parent / "data" / "live"
+lab4 = lab_fixture(4)
+
+SERVER_STAND_IN = """#!/bin/sh
+# stand-in for perftest's server side: real banner, then waits as the real one does
+echo "$@" > "$HOME/{tool}.server.argv"
+echo $$ > "$HOME/{tool}.server.pid"
+case " $* " in *" -p 18515 "*) if [ -e "$HOME/port_busy" ]; then
+  echo " Couldn't listen to port 18515" >&2; exit 1; fi;; esac
+echo '************************************'
+echo '* Waiting for client to connect... *'
+echo '************************************'
+exec sleep 60
+"""
+
+CLIENT_STAND_IN = """#!/bin/sh
+# stand-in for perftest's client side: prints a recorded output ({recording})
+echo "$@" > "$HOME/{tool}.client.argv"
+echo $$ > "$HOME/{tool}.client.pid"
+cat "$HOME/{recording}"
+{tail}
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _wait_dead(pid: int, seconds: float = 8) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def _hosts(lab: Lab, tmp: Path) -> tuple[SshHost, SshHost]:
+    site = load_site(lab.write_site_yaml(tmp / "lab.yaml"))
+    return (SshHost(ssh_target(site, site.nodes[0], False)), SshHost(ssh_target(site, site.nodes[1], False)))
+
+
+def _ends(lab: Lab) -> tuple[RdmaEnd, RdmaEnd]:
+    a, b = lab.hosts[0], lab.hosts[1]
+    return (RdmaEnd(a.name, "rocep194s0", 1, 1, 4096, a.fabric_addr, "fab0", 100.0, "Ethernet"),
+            RdmaEnd(b.name, "rocep194s0", 1, 1, 4096, b.fabric_addr, "fab0", 100.0, "Ethernet"))
+
+
+def _install_perftest(lab: Lab, tool: str, recording: str, tail: str = "exit 0") -> None:
+    client, server = lab.hosts[0], lab.hosts[1]
+    (client.home / recording).write_text((DATA / recording).read_text())
+    client.stand_in(tool, CLIENT_STAND_IN.format(tool=tool, recording=recording, tail=tail))
+    server.stand_in(tool, SERVER_STAND_IN.format(tool=tool))
+
+
+@pytest.fixture
+def lab2(tmp_path_factory: pytest.TempPathFactory):
+    """A fresh 2-host lab per test, for tests that break or reconfigure hosts."""
+    require_lab_tools()
+    sweep_stale_labs()
+    with Lab(tmp_path_factory.mktemp("lab"), 2) as lab:
+        yield lab
+
+
+# -- TCP for real between namespaces ------------------------------------------------
+def test_latency_pair_measures_tcp_over_the_fabric_veth(lab4: Lab, tmp_path: Path) -> None:
+    site = lab4.write_site_yaml(tmp_path / "lab.yaml")
+    history = tmp_path / "history.sqlite"
+    args = ("test", "latency", "--site", str(site), "--pair", "node0,node1", "--json", "--seconds", "2",
+            "--history", str(history))
+    result = run_cli(*args, timeout=120)
+    doc = result.json()
+    by_tool = {r["tool"]: r for r in doc["results"]}
+    tcp = by_tool["strixwizard tcp ping-pong"]
+    assert tcp["status"] == "pass", tcp
+    assert tcp["source"] == "measured"
+    assert f"{lab4.hosts[1].fabric_addr}" in tcp["path"] and "fab0" in tcp["path"]
+    assert 0 < tcp["latency_us"]["median"] < 150 and tcp["latency_us"]["samples"] > 100
+    assert by_tool["sockperf ping-pong"]["role"] == "reference"
+    assert by_tool["sockperf ping-pong"]["latency_us"]["median"] > 0
+    assert by_tool["qperf tcp_lat"]["latency_us"]["avg"] > 0
+    rdma = by_tool["ib_write_lat"]
+    assert rdma["status"] == "skip" and "ethernet: no hardware RDMA" in rdma["summary"]
+    assert result.rc == 0
+    assert doc["history"]["path"] == str(history) and doc["history"]["run_id"] == 1
+    again = run_cli(*args, timeout=120).json()
+    compared = {c["tool"]: c for c in again["history"]["compared"]}
+    assert compared["strixwizard tcp ping-pong"]["last_good_figure"] == tcp["figure"]
+
+
+def test_matrix_runs_every_pair_once_in_rounds(lab4: Lab, tmp_path: Path) -> None:
+    site = lab4.write_site_yaml(tmp_path / "lab.yaml")
+    result = run_cli("test", "matrix", "--site", str(site), "--json", "--seconds", "0.5",
+                     "--no-references", "--no-history", timeout=180)
+    doc = result.json()
+    matrix = doc["matrix"]
+    assert len(matrix["rounds"]) == 3 and all(len(r) == 2 for r in matrix["rounds"])
+    tcp = [r for r in doc["results"] if r["tool"] == "strixwizard tcp ping-pong"]
+    assert sorted(tuple(sorted(r["pair"])) for r in tcp) == [
+        ("node0", "node1"), ("node0", "node2"), ("node0", "node3"),
+        ("node1", "node2"), ("node1", "node3"), ("node2", "node3")]
+    assert all(r["status"] == "pass" for r in tcp), [r["summary"] for r in tcp]
+    cross = next(r for r in tcp if sorted(r["pair"]) == ["node0", "node2"])
+    assert "management network" in cross["path"]  # no fabric veth between node0 and node2
+    assert matrix["tcp_latency_us"]["node0"]["node1"] == matrix["tcp_latency_us"]["node1"]["node0"]
+    assert result.rc == 0
+
+
+# -- perftest orchestration with stand-ins (recorded real-format outputs) -------------------
+def test_perftest_pair_parses_the_client_table_and_stops_the_server(lab2: Lab, tmp_path: Path) -> None:
+    _install_perftest(lab2, "ib_write_lat", "ib_write_lat_e810_cpufreq_warning.txt")
+    client, server = _hosts(lab2, tmp_path)
+    m = rdma_test("ib_write_lat", client, server, _ends(lab2), Thresholds())
+    assert m.status is Status.PASS, m.summary
+    assert m.latency is not None and m.latency.median_us == 5.19 and m.latency.p999_us == 11.62
+    client_argv = (lab2.hosts[0].home / "ib_write_lat.client.argv").read_text().split()
+    assert client_argv == ["-d", "rocep194s0", "-i", "1", "-s", "64", "-n", "1000", "-p", "18515", "-F",
+                           "-x", "1", "-m", "4096", str(lab2.hosts[1].fabric_addr)]
+    server_pid = int((lab2.hosts[1].home / "ib_write_lat.server.pid").read_text())
+    assert _wait_dead(server_pid), "the perftest server was left running"
+
+
+def test_perftest_port_in_use_moves_to_the_next_port(lab2: Lab, tmp_path: Path) -> None:
+    _install_perftest(lab2, "ib_write_lat", "ib_write_lat_rxe.txt")
+    (lab2.hosts[1].home / "port_busy").write_text("")
+    client, server = _hosts(lab2, tmp_path)
+    m = rdma_test("ib_write_lat", client, server, _ends(lab2), Thresholds())
+    assert m.status is Status.PASS, m.summary
+    assert m.detail["notes"] == ["TCP port 18515 on node1 was in use"]
+    assert "-p 18516" in " ".join(m.detail["client_argv"])  # type: ignore[arg-type]
+
+
+def test_perftest_output_cut_short_is_an_error(lab2: Lab, tmp_path: Path) -> None:
+    _install_perftest(lab2, "ib_write_lat", "ib_write_lat_cut_short.txt", tail="exit 1")
+    client, server = _hosts(lab2, tmp_path)
+    m = rdma_test("ib_write_lat", client, server, _ends(lab2), Thresholds())
+    assert m.status is Status.ERROR
+    assert "output cut short in the row '4       1000          4.92           8.41'" in m.summary
+
+
+def test_bandwidth_against_the_link_rate(lab2: Lab, tmp_path: Path) -> None:
+    _install_perftest(lab2, "ib_write_bw", "ib_write_bw_e810_gbits.txt")
+    client, server = _hosts(lab2, tmp_path)
+    m = rdma_test("ib_write_bw", client, server, _ends(lab2), Thresholds(), link_rate_gbps=100.0)
+    assert m.status is Status.FAIL and "51% of the 100 Gb/s link rate" in m.summary
+    m = rdma_test("ib_write_bw", client, server, _ends(lab2), Thresholds(), link_rate_gbps=50.0)
+    assert m.status is Status.PASS
+
+
+def test_peer_dies_mid_test_is_reported_and_the_client_is_stopped(lab2: Lab, tmp_path: Path) -> None:
+    _install_perftest(lab2, "ib_write_lat", "ib_write_lat_cut_short.txt", tail="exec sleep 60")
+    client, server = _hosts(lab2, tmp_path)
+    pid_file = lab2.hosts[0].home / "ib_write_lat.client.pid"
+
+    def kill_server_node() -> None:
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        lab2.hosts[1].kill_all()
+
+    killer = threading.Thread(target=kill_server_node)
+    killer.start()
+    started = time.monotonic()
+    m = rdma_test("ib_write_lat", client, server, _ends(lab2), Thresholds(),
+                  PerftestSettings(run_timeout=40))
+    killer.join(30)
+    assert time.monotonic() - started < 20
+    assert m.status is Status.ERROR
+    assert "node1: connection lost while ib_write_lat server ran" in m.summary
+    assert _wait_dead(int(pid_file.read_text())), "the client on node0 was left running"
+
+
+def test_real_perftest_on_a_node_without_rdma_says_why(lab2: Lab, tmp_path: Path) -> None:
+    """The real ib_send_lat (no stand-in): the lab, like this machine, has no RDMA device."""
+    client, server = _hosts(lab2, tmp_path)
+    m = rdma_test("ib_send_lat", client, server, _ends(lab2), Thresholds())
+    assert m.status is Status.ERROR
+    assert m.summary == "node1: ib_send_lat server failed: Unable to find the Infiniband/RoCE device"
+
+
+# -- RCCL with a stand-in mpirun printing a recorded log -------------------------------------
+@pytest.mark.parametrize(("recording", "rc", "status", "words"), [
+    ("all_reduce_perf_gfx1151_net_socket.txt", 1, "fail", "NET/Socket"),
+    ("all_reduce_perf_gfx1151_net_ib.txt", 0, "pass", "NET/IB on rocep194s0:1"),
+    ("all_reduce_perf_cut_short.txt", 2, "error", "cut short"),
+])
+def test_rccl_verdict_from_the_log(lab4: Lab, tmp_path: Path, recording: str, rc: int, status: str,
+                                   words: str) -> None:
+    head = lab4.hosts[0]
+    (head.home / recording).write_text((DATA / recording).read_text())
+    head.stand_in("mpirun", f"#!/bin/sh\n# stand-in for mpirun + all_reduce_perf: recorded output\n"
+                            f"echo \"$@\" > \"$HOME/mpirun.argv\"\ncat \"$HOME/{recording}\"\n")
+    site = lab4.write_site_yaml(tmp_path / "lab.yaml", hosts=lab4.hosts[:2])
+    result = run_cli("test", "rccl", "--site", str(site), "--json", "--no-history", timeout=120)
+    (r,) = result.json()["results"]
+    assert (result.rc, r["status"]) == (rc, status), r["summary"]
+    assert words in r["summary"]
+    argv = (head.home / "mpirun.argv").read_text()
+    assert "-x NCCL_DEBUG=INFO" in argv
+    assert f"-H {lab4.hosts[0].mgmt_addr}:1,{lab4.hosts[1].mgmt_addr}:1" in argv

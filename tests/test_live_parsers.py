@@ -1,0 +1,167 @@
+"""Parsers of the live tests, on recorded outputs (tests/data/live/README.md says which are real)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strixwizard.live.perftest_output import (
+    PerftestParseError,
+    bandwidth_gbps,
+    latency_stats,
+    parse_perftest,
+)
+from strixwizard.live.rccl import judge_rccl
+from strixwizard.live.rccl_output import RcclOutputError, parse_all_reduce, parse_transport
+from strixwizard.live.tcp_tools_output import ToolOutputError, parse_qperf_latency, parse_sockperf
+from strixwizard.model import Status
+
+DATA = Path(__file__).parent / "data" / "live"
+
+
+def read(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def test_ib_write_lat_rxe_real_output_all_columns() -> None:
+    table = parse_perftest(read("ib_write_lat_rxe.txt"))
+    assert table.test == "RDMA_Write Latency Test"
+    assert table.params["Device"] == "rxe0" and table.params["GID index"] == "1"
+    assert [c.name for c in table.columns] == [
+        "#bytes", "#iterations", "t_min", "t_max", "t_typical", "t_avg", "t_stdev",
+        "99% percentile", "99.9% percentile"]
+    assert table.complete and len(table.rows) == 1
+    stats = latency_stats(table, table.rows[0])
+    assert (stats.min_us, stats.median_us, stats.avg_us, stats.p99_us, stats.p999_us, stats.max_us) == (
+        1.42, 1.47, 1.47, 1.57, 1.93, 1.93)
+    assert stats.samples == 1000
+
+
+def test_cpu_frequency_warning_inside_the_table_is_skipped() -> None:
+    table = parse_perftest(read("ib_write_lat_e810_cpufreq_warning.txt"))
+    assert table.complete
+    assert any("Conflicting CPU frequency" in w for w in table.warnings)
+    stats = latency_stats(table, table.rows[0])
+    assert stats.median_us == 5.19 and stats.avg_us == 5.23
+    assert table.params["Mtu"] == "4096[B]"
+
+
+def test_older_latency_layout_has_no_average_or_percentiles() -> None:
+    table = parse_perftest(read("ib_write_lat_old_layout.txt"))
+    stats = latency_stats(table, table.rows[0])
+    assert stats.median_us == 1.11 and stats.avg_us is None and stats.p99_us is None
+
+
+def test_all_sizes_gives_one_row_per_size() -> None:
+    table = parse_perftest(read("ib_write_lat_all_sizes.txt"))
+    assert [int(r["#bytes"]) for r in table.rows] == [2, 4, 8, 16, 32, 64, 128]
+    assert table.complete
+
+
+def test_output_cut_short_is_never_a_figure() -> None:
+    table = parse_perftest(read("ib_write_lat_cut_short.txt"))
+    assert not table.complete
+    assert table.truncated_row is not None and table.truncated_row.startswith("4 ")
+
+
+def test_no_device_output_has_no_table() -> None:
+    with pytest.raises(PerftestParseError, match=r"no result table.*Unable to find the Infiniband/RoCE"):
+        parse_perftest(read("ib_write_lat_no_device.txt"))
+    with pytest.raises(PerftestParseError, match="empty"):
+        parse_perftest("")
+
+
+@pytest.mark.parametrize(("name", "unit", "gbps"), [
+    ("ib_write_bw_cx3_mib.txt", "MiB/sec", 3293.56 * 2**20 * 8 / 1e9),
+    ("ib_write_bw_old_mb.txt", "MB/sec", 3290.77 * 2**20 * 8 / 1e9),
+    ("ib_write_bw_e810_gbits.txt", "Gb/sec", 50.64),
+])
+def test_bandwidth_units_come_from_the_header(name: str, unit: str, gbps: float) -> None:
+    table = parse_perftest(read(name))
+    assert table.is_bandwidth and table.unit("BW average") == unit
+    assert bandwidth_gbps(table, table.rows[-1]) == pytest.approx(gbps)
+
+
+def test_mib_per_second_is_not_mistaken_for_gigabits() -> None:
+    table = parse_perftest(read("ib_write_bw_cx3_mib.txt"))
+    assert bandwidth_gbps(table, table.rows[0]) == pytest.approx(27.63, abs=0.01)  # not 3293
+
+
+def test_sockperf_real_output_with_colours() -> None:
+    stats = parse_sockperf(read("sockperf_pingpong_tcp_loopback.txt"))
+    assert stats.avg_us == 10.907 and stats.median_us == 7.155 and stats.p99_us == 32.718
+    assert stats.p999_us == 192.474 and stats.min_us == 6.729 and stats.max_us == 2440.576
+    assert stats.samples == 70982
+    with pytest.raises(ToolOutputError):
+        parse_sockperf("sockperf: ERROR: connect failed\n")
+
+
+def test_qperf_real_outputs() -> None:
+    assert parse_qperf_latency(read("qperf_tcp_lat_loopback.txt")) == 14.9
+    verbose = read("qperf_tcp_lat_bw_verbose_loopback.txt")
+    assert parse_qperf_latency(verbose) == 33.9
+    with pytest.raises(ToolOutputError, match="rc_lat"):
+        parse_qperf_latency(read("qperf_rc_lat_no_rdma_device.txt"), "rc_lat")
+    assert parse_qperf_latency("tcp_lat:\n    latency  =  1.2 ms\n") == 1200.0
+
+
+def test_all_reduce_current_layout_and_net_ib_passes() -> None:
+    text = read("all_reduce_perf_gfx1151_net_ib.txt")
+    table = parse_all_reduce(text)
+    assert table.layout == "root/#wrong" and table.complete
+    assert table.version == "2.28.3-gfx1151-rccl:a188cf2"
+    assert len(table.rows) == 7 and table.rows[0].root == -1 and not table.wrong_rows
+    assert table.avg_busbw_gbs == 2.54512 and table.max_busbw_gbs == 5.81
+    evidence = parse_transport(text)
+    assert evidence.transport == "NET/IB" and evidence.ib_devices == ("rocep194s0:1",)
+    status, summary = judge_rccl(table, evidence, ["rocep194s0:1"])
+    assert status is Status.PASS and "NET/IB on rocep194s0:1" in summary
+
+
+def test_socket_fallback_fails_however_fast() -> None:
+    text = read("all_reduce_perf_gfx1151_net_socket.txt")
+    table = parse_all_reduce(text)
+    evidence = parse_transport(text)
+    assert evidence.transport == "NET/Socket"
+    assert evidence.socket_devices == ("enp194s0np0", "enp1s0")
+    status, summary = judge_rccl(table, evidence, ["rocep194s0:1"])
+    assert status is Status.FAIL and "NET/Socket" in summary and "however fast" in summary
+
+
+def test_net_ib_on_another_device_fails() -> None:
+    text = read("all_reduce_perf_gfx1151_net_ib.txt")
+    status, summary = judge_rccl(parse_all_reduce(text), parse_transport(text), ["mlx5_0:1"])
+    assert status is Status.FAIL and "not on the tested mlx5_0:1" in summary
+
+
+def test_older_layout_error_column_tolerates_rounding_and_na() -> None:
+    table = parse_all_reduce(read("all_reduce_perf_old_layout.txt"))
+    assert table.layout == "error" and len(table.rows) == 4
+    assert table.rows[0].root is None and table.rows[0].out_wrong == 4e-07
+    assert table.rows[-1].out_wrong is None  # N/A
+    assert not table.wrong_rows
+
+
+def test_cut_short_rccl_output_gives_no_verdict() -> None:
+    text = read("all_reduce_perf_cut_short.txt")
+    table = parse_all_reduce(text)
+    assert not table.complete
+    status, summary = judge_rccl(table, parse_transport(text), ["rocep194s0:1"])
+    assert status is Status.ERROR and "cut short" in summary
+
+
+def test_no_transport_lines_at_warn_level() -> None:
+    status, summary = judge_rccl(None, parse_transport("NCCL WARN something\n"), [])
+    assert status is Status.ERROR and "NCCL_DEBUG=INFO" in summary
+    with pytest.raises(RcclOutputError):
+        parse_all_reduce("mpirun: command not found\n")
+
+
+def test_wrong_results_fail() -> None:
+    text = read("all_reduce_perf_gfx1151_net_ib.txt").replace(
+        "0.67      0    97.80    0.67    0.67      0", "0.67      3    97.80    0.67    0.67      0")
+    table = parse_all_reduce(text)
+    assert [r.size_bytes for r in table.wrong_rows] == [65536]
+    status, _ = judge_rccl(table, parse_transport(text), ["rocep194s0:1"])
+    assert status is Status.FAIL
