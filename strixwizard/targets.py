@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -60,7 +60,9 @@ def _load_snapshot(path: Path) -> SnapshotProbe:
         raise UsageError(str(error)) from None
 
 
-def ssh_target(site: Site, spec: NodeSpec, trust_new_hosts: bool) -> SshTarget:
+def ssh_target(site: Site, spec: NodeSpec, trust_new_hosts: bool,
+               trust_fingerprint: str | None = None) -> SshTarget:
+    """How to reach a node; `trust_fingerprint` accepts an unknown key only if it is that one."""
     from strixwizard.probe.ssh import SshTarget
 
     return SshTarget(
@@ -71,19 +73,20 @@ def ssh_target(site: Site, spec: NodeSpec, trust_new_hosts: bool) -> SshTarget:
         key_file=str(site.resolve(spec.key)) if spec.key else None,
         known_hosts=site.resolve(site.ssh.known_hosts),
         trust_new_hosts=trust_new_hosts,
+        trust_fingerprint=trust_fingerprint,
         connect_timeout=site.ssh.connect_timeout,
         deadline=site.ssh.deadline,
     )
 
 
 def _collect_remote(site: Site, specs: Sequence[NodeSpec], trust_new_hosts: bool,
-                    progress: Progress | None) -> dict[str, Node]:
+                    progress: Progress | None, fingerprints: Mapping[str, str]) -> dict[str, Node]:
     if not specs:
         return {}  # and paramiko is never imported
     from strixwizard.probe.ssh import SshError, collect_ssh
 
     def one(spec: NodeSpec) -> Node:
-        target = ssh_target(site, spec, trust_new_hosts)
+        target = ssh_target(site, spec, trust_new_hosts, fingerprints.get(spec.name))
         address = f"{target.user}@{target.host}" + (f":{target.port}" if target.port != 22 else "")
         if progress:
             progress(spec.name, "start", f"collecting over SSH from {address}")
@@ -102,10 +105,15 @@ def _collect_remote(site: Site, specs: Sequence[NodeSpec], trust_new_hosts: bool
         return dict(zip([s.name for s in specs], pool.map(one, specs), strict=True))
 
 
-def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | None = None
-               ) -> list[Node]:
+def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | None = None,
+               trusted_fingerprints: Mapping[str, str] | None = None) -> list[Node]:
+    """The nodes of a site, remote ones collected over SSH in parallel.
+
+    `trusted_fingerprints` (node name → SHA256 fingerprint) trusts exactly the unknown host
+    keys a user confirmed, and nothing else.
+    """
     remote = [s for s in site.nodes if s.snapshot is None and not s.is_local]
-    collected = _collect_remote(site, remote, trust_new_hosts, progress)
+    collected = _collect_remote(site, remote, trust_new_hosts, progress, trusted_fingerprints or {})
     nodes: list[Node] = []
     for spec in site.nodes:
         if spec.snapshot is not None:

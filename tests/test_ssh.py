@@ -222,3 +222,24 @@ def test_progress_goes_to_stderr_on_a_terminal_only(lab3: Lab, tmp_path: Path) -
     on_terminal = run_on_pty(["doctor", "--site", str(site)])
     assert "node0: collecting over SSH from root@10.99." in on_terminal
     assert "✓ node0: collected in" in on_terminal
+
+
+def test_a_confirmed_fingerprint_trusts_that_key_only(lab3: Lab, tmp_path: Path) -> None:
+    """The wizard pins the key the user saw: a different key is refused even when trusting."""
+    from strixwizard.site import load_site
+    from strixwizard.targets import site_nodes
+
+    host = lab3.hosts[0]
+    known = tmp_path / "known_hosts"
+    site = load_site(lab3.write_site_yaml(tmp_path / "lab.yaml", hosts=[host], known_hosts=known))
+    [refused] = site_nodes(site)
+    assert refused.report.reachable is False
+    seen = refused.report.error.split("ssh-ed25519 ")[1].split(";")[0]
+    assert seen.startswith("SHA256:")
+    [wrong] = site_nodes(site, trusted_fingerprints={host.name: "SHA256:not-the-one-you-saw"})
+    assert wrong.report.reachable is False
+    assert "not the SHA256:not-the-one-you-saw you confirmed" in (wrong.report.error or "")
+    assert not known.exists()
+    [trusted] = site_nodes(site, trusted_fingerprints={host.name: seen})
+    assert trusted.report.reachable is True
+    assert host.host_key_pub.split()[1] in known.read_text()

@@ -44,6 +44,8 @@ class SshTarget:
     key_file: str | None = None
     known_hosts: Path = DEFAULT_KNOWN_HOSTS
     trust_new_hosts: bool = False
+    #: Trust an unknown key only if it has this fingerprint (the one the user confirmed).
+    trust_fingerprint: str | None = None
     connect_timeout: float = 5.0
     deadline: float = 60.0  # for the whole collection, connect included
 
@@ -58,22 +60,40 @@ def _known_hosts_name(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
 
 
+class UnknownHostKey(SshError):
+    """An unknown host key was refused; carries what the user needs to decide."""
+
+    def __init__(self, message: str, host: str, key_type: str, key_fingerprint: str) -> None:
+        super().__init__(message)
+        self.host = host
+        self.key_type = key_type
+        self.fingerprint = key_fingerprint
+
+
 class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
     def __init__(self, target: SshTarget) -> None:
         self.target = target
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         t = self.target
-        if t.trust_new_hosts:
+        offered = fingerprint(key)
+        if t.trust_fingerprint is not None and offered != t.trust_fingerprint:
+            raise UnknownHostKey(
+                f"host key for {hostname} is {key.get_name()} {offered}, not the "
+                f"{t.trust_fingerprint} you confirmed: refused",
+                hostname, key.get_name(), offered,
+            )
+        if t.trust_new_hosts or t.trust_fingerprint is not None:
             client.get_host_keys().add(hostname, key.get_name(), key)
             t.known_hosts.parent.mkdir(parents=True, exist_ok=True)
             with open(t.known_hosts, "a", encoding="ascii") as handle:
                 handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
             return
-        raise SshError(
-            f"unknown host key for {hostname}: {key.get_name()} {fingerprint(key)}; "
+        raise UnknownHostKey(
+            f"unknown host key for {hostname}: {key.get_name()} {offered}; "
             f"if that is the node's key, trust it with --trust-new-hosts (it is added to "
-            f"{t.known_hosts}), or add it yourself: ssh-keyscan -p {t.port} {t.host} >> {t.known_hosts}"
+            f"{t.known_hosts}), or add it yourself: ssh-keyscan -p {t.port} {t.host} >> {t.known_hosts}",
+            hostname, key.get_name(), offered,
         )
 
 
