@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from strixwizard.tui.app import WizardApp
 
@@ -30,10 +31,14 @@ def go_to(step: str, theme: str | None = None) -> Callable[[Pilot[Any]], Any]:
             pilot.app.theme = theme
         await pilot.press(step)
         await pilot.app.workers.wait_for_complete()
-        # Let the results reach the tables and the tables settle their column widths; on a
-        # loaded machine one pause is not enough (the picture then shows a half-laid table).
-        for _ in range(10):
+        # Let the results reach the tables and the tables settle their column widths. A
+        # DataTable sizes its columns on an Idle event, which a loaded machine can delay past
+        # any fixed pause; wait (bounded) until no table has a resize pending.
+        for _ in range(100):
             await pilot.pause(0.05)
+            tables = pilot.app.screen.query(DataTable)
+            if not any(t._require_update_dimensions for t in tables):
+                break
         pilot.app.clear_notifications()
         await pilot.pause()
 
