@@ -42,6 +42,17 @@ async def capture(out: Path, size: tuple[int, int]) -> list[Path]:
             app.clear_notifications()
             await pilot.pause()
             await pilot.pause()
+            if key == "6":  # run the live tests: TCP on loopback for real, RDMA replayed
+                await pilot.press("r")
+                for _ in range(1200):  # bounded: the demo's tests end in seconds
+                    await pilot.pause(0.1)
+                    if not app.session.testing:
+                        break
+                await app.workers.wait_for_complete()
+                for _ in range(5):
+                    await pilot.pause(0.05)
+                app.clear_notifications()
+                await pilot.pause()
             written.append(Path(app.save_screenshot(f"{name}.svg", str(out))))
             if key == "4" and app.session.discovery and app.session.discovery.plan:
                 await pilot.press("a")  # apply: a dry run on copies of the demo's snapshots

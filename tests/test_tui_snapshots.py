@@ -33,11 +33,18 @@ def go_to(step: str, theme: str | None = None) -> Callable[[Pilot[Any]], Any]:
         await pilot.app.workers.wait_for_complete()
         # Let the results reach the tables and the tables settle their column widths. A
         # DataTable sizes its columns on an Idle event, which a loaded machine can delay past
-        # any fixed pause; wait (bounded) until no table has a resize pending.
-        for _ in range(100):
+        # any fixed pause: wait (bounded, 10 s) until the tables' rows have stayed the same,
+        # with no resize pending, for several checks in a row.
+        last: object = None
+        stable = 0
+        for _ in range(200):
             await pilot.pause(0.05)
-            tables = pilot.app.screen.query(DataTable)
-            if not any(t._require_update_dimensions for t in tables):
+            tables = list(pilot.app.screen.query(DataTable))
+            state = [(t.row_count, t._require_update_dimensions) for t in tables]
+            settled = not any(pending for _, pending in state)
+            stable = stable + 1 if settled and state == last else 0
+            last = state
+            if stable >= 4:
                 break
         pilot.app.clear_notifications()
         await pilot.pause()
@@ -60,3 +67,7 @@ def test_links_screen_light_and_wide(snap_compare: SnapCompare) -> None:
 
 def test_deploy_screen(snap_compare: SnapCompare) -> None:
     assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("5"))
+
+
+def test_test_screen_before_a_run(snap_compare: SnapCompare) -> None:
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("6"))

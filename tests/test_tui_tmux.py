@@ -71,9 +71,12 @@ def test_the_demo_walks_from_site_to_report_in_a_real_terminal(tmux: Tmux, tmp_p
     tmux.keys("n")
     tmux.wait_for("step 4/7 Fix")
     tmux.keys("n")
-    tmux.wait_for("not available in this version")
+    tmux.wait_for("PLAN ONLY")
     tmux.keys("n")
     tmux.wait_for("step 6/7 Test")
+    tmux.keys("r")
+    screen = tmux.wait_for("Tests: ", timeout=90)
+    assert "replayed recording" in screen or "RDMA latency" in screen
     tmux.keys("n")
     screen = tmux.wait_for("strixwizard-report-demo.json")
     assert (tmp_path / "state" / "strixwizard" / "demo" / "strixwizard-report-demo.json").exists()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Sparkline, Static
 
 from strixwizard.model import Status
 from strixwizard.targets import Progress
@@ -20,6 +20,7 @@ from strixwizard.tui.jobs import SiteSource
 from strixwizard.tui.screens.links import LinkCard
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
 
 SIZE = (80, 24)
 
@@ -53,6 +54,47 @@ def cells(table: DataTable[object]) -> list[list[str]]:
 
 def notice_text(app: WizardApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Notice).render())
+
+
+@pytest.fixture(autouse=True)
+def short_demo_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    from strixwizard.tui import live_jobs
+
+    monkeypatch.setattr(live_jobs, "DEMO_SECONDS", 0.3)
+
+
+async def wait_for_tests(app: WizardApp, pilot: Pilot[int], limit_s: float = 60.0) -> None:
+    for _ in range(int(limit_s / 0.1)):
+        if not app.session.testing:
+            break
+        await pilot.pause(0.1)
+    await settle(app, pilot)
+
+
+def panel(app: WizardApp, key: str) -> TestPanel:
+    return app.screen.query_one(f"#{panel_id(key)}", TestPanel)
+
+
+async def run_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
+    """r on the Test step: the panels fill from the stream and reach a verdict."""
+    assert "r runs the live tests" in notice_text(app, "#test-status")
+    await pilot.press("r")
+    await pilot.pause()
+    assert app.session.testing
+    await wait_for_tests(app, pilot)
+    assert app.session.test_outcome == "done" and app.session.test_error is None
+    rdma = panel(app, "node-a-node-b:latency:rdma")
+    tcp = panel(app, "node-a-node-b:latency:tcp")
+    assert rdma.view.status is Status.PASS and "PASS" in str(rdma.query_one(".verdict").render())
+    assert "5.19 µs" in str(rdma.query_one(".verdict").render())
+    assert rdma.border_subtitle == "replayed recording" and tcp.border_subtitle == "measured"
+    assert tcp.view.status in (Status.PASS, Status.FAIL)
+    assert "≤ 150 µs one-way" in str(tcp.query_one(".details").render())
+    assert panel(app, "node-a-node-b:bandwidth:rdma").view.status is Status.FAIL  # the recording: 51%
+    assert panel(app, "rccl").view.status is Status.PASS
+    assert len(rdma.query_one(Sparkline).data or []) >= 5
+    ratio = str(app.screen.query_one("#ratio-node-a-node-b", Static).render())
+    assert "like for like" in ratio and "ratio" in ratio
 
 
 @sync
@@ -89,13 +131,21 @@ async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
         assert ("problems" in notice_text(app, "#fix-status")) == bool(problems)
 
         await pilot.press("n")
-        await pilot.pause()
+        await settle(app, pilot)
         assert app.screen.id == "step-deploy"
-        assert "not available in this version" in notice_text(app, "#deploy-status")
+        assert "PLAN ONLY" in notice_text(app, "#deploy-status")
+        assert "applying needs real nodes" in notice_text(app, "#deploy-status")
+        env = str(app.screen.query_one("#deploy-env").render())
+        assert "NCCL_IB_GID_INDEX=1" in env
+        assert "/sys/class/infiniband/rocep194s0/ports/1/gid_attrs/types/1 = RoCE v2" in env
+        await pilot.press("a")  # apply is refused on snapshots: no modal
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmationModal)
 
         await pilot.press("n")
         await pilot.pause()
         assert app.screen.id == "step-test"
+        await run_the_tests(app, pilot)
 
         await pilot.press("n")
         await pilot.pause()
@@ -103,7 +153,12 @@ async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
         saved = app.session.saved
         assert set(saved) == {"json", "md", "html"}
         document = json.loads(saved["json"].read_text())
+        live, deploy = document.pop("live_tests"), document.pop("deploy")
         assert document == json.loads(json.dumps(report.to_json()))
+        assert deploy["status"] == "plan-only" and deploy["variables"]["node-a"]["NCCL_IB_GID_INDEX"] == "1"
+        assert live["demo"] is True and {r["source"] for r in live["results"]} == {
+            "measured", "replayed recording"}
+        assert "## Live tests" in saved["md"].read_text() and "## Deploy" in saved["md"].read_text()
         assert saved["json"].parent == state_home / "strixwizard" / "demo"
         assert "# strixwizard report: site demo" in saved["md"].read_text()
         assert "<html" in saved["html"].read_text()
@@ -123,9 +178,16 @@ async def test_report_json_validates_against_the_doctor_schema(report_schema: di
 
     app = WizardApp(demo=True)
     async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await settle(app, pilot)
+        await pilot.press("r")
+        await wait_for_tests(app, pilot)
+        await pilot.press("5")
+        await settle(app, pilot)
         await pilot.press("7")
         await settle(app, pilot)
         await pilot.pause()
+        assert "live_tests" in json.loads(app.session.saved["json"].read_text())
         validate_report(json.loads(app.session.saved["json"].read_text()), report_schema)
 
 
@@ -331,3 +393,101 @@ async def test_fix_on_the_demo_is_a_dry_run_that_verifies_and_rolls_back(state_h
         await pilot.press("u")
         await settle(app, pilot)
         assert app.session.rolled_back is not None and app.session.rolled_back.startswith("rolled back")
+
+
+@sync
+async def test_cancel_the_tests_closes_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collections.abc import Iterator, Sequence
+
+    from strixwizard.engine import Node
+    from strixwizard.live.demo import demo_rdma_latency
+    from strixwizard.site import Site
+    from strixwizard.tui import live_jobs
+
+    closed: list[bool] = []
+
+    def stream(site: Site, nodes: Sequence[Node], demo: bool, stopper: live_jobs.Stopper
+               ) -> Iterator[object]:
+        try:
+            yield demo_rdma_latency(site.thresholds)
+            stopper.stopped.wait(10)  # a measurement in flight, until its programs are stopped
+            yield demo_rdma_latency(site.thresholds)
+            yield demo_rdma_latency(site.thresholds)
+        finally:
+            closed.append(True)
+
+    monkeypatch.setattr(live_jobs, "test_stream", stream)
+    app = WizardApp(demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await settle(app, pilot)
+        await pilot.press("r")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.session.test_results:
+                break
+        assert app.session.testing and len(app.session.test_results) == 1
+        assert panel(app, "node-a-node-b:latency:rdma").view.status is Status.PASS
+        await pilot.press("escape")
+        await wait_for_tests(app, pilot, 15)
+        assert closed == [True]
+        assert app.session.test_outcome == "cancelled"
+        assert len(app.session.test_results) == 1  # what came after the cancel is not shown
+        assert "Tests cancelled" in str(app.screen.query_one("#test-status", Notice).border_title)
+
+
+@sync
+async def test_a_refused_deploy_is_a_screen_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from strixwizard.tui import deploy_jobs
+
+    def refused(*args: object, **kwargs: object) -> deploy_jobs.DeployPreview:
+        return deploy_jobs.DeployPreview(None, "node-a and node-b share no RDMA link: only "
+                                         "thunderbolt-net (TCP)")
+
+    monkeypatch.setattr(deploy_jobs, "plan_deploy", refused)
+    app = WizardApp(demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        notice = app.screen.query_one("#deploy-status", Notice)
+        assert notice.border_title == "Deploy refused"
+        text = str(notice.render())
+        assert "share no RDMA link" in text and "Next:" in text
+        assert not app.screen.query_one("#deploy-plan").display
+
+
+@sync
+async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    from strixwizard.tui import deploy_jobs
+
+    def broken(*args: object, **kwargs: object) -> deploy_jobs.DeployPreview:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(deploy_jobs, "plan_deploy", broken)
+    app = WizardApp(demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        text = notice_text(app, "#deploy-status")
+        assert "RuntimeError('boom')" in text and "Next:" in text
+
+
+@sync
+async def test_palette_has_the_test_and_deploy_commands() -> None:
+    app = WizardApp(demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        await settle(app, pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Run the live tests" in titles and "Cancel the live tests" in titles
+        assert "Plan the deploy again" in titles
+        assert "Apply the deploy" not in titles  # the demo is plan only
+        run = next(c for c in app.get_system_commands(app.screen) if c.title == "Run the live tests")
+        run.callback()
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen.id == "step-test" and app.session.testing
+        await wait_for_tests(app, pilot)
+        assert app.session.test_outcome == "done"

@@ -15,9 +15,19 @@ from textual.worker import get_current_worker
 from strixwizard.errors import UsageError
 from strixwizard.site import Site
 from strixwizard.tui import jobs
+from strixwizard.tui.deploy_flow import DeployFlow
 from strixwizard.tui.hostkeys import UnknownHostKey, unknown_host_key
 from strixwizard.tui.jobs import SiteSource
-from strixwizard.tui.messages import DiscoveryDone, DiscoveryFailed, NodeProgress, SshTested
+from strixwizard.tui.live_flow import LiveFlow
+from strixwizard.tui.messages import (
+    DeployPlanned,
+    DiscoveryDone,
+    DiscoveryFailed,
+    MeasurementArrived,
+    NodeProgress,
+    SshTested,
+    TestsEnded,
+)
 from strixwizard.tui.screens.deploy import DeployScreen
 from strixwizard.tui.screens.discover import DiscoverScreen
 from strixwizard.tui.screens.fix import FixScreen
@@ -62,6 +72,8 @@ class WizardApp(App[int]):
     def __init__(self, site_file: Path | None = None, demo: bool = False,
                  source: SiteSource | None = None, resume: bool = True) -> None:
         self.session = Session()
+        self.deploy = DeployFlow(self)
+        self.live = LiveFlow(self)
         self._key_queue: list[str] = []
         self._keys: dict[str, UnknownHostKey] = {}
         self._asking = False
@@ -80,6 +92,7 @@ class WizardApp(App[int]):
         session.progress, session.ssh, session.saved = {}, {}, {}
         session.run += 1
         session.discovering = False
+        session.forget_steps()
         if source is not None:
             try:
                 session.site = source.load()
@@ -101,6 +114,7 @@ class WizardApp(App[int]):
     def open_site(self, source: SiteSource) -> None:
         """Switch to another site (from the Site step); progress of the new site is resumed."""
         self.workers.cancel_group(self, "discover")
+        self.live.cancel()
         self._open(source, resume=True)
         self._remember_site(source)
         self.save_progress()
@@ -169,8 +183,28 @@ class WizardApp(App[int]):
                             self.start_discovery)
         yield SystemCommand("Cancel discovery", "stop waiting for the nodes being probed",
                             self.cancel_discovery)
+        yield SystemCommand("Plan the deploy again", "step 5: the deploy engine's plan from the facts",
+                            self.deploy.plan)
+        if self.deploy.can_apply():
+            yield SystemCommand("Apply the deploy", "step 5: REAL changes on the nodes (asks first)",
+                                lambda: self._goto_and("deploy", "apply"))
+        if self.deploy.can_roll_back():
+            yield SystemCommand("Roll back the deploy", "step 5: undo the last deploy run",
+                                self.deploy.roll_back)
+        yield SystemCommand("Run the live tests", "step 6: RDMA and TCP latency, bandwidth, RCCL",
+                            lambda: self._goto_and("test", "run_tests"))
+        yield SystemCommand("Cancel the live tests", "step 6: stop the tests and their programs",
+                            self.live.cancel)
         yield SystemCommand("Light or dark theme", "switch between textual-light and textual-dark",
                             self.action_toggle_dark)
+
+    def _goto_and(self, step: str, action: str) -> None:
+        self.action_goto(step)
+        self.call_after_refresh(self.screen.run_action, action)
+
+    async def action_quit(self) -> None:
+        self.live.cancel()  # stop the programs of a running test before leaving
+        await super().action_quit()
 
     # -- discovery -------------------------------------------------------------
     def ensure_discovery(self) -> None:
@@ -185,7 +219,9 @@ class WizardApp(App[int]):
             self.notify("open or create a site first", severity="warning")
             return
         self.workers.cancel_group(self, "discover")
+        self.live.cancel()
         session.run += 1
+        session.forget_steps()
         session.discovering = True
         session.discovery_error = None
         session.progress = {spec.name: NodeStatus("waiting", "waiting") for spec in session.site.nodes}
@@ -254,6 +290,16 @@ class WizardApp(App[int]):
         self.session.discovering = False
         self.session.discovery_error = (message.reason, message.next_step)
         self.screen_changed()
+
+    # -- deploy and live tests (steps 5 and 6) -------------------------------------
+    def on_deploy_planned(self, message: DeployPlanned) -> None:
+        self.deploy.planned(message)
+
+    def on_measurement_arrived(self, message: MeasurementArrived) -> None:
+        self.live.arrived(message)
+
+    def on_tests_ended(self, message: TestsEnded) -> None:
+        self.live.ended(message)
 
     # -- fixes (Fix step) -------------------------------------------------------
     def apply_fixes(self) -> None:
@@ -350,6 +396,7 @@ class WizardApp(App[int]):
         if message.trusted:
             self.notify(f"host key of {message.trusted} trusted and saved to known_hosts")
         session.discovery, session.discovery_error = None, None  # the answers may have changed
+        session.forget_steps()
         self.screen_changed()
         asked = set(self._key_queue) | ({message.trusted} if message.trusted else set())
         for node in message.nodes:

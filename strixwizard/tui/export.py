@@ -42,7 +42,8 @@ def _md_cell(text: object) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(report: Report, extra: dict[str, str] | None = None) -> str:
+def to_markdown(report: Report, extra: dict[str, str] | None = None,
+                sections: dict[str, Any] | None = None) -> str:
     doc = report.to_json()
     counts = doc["summary"]
     lines = [
@@ -75,6 +76,10 @@ def to_markdown(report: Report, extra: dict[str, str] | None = None) -> str:
             f"| {check['status'].upper()} | {check['id']} | {_md_cell(where)} | {_md_cell(observed)} | "
             f"{_md_cell(check['expected'])} | {fix} |"
         )
+    if sections:
+        from strixwizard.tui.extras import markdown_sections
+
+        lines += markdown_sections(sections)
     return "\n".join(lines) + "\n"
 
 
@@ -93,7 +98,34 @@ def _td(text: object, cls: str | None = None) -> str:
     return f"<td{attr}>{html.escape(str(text if text is not None else ''))}</td>"
 
 
-def to_html(report: Report, extra: dict[str, str] | None = None) -> str:
+def _html_sections(sections: dict[str, Any]) -> list[str]:
+    parts: list[str] = []
+    tests = sections.get("live_tests")
+    if tests:
+        status, outcome = html.escape(str(tests["status"])), html.escape(str(tests["outcome"]))
+        parts.append(f"<h2>Live tests</h2><p>Status: <span class=\"{status}\">{status.upper()}</span> "
+                     f"({outcome})</p>")
+        parts.append("<table><tr><th>status</th><th>pair</th><th>test</th><th>tool</th><th>figure</th>"
+                     "<th>threshold</th><th>source</th></tr>")
+        for r in tests["results"]:
+            figure = f"{r['figure']:.2f} {r['unit']}" if r["figure"] is not None else ""
+            status = r["status"] or "ref"
+            parts.append(f"<tr>{_td(status.upper(), status)}{_td('-'.join(r['pair']))}"
+                         f"{_td(r['transport'].upper() + ' ' + r['kind'])}{_td(r['tool'])}{_td(figure)}"
+                         f"{_td(r['threshold'])}{_td(r['source'])}</tr>")
+        parts.append("</table>")
+        parts += [f"<p>like for like {html.escape('-'.join(c['pair']))}: {html.escape(c['summary'])}</p>"
+                  for c in tests["like_for_like"]]
+    deploy = sections.get("deploy")
+    if deploy:
+        parts.append(f"<h2>Deploy</h2><p>Status: {html.escape(str(deploy['status']))}</p>")
+        if deploy.get("reason"):
+            parts.append(f"<p>{html.escape(str(deploy['reason']))}</p>")
+    return parts
+
+
+def to_html(report: Report, extra: dict[str, str] | None = None,
+            sections: dict[str, Any] | None = None) -> str:
     doc = report.to_json()
     site = html.escape(str(doc["site"]))
     status = doc["status"]
@@ -130,19 +162,24 @@ def to_html(report: Report, extra: dict[str, str] | None = None) -> str:
             f"{_td(check['host'] or check['entity'])}{_td(check['observed'] or check['detail'])}"
             f"{_td(check['expected'])}{_td(fix)}</tr>"
         )
-    parts.append("</table></body></html>")
+    parts.append("</table>")
+    parts += _html_sections(sections or {})
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
-def save_report(report: Report, directory: Path, extra: dict[str, str] | None = None) -> dict[str, Path]:
+def save_report(report: Report, directory: Path, extra: dict[str, str] | None = None,
+                sections: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write the three files into `directory` (created if missing); returns format -> path.
-    Raises OSError with the reason when the folder cannot be written."""
+    `sections` (`live_tests`, `deploy`) become optional top-level JSON fields and sections of
+    the Markdown and HTML. Raises OSError with the reason when the folder cannot be written."""
     directory.mkdir(parents=True, exist_ok=True)
     stem = report_stem(report.site)
+    present = {k: v for k, v in (sections or {}).items() if v is not None}
     texts = {
-        "json": json.dumps(report.to_json(), indent=2) + "\n",
-        "md": to_markdown(report, extra),
-        "html": to_html(report, extra),
+        "json": json.dumps({**report.to_json(), **present}, indent=2) + "\n",
+        "md": to_markdown(report, extra, present),
+        "html": to_html(report, extra, present),
     }
     written = {}
     for fmt, text in texts.items():

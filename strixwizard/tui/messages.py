@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.message import Message
 
 from strixwizard.engine import Node
+from strixwizard.live.results import Measurement
+from strixwizard.tui.deploy_jobs import DeployPreview
 from strixwizard.tui.jobs import Discovery
 
 
@@ -43,3 +45,32 @@ class SshTested(Message):
 
 class SessionChanged(Message):
     """The session (site, discovery, saved files) changed: screens re-render from it."""
+
+
+class DeployPlanned(Message):
+    """The deploy engine's plan (or refusal), or why planning failed (reason, next step)."""
+
+    def __init__(self, run: int, preview: DeployPreview | None, error: tuple[str, str] | None) -> None:
+        super().__init__()
+        self.run = run
+        self.preview = preview
+        self.error = error
+
+
+class MeasurementArrived(Message):
+    """One result from the live tests' stream (`live.runner.run_tests`)."""
+
+    def __init__(self, run: int, measurement: Measurement) -> None:
+        super().__init__()
+        self.run = run
+        self.measurement = measurement
+
+
+class TestsEnded(Message):
+    """The stream ended: done, cancelled, or stopped by an error (reason, next step)."""
+
+    def __init__(self, run: int, cancelled: bool, error: tuple[str, str] | None) -> None:
+        super().__init__()
+        self.run = run
+        self.cancelled = cancelled
+        self.error = error

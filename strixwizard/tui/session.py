@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strixwizard.live.results import Measurement
 from strixwizard.site import Site
+from strixwizard.tui.deploy_jobs import Deployed, DeployPreview
 from strixwizard.tui.jobs import Applied, Discovery, SiteSource
 from strixwizard.tui.state import WizardState, display_path, output_dir
 
@@ -41,10 +43,41 @@ class Session:
     fix_error: str | None = None
     rolled_back: str | None = None  # the outcome of the last rollback, in words
     save_error: str | None = None
+    # step 5, deploy
+    deploy_preview: DeployPreview | None = None
+    deploy_planning: bool = False
+    deploy_error: tuple[str, str] | None = None  # reason, next step (planning failed)
+    deploying: bool = False  # an apply (+ smoke test) or a rollback is running
+    deploy_log: list[str] = field(default_factory=list)
+    deployed: Deployed | None = None
+    deploy_run_error: str | None = None
+    deploy_rolled_back: str | None = None
+    # step 6, live tests
+    test_run: int = 0  # the run whose messages count; older ones are ignored
+    testing: bool = False
+    cancelling: bool = False
+    test_results: list[Measurement] = field(default_factory=list)
+    test_pairs: list[tuple[str, str]] = field(default_factory=list)
+    test_nodes: list[str] = field(default_factory=list)
+    test_spark: dict[str, list[float]] = field(default_factory=dict)  # panel key -> points, kept across runs
+    test_error: tuple[str, str] | None = None
+    test_outcome: str | None = None  # "done", "cancelled"
+    test_seconds: float | None = None
+    test_file: Path | None = None  # where the last results were saved (Report step)
     version: int = 0
 
     def changed(self) -> None:
         self.version += 1
+
+    def forget_steps(self) -> None:
+        """A new discovery or site: the deploy plan and the test results no longer apply."""
+        self.deploy_preview, self.deploy_error, self.deploy_planning = None, None, False
+        self.deployed, self.deploy_run_error, self.deploy_rolled_back = None, None, None
+        self.deploy_log = []
+        self.test_run += 1
+        self.testing, self.cancelling = False, False
+        self.test_results, self.test_pairs, self.test_nodes = [], [], []
+        self.test_error, self.test_outcome, self.test_seconds, self.test_file = None, None, None, None
 
     @property
     def is_demo(self) -> bool:

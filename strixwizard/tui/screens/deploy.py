@@ -1,28 +1,237 @@
-"""Step 5: deploy. Not built yet (issue 7): say what it will do, and that it is not here."""
+"""Step 5: the deploy plan (env with provenance, Ray, vLLM, container, RCCL notes); on real
+nodes apply it (journalled, all-or-nothing), smoke-test it, roll it back. The demo: plan only."""
 
 from __future__ import annotations
 
+import shlex
+from typing import TYPE_CHECKING, ClassVar
+
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
 
+from strixwizard.model import Status
 from strixwizard.tui.screens.base import StepScreen
+from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.status import INDENT, badge
 
-DEPLOY_TEXT = """\
-Deploying is not available in this version of strixwizard.
+if TYPE_CHECKING:
+    from strixwizard.deploy.plan import DeployPlan
+    from strixwizard.deploy.smoke import SmokeReport
+    from strixwizard.tui.deploy_jobs import Deployed
 
-When it is, this step will:
-  • generate the RCCL/NCCL environment from the discovered facts: the exact
-    NCCL_IB_HCA=device:port of each node and the RoCE v2 GID index read from
-    its GID table (never assumed);
-  • start the Ray head and workers with that environment;
-  • print the vLLM launch line for --tensor-parallel-size N;
-  • check that RCCL really used NET/IB and did not fall back to NET/Socket.
+SMOKE_STATUS = {"pass": Status.PASS, "fail": Status.FAIL, "error": Status.ERROR}
+HEAD = "bold $text-accent"
 
-Nothing is planned or changed here. Press n to go on to the tests."""
+
+def env_content(plan: DeployPlan) -> Content:
+    """Every variable with its value (per node where they differ) and where it came from."""
+    env = plan.env
+    shared = env.shared_names
+    lines: list[Content] = []
+    for var in env.nodes[0].variables:
+        if var.name in shared:
+            lines.append(Content.styled(f"{var.name}={var.value}", "bold"))
+        else:
+            values = ", ".join(f"{n.node} {getattr(n.get(var.name), 'value', '-')}" for n in env.nodes)
+            lines.append(Content.assemble(Content.styled(var.name, "bold"), f"  per node: {values}"))
+        sources = [n.get(var.name) for n in env.nodes]
+        for source in dict.fromkeys(v.source for v in sources if v is not None):
+            lines.append(Content.styled(f"{INDENT}← {source}", "$text-muted"))
+    return Content("\n").join(lines)
+
+
+def node_content(plan: DeployPlan, node: str) -> Content:
+    env, settings = plan.env, plan.settings
+    plans = plan.site_plan.for_node(node)
+    changes = sum(len(p.steps) for p in plans)
+    lines = [Content(f"{changes} change(s), each journalled and reversible (deploy --rollback)")]
+    for p in plans:
+        for step in p.steps:
+            lines.append(Content.assemble(INDENT, Content.styled(p.fix, "$text-accent"), f"  {step.summary}"))
+    ray = plan.ray_argv.get(node)
+    if ray:
+        lines.append(Content.styled("Ray", HEAD))
+        lines.append(Content(f"{INDENT}sh -ac '. {settings.env_file}' {shlex.join(ray)}"))
+    lines.append(Content.styled("Container (podman-run.sh)", HEAD))
+    for p in plans:
+        if p.fix == "deploy.container":
+            for step in p.steps:
+                options = [line.strip().rstrip("\\").strip() for line in str(step.after or "").splitlines()
+                           if line.strip().startswith("'--") or line.strip().startswith("--")]
+                lines.append(Content(f"{INDENT}" + " ".join(o.strip("'") for o in options)))
+    notes = [n for p in plans if p.fix == "deploy.rccl" for n in p.notes]
+    if notes:
+        lines.append(Content.styled("RCCL", HEAD))
+        lines += [Content(f"{INDENT}{note}") for note in notes]
+    role = "Ray head" if node == env.head else "Ray worker"
+    return Content("\n").join([Content.styled(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
+
+
+def smoke_content(smoke: SmokeReport) -> Content:
+    lines = []
+    for check in smoke.checks:
+        status = SMOKE_STATUS.get(check.status, Status.ERROR)
+        lines.append(Content.assemble(badge(status), f" {check.id}: {check.observed} "
+                                      f"(expected {check.expected})"))
+        if check.detail:
+            lines.append(Content.styled(f"{INDENT}{check.detail}", "$text-muted"))
+    return Content("\n").join(lines)
+
+
+def deployed_content(deployed: Deployed) -> tuple[Content, str]:
+    if deployed.report is None:
+        return Content(f"Refused: {deployed.refused}\nNothing was changed."), "warning"
+    report = deployed.report
+    lines = [Content(f"deploy run {report.run_id}: {report.status}"
+                     + (f" — {report.message}" if report.message else ""))]
+    lines += [Content(f"{n.node}: {n.status}, {n.state}") for n in report.nodes]
+    if deployed.smoke is not None:
+        lines.append(Content.styled(f"Smoke test: {deployed.smoke.status.upper()}", "bold"))
+        lines.append(smoke_content(deployed.smoke))
+    elif report.ok:
+        lines.append(Content("no smoke test was run"))
+    lines.append(Content("u rolls this deploy back from its journals (files removed, ray stop)."))
+    return Content("\n").join(lines), "success" if deployed.ok else "warning"
 
 
 class DeployScreen(StepScreen):
     STEP = "deploy"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "apply", "Apply deploy"),
+        Binding("u", "roll_back", "Roll back"),
+        Binding("p", "plan", "Plan again"),
+    ]
 
     def compose_body(self) -> ComposeResult:
-        yield Notice(DEPLOY_TEXT, "info", title="Deploy: not in this version", id="deploy-status")
+        yield Notice(id="deploy-status", title="Deploy")
+        yield Notice(id="deploy-run", title="Apply")
+        with Vertical(id="deploy-plan"):
+            yield Static(id="deploy-env", classes="deploy-box")
+            yield Vertical(id="deploy-nodes")
+            yield Static(id="deploy-vllm", classes="deploy-box")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        flow = self.wizard.deploy
+        if action == "apply":
+            return flow.can_apply()
+        if action == "roll_back":
+            return flow.can_roll_back()
+        if action == "plan":
+            return self.session.discovery is not None and not self.session.deploying
+        return True
+
+    def action_plan(self) -> None:
+        self.wizard.deploy.plan()
+
+    def action_roll_back(self) -> None:
+        self.wizard.deploy.roll_back()
+
+    def action_apply(self) -> None:
+        preview = self.session.deploy_preview
+        if preview is None or preview.plan is None or not self.wizard.deploy.can_apply():
+            return
+        plan = preview.plan
+        question = (f"Deploy {plan.site_plan.changes} change(s) on {', '.join(plan.site_plan.nodes)}: "
+                    "these are REAL changes on the nodes.\n\nEach node's state is read first (refused "
+                    "if Ray already runs with another environment), a journal is written before the "
+                    "first step, a failing node rolls every node back, then the smoke test runs "
+                    "(Ray's node count, a 2-rank RCCL all-reduce on NET/IB).")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.wizard.deploy.apply()
+
+        self.app.push_screen(ConfirmationModal("Apply the deploy", question, yes="Deploy (y)",
+                                               no="Cancel (n)"), answered)
+
+    def _show_run(self) -> None:
+        session = self.session
+        run = self.query_one("#deploy-run", Notice)
+        run.display = True
+        if session.deploying:
+            log = "\n".join(session.deploy_log[-8:]) or "starting…"
+            run.say(f"{log}\n(this finishes or rolls back on its own)", "info", title="Deploying")
+        elif session.deploy_run_error:
+            run.say(f"{session.deploy_run_error}\nNext: discover again (2, r) to see each node's state; "
+                    "the journals are kept for `strixwizard deploy --rollback`.", "error",
+                    title="Deploy failed")
+        elif session.deployed is not None:
+            text, kind = deployed_content(session.deployed)
+            run.say("", kind, title="Deployed" if session.deployed.ok else "Deploy: not passed")
+            run.update(text)
+        elif session.deploy_rolled_back:
+            run.say(session.deploy_rolled_back, "info", title="Rolled back")
+        else:
+            run.display = False
+
+    def _clear(self) -> None:
+        self.query_one("#deploy-plan").display = False
+        self.query_one("#deploy-run", Notice).display = False
+
+    def refresh_view(self) -> None:
+        notice = self.query_one("#deploy-status", Notice)
+        self.refresh_bindings()
+        if needs_discovery(self.session, notice):
+            self._clear()
+            return
+        session = self.session
+        self.call_after_refresh(self.wizard.deploy.ensure_plan)
+        preview = session.deploy_preview
+        if session.deploy_error:
+            reason, next_step = session.deploy_error
+            notice.say(f"{reason}\n\nNext: {next_step}", "error", title="No deploy plan")
+            self._clear()
+            return
+        if preview is None:
+            notice.say("The deploy engine is planning from the discovered facts…", "info",
+                       title="Planning the deploy")
+            self._clear()
+            return
+        if preview.plan is None:
+            notice.say(f"{preview.refused}\n\nNothing is deployed: an RDMA profile needs a hardware "
+                       "RDMA link (RoCE v2 or InfiniBand, ports ACTIVE) between every pair of nodes. "
+                       "Next: connect the nodes' RDMA NICs (step 3 shows what links there are), fix what "
+                       "step 4 lists, then discover again (2, r). RCCL over TCP can be deployed "
+                       "knowingly with `strixwizard deploy --transport tcp`.",
+                       "warning", title="Deploy refused")
+            self._clear()
+            return
+        self._show_plan(notice, preview.plan, preview.plan_only, preview.replayed)
+        self._show_run()
+
+    def _show_plan(self, notice: Notice, plan: DeployPlan, plan_only: bool,
+                   replayed: tuple[str, ...]) -> None:
+        env = plan.env
+        head = (f"{env.profile} profile ({env.transport}) over {', '.join(env.links)}; "
+                f"head {env.head}, {len(env.nodes)} nodes; files go to {plan.settings.target_dir}.")
+        warnings = "".join(f"\n! {w}" for w in plan.notes)
+        if plan_only:
+            notice.say(f"PLAN ONLY: {', '.join(replayed)} are replayed from snapshots, so nothing can "
+                       f"be deployed on them; applying needs real nodes (a site with SSH or local "
+                       f"nodes).\n{head}{warnings}", "info", title="Deploy plan (demo: plan only)")
+        else:
+            notice.say(f"{head}{warnings}\n{plan.site_plan.changes} change(s) planned: a applies them "
+                       "(you confirm first), then the smoke test runs; u rolls back.",
+                       "warning" if plan.notes else "info", title="Deploy plan")
+        self.query_one("#deploy-plan").display = True
+        box = self.query_one("#deploy-env", Static)
+        box.border_title = "Environment, and where each value comes from"
+        box.update(env_content(plan))
+        nodes = self.query_one("#deploy-nodes", Vertical)
+        nodes.remove_children()
+        views = []
+        for node in plan.site_plan.nodes:
+            view = Static(node_content(plan, node), classes="deploy-box")
+            view.border_title = f"node {node}"
+            views.append(view)
+        nodes.mount_all(views)
+        vllm = self.query_one("#deploy-vllm", Static)
+        vllm.border_title = "vLLM launch line (written, never started)"
+        notes = [n for p in plan.site_plan.for_node(env.head) if p.fix == "deploy.vllm" for n in p.notes]
+        vllm.update(Content("\n").join([Content.styled(shlex.join(plan.vllm_argv), "bold"),
+                                        *[Content.styled(n, "$text-muted") for n in notes[1:]]]))

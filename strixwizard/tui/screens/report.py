@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -10,8 +10,10 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
+from strixwizard.tui.extras import deploy_document, tests_document
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.state import display_path
@@ -28,7 +30,7 @@ class ReportScreen(StepScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.saved_for: int | None = None
+        self.saved_for: tuple[object, ...] | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="report-status", title="Report")
@@ -52,8 +54,11 @@ class ReportScreen(StepScreen):
         discovery = self.session.discovery
         assert discovery is not None
         report = discovery.report
-        if self.saved_for != id(report):
-            self.saved_for = id(report)
+        session = self.session
+        key = (id(report), session.test_run, len(session.test_results), session.test_outcome,
+               id(session.deploy_preview), id(session.deployed), session.deploy_rolled_back)
+        if self.saved_for != key:
+            self.saved_for = key
             self._save(quiet=True)
         counts = report.summary
         status = report.status
@@ -78,8 +83,44 @@ class ReportScreen(StepScreen):
             worst = max(group.results, key=lambda r: r.status.rank).status
             lines.append(Content.assemble(NB, badge(worst), f" {group.title}: "
                                           f"{', '.join(r.id for r in group.results)}"))
+        lines += self._steps_lines()
         body.update(Content("\n").join(lines))
         self._show_files()
+
+    def _steps_lines(self) -> list[Content]:
+        """The deploy status and the live tests' verdicts (steps 5 and 6)."""
+        session = self.session
+        sections = self._sections()
+        lines: list[Content] = [Content.styled("Deploy", "bold $text-accent")]
+        deploy = sections.get("deploy")
+        if deploy is None:
+            lines.append(Content(f"{NB}not planned yet (step 5)"))
+        else:
+            reason = f": {deploy['reason']}" if deploy.get("reason") else ""
+            lines.append(Content(f"{NB}{deploy['status']}{reason}"))
+        lines.append(Content.styled("Live tests", "bold $text-accent"))
+        if not session.test_results:
+            lines.append(Content(f"{NB}not run yet (step 6, r)"))
+        for m in verdicts(session.test_results):
+            assert m.status is not None
+            figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
+            source = " (replayed recording)" if m.source == REPLAYED else ""
+            lines.append(Content.assemble(NB, badge(m.status), f" {m.pair_label} {m.transport.upper()} "
+                                          f"{m.kind}: {figure}{source}"))
+        return lines
+
+    def _sections(self) -> dict[str, Any]:
+        session = self.session
+        discovery = session.discovery
+        if discovery is None:
+            return {}
+        return {
+            "live_tests": tests_document(discovery.site.name, discovery.site.thresholds,
+                                         session.test_results, session.is_demo, session.test_nodes,
+                                         session.test_outcome),
+            "deploy": deploy_document(session.deploy_preview, session.deployed,
+                                      session.deploy_rolled_back, session.deploy_error),
+        }
 
     def _show_files(self) -> None:
         files = self.query_one("#report-files", Notice)
@@ -89,7 +130,8 @@ class ReportScreen(StepScreen):
                       title="Not saved")
         elif session.saved:
             paths = "\n".join(f"{fmt:>4}  {display_path(path)}" for fmt, path in session.saved.items())
-            files.say(f"{paths}\nThe JSON follows the `doctor --json` schema.  s: save again",
+            files.say(f"{paths}\nThe JSON follows the `doctor --json` schema (live tests and deploy "
+                      "as the optional fields live_tests, deploy).  s: save again",
                       "success", title="Saved")
         else:
             files.say("Not saved yet: press s.", "info", title="Files")
@@ -101,7 +143,7 @@ class ReportScreen(StepScreen):
             return
         extra = {"source": session.describe_source()}
         try:
-            session.saved = save_report(discovery.report, session.out_dir, extra)
+            session.saved = save_report(discovery.report, session.out_dir, extra, self._sections())
             session.save_error = None
         except OSError as error:
             session.saved = {}

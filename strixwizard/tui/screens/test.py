@@ -1,38 +1,168 @@
-"""Step 6: live tests per link (RDMA latency and bandwidth, TCP baseline, RCCL)."""
+"""Step 6: live panels per link (RDMA latency and bandwidth, TCP baseline, RCCL), streamed
+from the live engine in a worker; the RDMA/TCP ratio like for like; the all-pairs grid."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
+from typing import ClassVar
 
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Static
+
+from strixwizard.live.report import like_for_like, matrix_json
+from strixwizard.live.results import overall_status
+from strixwizard.tui.live_jobs import planned_pairs
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
-from strixwizard.tui.views import link_views
+from strixwizard.tui.test_views import PanelView, links_of, panel_views
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
+
+DEMO_NOTE = ("Demo: the TCP baseline is measured for real on this machine's loopback (bounded, a "
+             "few seconds per tool); RDMA latency, bandwidth and RCCL are replayed from recordings "
+             "of two real Strix Halo nodes, and labelled so.")
+
+SPARK_NOTE = ("Sparklines grow as results arrive: each latency adds its one-way µs profile (min, "
+              "median, avg, p99, p99.9), bandwidth and RCCL a point per run.")
 
 
 class TestScreen(StepScreen):
     STEP = "test"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "run_tests", "Run tests"),
+        Binding("escape", "cancel_tests", "Cancel tests"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layout_key: tuple[object, ...] = ()
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="test-status", title="Test")
         yield Vertical(id="test-panels")
+        yield Static(id="test-matrix-title", classes="section")
+        yield DataTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        session = self.session
+        if action == "run_tests":
+            return session.discovery is not None and not session.testing
+        if action == "cancel_tests":
+            return session.testing and not session.cancelling
+        return True
+
+    def action_run_tests(self) -> None:
+        self.wizard.live.start()
+
+    def action_cancel_tests(self) -> None:
+        self.wizard.live.cancel()
 
     def refresh_view(self) -> None:
         notice = self.query_one("#test-status", Notice)
+        self.refresh_bindings()
         if needs_discovery(self.session, notice):
+            self._show_matrix(False)
+            self.query_one("#test-panels").display = False
             return
-        discovery = self.session.discovery
+        self._say(notice)
+        if not self.session.test_pairs:
+            self.query_one("#test-panels").display = False
+            self._show_matrix(False)
+            return
+        self.query_one("#test-panels").display = True
+        self._draw_panels()
+        self._draw_matrix()
+
+    def _say(self, notice: Notice) -> None:
+        session = self.session
+        discovery = session.discovery
         assert discovery is not None
-        thresholds = discovery.site.thresholds
-        links = link_views(discovery.report)
-        planned = "\n".join(f"  • {link.id} ({link.transport})" for link in links) or "  (no link found)"
-        notice.say(
-            "Live tests are not available in this version of the wizard.\n\n"
-            "When they are, this step runs on each link, with a PASS/FAIL per figure:\n"
-            f"  RDMA latency ≤ {thresholds.rdma_latency_us:g} µs one-way, TCP baseline beside it "
-            f"(≤ {thresholds.tcp_latency_us:g} µs),\n"
-            f"  RDMA bandwidth ≥ {thresholds.bandwidth_fraction:.0%} of the link rate, and the RCCL "
-            "all-reduce; then the all-pairs matrix.\n\n"
-            f"Links it would test:\n{planned}\n\nPress n for the report.",
-            "info", title="Test: not in this version")
+        t = discovery.site.thresholds
+        limits = (f"Limits: RDMA ≤ {t.rdma_latency_us:g} µs one-way, TCP ≤ {t.tcp_latency_us:g} µs, "
+                  f"RDMA bandwidth ≥ {t.bandwidth_fraction:.0%} of the link rate, RCCL on NET/IB.")
+        demo = f"\n{DEMO_NOTE}" if session.is_demo else ""
+        results = session.test_results
+        if session.testing:
+            what = "stopping the programs…" if session.cancelling else "Esc cancels (stops the programs)"
+            notice.say(f"Running: {len(results)} result(s) so far. {what}{demo}", "info",
+                       title="Testing")
+        elif session.test_error:
+            reason, next_step = session.test_error
+            notice.say(f"{reason}\n\nNext: {next_step}", "error", title="Tests stopped")
+        elif session.test_outcome == "cancelled":
+            notice.say(f"Cancelled after {len(results)} result(s); the programs were stopped. "
+                       "r runs the tests again.", "warning", title="Tests cancelled")
+        elif session.test_outcome == "done":
+            status = overall_status(results)
+            seconds = f" in {session.test_seconds:.1f} s" if session.test_seconds is not None else ""
+            kind = {"pass": "success", "fail": "error", "error": "error"}.get(status.value, "warning")
+            notice.say(f"{status.value.upper()}: {len(results)} result(s){seconds}. r runs again.\n"
+                       f"{SPARK_NOTE}{demo}", kind, title=f"Tests: {status.value.upper()}")
+        else:
+            pairs = ", ".join(f"{a}-{b}" for a, b in planned_pairs(discovery.site))
+            notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "
+                       f"baseline beside it, and the RCCL all-reduce.\n{limits}\n{SPARK_NOTE}{demo}", "info",
+                       title="Test")
+
+    def _draw_panels(self) -> None:
+        session = self.session
+        views = panel_views(session.test_pairs, session.test_results)
+        box = self.query_one("#test-panels", Vertical)
+        key = (session.test_run, tuple(views))
+        if key != self.layout_key:
+            self.layout_key = key
+            box.remove_children()
+            rows: list[Vertical | Horizontal | Static] = []
+            for link in links_of(views):
+                rows.append(Static(f"link {link}", classes="section"))
+                pair = [v for v in views.values() if v.link == link]
+                first, rest = pair[:2], pair[2:]
+                rows.append(Horizontal(*[self._panel(v) for v in first], classes="panel-row"))
+                rows.append(Static(id=f"ratio-{link}".replace(":", "_"), classes="ratio"))
+                rows += [self._panel(v) for v in rest]
+            if "rccl" in views:
+                rows.append(Static("all nodes", classes="section"))
+                rows.append(self._panel(views["rccl"]))
+            box.mount_all(rows)
+            return
+        for view in views.values():
+            for panel in box.query(f"#{panel_id(view.key)}").results(TestPanel):
+                panel.show(view, session.test_spark.get(view.key, []), session.testing)
+        ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(session.test_results)}
+        for link in links_of(views):
+            for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
+                c = ratios.get(link)
+                ratio.update(f"like for like: {c.summary}" if c else "")
+
+    def _panel(self, view: PanelView) -> TestPanel:
+        session = self.session
+        return TestPanel(view, session.test_spark.get(view.key, []), session.testing)
+
+    def _show_matrix(self, shown: bool) -> None:
+        self.query_one("#test-matrix").display = shown
+        self.query_one("#test-matrix-title").display = shown
+
+    def _draw_matrix(self) -> None:
+        session = self.session
+        nodes = session.test_nodes
+        if len(nodes) <= 2:
+            self._show_matrix(False)
+            return
+        self._show_matrix(True)
+        grid = matrix_json(nodes, session.test_results, [], [])
+        title = self.query_one("#test-matrix-title", Static)
+        title.update("All pairs: median one-way µs, TCP / RDMA")
+        table: DataTable[str] = self.query_one("#test-matrix", DataTable)
+        table.clear(columns=True)
+        table.add_columns("", *nodes)
+        for a in nodes:
+            cells = []
+            for b in nodes:
+                if a == b:
+                    cells.append("—")
+                    continue
+                tcp, rdma = grid["tcp_latency_us"][a].get(b), grid["rdma_latency_us"][a].get(b)
+                cells.append((f"{tcp:.1f}" if tcp is not None else "…") + " / "
+                             + (f"{rdma:.2f}" if rdma is not None else "…"))
+            table.add_row(a, *cells)

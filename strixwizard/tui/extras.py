@@ -1,0 +1,89 @@
+"""What the Report step adds to the doctor report: the live tests and the deploy status.
+
+Both are optional top-level fields of the saved JSON (`live_tests`: the `strixwizard test
+--json` document; `deploy`: what step 5 planned or did); the doctor schema allows
+additional top-level properties, so the doctor fields stay exactly as `doctor --json`.
+Pure, no Textual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from strixwizard.live.results import Measurement
+from strixwizard.site import Thresholds
+from strixwizard.tui.deploy_jobs import Deployed, DeployPreview
+
+
+def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurement], demo: bool,
+                   nodes: Sequence[str], outcome: str | None) -> dict[str, Any] | None:
+    """The live engine's own result document of the wizard's last test run (None: no run)."""
+    if not results:
+        return None
+    from strixwizard.live.report import TestReport, matrix_json
+    from strixwizard.live.schedule import rounds
+
+    report = TestReport(command="matrix+rccl (wizard)", site=site, thresholds=thresholds,
+                        results=list(results), demo=demo)
+    if len(nodes) > 2:
+        report.matrix = matrix_json(list(nodes), list(results), rounds(list(nodes)), [])
+    document = report.to_json()
+    document["outcome"] = outcome or "running"
+    return document
+
+
+def deploy_document(preview: DeployPreview | None, deployed: Deployed | None,
+                    rolled_back: str | None, error: tuple[str, str] | None) -> dict[str, Any] | None:
+    if error is not None:
+        return {"status": "error", "reason": error[0]}
+    if preview is None:
+        return None
+    if preview.plan is None:
+        return {"status": "refused", "reason": preview.refused}
+    env = preview.plan.env
+    document: dict[str, Any] = {
+        "status": "plan-only" if preview.plan_only else "planned",
+        "profile": env.profile, "transport": env.transport, "head": env.head,
+        "nodes": [n.node for n in env.nodes], "changes": preview.plan.site_plan.changes,
+        "variables": {n.node: {v.name: v.value for v in n.variables} for n in env.nodes},
+    }
+    if preview.plan_only:
+        document["reason"] = ("replayed from snapshots: " + ", ".join(preview.replayed)
+                              + "; applying needs real nodes")
+    if deployed is not None:
+        document["status"] = "deployed" if deployed.ok else "failed"
+        document["apply"] = deployed.report.to_json() if deployed.report else None
+        document["smoke"] = deployed.smoke.to_json() if deployed.smoke else None
+        if deployed.refused:
+            document["status"], document["reason"] = "refused", deployed.refused
+    elif rolled_back:
+        document["status"], document["rollback"] = "rolled-back", rolled_back
+    return document
+
+
+def markdown_sections(extras: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    tests = extras.get("live_tests")
+    if tests:
+        lines += ["", "## Live tests", "",
+                  f"- status: **{str(tests['status']).upper()}** ({tests['outcome']})",
+                  "", "| status | pair | test | tool | figure | threshold | source |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in tests["results"]:
+            figure = f"{r['figure']:.2f} {r['unit']}" if r["figure"] is not None else ""
+            status = (r["status"] or "ref").upper()
+            lines.append(f"| {status} | {'-'.join(r['pair'])} | {r['transport'].upper()} {r['kind']} | "
+                         f"{r['tool']} | {figure} | {r['threshold']} | {r['source']} |")
+        lines += [f"- like for like {'-'.join(c['pair'])}: {c['summary']}" for c in tests["like_for_like"]]
+    deploy = extras.get("deploy")
+    if deploy:
+        lines += ["", "## Deploy", "", f"- status: **{deploy['status']}**"]
+        if deploy.get("reason"):
+            lines.append(f"- reason: {deploy['reason']}")
+        if deploy.get("head"):
+            lines.append(f"- {deploy['profile']} profile ({deploy['transport']}), head {deploy['head']}, "
+                         f"{deploy['changes']} change(s) planned")
+        if deploy.get("smoke"):
+            lines.append(f"- smoke test: {deploy['smoke']['status']}")
+    return lines
