@@ -195,10 +195,8 @@ def _apply(args: argparse.Namespace, site: Any, plan: Any, runners: dict[str, An
            descriptors: dict[str, Any], store: Any, say: Any) -> int:
     import sys
 
-    from strixwizard.deploy.engine import smoke_test
+    from strixwizard.deploy.engine import apply_deploy
     from strixwizard.deploy.render import render_deploy, render_smoke
-    from strixwizard.fixing.engine import apply_plan
-    from strixwizard.fixing.journal import new_run_id
     from strixwizard.fixing.render import render_apply
 
     if not args.json:
@@ -206,11 +204,8 @@ def _apply(args: argparse.Namespace, site: Any, plan: Any, runners: dict[str, An
     if plan.site_plan.changes:
         _confirm(f"Deploy {plan.site_plan.changes} change(s) on "
                  f"{', '.join(plan.site_plan.nodes)}?", args.yes)
-    report = apply_plan(plan.site_plan, runners, store, site, descriptors, run_id=new_run_id(),
-                        progress=say)
-    smoke = None
-    if report.ok and not args.no_smoke:
-        smoke = smoke_test(plan, runners[plan.env.head], say)
+    report, smoke = apply_deploy(plan, runners, store, site, descriptors, say,
+                                 smoke=not args.no_smoke)
     ok = report.ok and (smoke is None or smoke.status == "pass")
     if args.json:
         _emit(_document(site.name, "apply", "deployed" if ok else "failed", plan=plan.to_json(),
@@ -227,19 +222,16 @@ def _apply(args: argparse.Namespace, site: Any, plan: Any, runners: dict[str, An
 def _rollback(args: argparse.Namespace, store: Any, say: Any) -> int:
     import sys
 
+    from strixwizard.deploy.engine import rollback_deploy
     from strixwizard.errors import UsageError
-    from strixwizard.fixing.engine import rollback_run
-    from strixwizard.fixing.targets import runner_from_journal
 
     try:
         journals = store.load_run(None if args.rollback == "latest" else args.rollback)
     except (FileNotFoundError, ValueError) as error:
         raise UsageError(str(error)) from None
     run_id = journals[0].run_id
-    # workers first, the head last: a worker's raylet is stopped while its head still answers
-    journals.sort(key=lambda j: any(r.step.target == "ray (head)" for r in j.steps))
     _confirm(f"Roll back deploy {run_id} on {', '.join(j.node for j in journals)}?", args.yes)
-    report = rollback_run(journals, runner_from_journal, store, say)
+    report = rollback_deploy(journals, store, say)
     if args.json:
         _emit(_document(journals[0].site, "rollback", "rolled-back" if report.ok else "failed",
                         rollback=report.to_json()))

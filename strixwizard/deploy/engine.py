@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strixwizard.deploy.env import DeployRefused, generate_env
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, plan_deploy, with_observed
@@ -30,6 +30,10 @@ from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
+
+if TYPE_CHECKING:
+    from strixwizard.fixing.engine import ApplyReport, RollbackReport
+    from strixwizard.fixing.journal import NodeJournal
 
 Progress = Callable[[str, str], None]
 
@@ -118,3 +122,28 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
     except Unreachable as error:
         report.checks.append(SmokeCheck("smoke", ERROR, "head unreachable", "", str(error)))
     return report
+
+
+def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore, site: Site,
+                 descriptors: dict[str, dict[str, Any]], say: Progress | None = None,
+                 smoke: bool = True) -> tuple[ApplyReport, SmokeReport | None]:
+    """Apply the plan through the fix engine (journalled, all-or-nothing), then, if it went
+    through, the smoke test on the head. The CLI and the wizard both call this."""
+    from strixwizard.fixing.engine import apply_plan
+    from strixwizard.fixing.journal import new_run_id
+
+    report = apply_plan(plan.site_plan, runners, store, site, descriptors, run_id=new_run_id(),
+                        progress=say)
+    checked = smoke_test(plan, runners[plan.env.head], say) if report.ok and smoke else None
+    return report, checked
+
+
+def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
+                    say: Progress | None = None) -> RollbackReport:
+    """Undo a deploy run from its journals: workers first, the head last, so a worker's raylet
+    is stopped while its head still answers."""
+    from strixwizard.fixing.engine import rollback_run
+    from strixwizard.fixing.targets import runner_from_journal
+
+    ordered = sorted(journals, key=lambda j: any(r.step.target == "ray (head)" for r in j.steps))
+    return rollback_run(ordered, runner_from_journal, store, say)

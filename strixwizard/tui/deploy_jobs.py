@@ -70,10 +70,9 @@ def plan_deploy(site: Site, nodes: Sequence[Node], model: str | None = None) -> 
 def apply_deploy(site: Site, plan: DeployPlan, say: Say | None, smoke: bool = True) -> Deployed:
     """Read each node's state, apply the plan through the fix engine (journalled, all-or-nothing),
     then the smoke test on the head. Real nodes only: snapshots are refused by the caller."""
-    from strixwizard.deploy.engine import deploy_store, observe, smoke_test
+    from strixwizard.deploy.engine import apply_deploy as apply_through_engine
+    from strixwizard.deploy.engine import deploy_store, observe
     from strixwizard.deploy.env import DeployRefused
-    from strixwizard.fixing.engine import apply_plan
-    from strixwizard.fixing.journal import new_run_id
     from strixwizard.fixing.runner import Runner
     from strixwizard.fixing.targets import runner_for
 
@@ -89,9 +88,8 @@ def apply_deploy(site: Site, plan: DeployPlan, say: Say | None, smoke: bool = Tr
             plan = observe(plan, runners)
         except DeployRefused as refused:
             return Deployed(None, None, str(refused))
-        report = apply_plan(plan.site_plan, runners, deploy_store(), site, descriptors,
-                            run_id=new_run_id(), progress=say)
-        checked = smoke_test(plan, runners[plan.env.head], say) if report.ok and smoke else None
+        report, checked = apply_through_engine(plan, runners, deploy_store(), site, descriptors,
+                                               say, smoke=smoke)
     finally:
         for runner in runners.values():
             runner.close()
@@ -100,12 +98,7 @@ def apply_deploy(site: Site, plan: DeployPlan, say: Say | None, smoke: bool = Tr
 
 def roll_back_deploy(run_id: str, say: Say | None) -> RollbackReport:
     """Undo a deploy run from its journals (files removed, `ray stop`), workers before the head."""
-    from strixwizard.deploy.engine import deploy_store
-    from strixwizard.fixing.engine import rollback_run
-    from strixwizard.fixing.targets import runner_from_journal
+    from strixwizard.deploy.engine import deploy_store, rollback_deploy
 
     store = deploy_store()
-    journals = store.load_run(run_id)
-    # as `deploy --rollback` does: a worker's raylet stops while its head still answers
-    journals.sort(key=lambda j: any(r.step.target == "ray (head)" for r in j.steps))
-    return rollback_run(journals, runner_from_journal, store, say)
+    return rollback_deploy(store.load_run(run_id), store, say)
