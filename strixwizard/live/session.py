@@ -7,9 +7,10 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from strixwizard.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.live.hosts import Host, LocalHost, SshHost
 from strixwizard.live.plan import PairPlan, plan_pair
@@ -56,17 +57,12 @@ def _unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
     return Measurement(kind if kind != "matrix" else "latency", "tcp", "ssh", pair, Status.ERROR, reason)
 
 
-def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming
-          ) -> tuple[Site, Iterator[Measurement], list[str]]:
-    from strixwizard.targets import RunRequest, resolve_run, ssh_target
+def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False
+               ) -> tuple[dict[str, Host], dict[str, str]]:
+    """Where tests can run: a host per reachable node (local or over SSH), and for every other
+    node the reason it cannot take part (unreachable, or a snapshot with nothing to run on)."""
+    from strixwizard.targets import ssh_target
 
-    if args.site is None:
-        raise UsageError("say which site to test: --site FILE (or --demo)")
-    site, nodes = resolve_run(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
-    report.site = site.name
-    names = [spec.name for spec in site.nodes]
-    specs = {spec.name: spec for spec in site.nodes}
-    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
     unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if not n.report.reachable}
     hosts: dict[str, Host] = {}
     for spec in site.nodes:
@@ -75,7 +71,22 @@ def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming
         elif spec.is_local:
             hosts[spec.name] = LocalHost(spec.name)
         elif spec.name not in unreachable:
-            hosts[spec.name] = SshHost(ssh_target(site, spec, args.trust_new_hosts))
+            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts))
+    return hosts, unreachable
+
+
+def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming
+          ) -> tuple[Site, Iterator[Measurement], list[str]]:
+    from strixwizard.targets import RunRequest, resolve_run
+
+    if args.site is None:
+        raise UsageError("say which site to test: --site FILE (or --demo)")
+    site, nodes = resolve_run(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
+    report.site = site.name
+    names = [spec.name for spec in site.nodes]
+    specs = {spec.name: spec for spec in site.nodes}
+    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+    hosts, unreachable = site_hosts(site, nodes, args.trust_new_hosts)
     settings = _settings(args, site)
     if args.kind == "matrix":
         chosen = names if not args.pair else list(_pair(args, names))

@@ -90,24 +90,14 @@ def _error(pair: tuple[str, str], reason: str) -> Measurement:
 
 
 def site_stream(site: Site, nodes: Sequence[Node], stopper: Stopper) -> Iterator[Measurement]:
-    from strixwizard.live.hosts import LocalHost, SshHost
     from strixwizard.live.plan import plan_pair
     from strixwizard.live.runner import TestSettings, run_tests
-    from strixwizard.targets import ssh_target
+    from strixwizard.live.session import site_hosts
 
     names = [spec.name for spec in site.nodes]
     facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
-    down = {n.report.name: n.report.error or "unreachable" for n in nodes if not n.report.reachable}
-    hosts: dict[str, Host] = {}
-    for spec in site.nodes:
-        if spec.snapshot is not None:
-            down[spec.name] = f"{spec.name} is a snapshot: there is nothing to run a test on"
-        elif spec.name in down:
-            continue
-        elif spec.is_local:
-            hosts[spec.name] = StoppableHost(LocalHost(spec.name), stopper)
-        else:
-            hosts[spec.name] = StoppableHost(SshHost(ssh_target(site, spec, False)), stopper)
+    plain, down = site_hosts(site, nodes)
+    hosts: dict[str, Host] = {name: StoppableHost(host, stopper) for name, host in plain.items()}
     try:
         if down:
             for name, why in down.items():
