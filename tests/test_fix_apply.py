@@ -17,7 +17,7 @@ from strixwizard.fixing.engine import apply_plan, rollback_run, verify
 from strixwizard.fixing.journal import JournalStore
 from strixwizard.fixing.model import Step
 from strixwizard.fixing.planning import plan_site
-from strixwizard.fixing.runner import SnapshotRunner, StepFailed, Unreachable
+from strixwizard.fixing.runner import SnapshotRunner, StepFailed, Unreachable, with_active_mtu
 from strixwizard.fixing.targets import runner_from_journal
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
@@ -135,6 +135,13 @@ def test_a_failing_step_rolls_back_its_node_and_the_other_end_of_the_link(tmp_pa
     # node-a wants MTU too, so both ends change; node-b then fails on PFC
     a_mtu = next(roots["node-a"].glob("fs/sys/devices/**/net/enp194s0np0/mtu"))
     a_mtu.write_text("1500\n")
+    # and, as on a real node, its RoCE port's active MTU follows (1024 at MTU 1500)
+    commands_file = roots["node-a"] / "commands.json"
+    commands = json.loads(commands_file.read_text())
+    for entry in commands:
+        if entry["argv"] == ["ibv_devinfo"]:
+            entry["stdout"] = with_active_mtu(entry["stdout"], "rocep194s0", 1, (1024, 3))
+    commands_file.write_text(json.dumps(commands))
     original = {n: tree_state(p) for n, p in roots.items()}
     store = JournalStore(tmp_path / "journal")
     runners = {"node-a": SnapshotRunner("node-a", roots["node-a"]),

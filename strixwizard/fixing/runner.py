@@ -31,6 +31,42 @@ from strixwizard.probe.snapshot import SnapshotProbe
 DEFAULT_NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"
 
 
+#: Bytes of RoCE headers the kernel takes off the netdev MTU (iboe_get_mtu in ib_addr.h:
+#: GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4).
+ROCE_HEADERS = 96
+IB_MTUS = ((4096, 5), (2048, 4), (1024, 3), (512, 2), (256, 1))
+
+
+def roce_active_mtu(netdev_mtu: int, max_mtu: int | None) -> tuple[int, int]:
+    """(bytes, enum) of the RoCE active MTU the kernel derives from a netdev MTU."""
+    usable = netdev_mtu - ROCE_HEADERS
+    for size, enum in IB_MTUS:
+        if size <= usable and (max_mtu is None or size <= max_mtu):
+            return size, enum
+    return IB_MTUS[-1]
+
+
+def with_active_mtu(devinfo: str, device: str, port: int, mtu: tuple[int, int]) -> str:
+    """`ibv_devinfo` text with one port's `active_mtu` line changed, layout kept."""
+    lines = devinfo.splitlines(keepends=True)
+    current: tuple[str, int] | None = None
+    hca: str | None = None
+    for index, line in enumerate(lines):
+        key, sep, value = line.strip().partition(":")
+        if not sep:
+            continue
+        if key == "hca_id":
+            hca, current = value.strip(), None
+        elif key == "port" and hca is not None and value.strip().isdigit():
+            current = (hca, int(value.strip()))
+        elif key == "active_mtu" and current == (device, port):
+            head = line[: line.index("active_mtu:") + len("active_mtu:")]
+            rest = line[len(head):]
+            spacing = rest[: len(rest) - len(rest.lstrip())]
+            lines[index] = f"{head}{spacing}{mtu[0]} ({mtu[1]})\n"
+    return "".join(lines)
+
+
 class StepFailed(Exception):
     """The node refused the change; the message is what it said."""
 
@@ -240,6 +276,23 @@ class SnapshotRunner(Runner):
             raise ReadError(command_error(read.argv, result.to_json()))
         return parse(read.parse, result.stdout)
 
+    def _follow_roce_mtu(self, netdev: str, mtu: int) -> None:
+        """Do what the kernel does when a RoCE netdev's MTU changes: its RDMA ports' active MTU
+        follows (as `ibv_devinfo` would then report it), so the dry run verifies like a node."""
+        from strixwizard.facts import NodeFacts
+
+        ports = [p for p in NodeFacts(self.node, self.probe()).rdma_ports
+                 if p.netdev == netdev and p.is_ethernet]
+        try:
+            devinfo = self.probe().run(("ibv_devinfo",))
+        except NotCaptured:
+            return
+        text = devinfo.stdout
+        for port in ports:
+            text = with_active_mtu(text, port.device, port.number, roce_active_mtu(mtu, port.max_mtu))
+        if text != devinfo.stdout:
+            self._set_command_output(("ibv_devinfo",), text)
+
     def _set_command_output(self, argv: tuple[str, ...], stdout: str) -> None:
         path = self.root / "commands.json"
         commands = json.loads(path.read_text())
@@ -252,6 +305,8 @@ class SnapshotRunner(Runner):
         disk = self._disk(step.target) if step.kind is not Kind.MTU else None
         if step.kind is Kind.MTU:
             self._disk(f"/sys/class/net/{step.target}/mtu").write_text(f"{value}\n")
+            self._changed()
+            self._follow_roce_mtu(step.target, int(value or 0))
         elif step.kind is Kind.WRITE:
             if value is not None:
                 assert disk is not None
