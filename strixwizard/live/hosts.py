@@ -170,8 +170,22 @@ def _pump(read: Callable[[int], bytes], sink: Callable[[bytes], None]) -> None:
         sink(data)
 
 
-def _thread(target: Callable[[], None], name: str) -> None:
-    threading.Thread(target=target, name=name, daemon=True).start()
+def _thread(target: Callable[[], None], name: str) -> threading.Thread:
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+#: How long the end of a program waits for its output readers to drain what it printed.
+DRAIN_TIMEOUT_S = 2.0
+
+
+def _drained(readers: Sequence[threading.Thread]) -> None:
+    """Wait (bounded) until the readers have taken in everything the program wrote: a program
+    must never be seen as ended while its last output is still in a pipe or channel buffer."""
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    for reader in readers:
+        reader.join(max(0.0, deadline - time.monotonic()))
 
 
 class LocalHost:
@@ -200,10 +214,12 @@ class LocalHost:
             popen.wait(timeout=5)
 
         process = Process(self.name, label or argv[0], close_stdin, release)
-        _start_readers(process, stdout.read1, stderr.read1)  # type: ignore[attr-defined]
+        readers = _start_readers(process, stdout.read1, stderr.read1)  # type: ignore[attr-defined]
 
         def reap() -> None:
-            process._end(popen.wait())
+            status = popen.wait()
+            _drained(readers)
+            process._end(status)
 
         _thread(reap, f"wait-{self.name}")
         return process
@@ -212,9 +228,12 @@ class LocalHost:
         pass
 
 
-def _start_readers(process: Process, out: Callable[[int], bytes], err: Callable[[int], bytes]) -> None:
-    _thread(lambda: _pump(out, lambda d: process._feed(process._out, d)), f"out-{process.host}")
-    _thread(lambda: _pump(err, lambda d: process._feed(process._err, d)), f"err-{process.host}")
+def _start_readers(process: Process, out: Callable[[int], bytes], err: Callable[[int], bytes]
+                   ) -> list[threading.Thread]:
+    return [
+        _thread(lambda: _pump(out, lambda d: process._feed(process._out, d)), f"out-{process.host}"),
+        _thread(lambda: _pump(err, lambda d: process._feed(process._err, d)), f"err-{process.host}"),
+    ]
 
 
 class SshHost:
@@ -257,14 +276,11 @@ class SshHost:
                 channel.shutdown_write()
 
         process = Process(self.name, label or argv[0], close_stdin, channel.close)
-        _start_readers(process, channel.recv, channel.recv_stderr)
+        readers = _start_readers(process, channel.recv, channel.recv_stderr)
 
         def reap() -> None:
             status = channel.recv_exit_status()  # -1: closed without a status (node gone)
-            # let the readers drain what arrived before the status
-            deadline = time.monotonic() + 1.0
-            while not (channel.eof_received or channel.closed) and time.monotonic() < deadline:
-                time.sleep(0.01)
+            _drained(readers)
             process._end(None if status == -1 else status)
 
         _thread(reap, f"wait-{self.name}")
