@@ -218,8 +218,8 @@ async def test_site_file_progress_is_saved_beside_it(tmp_path: Path) -> None:
     demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo"
     site.write_text(
         "site: copy\nnodes:\n"
-        f"  - name: node-a\n    snapshot: {demo / 'snapshots' / 'node-a'}\n"
-        f"  - name: node-b\n    snapshot: {demo / 'snapshots' / 'node-b'}\n"
+        f"  - name: node-a\n    snapshot: {demo / 'snapshots' / 'node-a.tar.gz'}\n"
+        f"  - name: node-b\n    snapshot: {demo / 'snapshots' / 'node-b.tar.gz'}\n"
     )
     app = WizardApp(site_file=site)
     async with app.run_test(size=SIZE) as pilot:
