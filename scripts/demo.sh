@@ -9,7 +9,8 @@ bash scripts/install.sh || exit 1
 status=$?
 if ((status == 0 || status == 1)); then
     echo
-    echo "The demo ran. Try: .venv/bin/strixwizard doctor --demo --json | less"
+    echo "The demo ran. Next: .venv/bin/strixwizard --demo (the wizard, on a terminal),"
+    echo "  or .venv/bin/strixwizard fix --demo, deploy --demo, test latency --demo"
     exit 0
 fi
 exit "$status"
