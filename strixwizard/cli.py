@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from strixwizard import __version__
+from strixwizard.cliopts import add_site_options
 from strixwizard.errors import UsageError
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
@@ -38,18 +39,11 @@ def _parser() -> argparse.ArgumentParser:
         "Exit status: 0 no failure, 1 at least one failure (or a warning with --strict) "
         "or a check that broke, 2 no verdict (bad input, nothing reachable).",
     )
-    doctor.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    source = doctor.add_mutually_exclusive_group()
-    source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
-    source.add_argument("--demo", action="store_true", help="run on the bundled demo site")
-    doctor.add_argument("--inventory", type=Path, metavar="FILE",
-                        help="an Ansible YAML inventory as the node list")
+    add_site_options(doctor, demo_help="run on the bundled demo site")
     doctor.add_argument(
         "--snapshot", type=Path, action="append", default=[], metavar="PATH",
         help="a captured node (directory or .tar.gz); repeat for several nodes",
     )
-    doctor.add_argument("--trust-new-hosts", action="store_true",
-                        help="accept and remember SSH host keys not yet in known_hosts")
     doctor.add_argument("--only", action="append", default=[], metavar="ID",
                         help="run only this check or area (repeatable)")
     doctor.add_argument("--skip", action="append", default=[], metavar="ID",

@@ -14,6 +14,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from strixwizard.cliopts import add_site_options
+
 EXIT_OK, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
 SCHEMA_VERSION = 1
 
@@ -29,15 +31,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
         "between every pair of nodes the RDMA profile is refused. Exit status: 0 done, "
         "1 a step or the smoke test failed, 2 no verdict (refused, bad input, unreachable).",
     )
-    deploy.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    source = deploy.add_mutually_exclusive_group()
-    source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
-    source.add_argument("--demo", action="store_true",
-                        help="the bundled demo site (snapshots: plan only)")
-    deploy.add_argument("--inventory", type=Path, metavar="FILE",
-                        help="an Ansible YAML inventory as the node list")
-    deploy.add_argument("--trust-new-hosts", action="store_true",
-                        help="accept and remember SSH host keys not yet in known_hosts")
+    add_site_options(deploy, demo_help="the bundled demo site (snapshots: plan only)")
     action = deploy.add_mutually_exclusive_group()
     action.add_argument("--plan", action="store_true", help="show the plan (the default)")
     action.add_argument("--apply", action="store_true",

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from strixwizard.cliopts import add_site_options
+
 
 def add_fix_parser(commands: Any) -> argparse.ArgumentParser:
     fix = commands.add_parser(
@@ -19,15 +21,8 @@ def add_fix_parser(commands: Any) -> argparse.ArgumentParser:
         "Exit status: 0 done (or nothing to do), 1 a step failed or a fix did not cure, "
         "2 no verdict (bad input, refused, nothing reachable).",
     )
-    fix.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    source = fix.add_mutually_exclusive_group()
-    source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
-    source.add_argument("--demo", action="store_true",
-                        help="the bundled demo site; --apply is a dry run on a copy of its snapshots")
-    fix.add_argument("--inventory", type=Path, metavar="FILE",
-                     help="an Ansible YAML inventory as the node list")
-    fix.add_argument("--trust-new-hosts", action="store_true",
-                     help="accept and remember SSH host keys not yet in known_hosts")
+    add_site_options(fix, demo_help="the bundled demo site; --apply is a dry run on a copy of its "
+                     "snapshots")
     fix.add_argument("--only", action="append", default=[], metavar="ID",
                      help="plan only this fix or area (repeatable; `strixwizard fix --list`)")
     fix.add_argument("--list", action="store_true", help="list the fixes and exit")

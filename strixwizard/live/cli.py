@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from strixwizard.cliopts import add_site_options
+
 KINDS = ("latency", "bandwidth", "rccl", "matrix")
 
 
@@ -25,17 +27,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         "in rounds of disjoint pairs. Exit status: 0 pass, 1 a failure, 2 no verdict.",
     )
     test.add_argument("kind", choices=KINDS, help="what to test")
-    source = test.add_mutually_exclusive_group()
-    source.add_argument("--site", type=Path, metavar="FILE", help="the site file (site.yaml)")
-    source.add_argument("--demo", action="store_true",
-                        help="TCP for real on loopback, RDMA replayed from recordings")
+    add_site_options(test, demo_help="TCP for real on loopback, RDMA replayed from recordings",
+                     inventory=False)
     test.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")
-    test.add_argument("--json", action="store_true", help="one JSON document on stdout")
     test.add_argument("--history", type=Path, metavar="FILE",
                       help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
     test.add_argument("--no-history", action="store_true", help="neither read nor write the history")
-    test.add_argument("--trust-new-hosts", action="store_true",
-                      help="accept and remember SSH host keys not yet in known_hosts")
     test.add_argument("--seconds", type=float, default=5.0, help="time bound of each timed loop (default 5)")
     test.add_argument("--size", type=int, default=64,
                       help="message size in bytes, for every tool (default 64)")
