@@ -70,3 +70,27 @@ async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_pa
                 else:  # a measured TCP figure; no RDMA on the lab: its half stays open
                     tcp_part, rdma_part = cell.split(" / ")
                     assert float(tcp_part) > 0 and rdma_part == "…", cell
+
+
+@sync
+async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: Lab, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch
+                                                                     ) -> None:
+    """No stand-in: the real deploy engine refuses the lab (veth is plain Ethernet, no RDMA)."""
+    from strixwizard.tui.widgets.notice import Notice
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    site = tuilab3.write_site_yaml(tmp_path / "site.yaml", hosts=tuilab3.hosts[:2])
+    app = WizardApp(site_file=site)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("n")
+        await settle(app, pilot)
+        await pilot.press("5")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        notice = app.screen.query_one("#deploy-status", Notice)
+        text = str(notice.render())
+        assert notice.border_title == "Deploy refused", text
+        assert "ethernet" in text and "node0" in text and "node1" in text, text
+        assert "Nothing is deployed" in text and "--transport tcp" in text
+        assert not app.screen.query_one("#deploy-plan").display

@@ -207,6 +207,10 @@ def collect_ssh_archive(target: SshTarget, spec: dict[str, Any] | None = None) -
         if status != 0:
             last = error_text.splitlines()[-1] if error_text else f"exit status {status}"
             raise SshError(f"{target.host}: the collector failed: {last}")
+        if not size:
+            said = f"; it said: {error_text.splitlines()[-1]}" if error_text else ""
+            raise SshError(f"{target.host}: the collector ended (exit 0) without sending a "
+                           f"snapshot{said}; run `strixwizard doctor` again")
         return b"".join(stdout)
     except (OSError, paramiko.SSHException, EOFError) as error:
         reason = str(error) or type(error).__name__
