@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
 from strixwizard.tui.app import WizardApp
+from strixwizard.tui.widgets.notice import Notice
 from tests.lab import Lab, lab_fixture
 from tests.test_tui_walk import cells, settle, sync, wait_for_tests
 
@@ -71,14 +72,24 @@ async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_pa
                     tcp_part, rdma_part = cell.split(" / ")
                     assert float(tcp_part) > 0 and rdma_part == "…", cell
 
+        # the run went into the test history, as `strixwizard test` runs do; a second run is
+        # compared with it
+        history = tmp_path / "state" / "strixwizard" / "history.sqlite"
+        status = str(app.screen.query_one("#test-status", Notice).render())
+        assert f"Stored in the test history {history}" in status, status
+        assert "no earlier good run to compare with" in status
+        await pilot.press("r")
+        await pilot.pause()
+        await wait_for_tests(app, pilot, limit_s=120)
+        status = str(app.screen.query_one("#test-status", Notice).render())
+        assert "compared with the last good run" in status or "worse than the last good run" in status
+
 
 @sync
 async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: Lab, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch
                                                                      ) -> None:
     """No stand-in: the real deploy engine refuses the lab (veth is plain Ethernet, no RDMA)."""
-    from strixwizard.tui.widgets.notice import Notice
-
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     site = tuilab3.write_site_yaml(tmp_path / "site.yaml", hosts=tuilab3.hosts[:2])
     app = WizardApp(site_file=site)

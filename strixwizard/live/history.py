@@ -59,13 +59,24 @@ class Comparison:
     change: float | None  # new / old - 1, e.g. +0.25 = 25% higher
 
     @property
+    def compared(self) -> bool:
+        return (self.last_good_figure is not None and self.measurement.figure is not None
+                and self.change is not None)
+
+    @property
+    def worse(self) -> bool:
+        """At least 10% worse than the last good run (latency up, bandwidth down)."""
+        if not self.compared or self.change is None:
+            return False
+        up_is_worse = self.measurement.kind == "latency"
+        return abs(self.change) >= 0.1 and ((self.change > 0) == up_is_worse)
+
+    @property
     def summary(self) -> str:
         m = self.measurement
-        if self.last_good_figure is None or m.figure is None or self.change is None:
+        if not self.compared or self.change is None:
             return f"{m.pair_label} {m.transport} {m.kind} ({m.tool}): no earlier good run to compare with"
-        worse = (self.change > 0) if m.kind == "latency" else (self.change < 0)
-        word = "worse" if worse and abs(self.change) >= 0.1 else "about the same" if abs(
-            self.change) < 0.1 else "better"
+        word = "worse" if self.worse else "about the same" if abs(self.change) < 0.1 else "better"
         return (f"{m.pair_label} {m.transport} {m.kind} ({m.tool}): {m.figure:.2f} {m.unit} now, "
                 f"{self.last_good_figure:.2f} {m.unit} on {self.last_good_at} ({self.change:+.0%}, {word})")
 
@@ -141,3 +152,35 @@ class History:
             query += " WHERE site = ?"
             args = (site,)
         return [tuple(row) for row in self._db.execute(query + " ORDER BY id", args)]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What writing a run to the history gave: where, its id, and the comparisons made."""
+
+    path: Path
+    run_id: int | None  # None: nothing measured to store (replayed recordings are not stored)
+    comparisons: list[Comparison]
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": str(self.path), "run_id": self.run_id,
+                "compared": [c.to_json() for c in self.comparisons]}
+
+
+def record_run(site: str, command: str, started_at: str, results: list[Measurement],
+               path: Path | None = None) -> Recorded:
+    """Compare a finished run with the last good one, then store it. Raises HistoryError."""
+    from strixwizard.live.results import overall_status
+
+    where = path or default_history_path()
+    try:
+        with History(where) as history:
+            comparisons = history.compare(site, results)
+            run_id = history.record(site, command, started_at, overall_status(results), results)
+    except (OSError, ValueError, sqlite3.Error) as error:
+        raise HistoryError(f"history not written to {where} ({error})") from None
+    return Recorded(where, run_id, comparisons)
+
+
+class HistoryError(Exception):
+    """The history file could not be read or written; the run itself is unaffected."""

@@ -8,7 +8,6 @@ import json
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from strixwizard.engine import Node
 from strixwizard.errors import UsageError
@@ -156,24 +155,13 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace, report: TestReport, started_at: str) -> None:
-    from strixwizard.live.history import History, default_history_path
-    from strixwizard.live.results import overall_status
+    from strixwizard.live.history import HistoryError, record_run
 
-    path: Path = args.history or default_history_path()
     try:
-        with History(path) as history:
-            report.comparisons = history.compare(report.site, report.results)
-            run_id = history.record(report.site, f"test {args.kind}", started_at,
-                                    overall_status(report.results), report.results)
-    except (OSError, ValueError) as error:  # sqlite3.Error derives from Exception, caught below
-        print(f"strixwizard: history not written ({error})", file=sys.stderr)
+        recorded = record_run(report.site, f"test {args.kind}", started_at, report.results,
+                              args.history)
+    except HistoryError as error:
+        print(f"strixwizard: {error}", file=sys.stderr)
         return
-    except Exception as error:
-        import sqlite3
-
-        if not isinstance(error, sqlite3.Error):
-            raise
-        print(f"strixwizard: history not written ({error})", file=sys.stderr)
-        return
-    report.history = {"path": str(path), "run_id": run_id,
-                      "compared": [c.to_json() for c in report.comparisons]}
+    report.comparisons = recorded.comparisons
+    report.history = recorded.to_json()

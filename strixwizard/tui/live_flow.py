@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import TYPE_CHECKING
 
@@ -44,11 +45,14 @@ class LiveFlow:
 
         def work() -> None:
             worker = get_current_worker()
+            started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             stream = live_jobs.test_stream(site, nodes, demo, stopper)
+            results = []
             try:
                 for measurement in stream:
                     if worker.is_cancelled:
                         break
+                    results.append(measurement)
                     self.app.post_message(MeasurementArrived(run, measurement))
             except Exception as error:  # the reason, never a traceback
                 self.app.post_message(TestsEnded(run, False, (
@@ -59,7 +63,10 @@ class LiveFlow:
                 close = getattr(stream, "close", None)
                 if callable(close):
                     close()  # the runner stops every program still running
-            self.app.post_message(TestsEnded(run, worker.is_cancelled, None))
+            history = None
+            if not demo and not worker.is_cancelled:
+                history = live_jobs.store_in_history(site.name, started_at, results)
+            self.app.post_message(TestsEnded(run, worker.is_cancelled, None, history))
 
         self.app.run_worker(work, thread=True, group="tests", exclusive=True, exit_on_error=False)
 
@@ -92,4 +99,5 @@ class LiveFlow:
         session.test_outcome = "cancelled" if (message.cancelled or session.cancelling) else "done"
         session.cancelling = False
         session.test_error = message.error
+        session.test_history = message.history
         self.app.screen_changed()

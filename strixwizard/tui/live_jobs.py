@@ -125,3 +125,23 @@ def test_stream(site: Site, nodes: Sequence[Node], demo: bool, stopper: Stopper
         return iter([_error((site.nodes[0].name if site.nodes else "?",) * 2,
                             "a live test needs two nodes; the site has fewer")])
     return site_stream(site, nodes, stopper)
+
+
+def store_in_history(site: str, started_at: str, results: list[Measurement]) -> str:
+    """Store a real-site run in the test history (as `strixwizard test` does); say where, and
+    how it compared with the last good run, in one line."""
+    from strixwizard.live.history import HistoryError, record_run
+
+    try:
+        recorded = record_run(site, "wizard test", started_at, results)
+    except HistoryError as error:
+        return f"Not stored: {error}"
+    compared = [c for c in recorded.comparisons if c.compared]
+    worse = [c.summary for c in compared if c.worse]
+    if worse:
+        note = f"; worse than the last good run: {'; '.join(worse)}"
+    elif compared:
+        note = f"; {len(compared)} figure(s) compared with the last good run, none worse"
+    else:
+        note = "; no earlier good run to compare with"
+    return f"Stored in the test history {recorded.path}{note}."

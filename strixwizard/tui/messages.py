@@ -69,8 +69,10 @@ class MeasurementArrived(Message):
 class TestsEnded(Message):
     """The stream ended: done, cancelled, or stopped by an error (reason, next step)."""
 
-    def __init__(self, run: int, cancelled: bool, error: tuple[str, str] | None) -> None:
+    def __init__(self, run: int, cancelled: bool, error: tuple[str, str] | None,
+                 history: str | None = None) -> None:
         super().__init__()
         self.run = run
         self.cancelled = cancelled
         self.error = error
+        self.history = history  # where a real-site run was stored, and how it compared

@@ -64,6 +64,7 @@ class Session:
     test_outcome: str | None = None  # "done", "cancelled"
     test_seconds: float | None = None
     test_file: Path | None = None  # where the last results were saved (Report step)
+    test_history: str | None = None  # where the run was stored and how it compared, in words
     version: int = 0
 
     def changed(self) -> None:
@@ -78,6 +79,7 @@ class Session:
         self.testing, self.cancelling = False, False
         self.test_results, self.test_pairs, self.test_nodes = [], [], []
         self.test_error, self.test_outcome, self.test_seconds, self.test_file = None, None, None, None
+        self.test_history = None
 
     @property
     def is_demo(self) -> bool:

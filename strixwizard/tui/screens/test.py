@@ -97,8 +97,9 @@ class TestScreen(StepScreen):
             status = overall_status(results)
             seconds = f" in {session.test_seconds:.1f} s" if session.test_seconds is not None else ""
             kind = {"pass": "success", "fail": "error", "error": "error"}.get(status.value, "warning")
+            stored = f"\n{session.test_history}" if session.test_history else ""
             notice.say(f"{status.value.upper()}: {len(results)} result(s){seconds}. r runs again.\n"
-                       f"{SPARK_NOTE}{demo}", kind, title=f"Tests: {status.value.upper()}")
+                       f"{SPARK_NOTE}{demo}{stored}", kind, title=f"Tests: {status.value.upper()}")
         else:
             pairs = ", ".join(f"{a}-{b}" for a, b in planned_pairs(discovery.site))
             notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "
@@ -124,8 +125,19 @@ class TestScreen(StepScreen):
             if "rccl" in views:
                 rows.append(Static("all nodes", classes="section"))
                 rows.append(self._panel(views["rccl"]))
-            box.mount_all(rows)
+            # Removal is asynchronous: mount the new panels only once the old ones (same ids)
+            # are gone, or a second run would meet the first run's widgets.
+            self.app.call_later(self._replace_panels, box, rows)
             return
+        self._update_panels(views, box)
+
+    async def _replace_panels(self, box: Vertical, rows: list[Vertical | Horizontal | Static]) -> None:
+        await box.remove_children()
+        await box.mount_all(rows)
+        self._update_panels(panel_views(self.session.test_pairs, self.session.test_results), box)
+
+    def _update_panels(self, views: dict[str, PanelView], box: Vertical) -> None:
+        session = self.session
         for view in views.values():
             for panel in box.query(f"#{panel_id(view.key)}").results(TestPanel):
                 panel.show(view, session.test_spark.get(view.key, []), session.testing)
