@@ -28,6 +28,7 @@ ALL: tuple[Check, ...] = (
     lossless.pause_and_pfc,
     lossless.pfc_priority,
     lossless.trust,
+    lossless.ecn_congestion,
     e810.roce_enabled,
     e810.fw_lldp_off,
     e810.one_pfc_tc,

@@ -164,3 +164,39 @@ def trust(node: NodeFacts, site: Site) -> Iterator[Finding]:
                          detail=f"`dcb apptrust set dev {fabric.netdev.name} order {site.fabric.trust}`"
                          " on both ends (E810: add a DSCP APP entry, `dcb app add dev "
                          f"{fabric.netdev.name} dscp-prio 26:{site.fabric.pfc_priority}`).")
+
+
+@node_check(
+    "dcb.congestion",
+    title="ECN congestion control (DCQCN) on the RoCE priority",
+    why="PFC alone stops a congested link with pauses; DCQCN slows the senders instead. Back to "
+    "back it matters little, behind a switch it keeps PFC storms away.",
+    severity=Severity.LOW,
+)
+def ecn_congestion(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Reads the mlx5 per-priority ECN switches or irdma's configfs DCQCN flag, with CNP counters."""
+    ports = roce_fabric(node, site)
+    if not ports:
+        yield skipped(node.name, "no RoCE interface in use on this node")
+        return
+    wanted = site.fabric.pfc_priority
+    for fabric in ports:
+        device = fabric.device.name if fabric.device else None
+        number = fabric.port.number if fabric.port else None
+        state = node.congestion(fabric.netdev.name, device, number)
+        counters = ", ".join(f"{name} {value}" for name, value in state.counters.items())
+        counted = f" ({counters})" if counters else ""
+        expected = f"ECN/DCQCN on priority {wanted}"
+        enabled = state.enabled_on(wanted)
+        if enabled is None:
+            reason = (f"/sys/kernel/config/irdma/{device} does not exist (a read-only probe does not "
+                      "create it); DCQCN is off by default on irdma" if fabric.device
+                      and fabric.device.driver == "irdma" else "the driver exposes no ECN settings")
+            yield skipped(fabric.label, f"congestion control unknown: {reason}{counted}")
+        elif enabled:
+            yield passed(fabric.label, observed=f"on ({state.source}){counted}", expected=expected)
+        else:
+            yield warned(fabric.label, observed=f"off on priority {wanted} ({state.source}){counted}",
+                         expected=expected,
+                         detail="Lossless rests on PFC alone. Fine back to back; behind a switch "
+                         "enable ECN/DCQCN on the RoCE priority on both ends.")

@@ -47,9 +47,23 @@ class Tmux:
 
 
 @pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
+def state(tmp_path: Path) -> Iterator[Path]:
+    """A short state directory: the report path is shown on screen, and a long one would wrap
+    across lines at a place that depends on pytest's temporary path."""
+    import shutil
+    import tempfile
+
+    short = Path(tempfile.mkdtemp(prefix="sw", dir="/tmp"))
+    try:
+        yield short
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+@pytest.fixture
+def tmux(state: Path) -> Iterator[Tmux]:
     name = f"swtui-test-{os.getpid()}"
-    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm-256color"}
+    env = {"XDG_STATE_HOME": str(state), "TERM": "xterm-256color"}
     exports = " ".join(f"{k}={v}" for k, v in env.items())
     command = f"cd {ROOT} && {exports} {sys.executable} -m strixwizard --demo"
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "30", command],
@@ -60,7 +74,7 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, timeout=10, check=False)
 
 
-def test_the_demo_walks_from_site_to_report_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
+def test_the_demo_walks_from_site_to_report_in_a_real_terminal(tmux: Tmux, state: Path) -> None:
     screen = tmux.wait_for("1 Site")
     assert "node-a" in screen and "node-b" in screen
     tmux.keys("n")
@@ -79,11 +93,11 @@ def test_the_demo_walks_from_site_to_report_in_a_real_terminal(tmux: Tmux, tmp_p
     assert "replayed recording" in screen or "RDMA latency" in screen
     tmux.keys("n")
     screen = tmux.wait_for("strixwizard-report-demo.json")
-    assert (tmp_path / "state" / "strixwizard" / "demo" / "strixwizard-report-demo.json").exists()
+    assert (state / "strixwizard" / "demo" / "strixwizard-report-demo.json").exists()
     tmux.keys("q")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and tmux.alive():
         time.sleep(0.1)
     assert not tmux.alive(), "the wizard did not quit on q"
-    state = (tmp_path / "state" / "strixwizard" / "demo-state.json").read_text()
-    assert '"step": "report"' in state
+    saved = (state / "strixwizard" / "demo-state.json").read_text()
+    assert '"step": "report"' in saved

@@ -335,6 +335,10 @@ class FakeNode:
             else:  # empty entries: reading their types gives EINVAL, so the capture lacks them
                 self.file(f"{base}/gids/{index}", "0000:0000:0000:0000:0000:0000:0000:0000\n")
 
+    def hw_counters(self, device_dir: str, port: int, counters: dict[str, int]) -> None:
+        for name, value in counters.items():
+            self.file(f"{device_dir}/ports/{port}/hw_counters/{name}", f"{value}\n")
+
     def devinfo(self, device: str, vendor_id: int, part_id: int, fw_ver: str,
                 ports: list[tuple[int, str, int, int, str]], guid: str = "0000:0000:0000:0000") -> None:
         """An `ibv_devinfo` block: ports as (number, state, max_mtu, active_mtu, link_layer)."""

@@ -45,6 +45,8 @@ class RoceSetup:
     fw_lldp: bool = False
     link_up: bool = True
     roce_mode: str | None = None  # configfs rdma_cm default_roce_mode, None = not created
+    ecn: tuple[int, ...] = tuple(range(8))  # mlx5: priorities with ECN on (the driver default)
+    dcqcn: bool | None = None  # irdma configfs roce_dcqcn_enable; None = directory not created
 
 
 def _active_mtu(netdev_mtu: int) -> int:
@@ -87,6 +89,9 @@ def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = N
                    rate="100 Gb/sec (4X EDR)" if speed >= 100000 else "25 Gb/sec (1X EDR)")
     node.devinfo(rdmadev, 0x8086, device_id, "1.70", [
         (1, "ACTIVE" if setup.link_up else "DOWN", 4096, _active_mtu(setup.mtu), "Ethernet")])
+    node.hw_counters(dev, 1, {"cnpSent": 0, "cnpHandled": 0, "RxECNMrkd": 0})
+    if setup.dcqcn is not None:
+        node.file(f"/sys/kernel/config/irdma/{rdmadev}/roce_dcqcn_enable", f"{int(setup.dcqcn)}\n")
     if setup.roce_mode:
         node.file(f"/sys/kernel/config/rdma_cm/{rdmadev}/ports/1/default_roce_mode",
                   setup.roce_mode + "\n")
@@ -119,6 +124,12 @@ def connectx(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None
     node.rdma_port(dev, 1, gids, rate="100 Gb/sec (2X HDR)", table_size=16)
     node.devinfo(rdmadev, 0x02C9, 4125, firmware.split()[0],
                  [(1, "ACTIVE", 4096, _active_mtu(setup.mtu), "Ethernet")])
+    node.hw_counters(dev, 1, {"np_cnp_sent": 0, "rp_cnp_handled": 0,
+                              "np_ecn_marked_roce_packets": 0})
+    for point in ("roce_np", "roce_rp"):
+        for priority in range(8):
+            node.file(f"{pci_dir}/net/{netdev}/ecn/{point}/enable/{priority}",
+                      f"{int(priority in setup.ecn)}\n")
     if setup.roce_mode:
         node.file(f"/sys/kernel/config/rdma_cm/{rdmadev}/ports/1/default_roce_mode",
                   setup.roce_mode + "\n")

@@ -18,6 +18,7 @@ from strixwizard.facts import ethtool
 from strixwizard.facts.cpu import CpuInfo, cpu_info
 from strixwizard.facts.dcb import DcbInfo, dcb_info
 from strixwizard.facts.devlink import devlink_params
+from strixwizard.facts.ecn import Congestion, congestion
 from strixwizard.facts.gpu import GpuInfo, gpu_info
 from strixwizard.facts.iommu import IommuMode, iommu_mode
 from strixwizard.facts.kernel import KernelInfo, kernel_info
@@ -131,6 +132,10 @@ class NodeFacts:
         if netdev not in self._dcb:
             self._dcb[netdev] = dcb_info(self._probe, netdev)
         return self._dcb[netdev]
+
+    def congestion(self, netdev: str, rdma_device: str | None, port: int | None) -> Congestion:
+        """ECN/DCQCN state of a RoCE port where the driver exposes it (see facts/ecn.py)."""
+        return congestion(self._probe, netdev, rdma_device, port)
 
     def pause(self, netdev: str) -> ethtool.Pause | None:
         if netdev not in self._pause:

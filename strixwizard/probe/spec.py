@@ -40,6 +40,8 @@ _PCI_ATTRS = (
     "max_link_width",
 )
 
+_CNP_COUNTERS = ("cnpSent", "cnpHandled", "RxECNMrkd", "np_cnp_sent", "rp_cnp_handled",
+                 "np_ecn_marked_roce_packets")
 _NET_ATTRS = ("mtu", "operstate", "carrier", "speed", "address", "type", "ifindex")
 _IB_ATTRS = ("node_type", "fw_ver", "node_guid", "hca_type", "parent")
 _IB_PORT_ATTRS = ("state", "phys_state", "link_layer", "rate", "lid", "sm_lid")
@@ -77,6 +79,11 @@ SPEC: CollectionSpec = {
         "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*",
         "/sys/kernel/config/rdma_cm/*/ports/*/default_roce_mode",
         "/sys/kernel/config/rdma_cm/*/ports/*/default_roce_tos",
+        # ECN / DCQCN (facts/ecn.py): mlx5 per-priority switches, irdma configfs, counters
+        "/sys/class/net/*/ecn/roce_np/enable/*",
+        "/sys/class/net/*/ecn/roce_rp/enable/*",
+        "/sys/kernel/config/irdma/*/roce_dcqcn_enable",
+        *(f"/sys/class/infiniband/*/ports/*/hw_counters/{name}" for name in _CNP_COUNTERS),
         # persistence: init, networkd state, strixwizard's own files (see facts/persistence.py)
         "/proc/1/comm",
         "/run/systemd/netif/links/*",
