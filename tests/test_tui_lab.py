@@ -10,6 +10,7 @@ import functools
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from strixwizard.live.tcp import TcpSettings
@@ -20,6 +21,16 @@ from tests.lab import Lab, lab_fixture
 from tests.test_tui_walk import cells, settle, sync, wait_for_tests
 
 tuilab3 = lab_fixture(3, name="tuilab3")
+
+
+async def discovered(app: WizardApp, pilot: Pilot[int]) -> None:
+    """Wait (bounded, 60 s) until the discovery the Discover step started has finished."""
+    for _ in range(600):
+        await settle(app, pilot)
+        if app.session.discovery is not None and not app.session.discovering:
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("discovery did not finish within 60 s")
 
 
 @pytest.fixture
@@ -40,7 +51,7 @@ async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_pa
     app = WizardApp(site_file=site)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("n")
-        await settle(app, pilot)
+        await discovered(app, pilot)
         assert app.screen.id == "step-discover"
         rows = cells(app.screen.query_one("#nodes", DataTable))
         assert [r[0] for r in rows] == ["node0", "node1", "node2"]
@@ -95,11 +106,15 @@ async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: L
     app = WizardApp(site_file=site)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("n")
-        await settle(app, pilot)
+        await discovered(app, pilot)
         await pilot.press("5")
-        await settle(app, pilot)
-        await settle(app, pilot)
+        # the screen starts the planning worker once it is mounted: wait (bounded) for its answer
         notice = app.screen.query_one("#deploy-status", Notice)
+        for _ in range(200):
+            await settle(app, pilot)
+            if notice.border_title not in ("Deploy", "Planning the deploy"):
+                break
+            await pilot.pause(0.05)
         text = str(notice.render())
         assert notice.border_title == "Deploy refused", text
         assert "ethernet" in text and "node0" in text and "node1" in text, text
