@@ -118,10 +118,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], plan: SitePlan,
            store: JournalStore, dry_run: bool, progress: Any) -> int:
-    from strixwizard.fixing.engine import apply_plan, verify
     from strixwizard.fixing.render import render_apply, render_plan
-    from strixwizard.fixing.runner import LocalRunner, Runner
-    from strixwizard.fixing.targets import runner_for
+    from strixwizard.fixing.targets import apply_site
 
     if not args.json:
         render_plan(plan, sys.stdout, dry_run)
@@ -131,26 +129,10 @@ def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], plan: SitePlan
         _confirm(f"Apply {plan.changes} change(s) {where}?", args.yes)
     run_id = new_run_id()
     dry_root = args.dry_run_dir or store.root.parent / "dry-runs"
-    specs = {spec.name: spec for spec in site.nodes}
-    runners: dict[str, Runner] = {}
-    descriptors: dict[str, dict[str, Any]] = {}
-    for name in targets:
-        spec = specs.get(name)
-        if spec is None:
-            runners[name] = LocalRunner(name, journal_dir=args.node_journal_dir)
-            descriptors[name] = {"kind": "local", "journal_dir": args.node_journal_dir}
-        else:
-            runners[name], descriptors[name] = runner_for(
-                site, spec, trust_new_hosts=args.trust_new_hosts,
-                node_journal_dir=args.node_journal_dir, dry_run_root=dry_root / run_id)
-    before = {n.report.name: n.facts for n in nodes if n.facts is not None}
-    try:
-        report = apply_plan(plan, runners, store, site, descriptors,
-                            with_reboot=args.with_reboot_steps, run_id=run_id, progress=progress,
-                            verify_with=lambda after: verify(site, plan, before, after))
-    finally:
-        for runner in runners.values():
-            runner.close()
+    report = apply_site(site, nodes, plan, store, node_journal_dir=args.node_journal_dir,
+                        dry_run_root=dry_root, run_id=run_id,
+                        trust_new_hosts=args.trust_new_hosts, with_reboot=args.with_reboot_steps,
+                        progress=progress)
     if args.json:
         print(json.dumps(_document(site.name, "apply", dry_run=report.dry_run, **_plan_json(plan),
                                    apply=report.to_json()), indent=2))

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strixwizard.fixing.journal import NodeJournal
 from strixwizard.fixing.runner import LocalRunner, Runner, SnapshotRunner, Unreachable
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
+
+if TYPE_CHECKING:
+    from strixwizard.engine import Node
+    from strixwizard.fixing.engine import ApplyReport
+    from strixwizard.fixing.journal import JournalStore
+    from strixwizard.fixing.model import SitePlan
 
 
 def copy_snapshot(source: Path, destination: Path) -> Path:
@@ -68,3 +75,36 @@ def runner_from_journal(journal: NodeJournal) -> Runner:
         )
         return SshRunner(target, desc.get("journal_dir", "/var/lib/strixwizard/journal"))
     raise Unreachable(f"the journal does not say how to reach {journal.node} ({kind!r})")
+
+
+def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: JournalStore, *,
+               node_journal_dir: str, dry_run_root: Path, run_id: str | None = None,
+               trust_new_hosts: bool = False, with_reboot: bool = False,
+               progress: Callable[[str, str], None] | None = None) -> ApplyReport:
+    """Apply a site's plan the one way the CLI and the wizard both use: a runner per node with
+    changes (snapshot nodes get a dry run under `dry_run_root`), the engine's drift check,
+    journal and steps, then verification against the facts seen before; runners closed."""
+    from strixwizard.fixing.engine import apply_plan, verify
+    from strixwizard.fixing.journal import new_run_id
+
+    run_id = run_id or new_run_id()
+    specs = {spec.name: spec for spec in site.nodes}
+    runners: dict[str, Runner] = {}
+    descriptors: dict[str, dict[str, Any]] = {}
+    try:
+        for name in [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]:
+            spec = specs.get(name)
+            if spec is None:  # this machine, run without a site file
+                runners[name] = LocalRunner(name, journal_dir=node_journal_dir)
+                descriptors[name] = {"kind": "local", "journal_dir": node_journal_dir}
+            else:
+                runners[name], descriptors[name] = runner_for(
+                    site, spec, trust_new_hosts=trust_new_hosts, node_journal_dir=node_journal_dir,
+                    dry_run_root=dry_run_root / run_id)
+        before = {n.report.name: n.facts for n in nodes if n.facts is not None}
+        return apply_plan(plan, runners, store, site, descriptors, with_reboot=with_reboot,
+                          run_id=run_id, progress=progress,
+                          verify_with=lambda after: verify(site, plan, before, after))
+    finally:
+        for runner in runners.values():
+            runner.close()

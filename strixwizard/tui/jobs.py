@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from strixwizard.engine import Node, Report, run_doctor
 from strixwizard.site import Site, load_site
@@ -97,29 +97,15 @@ def apply_fixes(site: Site, nodes: list[Node], plan: SitePlan,
 
     Snapshot nodes (the demo) get a dry run on private copies of their snapshots;
     the same runner choice as `strixwizard fix` (`fixing.targets.runner_for`)."""
-    from strixwizard.fixing.engine import apply_plan, verify
     from strixwizard.fixing.journal import JournalStore, new_run_id
-    from strixwizard.fixing.runner import Runner
-    from strixwizard.fixing.targets import runner_for
+    from strixwizard.fixing.targets import apply_site
 
     store = JournalStore()
     run_id = new_run_id()
-    dry_root = store.root.parent / "dry-runs" / run_id
-    specs = {spec.name: spec for spec in site.nodes}
-    runners: dict[str, Runner] = {}
-    descriptors: dict[str, dict[str, Any]] = {}
-    try:
-        for name in [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]:
-            runners[name], descriptors[name] = runner_for(
-                site, specs[name], trust_new_hosts=False, node_journal_dir=NODE_JOURNAL_DIR,
-                dry_run_root=dry_root)
-        before = {n.report.name: n.facts for n in nodes if n.facts is not None}
-        report = apply_plan(plan, runners, store, site, descriptors, run_id=run_id, progress=progress,
-                            verify_with=lambda after: verify(site, plan, before, after))
-    finally:
-        for runner in runners.values():
-            runner.close()
-    return Applied(report, dry_root if report.dry_run else None)
+    dry_root = store.root.parent / "dry-runs"
+    report = apply_site(site, nodes, plan, store, node_journal_dir=NODE_JOURNAL_DIR,
+                        dry_run_root=dry_root, run_id=run_id, progress=progress)
+    return Applied(report, dry_root / run_id if report.dry_run else None)
 
 
 def roll_back(run_id: str, progress: Callable[[str, str], None] | None) -> RollbackReport:
