@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from strixwizard.fixing.runner import roce_active_mtu, with_active_mtu
+from strixwizard.facts.rdma import roce_active_mtu
+from strixwizard.fixing.runner import with_active_mtu
 from strixwizard.probe.snapshot import SnapshotProbe
 
 DEVINFO = """hca_id:\trocep194s0

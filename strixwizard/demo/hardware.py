@@ -14,6 +14,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from strixwizard.demo.builder import FakeNode
+from strixwizard.facts.rdma import roce_active_mtu
 
 PCIE4_X16 = ("16.0 GT/s PCIe", 16, "16.0 GT/s PCIe", 16)
 PCIE4_X4_OF_X16 = ("16.0 GT/s PCIe", 4, "16.0 GT/s PCIe", 16)
@@ -49,13 +50,6 @@ class RoceSetup:
     dcqcn: bool | None = None  # irdma configfs roce_dcqcn_enable; None = directory not created
 
 
-def _active_mtu(netdev_mtu: int) -> int:
-    for size in (4096, 2048, 1024, 512):
-        if netdev_mtu >= size + 100:
-            return size
-    return 256
-
-
 def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = None,
          address: str = "0000:c2:00.0", bridge: str = "0000:00:01.1",
          netdev: str = "enp194s0np0", rdmadev: str = "rocep194s0", device_id: int = 0x1592,
@@ -88,7 +82,7 @@ def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = N
     node.rdma_port(dev, 1, gids, state=state[0], phys_state=state[1],
                    rate="100 Gb/sec (4X EDR)" if speed >= 100000 else "25 Gb/sec (1X EDR)")
     node.devinfo(rdmadev, 0x8086, device_id, "1.70", [
-        (1, "ACTIVE" if setup.link_up else "DOWN", 4096, _active_mtu(setup.mtu), "Ethernet")])
+        (1, "ACTIVE" if setup.link_up else "DOWN", 4096, roce_active_mtu(setup.mtu, 4096)[0], "Ethernet")])
     node.hw_counters(dev, 1, {"cnpSent": 0, "cnpHandled": 0, "RxECNMrkd": 0})
     if setup.dcqcn is not None:
         node.file(f"/sys/kernel/config/irdma/{rdmadev}/roce_dcqcn_enable", f"{int(setup.dcqcn)}\n")
@@ -123,7 +117,7 @@ def connectx(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None
         gids += [(mapped, "IB/RoCE v1", netdev), (mapped, "RoCE v2", netdev)]
     node.rdma_port(dev, 1, gids, rate="100 Gb/sec (2X HDR)", table_size=16)
     node.devinfo(rdmadev, 0x02C9, 4125, firmware.split()[0],
-                 [(1, "ACTIVE", 4096, _active_mtu(setup.mtu), "Ethernet")])
+                 [(1, "ACTIVE", 4096, roce_active_mtu(setup.mtu, 4096)[0], "Ethernet")])
     node.hw_counters(dev, 1, {"np_cnp_sent": 0, "rp_cnp_handled": 0,
                               "np_ecn_marked_roce_packets": 0})
     for point in ("roce_np", "roce_rp"):

@@ -40,6 +40,21 @@ RDMA_DRIVER_OF = {"ice": "irdma", "i40e": "irdma", "mlx5_core": "mlx5_ib", "mlx4
                   "bnxt_en": "bnxt_re", "qede": "qedr"}
 
 
+#: Bytes of RoCE headers the kernel takes off the netdev MTU (iboe_get_mtu in ib_addr.h:
+#: GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4).
+ROCE_HEADERS = 96
+IB_MTUS = ((4096, 5), (2048, 4), (1024, 3), (512, 2), (256, 1))
+
+
+def roce_active_mtu(netdev_mtu: int, max_mtu: int | None) -> tuple[int, int]:
+    """(bytes, enum) of the RoCE active MTU the kernel derives from a netdev MTU."""
+    usable = netdev_mtu - ROCE_HEADERS
+    for size, enum in IB_MTUS:
+        if size <= usable and (max_mtu is None or size <= max_mtu):
+            return size, enum
+    return IB_MTUS[-1]
+
+
 @dataclass(frozen=True)
 class Gid:
     index: int

@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from strixwizard.facts.rdma import roce_active_mtu
 from strixwizard.fixing import ops
 from strixwizard.fixing.model import BEFORE, Kind, Read, Step
 from strixwizard.fixing.readers import ReadError, parse, render
@@ -29,21 +30,6 @@ from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
 DEFAULT_NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"
-
-
-#: Bytes of RoCE headers the kernel takes off the netdev MTU (iboe_get_mtu in ib_addr.h:
-#: GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4).
-ROCE_HEADERS = 96
-IB_MTUS = ((4096, 5), (2048, 4), (1024, 3), (512, 2), (256, 1))
-
-
-def roce_active_mtu(netdev_mtu: int, max_mtu: int | None) -> tuple[int, int]:
-    """(bytes, enum) of the RoCE active MTU the kernel derives from a netdev MTU."""
-    usable = netdev_mtu - ROCE_HEADERS
-    for size, enum in IB_MTUS:
-        if size <= usable and (max_mtu is None or size <= max_mtu):
-            return size, enum
-    return IB_MTUS[-1]
 
 
 def with_active_mtu(devinfo: str, device: str, port: int, mtu: tuple[int, int]) -> str:
