@@ -11,6 +11,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.views import node_rows
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.table import SizedTable
 
 _MARKS = {"waiting": "·", "start": "…", "done": "✓", "failed": "✗"}
 NODE_COLUMNS = ("node", "state", "SKU", "gfx", "ROCm", "kernel", "memory")
@@ -29,9 +30,9 @@ class DiscoverScreen(StepScreen):
         yield Notice(id="discover-status", title="Discovery")
         yield ProgressBar(id="discover-progress", show_eta=False)
         yield Static("[b]Nodes[/b]", classes="section")
-        yield DataTable(id="nodes", cursor_type="row", zebra_stripes=True)
+        yield SizedTable(id="nodes", cursor_type="row", zebra_stripes=True)
         yield Static("[b]NICs and RDMA ports[/b]", classes="section")
-        yield DataTable(id="ports", cursor_type="row", zebra_stripes=True)
+        yield SizedTable(id="ports", cursor_type="row", zebra_stripes=True)
         yield Static("", id="ports-notes")
 
     def on_mount(self) -> None:

@@ -18,6 +18,7 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.state import display_path
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.opensite import OpenSiteModal
+from strixwizard.tui.widgets.table import SizedTable
 
 _MARKS = {"waiting": "·", "start": "…", "done": "✓", "failed": "✗"}
 
@@ -46,7 +47,7 @@ class SiteScreen(StepScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="site-info", title="Site")
-        yield DataTable(id="site-nodes", cursor_type="row", zebra_stripes=True)
+        yield SizedTable(id="site-nodes", cursor_type="row", zebra_stripes=True)
         yield Static("", id="site-hint")
         with Vertical(id="create"):
             yield Static("[b]Create a site file[/b] — add nodes, then Write. "

@@ -17,6 +17,7 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.test_views import PanelView, links_of, panel_views
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
 
 DEMO_NOTE = ("Demo: the TCP baseline is measured for real on this machine's loopback (bounded, a "
@@ -42,7 +43,7 @@ class TestScreen(StepScreen):
         yield Notice(id="test-status", title="Test")
         yield Vertical(id="test-panels")
         yield Static(id="test-matrix-title", classes="section")
-        yield DataTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
+        yield SizedTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         session = self.session
