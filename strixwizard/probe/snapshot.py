@@ -2,6 +2,12 @@
 
 The snapshot is loaded into memory once; symlinks are resolved inside the
 snapshot's own tree, so nothing in it can point at the real filesystem.
+
+A snapshot is input from elsewhere (a bug report, a bundle from a node), so it
+is read as hostile: archives are read as a stream, every cap below is checked
+against a member's header *before* its data is read, directories are walked
+without recursion, and anything that is not a regular file, a directory or a
+symlink (devices, FIFOs, sockets) is refused rather than read.
 """
 
 from __future__ import annotations
@@ -9,9 +15,10 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import stat
 import tarfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +28,13 @@ from strixwizard.probe.collector import MAX_SYMLINK_DEPTH, SNAPSHOT_FORMAT
 
 #: A snapshot larger than this (uncompressed) is refused rather than loaded.
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
+#: One file larger than this is refused (the largest real ones, `ibv_devinfo -v` and
+#: /proc/cpuinfo of a many-core machine, are well under a megabyte).
+MAX_MEMBER_BYTES = 64 * 1024 * 1024
+#: More entries than this are refused (a real node's capture holds a few thousand).
+MAX_MEMBERS = 200_000
+#: Paths deeper than this many components are refused (sysfs device paths are ~15 deep).
+MAX_DEPTH = 64
 
 
 class SnapshotError(ValueError):
@@ -138,13 +152,20 @@ class SnapshotProbe:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SnapshotProbe:
         source = os.fspath(path)
-        if os.path.isdir(source):
-            return cls._from_entries(_dir_entries(Path(source)), source)
-        if not os.path.exists(source):
-            raise SnapshotError(f"{source}: no such file or directory")
         try:
-            with tarfile.open(source, "r:*") as archive:
-                return cls._from_entries(_tar_entries(archive), source)
+            mode = os.stat(source).st_mode
+        except FileNotFoundError:
+            raise SnapshotError(f"{source}: no such file or directory") from None
+        except OSError as error:
+            raise SnapshotError(f"{source}: cannot be read ({error.strerror})") from None
+        if stat.S_ISDIR(mode):
+            return cls._from_entries(_dir_entries(Path(source), source), source)
+        if not stat.S_ISREG(mode):
+            raise SnapshotError(f"{source}: not a directory or a regular file (a device, FIFO or "
+                                "socket is never read as a snapshot)")
+        try:
+            with tarfile.open(source, "r|*") as archive:
+                return cls._from_entries(_tar_entries(archive, source), source)
         except (tarfile.TarError, EOFError, zlib.error, OSError) as error:
             reason = "truncated" if isinstance(error, EOFError) else str(error) or "unreadable"
             raise SnapshotError(
@@ -158,25 +179,21 @@ class SnapshotProbe:
         import io
 
         try:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
-                return cls._from_entries(_tar_entries(archive), source)
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r|*") as archive:
+                return cls._from_entries(_tar_entries(archive, source), source)
         except (tarfile.TarError, EOFError, zlib.error) as error:
             raise SnapshotError(f"{source}: collector output is not a snapshot ({error})") from None
 
     @classmethod
     def _from_entries(cls, entries: Iterator[tuple[str, str, bytes | str]], source: str
                       ) -> SnapshotProbe:
+        collected = list(_capped(entries, source))
+        prefix = _common_prefix(name for name, _, _ in collected)
         tree = SnapshotTree()
         meta_raw: bytes | None = None
         commands_raw: bytes | None = None
-        total = 0
-        for name, kind, payload in entries:
-            if kind == "file":
-                assert isinstance(payload, bytes)
-                total += len(payload)
-                if total > MAX_SNAPSHOT_BYTES:
-                    raise SnapshotError(f"{source}: larger than {MAX_SNAPSHOT_BYTES} bytes")
-            stripped = name.strip("/")
+        for raw_name, kind, payload in collected:
+            stripped = raw_name[len(prefix):].strip("/")
             if stripped == "meta.json" and kind == "file":
                 meta_raw = payload  # type: ignore[assignment]
                 continue
@@ -193,6 +210,23 @@ class SnapshotProbe:
         meta = _parse_meta(meta_raw, source)
         commands = _parse_commands(commands_raw, source)
         return cls(tree, meta, commands, source)
+
+
+def _capped(entries: Iterator[tuple[str, str, bytes | str]], source: str
+            ) -> Iterator[tuple[str, str, bytes | str]]:
+    """The entries, with the count, depth and total-size caps enforced as they come."""
+    total = 0
+    for count, (name, kind, payload) in enumerate(entries, start=1):
+        if count > MAX_MEMBERS:
+            raise SnapshotError(f"{source}: more than {MAX_MEMBERS} entries (the cap on entries)")
+        if name.count("/") >= MAX_DEPTH:
+            raise SnapshotError(f"{source}: a path deeper than {MAX_DEPTH} levels (the cap on depth)")
+        if kind == "file":
+            total += len(payload)
+            if total > MAX_SNAPSHOT_BYTES:
+                raise SnapshotError(f"{source}: larger than {MAX_SNAPSHOT_BYTES} bytes "
+                                    "uncompressed (the cap on a snapshot's size)")
+        yield name, kind, payload
 
 
 def _parse_meta(raw: bytes | None, source: str) -> dict[str, Any]:
@@ -215,47 +249,84 @@ def _parse_commands(raw: bytes | None, source: str) -> list[CmdResult]:
         return []
     try:
         items = json.loads(raw)
-        return [
-            CmdResult(
-                argv=tuple(str(a) for a in item["argv"]),
-                rc=int(item["rc"]),
-                stdout=str(item.get("stdout", "")),
-                stderr=str(item.get("stderr", "")),
-            )
-            for item in items
-        ]
-    except (ValueError, TypeError, KeyError) as error:
-        raise SnapshotError(f"{source}: commands.json is malformed ({error!r})") from None
+    except ValueError as error:
+        raise SnapshotError(f"{source}: commands.json is not valid JSON ({error})") from None
+    if not isinstance(items, list):
+        raise SnapshotError(f"{source}: commands.json is malformed (a list of commands expected)")
+    return [_command(item, index, source) for index, item in enumerate(items)]
 
 
-def _dir_entries(root: Path) -> Iterator[tuple[str, str, bytes | str]]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        base = Path(dirpath)
-        for name in [*dirnames, *filenames]:
-            path = base / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                yield rel, "link", os.readlink(path)
-            elif path.is_file():
-                yield rel, "file", path.read_bytes()
+def _command(item: object, index: int, source: str) -> CmdResult:
+    """One recorded command, every field checked for its type (NaN, Infinity and floats refused)."""
+    def malformed(why: str) -> SnapshotError:
+        return SnapshotError(f"{source}: commands.json is malformed (entry {index}: {why})")
+
+    if not isinstance(item, dict):
+        raise malformed("an object expected")
+    argv, rc = item.get("argv"), item.get("rc")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise malformed("argv must be a non-empty list of strings")
+    if not isinstance(rc, int) or isinstance(rc, bool) or not -(2**31) <= rc < 2**31:
+        raise malformed(f"rc must be a whole number, not {rc!r}")
+    stdout, stderr = item.get("stdout", ""), item.get("stderr", "")
+    if not isinstance(stdout, str) or not isinstance(stderr, str):
+        raise malformed("stdout and stderr must be strings")
+    return CmdResult(argv=tuple(argv), rc=rc, stdout=stdout, stderr=stderr)
 
 
-def _tar_entries(archive: tarfile.TarFile) -> Iterator[tuple[str, str, bytes | str]]:
-    members = archive.getmembers()
-    prefix = _common_prefix(members)
-    for member in members:
-        name = _clean(member.name)[len(prefix):]
+def _dir_entries(root: Path, source: str) -> Iterator[tuple[str, str, bytes | str]]:
+    """Entries of a directory snapshot, walked with a stack (no recursion limit applies)."""
+    pending = [(root, 0)]
+    while pending:
+        directory, depth = pending.pop()
+        if depth >= MAX_DEPTH:
+            raise SnapshotError(f"{source}: a path deeper than {MAX_DEPTH} levels (the cap on depth)")
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            rel = Path(entry.path).relative_to(root).as_posix()
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                yield rel, "link", os.readlink(entry.path)
+            elif stat.S_ISDIR(mode):
+                pending.append((Path(entry.path), depth + 1))
+            elif stat.S_ISREG(mode):
+                size = entry.stat(follow_symlinks=False).st_size
+                if size > MAX_MEMBER_BYTES:
+                    raise SnapshotError(f"{source}: {rel} is larger than {MAX_MEMBER_BYTES} bytes "
+                                        "(the cap on one file)")
+                with open(entry.path, "rb") as handle:
+                    yield rel, "file", handle.read(MAX_MEMBER_BYTES + 1)
+            else:
+                raise SnapshotError(f"{source}: {rel} is a device, FIFO or socket, "
+                                    "which a snapshot never holds")
+
+
+def _tar_entries(archive: tarfile.TarFile, source: str) -> Iterator[tuple[str, str, bytes | str]]:
+    """Members of an archive read as a stream: each one's size is judged from its header first."""
+    for member in archive:
+        name = _clean(member.name)
         if member.issym():
             yield name, "link", member.linkname
         elif member.isfile():
+            if member.size > MAX_MEMBER_BYTES:
+                raise SnapshotError(f"{source}: {name} is larger than {MAX_MEMBER_BYTES} bytes "
+                                    "(the cap on one file)")
             handle = archive.extractfile(member)
             if handle is not None:
-                yield name, "file", handle.read()
+                yield name, "file", handle.read(MAX_MEMBER_BYTES + 1)
+        elif member.isdir():
+            continue
+        elif member.islnk():
+            raise SnapshotError(f"{source}: {name} is a hard link, which a snapshot never holds")
+        else:
+            raise SnapshotError(f"{source}: {name} is a device, FIFO or socket, "
+                                "which a snapshot never holds")
 
 
-def _common_prefix(members: list[tarfile.TarInfo]) -> str:
+def _common_prefix(raw_names: Iterable[str]) -> str:
     """Accept archives whose entries sit under one top directory (`node-a/meta.json`)."""
-    names = {_clean(m.name) for m in members}
+    names = set(raw_names)
     if "meta.json" in names:
         return ""
     for name in names:
