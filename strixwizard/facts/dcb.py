@@ -91,7 +91,10 @@ def render_pfc(old: str, enabled: tuple[int, ...]) -> str:
 
 def render_ets_prio_tc(old: str, prio_tc: tuple[int, ...] | None) -> str:
     data = _load(old)
-    data["prio_tc"] = list(prio_tc or ())
+    if prio_tc is None:
+        data.pop("prio_tc", None)
+    else:
+        data["prio_tc"] = list(prio_tc)
     return _dump(data)
 
 
