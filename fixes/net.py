@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from fixes.steps import command_step, file_step, mtu_step, unit_steps
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.persistence import NM_CONNECTION_MTU
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import BEFORE, Plan, Step
 from strixwizard.topology import FabricPort, in_use
@@ -18,7 +19,7 @@ def _persist_mtu(node: NodeFacts, netdev: str, mtu: int) -> tuple[list[Step], st
     facts = node.persistence
     connection = (facts.nm_connections or {}).get(netdev)
     if connection is not None:
-        read = ("nmcli", "-g", "802-3-ethernet.mtu", "connection", "show", "id", connection)
+        read = NM_CONNECTION_MTU.command(connection=connection)
         step = command_step(
             target=f"NetworkManager connection {connection!r}",
             summary=f"store MTU {mtu} in NetworkManager connection {connection!r}",

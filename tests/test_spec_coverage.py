@@ -10,6 +10,7 @@ from pathlib import Path
 
 from strixwizard.demo.scenarios import demo_nodes
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.outputs import declared
 from strixwizard.probe import CmdResult, NotCaptured
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.probe.spec import SPEC
@@ -134,4 +135,20 @@ def test_demo_snapshots_are_what_the_scenarios_build(tmp_path: Path) -> None:
         message = f"run scripts/build_demo.py ({name} drifted)"
         assert built.tree.files == committed.tree.files, message
         assert built.tree.links == committed.tree.links, message
-        assert built.commands == committed.commands, message
+        # commands are compared by argv: their order follows the declarations and means nothing
+        assert by_argv(built) == by_argv(committed), message
+
+
+def by_argv(probe: SnapshotProbe) -> dict[tuple[str, ...], CmdResult]:
+    return {c.argv: c for c in probe.commands}
+
+
+def test_the_spec_collects_each_declared_output_once_and_nothing_undeclared() -> None:
+    """Commands are written once, in their declarations (facts/outputs.py): the spec holds
+    exactly their expansions, and every declared file."""
+    expected = [c for o in declared() if o.collect and o.is_command for c in o.spec_commands()]
+    assert [dict(c) for c in SPEC["commands"]] == expected
+    argvs = [tuple(c["argv"]) for c in SPEC["commands"]]
+    assert len(argvs) == len(set(argvs))
+    files = [o.spec_pattern() for o in declared() if o.collect and not o.is_command]
+    assert set(files) <= set(SPEC["files"])

@@ -5,8 +5,13 @@ Each fact lives in its own module as a pure function `fact(probe) -> dataclass`.
 pays for the facts it reads, and a parser that fails affects only the checks
 that need it. Checks see these dataclasses, never raw text.
 
-To add a fact: write `facts/<topic>.py`, add a cached property here, extend
-`probe/spec.py` so captures and SSH collect what it reads.
+To add a tool output or file: declare it once, in the fact module that reads
+it, with `command_output(name, argv, parser, render=...)` or `file_output(name,
+path, parser)` (facts/outputs.py), read it with `run_output`/`read_output`, and
+list real texts with what they parse to in tests/data/fact_cases/<name>.json.
+The capture spec, the fix read-back (`fixing/readers.py`) and dry runs follow
+from the declaration. To add a fact: a function `fact(probe) -> dataclass` in
+`facts/<topic>.py` and a cached property here.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from strixwizard.facts.outputs import file_output, read_output
 from strixwizard.probe import Probe
 
 #: Strix Halo reports CPU family 26 (0x1A), model 112 (0x70). Matching on the
@@ -82,6 +83,8 @@ def parse_cpuinfo(text: str) -> CpuInfo | None:
     )
 
 
+CPUINFO = file_output("cpuinfo", "/proc/cpuinfo", parse_cpuinfo)
+
+
 def cpu_info(probe: Probe) -> CpuInfo | None:
-    text = probe.read("/proc/cpuinfo")
-    return parse_cpuinfo(text) if text is not None else None
+    return read_output(probe, CPUINFO)

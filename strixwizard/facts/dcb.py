@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
-from strixwizard.facts.source import run, why_unknown
+from strixwizard.facts.outputs import Output, command_output, run_output
 from strixwizard.probe import Probe
-
-
-def dcb_argv(obj: str, netdev: str) -> tuple[str, ...]:
-    return ("dcb", "-j", obj, "show", "dev", netdev)
 
 
 @dataclass(frozen=True)
@@ -82,34 +79,56 @@ def parse_apptrust(text: str) -> tuple[str, ...]:
     return tuple(str(s) for s in order)
 
 
+def _dump(data: dict[str, object], compact: bool = True) -> str:
+    return json.dumps(data, separators=(",", ":") if compact else None) + "\n"
+
+
+def render_pfc(old: str, enabled: tuple[int, ...]) -> str:
+    data = _load(old)
+    data["prio_pfc"] = [p in enabled for p in range(8)]
+    return _dump(data)
+
+
+def render_ets_prio_tc(old: str, prio_tc: tuple[int, ...] | None) -> str:
+    data = _load(old)
+    if prio_tc is None:
+        data.pop("prio_tc", None)
+    else:
+        data["prio_tc"] = list(prio_tc)
+    return _dump(data)
+
+
+def render_app_dscp(old: str, table: tuple[tuple[int, int], ...]) -> str:
+    data = _load(old)
+    data["dscp_prio"] = [list(pair) for pair in sorted(table)]
+    return _dump(data)
+
+
+def render_apptrust(old: str, order: tuple[str, ...]) -> str:
+    return _dump({"order": list(order)}, compact=False)
+
+
+PFC: Output[tuple[int, ...]] = command_output(
+    "dcb.pfc", ("dcb", "-j", "pfc", "show", "dev", "{netdev}"), parse_pfc, render=render_pfc)
+ETS: Output[tuple[int, ...] | None] = command_output(
+    "dcb.ets", ("dcb", "-j", "ets", "show", "dev", "{netdev}"), parse_ets_prio_tc,
+    render=render_ets_prio_tc)
+APP: Output[tuple[tuple[int, int], ...]] = command_output(
+    "dcb.app", ("dcb", "-j", "app", "show", "dev", "{netdev}"), parse_app_dscp,
+    render=render_app_dscp)
+APPTRUST: Output[tuple[str, ...]] = command_output(
+    "dcb.apptrust", ("dcb", "-j", "apptrust", "show", "dev", "{netdev}"), parse_apptrust,
+    render=render_apptrust)
+BY_OBJECT: dict[str, Output[Any]] = {"pfc": PFC, "ets": ETS, "app": APP, "apptrust": APPTRUST}
+
+
+def dcb_argv(obj: str, netdev: str) -> tuple[str, ...]:
+    """`dcb -j OBJ show dev NETDEV` (obj: pfc, ets, app, apptrust)."""
+    return BY_OBJECT[obj].command(netdev=netdev)
+
+
 def dcb_info(probe: Probe, netdev: str) -> DcbInfo:
-    pfc_argv = dcb_argv("pfc", netdev)
-    pfc_result = run(probe, pfc_argv)
-    pfc: tuple[int, ...] | None = None
-    pfc_note = why_unknown(pfc_argv, pfc_result)
-    if pfc_result is not None and pfc_result.ok:
-        try:
-            pfc, pfc_note = parse_pfc(pfc_result.stdout), ""
-        except ValueError as error:
-            pfc_note = f"`dcb pfc` output not understood: {error}"
-    ets = run(probe, dcb_argv("ets", netdev))
-    app = run(probe, dcb_argv("app", netdev))
-    trust_argv = dcb_argv("apptrust", netdev)
-    trust_result = run(probe, trust_argv)
-    trust: tuple[str, ...] | None = None
-    trust_note = why_unknown(trust_argv, trust_result)
-    if trust_result is not None and trust_result.ok:
-        try:
-            trust, trust_note = parse_apptrust(trust_result.stdout), ""
-        except ValueError as error:
-            trust_note = f"`dcb apptrust` output not understood: {error}"
-    prio_tc = dscp = None
-    try:
-        prio_tc = parse_ets_prio_tc(ets.stdout) if ets is not None and ets.ok else None
-    except ValueError:
-        prio_tc = None
-    try:
-        dscp = parse_app_dscp(app.stdout) if app is not None and app.ok else None
-    except ValueError:
-        dscp = None
-    return DcbInfo(netdev, pfc, pfc_note, prio_tc, dscp, trust, trust_note)
+    pfc = run_output(probe, PFC, netdev=netdev)
+    trust = run_output(probe, APPTRUST, netdev=netdev)
+    return DcbInfo(netdev, pfc.value, pfc.note, run_output(probe, ETS, netdev=netdev).value,
+                   run_output(probe, APP, netdev=netdev).value, trust.value, trust.note)

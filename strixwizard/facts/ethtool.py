@@ -10,20 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strixwizard.facts.source import run
+from strixwizard.facts.outputs import Output, command_output, run_output
 from strixwizard.probe import Probe
-
-
-def driver_info_argv(netdev: str) -> tuple[str, ...]:
-    return ("ethtool", "-i", netdev)
-
-
-def pause_argv(netdev: str) -> tuple[str, ...]:
-    return ("ethtool", "-a", netdev)
-
-
-def priv_flags_argv(netdev: str) -> tuple[str, ...]:
-    return ("ethtool", "--show-priv-flags", netdev)
 
 
 @dataclass(frozen=True)
@@ -92,19 +80,60 @@ def parse_priv_flags(text: str) -> dict[str, bool]:
     return flags
 
 
+def render_pause(old: str, pause: Pause) -> str:
+    """The RX and TX lines set to `pause` (what `ethtool -A IF rx .. tx ..` changes)."""
+    lines = []
+    for line in old.splitlines():
+        key = line.split(":")[0].strip()
+        if key == "RX":
+            line = f"RX:\t\t{'on' if pause.rx else 'off'}"
+        elif key == "TX":
+            line = f"TX:\t\t{'on' if pause.tx else 'off'}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def render_priv_flags(old: str, flags: dict[str, bool]) -> str:
+    """The lines of flags whose state changes, set to `flags` (layout of the others kept)."""
+    lines = []
+    for line in old.splitlines():
+        key, sep, value = line.rpartition(":")
+        name = key.strip()
+        if sep and name in flags and _on_off(value) is not None and _on_off(value) != flags[name]:
+            line = f"{key}: {'on' if flags[name] else 'off'}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+DRIVER_INFO: Output[DriverInfo] = command_output(
+    "ethtool.driver_info", ("ethtool", "-i", "{netdev}"), parse_driver_info)
+PAUSE: Output[Pause] = command_output(
+    "ethtool.pause", ("ethtool", "-a", "{netdev}"), parse_pause, render=render_pause)
+PRIV_FLAGS: Output[dict[str, bool]] = command_output(
+    "ethtool.priv_flags", ("ethtool", "--show-priv-flags", "{netdev}"), parse_priv_flags,
+    render=render_priv_flags)
+
+
+def driver_info_argv(netdev: str) -> tuple[str, ...]:
+    return DRIVER_INFO.command(netdev=netdev)
+
+
+def pause_argv(netdev: str) -> tuple[str, ...]:
+    return PAUSE.command(netdev=netdev)
+
+
+def priv_flags_argv(netdev: str) -> tuple[str, ...]:
+    return PRIV_FLAGS.command(netdev=netdev)
+
+
 def driver_info(probe: Probe, netdev: str) -> DriverInfo | None:
-    result = run(probe, driver_info_argv(netdev))
-    return parse_driver_info(result.stdout) if result is not None and result.ok else None
+    return run_output(probe, DRIVER_INFO, netdev=netdev).value
 
 
 def pause(probe: Probe, netdev: str) -> Pause | None:
-    result = run(probe, pause_argv(netdev))
-    if result is None or not result.ok:
-        return None
-    parsed = parse_pause(result.stdout)
-    return parsed if parsed.rx is not None or parsed.tx is not None else None
+    parsed = run_output(probe, PAUSE, netdev=netdev).value
+    return parsed if parsed is not None and (parsed.rx is not None or parsed.tx is not None) else None
 
 
 def priv_flags(probe: Probe, netdev: str) -> dict[str, bool] | None:
-    result = run(probe, priv_flags_argv(netdev))
-    return parse_priv_flags(result.stdout) if result is not None and result.ok else None
+    return run_output(probe, PRIV_FLAGS, netdev=netdev).value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from strixwizard.facts.outputs import file_output, read_output
 from strixwizard.facts.pci import PciDevice
 from strixwizard.probe import Probe
 
@@ -51,13 +52,16 @@ def parse_kfd_properties(text: str) -> dict[str, int]:
     return props
 
 
+KFD_PROPERTIES = file_output("kfd.properties", KFD_NODES + "/{node}/properties",
+                             parse_kfd_properties)
+
+
 def kfd_gpus(probe: Probe) -> tuple[KfdGpu, ...]:
     gpus = []
     for entry in probe.listdir(KFD_NODES):
-        text = probe.read(f"{KFD_NODES}/{entry}/properties")
-        if text is None or not entry.isdigit():
+        props = read_output(probe, KFD_PROPERTIES, node=entry) if entry.isdigit() else None
+        if props is None:
             continue
-        props = parse_kfd_properties(text)
         version = props.get("gfx_target_version", 0)
         if props.get("simd_count", 0) <= 0 or version <= 0:
             continue  # a CPU node

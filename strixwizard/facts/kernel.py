@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from strixwizard.facts.outputs import file_output, read_output, stripped
 from strixwizard.probe import Probe
 
 
@@ -27,12 +29,21 @@ class KernelInfo:
 
     def param(self, name: str) -> str | None:
         """Value of the last `name=value` on the command line ('' for a bare flag)."""
-        found = None
-        for word in self.cmdline:
-            key, sep, value = word.partition("=")
-            if key == name:
-                found = value if sep else ""
-        return found
+        return cmdline_param(self.cmdline, name)
+
+
+def cmdline_param(words: Sequence[str], name: str) -> str | None:
+    """Value of the last `name=value` among kernel command-line words ('' for a bare flag)."""
+    found = None
+    for word in words:
+        key, sep, value = word.partition("=")
+        if key == name:
+            found = value if sep else ""
+    return found
+
+
+def parse_cmdline(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
 
 
 def parse_os_release(text: str) -> dict[str, str]:
@@ -48,12 +59,15 @@ def parse_os_release(text: str) -> dict[str, str]:
     return fields
 
 
+RELEASE = file_output("kernel.osrelease", "/proc/sys/kernel/osrelease", stripped)
+CMDLINE = file_output("kernel.cmdline", "/proc/cmdline", parse_cmdline)
+OS_RELEASE = file_output("os-release", "/etc/os-release", parse_os_release)
+
+
 def kernel_info(probe: Probe) -> KernelInfo:
-    release = probe.read("/proc/sys/kernel/osrelease")
-    cmdline = probe.read("/proc/cmdline") or ""
-    os_release = parse_os_release(probe.read("/etc/os-release") or "")
+    os_release = read_output(probe, OS_RELEASE) or {}
     return KernelInfo(
-        release=release.strip() if release else None,
-        cmdline=tuple(cmdline.split()),
+        release=read_output(probe, RELEASE),
+        cmdline=read_output(probe, CMDLINE) or (),
         os_name=os_release.get("PRETTY_NAME"),
     )

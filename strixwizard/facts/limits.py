@@ -13,9 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from strixwizard.facts.outputs import file_output, read_output
 from strixwizard.probe import Probe
-
-LIMITS = "/proc/self/limits"
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,8 @@ def parse_limits_memlock(text: str) -> Memlock | None:
     return None
 
 
+LIMITS = file_output("limits", "/proc/self/limits", parse_limits_memlock)
+
+
 def memlock(probe: Probe) -> Memlock | None:
-    text = probe.read(LIMITS)
-    return parse_limits_memlock(text) if text is not None else None
+    return read_output(probe, LIMITS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from strixwizard.facts.outputs import file_output, read_output
 from strixwizard.probe import Probe
 
 GIB = 1024**3
@@ -47,8 +48,11 @@ def _int(text: str | None) -> int | None:
         return None
 
 
+MEMINFO = file_output("meminfo", "/proc/meminfo", parse_meminfo)
+
+
 def memory_info(probe: Probe, gpu_pci_address: str | None) -> MemoryInfo:
-    meminfo = parse_meminfo(probe.read("/proc/meminfo") or "")
+    meminfo = read_output(probe, MEMINFO) or {}
     gtt = vram = None
     for card in probe.listdir("/sys/class/drm"):
         if not card.startswith("card") or "-" in card:

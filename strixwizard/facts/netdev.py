@@ -13,6 +13,7 @@ import json
 import posixpath
 from dataclasses import dataclass
 
+from strixwizard.facts.outputs import Output, command_output, run_output
 from strixwizard.facts.source import (
     in_thunderbolt_domain,
     link_name,
@@ -20,12 +21,10 @@ from strixwizard.facts.source import (
     pci_address_in,
     read_int,
     read_str,
-    run,
 )
 from strixwizard.probe import Probe
 
 NET = "/sys/class/net"
-IP_ADDR = ("ip", "-j", "addr", "show")
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
 
@@ -120,6 +119,10 @@ def parse_ip_addr_json(text: str) -> dict[str, IpLink]:
     return links
 
 
+IP_ADDR: Output[dict[str, IpLink]] = command_output(
+    "ip.addr", ("ip", "-j", "addr", "show"), parse_ip_addr_json)
+
+
 def _bus(path: str | None) -> str:
     if path is None:
         return "unknown"
@@ -135,13 +138,7 @@ def _bus(path: str | None) -> str:
 
 
 def ip_links(probe: Probe) -> dict[str, IpLink] | None:
-    result = run(probe, IP_ADDR)
-    if result is None or not result.ok:
-        return None
-    try:
-        return parse_ip_addr_json(result.stdout)
-    except ValueError:
-        return None
+    return run_output(probe, IP_ADDR).value
 
 
 def netdevs(probe: Probe) -> tuple[Netdev, ...]:

@@ -19,11 +19,17 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from strixwizard.facts.source import read_int, run
+from strixwizard.facts.outputs import (
+    Output,
+    command_output,
+    file_output,
+    read_output,
+    run_output,
+    stripped,
+)
+from strixwizard.facts.source import read_int
 from strixwizard.probe import Probe
 
-NMCLI_DEVICES = ("nmcli", "-t", "-f", "DEVICE,TYPE,STATE,CONNECTION", "device", "status")
-GRUBBY_INFO = ("grubby", "--info=DEFAULT")
 NETIF_LINKS = "/run/systemd/netif/links"
 #: Directories where strixwizard writes its files (names contain "strixwizard").
 OWNED_DIRS = (
@@ -92,6 +98,33 @@ def parse_netif_link(text: str) -> dict[str, str]:
     return values
 
 
+def parse_grubby_args(text: str) -> str:
+    """`grubby --info=DEFAULT`: the kernel command line of its `args="..."` line."""
+    for line in text.splitlines():
+        if line.startswith("args="):
+            return line[len("args="):].strip().strip('"')
+    raise ValueError("no args= line in `grubby --info` output")
+
+
+def parse_nm_mtu(text: str) -> int | None:
+    """`nmcli -g 802-3-ethernet.mtu connection show id C`: bytes, or None for "auto"."""
+    value = text.strip()
+    return None if value in ("", "0", "auto") else int(value)
+
+
+NMCLI_DEVICES: Output[dict[str, str]] = command_output(
+    "nmcli.devices", ("nmcli", "-t", "-f", "DEVICE,TYPE,STATE,CONNECTION", "device", "status"),
+    parse_nmcli_devices)
+GRUBBY: Output[str] = command_output("grubby.info", ("grubby", "--info=DEFAULT"), parse_grubby_args)
+GRUBBY_INFO = GRUBBY.argv
+#: Read back by the net.mtu fix for the connection it changed; never collected.
+NM_CONNECTION_MTU: Output[int | None] = command_output(
+    "nmcli.connection_mtu", ("nmcli", "-g", "802-3-ethernet.mtu", "connection", "show", "id",
+                             "{connection}"), parse_nm_mtu, collect=False)
+NETIF_LINK = file_output("networkd.link", NETIF_LINKS + "/{ifindex}", parse_netif_link)
+INIT_COMM = file_output("init.comm", "/proc/1/comm", stripped)
+
+
 def _networkd(probe: Probe) -> dict[str, str]:
     by_index: dict[int, str] = {}
     for name in probe.listdir("/sys/class/net"):
@@ -100,10 +133,9 @@ def _networkd(probe: Probe) -> dict[str, str]:
             by_index[index] = name
     found = {}
     for entry in probe.listdir(NETIF_LINKS):
-        text = probe.read(f"{NETIF_LINKS}/{entry}")
-        if not entry.isdigit() or text is None:
+        values = read_output(probe, NETIF_LINK, ifindex=entry) if entry.isdigit() else None
+        if values is None:
             continue
-        values = parse_netif_link(text)
         network_file = values.get("NETWORK_FILE")
         netdev = by_index.get(int(entry))
         if network_file and netdev and values.get("ADMIN_STATE", "configured") != "unmanaged":
@@ -137,23 +169,15 @@ def _roce_tos(probe: Probe) -> dict[str, int]:
 
 
 def persistence(probe: Probe) -> Persistence:
-    comm = probe.read("/proc/1/comm")
-    nm = run(probe, NMCLI_DEVICES)
-    grubby = run(probe, GRUBBY_INFO)
-    grubby_args = None
-    if grubby is not None and grubby.ok:
-        for line in grubby.stdout.splitlines():
-            if line.startswith("args="):
-                grubby_args = line[len("args="):].strip().strip('"')
     enabled = frozenset(
         name for name in probe.listdir(WANTS_DIR)
         if "strixwizard" in name and probe.readlink(f"{WANTS_DIR}/{name}") is not None
     )
     return Persistence(
-        init=comm.strip() if comm else None,
-        nm_connections=parse_nmcli_devices(nm.stdout) if nm is not None and nm.ok else None,
+        init=read_output(probe, INIT_COMM),
+        nm_connections=run_output(probe, NMCLI_DEVICES).value,
         networkd_files=_networkd(probe),
-        grubby_args=grubby_args,
+        grubby_args=run_output(probe, GRUBBY).value,
         owned_files=_owned_files(probe),
         enabled_units=enabled,
         roce_tos=_roce_tos(probe),

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from strixwizard.facts.outputs import Output, command_output, run_output
 from strixwizard.facts.source import (
     in_thunderbolt_domain,
     link_name,
@@ -26,13 +27,11 @@ from strixwizard.facts.source import (
     pci_address_in,
     read_int,
     read_str,
-    run,
 )
 from strixwizard.probe import Probe
 
 IB = "/sys/class/infiniband"
 RDMA_CM = "/sys/kernel/config/rdma_cm"
-IBV_DEVINFO = ("ibv_devinfo",)
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
 #: Which RDMA driver serves a NIC bound to this PCI driver.
@@ -197,11 +196,48 @@ def parse_ibv_devinfo(text: str) -> dict[tuple[str, int], DevinfoPort]:
     }
 
 
+def render_ibv_devinfo(old: str, ports: dict[tuple[str, int], DevinfoPort]) -> str:
+    """`ibv_devinfo` text with the `active_mtu` lines of ports whose active MTU changes
+    rewritten ("4096 (5)"), layout kept: what the kernel shows after a netdev MTU change."""
+    current = parse_ibv_devinfo(old)
+    enum = dict(IB_MTUS)
+    lines = old.splitlines(keepends=True)
+    hca: str | None = None
+    port: tuple[str, int] | None = None
+    for index, line in enumerate(lines):
+        key, sep, value = line.strip().partition(":")
+        if not sep:
+            continue
+        if key == "hca_id":
+            hca, port = value.strip(), None
+        elif key == "port" and hca is not None and value.strip().isdigit():
+            port = (hca, int(value.strip()))
+        elif key == "active_mtu" and port in ports and port in current:
+            mtu = ports[port].active_mtu
+            if mtu is None or mtu == current[port].active_mtu:
+                continue
+            head = line[: line.index("active_mtu:") + len("active_mtu:")]
+            rest = line[len(head):]
+            spacing = rest[: len(rest) - len(rest.lstrip())]
+            lines[index] = f"{head}{spacing}{mtu} ({enum.get(mtu, 0)})\n"
+    return "".join(lines)
+
+
+IBV_DEVINFO: Output[dict[tuple[str, int], DevinfoPort]] = command_output(
+    "ibv_devinfo", ("ibv_devinfo",), parse_ibv_devinfo, render=render_ibv_devinfo)
+
+
+def with_active_mtu(devinfo: str, device: str, port: int, mtu: tuple[int, int]) -> str:
+    """`ibv_devinfo` text with one port's active MTU (bytes, enum) changed, layout kept."""
+    ports = IBV_DEVINFO.parse(devinfo)
+    if (device, port) not in ports:
+        return devinfo
+    ports[(device, port)] = replace(ports[(device, port)], active_mtu=mtu[0])
+    return render_ibv_devinfo(devinfo, ports)
+
+
 def devinfo_ports(probe: Probe) -> dict[tuple[str, int], DevinfoPort] | None:
-    result = run(probe, IBV_DEVINFO)
-    if result is None or not result.ok:
-        return None
-    return parse_ibv_devinfo(result.stdout)
+    return run_output(probe, IBV_DEVINFO).value
 
 
 def _gids(probe: Probe, base: str) -> tuple[Gid, ...]:

@@ -22,16 +22,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from strixwizard.facts.source import read_str, run
+from strixwizard.facts.outputs import Output, command_output, file_output, read_output, stripped
+from strixwizard.facts.source import run
 from strixwizard.probe import RC_NOT_FOUND, Probe
 
 ROCM_VERSION_FILE = "/opt/rocm/.info/version"
 RCCL_LIBRARIES = ("/opt/rocm/lib/librccl.so.1", "/usr/lib64/librccl.so.1")
 RCCL_PATTERN = r"amdgcn-amd-amdhsa--gfx\w+|CCOB"  # no [ ] * ?: argv stays glob-free
-
-
-def rccl_argv(library: str) -> tuple[str, ...]:
-    return ("grep", "-a", "-o", "-E", RCCL_PATTERN, library)
 
 
 @dataclass(frozen=True)
@@ -74,6 +71,16 @@ def parse_rccl_grep(text: str) -> tuple[tuple[str, ...], bool]:
     return tuple(sorted(targets)), compressed
 
 
+ROCM_VERSION = file_output("rocm.version", ROCM_VERSION_FILE, stripped)
+RCCL_GREP: Output[tuple[tuple[str, ...], bool]] = command_output(
+    "rocm.rccl_grep", ("grep", "-a", "-o", "-E", RCCL_PATTERN, "{library}"), parse_rccl_grep,
+    over={"library": RCCL_LIBRARIES})
+
+
+def rccl_argv(library: str) -> tuple[str, ...]:
+    return RCCL_GREP.command(library=library)
+
+
 def rccl_info(probe: Probe) -> RcclInfo:
     notes = []
     for library in RCCL_LIBRARIES:
@@ -86,7 +93,7 @@ def rccl_info(probe: Probe) -> RcclInfo:
             return RcclInfo(None, (), False, "grep is not installed on the node")
         if result.rc == 2:  # the library does not exist (or cannot be read)
             continue
-        targets, compressed = parse_rccl_grep(result.stdout)
+        targets, compressed = RCCL_GREP.parse(result.stdout)
         note = ""
         if compressed and "gfx1151" not in targets:
             note = "the library uses compressed code objects; their targets cannot be listed"
@@ -99,4 +106,4 @@ def rccl_info(probe: Probe) -> RcclInfo:
 
 
 def rocm_info(probe: Probe) -> RocmInfo:
-    return RocmInfo(version_text=read_str(probe, ROCM_VERSION_FILE), rccl=rccl_info(probe))
+    return RocmInfo(version_text=read_output(probe, ROCM_VERSION), rccl=rccl_info(probe))

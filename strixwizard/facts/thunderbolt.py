@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from strixwizard.facts.outputs import file_output, read_output
 from strixwizard.facts.pci import PciDevice
 from strixwizard.facts.source import read_int, read_str
 from strixwizard.probe import Probe
@@ -47,12 +48,16 @@ class Usb4Info:
     peers: tuple[TbPeer, ...]
 
 
-def _uevent_devtype(text: str | None) -> str | None:
-    for line in (text or "").splitlines():
+def parse_uevent_devtype(text: str) -> str | None:
+    """`DEVTYPE=` of a uevent file: thunderbolt_device (a router) or thunderbolt_xdomain (a host)."""
+    for line in text.splitlines():
         key, _, value = line.partition("=")
         if key == "DEVTYPE":
             return value.strip()
     return None
+
+
+UEVENT = file_output("thunderbolt.uevent", TB_DEVICES + "/{device}/uevent", parse_uevent_devtype)
 
 
 def _gbps(text: str | None) -> float | None:
@@ -74,7 +79,7 @@ def usb4_info(probe: Probe, pci: tuple[PciDevice, ...]) -> Usb4Info:
         if name.endswith("-0"):
             host_generation = host_generation or read_int(probe, f"{base}/generation")
             continue
-        devtype = _uevent_devtype(probe.read(f"{base}/uevent"))
+        devtype = read_output(probe, UEVENT, device=name)
         peers.append(TbPeer(
             name=name,
             kind="xdomain" if devtype == "thunderbolt_xdomain" else "device",

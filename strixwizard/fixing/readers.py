@@ -1,233 +1,169 @@
-"""Readers: turn what a step reads (a file, a command's output) into its canonical value,
-and, for dry runs on snapshots, write a canonical value back into a recorded output.
+"""Readers: what a step reads (a file, a command's output) as its canonical value, and, for
+dry runs on snapshots, a canonical value written back into a recorded output.
 
-Canonical values are short strings a person can read and, for commands, often
-the very arguments that set them (`all:off 3:on` for `dcb pfc set ... prio-pfc`),
+Parsing and rendering belong to the declared outputs (`strixwizard/facts/outputs.py`):
+a reader is only a view of one, turning the fact's parsed value into a canonical string
+and back. Canonical values are short strings a person can read and, for commands,
+often the very arguments that set them (`all:off 3:on` for `dcb pfc set ... prio-pfc`),
 so the undo of a step is its command with `before` in place of `after`.
-Parser keys may carry a parameter after a colon: `ethtool.flag:fw-lldp-agent`.
+
+Reader keys are stored in journals, so they never change. A key may carry a parameter
+after a colon: `ethtool.flag:fw-lldp-agent`, `devlink:pci/0000:c2:00.0/enable_roce`.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from strixwizard.facts.dcb import _load as load_dcb_json
-from strixwizard.facts.ethtool import parse_pause, parse_priv_flags
+from strixwizard.facts import dcb, devlink, ethtool, kernel
+from strixwizard.facts.outputs import Output
+from strixwizard.facts.persistence import GRUBBY, NM_CONNECTION_MTU
 
 
 class ReadError(ValueError):
     """The value could not be read or understood; the message says why."""
 
 
-def pfc_value(enabled: tuple[int, ...] | list[int]) -> str:
+# -- canonical forms ------------------------------------------------------------------
+
+def pfc_value(enabled: Sequence[int]) -> str:
+    """PFC priorities as `dcb pfc set ... prio-pfc` takes them: `all:off 3:on`."""
     return "all:off" + "".join(f" {p}:on" for p in sorted(enabled))
 
 
-def prio_tc_value(prio_tc: tuple[int, ...] | list[int]) -> str:
+def prio_tc_value(prio_tc: Sequence[int]) -> str:
+    """ETS priority -> traffic class as `dcb ets set ... prio-tc` takes it: `0:0 1:0 ...`."""
     return " ".join(f"{p}:{tc}" for p, tc in enumerate(prio_tc))
 
 
-def _pfc(text: str, param: str) -> str | None:
-    prio = load_dcb_json(text).get("prio_pfc")
-    if not isinstance(prio, list):
-        raise ReadError("no prio_pfc in `dcb pfc show` output")
-    return pfc_value([i for i, on in enumerate(prio) if on is True])
+def _pfc_priorities(value: str) -> tuple[int, ...]:
+    return tuple(sorted(int(w.split(":")[0]) for w in value.split()
+                        if w.endswith(":on") and w[0].isdigit()))
 
 
-def _prio_tc(text: str, param: str) -> str | None:
-    prio_tc = load_dcb_json(text).get("prio_tc")
-    if not isinstance(prio_tc, list):
-        raise ReadError("no prio_tc in `dcb ets show` output")
-    return prio_tc_value([int(v) for v in prio_tc])
+def _on(value: str) -> bool:
+    return value == "on"
 
 
-def _app_dscp(text: str, param: str) -> str | None:
-    table = load_dcb_json(text).get("dscp_prio", [])
-    for entry in table if isinstance(table, list) else []:
-        if isinstance(entry, list) and len(entry) == 2 and int(entry[0]) == int(param):
-            return str(int(entry[1]))
-    return None
+def _devlink_value(value: str | None) -> object:
+    if value in ("true", "false"):
+        return value == "true"
+    try:
+        return int(value or "")
+    except ValueError:
+        return value
 
 
-def _apptrust(text: str, param: str) -> str | None:
-    order = load_dcb_json(text).get("order")
-    if not isinstance(order, list):
-        raise ReadError("no order in `dcb apptrust show` output")
-    return " ".join(str(o) for o in order)
-
-
-def _pause(text: str, param: str) -> str | None:
-    pause = parse_pause(text)
-    if pause.rx is None or pause.tx is None:
-        raise ReadError("no RX/TX lines in `ethtool -a` output")
-    return f"rx {'on' if pause.rx else 'off'} tx {'on' if pause.tx else 'off'}"
-
-
-def _flag(text: str, param: str) -> str | None:
-    flags = parse_priv_flags(text)
-    if param not in flags:
-        raise ReadError(f"the driver offers no {param} flag")
-    return "on" if flags[param] else "off"
-
-
-def _devlink(text: str, param: str) -> str | None:
-    """param: `pci/0000:c2:00.0/enable_roce`."""
-    handle, _, name = param.rpartition("/")
-    start = text.find("{")
-    if start < 0:
-        raise ReadError("no JSON in devlink output")
-    data = json.JSONDecoder().raw_decode(text[start:])[0]
-    for entry in data.get("param", {}).get(handle, []):
-        if entry.get("name") == name:
-            values = sorted(entry.get("values", []), key=lambda v: v.get("cmode") != "runtime")
-            return str(values[0].get("value")).lower() if values else None
-    return None
-
-
-def _nm_mtu(text: str, param: str) -> str | None:
-    value = text.strip()
-    return "auto" if value in ("", "0", "auto") else value
-
-
-def _text(text: str, param: str) -> str | None:
-    return text.strip()
-
-
-def _raw(text: str, param: str) -> str | None:
-    return text
-
-
-def _grubby_arg(text: str, param: str) -> str | None:
-    """`grubby --info=DEFAULT`: the `args="..."` line; param is the kernel parameter name."""
-    match = re.search(r'^args="?([^"\n]*)"?$', text, re.MULTILINE)
-    if match is None:
-        raise ReadError("no args= line in `grubby --info` output")
-    return _cmdline_param(match.group(1), param)
-
-
-def _cmdline_param(cmdline: str, name: str) -> str | None:
-    value = None
-    for word in cmdline.split():
-        key, sep, val = word.partition("=")
-        if key == name:
-            value = val if sep else ""
+def _required(value: Any, message: str) -> Any:
+    if value is None:
+        raise ReadError(message)
     return value
 
 
-def _cmdline(text: str, param: str) -> str | None:
-    return _cmdline_param(text, param)
+# -- views ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class View:
+    """A reader: the canonical string of a declared output's parsed value (`show`), and the
+    parsed value changed to a canonical string (`change`, for dry runs). `output` None: the
+    text itself is the value (`text`, `raw`)."""
+
+    output: Output[Any] | None
+    show: Callable[[Any, str], str | None]  # parsed value, key parameter -> canonical value
+    change: Callable[[Any, str | None, str], Any] | None = None  # value, new canonical, param
 
 
-PARSERS: dict[str, Callable[[str, str], str | None]] = {
-    "text": _text,
-    "raw": _raw,
-    "dcb.pfc": _pfc,
-    "dcb.prio_tc": _prio_tc,
-    "dcb.app": _app_dscp,
-    "dcb.apptrust": _apptrust,
-    "ethtool.pause": _pause,
-    "ethtool.flag": _flag,
-    "devlink": _devlink,
-    "nm.mtu": _nm_mtu,
-    "grubby.arg": _grubby_arg,
-    "cmdline": _cmdline,
+def _pause(value: ethtool.Pause, param: str) -> str:
+    if value.rx is None or value.tx is None:
+        raise ReadError("no RX/TX lines in `ethtool -a` output")
+    return f"rx {'on' if value.rx else 'off'} tx {'on' if value.tx else 'off'}"
+
+
+def _set_pause(value: ethtool.Pause, new: str | None, param: str) -> ethtool.Pause:
+    words = (new or "").split()
+    return replace(value, rx=_on(words[1]), tx=_on(words[3]))
+
+
+def _flag(value: dict[str, bool], param: str) -> str:
+    if param not in value:
+        raise ReadError(f"the driver offers no {param} flag")
+    return "on" if value[param] else "off"
+
+
+def _devlink(value: devlink.DevlinkParams, param: str) -> str | None:
+    """param: `pci/0000:c2:00.0/enable_roce`."""
+    handle, _, name = param.rpartition("/")
+    values = value.get(devlink.handle_key(handle), {})
+    return str(values[name]).lower() if name in values else None
+
+
+def _set_devlink(value: devlink.DevlinkParams, new: str | None, param: str
+                 ) -> devlink.DevlinkParams:
+    handle, _, name = param.rpartition("/")
+    key = devlink.handle_key(handle)
+    return {**value, key: {**value.get(key, {}), name: _devlink_value(new)}}
+
+
+def _app(value: tuple[tuple[int, int], ...], param: str) -> str | None:
+    return next((str(prio) for dscp, prio in value if dscp == int(param)), None)
+
+
+def _set_app(value: tuple[tuple[int, int], ...], new: str | None, param: str
+             ) -> tuple[tuple[int, int], ...]:
+    table = [pair for pair in value if pair[0] != int(param)]
+    if new is not None:
+        table.append((int(param), int(new)))
+    return tuple(sorted(table))
+
+
+VIEWS: dict[str, View] = {
+    "text": View(None, lambda text, _: text.strip()),
+    "raw": View(None, lambda text, _: text),
+    "dcb.pfc": View(dcb.PFC, lambda v, _: pfc_value(v), lambda v, new, _: _pfc_priorities(new or "")),
+    "dcb.prio_tc": View(
+        dcb.ETS, lambda v, _: prio_tc_value(_required(v, "no prio_tc in `dcb ets show` output")),
+        lambda v, new, _: tuple(int(w.split(":")[1]) for w in (new or "").split())),
+    "dcb.app": View(dcb.APP, _app, _set_app),
+    "dcb.apptrust": View(dcb.APPTRUST, lambda v, _: " ".join(v),
+                         lambda v, new, _: tuple((new or "").split())),
+    "ethtool.pause": View(ethtool.PAUSE, _pause, _set_pause),
+    "ethtool.flag": View(ethtool.PRIV_FLAGS, _flag, lambda v, new, p: {**v, p: _on(new or "")}),
+    "devlink": View(devlink.PARAMS, _devlink, _set_devlink),
+    "nm.mtu": View(NM_CONNECTION_MTU, lambda v, _: "auto" if v is None else str(v)),
+    "grubby.arg": View(GRUBBY, lambda v, p: kernel.cmdline_param(v.split(), p)),
+    "cmdline": View(kernel.CMDLINE, lambda v, p: kernel.cmdline_param(v, p)),
 }
+
+
+def _view(key: str) -> tuple[View, str]:
+    name, _, param = key.partition(":")
+    view = VIEWS.get(name)
+    if view is None:
+        raise ReadError(f"unknown reader {name!r}")
+    return view, param
 
 
 def parse(key: str, text: str) -> str | None:
-    name, _, param = key.partition(":")
-    parser = PARSERS.get(name)
-    if parser is None:
-        raise ReadError(f"unknown reader {name!r}")
+    """The canonical value of `text` (a file's content, a command's stdout) for reader `key`."""
+    view, param = _view(key)
     try:
-        return parser(text, param)
+        value = view.output.parse(text) if view.output is not None else text
+        return view.show(value, param)
     except ReadError:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
         raise ReadError(f"output not understood ({error})") from None
-
-
-# -- dry runs: write a value back into a recorded output --------------------------
-
-def _render_pfc(old: str, value: str, param: str) -> str:
-    data = load_dcb_json(old)
-    on = {int(w.split(":")[0]) for w in value.split() if w.endswith(":on") and w[0].isdigit()}
-    data["prio_pfc"] = [p in on for p in range(8)]
-    return json.dumps(data, separators=(",", ":")) + "\n"
-
-
-def _render_prio_tc(old: str, value: str, param: str) -> str:
-    data = load_dcb_json(old)
-    data["prio_tc"] = [int(w.split(":")[1]) for w in value.split()]
-    return json.dumps(data, separators=(",", ":")) + "\n"
-
-
-def _render_app(old: str, value: str | None, param: str) -> str:
-    data = load_dcb_json(old) if old.strip() else {}
-    entries = data.get("dscp_prio", [])
-    table = [e for e in (entries if isinstance(entries, list) else []) if int(e[0]) != int(param)]
-    if value is not None:
-        table.append([int(param), int(value)])
-    data["dscp_prio"] = sorted(table)
-    return json.dumps(data, separators=(",", ":")) + "\n"
-
-
-def _render_apptrust(old: str, value: str, param: str) -> str:
-    return json.dumps({"order": value.split()}) + "\n"
-
-
-def _render_pause(old: str, value: str, param: str) -> str:
-    words = value.split()
-    rx, tx = words[1], words[3]
-    lines = []
-    for line in old.splitlines():
-        key = line.split(":")[0].strip()
-        if key == "RX":
-            line = f"RX:\t\t{rx}"
-        elif key == "TX":
-            line = f"TX:\t\t{tx}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
-def _render_flag(old: str, value: str, param: str) -> str:
-    lines = []
-    for line in old.splitlines():
-        key, sep, _ = line.rpartition(":")
-        if sep and key.strip() == param:
-            line = f"{key}: {value}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
-def _render_devlink(old: str, value: str, param: str) -> str:
-    handle, _, name = param.rpartition("/")
-    data = json.loads(old[old.find("{"):])
-    for entry in data.get("param", {}).get(handle, []):
-        if entry.get("name") == name:
-            for v in entry.get("values", []):
-                if v.get("cmode") == "runtime":
-                    v["value"] = value == "true"
-    return json.dumps(data) + "\n"
-
-
-RENDERERS: dict[str, Callable[..., str]] = {
-    "dcb.pfc": _render_pfc,
-    "dcb.prio_tc": _render_prio_tc,
-    "dcb.app": _render_app,
-    "dcb.apptrust": _render_apptrust,
-    "ethtool.pause": _render_pause,
-    "ethtool.flag": _render_flag,
-    "devlink": _render_devlink,
-}
 
 
 def render(key: str, old: str, value: str | None) -> str | None:
     """A recorded output changed to show `value`, or None when this reader cannot render."""
-    name, _, param = key.partition(":")
-    renderer = RENDERERS.get(name)
-    if renderer is None:
+    view, param = _view(key)
+    output = view.output
+    if output is None or output.render is None or view.change is None:
         return None
-    return renderer(old, value, param)
+    try:
+        return output.render(old, view.change(output.parse(old), value, param))
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as error:
+        raise ReadError(f"cannot write {value!r} into the recorded output ({error})") from None

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from strixwizard.facts.rdma import roce_active_mtu
+from strixwizard.facts.rdma import IBV_DEVINFO, roce_active_mtu, with_active_mtu
 from strixwizard.fixing import ops
 from strixwizard.fixing.model import BEFORE, Kind, Read, Step
 from strixwizard.fixing.readers import ReadError, parse, render
@@ -30,27 +30,6 @@ from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
 DEFAULT_NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"
-
-
-def with_active_mtu(devinfo: str, device: str, port: int, mtu: tuple[int, int]) -> str:
-    """`ibv_devinfo` text with one port's `active_mtu` line changed, layout kept."""
-    lines = devinfo.splitlines(keepends=True)
-    current: tuple[str, int] | None = None
-    hca: str | None = None
-    for index, line in enumerate(lines):
-        key, sep, value = line.strip().partition(":")
-        if not sep:
-            continue
-        if key == "hca_id":
-            hca, current = value.strip(), None
-        elif key == "port" and hca is not None and value.strip().isdigit():
-            current = (hca, int(value.strip()))
-        elif key == "active_mtu" and current == (device, port):
-            head = line[: line.index("active_mtu:") + len("active_mtu:")]
-            rest = line[len(head):]
-            spacing = rest[: len(rest) - len(rest.lstrip())]
-            lines[index] = f"{head}{spacing}{mtu[0]} ({mtu[1]})\n"
-    return "".join(lines)
 
 
 class StepFailed(Exception):
@@ -270,14 +249,14 @@ class SnapshotRunner(Runner):
         ports = [p for p in NodeFacts(self.node, self.probe()).rdma_ports
                  if p.netdev == netdev and p.is_ethernet]
         try:
-            devinfo = self.probe().run(("ibv_devinfo",))
+            devinfo = self.probe().run(IBV_DEVINFO.argv)
         except NotCaptured:
             return
         text = devinfo.stdout
         for port in ports:
             text = with_active_mtu(text, port.device, port.number, roce_active_mtu(mtu, port.max_mtu))
         if text != devinfo.stdout:
-            self._set_command_output(("ibv_devinfo",), text)
+            self._set_command_output(IBV_DEVINFO.argv, text)
 
     def _set_command_output(self, argv: tuple[str, ...], stdout: str) -> None:
         path = self.root / "commands.json"
