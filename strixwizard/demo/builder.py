@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard import __version__
+from strixwizard.facts.dcb import dcb_argv
+from strixwizard.facts.devlink import DEVLINK_PARAMS
+from strixwizard.facts.ethtool import DRIVER_INFO, PAUSE, PRIV_FLAGS
+from strixwizard.facts.netdev import IP_ADDR
+from strixwizard.facts.rdma import IBV_DEVINFO
 from strixwizard.probe.collector import DirSink, TarSink, collect
 from strixwizard.probe.spec import SPEC
 
@@ -247,7 +252,7 @@ class FakeNode:
                 pause: tuple[bool, bool] = (False, False), priv_flags: dict[str, bool] | None = None,
                 version: str = "6.18.5-200.fc43.x86_64") -> None:
         """`ethtool -i`, `-a` and `--show-priv-flags` outputs in ethtool 6.x format."""
-        self.command(["ethtool", "-i", netdev], (
+        self.command(list(DRIVER_INFO.command(netdev=netdev)), (
             f"driver: {driver}\nversion: {version}\nfirmware-version: {firmware}\n"
             f"expansion-rom-version: \nbus-info: {bus_info}\nsupports-statistics: yes\n"
             "supports-test: yes\nsupports-eeprom-access: yes\nsupports-register-dump: yes\n"
@@ -256,14 +261,14 @@ class FakeNode:
         def on(flag: bool) -> str:
             return "on" if flag else "off"
 
-        self.command(["ethtool", "-a", netdev], (
+        self.command(list(PAUSE.command(netdev=netdev)), (
             f"Pause parameters for {netdev}:\nAutonegotiate:\toff\nRX:\t\t{on(pause[0])}\n"
             f"TX:\t\t{on(pause[1])}\n\n"))
         if priv_flags is None:
-            self.command(["ethtool", "--show-priv-flags", netdev], f"Private flags for {netdev}:\n")
+            self.command(list(PRIV_FLAGS.command(netdev=netdev)), f"Private flags for {netdev}:\n")
         else:
             width = max(len(k) for k in priv_flags)
-            self.command(["ethtool", "--show-priv-flags", netdev],
+            self.command(list(PRIV_FLAGS.command(netdev=netdev)),
                          f"Private flags for {netdev}:\n" + "".join(
                              f"{k:<{width}}: {on(v)}\n" for k, v in priv_flags.items()))
 
@@ -272,7 +277,7 @@ class FakeNode:
             supported: bool = True) -> None:
         """`dcb -j pfc|ets|app|apptrust show dev IF`, as iproute2 prints them."""
         def cmd(obj: str) -> list[str]:
-            return ["dcb", "-j", obj, "show", "dev", netdev]
+            return list(dcb_argv(obj, netdev))
 
         if not supported:
             for obj in ("pfc", "ets", "app", "apptrust"):
@@ -365,14 +370,14 @@ class FakeNode:
                   "broadcast": "00:00:00:00:00:00",
                   "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8,
                                  "scope": "host", "label": "lo"}]}
-            self.command(["ip", "-j", "addr", "show"], json.dumps([lo, *self.ip_links]) + "\n")
+            self.command(list(IP_ADDR.command()), json.dumps([lo, *self.ip_links]) + "\n")
         if self.devlink_params:
-            self.command(["devlink", "-j", "dev", "param", "show"],
+            self.command(list(DEVLINK_PARAMS),
                          json.dumps({"param": self.devlink_params}) + "\n")
         if self.devinfo_blocks:
-            self.command(["ibv_devinfo"], "".join(self.devinfo_blocks))
-        elif ("ibv_devinfo",) not in self.commands:
-            self.command(["ibv_devinfo"], "", rc=255, stderr="Failed to get IB devices list: "
+            self.command(list(IBV_DEVINFO.command()), "".join(self.devinfo_blocks))
+        elif IBV_DEVINFO.command() not in self.commands:
+            self.command(list(IBV_DEVINFO.command()), "", rc=255, stderr="Failed to get IB devices list: "
                          "Function not implemented\n")
 
     # -- output --------------------------------------------------------------
