@@ -82,6 +82,9 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
     if transport is None and evidence.plugin is not None:
         return Status.WARN, (f"RCCL used the net plugin {evidence.plugin!r}, not NET/IB: whether "
                              "it is RDMA on the tested device cannot be told from the log")
+    if transport is None and evidence.channels:
+        return Status.ERROR, (f"every channel stayed inside one node ({', '.join(evidence.channels)}): "
+                              "the log shows no network between the nodes")
     if transport is None:
         return Status.ERROR, ("the log names no transport: was NCCL_DEBUG=INFO in effect? "
                               "(at WARN level RCCL says nothing about it)")
