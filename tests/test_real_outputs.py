@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from strixwizard.facts.ethtool import parse_driver_info
+from strixwizard.facts.rdma import parse_ibv_devinfo
 from strixwizard.live.perftest_output import bandwidth_gbps, latency_stats, parse_perftest
 from strixwizard.live.rccl import judge_rccl
 from strixwizard.live.rccl_output import (
@@ -114,8 +116,21 @@ def _verdict(text: str, want: dict[str, Any]) -> None:
         assert part in summary, summary
 
 
+def _ibv_devinfo(text: str, want: dict[str, Any]) -> None:
+    ports = {f"{dev}:{port}": vars(info) for (dev, port), info in parse_ibv_devinfo(text).items()}
+    assert sorted(ports) == sorted(want), f"ibv_devinfo: ports {sorted(ports)}"
+    for key, fields in want.items():
+        _check(f"ibv_devinfo {key}", ports[key], fields)
+
+
+def _ethtool_i(text: str, want: dict[str, object]) -> None:
+    _check("ethtool -i", vars(parse_driver_info(text)), want)
+
+
 READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "collective": _collective,
-           "transport": _transport, "verdict": _verdict}
+           "transport": _transport, "verdict": _verdict,
+           # node-level outputs, read through the public fact parsers
+           "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i}
 
 
 @pytest.mark.parametrize("entry", INDEX, ids=[e["file"] for e in INDEX])
