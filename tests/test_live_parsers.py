@@ -13,7 +13,12 @@ from strixwizard.live.perftest_output import (
     parse_perftest,
 )
 from strixwizard.live.rccl import judge_rccl
-from strixwizard.live.rccl_output import RcclOutputError, parse_all_reduce, parse_transport
+from strixwizard.live.rccl_output import (
+    RcclOutputError,
+    parse_all_reduce,
+    parse_transport,
+    strip_launcher_prefix,
+)
 from strixwizard.live.tcp_tools_output import ToolOutputError, parse_qperf_latency, parse_sockperf
 from strixwizard.model import Status
 
@@ -165,3 +170,77 @@ def test_wrong_results_fail() -> None:
     assert [r.size_bytes for r in table.wrong_rows] == [65536]
     status, _ = judge_rccl(table, parse_transport(text), ["rocep194s0:1"])
     assert status is Status.FAIL
+
+
+NCCL_LINE = "node0:13571:13571 [0] NCCL INFO Bootstrap : Using enp10s0"
+ROW = "     8388608       2097152     float     sum      -1"
+
+
+@pytest.mark.parametrize(("line", "stripped"), [
+    (" 0: #  Rank  0 Group  0 Pid 291005 on    node005", "#  Rank  0 Group  0 Pid 291005 on    node005"),
+    ("12: # Avg bus bandwidth    : 142.735", "# Avg bus bandwidth    : 142.735"),
+    (" 0:", ""),
+    ("[1,0]<stdout>:# nThread 1 nGpus 1", "# nThread 1 nGpus 1"),
+    ("[1,1]<stderr>:Authorization required", "Authorization required"),
+    ("[0] " + NCCL_LINE, NCCL_LINE),
+    ("[2025-10-16 22:16:08] " + NCCL_LINE, NCCL_LINE),
+    ("[1,0]<stdout>:[0] " + NCCL_LINE, NCCL_LINE),
+    ("8h200-2:6831:6840 [0] NCCL INFO Using network X", "8h200-2:6831:6840 [0] NCCL INFO Using network X"),
+    (ROW, ROW),
+])
+def test_launcher_prefixes_are_removed_and_nothing_else(line: str, stripped: str) -> None:
+    assert strip_launcher_prefix(line) == stripped
+
+
+def test_nccl_2_29_assigned_plugin_line_names_the_network() -> None:
+    log = "lab:1:1 [0] NCCL INFO Assigned NET plugin Socket to comm\n"
+    evidence = parse_transport(log)
+    assert evidence.networks == ("Socket",) and evidence.transport == "NET/Socket"
+    status, summary = judge_rccl(None, evidence, [])
+    assert status is Status.FAIL and "NET/Socket" in summary
+
+
+def test_a_run_with_fewer_ranks_than_nodes_fails() -> None:
+    text = "\n".join(line for line in read("all_reduce_perf_gfx1151_net_ib.txt").splitlines()
+                     if "Rank  1" not in line)
+    table = parse_all_reduce(text)
+    assert table.world_size == 1 and table.single_rank_copies is None
+    status, summary = judge_rccl(table, parse_transport(text), ["rocep194s0:1"], expected_ranks=2)
+    assert status is Status.FAIL and "1 rank(s), not the 2 expected" in summary
+    assert judge_rccl(table, parse_transport(text), ["rocep194s0:1"])[0] is Status.PASS
+
+
+def test_a_third_party_plugin_is_named_not_blamed_on_the_debug_level() -> None:
+    evidence = parse_transport("h:1:1 [0] NCCL INFO Using network FastSocket\n")
+    assert evidence.transport is None and evidence.plugin == "FastSocket"
+    status, summary = judge_rccl(None, evidence, [])
+    assert status is Status.WARN and "'FastSocket'" in summary
+
+
+def test_version_lines_of_every_layout() -> None:
+    for line, version in [("NCCL version 2.21.5+cuda12.4", "2.21.5+cuda12.4"),
+                          ("h:1:1 [0] NCCL INFO NCCL version 2.29.7+cuda12.9", "2.29.7+cuda12.9"),
+                          ("RCCL version : 2.28.3-gfx1151-rccl:a188cf2", "2.28.3-gfx1151-rccl:a188cf2"),
+                          ('RCCL version 2.28.3 compiled with ROCm "7.2.0.0-43-fc0010cf6a"', "2.28.3"),
+                          ("[1,0]<stdout>:h:21:21 [0] NCCL INFO NCCL version 2.22.3", "2.22.3")]:
+        assert parse_transport(line + "\n").version == version
+    assert parse_transport("# rccl-tests version 2.18.3-HEAD:418cd5f rccl-headers=23004\n").version is None
+
+
+def test_sockperf_older_extremes_without_angle_brackets() -> None:
+    # the percentile block layout quoted in Mellanox/sockperf PR #73
+    text = ("sockperf: ====> avg-latency=1.900 (std-dev=0.100)\n"
+            "  sockperf: ---> MAX observation =   42.328\n"
+            "  sockperf: ---> percentile 50.000 =    1.861\n"
+            "  sockperf: ---> MIN observation =    1.743\n")
+    stats = parse_sockperf(text)
+    assert (stats.max_us, stats.median_us, stats.min_us) == (42.328, 1.861, 1.743)
+
+
+def test_duration_mode_latency_is_judged_on_its_average() -> None:
+    from strixwizard.live.results import LatencyStats
+    from strixwizard.live.verdict import judge_latency
+    status, summary = judge_latency(LatencyStats(None, None, 2.5, None, None, None), 8.0, "RDMA")
+    assert status is Status.PASS and "average (no median printed)" in summary
+    garbage = LatencyStats(None, float("nan"), 2.5, None, None, None)
+    assert judge_latency(garbage, 8.0, "RDMA")[0] is Status.ERROR

@@ -6,10 +6,14 @@ contain spaces (`99% percentile[usec]`, `BW average[MiB/sec]`). Layouts seen:
 
 - perftest ≥ 4.x latency: t_min, t_max, t_typical, t_avg, t_stdev, 99%, 99.9%;
 - older latency: t_min, t_max, t_typical only;
+- duration mode (`-D`) latency: t_avg and an unbracketed `tps average` only,
+  so no median (the verdict then judges the average and says so);
 - bandwidth: `BW peak[...]`, `BW average[...]`, `MsgRate[Mpps]`, the unit being
   `MiB/sec`, `MB/sec` (older releases: the same 2^20 bytes, mislabelled) or
   `Gb/sec` with `--report_gbits` (10^9 bits);
-- `-a`: one row per message size.
+- `-a`: one row per message size;
+- `-D` / `--run_infinitely` bandwidth: `BW peak` printed as 0.00 (not measured),
+  and with `--run_infinitely` one row per period and no closing dashes.
 
 Anything else (the parameter block, `Conflicting CPU frequency values
 detected...`, `Warning:` lines) is skipped. A table whose closing dashes

@@ -6,7 +6,8 @@ asks for an exact match, a prefix may catch several devices),
 and `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET` so the log says which
 transport carried the traffic. A run that used `NET/Socket` fails, whatever
 its bandwidth; one that used `NET/IB` on another device than the tested one
-fails too.
+fails too, and so does a run of single-rank copies (a binary built without
+MPI under `mpirun -np N`), which measures no network at all.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def rccl_argv(hosts: Sequence[str], ends: Sequence[RdmaEnd], settings: RcclSetti
 
 
 def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
-               expected_devices: Sequence[str]) -> tuple[Status, str]:
-    """The transport first (a Socket fallback fails however fast), then the table."""
+               expected_devices: Sequence[str], expected_ranks: int | None = None
+               ) -> tuple[Status, str]:
+    """The transport first (a Socket fallback fails however fast), then whether one test
+    spanned the nodes (not single-rank copies), then the table."""
     transport = evidence.transport
     speed = ""
     if table is not None and table.max_busbw_gbs is not None:
@@ -66,7 +69,22 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
     if transport == "NET/Socket":
         via = f" over {', '.join(evidence.socket_devices)}" if evidence.socket_devices else ""
         return Status.FAIL, (f"RCCL fell back to NET/Socket (TCP){via}: not RDMA, however fast it "
-                             f"looks{speed}")
+                             f"looks{speed}; the log shows it by {evidence.how}")
+    copies = table.single_rank_copies if table is not None else None
+    if copies is not None:
+        return Status.FAIL, (f"{copies} single-rank copies of the test ran (each process printed "
+                             "its own header as rank 0), not one test across the nodes: the "
+                             "binary was built without MPI (rebuild rccl-tests with MPI=1)")
+    world = table.world_size if table is not None else None
+    if expected_ranks and world is not None and world < expected_ranks:
+        return Status.FAIL, (f"the test ran with {world} rank(s), not the {expected_ranks} "
+                             "expected: it did not span the nodes")
+    if transport is None and evidence.plugin is not None:
+        return Status.WARN, (f"RCCL used the net plugin {evidence.plugin!r}, not NET/IB: whether "
+                             "it is RDMA on the tested device cannot be told from the log")
+    if transport is None and evidence.channels:
+        return Status.ERROR, (f"every channel stayed inside one node ({', '.join(evidence.channels)}): "
+                              "the log shows no network between the nodes")
     if transport is None:
         return Status.ERROR, ("the log names no transport: was NCCL_DEBUG=INFO in effect? "
                               "(at WARN level RCCL says nothing about it)")
@@ -86,21 +104,25 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
 
 
 def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Sequence[str], path: str,
-                     source: str = MEASURED, detail: dict[str, object] | None = None) -> Measurement:
+                     source: str = MEASURED, detail: dict[str, object] | None = None,
+                     expected_ranks: int | None = None) -> Measurement:
     try:
         table: CollectiveTable | None = parse_all_reduce(output)
     except RcclOutputError:
         table = None
     evidence = parse_transport(output)
-    status, summary = judge_rccl(table, evidence, expected_devices)
+    status, summary = judge_rccl(table, evidence, expected_devices, expected_ranks)
     info: dict[str, object] = {
         "transport": evidence.transport, "ib_devices": list(evidence.ib_devices),
         "socket_devices": list(evidence.socket_devices), "channels": list(evidence.channels),
-        "evidence": list(evidence.lines[:6]), **(detail or {}),
+        "evidence": list(evidence.lines[:6]), "networks": list(evidence.networks),
+        "plugin": evidence.plugin, "rccl_version": evidence.version, **(detail or {}),
     }
     if table is not None:
-        info.update({"layout": table.layout, "rccl_version": table.version, "rows": len(table.rows),
-                     "avg_busbw_gbs": table.avg_busbw_gbs, "complete": table.complete})
+        info.update({"layout": table.layout, "rccl_version": table.version or evidence.version,
+                     "rows": len(table.rows),
+                     "avg_busbw_gbs": table.avg_busbw_gbs, "complete": table.complete,
+                     "world_size": table.world_size, "single_rank_copies": table.single_rank_copies})
     figure = table.max_busbw_gbs if table is not None else None
     return Measurement("rccl", "rdma" if evidence.transport == "NET/IB" else "tcp", TOOL, pair, status,
                        summary, figure=figure, unit="GB/s busbw", threshold="NET/IB on the tested device",
@@ -126,7 +148,8 @@ def rccl_test(head: Host, hosts: Sequence[str], pair: tuple[str, str], ends: Seq
         detail: dict[str, object] = {"argv": argv, "exit_status": process.status}
         if process.status == TIMED_OUT:
             detail["note"] = f"stopped after {settings.timeout:g} s"
-        return rccl_measurement(pair, output, expected, path, detail=detail)
+        return rccl_measurement(pair, output, expected, path, detail=detail,
+                                expected_ranks=len(hosts))
     except HostError as error:
         return Measurement("rccl", "rdma", TOOL, pair, Status.ERROR, str(error), path=path)
     finally:

@@ -1,15 +1,30 @@
-"""Parse rccl-tests / nccl-tests `all_reduce_perf` output and the `NCCL_DEBUG=INFO` log.
+"""Parse rccl-tests / nccl-tests `*_perf` output and the `NCCL_DEBUG=INFO` log.
 
-Table layouts (read from the header, never by position):
+Lines may carry a launcher prefix, removed first: `srun -l` (` 0: `), Open MPI
+`--tag-output` (`[1,0]<stdout>:`), `mpirun -prepend-rank` (`[0] `), or a
+timestamp (`[2025-10-16 22:16:08] `).
+
+Table layouts (columns named by the header, never taken by position):
 - current: `size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong`
-- older:   `size count type redop      | time algbw busbw error  | time algbw busbw error`
-  (`error` is a float such as `0e+00`; `N/A` when validation is off).
+- older:   `size count type redop      | time algbw busbw error  | ...`
+  (`error` is a float such as `0e+00`; `N/A` when validation is off);
+- collectives without a reduction (all_gather, broadcast) lack `redop`, and
+  all_to_all leaves the `redop` cell empty in its rows.
 
-The transport comes from the log: `NET/IB : Using [0]rocep1s0f0:1/RoCE ...`,
-`Using network IB|Socket`, `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0`.
-Any `NET/Socket` channel, or `Using network Socket`, is a TCP fallback:
-however fast it looked, the cluster is not using RDMA. `NET/IB : No device
-found.` may appear harmlessly before the IB `Using` line.
+A binary built without MPI and started with `mpirun -np N` runs N single-rank
+tests: each prints its own header (`# nThread ...`) and lists itself as
+`Rank 0`; `single_rank_copies` says how many.
+
+The transport comes from the log: `Using network IB|Socket|<plugin>` (2.29+:
+`Assigned NET plugin X to comm`), `NET/IB : Using [0]rocep1s0f0:1/RoCE ...`,
+`Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0` and, before NCCL 2.6,
+`Ring 00 : 0 -> 1 [send] via NET/Socket/0`. Any `NET/Socket` channel, or
+`Using network Socket`, is a TCP fallback. With no `Using network` line and
+no channel line, the network set up tells: `NET/IB : Using [0]dev` means IB,
+`NET/Socket : Using [0]eth0` alone means the socket fallback (NCCL 2.4 prints
+both when IB works). `NET/IB : No device found.` may appear harmlessly before
+the IB `Using` line. Third-party net plugins (`Using network AWS Libfabric`,
+`IBext` is NVIDIA's own IB plugin) are named, not guessed.
 """
 
 from __future__ import annotations
@@ -20,13 +35,29 @@ from dataclasses import dataclass
 #: The older layout prints the largest deviation seen; rounding gives ~1e-7.
 ERROR_TOLERANCE = 1e-3
 
+_LAUNCHER_PREFIX = re.compile(
+    r"^(?:\s*\d+:(?:\s|$)|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\]\s|\[\d{4}-\d\d-\d\d[ T][\d:.]+\]\s)")
+_VERSION = re.compile(r"(?<![\w-])(?:NCCL|RCCL) version\s*:?\s*(\d[^\s,]*)")
+_RANK_LINE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)")
+_NRANKS = re.compile(r"\bn[Rr]anks (\d+)\b")
+
+
+def strip_launcher_prefix(line: str) -> str:
+    """One output line without the prefix its launcher added (applied repeatedly)."""
+    for _ in range(3):
+        match = _LAUNCHER_PREFIX.match(line)
+        if match is None:
+            break
+        line = line[match.end():]
+    return line
+
 
 @dataclass(frozen=True)
 class CollectiveRow:
     size_bytes: int
     count: int
     dtype: str
-    redop: str
+    redop: str | None  # None: the collective has no reduction (all_gather, broadcast)
     root: int | None
     out_time_us: float
     out_algbw_gbs: float  # GB/s, as the tool prints (10^9 bytes)
@@ -45,13 +76,24 @@ class CollectiveRow:
 
 
 @dataclass(frozen=True)
+class RankLine:
+    rank: int
+    pid: int
+    host: str
+
+
+@dataclass(frozen=True)
 class CollectiveTable:
-    layout: str  # "root/#wrong" or "error"
+    layout: str  # "root/#wrong" (a #wrong count) or "error" (the older max deviation)
     rows: tuple[CollectiveRow, ...]
     avg_busbw_gbs: float | None  # "# Avg bus bandwidth : x"; None when cut short
     out_of_bounds_ok: bool | None
-    version: str | None  # "2.28.3-gfx1151-rccl:a188cf2"
+    version: str | None  # "2.28.3-gfx1151-rccl:a188cf2", "2.21.5+cuda12.4"
     errors: tuple[str, ...]  # "Test NCCL failure ...", "NCCL WARN ..." lines
+    columns: tuple[str, ...] = ()
+    runs: int = 1  # "# nThread ..." headers: one per test process that printed
+    ranks: tuple[RankLine, ...] = ()  # "#  Rank  0 Group  0 Pid 1234 on host device 0 ..."
+    nranks: tuple[int, ...] = ()  # "nranks N" of the NCCL INFO init lines
 
     @property
     def complete(self) -> bool:
@@ -65,22 +107,22 @@ class CollectiveTable:
     def max_busbw_gbs(self) -> float | None:
         return max((max(r.out_busbw_gbs, r.in_busbw_gbs) for r in self.rows), default=None)
 
-
-@dataclass(frozen=True)
-class TransportEvidence:
-    network: str | None  # "IB" or "Socket" from `Using network X`
-    ib_devices: tuple[str, ...]  # ("rocep1s0f0:1",) from `NET/IB : Using [0]dev:port/RoCE`
-    socket_devices: tuple[str, ...]  # ("eth0",) from `NET/Socket : Using [0]eth0:...`
-    channels: tuple[str, ...]  # "NET/IB/0", "NET/Socket/0", "P2P/IPC" ... one per distinct kind
-    lines: tuple[str, ...]  # the lines that gave it away, for the report
+    @property
+    def world_size(self) -> int | None:
+        """Ranks in one communicator, from the rank list or NCCL's own `nranks`."""
+        sizes = [max(r.rank for r in self.ranks) + 1] if self.ranks else []
+        sizes += list(self.nranks)
+        return max(sizes) if sizes else None
 
     @property
-    def transport(self) -> str | None:
-        """"NET/IB", "NET/Socket", or None when the log says nothing (not INFO level)."""
-        if self.network == "Socket" or any(c.startswith("NET/Socket") for c in self.channels):
-            return "NET/Socket"
-        if self.network == "IB" or any(c.startswith("NET/IB") for c in self.channels) or self.ib_devices:
-            return "NET/IB"
+    def single_rank_copies(self) -> int | None:
+        """How many separate single-rank tests ran, when the output shows them
+        (duplicate headers, or every listed process is rank 0); None otherwise."""
+        zero_only = len(self.ranks) > 1 and all(r.rank == 0 for r in self.ranks)
+        if zero_only and len({(r.host, r.pid) for r in self.ranks}) > 1:
+            return max(len(self.ranks), self.runs)
+        if self.runs > 1 and (self.world_size or 1) == 1:
+            return self.runs
         return None
 
 
@@ -94,15 +136,23 @@ def _number(text: str) -> float | None:
     return float(text)
 
 
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
 def parse_all_reduce(text: str) -> CollectiveTable:
+    """The result table of any nccl-tests/rccl-tests `*_perf` binary (the name is historical)."""
     columns: list[str] | None = None
     rows: list[CollectiveRow] = []
     avg = None
     bounds = None
     version = None
     errors: list[str] = []
+    runs = 0
+    ranks: list[RankLine] = []
+    nranks: list[int] = []
     for raw in text.splitlines():
-        line = raw.strip()
+        line = strip_launcher_prefix(raw).strip()
         if not line:
             continue
         if line.startswith("#"):
@@ -110,77 +160,198 @@ def parse_all_reduce(text: str) -> CollectiveTable:
             words = body.split()
             if words[:2] == ["size", "count"]:
                 columns = words
+            elif words[:1] == ["nThread"]:
+                runs += 1
+            elif (m := _RANK_LINE.match(line)) is not None:
+                ranks.append(RankLine(int(m.group(1)), int(m.group(2)), m.group(3)))
             elif body.startswith("Avg bus bandwidth"):
                 avg = float(body.split(":", 1)[1])
             elif body.startswith("Out of bounds values"):
                 bounds = body.rstrip().endswith("OK")
             continue
-        if line.startswith(("RCCL version", "NCCL version")) and ":" in line and version is None:
-            version = line.split(":", 1)[1].strip()
+        if "NCCL INFO" in line and (m := _NRANKS.search(line)) is not None:
+            nranks.append(int(m.group(1)))
+        if version is None and "WARN" not in line and (m := _VERSION.search(line)) is not None:
+            version = m.group(1)
             continue
         if "NCCL WARN" in line or "failure" in line.lower():
             errors.append(line)
             continue
         if columns is None:
             continue
-        cells = line.split()
-        if len(cells) != len(columns) or not cells[0].isdigit():
-            continue
-        rows.append(_row(columns, cells))
+        row = _row(columns, line.split())
+        if row is not None:
+            rows.append(row)
     if columns is None:
         raise RcclOutputError("no all_reduce_perf table in the output"
                               + (f" ({errors[-1]})" if errors else ""))
-    layout = "root/#wrong" if "root" in columns else "error"
-    return CollectiveTable(layout, tuple(rows), avg, bounds, version, tuple(errors))
+    layout = "root/#wrong" if "#wrong" in columns else "error"
+    return CollectiveTable(layout, tuple(rows), avg, bounds, version, tuple(errors), tuple(columns),
+                           max(runs, 1), tuple(ranks), tuple(sorted(set(nranks))))
 
 
-def _row(columns: list[str], cells: list[str]) -> CollectiveRow:
+def _row(columns: list[str], cells: list[str]) -> CollectiveRow | None:
+    """One data row, its cells matched to the header's names; None for any other line.
+
+    The measured columns (from the first `time`) are matched from the right;
+    before them come size, count and type, then whichever of redop and root
+    the header names (all_to_all prints an empty redop cell)."""
+    if "time" not in columns or columns[:3] != ["size", "count", "type"]:
+        return None
     first = columns.index("time")
-    second = columns.index("time", first + 1)
-    out = dict(zip(columns[first:second], cells[first:second], strict=True))
-    inp = dict(zip(columns[second:], cells[second:], strict=True))
-    wrong_key = "#wrong" if "#wrong" in columns else "error"
-    root = cells[columns.index("root")] if "root" in columns else None
-    return CollectiveRow(
-        size_bytes=int(cells[0]), count=int(cells[1]), dtype=cells[2], redop=cells[3],
-        root=int(root) if root is not None else None,
-        out_time_us=float(out["time"]), out_algbw_gbs=float(out["algbw"]),
-        out_busbw_gbs=float(out["busbw"]), out_wrong=_number(out[wrong_key]),
-        in_time_us=float(inp["time"]), in_algbw_gbs=float(inp["algbw"]),
-        in_busbw_gbs=float(inp["busbw"]), in_wrong=_number(inp[wrong_key]),
-    )
+    measured = columns[first:]
+    if len(cells) < 3 + len(measured) or not cells[0].isdigit() or not cells[1].isdigit():
+        return None
+    values = cells[len(cells) - len(measured):]
+    middle = cells[3:len(cells) - len(measured)]
+    named = columns[3:first]
+    if len(middle) > len(named):
+        return None
+    try:
+        second = measured.index("time", 1)
+        out = dict(zip(measured[:second], values[:second], strict=True))
+        inp = dict(zip(measured[second:], values[second:], strict=True))
+        wrong_key = "#wrong" if "#wrong" in measured else "error"
+        redop: str | None = None
+        root: int | None = None
+        if len(middle) == len(named):
+            given = dict(zip(named, middle, strict=True))
+            redop = given.get("redop")
+            root = int(given["root"]) if "root" in given else None
+        else:  # a cell left empty: tell redop from root by its content
+            for cell in middle:
+                if _is_int(cell) and "root" in named:
+                    root = int(cell)
+                else:
+                    redop = cell
+        return CollectiveRow(
+            size_bytes=int(cells[0]), count=int(cells[1]), dtype=cells[2], redop=redop, root=root,
+            out_time_us=float(out["time"]), out_algbw_gbs=float(out["algbw"]),
+            out_busbw_gbs=float(out["busbw"]), out_wrong=_number(out[wrong_key]),
+            in_time_us=float(inp["time"]), in_algbw_gbs=float(inp["algbw"]),
+            in_busbw_gbs=float(inp["busbw"]), in_wrong=_number(inp[wrong_key]),
+        )
+    except (ValueError, KeyError):
+        return None
 
 
-_USING_NETWORK = re.compile(r"NCCL INFO Using network (\w+)")
+@dataclass(frozen=True)
+class TransportEvidence:
+    network: str | None  # "IB", "Socket", "IBext", "AWS Libfabric" from `Using network X`
+    ib_devices: tuple[str, ...]  # ("rocep1s0f0:1",) from `NET/IB : Using [0]dev:port/RoCE`
+    socket_devices: tuple[str, ...]  # ("eth0",) from `NET/Socket : Using [0]eth0:...`
+    channels: tuple[str, ...]  # "NET/IB/0", "NET/Socket/0", "P2P/IPC" ... one per distinct kind
+    lines: tuple[str, ...]  # the lines that gave it away, for the report
+    networks: tuple[str, ...] = ()  # every network named, in order of appearance
+    ib_missing: bool = False  # `NET/IB : No device found.`
+    version: str | None = None  # "2.21.5+cuda12.4" from `NCCL version ...`, any layout
+
+    @property
+    def channel_nets(self) -> tuple[str, ...]:
+        """The networks the channels ran over: "NET/IB/0/GDRDMA" -> "IB"."""
+        nets: list[str] = []
+        for kind in self.channels:
+            if kind.startswith("NET/"):
+                name = kind[4:].split("/")[0]
+                if name not in nets:
+                    nets.append(name)
+        return tuple(nets)
+
+    @property
+    def plugin(self) -> str | None:
+        """A third-party net plugin that carried the traffic ("AWS Libfabric"), else None."""
+        named = [n for n in (*self.networks, *self.channel_nets) if n and not _builtin(n)]
+        if not named or self.transport is not None:
+            return None
+        return named[0]
+
+    @property
+    def transport(self) -> str | None:
+        """"NET/IB", "NET/Socket", or None: nothing said (not INFO level) or a third-party
+        plugin carried it (see `plugin`)."""
+        said = [*self.networks, *self.channel_nets]
+        if any(_socket(n) for n in said):
+            return "NET/Socket"
+        if any(_ib(n) for n in said):
+            return "NET/IB"
+        if said:
+            return None
+        if self.ib_devices:
+            return "NET/IB"
+        if self.socket_devices:
+            return "NET/Socket"
+        return None
+
+    @property
+    def how(self) -> str:
+        """How the transport was told, for the report."""
+        if self.networks:
+            return f"`Using network {self.networks[-1]}`"
+        if self.channel_nets:
+            return "the channel lines"
+        if self.transport == "NET/Socket":
+            return ("`NET/Socket : Using` with no IB device set up"
+                    + (" (`NET/IB : No device found.`)" if self.ib_missing else ""))
+        if self.transport == "NET/IB":
+            return "`NET/IB : Using`"
+        return "nothing"
+
+
+def _socket(name: str) -> bool:
+    return name == "Socket"
+
+
+def _ib(name: str) -> bool:
+    return name == "IB" or name.startswith("IBext")
+
+
+def _builtin(name: str) -> bool:
+    return _socket(name) or _ib(name)
+
+
+_USING_NETWORK = re.compile(r"NCCL INFO (?:Using network|Assigned NET plugin) (.+?)(?: to comm)?\s*$")
 _IB_USING = re.compile(r"NET/IB\s*:\s*Using\s+(.*?)(?:;|$)")
+_IB_MISSING = re.compile(r"NET/IB\s*:\s*No device found")
 _SOCKET_USING = re.compile(r"NET/Socket\s*:\s*Using\s+(.*?)$")
 _DEVICE = re.compile(r"\[\d+\]([^\s/\[;]+)")
-_CHANNEL = re.compile(r"\bvia\s+(\S+)")
+_CHANNEL = re.compile(r"\b(?:Channel|Ring)\s+\d+\S*\s+:.*?\bvia\s+(NET/[^/]+/\d+\S*|\S+)")
 
 
 def parse_transport(log: str) -> TransportEvidence:
-    network = None
+    networks: list[str] = []
     ib: list[str] = []
     sockets: list[str] = []
     channels: list[str] = []
     evidence: list[str] = []
+    missing = False
+    version = None
     for raw in log.splitlines():
+        if version is None and "WARN" not in raw and (v := _VERSION.search(raw)) is not None:
+            version = v.group(1)
         if "NCCL INFO" not in raw:
             continue
-        line = raw.strip()
+        line = strip_launcher_prefix(raw).strip()
         if (m := _USING_NETWORK.search(line)) is not None:
-            network = network if network == "Socket" else m.group(1)
-            evidence.append(line)
+            name = m.group(1).strip()
+            if name not in networks:
+                networks.append(name)
+                evidence.append(line)
         elif (m := _IB_USING.search(line)) is not None:
             ib += [d for d in _DEVICE.findall(m.group(1)) if d not in ib]
             evidence.append(line)
+        elif _IB_MISSING.search(line):
+            if not missing:
+                evidence.append(line)
+            missing = True
         elif (m := _SOCKET_USING.search(line)) is not None:
             names = [d.split(":")[0].split("<")[0] for d in _DEVICE.findall(m.group(1))]
             sockets += [d for d in names if d not in sockets]
             evidence.append(line)
-        elif "Channel" in line and (m := _CHANNEL.search(line)) is not None:
+        elif (m := _CHANNEL.search(line)) is not None:
             kind = m.group(1)
             if kind not in channels:
                 channels.append(kind)
                 evidence.append(line)
-    return TransportEvidence(network, tuple(ib), tuple(sockets), tuple(channels), tuple(evidence))
+    network = next((n for n in networks if _socket(n)), networks[-1] if networks else None)
+    return TransportEvidence(network, tuple(ib), tuple(sockets), tuple(channels), tuple(evidence),
+                             tuple(networks), missing, version)
