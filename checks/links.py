@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.lossless import effective_trust
+from checks.scope import ROCE_LINK
 from strixwizard.checking import failed, link_check, passed, site_check, skipped, warned
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, Link, Topology
+from strixwizard.vendors import usb4net
 
 
 def _pair(link: Link, value: object, unit: str = "") -> str:
@@ -38,8 +40,7 @@ def transport(link: Link, site: Site) -> Iterator[Finding]:
     elif link.transport == "thunderbolt-net":
         yield warned(
             link.id, observed=observed, expected=expected,
-            detail="USB4/Thunderbolt networking is TCP only: no RDMA verbs, tens of µs instead of "
-            "~5 µs. Keep it for management; put RCCL on a RoCE/InfiniBand NIC link.",
+            detail=usb4net.TCP_ONLY,
         )
     else:
         missing = [end.label for end in link.ends if end.port is None]
@@ -94,10 +95,6 @@ def same_speed(link: Link, site: Site) -> Iterator[Finding]:
                      detail="Check the cable/transceivers and any forced speed (ethtool -s).")
 
 
-def _roce(link: Link) -> bool:
-    return link.transport in ("roce-v2", "roce-v1")
-
-
 @link_check(
     "link.pfc",
     title="Both ends enable PFC on the same priorities",
@@ -105,12 +102,10 @@ def _roce(link: Link) -> bool:
     "settings.",
     severity=Severity.HIGH,
     fix="dcb.pfc",
+    requires=(ROCE_LINK,),
 )
 def same_pfc(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the PFC-enabled priorities of `dcb pfc show` on both ends of a RoCE link."""
-    if not _roce(link):
-        yield skipped(link.id, f"not a RoCE link ({link.transport})")
-        return
     states = [end.node.dcb(end.netdev.name) for end in link.ends]
     unknown = [s.pfc_note for s in states if s.pfc_enabled is None]
     if unknown:
@@ -135,18 +130,16 @@ def same_pfc(link: Link, site: Site) -> Iterator[Finding]:
     why="If one end classifies by DSCP and the other by PCP, RoCE frames land on different priorities.",
     severity=Severity.MEDIUM,
     fix="dcb.trust_dscp",
+    requires=(ROCE_LINK,),
 )
 def same_trust(link: Link, site: Site) -> Iterator[Finding]:
     """Compares `dcb apptrust show` order on both ends of a RoCE link."""
-    if not _roce(link):
-        yield skipped(link.id, f"not a RoCE link ({link.transport})")
-        return
-    orders = [effective_trust(end.node, end.netdev.name) for end in link.ends]
+    orders = [effective_trust(end) for end in link.ends]
     unknown = [note for order, note in orders if order is None]
     if unknown:
         yield skipped(link.id, f"trust mode unknown: {unknown[0]}")
         return
-    observed = _pair(link, lambda e: " ".join(effective_trust(e.node, e.netdev.name)[0] or ())
+    observed = _pair(link, lambda e: " ".join(effective_trust(e)[0] or ())
                      or "default")
     if orders[0][0] == orders[1][0]:
         yield passed(link.id, observed=observed, expected="same on both ends")
@@ -161,12 +154,10 @@ def same_trust(link: Link, site: Site) -> Iterator[Finding]:
     why="RoCE v1 and v2 frames do not interoperate; a v1 end cannot reach a v2 GID.",
     severity=Severity.HIGH,
     fix="rdma.roce_v2_default",
+    requires=(ROCE_LINK,),
 )
 def same_roce_version(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the RoCE v2 IPv4 GID and, when configfs shows it, the rdma_cm default mode, per end."""
-    if not _roce(link):
-        yield skipped(link.id, f"not a RoCE link ({link.transport})")
-        return
 
     def version(end: FabricPort) -> str:
         assert end.port is not None

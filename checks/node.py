@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checks.scope import PCI_CAPTURED
 from strixwizard.checking import failed, node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.cpu import STRIX_HALO_FAMILY, STRIX_HALO_MODEL
@@ -41,12 +42,10 @@ def cpu_is_strix_halo(node: NodeFacts, site: Site) -> Iterator[Finding]:
     title="ROCm sees the Radeon 8050S/8060S as gfx1151",
     why="vLLM and RCCL run on the iGPU through amdgpu and KFD; without them the node cannot serve.",
     severity=Severity.CRITICAL,
+    requires=(PCI_CAPTURED,),
 )
 def igpu_visible_to_rocm(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Checks the 1002:1586 PCI device, its amdgpu driver and the KFD topology's gfx target."""
-    if not node.pci:
-        yield skipped(node.name, "PCI devices were not captured")
-        return
     gpu = node.gpu
     cpu = node.cpu
     expected = "1002:1586 bound to amdgpu, KFD gfx1151"

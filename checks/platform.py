@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checks.scope import STRIX_HALO
 from strixwizard.checking import failed, node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.memory import GIB, PAGE_BYTES
@@ -14,22 +15,16 @@ from strixwizard.site import Site
 MIN_ROCM = (7, 2)
 
 
-def _strix(node: NodeFacts) -> bool | None:
-    return node.cpu.is_strix_halo if node.cpu else None
-
-
 @node_check(
     "node.rocm",
     title="ROCm 7.2 or newer is installed",
     why="ROCm before 7.2 segfaults in hipMalloc on gfx1151; vLLM and RCCL need a gfx1151-aware ROCm.",
     severity=Severity.HIGH,
     fix="rocm.upgrade",
+    requires=(STRIX_HALO,),
 )
 def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Reads /opt/rocm/.info/version. Without it the host ROCm is unknown (containers bring their own)."""
-    if _strix(node) is False:
-        yield skipped(node.name, "not a Strix Halo node")
-        return
     rocm = node.rocm
     expected = f">= {'.'.join(map(str, MIN_ROCM))}"
     if rocm.version is None:
@@ -51,12 +46,10 @@ def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="An RCCL without gfx1151 kernels fails at communicator init with hipErrorInvalidKernelFile.",
     severity=Severity.CRITICAL,
     fix="rccl.gfx1151",
+    requires=(STRIX_HALO,),
 )
 def rccl_has_gfx1151(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Looks for `amdgcn-amd-amdhsa--gfx1151` bundle ids in librccl.so.1; compressed bundles are unknown."""
-    if _strix(node) is False:
-        yield skipped(node.name, "not a Strix Halo node")
-        return
     rccl = node.rocm.rccl
     verdict = rccl.has_gfx1151
     if verdict is None:

@@ -12,6 +12,14 @@ Three scopes exist:
   `strixwizard.topology`), and judges both ends together;
 - `site_check(fn(topology, site))`: runs once per run, over all nodes and links.
 
+Prologues many checks share come from the declaration, not from copies:
+- `requires=(PCI_CAPTURED,)`: a `Requires` that does not hold on the node (or
+  link) makes the check skip with its reason before the function runs;
+- `per=ROCE_PORTS`: an `Each` picks what the check judges on a node (RoCE
+  ports, RDMA NICs...); the function is then called once per item,
+  `fn(node, site, item)`, and a node with none skips with the `Each`'s reason.
+The shared `Requires` and `Each` values live in `checks/scope.py`.
+
 It must be listed in `checks.ALL`. The engine turns its findings into results,
 attaches the fix, and turns an exception into an `error` result for that check
 alone. Checks do no I/O: everything comes from the facts.
@@ -19,9 +27,10 @@ alone. Checks do no I/O: everything comes from the facts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from strixwizard.model import Finding, Severity, Status
 
@@ -34,6 +43,8 @@ NodeCheckFn = Callable[["NodeFacts", "Site"], Iterable[Finding]]
 LinkCheckFn = Callable[["Link", "Site"], Iterable[Finding]]
 SiteCheckFn = Callable[["Topology", "Site"], Iterable[Finding]]
 AnyCheckFn = Callable[..., Iterable[Finding]]
+S = TypeVar("S")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,50 @@ class Check:
         return (self.fn.__doc__ or "").strip()
 
 
+@dataclass(frozen=True)
+class Requires(Generic[S]):
+    """A precondition on a check's subject (a node or a link); unmet, the check skips."""
+
+    holds: Callable[[S], bool]
+    reason: str | Callable[[S], str]
+
+    def unmet(self, subject: S) -> str | None:
+        """The skip reason when the precondition does not hold, else None."""
+        if self.holds(subject):
+            return None
+        return self.reason if isinstance(self.reason, str) else self.reason(subject)
+
+
+@dataclass(frozen=True)
+class Each(Generic[T]):
+    """What a per-item node check judges on a node, and the skip reason when there is none."""
+
+    select: Callable[[NodeFacts, Site], Sequence[T]]
+    none: str
+
+
+def _declared(check_id: str, title: str, why: str, severity: Severity, fix: str | None,
+              scope: str, fn: AnyCheckFn, body: AnyCheckFn) -> Check:
+    """A Check that runs `body`, named and documented by the declared function `fn`."""
+    functools.update_wrapper(body, fn)
+    return Check(check_id, title, why, severity, fix, scope, body)
+
+
+def _first_unmet(requires: Sequence[Requires[S]], subject: S) -> str | None:
+    return next((reason for r in requires if (reason := r.unmet(subject)) is not None), None)
+
+
+@overload
+def node_check(check_id: str, *, title: str, why: str, severity: Severity, fix: str | None = None,
+               requires: Sequence[Requires[NodeFacts]] = ()) -> Callable[[NodeCheckFn], Check]: ...
+
+
+@overload
+def node_check(check_id: str, *, title: str, why: str, severity: Severity, fix: str | None = None,
+               requires: Sequence[Requires[NodeFacts]] = (), per: Each[T]
+               ) -> Callable[[Callable[[NodeFacts, Site, T], Iterable[Finding]]], Check]: ...
+
+
 def node_check(
     check_id: str,
     *,
@@ -58,9 +113,23 @@ def node_check(
     why: str,
     severity: Severity,
     fix: str | None = None,
-) -> Callable[[NodeCheckFn], Check]:
-    def wrap(fn: NodeCheckFn) -> Check:
-        return Check(check_id, title, why, severity, fix, "node", fn)
+    requires: Sequence[Requires[NodeFacts]] = (),
+    per: Each[Any] | None = None,
+) -> Callable[[AnyCheckFn], Check]:
+    def wrap(fn: AnyCheckFn) -> Check:
+        def body(node: NodeFacts, site: Site) -> Iterator[Finding]:
+            reason = _first_unmet(requires, node)
+            if reason is not None:
+                yield skipped(node.name, reason)
+            elif per is None:
+                yield from fn(node, site)
+            elif not (items := per.select(node, site)):
+                yield skipped(node.name, per.none)
+            else:
+                for item in items:
+                    yield from fn(node, site, item)
+
+        return _declared(check_id, title, why, severity, fix, "node", fn, body)
 
     return wrap
 
@@ -72,9 +141,17 @@ def link_check(
     why: str,
     severity: Severity,
     fix: str | None = None,
+    requires: Sequence[Requires[Link]] = (),
 ) -> Callable[[LinkCheckFn], Check]:
     def wrap(fn: LinkCheckFn) -> Check:
-        return Check(check_id, title, why, severity, fix, "link", fn)
+        def body(link: Link, site: Site) -> Iterator[Finding]:
+            reason = _first_unmet(requires, link)
+            if reason is not None:
+                yield skipped(link.id, reason)
+            else:
+                yield from fn(link, site)
+
+        return _declared(check_id, title, why, severity, fix, "link", fn, body)
 
     return wrap
 
