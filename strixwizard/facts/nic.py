@@ -1,9 +1,9 @@
 """Network adapters on the PCI bus: model, driver, firmware and PCIe link.
 
 A NIC is any PCI function of class 02 (network). Its family, model and
-nominal speed come from the vendor modules (`strixwizard.vendors`). The PCIe link is read from sysfs `current_link_*` / `max_link_*`;
-"usable" bandwidth accounts for line encoding (8b/10b up to 5 GT/s, 128b/130b
-from 8 GT/s).
+nominal speed come from the vendor modules (`strixwizard.vendors`). The PCIe
+link is read from sysfs `current_link_*` / `max_link_*`; "usable" bandwidth
+accounts for line encoding (8b/10b up to 5 GT/s, 128b/130b from 8 GT/s).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from strixwizard.vendors import connectx, e810, infiniband, other, softrdma, usb
 from strixwizard.vendors.base import GENERIC, Firmware, Model, Note, Qos, RoceSwitch, Vendor
 
 __all__ = ["ALL", "GENERIC", "Firmware", "Model", "Note", "Qos", "RoceSwitch", "Vendor",
-           "by_driver", "by_family", "by_link_layer", "by_pci", "by_rdma_kind", "identify", "rdma_driver_of"]
+           "by_driver", "by_family", "by_link_layer", "by_pci", "by_rdma_kind", "by_transport",
+           "identify", "rdma_driver_of"]
 
 #: Every known family, most specific first (a PCI id is matched in this order).
 ALL: tuple[Vendor, ...] = (
@@ -61,6 +62,11 @@ def by_link_layer(link_layer: str | None) -> Vendor:
     wanted = (link_layer or "").lower()
     return next((v for v in _registered() if v.link_layer and v.link_layer.lower() == wanted),
                 GENERIC)
+
+
+def by_transport(transport: str) -> Vendor:
+    """The family a link transport belongs to ("thunderbolt-net", "infiniband"), else GENERIC."""
+    return next((v for v in _registered() if transport in v.transports), GENERIC)
 
 
 def by_rdma_kind(kind: str) -> Vendor:

@@ -80,6 +80,7 @@ class Vendor:
     hardware_rdma: bool = True  # RDMA in NIC hardware (~5 µs); False for software/USB4 verbs
     rdma_kinds: tuple[str, ...] = ()  # RdmaDevice.kind values this vendor stands for
     link_layer: str | None = None  # a port link layer the vendor owns ("InfiniBand")
+    transports: tuple[str, ...] = ()  # link transports (`strixwizard.topology`) it stands for
     site_mtu: bool = True  # the site's fabric MTU is set on its netdevs
     qos: Qos = Qos()
     firmware: Firmware | None = None

@@ -18,8 +18,8 @@ INFINIBAND = Vendor(
     family="infiniband",
     name="InfiniBand",
     short="IB",
-    rdma_kinds=(),
     link_layer="InfiniBand",
+    transports=("infiniband",),
     site_mtu=False,  # the SM sets the port MTU; IPoIB's netdev MTU follows its mode
     notes=(
         Note(SUBNET_MANAGER, "kyuz0-vllm rdma_cluster/setup_guide_infiniband.md"),

@@ -23,6 +23,7 @@ USB4NET = Vendor(
     rdma_driver="thunderbolt_ibverbs",
     hardware_rdma=False,
     rdma_kinds=("usb4",),
+    transports=("thunderbolt-net",),
     site_mtu=False,  # thunderbolt-net keeps its 65520 MTU
     notes=(
         Note(TCP_ONLY, "kernel Documentation/admin-guide/thunderbolt.rst"),
