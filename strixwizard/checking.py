@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Required, TypedDict, TypeVar, Unpack, overload
 
 from strixwizard.model import Finding, Severity, Status
 
@@ -84,90 +84,72 @@ class Each(Generic[T]):
     none: str
 
 
-def _declared(check_id: str, title: str, why: str, severity: Severity, fix: str | None,
-              scope: str, fn: AnyCheckFn, body: AnyCheckFn) -> Check:
-    """A Check that runs `body`, named and documented by the declared function `fn`."""
-    functools.update_wrapper(body, fn)
-    return Check(check_id, title, why, severity, fix, scope, body)
+class Declared(TypedDict, total=False):
+    """What every check declares besides its id (see `Check`); `fix` may be left out."""
+
+    title: Required[str]
+    why: Required[str]
+    severity: Required[Severity]
+    fix: str | None
 
 
-def _first_unmet(requires: Sequence[Requires[S]], subject: S) -> str | None:
-    return next((reason for r in requires if (reason := r.unmet(subject)) is not None), None)
+def _declare(check_id: str, scope: str, meta: Declared, entity: Callable[[Any], str],
+             requires: Sequence[Requires[Any]] = (), per: Each[Any] | None = None
+             ) -> Callable[[AnyCheckFn], Check]:
+    """The decorator of every scope: `requires` and `per` run before the declared function."""
+
+    def wrap(fn: AnyCheckFn) -> Check:
+        def body(subject: Any, site: Site) -> Iterator[Finding]:
+            reason = next((r for need in requires if (r := need.unmet(subject)) is not None), None)
+            if reason is not None:
+                yield skipped(entity(subject), reason)
+            elif per is None:
+                yield from fn(subject, site)
+            elif not (items := per.select(subject, site)):
+                yield skipped(entity(subject), per.none)
+            else:
+                for item in items:
+                    yield from fn(subject, site, item)
+
+        functools.update_wrapper(body, fn)
+        return Check(check_id, meta["title"], meta["why"], meta["severity"], meta.get("fix"), scope,
+                     body)
+
+    return wrap
 
 
 @overload
-def node_check(check_id: str, *, title: str, why: str, severity: Severity, fix: str | None = None,
-               requires: Sequence[Requires[NodeFacts]] = ()) -> Callable[[NodeCheckFn], Check]: ...
+def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
+               **meta: Unpack[Declared]) -> Callable[[NodeCheckFn], Check]: ...
 
 
 @overload
-def node_check(check_id: str, *, title: str, why: str, severity: Severity, fix: str | None = None,
-               requires: Sequence[Requires[NodeFacts]] = (), per: Each[T]
+def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (), per: Each[T],
+               **meta: Unpack[Declared]
                ) -> Callable[[Callable[[NodeFacts, Site, T], Iterable[Finding]]], Check]: ...
 
 
-def node_check(
-    check_id: str,
-    *,
-    title: str,
-    why: str,
-    severity: Severity,
-    fix: str | None = None,
-    requires: Sequence[Requires[NodeFacts]] = (),
-    per: Each[Any] | None = None,
-) -> Callable[[AnyCheckFn], Check]:
-    def wrap(fn: AnyCheckFn) -> Check:
-        def body(node: NodeFacts, site: Site) -> Iterator[Finding]:
-            reason = _first_unmet(requires, node)
-            if reason is not None:
-                yield skipped(node.name, reason)
-            elif per is None:
-                yield from fn(node, site)
-            elif not (items := per.select(node, site)):
-                yield skipped(node.name, per.none)
-            else:
-                for item in items:
-                    yield from fn(node, site, item)
-
-        return _declared(check_id, title, why, severity, fix, "node", fn, body)
-
-    return wrap
+def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
+               per: Each[Any] | None = None, **meta: Unpack[Declared]
+               ) -> Callable[[AnyCheckFn], Check]:
+    return _declare(check_id, "node", meta, lambda node: node.name, requires, per)
 
 
-def link_check(
-    check_id: str,
-    *,
-    title: str,
-    why: str,
-    severity: Severity,
-    fix: str | None = None,
-    requires: Sequence[Requires[Link]] = (),
-) -> Callable[[LinkCheckFn], Check]:
-    def wrap(fn: LinkCheckFn) -> Check:
-        def body(link: Link, site: Site) -> Iterator[Finding]:
-            reason = _first_unmet(requires, link)
-            if reason is not None:
-                yield skipped(link.id, reason)
-            else:
-                yield from fn(link, site)
-
-        return _declared(check_id, title, why, severity, fix, "link", fn, body)
-
-    return wrap
+def link_check(check_id: str, *, requires: Sequence[Requires[Link]] = (),
+               **meta: Unpack[Declared]) -> Callable[[LinkCheckFn], Check]:
+    return _declare(check_id, "link", meta, lambda link: link.id, requires)
 
 
-def site_check(
-    check_id: str,
-    *,
-    title: str,
-    why: str,
-    severity: Severity,
-    fix: str | None = None,
-) -> Callable[[SiteCheckFn], Check]:
-    def wrap(fn: SiteCheckFn) -> Check:
-        return Check(check_id, title, why, severity, fix, "site", fn)
+def site_check(check_id: str, **meta: Unpack[Declared]) -> Callable[[SiteCheckFn], Check]:
+    return _declare(check_id, "site", meta, lambda topology: "site")
 
-    return wrap
+
+def verdict(ok: bool, entity: str, observed: str, expected: str, detail: str,
+            otherwise: Status = Status.WARN, fixable: bool = True) -> Finding:
+    """A pass when `ok`; else a finding of status `otherwise` (a warning unless told) with `detail`."""
+    if ok:
+        return passed(entity, observed=observed, expected=expected)
+    return Finding(otherwise, entity, observed, expected, detail, fixable)
 
 
 def passed(entity: str, observed: str = "", expected: str = "", detail: str = "") -> Finding:
