@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import ROCE_INTERFACES, vendor_of
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from strixwizard.checking import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import pause_argv
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort
 from strixwizard.vendors import by_driver
@@ -88,11 +88,9 @@ def pause_and_pfc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[F
     else:
         observed = (f"pause rx {'on' if pause.rx else 'off'} tx {'on' if pause.tx else 'off'}, "
                     f"PFC {_prios(dcb.pfc_enabled)}")
-        if dcb.pfc_enabled and pause.any_on:
-            yield failed(fabric.label, observed=observed, expected="pause off when PFC is on",
-                         detail=f"`ethtool -A {name} rx off tx off` on both ends.")
-        else:
-            yield passed(fabric.label, observed=observed, expected="pause off when PFC is on")
+        yield verdict(not (dcb.pfc_enabled and pause.any_on), fabric.label, observed,
+                      "pause off when PFC is on", f"`ethtool -A {name} rx off tx off` on both ends.",
+                      Status.FAIL)
 
 
 @node_check(
@@ -110,12 +108,10 @@ def pfc_priority(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fi
     expected = f"PFC on priority {wanted[0]} only"
     if dcb.pfc_enabled is None:
         yield skipped(fabric.label, f"PFC state unknown: {dcb.pfc_note}")
-    elif dcb.pfc_enabled == wanted:
-        yield passed(fabric.label, observed=f"PFC {_prios(dcb.pfc_enabled)}", expected=expected)
     else:
-        yield warned(fabric.label, observed=f"PFC {_prios(dcb.pfc_enabled)}", expected=expected,
-                     detail=f"`dcb pfc set dev {fabric.netdev.name} prio-pfc all:off {wanted[0]}:on` "
-                     "on both ends.")
+        yield verdict(dcb.pfc_enabled == wanted, fabric.label, f"PFC {_prios(dcb.pfc_enabled)}",
+                      expected, f"`dcb pfc set dev {fabric.netdev.name} prio-pfc all:off "
+                      f"{wanted[0]}:on` on both ends.")
 
 
 @node_check(
@@ -135,13 +131,10 @@ def trust(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
         yield skipped(fabric.label, f"trust mode unknown: {source}")
         return
     observed = "order " + (" ".join(order) or "default") + f" ({source})"
-    if order and order[0] == site.fabric.trust:
-        yield passed(fabric.label, observed=observed, expected=expected)
-    else:
-        yield warned(fabric.label, observed=observed, expected=expected,
-                     detail=f"`dcb apptrust set dev {fabric.netdev.name} order {site.fabric.trust}`"
-                     " on both ends (E810: add a DSCP APP entry, `dcb app add dev "
-                     f"{fabric.netdev.name} dscp-prio 26:{site.fabric.pfc_priority}`).")
+    yield verdict(bool(order) and order[0] == site.fabric.trust, fabric.label, observed, expected,
+                  f"`dcb apptrust set dev {fabric.netdev.name} order {site.fabric.trust}` on both "
+                  f"ends (E810: add a DSCP APP entry, `dcb app add dev {fabric.netdev.name} "
+                  f"dscp-prio 26:{site.fabric.pfc_priority}`).")
 
 
 @node_check(
@@ -166,10 +159,8 @@ def ecn_congestion(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[
         unknown = by_driver(fabric.device.driver if fabric.device else None).qos.ecn_unknown
         reason = unknown.format(device=device) if unknown else "the driver exposes no ECN settings"
         yield skipped(fabric.label, f"congestion control unknown: {reason}{counted}")
-    elif enabled:
-        yield passed(fabric.label, observed=f"on ({state.source}){counted}", expected=expected)
     else:
-        yield warned(fabric.label, observed=f"off on priority {wanted} ({state.source}){counted}",
-                     expected=expected,
-                     detail="Lossless rests on PFC alone. Fine back to back; behind a switch "
-                     "enable ECN/DCQCN on the RoCE priority on both ends.")
+        observed = f"on ({state.source})" if enabled else f"off on priority {wanted} ({state.source})"
+        yield verdict(enabled, fabric.label, observed + counted, expected,
+                      "Lossless rests on PFC alone. Fine back to back; behind a switch enable "
+                      "ECN/DCQCN on the RoCE priority on both ends.")

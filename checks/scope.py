@@ -8,12 +8,17 @@ at the same ports.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from strixwizard.checking import Each, Requires
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.nic import Nic
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, Link, fabric_ports, in_use
 from strixwizard.vendors import GENERIC, Vendor
+
+T = TypeVar("T")
 
 
 def vendor_of(port: FabricPort) -> Vendor:
@@ -66,3 +71,12 @@ STRIX_HALO: Requires[NodeFacts] = Requires(
     lambda node: node.cpu is None or node.cpu.is_strix_halo, "not a Strix Halo node")
 ROCE_LINK: Requires[Link] = Requires(lambda link: link.transport in ("roce-v2", "roce-v1"),
                                      lambda link: f"not a RoCE link ({link.transport})")
+
+
+def captured(fact: Callable[[NodeFacts], T | None], missing: str) -> Each[T]:
+    """One fact as the single item a check judges; a node where it was not captured skips."""
+    def select(node: NodeFacts, site: Site) -> list[T]:
+        value = fact(node)
+        return [] if value is None else [value]
+
+    return Each(select, missing)
