@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import FW_LLDP_INTERFACES, PFC_TC_LIMITED_PORTS, ROCE_SWITCH_NICS, vendor_of
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from strixwizard.checking import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.nic import Nic
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort
 
@@ -67,12 +67,10 @@ def fw_lldp_off(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fin
         yield skipped(fabric.label, node.why_unknown(("ethtool", "--show-priv-flags", name)))
     elif flag not in flags:
         yield skipped(fabric.label, f"the driver offers no {flag} flag")
-    elif flags[flag]:
-        yield warned(fabric.label, observed=f"{flag} on", expected=f"{flag} off",
-                     detail=f"`ethtool --set-priv-flags {name} {flag} off` (persistent, "
-                     "per port), then set PFC from Linux on both ends.")
     else:
-        yield passed(fabric.label, observed=f"{flag} off", expected=f"{flag} off")
+        yield verdict(not flags[flag], fabric.label, f"{flag} {'on' if flags[flag] else 'off'}",
+                      f"{flag} off", f"`ethtool --set-priv-flags {name} {flag} off` (persistent, "
+                      "per port), then set PFC from Linux on both ends.")
 
 
 @node_check(
@@ -93,9 +91,6 @@ def one_pfc_tc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Find
         return
     observed = f"{len(tcs)} PFC traffic class(es)" + (f": TC {','.join(map(str, sorted(tcs)))}"
                                                       if tcs else "")
-    if limit is None or len(tcs) <= limit:
-        yield passed(fabric.label, observed=observed, expected=f"<= {limit}")
-    else:
-        yield failed(fabric.label, observed=observed, expected=f"<= {limit}",
-                     detail="Enable PFC on one priority only (the RoCE one), or map the PFC "
-                     "priorities to one TC.")
+    yield verdict(limit is None or len(tcs) <= limit, fabric.label, observed, f"<= {limit}",
+                  "Enable PFC on one priority only (the RoCE one), or map the PFC priorities to "
+                  "one TC.", Status.FAIL)

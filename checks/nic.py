@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import PCI_CAPTURED, RDMA_NICS, rdma_nics
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.nic import Nic
 from strixwizard.model import Finding, Severity
@@ -118,12 +118,6 @@ def pcie_link(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     if port is None:
         yield skipped(entity, f"{observed}; port speed unknown")
         return
-    expected = f">= {port:g} Gb/s ({what})"
-    if link.gbps < port:
-        yield warned(
-            entity, observed=observed, expected=expected,
-            detail=f"RDMA bandwidth is capped near {link.gbps * 0.8:.0f} Gb/s; latency is not "
-            "affected. Move the card to a wider/faster slot if the board has one.",
-        )
-    else:
-        yield passed(entity, observed=observed, expected=expected)
+    yield verdict(link.gbps >= port, entity, observed, f">= {port:g} Gb/s ({what})",
+                  f"RDMA bandwidth is capped near {link.gbps * 0.8:.0f} Gb/s; latency is not "
+                  "affected. Move the card to a wider/faster slot if the board has one.")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import RDMA_PORTS, RDMA_PORTS_IN_USE, ROCE_PORTS, ROCE_PORTS_IN_USE
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, in_use
 from strixwizard.vendors import infiniband
@@ -108,12 +108,10 @@ def active_mtu(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Find
                          detail=f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends.")
         else:
             yield skipped(_entity(fabric), "active_mtu unknown: `ibv_devinfo` was not captured")
-    elif port.active_mtu >= 4096:
-        yield passed(_entity(fabric), observed=observed, expected=expected)
     else:
         fix = (f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends of the link."
                if roce else infiniband.PORT_MTU)
-        yield warned(_entity(fabric), observed=observed, expected=expected, detail=fix)
+        yield verdict(port.active_mtu >= 4096, _entity(fabric), observed, expected, fix)
 
 
 @node_check(
@@ -136,9 +134,7 @@ def roce_v2_default(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator
             f"unknown: /sys/kernel/config/rdma_cm/{port.device} does not exist (a read-only probe "
             "does not create it); the kernel default is RoCE v2 when the device supports it",
         )
-    elif mode.strip().lower() == "roce v2":
-        yield passed(_entity(fabric), observed=mode, expected="RoCE v2")
     else:
-        yield failed(_entity(fabric), observed=mode, expected="RoCE v2",
-                     detail=f"echo 'RoCE v2' > /sys/kernel/config/rdma_cm/{port.device}/ports/"
-                     f"{port.number}/default_roce_mode")
+        yield verdict(mode.strip().lower() == "roce v2", _entity(fabric), mode, "RoCE v2",
+                      f"echo 'RoCE v2' > /sys/kernel/config/rdma_cm/{port.device}/ports/"
+                      f"{port.number}/default_roce_mode", Status.FAIL)
