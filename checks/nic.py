@@ -10,6 +10,7 @@ from strixwizard.facts import NodeFacts
 from strixwizard.facts.nic import Nic
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site
+from strixwizard.vendors import rdma_nic_families
 
 
 @node_check(
@@ -41,7 +42,7 @@ def rdma_capable(node: NodeFacts, site: Site) -> Iterator[Finding]:
         extra = f"; only software/experimental devices: {', '.join(d.name for d in soft)}" if soft else ""
         yield failed(
             node.name, observed="no RDMA-capable NIC" + extra,
-            expected="Intel E810 (irdma) or NVIDIA ConnectX (mlx5/mlx4)",
+            expected=" or ".join(f"{v.name} ({v.rdma_driver})" for v in rdma_nic_families()),
             detail="Add an RDMA NIC (E810-CQDA1, ConnectX-4 Lx or newer, ConnectX-3 for "
             "InfiniBand); USB4/thunderbolt-net and soft-RoCE are not hardware RDMA.",
             fixable=False,  # no driver to load: the hardware is missing

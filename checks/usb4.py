@@ -8,7 +8,7 @@ from strixwizard.checking import node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site
-from strixwizard.vendors import softrdma, usb4net
+from strixwizard.vendors import rdma_nic_families, softrdma, usb4net
 
 
 @node_check(
@@ -28,6 +28,7 @@ def soft_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
         else:
             yield skipped(node.name, "no USB4 networking and no software RDMA devices")
         return
+    hardware = ", ".join(str(v.rdma_driver) for v in rdma_nic_families())
     for device in soft:
         netdev = device.parent_netdev or next((p.netdev for p in device.ports if p.netdev), None)
         over_tb = node.netdev(netdev) is not None and node.netdev(netdev).is_thunderbolt  # type: ignore[union-attr]
@@ -39,4 +40,4 @@ def soft_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
             observed = f"{device.name}: software {device.kind}{where}"
             detail = softrdma.OVER_THUNDERBOLT if over_tb else softrdma.IN_CPU
         yield warned(f"{node.name}/{device.name}", observed=observed,
-                     expected="hardware RDMA (irdma, mlx5_ib, mlx4_ib)", detail=detail)
+                     expected=f"hardware RDMA ({hardware})", detail=detail)

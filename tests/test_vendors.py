@@ -11,7 +11,7 @@ import pytest
 
 import strixwizard.vendors as vendors
 from strixwizard.demo.builder import FakeNode
-from strixwizard.demo.hardware import RoceSetup, gid_ipv4, gid_link_local
+from strixwizard.demo.hardware import RoceSetup, gid_ipv4, gid_link_local, onboard_lan
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import Status
@@ -158,3 +158,13 @@ def test_a_registered_family_with_the_wrong_driver_fails_by_its_own_driver(
     nodes["node-a"].links.pop("/sys/devices/pci0000:00/0000:00:01.1/0000:c2:00.0/driver")
     (bad,) = results(run_site(tmp_path, nodes), "nic.driver", Status.FAIL)
     assert bad.expected == "driver bnxt_en, firmware reported"
+
+
+def test_a_node_without_an_rdma_nic_is_told_every_registered_family(tmp_path: Path,
+                                                                    with_thor: Vendor) -> None:
+    node = strix_halo_node("strix-a")
+    onboard_lan(node, "10.0.0.5/24", "b4:96:91:00:00:01")
+    node.finish()
+    (missing,) = results(run_site(tmp_path, {"node-a": node}), "nic.rdma_capable")
+    assert missing.status == Status.FAIL
+    assert missing.expected.startswith("Broadcom BCM57508 (bnxt_re) or Intel E810 (irdma)")

@@ -13,7 +13,7 @@ from strixwizard.vendors.base import GENERIC, Firmware, Model, Note, Qos, RoceSw
 
 __all__ = ["ALL", "GENERIC", "Firmware", "Model", "Note", "Qos", "RoceSwitch", "Vendor",
            "by_driver", "by_family", "by_link_layer", "by_pci", "by_rdma_kind", "by_transport",
-           "identify", "rdma_driver_of"]
+           "identify", "rdma_driver_of", "rdma_nic_families"]
 
 #: Every known family, most specific first (a PCI id is matched in this order).
 ALL: tuple[Vendor, ...] = (
@@ -71,6 +71,11 @@ def by_transport(transport: str) -> Vendor:
 
 def by_rdma_kind(kind: str) -> Vendor:
     return next((v for v in _registered() if kind in v.rdma_kinds), GENERIC)
+
+
+def rdma_nic_families() -> tuple[Vendor, ...]:
+    """The families that are hardware RDMA NICs (what a node without any should add)."""
+    return tuple(v for v in _registered() if v.is_rdma_nic)
 
 
 def rdma_driver_of(pci_driver: str | None) -> str | None:
