@@ -18,14 +18,14 @@ def effective_trust(port: FabricPort) -> tuple[tuple[str, ...] | None, str]:
     """The trust order of an interface, and how it was learned (or why it is unknown).
 
     A family without apptrust that classifies by DSCP once a DSCP APP entry exists
-    (E810/ice: `Qos.dscp_by_app_entry`) is in L3 DSCP mode with such entries and in
+    (E810/ice: `Qos.trust` "dscp-app-entry") is in L3 DSCP mode with such entries and in
     L2 PCP mode without.
     """
     dcb = port.node.dcb(port.netdev.name)
     if dcb.trust is not None:
         return dcb.trust, "dcb apptrust"
     vendor = vendor_of(port)
-    if vendor.qos.dscp_by_app_entry and dcb.dscp_prio is not None:
+    if vendor.qos.trust_by_dscp_entry and dcb.dscp_prio is not None:
         if dcb.dscp_prio:
             return ("dscp",), f"{vendor.short} L3 mode: dscp-prio entries present"
         return ("pcp",), f"{vendor.short} L2 mode: no dscp-prio entries"

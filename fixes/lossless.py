@@ -180,7 +180,7 @@ def plan_trust_dscp(ctx: PlanContext) -> Iterator[Plan]:
                 notes.append("the trust order was empty before; `dcb apptrust` cannot set an empty "
                              "order back, so this step is not reversible")
             steps.append(step)
-        elif dcb.trust is None and vendor.qos.dscp_by_app_entry:
+        elif dcb.trust is None and vendor.qos.trust_by_dscp_entry:
             notes.append(f"{vendor.netdev_driver} has no `dcb apptrust`: it switches to DSCP (L3) "
                          "QoS by itself once a DSCP app entry exists, which this plan adds")
         elif dcb.trust is None:
@@ -200,7 +200,7 @@ def plan_trust_dscp(ctx: PlanContext) -> Iterator[Plan]:
                     undo, dcb_argv("app", name), f"dcb.app:{dscp}",
                     None if current is None else str(current), str(priority)))
         if not steps:
-            if notes and dcb.trust is None and not vendor.qos.dscp_by_app_entry:
+            if notes and dcb.trust is None and not vendor.qos.trust_by_dscp_entry:
                 yield Plan("dcb.trust_dscp", node.name, port.label, notes=tuple(notes), group=group)
             continue
         steps, persistence = _persisted(ctx, node, "dcb.trust_dscp",

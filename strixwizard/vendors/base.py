@@ -9,6 +9,9 @@ agent, no vendor tool.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+TrustMode = Literal["apptrust", "dscp-app-entry"]
 
 
 @dataclass(frozen=True)
@@ -53,13 +56,19 @@ class RoceSwitch:
 class Qos:
     """How the family takes lossless-RoCE settings (iproute2 `dcb` unless told otherwise)."""
 
-    apptrust: bool = True  # the trust order is set and read with `dcb apptrust`
-    dscp_by_app_entry: bool = False  # no apptrust: DSCP (L3) mode once a dscp-prio APP entry exists
+    #: How the port's trust (classification) order is set and read: "apptrust" with
+    #: `dcb apptrust`; "dscp-app-entry" for a driver without apptrust that classifies by DSCP
+    #: (L3 mode) once a `dcb app` dscp-prio entry exists, and by PCP (L2) otherwise.
+    trust: TrustMode = "apptrust"
     max_pfc_tcs: int | None = None  # how many traffic classes may have PFC (None: no limit known)
     fw_lldp_flag: str | None = None  # ethtool private flag of a firmware DCBX agent that wins
     tool: str = ""  # the vendor's own QoS tool, "mlnx_qos -i {netdev}"; "" when there is none
     tool_package: str = ""  # where that tool comes from ("MLNX_OFED")
     ecn_unknown: str = ""  # why ECN state can be unknown on a {device}; "" when it cannot
+
+    @property
+    def trust_by_dscp_entry(self) -> bool:
+        return self.trust == "dscp-app-entry"
 
     def tool_command(self, netdev: str, args: str) -> str:
         """The vendor tool's equivalent of a `dcb` setting, or "" without a vendor tool."""

@@ -22,7 +22,7 @@ E810 = Vendor(
     model_prefix="Intel",
     netdev_drivers=("ice", "i40e"),  # i40e: X722, whose RDMA is irdma as well
     rdma_driver="irdma",
-    qos=Qos(apptrust=False, dscp_by_app_entry=True, max_pfc_tcs=1, fw_lldp_flag="fw-lldp-agent",
+    qos=Qos(trust="dscp-app-entry", max_pfc_tcs=1, fw_lldp_flag="fw-lldp-agent",
             ecn_unknown="/sys/kernel/config/irdma/{device} does not exist (a read-only probe does "
             "not create it); DCQCN is off by default on irdma"),
     # NVMs before the 4.x line had DCB/RDMA defects; kyuz0's guide runs 4.91
