@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from strixwizard.fixing.context import Fix, PlanContext, PlanFn
 from strixwizard.fixing.model import Plan
 from strixwizard.model import FixRef, Status
+from strixwizard.vendors import rdma_nic_families
 
 
 def instruct(fix_id: str, how: str) -> PlanFn:
@@ -58,14 +59,15 @@ rccl_gfx1151 = manual_fix(
     "gfx1151-rccl), or run vLLM in a container that has one",
 )
 
+_RDMA_NICS = rdma_nic_families()
 rdma_load_driver = manual_fix(
     "rdma.load_driver",
-    summary="Load the NIC's RDMA driver now and at boot (irdma for E810, mlx5_ib/mlx4_ib for "
-    "ConnectX) and install rdma-core",
+    summary="Load the NIC's RDMA driver now and at boot ("
+    + ", ".join(f"{v.rdma_driver} for {v.short}" for v in _RDMA_NICS) + ") and install rdma-core",
     reversible=True,
     reboot=False,
-    how="`modprobe irdma` (E810) or `modprobe mlx5_ib` (ConnectX), list it in "
-    "/etc/modules-load.d/, and install rdma-core (libibverbs, rdma-core utilities)",
+    how=" or ".join(f"`modprobe {v.rdma_driver}` ({v.short})" for v in _RDMA_NICS)
+    + ", list it in /etc/modules-load.d/, and install rdma-core (libibverbs, rdma-core utilities)",
 )
 
 net_fabric_address = manual_fix(
