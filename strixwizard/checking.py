@@ -18,7 +18,11 @@ Prologues many checks share come from the declaration, not from copies:
 - `per=ROCE_PORTS`: an `Each` picks what the check judges on a node (RoCE
   ports, RDMA NICs...); the function is then called once per item,
   `fn(node, site, item)`, and a node with none skips with the `Each`'s reason.
-The shared `Requires` and `Each` values live in `checks/scope.py`.
+The shared `Requires` and `Each` values live in `checks/scope.py`
+(`captured(fact, reason)` makes an `Each` of one fact that may be missing).
+
+Findings: `passed`, `warned`, `failed`, `skipped`, and `verdict(ok, ...)` for
+the usual "pass, or warn (fail) with this advice".
 
 It must be listed in `checks.ALL`. The engine turns its findings into results,
 attaches the fix, and turns an exception into an `error` result for that check
