@@ -127,9 +127,10 @@ def plan_pfc(ctx: PlanContext) -> Iterator[Plan]:
         pfc_list = ",".join("1" if p == wanted else "0" for p in range(8))
         notes = _tool_note(vendor, name, f"--pfc {pfc_list}")
         if vendor.qos.max_pfc_tcs is not None:
-            count = "one" if vendor.qos.max_pfc_tcs == 1 else str(vendor.qos.max_pfc_tcs)
-            notes += (f"{vendor.short} allows {count} PFC traffic class; ETS bandwidth shares "
-                      "(tc-bw) are left as the driver has them",)
+            limit = vendor.qos.max_pfc_tcs
+            count = "one PFC traffic class" if limit == 1 else f"{limit} PFC traffic classes"
+            notes += (f"{vendor.short} allows {count}; ETS bandwidth shares (tc-bw) are left as "
+                      "the driver has them",)
         steps, persistence = _persisted(ctx, node, "dcb.pfc", f"PFC on priority {wanted}", steps,
                                         name)
         yield Plan("dcb.pfc", node.name, port.label, tuple(steps), notes, persistence, group)
