@@ -25,5 +25,7 @@ INFINIBAND = Vendor(
         Note(SUBNET_MANAGER, "kyuz0-vllm rdma_cluster/setup_guide_infiniband.md"),
         Note(PORT_MTU, "opensm partitions.conf"),
         Note("No PFC/DCB on InfiniBand: the link layer is lossless by credit flow control."),
+        Note("Tested on ConnectX-3 (mlx4) with IPoIB in datagram mode, MTU 2044; ib_write_lat "
+             "about 1.1 µs.", "Strix Halo wiki, Clustering with RDMA"),
     ),
 )

@@ -1,7 +1,7 @@
 """Software RDMA: rxe (Soft-RoCE) and siw (soft iWARP) over any netdev. Verbs, not speed.
 
-Figures from the Strix Halo wiki and the NixOS two-box notes (research domain
-notes §1a, §1f).
+Figures from the Hellas blog's one-way `ib_write_lat` measurements (research
+domain notes §1a, §1f).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ SOFT_RDMA = Vendor(
     hardware_rdma=False,
     rdma_kinds=("rxe", "siw"),
     notes=(
-        Note(IN_CPU, "Strix Halo wiki, Clustering with RDMA"),
-        Note(OVER_THUNDERBOLT, "NixOS two-box notes"),
+        Note(IN_CPU, "blog.hellas.ai/blog/thunderbolt-ibverbs"),
+        Note(OVER_THUNDERBOLT, "blog.hellas.ai/blog/thunderbolt-ibverbs"),
+        Note("`rdma link add rxe0 type rxe netdev IF` makes a Soft-RoCE device on any netdev; rxe "
+             "is RoCE v2 only.", "rdma-core; ibv_devinfo -v on rxe"),
     ),
 )

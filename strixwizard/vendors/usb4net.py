@@ -28,7 +28,8 @@ USB4NET = Vendor(
     notes=(
         Note(TCP_ONLY, "kernel Documentation/admin-guide/thunderbolt.rst"),
         Note(VERBS, "hellas-ai/thunderbolt-ibverbs bench/results/strix-2x40-noiommu/perftest.md"),
-        Note("Idle USB4 retimers flap; 40 Gb/s needs a certified cable of 0.8 m or less.",
-             "Strix Halo wiki, Clustering with RDMA"),
+        Note("Idle USB4 retimers flap; 40 Gb/s needs a certified cable of 0.8 m or less."),
+        Note("Interfaces are thunderbolt0, thunderbolt1...; they also carry an enx<mac> altname, so "
+             "`en*` match rules can capture them.", "kernel admin-guide/thunderbolt.rst"),
     ),
 )
