@@ -33,8 +33,7 @@ CONNECTX = Vendor(
              "att/netarbiter OUTPUTSAMPLE"),
         Note("The GID table lists RoCE v1/v2 pairs: the IPv4 RoCE v2 entry is usually index 3.",
              "show_gids output"),
-        Note("rdma_cm mode and ToS: `cma_roce_mode -d mlx5_0 -p 1 -m 2`, `cma_roce_tos`.",
-             "rdma-core"),
+        Note("rdma_cm mode and ToS: `cma_roce_mode -d mlx5_0 -p 1 -m 2`, `cma_roce_tos`."),
         Note("Global pause must be off when PFC is used (`ethtool -A IF rx off tx off`).",
              "Korean RoCE guide"),
     ),
@@ -50,7 +49,8 @@ CONNECTX3 = Vendor(
     netdev_drivers=("mlx4_core",),
     rdma_driver="mlx4_ib",
     notes=(
-        Note("ConnectX-3 runs InfiniBand or RoCE v1; only the Pro supports RoCE v2.",
-             "mlx4 driver"),
+        Note("ConnectX-3 runs InfiniBand or RoCE v1; only the Pro supports RoCE v2."),
+        Note("lspci names it \"MT27500 Family [ConnectX-3]\"; kyuz0's InfiniBand guide and the "
+             "wiki's cluster run on it.", "kyuz0-vllm rdma_cluster/setup_guide_infiniband.md"),
     ),
 )

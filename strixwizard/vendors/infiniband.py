@@ -23,7 +23,7 @@ INFINIBAND = Vendor(
     site_mtu=False,  # the SM sets the port MTU; IPoIB's netdev MTU follows its mode
     notes=(
         Note(SUBNET_MANAGER, "kyuz0-vllm rdma_cluster/setup_guide_infiniband.md"),
-        Note(PORT_MTU, "opensm partitions.conf"),
+        Note(PORT_MTU),
         Note("No PFC/DCB on InfiniBand: the link layer is lossless by credit flow control."),
         Note("Tested on ConnectX-3 (mlx4) with IPoIB in datagram mode, MTU 2044; ib_write_lat "
              "about 1.1 µs.", "Strix Halo wiki, Clustering with RDMA"),
