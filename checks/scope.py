@@ -55,7 +55,8 @@ RDMA_PORTS_IN_USE = Each(lambda node, site: [f for f in rdma_ports(node, site) i
                          "no RDMA port in use on this node")
 RDMA_NICS = Each(rdma_nics, "no RDMA-capable NIC on this node")
 
-# Vendor rules: the ports and NICs a family-specific rule applies to
+# Vendor rules: the ports and NICs a family-specific rule applies to. The skip reasons name
+# E810, the one family that declares these rules today (scripts read the reasons).
 FW_LLDP_INTERFACES = Each(lambda node, site: [f for f in roce_fabric(node, site)
                                               if vendor_of(f).qos.fw_lldp_flag],
                           "no E810 RoCE interface in use on this node")
