@@ -3,6 +3,7 @@ family registered by a test is recognised, judged and planned for without touchi
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 from pathlib import Path
@@ -169,3 +170,14 @@ def test_a_node_without_an_rdma_nic_is_told_every_registered_family(tmp_path: Pa
     (missing,) = results(run_site(tmp_path, {"node-a": node}), "nic.rdma_capable")
     assert missing.status == Status.FAIL
     assert missing.expected.startswith("Broadcom BCM57508 (bnxt_re) or Intel E810 (irdma)")
+
+
+def test_checks_and_fixes_ask_the_vendor_instead_of_comparing_family_names() -> None:
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted([*root.glob("checks/*.py"), *root.glob("fixes/*.py")]):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        families = {v.family for v in vendors.ALL}
+        uses = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                and any(isinstance(c, ast.Constant) and c.value in families
+                        for side in (node.left, *node.comparators) for c in ast.walk(side))]
+        assert not uses, f"{path.name}:{uses} compares a NIC family name; ask the vendor instead"
