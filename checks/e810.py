@@ -1,19 +1,21 @@
-"""Intel E810 rules: RoCE (not iWARP) enabled, firmware LLDP off, at most one PFC traffic class."""
+"""Rules of RDMA NIC families (today Intel E810): RoCE (not iWARP) enabled, firmware LLDP off,
+at most the family's number of PFC traffic classes.
+
+Which NICs a rule applies to comes from the vendor modules (`strixwizard.vendors`):
+`roce_switch`, `Qos.fw_lldp_flag` and `Qos.max_pfc_tcs`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checks.lossless import roce_fabric
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from checks.scope import FW_LLDP_INTERFACES, PFC_TC_LIMITED_PORTS, ROCE_SWITCH_NICS, vendor_of
+from strixwizard.checking import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
-from strixwizard.model import Finding, Severity
+from strixwizard.facts.nic import Nic
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
-from strixwizard.topology import FabricPort, fabric_ports
-
-
-def _e810(node: NodeFacts, fabric: list[FabricPort]) -> list[FabricPort]:
-    return [f for f in fabric if (nic := node.nic_of(f.netdev)) is not None and nic.family == "e810"]
+from strixwizard.topology import FabricPort
 
 
 @node_check(
@@ -22,30 +24,30 @@ def _e810(node: NodeFacts, fabric: list[FabricPort]) -> list[FabricPort]:
     why="Out-of-tree irdma defaults to iWARP; RCCL, perftest -x and the RoCE checks need RoCE v2.",
     severity=Severity.CRITICAL,
     fix="e810.enable_roce",
+    per=ROCE_SWITCH_NICS,
 )
-def roce_enabled(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     """Uses devlink enable_roce when captured, else the irdma node type (CA = RoCE, RNIC = iWARP)."""
-    e810 = [n for n in node.nics if n.family == "e810"]
-    if not e810:
-        yield skipped(node.name, "no Intel E810 on this node")
-        return
-    params = node.devlink
-    for nic in e810:
-        entity = f"{node.name}/{nic.address}"
-        device = next((d for d in node.rdma if d.pci_address == nic.address), None)
-        value = (params or {}).get(nic.address, {}).get("enable_roce")
-        if device is None:
-            yield skipped(entity, "no irdma device for this E810 (see nic.rdma_capable)")
-        elif device.is_iwarp or value is False:
-            observed = f"{device.name}: node type {device.node_type}" + (
-                f", devlink enable_roce {str(value).lower()}" if value is not None else "")
-            yield failed(entity, observed=observed, expected="RoCE (enable_roce true, node type CA)",
-                         detail=f"`devlink dev param set pci/{nic.address} name enable_roce value true "
-                         "cmode runtime` (in-tree irdma) or `options irdma roce_ena=1` (Intel's).")
-        else:
-            source = (f"devlink enable_roce {str(value).lower()}" if value is not None
-                      else f"node type {device.node_type}")
-            yield passed(entity, observed=f"{device.name}: RoCE ({source})", expected="RoCE")
+    switch = nic.vendor.roce_switch
+    assert switch is not None
+    entity = f"{node.name}/{nic.address}"
+    device = next((d for d in node.rdma if d.pci_address == nic.address), None)
+    param = switch.devlink_param
+    value = (node.devlink or {}).get(nic.address, {}).get(param)
+    if device is None:
+        yield skipped(entity, f"no {nic.vendor.rdma_driver} device for this {nic.vendor.short} "
+                      "(see nic.rdma_capable)")
+    elif device.is_iwarp or value is False:
+        observed = f"{device.name}: node type {device.node_type}" + (
+            f", devlink {param} {str(value).lower()}" if value is not None else "")
+        yield failed(entity, observed=observed, expected=f"RoCE ({param} true, node type CA)",
+                     detail=f"`devlink dev param set pci/{nic.address} name {param} value true "
+                     f"cmode runtime` (in-tree {switch.module}) or `options {switch.module} "
+                     f"{switch.module_option}` (Intel's).")
+    else:
+        source = (f"devlink {param} {str(value).lower()}" if value is not None
+                  else f"node type {device.node_type}")
+        yield passed(entity, observed=f"{device.name}: RoCE ({source})", expected="RoCE")
 
 
 @node_check(
@@ -54,26 +56,21 @@ def roce_enabled(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="With fw-lldp-agent on, the firmware's willing DCBX overrides any PFC/ETS set from Linux.",
     severity=Severity.HIGH,
     fix="e810.fw_lldp_off",
+    per=FW_LLDP_INTERFACES,
 )
-def fw_lldp_off(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def fw_lldp_off(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Reads the fw-lldp-agent flag from `ethtool --show-priv-flags` on E810 RoCE interfaces."""
-    ports = _e810(node, roce_fabric(node, site))
-    if not ports:
-        yield skipped(node.name, "no E810 RoCE interface in use on this node")
-        return
-    for fabric in ports:
-        name = fabric.netdev.name
-        flags = node.priv_flags(name)
-        if flags is None:
-            yield skipped(fabric.label, node.why_unknown(("ethtool", "--show-priv-flags", name)))
-        elif "fw-lldp-agent" not in flags:
-            yield skipped(fabric.label, "the driver offers no fw-lldp-agent flag")
-        elif flags["fw-lldp-agent"]:
-            yield warned(fabric.label, observed="fw-lldp-agent on", expected="fw-lldp-agent off",
-                         detail=f"`ethtool --set-priv-flags {name} fw-lldp-agent off` (persistent, "
-                         "per port), then set PFC from Linux on both ends.")
-        else:
-            yield passed(fabric.label, observed="fw-lldp-agent off", expected="fw-lldp-agent off")
+    flag = vendor_of(fabric).qos.fw_lldp_flag
+    name = fabric.netdev.name
+    flags = node.priv_flags(name)
+    if flags is None:
+        yield skipped(fabric.label, node.why_unknown(("ethtool", "--show-priv-flags", name)))
+    elif flag not in flags:
+        yield skipped(fabric.label, f"the driver offers no {flag} flag")
+    else:
+        yield verdict(not flags[flag], fabric.label, f"{flag} {'on' if flags[flag] else 'off'}",
+                      f"{flag} off", f"`ethtool --set-priv-flags {name} {flag} off` (persistent, "
+                      "per port), then set PFC from Linux on both ends.")
 
 
 @node_check(
@@ -82,24 +79,18 @@ def fw_lldp_off(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="E810 supports a single lossless traffic class; more PFC TCs are rejected or misbehave.",
     severity=Severity.HIGH,
     fix="dcb.pfc",
+    per=PFC_TC_LIMITED_PORTS,
 )
-def one_pfc_tc(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def one_pfc_tc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Maps PFC-enabled priorities to TCs through the ETS prio-tc table and counts them."""
-    ports = _e810(node, [f for f in fabric_ports(node, site) if f.port is not None])
-    if not ports:
-        yield skipped(node.name, "no E810 RDMA interface on this node")
+    limit = vendor_of(fabric).qos.max_pfc_tcs
+    dcb = node.dcb(fabric.netdev.name)
+    tcs = dcb.pfc_tcs()
+    if tcs is None:
+        yield skipped(fabric.label, f"PFC state unknown: {dcb.pfc_note}")
         return
-    for fabric in ports:
-        dcb = node.dcb(fabric.netdev.name)
-        tcs = dcb.pfc_tcs()
-        if tcs is None:
-            yield skipped(fabric.label, f"PFC state unknown: {dcb.pfc_note}")
-            continue
-        observed = f"{len(tcs)} PFC traffic class(es)" + (f": TC {','.join(map(str, sorted(tcs)))}"
-                                                          if tcs else "")
-        if len(tcs) <= 1:
-            yield passed(fabric.label, observed=observed, expected="<= 1")
-        else:
-            yield failed(fabric.label, observed=observed, expected="<= 1",
-                         detail="Enable PFC on one priority only (the RoCE one), or map the PFC "
-                         "priorities to one TC.")
+    observed = f"{len(tcs)} PFC traffic class(es)" + (f": TC {','.join(map(str, sorted(tcs)))}"
+                                                      if tcs else "")
+    yield verdict(limit is None or len(tcs) <= limit, fabric.label, observed, f"<= {limit}",
+                  "Enable PFC on one priority only (the RoCE one), or map the PFC priorities to "
+                  "one TC.", Status.FAIL)

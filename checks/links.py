@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from checks.lossless import effective_trust
-from strixwizard.checking import failed, link_check, passed, site_check, skipped, warned
-from strixwizard.model import Finding, Severity
+from checks.scope import ROCE_LINK
+from strixwizard.checking import (
+    Requires,
+    failed,
+    link_check,
+    passed,
+    site_check,
+    skipped,
+    verdict,
+    warned,
+)
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, Link, Topology
+from strixwizard.vendors import usb4net
 
 
 def _pair(link: Link, value: object, unit: str = "") -> str:
@@ -38,8 +49,7 @@ def transport(link: Link, site: Site) -> Iterator[Finding]:
     elif link.transport == "thunderbolt-net":
         yield warned(
             link.id, observed=observed, expected=expected,
-            detail="USB4/Thunderbolt networking is TCP only: no RDMA verbs, tens of µs instead of "
-            "~5 µs. Keep it for management; put RCCL on a RoCE/InfiniBand NIC link.",
+            detail=usb4net.TCP_ONLY,
         )
     else:
         missing = [end.label for end in link.ends if end.port is None]
@@ -49,29 +59,51 @@ def transport(link: Link, site: Site) -> Iterator[Finding]:
         )
 
 
+def _ends_known(what: str, unknown: Callable[[FabricPort], str | None]) -> Requires[Link]:
+    """Requires a value on both ends; else the check skips with "WHAT unknown: <why, first end>"."""
+    def first(link: Link) -> str | None:
+        return next((note for end in link.ends if (note := unknown(end)) is not None), None)
+
+    return Requires(lambda link: first(link) is None, lambda link: f"{what} unknown: {first(link)}")
+
+
+def _same(link: Link, show: Callable[[FabricPort], object], detail: str,
+          otherwise: Status = Status.WARN, unit: str = "") -> Finding:
+    """Passes when `show` gives the same value on both ends."""
+    a, b = (show(end) for end in link.ends)
+    return verdict(a == b, link.id, _pair(link, show, unit), "same on both ends", detail, otherwise)
+
+
+MTU_KNOWN: Requires[Link] = Requires(lambda link: None not in [e.netdev.mtu for e in link.ends],
+                                     "MTU of one end not captured")
+SPEED_KNOWN: Requires[Link] = Requires(
+    lambda link: None not in [e.netdev.speed_mbps for e in link.ends],
+    "link speed unknown on one end (link down or not reported)")
+PFC_KNOWN = _ends_known("PFC state", lambda end: None if end.node.dcb(end.netdev.name).pfc_enabled
+                        is not None else end.node.dcb(end.netdev.name).pfc_note)
+TRUST_KNOWN = _ends_known("trust mode", lambda end: None if effective_trust(end)[0] is not None
+                          else effective_trust(end)[1])
+
+
 @link_check(
     "link.mtu",
     title="Both ends use the same MTU",
     why="An MTU mismatch lets RDMA QPs connect but large transfers fail, and TCP stalls on big frames.",
     severity=Severity.HIGH,
     fix="net.mtu",
+    requires=(MTU_KNOWN,),
 )
 def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the netdev MTU, and the RDMA active_mtu when ibv_devinfo was captured on both ends."""
     mtus = [end.netdev.mtu for end in link.ends]
-    if None in mtus:
-        yield skipped(link.id, "MTU of one end not captured")
-        return
     actives = [end.port.active_mtu if end.port else None for end in link.ends]
     observed = _pair(link, lambda e: e.netdev.mtu)
     if link.rdma and None not in actives:
         observed += " (active_mtu " + "/".join(str(a) for a in actives) + ")"
-    if mtus[0] != mtus[1] or (link.rdma and None not in actives and actives[0] != actives[1]):
-        yield failed(link.id, observed=observed, expected="equal on both ends",
-                     detail=f"Set MTU {max(m or 0 for m in mtus)} on both ends (site wants "
-                     f"{site.fabric.mtu}).")
-    else:
-        yield passed(link.id, observed=observed, expected="equal on both ends")
+    mismatch = mtus[0] != mtus[1] or (link.rdma and None not in actives and actives[0] != actives[1])
+    yield verdict(not mismatch, link.id, observed, "equal on both ends",
+                  f"Set MTU {max(m or 0 for m in mtus)} on both ends (site wants {site.fabric.mtu}).",
+                  Status.FAIL)
 
 
 @link_check(
@@ -79,23 +111,14 @@ def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
     title="Both ends negotiated the same speed",
     why="A speed mismatch on a direct cable means a bad cable, a forced setting or a lane failure.",
     severity=Severity.MEDIUM,
+    requires=(SPEED_KNOWN,),
 )
 def same_speed(link: Link, site: Site) -> Iterator[Finding]:
     """Compares /sys/class/net/IF/speed on both ends; unknown speeds skip."""
     speeds = [end.netdev.speed_mbps for end in link.ends]
-    if None in speeds:
-        yield skipped(link.id, "link speed unknown on one end (link down or not reported)")
-        return
-    observed = _pair(link, lambda e: e.netdev.speed_mbps, " Mb/s")
-    if speeds[0] == speeds[1]:
-        yield passed(link.id, observed=observed, expected="equal on both ends")
-    else:
-        yield warned(link.id, observed=observed, expected="equal on both ends",
-                     detail="Check the cable/transceivers and any forced speed (ethtool -s).")
-
-
-def _roce(link: Link) -> bool:
-    return link.transport in ("roce-v2", "roce-v1")
+    yield verdict(speeds[0] == speeds[1], link.id,
+                  _pair(link, lambda e: e.netdev.speed_mbps, " Mb/s"), "equal on both ends",
+                  "Check the cable/transceivers and any forced speed (ethtool -s).")
 
 
 @link_check(
@@ -105,28 +128,17 @@ def _roce(link: Link) -> bool:
     "settings.",
     severity=Severity.HIGH,
     fix="dcb.pfc",
+    requires=(ROCE_LINK, PFC_KNOWN),
 )
 def same_pfc(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the PFC-enabled priorities of `dcb pfc show` on both ends of a RoCE link."""
-    if not _roce(link):
-        yield skipped(link.id, f"not a RoCE link ({link.transport})")
-        return
-    states = [end.node.dcb(end.netdev.name) for end in link.ends]
-    unknown = [s.pfc_note for s in states if s.pfc_enabled is None]
-    if unknown:
-        yield skipped(link.id, f"PFC state unknown: {unknown[0]}")
-        return
 
     def show(end: FabricPort) -> str:
         prios = end.node.dcb(end.netdev.name).pfc_enabled or ()
         return ",".join(map(str, prios)) or "off"
 
-    observed = _pair(link, show)
-    if states[0].pfc_enabled == states[1].pfc_enabled:
-        yield passed(link.id, observed=observed, expected="same on both ends")
-    else:
-        yield failed(link.id, observed=observed, expected="same on both ends",
-                     detail=f"Enable PFC on priority {site.fabric.pfc_priority} only, on both ends.")
+    yield _same(link, show, f"Enable PFC on priority {site.fabric.pfc_priority} only, on both ends.",
+                Status.FAIL)
 
 
 @link_check(
@@ -135,24 +147,12 @@ def same_pfc(link: Link, site: Site) -> Iterator[Finding]:
     why="If one end classifies by DSCP and the other by PCP, RoCE frames land on different priorities.",
     severity=Severity.MEDIUM,
     fix="dcb.trust_dscp",
+    requires=(ROCE_LINK, TRUST_KNOWN),
 )
 def same_trust(link: Link, site: Site) -> Iterator[Finding]:
     """Compares `dcb apptrust show` order on both ends of a RoCE link."""
-    if not _roce(link):
-        yield skipped(link.id, f"not a RoCE link ({link.transport})")
-        return
-    orders = [effective_trust(end.node, end.netdev.name) for end in link.ends]
-    unknown = [note for order, note in orders if order is None]
-    if unknown:
-        yield skipped(link.id, f"trust mode unknown: {unknown[0]}")
-        return
-    observed = _pair(link, lambda e: " ".join(effective_trust(e.node, e.netdev.name)[0] or ())
-                     or "default")
-    if orders[0][0] == orders[1][0]:
-        yield passed(link.id, observed=observed, expected="same on both ends")
-    else:
-        yield warned(link.id, observed=observed, expected="same on both ends",
-                     detail=f"`dcb apptrust set dev IF order {site.fabric.trust}` on both ends.")
+    yield _same(link, lambda e: " ".join(effective_trust(e)[0] or ()) or "default",
+                f"`dcb apptrust set dev IF order {site.fabric.trust}` on both ends.")
 
 
 @link_check(
@@ -161,12 +161,10 @@ def same_trust(link: Link, site: Site) -> Iterator[Finding]:
     why="RoCE v1 and v2 frames do not interoperate; a v1 end cannot reach a v2 GID.",
     severity=Severity.HIGH,
     fix="rdma.roce_v2_default",
+    requires=(ROCE_LINK,),
 )
 def same_roce_version(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the RoCE v2 IPv4 GID and, when configfs shows it, the rdma_cm default mode, per end."""
-    if not _roce(link):
-        yield skipped(link.id, f"not a RoCE link ({link.transport})")
-        return
 
     def version(end: FabricPort) -> str:
         assert end.port is not None

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from checks.scope import PCI_CAPTURED, RDMA_NICS, rdma_nics
+from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.nic import Nic
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site
-
-#: Oldest E810 NVM known to run irdma RoCE v2 well (kyuz0's 4.91 is newer; older NVMs had
-#: DCB/RDMA defects fixed in the 4.x line).
-MIN_E810_NVM = (4, 0)
-
-
-def _rdma_nics(node: NodeFacts) -> list[Nic]:
-    return [nic for nic in node.nics if nic.rdma_capable]
+from strixwizard.vendors import rdma_nic_families
 
 
 @node_check(
@@ -25,21 +19,19 @@ def _rdma_nics(node: NodeFacts) -> list[Nic]:
     why="~5 µs needs RDMA in NIC hardware; TCP over Ethernet or USB4 stays at 50-130 µs.",
     severity=Severity.CRITICAL,
     fix="rdma.load_driver",
+    requires=(PCI_CAPTURED,),
 )
 def rdma_capable(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Passes when a hardware RDMA device exists (irdma, mlx5_ib, mlx4_ib...); soft devices do not count."""
-    if not node.pci:
-        yield skipped(node.name, "PCI devices were not captured")
-        return
     hardware = [d for d in node.rdma if d.is_hardware]
     soft = [d for d in node.rdma if not d.is_hardware]
-    capable = _rdma_nics(node)
+    capable = rdma_nics(node)
     if hardware:
         names = ", ".join(f"{d.name} ({d.driver})" for d in hardware)
         yield passed(node.name, observed=names, expected="a hardware RDMA device")
     elif capable:
         nic = capable[0]
-        rdma_driver = {"e810": "irdma", "connectx": "mlx5_ib", "connectx3": "mlx4_ib"}[nic.family]
+        rdma_driver = nic.vendor.rdma_driver
         yield failed(
             f"{node.name}/{nic.address}", observed=f"{nic.model}, no RDMA device",
             expected=f"{rdma_driver} loaded, a device in /sys/class/infiniband",
@@ -50,7 +42,7 @@ def rdma_capable(node: NodeFacts, site: Site) -> Iterator[Finding]:
         extra = f"; only software/experimental devices: {', '.join(d.name for d in soft)}" if soft else ""
         yield failed(
             node.name, observed="no RDMA-capable NIC" + extra,
-            expected="Intel E810 (irdma) or NVIDIA ConnectX (mlx5/mlx4)",
+            expected=" or ".join(f"{v.name} ({v.rdma_driver})" for v in rdma_nic_families()),
             detail="Add an RDMA NIC (E810-CQDA1, ConnectX-4 Lx or newer, ConnectX-3 for "
             "InfiniBand); USB4/thunderbolt-net and soft-RoCE are not hardware RDMA.",
             fixable=False,  # no driver to load: the hardware is missing
@@ -68,36 +60,31 @@ def _version(text: str) -> tuple[int, ...] | None:
     title="RDMA NICs run their in-tree driver and report firmware",
     why="The wrong or missing driver means no verbs device; old firmware breaks DCB and RoCE.",
     severity=Severity.HIGH,
+    per=RDMA_NICS,
 )
-def nic_driver(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def nic_driver(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     """Expects ice (E810), mlx5_core (ConnectX-4+), mlx4_core (ConnectX-3); firmware from ethtool -i."""
-    nics = _rdma_nics(node)
-    if not nics:
-        yield skipped(node.name, "no RDMA-capable NIC on this node")
+    entity = f"{node.name}/{nic.address}"
+    expected = f"driver {nic.expected_driver}, firmware reported"
+    if nic.pci.driver != nic.expected_driver:
+        yield failed(entity, observed=f"{nic.model}: driver {nic.pci.driver or 'none'}",
+                     expected=expected,
+                     detail=f"Bind {nic.expected_driver} to the NIC (is the module installed "
+                     "and not blacklisted?).")
         return
-    for nic in nics:
-        entity = f"{node.name}/{nic.address}"
-        expected = f"driver {nic.expected_driver}, firmware reported"
-        if nic.pci.driver != nic.expected_driver:
-            yield failed(entity, observed=f"{nic.model}: driver {nic.pci.driver or 'none'}",
-                         expected=expected,
-                         detail=f"Bind {nic.expected_driver} to the NIC (is the module installed "
-                         "and not blacklisted?).")
-            continue
-        if nic.driver_info is None:
-            reason = (node.why_unknown(("ethtool", "-i", nic.netdevs[0])) if nic.netdevs
-                      else "the NIC has no netdev")
-            yield skipped(entity, f"firmware unknown: {reason}")
-            continue
-        firmware = nic.firmware or "?"
-        observed = f"{nic.model}: {nic.pci.driver}, firmware {firmware}"
-        version = _version(firmware)
-        if nic.family == "e810" and version is not None and version[:2] < MIN_E810_NVM:
-            yield warned(entity, observed=observed, expected="E810 NVM 4.x or newer",
-                         detail="Update the NVM with Intel's nvmupdate64e; older NVMs mishandle "
-                         "DCB and RDMA.")
-        else:
-            yield passed(entity, observed=observed, expected=expected)
+    if nic.driver_info is None:
+        reason = (node.why_unknown(("ethtool", "-i", nic.netdevs[0])) if nic.netdevs
+                  else "the NIC has no netdev")
+        yield skipped(entity, f"firmware unknown: {reason}")
+        return
+    firmware = nic.firmware or "?"
+    observed = f"{nic.model}: {nic.pci.driver}, firmware {firmware}"
+    version = _version(firmware)
+    rule = nic.vendor.firmware
+    if rule is not None and version is not None and version[:len(rule.minimum)] < rule.minimum:
+        yield warned(entity, observed=observed, expected=rule.expected, detail=rule.advice)
+    else:
+        yield passed(entity, observed=observed, expected=expected)
 
 
 def _port_gbps(node: NodeFacts, nic: Nic) -> tuple[float | None, str]:
@@ -118,30 +105,20 @@ def _port_gbps(node: NodeFacts, nic: Nic) -> tuple[float | None, str]:
     title="The NIC's PCIe link can carry its port speed",
     why="A 100 GbE card in an x4 slot tops out near 50 Gb/s of RDMA traffic.",
     severity=Severity.MEDIUM,
+    per=RDMA_NICS,
 )
-def pcie_link(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def pcie_link(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     """Compares usable PCIe bandwidth (trained speed x width) with the port speed; notes downgrades."""
-    nics = _rdma_nics(node)
-    if not nics:
-        yield skipped(node.name, "no RDMA-capable NIC on this node")
+    entity = f"{node.name}/{nic.address}"
+    link = nic.pcie
+    if link is None or link.gbps is None:
+        yield skipped(entity, "PCIe link speed/width not captured")
         return
-    for nic in nics:
-        entity = f"{node.name}/{nic.address}"
-        link = nic.pcie
-        if link is None or link.gbps is None:
-            yield skipped(entity, "PCIe link speed/width not captured")
-            continue
-        port, what = _port_gbps(node, nic)
-        observed = f"{nic.model}: PCIe {link.describe()} = {link.gbps:.0f} Gb/s"
-        if port is None:
-            yield skipped(entity, f"{observed}; port speed unknown")
-            continue
-        expected = f">= {port:g} Gb/s ({what})"
-        if link.gbps < port:
-            yield warned(
-                entity, observed=observed, expected=expected,
-                detail=f"RDMA bandwidth is capped near {link.gbps * 0.8:.0f} Gb/s; latency is not "
-                "affected. Move the card to a wider/faster slot if the board has one.",
-            )
-        else:
-            yield passed(entity, observed=observed, expected=expected)
+    port, what = _port_gbps(node, nic)
+    observed = f"{nic.model}: PCIe {link.describe()} = {link.gbps:.0f} Gb/s"
+    if port is None:
+        yield skipped(entity, f"{observed}; port speed unknown")
+        return
+    yield verdict(link.gbps >= port, entity, observed, f">= {port:g} Gb/s ({what})",
+                  f"RDMA bandwidth is capped near {link.gbps * 0.8:.0f} Gb/s; latency is not "
+                  "affected. Move the card to a wider/faster slot if the board has one.")

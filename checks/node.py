@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from checks.scope import PCI_CAPTURED, captured
+from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
-from strixwizard.facts.cpu import STRIX_HALO_FAMILY, STRIX_HALO_MODEL
-from strixwizard.model import Finding, Severity
+from strixwizard.facts.cpu import STRIX_HALO_FAMILY, STRIX_HALO_MODEL, CpuInfo
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
 
 
@@ -16,24 +17,15 @@ from strixwizard.site import Site
     title="Node is an AMD Strix Halo (Ryzen AI Max)",
     why="The cluster's checks, ROCm builds and memory advice assume gfx1151 Strix Halo nodes.",
     severity=Severity.HIGH,
+    per=captured(lambda node: node.cpu, "CPU information (/proc/cpuinfo) was not captured"),
 )
-def cpu_is_strix_halo(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def cpu_is_strix_halo(node: NodeFacts, site: Site, cpu: CpuInfo) -> Iterator[Finding]:
     """Passes when /proc/cpuinfo shows AMD family 26 model 112; names the SKU from the model name."""
-    cpu = node.cpu
-    if cpu is None:
-        yield skipped(node.name, "CPU information (/proc/cpuinfo) was not captured")
-        return
-    expected = f"AuthenticAMD family {STRIX_HALO_FAMILY} model {STRIX_HALO_MODEL}"
-    observed = f"{cpu.model_name or 'unknown CPU'} ({cpu.vendor} family {cpu.family} model {cpu.model})"
-    if cpu.is_strix_halo:
-        yield passed(node.name, observed=cpu.sku or cpu.model_name, expected=expected)
-    else:
-        yield failed(
-            node.name,
-            observed=observed,
-            expected=expected,
-            detail="Not a Strix Halo node: gfx1151 checks below do not apply to it.",
-        )
+    described = f"{cpu.model_name or 'unknown CPU'} ({cpu.vendor} family {cpu.family} model {cpu.model})"
+    observed = (cpu.sku or cpu.model_name) if cpu.is_strix_halo else described
+    yield verdict(cpu.is_strix_halo, node.name, observed,
+                  f"AuthenticAMD family {STRIX_HALO_FAMILY} model {STRIX_HALO_MODEL}",
+                  "Not a Strix Halo node: gfx1151 checks below do not apply to it.", Status.FAIL)
 
 
 @node_check(
@@ -41,12 +33,10 @@ def cpu_is_strix_halo(node: NodeFacts, site: Site) -> Iterator[Finding]:
     title="ROCm sees the Radeon 8050S/8060S as gfx1151",
     why="vLLM and RCCL run on the iGPU through amdgpu and KFD; without them the node cannot serve.",
     severity=Severity.CRITICAL,
+    requires=(PCI_CAPTURED,),
 )
 def igpu_visible_to_rocm(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Checks the 1002:1586 PCI device, its amdgpu driver and the KFD topology's gfx target."""
-    if not node.pci:
-        yield skipped(node.name, "PCI devices were not captured")
-        return
     gpu = node.gpu
     cpu = node.cpu
     expected = "1002:1586 bound to amdgpu, KFD gfx1151"
@@ -106,15 +96,8 @@ def gtt_sized_for_models(node: NodeFacts, site: Site) -> Iterator[Finding]:
         return
     fraction = memory.gtt_bytes / memory.total_bytes
     wanted = site.thresholds.gtt_min_fraction
-    observed = f"GTT {memory.gtt_gib:.1f} GiB = {fraction:.0%} of {memory.total_gib:.1f} GiB RAM"
-    expected = f">= {wanted:.0%} of RAM"
-    if fraction >= wanted:
-        yield passed(node.name, observed=observed, expected=expected)
-    else:
-        yield warned(
-            node.name,
-            observed=observed,
-            expected=expected,
-            detail="Models larger than the GTT pool fail to load; raise ttm.pages_limit "
-            "(and amdgpu.gttsize on older kernels) on the kernel command line.",
-        )
+    yield verdict(fraction >= wanted, node.name,
+                  f"GTT {memory.gtt_gib:.1f} GiB = {fraction:.0%} of {memory.total_gib:.1f} GiB RAM",
+                  f">= {wanted:.0%} of RAM",
+                  "Models larger than the GTT pool fail to load; raise ttm.pages_limit (and "
+                  "amdgpu.gttsize on older kernels) on the kernel command line.")

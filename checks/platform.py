@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from checks.scope import STRIX_HALO, captured
+from strixwizard.checking import node_check, skipped, verdict
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.iommu import IommuMode
+from strixwizard.facts.limits import Memlock
 from strixwizard.facts.memory import GIB, PAGE_BYTES
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
 
 #: ROCm releases before 7.2 crash in hipMalloc on gfx1151 (research notes §4.8).
 MIN_ROCM = (7, 2)
-
-
-def _strix(node: NodeFacts) -> bool | None:
-    return node.cpu.is_strix_halo if node.cpu else None
 
 
 @node_check(
@@ -24,12 +23,10 @@ def _strix(node: NodeFacts) -> bool | None:
     why="ROCm before 7.2 segfaults in hipMalloc on gfx1151; vLLM and RCCL need a gfx1151-aware ROCm.",
     severity=Severity.HIGH,
     fix="rocm.upgrade",
+    requires=(STRIX_HALO,),
 )
 def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Reads /opt/rocm/.info/version. Without it the host ROCm is unknown (containers bring their own)."""
-    if _strix(node) is False:
-        yield skipped(node.name, "not a Strix Halo node")
-        return
     rocm = node.rocm
     expected = f">= {'.'.join(map(str, MIN_ROCM))}"
     if rocm.version is None:
@@ -38,11 +35,9 @@ def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
             "no ROCm version at /opt/rocm/.info/version (no AMD ROCm on the host, or a distribution "
             "build); if vLLM runs in a container, its ROCm is what counts",
         )
-    elif rocm.version[:2] < MIN_ROCM:
-        yield failed(node.name, observed=f"ROCm {rocm.version_text}", expected=expected,
-                     detail="ROCm older than 7.2 crashes in hipMalloc on gfx1151.")
     else:
-        yield passed(node.name, observed=f"ROCm {rocm.version_text}", expected=expected)
+        yield verdict(rocm.version[:2] >= MIN_ROCM, node.name, f"ROCm {rocm.version_text}",
+                      expected, "ROCm older than 7.2 crashes in hipMalloc on gfx1151.", Status.FAIL)
 
 
 @node_check(
@@ -51,26 +46,20 @@ def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="An RCCL without gfx1151 kernels fails at communicator init with hipErrorInvalidKernelFile.",
     severity=Severity.CRITICAL,
     fix="rccl.gfx1151",
+    requires=(STRIX_HALO,),
 )
 def rccl_has_gfx1151(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Looks for `amdgcn-amd-amdhsa--gfx1151` bundle ids in librccl.so.1; compressed bundles are unknown."""
-    if _strix(node) is False:
-        yield skipped(node.name, "not a Strix Halo node")
-        return
     rccl = node.rocm.rccl
-    verdict = rccl.has_gfx1151
-    if verdict is None:
+    has_code = rccl.has_gfx1151
+    if has_code is None:
         yield skipped(node.name, f"cannot tell whether RCCL has gfx1151 code: {rccl.note}")
         return
-    observed = f"{rccl.library}: {', '.join(rccl.targets)}"
-    if verdict:
-        yield passed(node.name, observed=observed, expected="gfx1151 among the targets")
-    else:
-        yield failed(
-            node.name, observed=observed, expected="gfx1151 among the targets",
-            detail="Install RCCL >= 2.28.3 (ROCm/rocm-systems PR #3415) or a gfx1151 build such as "
-            "kyuz0's gfx1151-rccl; otherwise multi-node inference fails at ncclCommInitRank.",
-        )
+    yield verdict(has_code, node.name, f"{rccl.library}: {', '.join(rccl.targets)}",
+                  "gfx1151 among the targets",
+                  "Install RCCL >= 2.28.3 (ROCm/rocm-systems PR #3415) or a gfx1151 build such as "
+                  "kyuz0's gfx1151-rccl; otherwise multi-node inference fails at ncclCommInitRank.",
+                  Status.FAIL)
 
 
 @node_check(
@@ -92,13 +81,10 @@ def ttm_limit(node: NodeFacts, site: Site) -> Iterator[Finding]:
     else:
         wanted = int(site.thresholds.gtt_min_fraction * memory.total_bytes)
         expected = f">= {site.thresholds.gtt_min_fraction:.0%} of RAM"
-    observed = f"ttm.pages_limit {memory.ttm_pages_limit} = {limit / GIB:.1f} GiB"
-    if limit >= wanted:
-        yield passed(node.name, observed=observed, expected=expected)
-    else:
-        yield warned(node.name, observed=observed, expected=expected,
-                     detail="TTM caps what the iGPU can map below the GTT size: raise "
-                     "ttm.pages_limit on the kernel command line (32505856 = 124 GiB).")
+    yield verdict(limit >= wanted, node.name,
+                  f"ttm.pages_limit {memory.ttm_pages_limit} = {limit / GIB:.1f} GiB", expected,
+                  "TTM caps what the iGPU can map below the GTT size: raise ttm.pages_limit on the "
+                  "kernel command line (32505856 = 124 GiB).")
 
 
 @node_check(
@@ -107,20 +93,13 @@ def ttm_limit(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="With translated DMA every NIC and GPU transfer walks IOMMU page tables; pt or off is faster.",
     severity=Severity.LOW,
     fix="kernel.iommu_pt",
+    per=captured(lambda node: node.iommu, "the kernel command line (/proc/cmdline) was not captured"),
 )
-def iommu(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def iommu(node: NodeFacts, site: Site, mode: IommuMode) -> Iterator[Finding]:
     """Reads iommu=/amd_iommu= from /proc/cmdline; no parameter means the default translated mode."""
-    mode = node.iommu
-    if mode is None:
-        yield skipped(node.name, "the kernel command line (/proc/cmdline) was not captured")
-        return
-    observed = f"{mode.mode} ({mode.source})"
-    if mode.mode in ("passthrough", "off"):
-        yield passed(node.name, observed=observed, expected="iommu=pt or amd_iommu=off")
-    else:
-        yield warned(node.name, observed=observed, expected="iommu=pt or amd_iommu=off",
-                     detail="Add iommu=pt to the kernel command line (kyuz0 measured amd_iommu=off "
-                     "5-12% faster still).")
+    yield verdict(mode.mode in ("passthrough", "off"), node.name, f"{mode.mode} ({mode.source})",
+                  "iommu=pt or amd_iommu=off", "Add iommu=pt to the kernel command line (kyuz0 "
+                  "measured amd_iommu=off 5-12% faster still).")
 
 
 @node_check(
@@ -129,20 +108,13 @@ def iommu(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="RDMA pins every registered buffer; a small memlock limit makes ibv_reg_mr fail in RCCL.",
     severity=Severity.HIGH,
     fix="limits.memlock",
+    per=captured(lambda node: node.memlock, "/proc/self/limits was not captured"),
 )
-def memlock_unlimited(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def memlock_unlimited(node: NodeFacts, site: Site, limit: Memlock) -> Iterator[Finding]:
     """Reads "Max locked memory" from /proc/self/limits of the collecting session (see facts/limits.py)."""
-    limit = node.memlock
-    if limit is None:
-        yield skipped(node.name, "/proc/self/limits was not captured")
-        return
-    if limit.unlimited:
-        yield passed(node.name, observed="unlimited", expected="unlimited")
-        return
-    observed = f"{limit.soft // 1024} KiB (soft)" if limit.soft is not None else "?"
-    yield warned(
-        node.name, observed=observed, expected="unlimited",
-        detail="As seen by the probing session. Set `* soft/hard memlock unlimited` in "
-        "/etc/security/limits.d, LimitMEMLOCK=infinity for services, --ulimit memlock=-1 for "
-        "containers (root with CAP_IPC_LOCK is exempt).",
-    )
+    observed = ("unlimited" if limit.unlimited else
+                f"{limit.soft // 1024} KiB (soft)" if limit.soft is not None else "?")
+    yield verdict(limit.unlimited, node.name, observed, "unlimited",
+                  "As seen by the probing session. Set `* soft/hard memlock unlimited` in "
+                  "/etc/security/limits.d, LimitMEMLOCK=infinity for services, --ulimit memlock=-1 "
+                  "for containers (root with CAP_IPC_LOCK is exempt).")

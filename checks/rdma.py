@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from checks.scope import RDMA_PORTS, RDMA_PORTS_IN_USE, ROCE_PORTS, ROCE_PORTS_IN_USE
+from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
-from strixwizard.topology import FabricPort, fabric_ports, in_use
+from strixwizard.topology import FabricPort, in_use
+from strixwizard.vendors import infiniband
 
 #: A netdev MTU that leaves room for RoCE v2 headers around a 4096-byte RDMA payload.
 ROCE_4096_NETDEV_MTU = 4200
-
-
-def _ports(node: NodeFacts, site: Site) -> list[FabricPort]:
-    return [f for f in fabric_ports(node, site) if f.port is not None]
 
 
 def _entity(fabric: FabricPort) -> str:
@@ -28,30 +26,25 @@ def _entity(fabric: FabricPort) -> str:
     title="RDMA ports on the fabric are ACTIVE / LinkUp",
     why="A port that is not ACTIVE carries no RDMA traffic; RCCL falls back to sockets.",
     severity=Severity.CRITICAL,
+    per=RDMA_PORTS,
 )
-def port_active(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def port_active(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Reads ports/N/state and phys_state; unused ports (no address, no link) are skipped."""
-    ports = _ports(node, site)
-    if not ports:
-        yield skipped(node.name, "no hardware RDMA port on this node")
-        return
-    for fabric in ports:
-        port = fabric.port
-        assert port is not None
-        observed = f"{port.state or '?'} / {port.phys_state or '?'}"
-        expected = "ACTIVE / LinkUp"
-        if port.is_active and port.phys_state == "LinkUp":
-            yield passed(_entity(fabric), observed=observed, expected=expected)
-        elif not in_use(fabric) and not port.is_active:
-            yield skipped(_entity(fabric), f"{observed}: port not in use (no IPv4 address)")
-        elif port.state == "INIT" and port.phys_state == "LinkUp" and not port.is_ethernet:
-            yield failed(_entity(fabric), observed=observed, expected=expected,
-                         detail="InfiniBand port stuck in INIT: no subnet manager. Run "
-                         "`systemctl enable --now opensm` on exactly one node.")
-        else:
-            yield failed(_entity(fabric), observed=observed, expected=expected,
-                         detail="Check the cable, the peer's port and `ip link set "
-                         f"{fabric.netdev.name} up`.")
+    port = fabric.port
+    assert port is not None
+    observed = f"{port.state or '?'} / {port.phys_state or '?'}"
+    expected = "ACTIVE / LinkUp"
+    if port.is_active and port.phys_state == "LinkUp":
+        yield passed(_entity(fabric), observed=observed, expected=expected)
+    elif not in_use(fabric) and not port.is_active:
+        yield skipped(_entity(fabric), f"{observed}: port not in use (no IPv4 address)")
+    elif port.state == "INIT" and port.phys_state == "LinkUp" and not port.is_ethernet:
+        yield failed(_entity(fabric), observed=observed, expected=expected,
+                     detail=infiniband.SUBNET_MANAGER)
+    else:
+        yield failed(_entity(fabric), observed=observed, expected=expected,
+                     detail="Check the cable, the peer's port and `ip link set "
+                     f"{fabric.netdev.name} up`.")
 
 
 @node_check(
@@ -60,40 +53,36 @@ def port_active(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="RCCL/NCCL and perftest address RoCE v2 peers by the IPv4-mapped GID; without it no QP connects.",
     severity=Severity.CRITICAL,
     fix="net.fabric_address",
+    per=ROCE_PORTS,
 )
-def roce_v2_gid(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def roce_v2_gid(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Finds the "RoCE v2" GID with value ::ffff:a.b.c.d on the port's netdev, and names its index."""
-    ports = [f for f in _ports(node, site) if f.port is not None and f.port.is_ethernet]
-    if not ports:
-        yield skipped(node.name, "no RoCE port on this node")
+    port = fabric.port
+    assert port is not None and fabric.device is not None
+    if fabric.device.is_iwarp:
+        yield skipped(_entity(fabric), "iWARP device: no RoCE GIDs")
         return
-    for fabric in ports:
-        port = fabric.port
-        assert port is not None and fabric.device is not None
-        if fabric.device.is_iwarp:
-            yield skipped(_entity(fabric), "iWARP device: no RoCE GIDs")
-            continue
-        gid = port.roce_v2_ipv4_gid(fabric.netdev.name)
-        if gid is not None:
-            yield passed(_entity(fabric), observed=f"GID index {gid.index} = ::ffff:{gid.ipv4} RoCE v2",
-                         expected="a RoCE v2 IPv4-mapped GID")
-        elif fabric.netdev.addresses is None:
-            yield skipped(_entity(fabric), "addresses not captured (`ip -j addr show`), GID table "
-                          "has no RoCE v2 IPv4 entry")
-        elif not fabric.netdev.ipv4:
-            if not port.is_active:
-                yield skipped(_entity(fabric), "port not in use (down, no IPv4 address)")
-                continue
-            yield failed(_entity(fabric), observed="no IPv4 address on the netdev, so no IPv4 GID",
-                         expected="a RoCE v2 IPv4-mapped GID",
-                         detail=f"Give {fabric.netdev.name} its fabric address (site.yaml "
-                         "fabric_address).")
-        else:
-            types = sorted({g.type or "?" for g in port.gids})
-            yield failed(_entity(fabric), observed=f"GID types present: {', '.join(types) or 'none'}",
-                         expected="a RoCE v2 IPv4-mapped GID",
-                         detail="The device offers no RoCE v2 GID for the address; on E810 enable "
-                         "RoCE (not iWARP), on ConnectX-3 only the Pro supports RoCE v2.")
+    gid = port.roce_v2_ipv4_gid(fabric.netdev.name)
+    if gid is not None:
+        yield passed(_entity(fabric), observed=f"GID index {gid.index} = ::ffff:{gid.ipv4} RoCE v2",
+                     expected="a RoCE v2 IPv4-mapped GID")
+    elif fabric.netdev.addresses is None:
+        yield skipped(_entity(fabric), "addresses not captured (`ip -j addr show`), GID table "
+                      "has no RoCE v2 IPv4 entry")
+    elif not fabric.netdev.ipv4:
+        if not port.is_active:
+            yield skipped(_entity(fabric), "port not in use (down, no IPv4 address)")
+            return
+        yield failed(_entity(fabric), observed="no IPv4 address on the netdev, so no IPv4 GID",
+                     expected="a RoCE v2 IPv4-mapped GID",
+                     detail=f"Give {fabric.netdev.name} its fabric address (site.yaml "
+                     "fabric_address).")
+    else:
+        types = sorted({g.type or "?" for g in port.gids})
+        yield failed(_entity(fabric), observed=f"GID types present: {', '.join(types) or 'none'}",
+                     expected="a RoCE v2 IPv4-mapped GID",
+                     detail="The device offers no RoCE v2 GID for the address; on E810 enable "
+                     "RoCE (not iWARP), on ConnectX-3 only the Pro supports RoCE v2.")
 
 
 @node_check(
@@ -102,33 +91,27 @@ def roce_v2_gid(node: NodeFacts, site: Site) -> Iterator[Finding]:
     why="RoCE's MTU follows the netdev: at 1500 it drops to 1024, costing bandwidth on every message.",
     severity=Severity.HIGH,
     fix="net.mtu",
+    per=RDMA_PORTS_IN_USE,
 )
-def active_mtu(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def active_mtu(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Uses active_mtu from ibv_devinfo; when not captured, judges only a netdev MTU that is too small."""
-    ports = [f for f in _ports(node, site) if in_use(f)]
-    if not ports:
-        yield skipped(node.name, "no RDMA port in use on this node")
-        return
-    for fabric in ports:
-        port = fabric.port
-        assert port is not None
-        mtu = fabric.netdev.mtu
-        roce = port.is_ethernet
-        observed = (f"active_mtu {port.active_mtu or '?'}"
-                    + (f", {fabric.netdev.name} MTU {mtu or '?'}" if roce else ""))
-        expected = "active_mtu 4096" + (f", netdev MTU >= {ROCE_4096_NETDEV_MTU}" if roce else "")
-        if port.active_mtu is None:
-            if roce and mtu is not None and mtu < ROCE_4096_NETDEV_MTU:
-                yield warned(_entity(fabric), observed=observed, expected=expected,
-                             detail=f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends.")
-            else:
-                yield skipped(_entity(fabric), "active_mtu unknown: `ibv_devinfo` was not captured")
-        elif port.active_mtu >= 4096:
-            yield passed(_entity(fabric), observed=observed, expected=expected)
+    port = fabric.port
+    assert port is not None
+    mtu = fabric.netdev.mtu
+    roce = port.is_ethernet
+    observed = (f"active_mtu {port.active_mtu or '?'}"
+                + (f", {fabric.netdev.name} MTU {mtu or '?'}" if roce else ""))
+    expected = "active_mtu 4096" + (f", netdev MTU >= {ROCE_4096_NETDEV_MTU}" if roce else "")
+    if port.active_mtu is None:
+        if roce and mtu is not None and mtu < ROCE_4096_NETDEV_MTU:
+            yield warned(_entity(fabric), observed=observed, expected=expected,
+                         detail=f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends.")
         else:
-            fix = (f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends of the link."
-                   if roce else "The IB port MTU is set by the subnet manager (opensm partitions).")
-            yield warned(_entity(fabric), observed=observed, expected=expected, detail=fix)
+            yield skipped(_entity(fabric), "active_mtu unknown: `ibv_devinfo` was not captured")
+    else:
+        fix = (f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends of the link."
+               if roce else infiniband.PORT_MTU)
+        yield verdict(port.active_mtu >= 4096, _entity(fabric), observed, expected, fix)
 
 
 @node_check(
@@ -138,27 +121,20 @@ def active_mtu(node: NodeFacts, site: Site) -> Iterator[Finding]:
     "mismatches a v2 peer.",
     severity=Severity.MEDIUM,
     fix="rdma.roce_v2_default",
+    per=ROCE_PORTS_IN_USE,
 )
-def roce_v2_default(node: NodeFacts, site: Site) -> Iterator[Finding]:
+def roce_v2_default(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Reads configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, which exists only once created."""
-    ports = [f for f in _ports(node, site) if f.port is not None and f.port.is_ethernet
-             and f.device is not None and not f.device.is_iwarp and in_use(f)]
-    if not ports:
-        yield skipped(node.name, "no RoCE port in use on this node")
-        return
-    for fabric in ports:
-        port = fabric.port
-        assert port is not None
-        mode = port.default_roce_mode
-        if mode is None:
-            yield skipped(
-                _entity(fabric),
-                f"unknown: /sys/kernel/config/rdma_cm/{port.device} does not exist (a read-only probe "
-                "does not create it); the kernel default is RoCE v2 when the device supports it",
-            )
-        elif mode.strip().lower() == "roce v2":
-            yield passed(_entity(fabric), observed=mode, expected="RoCE v2")
-        else:
-            yield failed(_entity(fabric), observed=mode, expected="RoCE v2",
-                         detail=f"echo 'RoCE v2' > /sys/kernel/config/rdma_cm/{port.device}/ports/"
-                         f"{port.number}/default_roce_mode")
+    port = fabric.port
+    assert port is not None
+    mode = port.default_roce_mode
+    if mode is None:
+        yield skipped(
+            _entity(fabric),
+            f"unknown: /sys/kernel/config/rdma_cm/{port.device} does not exist (a read-only probe "
+            "does not create it); the kernel default is RoCE v2 when the device supports it",
+        )
+    else:
+        yield verdict(mode.strip().lower() == "roce v2", _entity(fabric), mode, "RoCE v2",
+                      f"echo 'RoCE v2' > /sys/kernel/config/rdma_cm/{port.device}/ports/"
+                      f"{port.number}/default_roce_mode", Status.FAIL)

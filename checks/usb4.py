@@ -8,6 +8,7 @@ from strixwizard.checking import node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site
+from strixwizard.vendors import rdma_nic_families, softrdma, usb4net
 
 
 @node_check(
@@ -27,19 +28,16 @@ def soft_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
         else:
             yield skipped(node.name, "no USB4 networking and no software RDMA devices")
         return
+    hardware = ", ".join(str(v.rdma_driver) for v in rdma_nic_families())
     for device in soft:
         netdev = device.parent_netdev or next((p.netdev for p in device.ports if p.netdev), None)
         over_tb = node.netdev(netdev) is not None and node.netdev(netdev).is_thunderbolt  # type: ignore[union-attr]
         if device.kind == "usb4":
             observed = f"{device.name}: experimental USB4 verbs (thunderbolt_ibverbs)"
-            detail = ("Research-grade: ~7 µs one-way at best, cannot share the port with "
-                      "thunderbolt-net; pin NCCL_IB_HCA to an exact dev:port if you use it.")
+            detail = usb4net.VERBS
         else:
             where = f" over {netdev}" + (" (thunderbolt-net)" if over_tb else "") if netdev else ""
             observed = f"{device.name}: software {device.kind}{where}"
-            detail = ("Soft-RoCE over thunderbolt-net measured ~65 µs one-way, slower than plain TCP "
-                      "tuned for latency; use a hardware RDMA NIC." if over_tb else
-                      "Software RDMA runs in the kernel's CPU path (~28 µs on 2.5 GbE); keep it out "
-                      "of NCCL_IB_HCA.")
+            detail = softrdma.OVER_THUNDERBOLT if over_tb else softrdma.IN_CPU
         yield warned(f"{node.name}/{device.name}", observed=observed,
-                     expected="hardware RDMA (irdma, mlx5_ib, mlx4_ib)", detail=detail)
+                     expected=f"hardware RDMA ({hardware})", detail=detail)

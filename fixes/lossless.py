@@ -1,6 +1,9 @@
-"""Lossless RoCE on each RoCE interface: firmware LLDP off (E810), PFC on the site's priority
-only with that priority in a traffic class of its own (ETS), link-level pause off, DSCP
-classification with the RoCE DSCP mapped to that priority.
+"""Lossless RoCE on each RoCE interface: firmware LLDP off (where the NIC family has such an
+agent), PFC on the site's priority only with that priority in a traffic class of its own (ETS),
+link-level pause off, DSCP classification with the RoCE DSCP mapped to that priority.
+
+What differs between NIC families (a firmware LLDP flag, no `dcb apptrust`, a PFC traffic
+class limit, a vendor QoS tool) comes from the vendor modules (`strixwizard.vendors`).
 
 The RoCE DSCP for priority P is 8·P + 2 (26 for priority 3: NVIDIA's RoCE default,
 which the usual DSCP>>3 table also maps to 3); `rdma.roce_v2_default` sets the
@@ -12,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from checks.lossless import roce_fabric
+from checks.scope import roce_fabric, vendor_of
+from fixes.declare import fix
 from fixes.steps import command_step, unit_steps
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.dcb import dcb_argv
@@ -21,17 +25,11 @@ from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import Plan, Step
 from strixwizard.fixing.readers import pfc_value, prio_tc_value
 from strixwizard.topology import FabricPort
-
-FW_LLDP = "fw-lldp-agent"
+from strixwizard.vendors import Vendor
 
 
 def roce_dscp(priority: int) -> int:
     return 8 * priority + 2
-
-
-def _family(port: FabricPort) -> str | None:
-    nic = port.node.nic_of(port.netdev)
-    return nic.family if nic else None
 
 
 def _ports(ctx: PlanContext) -> Iterator[tuple[NodeFacts, FabricPort, str | None]]:
@@ -41,42 +39,64 @@ def _ports(ctx: PlanContext) -> Iterator[tuple[NodeFacts, FabricPort, str | None
             yield node, port, link.id if link else None
 
 
-def _persisted(ctx: PlanContext, node: NodeFacts, fix_id: str, entity: str, description: str,
+def _persisted(ctx: PlanContext, node: NodeFacts, fix_id: str, description: str,
                steps: list[Step], netdev: str) -> tuple[list[Step], str]:
     if not ctx.persist:
         return steps, "runtime only (--runtime-only)"
     commands = [s.argv for s in steps if s.argv]
-    more, sentence = unit_steps(node, fix_id, entity, description, commands, netdev)
+    more, sentence = unit_steps(node, fix_id, netdev, description, commands, netdev)
     return steps + more, sentence
 
 
+def _dcb_set(netdev: str, summary: str, what: str, key: str, parse: str, before: str,
+             after: str) -> Step:
+    """`dcb WHAT set dev NETDEV KEY AFTER...`, undone by setting BEFORE back."""
+    return command_step(
+        netdev, summary,
+        ("dcb", what, "set", "dev", netdev, key, *after.split()),
+        ("dcb", what, "set", "dev", netdev, key, *before.split()),
+        dcb_argv(what, netdev), parse, before, after)
+
+
+def _tool_note(vendor: Vendor, netdev: str, args: str) -> tuple[str, ...]:
+    """Where the family has a QoS tool of its own: its equivalent of what the plan does."""
+    command = vendor.qos.tool_command(netdev, args)
+    if not command:
+        return ()
+    return (f"{vendor.short}: strixwizard uses upstream `dcb` ({vendor.netdev_driver} implements "
+            f"DCB netlink); with {vendor.qos.tool_package} tools the equivalent is `{command}`",)
+
+
+@fix("e810.fw_lldp_off",
+     summary="Turn off the E810 firmware LLDP agent (ethtool --set-priv-flags IF fw-lldp-agent "
+     "off) so Linux owns DCB",
+     reversible=True, reboot=False)
 def plan_fw_lldp_off(ctx: PlanContext) -> Iterator[Plan]:
-    """E810: turn the firmware LLDP agent off so the DCB set from Linux is not overridden."""
+    """A NIC family with a firmware LLDP agent (E810): turn it off so the DCB set from Linux is
+    not overridden."""
     for node, port, group in _ports(ctx):
-        if _family(port) != "e810":
-            continue
+        vendor = vendor_of(port)
+        flag = vendor.qos.fw_lldp_flag
         name = port.netdev.name
         flags = node.priv_flags(name)
-        if flags is None or FW_LLDP not in flags or not flags[FW_LLDP]:
+        if flag is None or flags is None or not flags.get(flag):
             continue
         step = command_step(
-            name, f"turn the E810 firmware LLDP agent off on {name}",
-            ("ethtool", "--set-priv-flags", name, FW_LLDP, "off"),
-            ("ethtool", "--set-priv-flags", name, FW_LLDP, "on"),
-            priv_flags_argv(name), f"ethtool.flag:{FW_LLDP}", "on", "off")
+            name, f"turn the {vendor.short} firmware LLDP agent off on {name}",
+            ("ethtool", "--set-priv-flags", name, flag, "off"),
+            ("ethtool", "--set-priv-flags", name, flag, "on"),
+            priv_flags_argv(name), f"ethtool.flag:{flag}", "on", "off")
         yield Plan("e810.fw_lldp_off", node.name, port.label, (step,), notes=(
             "the port stops answering the switch's DCBX: set PFC from Linux on both ends "
-            "(dcb.pfc)",), persistence="the E810 firmware keeps this flag across reboots (NVM)",
-            group=group)
+            "(dcb.pfc)",), persistence=f"the {vendor.short} firmware keeps this flag across "
+            "reboots (NVM)", group=group)
 
 
-def _connectx_note(port: FabricPort, what: str) -> tuple[str, ...]:
-    if _family(port) != "connectx":
-        return ()
-    return (f"ConnectX: strixwizard uses upstream `dcb` (mlx5 implements DCB netlink); with "
-            f"MLNX_OFED tools the equivalent is `mlnx_qos -i {port.netdev.name} {what}`",)
-
-
+@fix("dcb.pfc",
+     summary="Enable PFC on the site's priority only (dcb pfc set dev IF prio-pfc all:off P:on) "
+     "with that priority in a traffic class of its own (dcb ets prio-tc), on both ends of each "
+     "link",
+     reversible=True, reboot=False)
 def plan_pfc(ctx: PlanContext) -> Iterator[Plan]:
     """PFC on the site's priority only; that priority alone in traffic class 1 (ETS prio-tc)."""
     wanted = ctx.site.fabric.pfc_priority
@@ -90,35 +110,35 @@ def plan_pfc(ctx: PlanContext) -> Iterator[Plan]:
             continue
         steps: list[Step] = []
         if dcb.pfc_enabled != (wanted,):
-            before, after = pfc_value(dcb.pfc_enabled), pfc_value((wanted,))
-            steps.append(command_step(
-                name, f"PFC on priority {wanted} only on {name}",
-                ("dcb", "pfc", "set", "dev", name, "prio-pfc", *after.split()),
-                ("dcb", "pfc", "set", "dev", name, "prio-pfc", *before.split()),
-                dcb_argv("pfc", name), "dcb.pfc", before, after))
+            steps.append(_dcb_set(name, f"PFC on priority {wanted} only on {name}", "pfc",
+                                  "prio-pfc", "dcb.pfc", pfc_value(dcb.pfc_enabled),
+                                  pfc_value((wanted,))))
         prio_tc = dcb.prio_tc
         if prio_tc is not None and len(prio_tc) == 8:
             shared = [p for p in range(8) if p != wanted and prio_tc[p] == prio_tc[wanted]]
             if shared:
                 new = [1 if p == wanted else 0 for p in range(8)]
-                before, after = prio_tc_value(prio_tc), prio_tc_value(new)
-                steps.append(command_step(
-                    name, f"ETS: priority {wanted} alone in traffic class 1 on {name}",
-                    ("dcb", "ets", "set", "dev", name, "prio-tc", *after.split()),
-                    ("dcb", "ets", "set", "dev", name, "prio-tc", *before.split()),
-                    dcb_argv("ets", name), "dcb.prio_tc", before, after))
+                steps.append(_dcb_set(name, f"ETS: priority {wanted} alone in traffic class 1 on "
+                                      f"{name}", "ets", "prio-tc", "dcb.prio_tc",
+                                      prio_tc_value(prio_tc), prio_tc_value(new)))
         if not steps:
             continue
+        vendor = vendor_of(port)
         pfc_list = ",".join("1" if p == wanted else "0" for p in range(8))
-        notes = _connectx_note(port, f"--pfc {pfc_list}")
-        if _family(port) == "e810":
-            notes += ("E810 allows one PFC traffic class; ETS bandwidth shares (tc-bw) are left "
-                      "as the driver has them",)
-        steps, persistence = _persisted(ctx, node, "dcb.pfc", name, f"PFC on priority {wanted}",
-                                        steps, name)
+        notes = _tool_note(vendor, name, f"--pfc {pfc_list}")
+        if vendor.qos.max_pfc_tcs is not None:
+            limit = vendor.qos.max_pfc_tcs
+            count = "one PFC traffic class" if limit == 1 else f"{limit} PFC traffic classes"
+            notes += (f"{vendor.short} allows {count}; ETS bandwidth shares (tc-bw) are left as "
+                      "the driver has them",)
+        steps, persistence = _persisted(ctx, node, "dcb.pfc", f"PFC on priority {wanted}", steps,
+                                        name)
         yield Plan("dcb.pfc", node.name, port.label, tuple(steps), notes, persistence, group)
 
 
+@fix("ethtool.pause_off",
+     summary="Turn link-level pause off where PFC is used (ethtool -A IF rx off tx off)",
+     reversible=True, reboot=False)
 def plan_pause_off(ctx: PlanContext) -> Iterator[Plan]:
     """Link-level pause off where PFC is (or is about to be) on: the two conflict."""
     for node, port, group in _ports(ctx):
@@ -132,11 +152,15 @@ def plan_pause_off(ctx: PlanContext) -> Iterator[Plan]:
             ("ethtool", "-A", name, "rx", "off", "tx", "off"),
             ("ethtool", "-A", name, *before.split()), pause_argv(name), "ethtool.pause", before,
             "rx off tx off")
-        steps, persistence = _persisted(ctx, node, "ethtool.pause_off", name,
+        steps, persistence = _persisted(ctx, node, "ethtool.pause_off",
                                         f"link-level pause off on {name}", [step], name)
         yield Plan("ethtool.pause_off", node.name, port.label, tuple(steps), (), persistence, group)
 
 
+@fix("dcb.trust_dscp",
+     summary="Trust DSCP for classification (dcb apptrust set dev IF order dscp) and map the "
+     "RoCE DSCP to the PFC priority (dcb app dscp-prio), on both ends",
+     reversible=True, reboot=False)
 def plan_trust_dscp(ctx: PlanContext) -> Iterator[Plan]:
     """Classify by DSCP (`dcb apptrust`) and map the RoCE DSCP to the PFC priority (`dcb app`)."""
     priority = ctx.site.fabric.pfc_priority
@@ -145,27 +169,26 @@ def plan_trust_dscp(ctx: PlanContext) -> Iterator[Plan]:
     for node, port, group in _ports(ctx):
         name = port.netdev.name
         dcb = node.dcb(name)
+        vendor = vendor_of(port)
         steps: list[Step] = []
         notes: list[str] = []
         if dcb.trust is not None and (not dcb.trust or dcb.trust[0] != trust):
             before = " ".join(dcb.trust)
-            step = command_step(
-                name, f"classify by {trust} first on {name}",
-                ("dcb", "apptrust", "set", "dev", name, "order", trust),
-                ("dcb", "apptrust", "set", "dev", name, "order", *before.split()),
-                dcb_argv("apptrust", name), "dcb.apptrust", before, trust)
+            step = _dcb_set(name, f"classify by {trust} first on {name}", "apptrust", "order",
+                            "dcb.apptrust", before, trust)
             if not before:
                 step = replace(step, reversible=False)
                 notes.append("the trust order was empty before; `dcb apptrust` cannot set an empty "
                              "order back, so this step is not reversible")
             steps.append(step)
-        elif dcb.trust is None and _family(port) == "e810":
-            notes.append("ice has no `dcb apptrust`: it switches to DSCP (L3) QoS by itself once a "
-                         "DSCP app entry exists, which this plan adds")
+        elif dcb.trust is None and vendor.qos.trust_by_dscp_entry:
+            notes.append(f"{vendor.netdev_driver} has no `dcb apptrust`: it switches to DSCP (L3) "
+                         "QoS by itself once a DSCP app entry exists, which this plan adds")
         elif dcb.trust is None:
+            tool = vendor.qos.tool_command(name, f"--trust {trust}")
             notes.append(f"not automated: trust mode unknown ({dcb.trust_note}); "
-                         + (f"with MLNX_OFED: `mlnx_qos -i {name} --trust {trust}`"
-                            if _family(port) == "connectx" else "upgrade iproute2 for `dcb apptrust`"))
+                         + (f"with {vendor.qos.tool_package}: `{tool}`" if tool
+                            else "upgrade iproute2 for `dcb apptrust`"))
         if dcb.dscp_prio is not None:
             current = dict(dcb.dscp_prio).get(dscp)
             if current != priority:
@@ -178,10 +201,10 @@ def plan_trust_dscp(ctx: PlanContext) -> Iterator[Plan]:
                     undo, dcb_argv("app", name), f"dcb.app:{dscp}",
                     None if current is None else str(current), str(priority)))
         if not steps:
-            if notes and dcb.trust is None and _family(port) != "e810":
+            if notes and dcb.trust is None and not vendor.qos.trust_by_dscp_entry:
                 yield Plan("dcb.trust_dscp", node.name, port.label, notes=tuple(notes), group=group)
             continue
-        steps, persistence = _persisted(ctx, node, "dcb.trust_dscp", name,
+        steps, persistence = _persisted(ctx, node, "dcb.trust_dscp",
                                         f"DSCP trust, DSCP {dscp} to priority {priority}", steps,
                                         name)
         yield Plan("dcb.trust_dscp", node.name, port.label, tuple(steps), tuple(notes), persistence,

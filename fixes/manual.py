@@ -9,24 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from strixwizard.fixing.context import PlanContext, PlanFn
+from strixwizard.fixing.context import Fix, PlanContext, PlanFn
 from strixwizard.fixing.model import Plan
-from strixwizard.model import Status
-
-HOW: dict[str, str] = {
-    "rocm.upgrade": "install ROCm 7.2 or newer (AMD's repository, or TheRock nightlies); packages "
-    "are the distribution's business, strixwizard does not install them",
-    "rccl.gfx1151": "install RCCL >= 2.28.3 (ROCm/rocm-systems PR #3415) or a gfx1151 build "
-    "(e.g. kyuz0's gfx1151-rccl), or run vLLM in a container that has one",
-    "rdma.load_driver": "`modprobe irdma` (E810) or `modprobe mlx5_ib` (ConnectX), list it in "
-    "/etc/modules-load.d/, and install rdma-core (libibverbs, rdma-core utilities)",
-    "net.fabric_address": "give the RDMA interface its fabric_address from site.yaml, e.g. "
-    "`nmcli connection modify IF ipv4.method manual ipv4.addresses ADDR/PREFIX` then "
-    "`nmcli connection up IF` (the prefix is yours to choose)",
-}
+from strixwizard.model import FixRef, Status
+from strixwizard.vendors import rdma_nic_families
 
 
-def manual(fix_id: str) -> PlanFn:
+def instruct(fix_id: str, how: str) -> PlanFn:
     def plan(ctx: PlanContext) -> Iterator[Plan]:
         from checks import ALL
 
@@ -41,9 +30,53 @@ def manual(fix_id: str) -> PlanFn:
                 for finding in findings:
                     if finding.status in (Status.FAIL, Status.WARN):
                         yield Plan(fix_id, node.name, finding.entity, notes=(
-                            f"not automated: {HOW[fix_id]} ({check.id}: {finding.observed})",))
+                            f"not automated: {how} ({check.id}: {finding.observed})",))
 
     return plan
 
 
-MANUAL: dict[str, PlanFn] = {fid: manual(fid) for fid in HOW}
+def manual_fix(fix_id: str, *, summary: str, reversible: bool, reboot: bool, how: str) -> Fix:
+    """A fix whose plans carry the instruction `how` for every node a check names it on."""
+    return Fix(FixRef(fix_id, summary, reversible, reboot), instruct(fix_id, how), automated=False)
+
+
+rocm_upgrade = manual_fix(
+    "rocm.upgrade",
+    summary="Install ROCm 7.2 or newer (AMD repository or TheRock), the first with working "
+    "gfx1151 support",
+    reversible=False,
+    reboot=False,
+    how="install ROCm 7.2 or newer (AMD's repository, or TheRock nightlies); packages are the "
+    "distribution's business, strixwizard does not install them",
+)
+
+rccl_gfx1151 = manual_fix(
+    "rccl.gfx1151",
+    summary="Install an RCCL built with gfx1151 code objects (RCCL >= 2.28.3)",
+    reversible=True,
+    reboot=False,
+    how="install RCCL >= 2.28.3 (ROCm/rocm-systems PR #3415) or a gfx1151 build (e.g. kyuz0's "
+    "gfx1151-rccl), or run vLLM in a container that has one",
+)
+
+_RDMA_NICS = rdma_nic_families()
+rdma_load_driver = manual_fix(
+    "rdma.load_driver",
+    summary="Load the NIC's RDMA driver now and at boot ("
+    + ", ".join(f"{v.rdma_driver} for {v.short}" for v in _RDMA_NICS) + ") and install rdma-core",
+    reversible=True,
+    reboot=False,
+    how=" or ".join(f"`modprobe {v.rdma_driver}` ({v.short})" for v in _RDMA_NICS)
+    + ", list it in /etc/modules-load.d/, and install rdma-core (libibverbs, rdma-core utilities)",
+)
+
+net_fabric_address = manual_fix(
+    "net.fabric_address",
+    summary="Assign the node's fabric_address from site.yaml to its RDMA interface "
+    "persistently (NetworkManager)",
+    reversible=True,
+    reboot=False,
+    how="give the RDMA interface its fabric_address from site.yaml, e.g. `nmcli connection modify "
+    "IF ipv4.method manual ipv4.addresses ADDR/PREFIX` then `nmcli connection up IF` (the prefix "
+    "is yours to choose)",
+)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
+from fixes.declare import fix
 from fixes.steps import command_step, file_step, mtu_step, unit_steps
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.persistence import NM_CONNECTION_MTU
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import BEFORE, Plan, Step
 from strixwizard.topology import FabricPort, in_use
+from strixwizard.vendors import by_transport
 
 NETWORKD_DIR = "/etc/systemd/network"
 
@@ -65,13 +67,17 @@ def _plan_port(ctx: PlanContext, port: FabricPort, group: str | None) -> Plan | 
     return Plan("net.mtu", port.node.name, entity, tuple(steps), tuple(notes), persistence, group)
 
 
+@fix("net.mtu",
+     summary="Set the fabric interface MTU to the site's value (9000) persistently, on both ends "
+     "of each link",
+     reversible=True, reboot=False)
 def plan_mtu(ctx: PlanContext) -> Iterator[Plan]:
     """Both ends of every Ethernet/RoCE fabric link to the site's MTU; a lone RoCE interface in
     use as well. thunderbolt-net and InfiniBand links are left alone."""
     done: set[tuple[str, str]] = set()
     for link in ctx.topology.links:
         ends = [end for end in link.ends if end.netdev.mtu != ctx.site.fabric.mtu]
-        if not ends or link.transport in ("thunderbolt-net", "infiniband"):
+        if not ends or not by_transport(link.transport).site_mtu:
             # thunderbolt-net keeps its 65520 MTU (TCP only); on InfiniBand the subnet manager
             # sets the port MTU and IPoIB's netdev MTU follows its mode, not the site's value
             continue

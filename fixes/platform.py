@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from fixes.declare import fix
 from fixes.steps import file_step
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.memory import GIB, PAGE_BYTES
@@ -29,6 +30,10 @@ LIMITS_CONTENT = (
 )
 
 
+@fix("limits.memlock",
+     summary=f"Set memlock unlimited for all users and root in {LIMITS_FILE} (new sessions pick "
+     "it up)",
+     reversible=True, reboot=False)
 def plan_memlock(ctx: PlanContext) -> Iterator[Plan]:
     """memlock unlimited for login sessions; services and containers are told what to set."""
     for node in ctx.nodes:
@@ -81,6 +86,9 @@ def _cmdline_plan(node: NodeFacts, fix_id: str, params: dict[str, str]) -> Plan 
         persistence="boot loader entries (grubby)")
 
 
+@fix("kernel.iommu_pt",
+     summary="Add iommu=pt to the kernel command line (IOMMU passthrough for host DMA)",
+     reversible=True, reboot=True)
 def plan_iommu_pt(ctx: PlanContext) -> Iterator[Plan]:
     """iommu=pt on the kernel command line when the IOMMU translates DMA."""
     for node in ctx.nodes:
@@ -97,6 +105,10 @@ def gtt_target_gib(total_bytes: int) -> int:
     return max(math.floor(total_bytes / GIB) - 1, 1)
 
 
+@fix("kernel.gtt_size",
+     summary="Raise ttm.pages_limit (and amdgpu.gttsize) on the kernel command line so the iGPU "
+     "can map most of RAM",
+     reversible=True, reboot=True)
 def plan_gtt_size(ctx: PlanContext) -> Iterator[Plan]:
     """ttm.pages_limit and amdgpu.gttsize sized to RAM when the iGPU may map too little."""
     for node in ctx.nodes:

@@ -4,28 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checks.scope import roce_fabric
+from fixes.declare import fix
 from fixes.lossless import roce_dscp
 from fixes.steps import command_step, file_step, mkdir_step, unit_steps, write_step
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.devlink import DEVLINK_PARAMS
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import Plan, Step
-from strixwizard.topology import fabric_ports, in_use
 
 RDMA_CM = "/sys/kernel/config/rdma_cm"
 TMPFILES_DIR = "/etc/strixwizard"
-MODPROBE_FILE = "/etc/modprobe.d/strixwizard-irdma.conf"
+MODPROBE_DIR = "/etc/modprobe.d"
 
 
+@fix("rdma.roce_v2_default",
+     summary="Create configfs rdma_cm/<dev> and set ports/<n>/default_roce_mode to RoCE v2 and "
+     "default_roce_tos to the RoCE DSCP of the PFC priority",
+     reversible=True, reboot=False)
 def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
     """configfs rdma_cm/<dev>: default_roce_mode "RoCE v2" and default_roce_tos = DSCP << 2."""
     tos = roce_dscp(ctx.site.fabric.pfc_priority) << 2
     for node in ctx.nodes:
-        for fabric in fabric_ports(node, ctx.site):
-            port, device = fabric.port, fabric.device
-            if (port is None or device is None or not port.is_ethernet or device.is_iwarp
-                    or not in_use(fabric)):
-                continue
+        for fabric in roce_fabric(node, ctx.site):
+            port = fabric.port
+            assert port is not None
             base = f"{RDMA_CM}/{port.device}"
             attr = f"{base}/ports/{port.number}"
             mode = port.default_roce_mode
@@ -76,43 +79,51 @@ def _persist_configfs(ctx: PlanContext, node: NodeFacts, device: str, number: in
     return steps + more + unit, sentence
 
 
+@fix("e810.enable_roce",
+     summary="Switch E810 irdma to RoCE: devlink enable_roce true (runtime) or irdma roce_ena=1 "
+     "for Intel's out-of-tree driver",
+     reversible=True, reboot=False)
 def plan_enable_roce(ctx: PlanContext) -> Iterator[Plan]:
-    """E810 whose irdma came up in iWARP: devlink enable_roce (in-tree), else irdma roce_ena=1."""
+    """A NIC whose RDMA driver came up in iWARP (E810 irdma): its devlink RoCE parameter
+    (in-tree driver), else its module option (out-of-tree)."""
     for node in ctx.nodes:
         params = node.devlink or {}
         for nic in node.nics:
-            if nic.family != "e810":
+            switch = nic.vendor.roce_switch
+            if switch is None:
                 continue
             device = next((d for d in node.rdma if d.pci_address == nic.address), None)
             values = params.get(nic.address, {})
-            roce = values.get("enable_roce")
+            roce = values.get(switch.devlink_param)
             if device is None or not (device.is_iwarp or roce is False):
                 continue
             entity = f"{node.name}/{nic.address}"
             handle = f"pci/{nic.address}"
-            notes = ["irdma re-creates the RDMA device: RDMA jobs on this port are cut, and the "
-                     "device may get a new name"]
+            notes = [f"{switch.module} re-creates the RDMA device: RDMA jobs on this port are "
+                     "cut, and the device may get a new name"]
             steps: list[Step] = []
-            if "enable_roce" in values:
-                if values.get("enable_iwarp") is True:
-                    steps.append(_devlink_step(handle, "enable_iwarp", "true", "false"))
-                steps.append(_devlink_step(handle, "enable_roce", str(roce).lower(), "true"))
+            if switch.devlink_param in values:
+                if values.get(switch.other_param) is True:
+                    steps.append(_devlink_step(handle, switch.other_param, "true", "false"))
+                steps.append(_devlink_step(handle, switch.devlink_param, str(roce).lower(), "true"))
                 persistence = "runtime only (--runtime-only)"
                 if ctx.persist:
                     more, persistence = unit_steps(
-                        node, "e810.enable_roce", nic.address, f"RoCE on E810 {nic.address}",
-                        [s.argv for s in steps], None)
+                        node, "e810.enable_roce", nic.address,
+                        f"RoCE on {nic.vendor.short} {nic.address}", [s.argv for s in steps], None)
                     steps += more
             else:
-                content = "# Written by strixwizard (fix e810.enable_roce)\noptions irdma roce_ena=1\n"
-                current = node.persistence.file(MODPROBE_FILE)
+                path = f"{MODPROBE_DIR}/strixwizard-{switch.module}.conf"
+                content = (f"# Written by strixwizard (fix e810.enable_roce)\n"
+                           f"options {switch.module} {switch.module_option}\n")
+                current = node.persistence.file(path)
                 if current != content:
-                    steps.append(file_step(MODPROBE_FILE, "irdma option roce_ena=1 (Intel's "
-                                           "out-of-tree driver)", current, content, "modprobe.d",
-                                           reboot=True))
-                persistence = f"{MODPROBE_FILE} (modprobe.d)"
-                notes.append("not automated: reload irdma to apply (`modprobe -r irdma && modprobe "
-                             "irdma`) or reboot")
+                    steps.append(file_step(path, f"{switch.module} option {switch.module_option} "
+                                           "(the out-of-tree driver)", current, content,
+                                           "modprobe.d", reboot=True))
+                persistence = f"{path} (modprobe.d)"
+                notes.append(f"not automated: reload {switch.module} to apply (`modprobe -r "
+                             f"{switch.module} && modprobe {switch.module}`) or reboot")
             yield Plan("e810.enable_roce", node.name, entity, tuple(steps), tuple(notes), persistence)
 
 

@@ -12,6 +12,18 @@ Three scopes exist:
   `strixwizard.topology`), and judges both ends together;
 - `site_check(fn(topology, site))`: runs once per run, over all nodes and links.
 
+Prologues many checks share come from the declaration, not from copies:
+- `requires=(PCI_CAPTURED,)`: a `Requires` that does not hold on the node (or
+  link) makes the check skip with its reason before the function runs;
+- `per=ROCE_PORTS`: an `Each` picks what the check judges on a node (RoCE
+  ports, RDMA NICs...); the function is then called once per item,
+  `fn(node, site, item)`, and a node with none skips with the `Each`'s reason.
+The shared `Requires` and `Each` values live in `checks/scope.py`
+(`captured(fact, reason)` makes an `Each` of one fact that may be missing).
+
+Findings: `passed`, `warned`, `failed`, `skipped`, and `verdict(ok, ...)` for
+the usual "pass, or warn (fail) with this advice".
+
 It must be listed in `checks.ALL`. The engine turns its findings into results,
 attaches the fix, and turns an exception into an `error` result for that check
 alone. Checks do no I/O: everything comes from the facts.
@@ -19,9 +31,10 @@ alone. Checks do no I/O: everything comes from the facts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, Required, TypedDict, TypeVar, Unpack, overload
 
 from strixwizard.model import Finding, Severity, Status
 
@@ -34,6 +47,8 @@ NodeCheckFn = Callable[["NodeFacts", "Site"], Iterable[Finding]]
 LinkCheckFn = Callable[["Link", "Site"], Iterable[Finding]]
 SiteCheckFn = Callable[["Topology", "Site"], Iterable[Finding]]
 AnyCheckFn = Callable[..., Iterable[Finding]]
+S = TypeVar("S")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,46 +66,94 @@ class Check:
         return (self.fn.__doc__ or "").strip()
 
 
-def node_check(
-    check_id: str,
-    *,
-    title: str,
-    why: str,
-    severity: Severity,
-    fix: str | None = None,
-) -> Callable[[NodeCheckFn], Check]:
-    def wrap(fn: NodeCheckFn) -> Check:
-        return Check(check_id, title, why, severity, fix, "node", fn)
+@dataclass(frozen=True)
+class Requires(Generic[S]):
+    """A precondition on a check's subject (a node or a link); unmet, the check skips."""
+
+    holds: Callable[[S], bool]
+    reason: str | Callable[[S], str]
+
+    def unmet(self, subject: S) -> str | None:
+        """The skip reason when the precondition does not hold, else None."""
+        if self.holds(subject):
+            return None
+        return self.reason if isinstance(self.reason, str) else self.reason(subject)
+
+
+@dataclass(frozen=True)
+class Each(Generic[T]):
+    """What a per-item node check judges on a node, and the skip reason when there is none."""
+
+    select: Callable[[NodeFacts, Site], Sequence[T]]
+    none: str
+
+
+class Declared(TypedDict, total=False):
+    """What every check declares besides its id (see `Check`); `fix` may be left out."""
+
+    title: Required[str]
+    why: Required[str]
+    severity: Required[Severity]
+    fix: str | None
+
+
+def _declare(check_id: str, scope: str, meta: Declared, entity: Callable[[Any], str],
+             requires: Sequence[Requires[Any]] = (), per: Each[Any] | None = None
+             ) -> Callable[[AnyCheckFn], Check]:
+    """The decorator of every scope: `requires` and `per` run before the declared function."""
+
+    def wrap(fn: AnyCheckFn) -> Check:
+        def body(subject: Any, site: Site) -> Iterator[Finding]:
+            reason = next((r for need in requires if (r := need.unmet(subject)) is not None), None)
+            if reason is not None:
+                yield skipped(entity(subject), reason)
+            elif per is None:
+                yield from fn(subject, site)
+            elif not (items := per.select(subject, site)):
+                yield skipped(entity(subject), per.none)
+            else:
+                for item in items:
+                    yield from fn(subject, site, item)
+
+        functools.update_wrapper(body, fn)
+        return Check(check_id, meta["title"], meta["why"], meta["severity"], meta.get("fix"), scope,
+                     body)
 
     return wrap
 
 
-def link_check(
-    check_id: str,
-    *,
-    title: str,
-    why: str,
-    severity: Severity,
-    fix: str | None = None,
-) -> Callable[[LinkCheckFn], Check]:
-    def wrap(fn: LinkCheckFn) -> Check:
-        return Check(check_id, title, why, severity, fix, "link", fn)
-
-    return wrap
+@overload
+def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
+               **meta: Unpack[Declared]) -> Callable[[NodeCheckFn], Check]: ...
 
 
-def site_check(
-    check_id: str,
-    *,
-    title: str,
-    why: str,
-    severity: Severity,
-    fix: str | None = None,
-) -> Callable[[SiteCheckFn], Check]:
-    def wrap(fn: SiteCheckFn) -> Check:
-        return Check(check_id, title, why, severity, fix, "site", fn)
+@overload
+def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (), per: Each[T],
+               **meta: Unpack[Declared]
+               ) -> Callable[[Callable[[NodeFacts, Site, T], Iterable[Finding]]], Check]: ...
 
-    return wrap
+
+def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
+               per: Each[Any] | None = None, **meta: Unpack[Declared]
+               ) -> Callable[[AnyCheckFn], Check]:
+    return _declare(check_id, "node", meta, lambda node: node.name, requires, per)
+
+
+def link_check(check_id: str, *, requires: Sequence[Requires[Link]] = (),
+               **meta: Unpack[Declared]) -> Callable[[LinkCheckFn], Check]:
+    return _declare(check_id, "link", meta, lambda link: link.id, requires)
+
+
+def site_check(check_id: str, **meta: Unpack[Declared]) -> Callable[[SiteCheckFn], Check]:
+    return _declare(check_id, "site", meta, lambda topology: "site")
+
+
+def verdict(ok: bool, entity: str, observed: str, expected: str, detail: str,
+            otherwise: Status = Status.WARN, fixable: bool = True) -> Finding:
+    """A pass when `ok`; else a finding of status `otherwise` (a warning unless told) with `detail`."""
+    if ok:
+        return passed(entity, observed=observed, expected=expected)
+    return Finding(otherwise, entity, observed, expected, detail, fixable)
 
 
 def passed(entity: str, observed: str = "", expected: str = "", detail: str = "") -> Finding:

@@ -13,6 +13,7 @@ import pytest
 import checks
 import fixes
 from strixwizard.checking import Check
+from strixwizard.fixing.context import Fix
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -64,6 +65,17 @@ def test_check_names_a_registered_fix(check: Check) -> None:
 def test_fix_ids_are_unique() -> None:
     ids = [f.id for f in fixes.ALL]
     assert len(ids) == len(set(ids))
+
+
+def test_every_declared_fix_is_registered() -> None:
+    declared = {}
+    for info in pkgutil.iter_modules(fixes.__path__):
+        module = importlib.import_module(f"fixes.{info.name}")
+        declared.update({f"fixes.{info.name}.{name}": value for name, value in vars(module).items()
+                         if isinstance(value, Fix)})
+    assert declared, "no fixes found"
+    missing = [name for name, fix in declared.items() if fix not in fixes.FIXES]
+    assert not missing, f"declared but not in fixes.FIXES: {missing}"
 
 
 def _test_sources() -> str:

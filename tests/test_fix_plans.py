@@ -187,6 +187,17 @@ def test_memlock_plans_a_limits_file_and_says_what_is_not_automated(tmp_path: Pa
     assert any("LimitMEMLOCK=infinity" in n for n in memlock.notes)
     healthy = plan_of(tmp_path / "h", pair(GOOD), ("limits.memlock",))
     assert healthy.changes == 0
+    # the summary doctor shows names the file the plan writes
+    assert step.target in fixes.BY_ID["limits.memlock"].summary
+
+
+def test_fix_metadata_is_declared_with_its_plan_function() -> None:
+    assert [f.ref for f in fixes.FIXES] == list(fixes.ALL)
+    assert all(PLANS[ref.id].ref is ref for ref in fixes.ALL)
+    manual = sorted(f.id for f in fixes.FIXES if not f.automated)
+    assert manual == ["net.fabric_address", "rccl.gfx1151", "rdma.load_driver", "rocm.upgrade"]
+    reboot = sorted(ref.id for ref in fixes.ALL if ref.reboot)
+    assert reboot == ["kernel.gtt_size", "kernel.iommu_pt"]
 
 
 def test_kernel_cmdline_is_a_reboot_step_with_grubby_and_a_note_without(tmp_path: Path) -> None:

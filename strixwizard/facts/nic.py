@@ -1,10 +1,9 @@
 """Network adapters on the PCI bus: model, driver, firmware and PCIe link.
 
-A NIC is any PCI function of class 02 (network). Known RDMA families are
-named from their ids (drivers/net/ethernet/intel/ice/ice_devids.h, mlx5/mlx4
-tables). The PCIe link is read from sysfs `current_link_*` / `max_link_*`;
-"usable" bandwidth accounts for line encoding (8b/10b up to 5 GT/s, 128b/130b
-from 8 GT/s).
+A NIC is any PCI function of class 02 (network). Its family, model and
+nominal speed come from the vendor modules (`strixwizard.vendors`). The PCIe
+link is read from sysfs `current_link_*` / `max_link_*`; "usable" bandwidth
+accounts for line encoding (8b/10b up to 5 GT/s, 128b/130b from 8 GT/s).
 """
 
 from __future__ import annotations
@@ -16,23 +15,8 @@ from strixwizard.facts.ethtool import DriverInfo, driver_info
 from strixwizard.facts.pci import PciDevice
 from strixwizard.facts.source import read_int, read_str
 from strixwizard.probe import Probe
-
-INTEL, MELLANOX = 0x8086, 0x15B3
-
-#: device id → (model, nominal port speed in Gb/s)
-E810 = {
-    0x1591: ("E810-C backplane", 100), 0x1592: ("E810-C QSFP", 100),
-    0x1593: ("E810-C SFP", 25), 0x1599: ("E810-XXV backplane", 25),
-    0x159A: ("E810-XXV QSFP", 25), 0x159B: ("E810-XXV SFP", 25),
-}
-CONNECTX = {
-    0x1013: ("ConnectX-4", 100), 0x1015: ("ConnectX-4 Lx", 50), 0x1017: ("ConnectX-5", 100),
-    0x1019: ("ConnectX-5 Ex", 100), 0x101B: ("ConnectX-6", 200), 0x101D: ("ConnectX-6 Dx", 100),
-    0x101F: ("ConnectX-6 Lx", 50), 0x1021: ("ConnectX-7", 400), 0x1023: ("ConnectX-8", 800),
-}
-CONNECTX3 = {0x1003: ("ConnectX-3", 56), 0x1007: ("ConnectX-3 Pro", 56)}
-
-EXPECTED_DRIVER = {"e810": "ice", "connectx": "mlx5_core", "connectx3": "mlx4_core"}
+from strixwizard.vendors import Vendor, by_family
+from strixwizard.vendors import identify as identify_pci
 
 #: usable Gb/s per lane for each transfer rate
 _LANE_GBPS = {2.5: 2.0, 5.0: 4.0, 8.0: 7.877, 16.0: 15.754, 32.0: 31.508, 64.0: 60.5}
@@ -88,7 +72,7 @@ class PcieLink:
 @dataclass(frozen=True)
 class Nic:
     pci: PciDevice
-    family: str  # "e810", "connectx", "connectx3" or "other"
+    family: str  # a `strixwizard.vendors` family: "e810", "connectx", "connectx3"...; "other"
     model: str
     nominal_gbps: int | None
     pcie: PcieLink | None
@@ -100,12 +84,16 @@ class Nic:
         return self.pci.address
 
     @property
+    def vendor(self) -> Vendor:
+        return by_family(self.family)
+
+    @property
     def rdma_capable(self) -> bool:
-        return self.family != "other"
+        return self.vendor.is_rdma_nic
 
     @property
     def expected_driver(self) -> str | None:
-        return EXPECTED_DRIVER.get(self.family)
+        return self.vendor.netdev_driver
 
     @property
     def firmware(self) -> str | None:
@@ -113,18 +101,9 @@ class Nic:
 
 
 def identify(pci: PciDevice) -> tuple[str, str, int | None]:
-    if pci.vendor == INTEL and pci.device in E810:
-        model, speed = E810[pci.device]
-        return "e810", f"Intel {model}", speed
-    if pci.vendor == MELLANOX and pci.device in CONNECTX:
-        model, speed = CONNECTX[pci.device]
-        return "connectx", f"NVIDIA/Mellanox {model}", speed
-    if pci.vendor == MELLANOX and pci.device in CONNECTX3:
-        model, speed = CONNECTX3[pci.device]
-        return "connectx3", f"Mellanox {model}", speed
-    if pci.vendor == MELLANOX and 0x1000 <= pci.device <= 0x10FF:
-        return "connectx", f"NVIDIA/Mellanox ConnectX ({pci.ids})", None
-    return "other", f"network controller {pci.ids}", None
+    """(family, model, nominal Gb/s) of a network PCI function."""
+    vendor, model, speed = identify_pci(pci.vendor, pci.device)
+    return vendor.family, model, speed
 
 
 def pcie_link(probe: Probe, address: str) -> PcieLink | None:

@@ -29,14 +29,11 @@ from strixwizard.facts.source import (
     read_str,
 )
 from strixwizard.probe import Probe
+from strixwizard.vendors import rdma_driver_of
 
 IB = "/sys/class/infiniband"
 RDMA_CM = "/sys/kernel/config/rdma_cm"
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
-
-#: Which RDMA driver serves a NIC bound to this PCI driver.
-RDMA_DRIVER_OF = {"ice": "irdma", "i40e": "irdma", "mlx5_core": "mlx5_ib", "mlx4_core": "mlx4_ib",
-                  "bnxt_en": "bnxt_re", "qede": "qedr"}
 
 
 #: Bytes of RoCE headers the kernel takes off the netdev MTU (iboe_get_mtu in ib_addr.h:
@@ -315,7 +312,7 @@ def rdma_devices(probe: Probe, netdev_by_pci: dict[str, tuple[str, ...]] | None 
             node_type=_enum_word(read_str(probe, f"{base}/node_type")),
             fw_ver=read_str(probe, f"{base}/fw_ver"),
             pci_address=pci,
-            driver=RDMA_DRIVER_OF.get(pci_driver or "", pci_driver) if kind == "hardware" else kind,
+            driver=rdma_driver_of(pci_driver) if kind == "hardware" else kind,
             parent_netdev=parent,
             ports=tuple(sorted(ports, key=lambda p: p.number)),
         ))
