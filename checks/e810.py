@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from checks.scope import FW_LLDP_INTERFACES, PFC_TC_LIMITED_PORTS, ROCE_SWITCH_NICS, vendor_of
 from strixwizard.checking import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.ethtool import priv_flags_argv
 from strixwizard.facts.nic import Nic
 from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
@@ -64,7 +65,7 @@ def fw_lldp_off(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fin
     name = fabric.netdev.name
     flags = node.priv_flags(name)
     if flags is None:
-        yield skipped(fabric.label, node.why_unknown(("ethtool", "--show-priv-flags", name)))
+        yield skipped(fabric.label, node.why_unknown(priv_flags_argv(name)))
     elif flag not in flags:
         yield skipped(fabric.label, f"the driver offers no {flag} flag")
     else:

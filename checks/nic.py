@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from checks.scope import PCI_CAPTURED, RDMA_NICS, rdma_nics
 from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.ethtool import driver_info_argv
 from strixwizard.facts.nic import Nic
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site
@@ -73,7 +74,7 @@ def nic_driver(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
                      "and not blacklisted?).")
         return
     if nic.driver_info is None:
-        reason = (node.why_unknown(("ethtool", "-i", nic.netdevs[0])) if nic.netdevs
+        reason = (node.why_unknown(driver_info_argv(nic.netdevs[0])) if nic.netdevs
                   else "the NIC has no netdev")
         yield skipped(entity, f"firmware unknown: {reason}")
         return
