@@ -92,7 +92,7 @@ def _error(pair: tuple[str, str], reason: str) -> Measurement:
 def site_stream(site: Site, nodes: Sequence[Node], stopper: Stopper) -> Iterator[Measurement]:
     from strixwizard.live.plan import plan_pair
     from strixwizard.live.runner import TestSettings, run_tests
-    from strixwizard.live.session import site_hosts
+    from strixwizard.services.test import site_hosts
 
     names = [spec.name for spec in site.nodes]
     facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
