@@ -115,10 +115,11 @@ def rollback_question(journals: Sequence[NodeJournal], what: str = "run") -> Que
     run_id = journals[0].run_id
     nodes = ", ".join(j.node for j in journals)
     dry = all(j.dry_run for j in journals)
+    text = f"Roll back {what} {run_id} on {nodes}" + (" (dry-run copies)" if dry else "") + "?"
     return Question(
-        "Roll back", f"Roll back {what} {run_id} on {nodes}" + (" (dry-run copies)" if dry else "") + "?",
-        "Every value the run changed is restored from its journal, in reverse order."
-        + ("" if dry else " These are REAL changes on the nodes."), yes="Roll back (y)")
+        "Roll back", text, f"{text}\n\nEvery value the run changed is restored from its journal, "
+        "in reverse order." + ("" if dry else " These are REAL changes on the nodes."),
+        yes="Roll back (y)")
 
 
 def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = None,
