@@ -115,3 +115,35 @@ async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: L
         assert "ethernet" in text and "node0" in text and "node1" in text, text
         assert "Nothing is deployed" in text and "--transport tcp" in text
         assert not app.screen.query_one("#deploy-plan").display
+
+
+@sync
+async def test_an_unknown_host_key_is_trusted_in_a_modal_not_with_a_flag(tuilab3: Lab, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch
+                                                                        ) -> None:
+    """A node whose key is not in known_hosts: SSH is refused with the key's fingerprint, the
+    wizard asks in a modal (never pointing at --trust-new-hosts), and trusting it reaches the node
+    and adds exactly that key."""
+    from strixwizard.tui.screens.site import SiteState
+    from strixwizard.tui.widgets.confirm import ConfirmationModal
+    from tests.test_tui_walk import wait_for_modal
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    known = tmp_path / "known_hosts"
+    site = tuilab3.write_site_yaml(tmp_path / "site.yaml", hosts=tuilab3.hosts[:1], known_hosts=known)
+    app = WizardApp(site_file=site, services=SHORT_TESTS)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("s")
+        modal = await wait_for_modal(app, pilot, 60)
+        assert "SHA256:" in modal.question and "--trust-new-hosts" not in modal.question
+        ssh = app.session.of(SiteState).ssh["node0"]
+        assert ssh.event == "failed" and "--trust-new-hosts" not in ssh.text, ssh.text
+        await pilot.press("y")
+        for _ in range(600):  # bounded: the second SSH test, with the confirmed key
+            await settle(app, pilot)
+            if app.session.of(SiteState).ssh["node0"].event == "done":
+                break
+            await pilot.pause(0.1)
+        assert app.session.of(SiteState).ssh["node0"].event == "done"
+        assert not isinstance(app.screen, ConfirmationModal)
+        assert len(known.read_text().splitlines()) == 1

@@ -18,6 +18,7 @@ from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
+from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
 
@@ -100,7 +101,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"strixwizard: error: {error}", file=sys.stderr)
         if args.json:
             print(json.dumps(report.to_json(), indent=2))
-        return 2
+        return EXIT_NO_VERDICT
     if args.kind == "matrix" and args.demo:
         timing.round_seconds = [time.monotonic() - began]
     if args.kind == "matrix":

@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, ProgressBar, Static
 
 from strixwizard.services.discover import Discovery
+from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import CancelDiscovery, StartDiscovery
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.session import KEEP, NodeStatus, StepState
@@ -109,7 +110,7 @@ class DiscoverScreen(StepScreen):
             if row.state == "ok":
                 state = f"✓ {progress.text if progress else 'read'}"
             else:
-                state = f"✗ {row.error or 'unreachable'}"
+                state = f"✗ {for_the_wizard(row.error or 'unreachable')}"
             nodes.add_row(row.name, state, row.sku, row.gfx, row.rocm, row.kernel, row.memory, key=row.name)
         lines = []
         for node_ports in session.ports:

@@ -15,6 +15,7 @@ from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
 from strixwizard.tui.extras import deploy_document, tests_document
+from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import SaveProgress
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
@@ -87,7 +88,8 @@ class ReportScreen(StepScreen):
                 lines.append(Content(f"{NB}{row.name}: {row.sku} · {row.gfx} · kernel {row.kernel} · "
                                      f"{row.memory}"))
             else:
-                lines.append(styled(f"{NB}{row.name}: unreachable: {row.error}", Status.FAIL))
+                lines.append(styled(f"{NB}{row.name}: unreachable: {for_the_wizard(row.error or '')}",
+                                    Status.FAIL))
         lines.append(Content.styled("Links", "bold $text-accent"))
         for link in link_views(report):
             lines.append(Content.assemble(NB, badge(link.status), f" {link.id} ({link.transport})"))
