@@ -96,7 +96,7 @@ def test_the_demo_test_stream_stops_at_the_cancel(demo: Discovery) -> None:
     cancel = test.Cancel()
     stream = test.wizard_stream(demo.site, demo.nodes, True, cancel, demo_seconds=0.1)
     first = next(stream)
-    cancel.stop_all()
+    cancel.cancel()
     assert first.pair == ("node-a", "node-b")
     assert list(stream) == []  # nothing after the cancel, not even RCCL
 

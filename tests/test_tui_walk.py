@@ -443,7 +443,7 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
                        ) -> Iterator[Measurement]:
             try:
                 yield demo_rdma_latency(site.thresholds)
-                cancel.cancelled.wait(10)  # a measurement in flight, until its programs are stopped
+                cancel.wait(10)  # a measurement in flight, until its programs are stopped
                 yield demo_rdma_latency(site.thresholds)
                 yield demo_rdma_latency(site.thresholds)
             finally:

@@ -1,9 +1,9 @@
 """Test: the live tests as one stream of `Measurement`s, their one cancel, and the history.
 
 `strixwizard test` and the wizard's Test step both build their stream here. The
-cancel mechanism is `live.runner.ProcessRegistry`: every program the stream starts is
-registered with the caller's registry, so `stop_all()` (from any thread) ends them at
-once and no new one starts; closing the stream stops what is still running too.
+one cancel mechanism is `Cancel`: every program the stream starts is registered with
+the caller's Cancel, so `cancel()` (from any thread) ends them at once and no new one
+starts; closing the stream stops what is still running too.
 """
 
 from __future__ import annotations
@@ -26,8 +26,29 @@ from strixwizard.site import Site, Thresholds
 if TYPE_CHECKING:
     from strixwizard.live.history import Recorded
 
-#: The one cancel object of a test run (stop_all() from any thread).
-Cancel = ProcessRegistry
+class Cancel:
+    """Stops every program a test run started, from any thread, and refuses new ones.
+
+    Backed by the live runner's `ProcessRegistry`; `cancel()`, `cancelled`, `wait()` and
+    `scope()` are all a caller uses."""
+
+    def __init__(self) -> None:
+        self.registry = ProcessRegistry()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.registry.cancelled.is_set()
+
+    def cancel(self) -> None:
+        self.registry.stop_all()
+
+    def wait(self, timeout: float) -> bool:
+        """True once cancelled (waits at most `timeout` seconds)."""
+        return self.registry.cancelled.wait(timeout)
+
+    def scope(self, host: Host) -> Host:
+        """`host`, with every program it starts remembered by this Cancel."""
+        return TrackedHost(host, self.registry)
 
 
 def choose(kind: str, names: Sequence[str], pair: tuple[str, str] | None = None
@@ -81,7 +102,7 @@ def demo_stream(kind: str, chosen: list[str], thresholds: Thresholds, tcp: TcpSe
     from strixwizard.live.demo import demo_results
 
     for measurement in demo_results(kind, chosen, thresholds, tcp):
-        if cancel is not None and cancel.cancelled.is_set():
+        if cancel is not None and cancel.cancelled:
             return
         yield measurement
 
@@ -106,7 +127,7 @@ def prepare(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]],
 
     facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
     plain, down = site_hosts(site, nodes, trust_new_hosts)
-    hosts: dict[str, Host] = {name: TrackedHost(host, cancel) for name, host in plain.items()}
+    hosts: dict[str, Host] = {name: cancel.scope(host) for name, host in plain.items()}
     plans = {pair: plan_pair(site, facts, *pair) for pair in pairs
              if pair[0] not in down and pair[1] not in down}
     addresses = {spec.name: spec.host or spec.name for spec in site.nodes}
@@ -149,7 +170,7 @@ def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
     if demo:
         quick = tcp or TcpSettings(seconds=demo_seconds, reference_seconds=min(demo_seconds, 3.0))
         yield from demo_stream("matrix", names, site.thresholds, quick, cancel)
-        if not cancel.cancelled.is_set():
+        if not cancel.cancelled:
             yield demo_rccl()
         return
     if len(names) < 2:
@@ -164,7 +185,7 @@ def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
             yield from run_prepared(prepared, "latency", names, [], settings)
             return
         yield from run_prepared(prepared, "matrix", names, pairs, settings)
-        if not cancel.cancelled.is_set():
+        if not cancel.cancelled:
             yield from run_prepared(prepared, "rccl", names, chain, settings)
     finally:
         prepared.close()

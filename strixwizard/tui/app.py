@@ -25,13 +25,12 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from strixwizard.errors import UsageError
-from strixwizard.live.runner import ProcessRegistry
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed, DeployPreview
 from strixwizard.services.discover import Discovery, SiteSource
 from strixwizard.services.facade import Services
 from strixwizard.services.fix import Applied, rollback_outcome
-from strixwizard.services.test import planned_pairs
+from strixwizard.services.test import Cancel, planned_pairs
 from strixwizard.site import Site
 from strixwizard.tui import messages as m
 from strixwizard.tui.hostkeys import UnknownHostKey, for_the_wizard, unknown_host_key
@@ -88,7 +87,7 @@ class WizardApp(App[int]):
         screens = {step.id: screen_class(step) for step in STEPS}
         self.MODES = dict(screens)  # type: ignore[misc]
         self.session = Session(states={step_id: cls.State() for step_id, cls in screens.items()})
-        self.test_cancel = ProcessRegistry()
+        self.test_cancel = Cancel()
         self._test_started = 0.0
         self._key_queue: list[str] = []
         self._keys: dict[str, UnknownHostKey] = {}
@@ -105,7 +104,7 @@ class WizardApp(App[int]):
 
     def cancelling(self, group: str) -> bool:
         if group == "tests":
-            return self.busy("tests") and self.test_cancel.cancelled.is_set()
+            return self.busy("tests") and self.test_cancel.cancelled
         return False
 
     # -- session ---------------------------------------------------------------
@@ -567,19 +566,19 @@ class WizardApp(App[int]):
         state = session.of(TestState)
         state.run += 1
         state.begin(planned_pairs(discovery.site), [spec.name for spec in discovery.site.nodes])
-        self.test_cancel = ProcessRegistry()
+        self.test_cancel = Cancel()
         self._test_started = time.monotonic()
         self._run_tests(state.run, discovery, session.is_demo, self.test_cancel)
         self.screen_changed()
 
     @work(thread=True, exclusive=True, group="tests", exit_on_error=False)
-    def _run_tests(self, run: int, discovery: Discovery, demo: bool, cancel: ProcessRegistry) -> None:
+    def _run_tests(self, run: int, discovery: Discovery, demo: bool, cancel: Cancel) -> None:
         started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         stream = self.services.live_tests(discovery.site, discovery.nodes, demo, cancel)
         results = []
         try:
             for measurement in stream:
-                if cancel.cancelled.is_set():
+                if cancel.cancelled:
                     break
                 results.append(measurement)
                 self.post_message(m.MeasurementArrived(run, measurement))
@@ -588,7 +587,7 @@ class WizardApp(App[int]):
             if callable(close):
                 close()  # the runner stops every program still running
         history = None
-        if not demo and not cancel.cancelled.is_set():
+        if not demo and not cancel.cancelled:
             history = self.services.store_tests(discovery.site.name, started_at, results)
         self.post_message(m.TestsEnded(run, history))
 
@@ -598,11 +597,11 @@ class WizardApp(App[int]):
             self.screen_changed()
 
     def _cancel_tests(self) -> None:
-        self.test_cancel.stop_all()  # ends the programs at once; the stream then ends
+        self.test_cancel.cancel()  # ends the programs at once; the stream then ends
 
     def on_measurement_arrived(self, message: m.MeasurementArrived) -> None:
         state = self.session.of(TestState)
-        if message.run != state.run or self.test_cancel.cancelled.is_set():
+        if message.run != state.run or self.test_cancel.cancelled:
             return
         measurement = message.measurement
         state.results.append(measurement)
@@ -616,7 +615,7 @@ class WizardApp(App[int]):
         if message.run != state.run:
             return
         state.seconds = time.monotonic() - self._test_started
-        state.outcome = "cancelled" if self.test_cancel.cancelled.is_set() else "done"
+        state.outcome = "cancelled" if self.test_cancel.cancelled else "done"
         state.history = message.history
         self.screen_changed()
 
