@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from strixwizard.services.common import NotConfirmed, Question
 from strixwizard.services.discover import Discovery, discover
 from strixwizard.services.output import emit, envelope, exit_code
 from strixwizard.targets import RunRequest
+from tests.test_tui_imports import _imports
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,19 +27,8 @@ FRONT_ENDS = ["strixwizard/cli.py", "strixwizard/fixing/cli.py", "strixwizard/de
               *[str(p.relative_to(ROOT)) for p in sorted((ROOT / "strixwizard" / "tui").rglob("*.py"))]]
 
 
-def _imported(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
 def test_front_ends_never_assemble_the_engines() -> None:
-    offenders = {name: sorted(_imported(ROOT / name) & ENGINE_ASSEMBLY) for name in FRONT_ENDS}
+    offenders = {name: sorted(_imports(ROOT / name) & ENGINE_ASSEMBLY) for name in FRONT_ENDS}
     assert not {k: v for k, v in offenders.items() if v}
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.test_tui_imports import _imports
 
 ROOT = Path(__file__).resolve().parent.parent
 TUI = ROOT / "strixwizard" / "tui"
@@ -20,18 +21,6 @@ def _module(path: Path) -> str:
 
 
 TUI_MODULES = sorted(_module(p) for p in TUI.rglob("*.py"))
-
-
-def _imported(path: Path) -> set[str]:
-    """Every module a file imports, anywhere in it (top level, functions, TYPE_CHECKING)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
 
 
 def test_each_tui_module_imports_alone_in_a_fresh_interpreter() -> None:
@@ -56,11 +45,11 @@ def test_each_tui_module_imports_alone_in_a_fresh_interpreter() -> None:
 def test_no_screen_or_widget_imports_the_app() -> None:
     """Screens post messages and read the `Wizard` protocol; only the app knows the screens."""
     offenders = {
-        str(path.relative_to(TUI)): sorted(n for n in _imported(path) if n.startswith("strixwizard.tui.app"))
+        str(path.relative_to(TUI)): sorted(n for n in _imports(path) if n.startswith("strixwizard.tui.app"))
         for folder in ("screens", "widgets") for path in sorted((TUI / folder).rglob("*.py"))
     }
     offenders.update({
-        str(path.relative_to(TUI)): sorted(n for n in _imported(path) if n.startswith("strixwizard.tui.app"))
+        str(path.relative_to(TUI)): sorted(n for n in _imports(path) if n.startswith("strixwizard.tui.app"))
         for path in sorted(TUI.glob("*.py")) if path.name != "app.py"
     })
     assert not {k: v for k, v in offenders.items() if v}
