@@ -401,6 +401,11 @@ async def test_fix_on_the_demo_is_a_dry_run_that_verifies_and_rolls_back(state_h
             pytest.skip("the demo plans no change")
         assert "DRY RUN" in notice_text(app, "#fix-status")
         await pilot.press("a")
+        await wait_for_modal(app, pilot)
+        await pilot.press("n")  # no: nothing is applied
+        await settle(app, pilot)
+        assert app.session.of(FixState).applied is None and not isinstance(app.screen, ConfirmationModal)
+        await pilot.press("a")
         modal = await wait_for_modal(app, pilot)
         assert "COPIES of the snapshots" in modal.question
         await pilot.press("y")

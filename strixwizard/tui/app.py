@@ -474,7 +474,7 @@ class WizardApp(App[int]):
         state = self.session.of(FixState)
         if state.applied is None or self.busy("fix"):
             return
-        state.log = []
+        state.begin()
         self._roll_back_fixes(state.applied.report.run_id)
         self.screen_changed()
 
@@ -487,13 +487,13 @@ class WizardApp(App[int]):
         if message.group == "fix":
             fixed = self.session.of(FixState)
             if message.action == "apply":
-                fixed.applied = cast(Applied, message.result)
+                fixed.applied, fixed.rolled_back = cast(Applied, message.result), None
             else:
                 fixed.rolled_back, fixed.applied = cast(str, message.result), None
         else:
             deployed = self.session.of(DeployState)
             if message.action == "apply":
-                deployed.deployed = cast(Deployed, message.result)
+                deployed.deployed, deployed.rolled_back = cast(Deployed, message.result), None
             else:
                 deployed.rolled_back, deployed.deployed = cast(str, message.result), None
         self.screen_changed()
@@ -548,7 +548,7 @@ class WizardApp(App[int]):
         state = self.session.of(DeployState)
         if not self.can_roll_back_deploy() or state.deployed is None or state.deployed.report is None:
             return
-        state.log = []
+        state.begin()
         self._roll_back_deploy(state.deployed.report.run_id)
         self.screen_changed()
 

@@ -114,7 +114,9 @@ class DeployState(StepState):
     rolled_back: str | None = None
 
     def begin(self) -> None:
-        self.log, self.deployed, self.run_error, self.rolled_back = [], None, None, None
+        """A run starts; what the last one did stays shown until this one ends (a "no" to
+        the question leaves it as it was)."""
+        self.log, self.run_error = [], None
 
 
 class DeployScreen(StepScreen):

@@ -90,7 +90,9 @@ class FixState(StepState):
     rolled_back: str | None = field(default=None, metadata=KEEP)  # the last rollback, in words
 
     def begin(self) -> None:
-        self.log, self.applied, self.error, self.rolled_back = [], None, None, None
+        """A run starts; what the last one did stays shown until this one ends (a "no" to
+        the question leaves it as it was)."""
+        self.log, self.error = [], None
 
 
 class FixScreen(StepScreen):
