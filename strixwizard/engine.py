@@ -9,11 +9,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strixwizard import __version__
 from strixwizard.checking import Check
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
-from strixwizard.model import CheckResult, FixRef, HostReport, LinkReport, Severity, Status, worst
+from strixwizard.model import (
+    CheckResult,
+    FixRef,
+    HostReport,
+    LinkReport,
+    Severity,
+    Status,
+    document_header,
+    worst,
+)
 from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import Link, build_topology, link_end
@@ -59,10 +67,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "strixwizard", "version": __version__},
-            "generated_at": self.generated_at,
-            "site": self.site,
+            **document_header(self.site, SCHEMA_VERSION, self.generated_at),
             "status": self.status.value,
             "summary": self.summary,
             "hosts": [h.to_json() for h in self.hosts],

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from strixwizard import __version__
 
 
 class Status(StrEnum):
@@ -109,6 +112,22 @@ class HostReport:
             "error": self.error,
             "facts": self.facts,
         }
+
+
+def now() -> str:
+    """The time of a document, as every JSON document writes it (UTC, seconds)."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def document_header(site: str | None, schema_version: int = 1, generated_at: str | None = None
+                    ) -> dict[str, Any]:
+    """The fields every JSON document starts with (doctor, fix, deploy, errors)."""
+    return {
+        "schema_version": schema_version,
+        "tool": {"name": "strixwizard", "version": __version__},
+        "generated_at": generated_at or now(),
+        "site": site,
+    }
 
 
 def worst(statuses: list[Status]) -> Status:

@@ -6,12 +6,11 @@ site); every command exits 0 (done, no failure), 1 (a failure) or 2 (no verdict)
 
 from __future__ import annotations
 
-import datetime
 import json
 import sys
 from typing import Any, TextIO
 
-from strixwizard import __version__
+from strixwizard.model import document_header
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
 SCHEMA_VERSION = 1
@@ -24,19 +23,10 @@ def exit_code(ok: bool | None) -> int:
     return EXIT_OK if ok else EXIT_FAIL
 
 
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
 def envelope(site: str | None, schema_version: int = SCHEMA_VERSION, **fields: Any) -> dict[str, Any]:
-    """The header every JSON document shares, then the command's own fields."""
-    return {
-        "schema_version": schema_version,
-        "tool": {"name": "strixwizard", "version": __version__},
-        "generated_at": now(),
-        "site": site,
-        **fields,
-    }
+    """The header every JSON document shares (`model.document_header`), then the command's
+    own fields."""
+    return {**document_header(site, schema_version), **fields}
 
 
 def emit(document: dict[str, Any], stream: TextIO | None = None) -> None:
