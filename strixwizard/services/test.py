@@ -26,6 +26,7 @@ from strixwizard.site import Site, Thresholds
 if TYPE_CHECKING:
     from strixwizard.live.history import Recorded
 
+
 class Cancel:
     """Stops every program a test run started, from any thread, and refuses new ones.
 
