@@ -25,28 +25,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SHOTS = [("1", "01-site"), ("2", "02-discover"), ("3", "03-links"), ("4", "04-fix"),
-         ("5", "05-deploy"), ("6", "06-test"), ("7", "07-report")]
-
-
 async def capture(out: Path, size: tuple[int, int]) -> list[Path]:
+    from textual.screen import ModalScreen
+
     from strixwizard.tui.app import WizardApp
+    from strixwizard.tui.screens.discover import DiscoverState
+    from strixwizard.tui.steps import BY_ID, STEPS
 
     app = WizardApp(demo=True, resume=False)
     written = []
     async with app.run_test(size=size) as pilot:
-        for key, name in SHOTS:
+        for step in STEPS:  # one picture per step, named after its number and id
+            key, name = step.key, f"{step.number:02d}-{step.id}"
             await pilot.press(key)
             await app.workers.wait_for_complete()
             await pilot.pause()
             app.clear_notifications()
             await pilot.pause()
             await pilot.pause()
-            if key == "6":  # run the live tests: TCP on loopback for real, RDMA replayed
+            if step.id == "test":  # run the live tests: TCP on loopback for real, RDMA replayed
                 await pilot.press("r")
                 for _ in range(1200):  # bounded: the demo's tests end in seconds
                     await pilot.pause(0.1)
-                    if not app.session.testing:
+                    if not app.busy("tests"):
                         break
                 await app.workers.wait_for_complete()
                 for _ in range(5):
@@ -54,14 +55,19 @@ async def capture(out: Path, size: tuple[int, int]) -> list[Path]:
                 app.clear_notifications()
                 await pilot.pause()
             written.append(Path(app.save_screenshot(f"{name}.svg", str(out))))
-            if key == "4" and app.session.discovery and app.session.discovery.plan:
+            discovery = app.session.of(DiscoverState).discovery
+            if step.id == "fix" and discovery and discovery.plan:
                 await pilot.press("a")  # apply: a dry run on copies of the demo's snapshots
-                await pilot.pause()
+                for _ in range(100):  # bounded: the fix service asks from its worker
+                    await pilot.pause(0.05)
+                    if isinstance(app.screen, ModalScreen):
+                        break
                 await pilot.press("y")
                 await app.workers.wait_for_complete()
                 await pilot.pause()
                 await pilot.pause()
-                written.append(Path(app.save_screenshot("04b-fix-applied.svg", str(out))))
+                written.append(Path(app.save_screenshot(f"{BY_ID['fix'].number:02d}b-fix-applied.svg",
+                                                        str(out))))
     return written
 
 

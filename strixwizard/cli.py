@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from strixwizard import __version__
-from strixwizard.cliopts import add_site_options
+from strixwizard.cliopts import add_site_options, node_printer
 from strixwizard.errors import UsageError
-
-EXIT_OK, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
+from strixwizard.services.common import node_progress
+from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,23 +101,12 @@ def _split_ids(values: Sequence[str]) -> list[str]:
 
 
 def _error_document(message: str) -> dict[str, object]:
-    import datetime
-
     from strixwizard.engine import SCHEMA_VERSION
     from strixwizard.model import Status
 
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "strixwizard", "version": __version__},
-        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "site": None,
-        "status": "error",
-        "summary": {status.value: 0 for status in Status},
-        "hosts": [],
-        "checks": [],
-        "links": [],
-        "error": message,
-    }
+    return envelope(None, SCHEMA_VERSION, status="error",
+                    summary={status.value: 0 for status in Status}, hosts=[], checks=[], links=[],
+                    error=message)
 
 
 def _list_checks(as_json: bool) -> int:
@@ -141,41 +130,25 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.list_checks:
         return _list_checks(args.json)
     from checks import ALL
-    from fixes import BY_ID as FIXES
-    from strixwizard.engine import run_doctor, select_checks
-    from strixwizard.targets import RunRequest, resolve_run
+    from strixwizard.engine import select_checks
+    from strixwizard.services.discover import discover
+    from strixwizard.targets import RunRequest
 
     selected = select_checks(ALL, _split_ids(args.only), _split_ids(args.skip))
     request = RunRequest(
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
     )
-    progress = None if args.json or not sys.stderr.isatty() else _progress_printer()
-    site, nodes = resolve_run(request, progress)
-    report = run_doctor(site, nodes, selected, FIXES)
+    on_node = None if args.json or not sys.stderr.isatty() else node_printer()
+    report = discover(request, on_node, selected, plan=False).report
     code = report.exit_code(strict=args.strict)
     if args.json:
-        json.dump(report.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        emit(report.to_json())
     else:
         from strixwizard.textreport import render
 
         render(report, sys.stdout, verbose=args.verbose, strict=args.strict)
     return code
-
-
-def _progress_printer() -> Callable[[str, str, str], None]:
-    """Per-node progress lines on stderr (a terminal only), safe from worker threads."""
-    import threading
-
-    lock = threading.Lock()
-    marks = {"start": "…", "done": "✓", "failed": "✗"}
-
-    def show(node: str, event: str, message: str) -> None:
-        with lock:
-            print(f"  {marks.get(event, ' ')} {node}: {message}", file=sys.stderr, flush=True)
-
-    return show
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -191,7 +164,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
     site = resolve_site(RunRequest(site_file=args.site, inventory=args.inventory))
     assert site is not None
-    progress = _progress_printer() if sys.stderr.isatty() else None
+    progress = node_progress(node_printer()) if sys.stderr.isatty() else None
     outcome = capture_site(site, args.out, args.trust_new_hosts, progress)
     for name, path in outcome.written.items():
         print(f"{name}: {path}")
@@ -264,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handlers[args.command](args)
     except UsageError as error:
         if as_json:
-            print(json.dumps(_error_document(str(error)), indent=2))
+            emit(_error_document(str(error)))
         print(f"strixwizard: error: {error}", file=sys.stderr)
         return EXIT_NO_VERDICT
     except KeyboardInterrupt:
@@ -277,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         message = f"internal error: {error!r}"
         if as_json:
-            print(json.dumps(_error_document(message), indent=2))
+            emit(_error_document(message))
         traceback.print_exc(file=sys.stderr)
         print(f"strixwizard: {message}; please report it", file=sys.stderr)
         return EXIT_NO_VERDICT

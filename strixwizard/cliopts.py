@@ -1,9 +1,16 @@
-"""Command-line options every site-facing command shares (doctor, fix, deploy, test)."""
+"""What every site-facing command shares (doctor, fix, deploy, test): the site options, the
+confirmation prompt before a change, and progress lines on stderr."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+
+from strixwizard.errors import UsageError
+from strixwizard.services.common import NodeEvent, Question, StepEvent
 
 
 def add_site_options(parser: argparse.ArgumentParser, demo_help: str,
@@ -18,3 +25,41 @@ def add_site_options(parser: argparse.ArgumentParser, demo_help: str,
                             help="an Ansible YAML inventory as the node list")
     parser.add_argument("--trust-new-hosts", action="store_true",
                         help="accept and remember SSH host keys not yet in known_hosts")
+
+
+def terminal_confirm(yes: bool) -> Callable[[Question], bool]:
+    """The CLI's answer to a service's question: `--yes`, or a y/N prompt on a terminal.
+    Without a terminal (and without --yes) nothing is changed."""
+
+    def confirm(question: Question) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
+                             "pass --yes to apply from a script")
+        return input(f"{question.text} [y/N] ").strip().lower() in ("y", "yes")
+
+    return confirm
+
+
+def step_printer(enabled: bool) -> Callable[[StepEvent], None]:
+    """A fix or deploy run's progress on stderr ("  … node: message"), when enabled."""
+
+    def show(event: StepEvent) -> None:
+        if enabled:
+            print(f"  … {event.node}: {event.message}", file=sys.stderr, flush=True)
+
+    return show
+
+
+def node_printer() -> Callable[[NodeEvent], None]:
+    """Per-node collection progress on stderr, safe from worker threads."""
+    lock = threading.Lock()
+    marks = {"start": "…", "done": "✓", "failed": "✗"}
+
+    def show(event: NodeEvent) -> None:
+        with lock:
+            print(f"  {marks.get(event.event, ' ')} {event.node}: {event.text}", file=sys.stderr,
+                  flush=True)
+
+    return show

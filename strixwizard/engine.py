@@ -9,14 +9,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strixwizard import __version__
 from strixwizard.checking import Check
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
-from strixwizard.model import CheckResult, FixRef, HostReport, Severity, Status, worst
+from strixwizard.model import (
+    CheckResult,
+    FixRef,
+    HostReport,
+    LinkReport,
+    Severity,
+    Status,
+    document_header,
+    worst,
+)
 from strixwizard.probe import Probe
 from strixwizard.site import Site
-from strixwizard.topology import Link, build_topology, end_json
+from strixwizard.topology import Link, build_topology, link_end
 
 SCHEMA_VERSION = 1
 
@@ -34,7 +42,7 @@ class Report:
     site: str
     hosts: list[HostReport]
     checks: list[CheckResult]
-    links: list[dict[str, Any]] = field(default_factory=list)
+    links: list[LinkReport] = field(default_factory=list)
     generated_at: str = field(
         default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     )
@@ -59,15 +67,12 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "strixwizard", "version": __version__},
-            "generated_at": self.generated_at,
-            "site": self.site,
+            **document_header(self.site, SCHEMA_VERSION, self.generated_at),
             "status": self.status.value,
             "summary": self.summary,
             "hosts": [h.to_json() for h in self.hosts],
             "checks": [r.to_json() for r in self.checks],
-            "links": self.links,
+            "links": [link.to_json() for link in self.links],
         }
 
 
@@ -171,16 +176,13 @@ def link_status(results: list[CheckResult]) -> Status:
     return worst(judged) if judged else Status.SKIP
 
 
+def link_report(link: Link, results: list[CheckResult]) -> LinkReport:
+    return LinkReport(link.id, (link_end(link.a), link_end(link.b)), link.transport, link.rdma,
+                      link.evidence, link_status(results), tuple(results))
+
+
 def link_json(link: Link, results: list[CheckResult]) -> dict[str, Any]:
-    return {
-        "id": link.id,
-        "ends": [end_json(end) for end in link.ends],
-        "transport": link.transport,
-        "rdma": link.rdma,
-        "evidence": link.evidence,
-        "status": link_status(results).value,
-        "checks": [r.to_json() for r in results],
-    }
+    return link_report(link, results).to_json()
 
 
 def run_doctor(site: Site, nodes: Sequence[Node], checks: Sequence[Check],
@@ -195,7 +197,7 @@ def run_doctor(site: Site, nodes: Sequence[Node], checks: Sequence[Check],
         for check in checks:
             if check.scope == "node":
                 results.extend(run_check(check, node.facts, site, fixes))
-    links: list[dict[str, Any]] = []
+    links: list[LinkReport] = []
     link_checks = [c for c in checks if c.scope == "link"]
     site_checks = [c for c in checks if c.scope == "site"]
     if reachable and (link_checks or site_checks):
@@ -212,7 +214,7 @@ def run_doctor(site: Site, nodes: Sequence[Node], checks: Sequence[Check],
         for link in topology.links:
             link_results = [r for c in link_checks for r in run_link_check(c, link, site, fixes)]
             results.extend(link_results)
-            links.append(link_json(link, link_results))
+            links.append(link_report(link, link_results))
         for check in site_checks:
             results.extend(_results(check, (topology, site), None, site.name, fixes))
     return Report(site=site.name, hosts=[n.report for n in nodes], checks=results, links=links)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from strixwizard import __version__
 
 
 class Status(StrEnum):
@@ -111,5 +114,73 @@ class HostReport:
         }
 
 
+def now() -> str:
+    """The time of a document, as every JSON document writes it (UTC, seconds)."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def document_header(site: str | None, schema_version: int = 1, generated_at: str | None = None
+                    ) -> dict[str, Any]:
+    """The fields every JSON document starts with (doctor, fix, deploy, errors)."""
+    return {
+        "schema_version": schema_version,
+        "tool": {"name": "strixwizard", "version": __version__},
+        "generated_at": generated_at or now(),
+        "site": site,
+    }
+
+
 def worst(statuses: list[Status]) -> Status:
     return max(statuses, key=lambda s: s.rank, default=Status.PASS)
+
+
+@dataclass(frozen=True)
+class LinkEnd:
+    """One end of a fabric link as the report shows it; unknown values are None."""
+
+    host: str
+    netdev: str
+    address: str | None = None  # IPv4 CIDR
+    rdma_device: str | None = None
+    port: int | None = None
+    gid_index: int | None = None  # the RoCE v2 IPv4 GID's index
+    mtu: int | None = None
+    speed_mbps: int | None = None
+    active_mtu: int | None = None
+    link_layer: str | None = None
+    pci_address: str | None = None
+    nic: str | None = None
+    bus: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host, "netdev": self.netdev, "address": self.address,
+            "rdma_device": self.rdma_device, "port": self.port, "gid_index": self.gid_index,
+            "mtu": self.mtu, "speed_mbps": self.speed_mbps, "active_mtu": self.active_mtu,
+            "link_layer": self.link_layer, "pci_address": self.pci_address, "nic": self.nic,
+            "bus": self.bus,
+        }
+
+
+@dataclass(frozen=True)
+class LinkReport:
+    """A fabric link of the report: both ends, its transport, and its checks' verdicts."""
+
+    id: str
+    ends: tuple[LinkEnd, LinkEnd]
+    transport: str  # roce-v2|roce-v1|infiniband|iwarp|thunderbolt-net|ethernet
+    rdma: bool
+    evidence: str
+    status: Status
+    checks: tuple[CheckResult, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "ends": [end.to_json() for end in self.ends],
+            "transport": self.transport,
+            "rdma": self.rdma,
+            "evidence": self.evidence,
+            "status": self.status.value,
+            "checks": [r.to_json() for r in self.checks],
+        }

@@ -6,7 +6,7 @@ import os
 from typing import TextIO
 
 from strixwizard.engine import Report
-from strixwizard.model import CheckResult, HostReport, Status
+from strixwizard.model import CheckResult, HostReport, LinkReport, Status
 
 _COLOURS = {
     Status.PASS: "32",
@@ -48,11 +48,10 @@ def _host_line(host: HostReport) -> str:
     return f"{host.name}: " + " · ".join(str(p) for p in parts) + f"  ({host.source})"
 
 
-def _link_line(link: dict[str, object], paint: _Painter) -> str:
+def _link_line(link: LinkReport, paint: _Painter) -> str:
     """`node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)  FAIL`."""
-    status = Status(str(link["status"]))
-    kind = f"{link['transport']} ({'RDMA' if link['rdma'] else 'no RDMA'})"
-    return f"  {paint.status(status)} {link['id']}  {kind}"
+    kind = f"{link.transport} ({'RDMA' if link.rdma else 'no RDMA'})"
+    return f"  {paint.status(link.status)} {link.id}  {kind}"
 
 
 def _plural(count: int, word: str) -> str:

@@ -16,12 +16,14 @@ both ends), `thunderbolt-net` (TCP only, whatever soft verbs ride on it), or
 from __future__ import annotations
 
 import ipaddress
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.netdev import IpAddress, Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort
+from strixwizard.model import LinkEnd
 from strixwizard.site import Site
 
 TRANSPORTS = ("roce-v2", "roce-v1", "infiniband", "iwarp", "thunderbolt-net", "ethernet")
@@ -148,7 +150,29 @@ class Topology:
         return all(p.netdev.addresses is not None for p in self.fabric.get(node, ()))
 
 
+_RECENT: list[tuple[tuple[NodeFacts, ...], Site | None, Topology]] = []
+_RECENT_SIZE = 8
+_RECENT_LOCK = threading.Lock()
+
+
 def build_topology(nodes: list[NodeFacts], site: Site | None = None) -> Topology:
+    """The fabric of these nodes. Built once per set of facts: doctor's link checks, the fix
+    plans, the deploy plan and every live-test pair of one discovery get the same Topology
+    (the facts of a discovery do not change; a new discovery reads new facts objects)."""
+    key = tuple(nodes)
+    with _RECENT_LOCK:
+        for seen, seen_site, topology in _RECENT:
+            same = len(seen) == len(key) and all(a is b for a, b in zip(seen, key, strict=True))
+            if same and seen_site is site:
+                return topology
+    topology = _build(key, site)
+    with _RECENT_LOCK:
+        _RECENT.insert(0, (key, site, topology))
+        del _RECENT[_RECENT_SIZE:]
+    return topology
+
+
+def _build(nodes: tuple[NodeFacts, ...], site: Site | None) -> Topology:
     topology = Topology(nodes=list(nodes))
     for node in nodes:
         topology.fabric[node.name] = fabric_ports(node, site)
@@ -171,21 +195,26 @@ def _same_subnet(a: FabricPort, b: FabricPort) -> str | None:
     return None
 
 
-def end_json(end: FabricPort) -> dict[str, Any]:
+def link_end(end: FabricPort) -> LinkEnd:
+    """One end of a link as the report keeps it (typed; `to_json()` is the doctor schema's)."""
     gid = end.port.roce_v2_ipv4_gid(end.netdev.name) if end.port else None
     nic = end.node.nic_of(end.netdev)
-    return {
-        "host": end.node.name,
-        "netdev": end.netdev.name,
-        "address": end.ipv4.cidr if end.ipv4 else None,
-        "rdma_device": end.port.device if end.port else None,
-        "port": end.port.number if end.port else None,
-        "gid_index": gid.index if gid else None,
-        "mtu": end.netdev.mtu,
-        "speed_mbps": end.netdev.speed_mbps,
-        "active_mtu": end.port.active_mtu if end.port else None,
-        "link_layer": end.port.link_layer if end.port else None,
-        "pci_address": end.netdev.pci_address,
-        "nic": nic.model if nic else None,
-        "bus": end.netdev.bus,
-    }
+    return LinkEnd(
+        host=end.node.name,
+        netdev=end.netdev.name,
+        address=end.ipv4.cidr if end.ipv4 else None,
+        rdma_device=end.port.device if end.port else None,
+        port=end.port.number if end.port else None,
+        gid_index=gid.index if gid else None,
+        mtu=end.netdev.mtu,
+        speed_mbps=end.netdev.speed_mbps,
+        active_mtu=end.port.active_mtu if end.port else None,
+        link_layer=end.port.link_layer if end.port else None,
+        pci_address=end.netdev.pci_address,
+        nic=nic.model if nic else None,
+        bus=end.netdev.bus,
+    )
+
+
+def end_json(end: FabricPort) -> dict[str, Any]:
+    return link_end(end).to_json()

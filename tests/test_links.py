@@ -33,13 +33,13 @@ def test_back_to_back_e810_pairs_into_one_roce_v2_link(tmp_path: Path) -> None:
     ("thunderbolt", "thunderbolt-net", False),
 ])
 def test_transport_classification(root: Path, name: str, transport: str, rdma: bool) -> None:
-    (link,) = report_of(root, name).links
+    (link,) = report_of(root, name).to_json()["links"]
     assert (link["transport"], link["rdma"]) == (transport, rdma)
     assert [end["host"] for end in link["ends"]] == sorted(end["host"] for end in link["ends"])
 
 
 def test_link_json_carries_both_ends(root: Path) -> None:
-    (link,) = report_of(root, "healthy").links
+    (link,) = report_of(root, "healthy").to_json()["links"]
     a, b = link["ends"]
     assert a == {**a, "host": "node-a", "netdev": "enp194s0np0", "address": "192.168.100.1/30",
                  "rdma_device": "rocep194s0", "port": 1, "gid_index": 1, "mtu": 9000,
@@ -66,7 +66,7 @@ def test_link_mtu_and_pfc_fail_on_mismatched_ends(root: Path) -> None:
                             "(active_mtu 4096/1024)")
     (pfc,) = results(report, "link.pfc")
     assert pfc.status == Status.FAIL and pfc.observed.endswith("vs node-b:enp194s0np0 off")
-    (link,) = report.links
+    (link,) = report.to_json()["links"]
     assert link["status"] == "fail"
 
 
@@ -106,7 +106,7 @@ def test_non_roce_link_checks_skip_on_infiniband(root: Path) -> None:
     for check_id in ("link.pfc", "link.trust", "link.roce_version"):
         (result,) = results(report, check_id)
         assert result.status == Status.SKIP and "not a RoCE link (infiniband)" in result.detail
-    (link,) = report.links
+    (link,) = report.to_json()["links"]
     assert link["status"] == "pass"  # inapplicable checks do not make the link "skip"
 
 
@@ -129,7 +129,7 @@ def test_site_rdma_path_passes_with_roce_even_next_to_thunderbolt(tmp_path: Path
 
     report = scenarios.run_site(tmp_path, demo_nodes())
     assert statuses(report, "site.rdma_path") == {"node-a <-> node-b": Status.PASS}
-    assert {link["transport"] for link in report.links} == {"roce-v2", "thunderbolt-net"}
+    assert {link["transport"] for link in report.to_json()["links"]} == {"roce-v2", "thunderbolt-net"}
 
 
 def test_site_rdma_path_fails_when_ib_ports_are_down(root: Path) -> None:

@@ -6,7 +6,6 @@ discovery says so; TCP is measured for real between the namespaces (short, bound
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,12 @@ from textual.widgets import DataTable
 
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
+from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
+from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.widgets.notice import Notice
 from tests.lab import Lab, lab_fixture
-from tests.test_tui_walk import cells, settle, sync, wait_for_tests
+from tests.test_tui_walk import cells, live_state, settle, sync, wait_for_tests
 
 tuilab3 = lab_fixture(3, name="tuilab3")
 
@@ -27,28 +28,22 @@ async def discovered(app: WizardApp, pilot: Pilot[int]) -> None:
     """Wait (bounded, 60 s) until the discovery the Discover step started has finished."""
     for _ in range(600):
         await settle(app, pilot)
-        if app.session.discovery is not None and not app.session.discovering:
+        if app.session.of(DiscoverState).discovery is not None and not app.busy("discover"):
             return
         await pilot.pause(0.1)
     raise AssertionError("discovery did not finish within 60 s")
 
 
-@pytest.fixture
-def short_tests(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep each measurement to a fraction of a second (the defaults run several seconds)."""
-    import strixwizard.live.runner as runner
-
-    quick = TcpSettings(seconds=0.3, round_trips=2000, warmup=100, references=False)
-    monkeypatch.setattr(runner, "TestSettings", functools.partial(runner.TestSettings, tcp=quick))
+#: Each measurement kept to a fraction of a second (the defaults run several seconds), injected.
+SHORT_TESTS = Services(tcp=TcpSettings(seconds=0.3, round_trips=2000, warmup=100, references=False))
 
 
 @sync
 async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch,
-                                                            short_tests: None) -> None:
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     site = tuilab3.write_site_yaml(tmp_path / "site.yaml")
-    app = WizardApp(site_file=site)
+    app = WizardApp(site_file=site, services=SHORT_TESTS)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("n")
         await discovered(app, pilot)
@@ -63,9 +58,9 @@ async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_pa
         await pilot.press("r")
         await pilot.pause()
         await wait_for_tests(app, pilot, limit_s=120)
-        assert app.session.test_outcome == "done", app.session.test_error
+        assert live_state(app).outcome == "done", live_state(app).error
 
-        tcp = [m for m in app.session.test_results
+        tcp = [m for m in live_state(app).results
                if m.transport == "tcp" and m.role != "reference" and m.kind == "latency"]
         assert sorted(tuple(sorted(m.pair)) for m in tcp) == [
             ("node0", "node1"), ("node0", "node2"), ("node1", "node2")]
@@ -120,3 +115,35 @@ async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: L
         assert "ethernet" in text and "node0" in text and "node1" in text, text
         assert "Nothing is deployed" in text and "--transport tcp" in text
         assert not app.screen.query_one("#deploy-plan").display
+
+
+@sync
+async def test_an_unknown_host_key_is_trusted_in_a_modal_not_with_a_flag(tuilab3: Lab, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch
+                                                                        ) -> None:
+    """A node whose key is not in known_hosts: SSH is refused with the key's fingerprint, the
+    wizard asks in a modal (never pointing at --trust-new-hosts), and trusting it reaches the node
+    and adds exactly that key."""
+    from strixwizard.tui.screens.site import SiteState
+    from strixwizard.tui.widgets.confirm import ConfirmationModal
+    from tests.test_tui_walk import wait_for_modal
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    known = tmp_path / "known_hosts"
+    site = tuilab3.write_site_yaml(tmp_path / "site.yaml", hosts=tuilab3.hosts[:1], known_hosts=known)
+    app = WizardApp(site_file=site, services=SHORT_TESTS)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("s")
+        modal = await wait_for_modal(app, pilot, 60)
+        assert "SHA256:" in modal.question and "--trust-new-hosts" not in modal.question
+        ssh = app.session.of(SiteState).ssh["node0"]
+        assert ssh.event == "failed" and "--trust-new-hosts" not in ssh.text, ssh.text
+        await pilot.press("y")
+        for _ in range(600):  # bounded: the second SSH test, with the confirmed key
+            await settle(app, pilot)
+            if app.session.of(SiteState).ssh["node0"].event == "done":
+                break
+            await pilot.pause(0.1)
+        assert app.session.of(SiteState).ssh["node0"].event == "done"
+        assert not isinstance(app.screen, ConfirmationModal)
+        assert len(known.read_text().splitlines()) == 1

@@ -14,10 +14,15 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Sparkline, Static
 
 from strixwizard.model import Status
-from strixwizard.targets import Progress
+from strixwizard.services.common import OnNode
+from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
-from strixwizard.tui.jobs import SiteSource
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.links import LinkCard
+from strixwizard.tui.screens.site import SiteState
+from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
@@ -56,19 +61,37 @@ def notice_text(app: WizardApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Notice).render())
 
 
-@pytest.fixture(autouse=True)
-def short_demo_tests(monkeypatch: pytest.MonkeyPatch) -> None:
-    from strixwizard.tui import live_jobs
+QUICK = Services(demo_seconds=0.3)  # the demo's loopback TCP loops, kept short
 
-    monkeypatch.setattr(live_jobs, "DEMO_SECONDS", 0.3)
+
+def make_app(services: Services | None = None, **kwargs: Any) -> WizardApp:
+    """The wizard with the services injected (short demo tests unless told otherwise)."""
+    return WizardApp(services=services or QUICK, **kwargs)
+
+
+def live_state(app: WizardApp) -> TestState:
+    return app.session.of(TestState)
+
+
+def discovery_of(app: WizardApp) -> Discovery | None:
+    return app.session.of(DiscoverState).discovery
 
 
 async def wait_for_tests(app: WizardApp, pilot: Pilot[int], limit_s: float = 60.0) -> None:
     for _ in range(int(limit_s / 0.1)):
-        if not app.session.testing:
+        if not app.busy("tests"):
             break
         await pilot.pause(0.1)
     await settle(app, pilot)
+
+
+async def wait_for_modal(app: WizardApp, pilot: Pilot[int], limit_s: float = 10.0) -> ConfirmationModal:
+    """The services ask from their worker: wait (bounded) for the question to be shown."""
+    for _ in range(int(limit_s / 0.05)):
+        if isinstance(app.screen, ConfirmationModal):
+            return app.screen
+        await pilot.pause(0.05)
+    raise AssertionError("no confirmation was asked")
 
 
 def panel(app: WizardApp, key: str) -> TestPanel:
@@ -80,9 +103,9 @@ async def run_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
     assert "r runs the live tests" in notice_text(app, "#test-status")
     await pilot.press("r")
     await pilot.pause()
-    assert app.session.testing
+    assert app.busy("tests")
     await wait_for_tests(app, pilot)
-    assert app.session.test_outcome == "done" and app.session.test_error is None
+    assert live_state(app).outcome == "done" and live_state(app).error is None
     rdma = panel(app, "node-a-node-b:latency:rdma")
     tcp = panel(app, "node-a-node-b:latency:tcp")
     assert rdma.view.status is Status.PASS and "PASS" in str(rdma.query_one(".verdict").render())
@@ -99,7 +122,7 @@ async def run_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
 
 @sync
 async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
         assert app.screen.id == "step-site"
         rows = cells(app.screen.query_one("#site-nodes", DataTable))
@@ -118,7 +141,7 @@ async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
         await pilot.pause()
         assert app.screen.id == "step-links"
         cards = list(app.screen.query(LinkCard))
-        report = app.session.discovery.report if app.session.discovery else None
+        report = (discovery_of(app).report if discovery_of(app) else None)
         assert report is not None and len(cards) == len(report.links)
         thunderbolt = [c for c in cards if "thunderbolt-net" in str(c.render())]
         assert all(c.has_class("warning") for c in thunderbolt)
@@ -176,7 +199,7 @@ async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
 async def test_report_json_validates_against_the_doctor_schema(report_schema: dict[str, object]) -> None:
     from tests.conftest import validate_report
 
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("6")
         await settle(app, pilot)
@@ -193,7 +216,7 @@ async def test_report_json_validates_against_the_doctor_schema(report_schema: di
 
 @sync
 async def test_reopening_resumes_at_the_same_step(state_home: Path) -> None:
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")
         await settle(app, pilot)
@@ -201,11 +224,11 @@ async def test_reopening_resumes_at_the_same_step(state_home: Path) -> None:
     saved = json.loads((state_home / "strixwizard" / "demo-state.json").read_text())
     assert saved["step"] == "links"
 
-    again = WizardApp(demo=True)
+    again = make_app(demo=True)
     async with again.run_test(size=SIZE) as pilot:
         await settle(again, pilot)
         assert again.screen.id == "step-links"
-        assert again.session.discovery is not None  # discovered again on resume
+        assert again.session.of(DiscoverState).discovery is not None  # discovered again on resume
         assert again.screen.query(LinkCard)
 
 
@@ -221,7 +244,7 @@ async def test_site_file_progress_is_saved_beside_it(tmp_path: Path) -> None:
         f"  - name: node-a\n    snapshot: {demo / 'snapshots' / 'node-a.tar.gz'}\n"
         f"  - name: node-b\n    snapshot: {demo / 'snapshots' / 'node-b.tar.gz'}\n"
     )
-    app = WizardApp(site_file=site)
+    app = make_app(site_file=site)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         await settle(app, pilot)
@@ -235,7 +258,7 @@ async def test_site_file_progress_is_saved_beside_it(tmp_path: Path) -> None:
 async def test_a_bad_site_file_shows_the_reason_and_the_next_step(tmp_path: Path) -> None:
     site = tmp_path / "site.yaml"
     site.write_text("site: broken\nnodes:\n  - name: a\n    hots: x\n")
-    app = WizardApp(site_file=site)
+    app = make_app(site_file=site)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         text = notice_text(app, "#site-info")
@@ -251,7 +274,7 @@ async def test_create_a_site_file_from_the_form(tmp_path: Path, monkeypatch: pyt
     monkeypatch.chdir(tmp_path)  # no ./site.yaml: the wizard offers to create one
     out = tmp_path / "new" / "site.yaml"
     out.parent.mkdir()
-    app = WizardApp()
+    app = make_app()
     assert app.session.source is None
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
@@ -276,63 +299,62 @@ async def test_unknown_host_key_is_shown_and_needs_confirmation() -> None:
     from strixwizard.model import HostReport
     from strixwizard.tui.messages import SshTested
 
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
         error = ("unknown host key for 10.99.2.10: ssh-ed25519 SHA256:AbCdEf0123456789+/xyz; if that is "
-                 "the node's key, trust it with --trust-new-hosts")
+                 "the node's key, trust it with --trust-new-hosts (it is added to known_hosts), or add it "
+                 "yourself: ssh-keyscan -p 22 10.99.2.10 >> known_hosts")
         node = Node(HostReport("node-x", "root@10.99.2.10", "ssh", reachable=False, error=error), None)
         app.post_message(SshTested([node], None))
         await pilot.pause()
         modal = app.screen
         assert isinstance(modal, ConfirmationModal)
         assert "SHA256:AbCdEf0123456789+/xyz" in modal.question and "ssh-ed25519" in modal.question
+        assert "--trust-new-hosts" not in modal.question
+        shown = app.session.of(SiteState).ssh["node-x"].text  # the wizard's own action, not a flag
+        assert "--trust-new-hosts" not in shown and "trust or refuse (1, s)" in shown
         await pilot.press("n")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmationModal)
-        assert "not trusted" in app.session.ssh["node-x"].text
+        assert "not trusted" in app.session.of(SiteState).ssh["node-x"].text
 
 
 @sync
-async def test_cancel_discovery_keeps_the_screen_responsive(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_cancel_discovery_keeps_the_screen_responsive() -> None:
     import threading
 
-    from strixwizard.tui import jobs
-
     release = threading.Event()
-    real = jobs.discover
 
-    def slow(source: SiteSource, progress: Progress | None) -> jobs.Discovery:
-        release.wait(10)
-        return real(source, progress)
+    class Slow(Services):
+        def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
+            release.wait(10)
+            return super().discover(source, on_node)
 
-    monkeypatch.setattr(jobs, "discover", slow)
-    app = WizardApp(demo=True)
+    app = make_app(Slow(demo_seconds=0.3), demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         await pilot.pause()
-        assert app.session.discovering
+        assert app.busy("discover")
         assert "Probing" in notice_text(app, "#discover-status")
         await pilot.press("escape")
         await pilot.pause()
-        assert not app.session.discovering
+        assert not app.busy("discover")
         assert "cancelled" in notice_text(app, "#discover-status")
         release.set()
         await settle(app, pilot)
-        assert app.session.discovery is None  # the abandoned run's result is ignored
+        assert discovery_of(app) is None  # the abandoned run's result is ignored
         await pilot.press("r")
         await settle(app, pilot)
-        assert app.session.discovery is not None
+        assert discovery_of(app) is not None
 
 
 @sync
-async def test_an_engine_crash_is_a_reason_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from strixwizard.tui import jobs
+async def test_an_engine_crash_is_a_reason_not_a_traceback() -> None:
+    class Broken(Services):
+        def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
+            raise RuntimeError("boom")
 
-    def broken(source: SiteSource, progress: Progress | None) -> jobs.Discovery:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(jobs, "discover", broken)
-    app = WizardApp(demo=True)
+    app = make_app(Broken(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         await settle(app, pilot)
@@ -345,7 +367,7 @@ async def test_an_engine_crash_is_a_reason_not_a_traceback(monkeypatch: pytest.M
 
 @sync
 async def test_command_palette_offers_the_steps() -> None:
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Step 3: Links" in titles and "Discover again" in titles
@@ -358,7 +380,7 @@ async def test_command_palette_offers_the_steps() -> None:
 
 @sync
 async def test_light_theme_and_a_large_terminal() -> None:
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("ctrl+t")
         await pilot.press("2")
@@ -369,83 +391,101 @@ async def test_light_theme_and_a_large_terminal() -> None:
 
 @sync
 async def test_fix_on_the_demo_is_a_dry_run_that_verifies_and_rolls_back(state_home: Path) -> None:
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("4")
         await settle(app, pilot)
-        discovery = app.session.discovery
+        discovery = discovery_of(app)
         assert discovery is not None and discovery.plan is not None
         if not discovery.plan.changes:
             pytest.skip("the demo plans no change")
         assert "DRY RUN" in notice_text(app, "#fix-status")
         await pilot.press("a")
-        await pilot.pause()
-        modal = app.screen
-        assert isinstance(modal, ConfirmationModal) and "COPIES of the snapshots" in modal.question
+        await wait_for_modal(app, pilot)
+        await pilot.press("n")  # no: nothing is applied
+        await settle(app, pilot)
+        assert app.session.of(FixState).applied is None and not isinstance(app.screen, ConfirmationModal)
+        await pilot.press("a")
+        modal = await wait_for_modal(app, pilot)
+        assert "COPIES of the snapshots" in modal.question
         await pilot.press("y")
         await settle(app, pilot)
-        applied = app.session.applied
+        applied = app.session.of(FixState).applied
         assert applied is not None and applied.report.dry_run
         assert applied.dry_run_copies is not None
         assert applied.dry_run_copies.is_relative_to(state_home)
         assert applied.report.verification
         assert "DRY RUN" in notice_text(app, "#fix-run")
-        await pilot.press("u")
+        await pilot.press("u")  # the rollback asks first, like the apply
+        modal = await wait_for_modal(app, pilot)
+        assert modal.title_text == "Roll back" and applied.report.run_id in modal.question
+        await pilot.press("n")  # no: nothing is rolled back, the run stays
         await settle(app, pilot)
-        assert app.session.rolled_back is not None and app.session.rolled_back.startswith("rolled back")
+        assert app.session.of(FixState).applied is applied
+        assert app.session.of(FixState).rolled_back is None
+        await pilot.press("u")
+        await wait_for_modal(app, pilot)
+        await pilot.press("y")
+        await settle(app, pilot)
+        rolled_back = app.session.of(FixState).rolled_back
+        assert rolled_back is not None and rolled_back.startswith("rolled back")
 
 
 @sync
-async def test_cancel_the_tests_closes_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_cancel_the_tests_closes_the_stream() -> None:
     from collections.abc import Iterator, Sequence
 
     from strixwizard.engine import Node
     from strixwizard.live.demo import demo_rdma_latency
+    from strixwizard.live.results import Measurement
+    from strixwizard.services.test import Cancel
     from strixwizard.site import Site
-    from strixwizard.tui import live_jobs
 
     closed: list[bool] = []
 
-    def stream(site: Site, nodes: Sequence[Node], demo: bool, stopper: live_jobs.Stopper
-               ) -> Iterator[object]:
-        try:
-            yield demo_rdma_latency(site.thresholds)
-            stopper.stopped.wait(10)  # a measurement in flight, until its programs are stopped
-            yield demo_rdma_latency(site.thresholds)
-            yield demo_rdma_latency(site.thresholds)
-        finally:
-            closed.append(True)
+    class Stalling(Services):
+        def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel
+                       ) -> Iterator[Measurement]:
+            try:
+                yield demo_rdma_latency(site.thresholds)
+                cancel.wait(10)  # a measurement in flight, until its programs are stopped
+                yield demo_rdma_latency(site.thresholds)
+                yield demo_rdma_latency(site.thresholds)
+            finally:
+                closed.append(True)
 
-    monkeypatch.setattr(live_jobs, "test_stream", stream)
-    app = WizardApp(demo=True)
+    app = make_app(Stalling(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("6")
         await settle(app, pilot)
         await pilot.press("r")
         for _ in range(50):
             await pilot.pause(0.05)
-            if app.session.test_results:
+            if live_state(app).results:
                 break
-        assert app.session.testing and len(app.session.test_results) == 1
+        assert app.busy("tests") and len(live_state(app).results) == 1
         assert panel(app, "node-a-node-b:latency:rdma").view.status is Status.PASS
         await pilot.press("escape")
         await wait_for_tests(app, pilot, 15)
         assert closed == [True]
-        assert app.session.test_outcome == "cancelled"
-        assert len(app.session.test_results) == 1  # what came after the cancel is not shown
+        assert live_state(app).outcome == "cancelled"
+        assert len(live_state(app).results) == 1  # what came after the cancel is not shown
         assert "Tests cancelled" in str(app.screen.query_one("#test-status", Notice).border_title)
 
 
 @sync
-async def test_a_refused_deploy_is_a_screen_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    from strixwizard.tui import deploy_jobs
+async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
+    from collections.abc import Sequence
 
-    def refused(*args: object, **kwargs: object) -> deploy_jobs.DeployPreview:
-        return deploy_jobs.DeployPreview(None, "node-a and node-b share no RDMA link: only "
-                                         "thunderbolt-net (TCP)")
+    from strixwizard.engine import Node
+    from strixwizard.services.deploy import DeployPreview
+    from strixwizard.site import Site
 
-    monkeypatch.setattr(deploy_jobs, "plan_deploy", refused)
-    app = WizardApp(demo=True)
+    class Refusing(Services):
+        def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> DeployPreview:
+            return DeployPreview(None, "node-a and node-b share no RDMA link: only thunderbolt-net (TCP)")
+
+    app = make_app(Refusing(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
         await settle(app, pilot)
@@ -458,14 +498,18 @@ async def test_a_refused_deploy_is_a_screen_with_the_reason(monkeypatch: pytest.
 
 
 @sync
-async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from strixwizard.tui import deploy_jobs
+async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback() -> None:
+    from collections.abc import Sequence
 
-    def broken(*args: object, **kwargs: object) -> deploy_jobs.DeployPreview:
-        raise RuntimeError("boom")
+    from strixwizard.engine import Node
+    from strixwizard.services.deploy import DeployPreview
+    from strixwizard.site import Site
 
-    monkeypatch.setattr(deploy_jobs, "plan_deploy", broken)
-    app = WizardApp(demo=True)
+    class Broken(Services):
+        def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> DeployPreview:
+            raise RuntimeError("boom")
+
+    app = make_app(Broken(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
         await settle(app, pilot)
@@ -476,7 +520,7 @@ async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback(monkeypatch: 
 
 @sync
 async def test_palette_has_the_test_and_deploy_commands() -> None:
-    app = WizardApp(demo=True)
+    app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
         await settle(app, pilot)
@@ -488,6 +532,6 @@ async def test_palette_has_the_test_and_deploy_commands() -> None:
         run.callback()
         await pilot.pause()
         await pilot.pause()
-        assert app.screen.id == "step-test" and app.session.testing
+        assert app.screen.id == "step-test" and app.busy("tests")
         await wait_for_tests(app, pilot)
-        assert app.session.test_outcome == "done"
+        assert live_state(app).outcome == "done"

@@ -16,9 +16,6 @@ from typing import Any
 
 from strixwizard.cliopts import add_site_options
 
-EXIT_OK, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
-SCHEMA_VERSION = 1
-
 
 def register(commands: Any) -> argparse.ArgumentParser:
     deploy = commands.add_parser(
@@ -57,98 +54,65 @@ def register(commands: Any) -> argparse.ArgumentParser:
     return deploy  # type: ignore[no-any-return]
 
 
-def _document(site: str | None, mode: str, status: str, **fields: Any) -> dict[str, Any]:
-    import datetime
+def _options(args: argparse.Namespace) -> Any:
+    from strixwizard.services.deploy import DeployOptions
 
-    from strixwizard import __version__
-
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "strixwizard", "version": __version__},
-        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "site": site, "mode": mode, "status": status, **fields,
-    }
+    return DeployOptions(journal_dir=args.journal_dir, node_journal_dir=args.node_journal_dir,
+                         trust_new_hosts=args.trust_new_hosts)
 
 
-def _emit(document: dict[str, Any]) -> None:
-    import json
+def _refused(args: argparse.Namespace, site: str, mode: str, reason: str) -> int:
     import sys
 
-    print(json.dumps(document, indent=2, ensure_ascii=False), file=sys.stdout)
+    from strixwizard.services.output import EXIT_NO_VERDICT, emit, envelope
 
-
-def _confirm(question: str, yes: bool) -> None:
-    import sys
-
-    from strixwizard.errors import UsageError
-
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
-                         "pass --yes to apply from a script")
-    if input(f"{question} [y/N] ").strip().lower() not in ("y", "yes"):
-        raise UsageError("not confirmed: nothing was changed")
+    if args.json:
+        emit(envelope(site, mode=mode, status="refused", reason=reason))
+    print(f"strixwizard: deploy refused: {reason}", file=sys.stderr)
+    return EXIT_NO_VERDICT
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
     import sys
 
-    from strixwizard.deploy.engine import deploy_store
-    from strixwizard.deploy.env import DeployRefused
+    from strixwizard.cliopts import step_printer
+    from strixwizard.services import deploy
+    from strixwizard.services.discover import read_nodes
+    from strixwizard.targets import RunRequest
 
-    store = deploy_store(args.journal_dir)
-    say = _progress(not args.json and sys.stderr.isatty())
+    on_step = step_printer(not args.json and sys.stderr.isatty())
     if args.rollback:
-        return _rollback(args, store, say)
-    from strixwizard.deploy.engine import make_plan, observe
+        return _rollback(args, on_step)
     from strixwizard.deploy.plan import DeploySettings
-    from strixwizard.errors import UsageError
-    from strixwizard.targets import RunRequest, resolve_run
 
-    site, nodes = resolve_run(RunRequest(site_file=args.site, inventory=args.inventory,
-                                         demo=args.demo, trust_new_hosts=args.trust_new_hosts))
+    site, nodes = read_nodes(RunRequest(site_file=args.site, inventory=args.inventory,
+                                        demo=args.demo, trust_new_hosts=args.trust_new_hosts))
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
     settings = DeploySettings(target_dir=args.target_dir, model=args.model)
-    try:
-        plan = make_plan(site, nodes, settings, args.transport, args.head)
-    except DeployRefused as refused:
-        if args.json:
-            _emit(_document(site.name, mode, "refused", reason=str(refused)))
-        print(f"strixwizard: deploy refused: {refused}", file=sys.stderr)
-        return EXIT_NO_VERDICT
-    specs = {spec.name: spec for spec in site.nodes}
-    replayed = [n.node for n in plan.env.nodes
-                if specs.get(n.node) is None or specs[n.node].snapshot is not None]
-    if replayed:
+    preview = deploy.plan(site, nodes, settings, args.transport, args.head)
+    if preview.plan is None:
+        return _refused(args, site.name, mode, str(preview.refused))
+    if preview.replayed:
         if mode != "plan":
-            raise UsageError(f"{', '.join(replayed)} replayed from snapshots: nothing to deploy "
-                             "on or test; `strixwizard deploy --plan` shows the plan")
-        return _show(args, site.name, plan)
-    runners, descriptors = _runners(args, site, [n.node for n in plan.env.nodes])
-    try:
-        try:
-            plan = observe(plan, runners)
-        except DeployRefused as refused:
-            if args.json:
-                _emit(_document(site.name, mode, "refused", reason=str(refused)))
-            print(f"strixwizard: deploy refused: {refused}", file=sys.stderr)
-            return EXIT_NO_VERDICT
+            deploy.refuse_replayed(preview)
+        return _show(args, site.name, preview.plan)
+    with deploy.opened(site, preview.plan, _options(args)) as cluster:
+        if cluster.refused is not None:
+            return _refused(args, site.name, mode, cluster.refused)
         if mode == "plan":
-            return _show(args, site.name, plan)
+            return _show(args, site.name, cluster.plan)
         if mode == "smoke":
-            return _smoke_only(args, site.name, plan, runners, say)
-        return _apply(args, site, plan, runners, descriptors, store, say)
-    finally:
-        for runner in runners.values():
-            runner.close()
+            return _smoke_only(args, site.name, cluster, on_step)
+        return _apply(args, site, cluster, on_step)
 
 
 def _show(args: argparse.Namespace, site: str, plan: Any) -> int:
     import sys
 
+    from strixwizard.services.output import EXIT_OK, emit, envelope
+
     if args.json:
-        _emit(_document(site, "plan", "planned", plan=plan.to_json()))
+        emit(envelope(site, mode="plan", status="planned", plan=plan.to_json()))
     else:
         from strixwizard.deploy.render import render_deploy
 
@@ -156,91 +120,67 @@ def _show(args: argparse.Namespace, site: str, plan: Any) -> int:
     return EXIT_OK
 
 
-def _runners(args: argparse.Namespace, site: Any, names: list[str]) -> tuple[dict[str, Any],
-                                                                             dict[str, Any]]:
-    from strixwizard.fixing.targets import runner_for
-
-    specs = {spec.name: spec for spec in site.nodes}
-    runners: dict[str, Any] = {}
-    descriptors: dict[str, Any] = {}
-    for name in names:
-        runners[name], descriptors[name] = runner_for(
-            site, specs[name], trust_new_hosts=args.trust_new_hosts,
-            node_journal_dir=args.node_journal_dir, dry_run_root=Path("/nonexistent"))
-    return runners, descriptors
-
-
-def _smoke_only(args: argparse.Namespace, site: str, plan: Any, runners: dict[str, Any],
-                say: Any) -> int:
+def _smoke_only(args: argparse.Namespace, site: str, cluster: Any, on_step: Any) -> int:
     import sys
 
-    from strixwizard.deploy.engine import smoke_test
     from strixwizard.deploy.render import render_smoke
+    from strixwizard.services.deploy import smoke_on
+    from strixwizard.services.output import emit, envelope
 
-    report = smoke_test(plan, runners[plan.env.head], say)
+    report = smoke_on(cluster, on_step)
     if args.json:
-        _emit(_document(site, "smoke", report.status, plan=plan.to_json(), smoke=report.to_json()))
+        emit(envelope(site, mode="smoke", status=report.status, plan=cluster.plan.to_json(),
+                      smoke=report.to_json()))
     else:
         render_smoke(report, sys.stdout)
     return report.exit_code
 
 
-def _apply(args: argparse.Namespace, site: Any, plan: Any, runners: dict[str, Any],
-           descriptors: dict[str, Any], store: Any, say: Any) -> int:
+def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> int:
     import sys
 
-    from strixwizard.deploy.engine import apply_deploy
+    from strixwizard.cliopts import terminal_confirm
     from strixwizard.deploy.render import render_deploy, render_smoke
     from strixwizard.fixing.render import render_apply
+    from strixwizard.services.deploy import apply_on
+    from strixwizard.services.output import emit, envelope, exit_code
 
+    plan = cluster.plan
     if not args.json:
         render_deploy(plan, sys.stdout)
-    if plan.site_plan.changes:
-        _confirm(f"Deploy {plan.site_plan.changes} change(s) on "
-                 f"{', '.join(plan.site_plan.nodes)}?", args.yes)
-    report, smoke = apply_deploy(plan, runners, store, site, descriptors, say,
-                                 smoke=not args.no_smoke)
-    ok = report.ok and (smoke is None or smoke.status == "pass")
+    deployed = apply_on(cluster, site, terminal_confirm(args.yes), _options(args), on_step,
+                        smoke=not args.no_smoke)
+    report, smoke = deployed.report, deployed.smoke
+    assert report is not None  # the cluster was observed without a refusal
     if args.json:
-        _emit(_document(site.name, "apply", "deployed" if ok else "failed", plan=plan.to_json(),
-                        apply=report.to_json(), smoke=smoke.to_json() if smoke else None))
+        emit(envelope(site.name, mode="apply", status="deployed" if deployed.ok else "failed",
+                      plan=plan.to_json(), apply=report.to_json(),
+                      smoke=smoke.to_json() if smoke else None))
     else:
         render_apply(report, sys.stdout)
         if report.nodes and report.status not in ("aborted", "nothing-to-do"):
             print(f"Undo this deploy with: strixwizard deploy --rollback {report.run_id}")
         if smoke is not None:
             render_smoke(smoke, sys.stdout)
-    return EXIT_OK if ok else EXIT_FAIL
+    return exit_code(deployed.ok)
 
 
-def _rollback(args: argparse.Namespace, store: Any, say: Any) -> int:
+def _rollback(args: argparse.Namespace, on_step: Any) -> int:
     import sys
 
-    from strixwizard.deploy.engine import rollback_deploy
-    from strixwizard.errors import UsageError
+    from strixwizard.cliopts import terminal_confirm
+    from strixwizard.services import deploy
+    from strixwizard.services.fix import load_run
+    from strixwizard.services.output import emit, envelope, exit_code
 
-    try:
-        journals = store.load_run(None if args.rollback == "latest" else args.rollback)
-    except (FileNotFoundError, ValueError) as error:
-        raise UsageError(str(error)) from None
-    run_id = journals[0].run_id
-    _confirm(f"Roll back deploy {run_id} on {', '.join(j.node for j in journals)}?", args.yes)
-    report = rollback_deploy(journals, store, say)
+    options = _options(args)
+    journals = load_run(options.store(), None if args.rollback == "latest" else args.rollback)
+    report = deploy.rollback(journals[0].run_id, terminal_confirm(args.yes), options, on_step)
     if args.json:
-        _emit(_document(journals[0].site, "rollback", "rolled-back" if report.ok else "failed",
-                        rollback=report.to_json()))
+        emit(envelope(journals[0].site, mode="rollback",
+                      status="rolled-back" if report.ok else "failed", rollback=report.to_json()))
     else:
         from strixwizard.fixing.render import render_rollback
 
         render_rollback(report, sys.stdout)
-    return EXIT_OK if report.ok else EXIT_FAIL
-
-
-def _progress(enabled: bool) -> Any:
-    import sys
-
-    def say(node: str, message: str) -> None:
-        if enabled:
-            print(f"  … {node}: {message}", file=sys.stderr, flush=True)
-
-    return say
+    return exit_code(report.ok)

@@ -1,4 +1,5 @@
-"""One `strixwizard test` command from arguments to output: site, facts, plans, run, history."""
+"""One `strixwizard test` command from arguments to output; the stream itself comes from
+`strixwizard.services.test` (the one the wizard's Test step uses too)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,18 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
-from strixwizard.engine import Node
 from strixwizard.errors import UsageError
-from strixwizard.live.hosts import Host, LocalHost, SshHost
-from strixwizard.live.plan import PairPlan, plan_pair
 from strixwizard.live.rccl import RcclSettings
 from strixwizard.live.render import print_result, print_summary
 from strixwizard.live.report import TestReport, matrix_json
 from strixwizard.live.results import Measurement
-from strixwizard.live.runner import MatrixTiming, TestSettings, run_tests
+from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
-from strixwizard.model import Status
+from strixwizard.services.output import EXIT_NO_VERDICT
+from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
 
 MAX_SECONDS = 300.0
@@ -52,79 +51,42 @@ def _pair(args: argparse.Namespace, names: list[str]) -> tuple[str, str]:
     return names[0], names[1]
 
 
-def _unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
-    return Measurement(kind if kind != "matrix" else "latency", "tcp", "ssh", pair, Status.ERROR, reason)
-
-
-def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False
-               ) -> tuple[dict[str, Host], dict[str, str]]:
-    """Where tests can run: a host per reachable node (local or over SSH), and for every other
-    node the reason it cannot take part (unreachable, or a snapshot with nothing to run on)."""
-    from strixwizard.targets import ssh_target
-
-    unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if not n.report.reachable}
-    hosts: dict[str, Host] = {}
-    for spec in site.nodes:
-        if spec.snapshot is not None:
-            unreachable[spec.name] = f"{spec.name} is a snapshot: there is nothing to run a test on"
-        elif spec.is_local:
-            hosts[spec.name] = LocalHost(spec.name)
-        elif spec.name not in unreachable:
-            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts))
-    return hosts, unreachable
-
-
-def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming
+def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, cancel: Cancel
           ) -> tuple[Site, Iterator[Measurement], list[str]]:
-    from strixwizard.targets import RunRequest, resolve_run
+    from strixwizard.services.discover import read_nodes
+    from strixwizard.targets import RunRequest
 
     if args.site is None:
         raise UsageError("say which site to test: --site FILE (or --demo)")
-    site, nodes = resolve_run(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
+    site, nodes = read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
     report.site = site.name
     names = [spec.name for spec in site.nodes]
-    specs = {spec.name: spec for spec in site.nodes}
-    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
-    hosts, unreachable = site_hosts(site, nodes, args.trust_new_hosts)
     settings = _settings(args, site)
-    if args.kind == "matrix":
-        chosen = names if not args.pair else list(_pair(args, names))
-        pairs = [p for r in rounds(chosen) for p in r]
-    elif args.kind == "rccl":
-        chosen = names if not args.pair else list(_pair(args, names))
-        pairs = [(chosen[i], chosen[i + 1]) for i in range(len(chosen) - 1)]
-    else:
-        pair = _pair(args, names)
-        chosen, pairs = list(pair), [pair]
-    down = [n for n in chosen if n in unreachable]
-    if down:
-        results = iter([_unreachable(args.kind, (chosen[0], chosen[-1]), f"{n}: {unreachable[n]}")
-                        for n in down])
-        return site, results, chosen
-    plans: dict[tuple[str, str], PairPlan] = {p: plan_pair(site, facts, *p) for p in pairs}
-    addresses = {n: (specs[n].host or n) for n in chosen}
-    stream = run_tests(args.kind, {n: hosts[n] for n in chosen}, plans, chosen, settings, addresses, timing)
+    chosen, pairs = choose(args.kind, names, _pair(args, names) if args.pair or args.kind in (
+        "latency", "bandwidth") else None)
+    stream = site_stream(site, nodes, args.kind, chosen, pairs, settings, cancel, timing,
+                         args.trust_new_hosts)
     return site, stream, chosen
 
 
 def run_command(args: argparse.Namespace) -> int:
     report = TestReport(command=args.kind, site="?", thresholds=TestSettings().thresholds, demo=args.demo)
     timing = MatrixTiming()
+    cancel = Cancel()
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     out = sys.stdout
     try:
         if args.demo:
-            from strixwizard.live.demo import demo_results
             from strixwizard.targets import demo_site
 
             site = demo_site()
             settings = _settings(args, site)
             names = [spec.name for spec in site.nodes]
             chosen = list(_pair(args, names)) if args.pair or args.kind != "matrix" else names
-            stream: Iterator[Measurement] = demo_results(args.kind, chosen, site.thresholds, settings.tcp)
+            stream: Iterator[Measurement] = demo_stream(args.kind, chosen, site.thresholds, settings.tcp)
             timing.rounds = rounds(chosen)
         else:
-            site, stream, chosen = _live(args, report, timing)
+            site, stream, chosen = _live(args, report, timing, cancel)
         report.site, report.thresholds = site.name, site.thresholds
         if not args.json:
             label = " (demo: TCP on loopback, RDMA replayed from recordings)" if args.demo else ""
@@ -139,7 +101,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"strixwizard: error: {error}", file=sys.stderr)
         if args.json:
             print(json.dumps(report.to_json(), indent=2))
-        return 2
+        return EXIT_NO_VERDICT
     if args.kind == "matrix" and args.demo:
         timing.round_seconds = [time.monotonic() - began]
     if args.kind == "matrix":
@@ -155,11 +117,11 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace, report: TestReport, started_at: str) -> None:
-    from strixwizard.live.history import HistoryError, record_run
+    from strixwizard.live.history import HistoryError
+    from strixwizard.services.test import record
 
     try:
-        recorded = record_run(report.site, f"test {args.kind}", started_at, report.results,
-                              args.history)
+        recorded = record(report.site, f"test {args.kind}", started_at, report.results, args.history)
     except HistoryError as error:
         print(f"strixwizard: {error}", file=sys.stderr)
         return

@@ -1,46 +1,55 @@
-"""The wizard application: steps as modes, the session, and the workers that call the engine."""
+"""The wizard application: steps as modes, the session, and the workers that call the services.
+
+Screens post requests (`tui.messages`); the handlers here start workers (`@work`) that
+call the services (`strixwizard.services`, injected as `services=`) and post results
+back; one handler, `on_worker_state_changed`, re-renders when a job starts or ends and
+turns a worker's error into the reason its step shows. Whether a job runs is the
+workers' state (`busy`), never a flag of the session.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime
+import importlib
+import threading
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from strixwizard.errors import UsageError
+from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
+from strixwizard.services.deploy import Deployed, DeployPreview
+from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.services.facade import Services
+from strixwizard.services.fix import Applied, rollback_outcome
+from strixwizard.services.test import Cancel, planned_pairs
 from strixwizard.site import Site
-from strixwizard.tui import jobs
-from strixwizard.tui.deploy_flow import DeployFlow
-from strixwizard.tui.hostkeys import UnknownHostKey, unknown_host_key
-from strixwizard.tui.jobs import SiteSource
-from strixwizard.tui.live_flow import LiveFlow
-from strixwizard.tui.messages import (
-    DeployPlanned,
-    DiscoveryDone,
-    DiscoveryFailed,
-    MeasurementArrived,
-    NodeProgress,
-    SshTested,
-    TestsEnded,
-)
-from strixwizard.tui.screens.deploy import DeployScreen
-from strixwizard.tui.screens.discover import DiscoverScreen
-from strixwizard.tui.screens.fix import FixScreen
-from strixwizard.tui.screens.links import LinksScreen
-from strixwizard.tui.screens.report import ReportScreen
-from strixwizard.tui.screens.site import SiteScreen
-from strixwizard.tui.screens.test import TestScreen
+from strixwizard.tui import messages as m
+from strixwizard.tui.hostkeys import UnknownHostKey, for_the_wizard, unknown_host_key
+from strixwizard.tui.panels import panel_key, spark_points
+from strixwizard.tui.screens.base import StepScreen
+from strixwizard.tui.screens.deploy import DeployState
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.screens.fix import FixState
+from strixwizard.tui.screens.site import SiteState
+from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.session import NodeStatus, Session
 from strixwizard.tui.state import WizardState, load_state, save_state, state_path, user_state_dir
-from strixwizard.tui.steps import BY_ID, STEPS, step_after
+from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
+from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 
 LAST_SITE_FILE = "last-site.json"
+MAX_SPARK = 120  # points kept per panel across runs
+ANSWER_WAIT_S = 3600.0  # how long a worker waits for the user to answer a question
 
 
 def choose_source(site_file: Path | None, demo: bool, cwd: Path | None = None) -> SiteSource | None:
@@ -53,14 +62,16 @@ def choose_source(site_file: Path | None, demo: bool, cwd: Path | None = None) -
     return SiteSource(site_file=here.resolve()) if here.is_file() else None
 
 
+def screen_class(step: Step) -> type[StepScreen]:
+    """The screen class a step names ("module:Class")."""
+    module, name = step.screen.split(":")
+    return cast(type[StepScreen], getattr(importlib.import_module(module), name))
+
+
 class WizardApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "strixwizard"
-    DEFAULT_MODE: ClassVar[str] = "site"
-    MODES: ClassVar[dict[str, str | type[Screen[None]]]] = {  # type: ignore[assignment]
-        "site": SiteScreen, "discover": DiscoverScreen, "links": LinksScreen, "fix": FixScreen,
-        "deploy": DeployScreen, "test": TestScreen, "report": ReportScreen,
-    }
+    DEFAULT_MODE: ClassVar[str] = STEPS[0].id
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next_step", "Next"),
         Binding("b", "prev_step", "Back"),
@@ -70,10 +81,14 @@ class WizardApp(App[int]):
     ]
 
     def __init__(self, site_file: Path | None = None, demo: bool = False,
-                 source: SiteSource | None = None, resume: bool = True) -> None:
-        self.session = Session()
-        self.deploy = DeployFlow(self)
-        self.live = LiveFlow(self)
+                 source: SiteSource | None = None, resume: bool = True,
+                 services: Services | None = None) -> None:
+        self.services = services or Services()
+        screens = {step.id: screen_class(step) for step in STEPS}
+        self.MODES = dict(screens)  # type: ignore[misc]
+        self.session = Session(states={step_id: cls.State() for step_id, cls in screens.items()})
+        self.test_cancel = Cancel()
+        self._test_started = 0.0
         self._key_queue: list[str] = []
         self._keys: dict[str, UnknownHostKey] = {}
         self._asking = False
@@ -82,17 +97,25 @@ class WizardApp(App[int]):
         self.DEFAULT_MODE = self.session.state.step  # type: ignore[misc]
         super().__init__()
 
+    # -- what screens may ask (tui.wizard.Wizard) ----------------------------------
+    def busy(self, group: str) -> bool:
+        return any(w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+                   for w in self.workers)
+
+    def cancelling(self, group: str) -> bool:
+        if group == "tests":
+            return self.busy("tests") and self.test_cancel.cancelled
+        return False
+
     # -- session ---------------------------------------------------------------
     def _open(self, source: SiteSource | None, resume: bool) -> None:
         """Point the session at a site and load its saved progress (no probing)."""
         session = self.session
         session.source = source
         session.site, session.site_error = None, None
-        session.discovery, session.discovery_error = None, None
-        session.progress, session.ssh, session.saved = {}, {}, {}
-        session.run += 1
-        session.discovering = False
-        session.forget_steps()
+        session.saved = {}
+        session.forget_all()
+        session.of(DiscoverState).run += 1
         if source is not None:
             try:
                 session.site = source.load()
@@ -104,27 +127,32 @@ class WizardApp(App[int]):
         session.state_file = path
         session.state = load_state(path) if resume and source is not None else WizardState()
         if session.site is None:
-            session.state.step = "site"
+            session.state.step = STEPS[0].id
         session.state.site_file = str(source.site_file) if source and source.site_file else None
         session.saved = {k: Path(v) for k, v in session.state.saved_reports.items() if Path(v).exists()}
         if session.state.step not in session.state.visited:
             session.state.visited.append(session.state.step)
         session.changed()
 
-    def open_site(self, source: SiteSource) -> None:
+    def on_open_site(self, message: m.OpenSite) -> None:
         """Switch to another site (from the Site step); progress of the new site is resumed."""
         self.workers.cancel_group(self, "discover")
-        self.live.cancel()
-        self._open(source, resume=True)
-        self._remember_site(source)
+        self._cancel_tests()
+        self._open(message.source, resume=True)
+        if self.session.site_error:
+            self.notify(self.session.site_error, severity="error", timeout=10)
+        self._remember_site(message.source)
         self.save_progress()
         self.screen_changed()
 
     def _remember_site(self, source: SiteSource) -> None:
         if source.site_file is None:
             return
-        state = WizardState(step="site", site_file=str(source.site_file))
+        state = WizardState(step=STEPS[0].id, site_file=str(source.site_file))
         save_state(user_state_dir() / LAST_SITE_FILE, state)
+
+    def on_save_progress(self, message: m.SaveProgress) -> None:
+        self.save_progress()
 
     def save_progress(self) -> None:
         session = self.session
@@ -139,15 +167,14 @@ class WizardApp(App[int]):
         """Tell the current step screen to re-render (other screens do when shown)."""
         self.session.changed()
         screen = self.screen
-        sync = getattr(screen, "sync", None)
-        if callable(sync):
-            sync()
+        if isinstance(screen, StepScreen):
+            screen.sync()
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
-        if self.session.state.step != "site":
-            self.notify(f"resumed at step {BY_ID[self.session.state.step].number} "
-                        f"{BY_ID[self.session.state.step].title}", timeout=4)
+        if self.session.state.step != STEPS[0].id:
+            step = BY_ID[self.session.state.step]
+            self.notify(f"resumed at step {step.number} {step.title}", timeout=4)
             self.ensure_discovery()
 
     # -- navigation ------------------------------------------------------------
@@ -155,14 +182,14 @@ class WizardApp(App[int]):
         if step not in BY_ID:
             return
         session = self.session
-        if step != "site" and session.site is None:
+        if step != STEPS[0].id and session.site is None:
             self.notify("open or create a site first (or press d for the demo)", severity="warning")
             return
         session.state.step = step
         if step not in session.state.visited:
             session.state.visited.append(step)
         self.save_progress()
-        if step != "site":
+        if step != STEPS[0].id:
             self.ensure_discovery()
         self.switch_mode(step)
 
@@ -178,40 +205,106 @@ class WizardApp(App[int]):
             yield SystemCommand(f"Step {step.number}: {step.title}", step.purpose,
                                 lambda s=step.id: self.action_goto(s))
         yield SystemCommand("Open the demo site", "two Strix Halo nodes replayed from snapshots",
-                            lambda: self.open_site(SiteSource(demo=True)))
+                            lambda: self.post_message(m.OpenSite(SiteSource(demo=True))))
         yield SystemCommand("Discover again", "probe every node and run the checks again",
-                            self.start_discovery)
+                            lambda: self.post_message(m.StartDiscovery()))
         yield SystemCommand("Cancel discovery", "stop waiting for the nodes being probed",
-                            self.cancel_discovery)
-        yield SystemCommand("Plan the deploy again", "step 5: the deploy engine's plan from the facts",
-                            self.deploy.plan)
-        if self.deploy.can_apply():
-            yield SystemCommand("Apply the deploy", "step 5: REAL changes on the nodes (asks first)",
-                                lambda: self._goto_and("deploy", "apply"))
-        if self.deploy.can_roll_back():
-            yield SystemCommand("Roll back the deploy", "step 5: undo the last deploy run",
-                                self.deploy.roll_back)
-        yield SystemCommand("Run the live tests", "step 6: RDMA and TCP latency, bandwidth, RCCL",
-                            lambda: self._goto_and("test", "run_tests"))
-        yield SystemCommand("Cancel the live tests", "step 6: stop the tests and their programs",
-                            self.live.cancel)
+                            lambda: self.post_message(m.CancelDiscovery()))
+        deploy, test = refer("deploy"), refer("test")
+        yield SystemCommand("Plan the deploy again", f"{deploy}: the deploy engine's plan from the facts",
+                            lambda: self.post_message(m.PlanDeploy()))
+        if self.can_apply_deploy():
+            yield SystemCommand("Apply the deploy", f"{deploy}: REAL changes on the nodes (asks first)",
+                                lambda: self.post_message(m.ApplyDeploy()))
+        if self.can_roll_back_deploy():
+            yield SystemCommand("Roll back the deploy", f"{deploy}: undo the last deploy run (asks first)",
+                                lambda: self.post_message(m.RollBackDeploy()))
+        yield SystemCommand("Run the live tests", f"{test}: RDMA and TCP latency, bandwidth, RCCL",
+                            lambda: self._goto_and("test", m.RunTests()))
+        yield SystemCommand("Cancel the live tests", f"{test}: stop the tests and their programs",
+                            lambda: self.post_message(m.CancelTests()))
         yield SystemCommand("Light or dark theme", "switch between textual-light and textual-dark",
                             self.action_toggle_dark)
 
-    def _goto_and(self, step: str, action: str) -> None:
+    def _goto_and(self, step: str, message: Message) -> None:
         self.action_goto(step)
-        self.call_after_refresh(self.screen.run_action, action)
+        self.call_after_refresh(self.post_message, message)
 
     async def action_quit(self) -> None:
-        self.live.cancel()  # stop the programs of a running test before leaving
+        self._cancel_tests()  # stop the programs of a running test before leaving
         await super().action_quit()
+
+    # -- one handler for every worker: re-render, and turn an error into its step's reason --
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if event.state == WorkerState.ERROR and worker.error is not None:
+            self._failed(worker.group, worker.error)
+        self.screen_changed()
+
+    def _failed(self, group: str, error: BaseException) -> None:
+        session = self.session
+        if isinstance(error, NotConfirmed):
+            self.notify(str(error), timeout=4)
+            return
+        again = f"discover again ({keys('discover', 'r')}) to see each node's state"
+        if group == "discover":
+            found = session.of(DiscoverState)
+            if isinstance(error, UsageError):
+                found.error = (str(error), "correct the site file, then press r")
+            else:
+                found.error = (f"internal error: {error!r}",
+                               "press r to try again; if it repeats, report it with the output of "
+                               "`strixwizard doctor -v` and `strixwizard capture`")
+        elif group == "ssh":
+            self.notify(f"testing SSH stopped: {error!r}", severity="error", timeout=10)
+        elif group == "fix":
+            session.of(FixState).error = (f"stopped: {error!r}\nNext: {again}; journals are kept "
+                                          "for `strixwizard fix --rollback`.")
+        elif group == "deploy-plan":
+            session.of(DeployState).error = (
+                f"planning the deploy failed: {error!r}",
+                "press p to plan again; if it repeats, report it with `strixwizard deploy --plan` "
+                "and `strixwizard capture`")
+        elif group == "deploy":
+            session.of(DeployState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
+                                                 "kept for `strixwizard deploy --rollback`.")
+        elif group == "tests":
+            state = session.of(TestState)
+            state.error = (f"the tests stopped: {error!r}",
+                           f"check the nodes ({refer('discover')}, r), then press r to run the tests again")
+            state.outcome, state.seconds = "done", time.monotonic() - self._test_started
+        else:
+            self.notify(f"{group} stopped: {error!r}", severity="error", timeout=10)
+
+    # -- asking from a worker: the services' `confirm`, answered in a modal -------------
+    def confirm_in_modal(self, question: Question) -> bool:
+        """Called from a worker thread: show the question, wait (bounded) for the answer."""
+        answer: list[bool] = []
+        answered = threading.Event()
+
+        def done(yes: bool | None) -> None:
+            answer.append(bool(yes))
+            answered.set()
+
+        text = f"{question.detail}" if question.detail else question.text
+        self.call_from_thread(self.push_screen, ConfirmationModal(
+            question.title, text, yes=question.yes, no="Cancel (n)"), done)
+        worker = get_current_worker()
+        deadline = time.monotonic() + ANSWER_WAIT_S
+        while not answered.wait(0.1):
+            if worker.is_cancelled or time.monotonic() > deadline:
+                return False
+        return answer[0]
 
     # -- discovery -------------------------------------------------------------
     def ensure_discovery(self) -> None:
-        session = self.session
-        if session.site is not None and session.discovery is None and not session.discovering \
-                and session.discovery_error is None:
+        state = self.session.of(DiscoverState)
+        if (self.session.site is not None and state.discovery is None and not self.busy("discover")
+                and state.error is None):
             self.start_discovery()
+
+    def on_start_discovery(self, message: m.StartDiscovery) -> None:
+        self.start_discovery()
 
     def start_discovery(self) -> None:
         session = self.session
@@ -219,23 +312,23 @@ class WizardApp(App[int]):
             self.notify("open or create a site first", severity="warning")
             return
         self.workers.cancel_group(self, "discover")
-        self.live.cancel()
-        session.run += 1
-        session.forget_steps()
-        session.discovering = True
-        session.discovery_error = None
-        session.progress = {spec.name: NodeStatus("waiting", "waiting") for spec in session.site.nodes}
+        self._cancel_tests()
+        state = session.of(DiscoverState)
+        run = state.run + 1
+        state.reset()
+        state.run = run
+        session.forget_after("discover")
+        state.progress = {spec.name: NodeStatus("waiting", "waiting") for spec in session.site.nodes}
+        self._discover(run, session.source)
         self.screen_changed()
-        self._discover(session.run, session.source)
 
-    def cancel_discovery(self) -> None:
-        session = self.session
-        if not session.discovering:
+    def on_cancel_discovery(self, message: m.CancelDiscovery) -> None:
+        if not self.busy("discover"):
             return
         self.workers.cancel_group(self, "discover")
-        session.run += 1  # late messages of the abandoned run are ignored
-        session.discovering = False
-        session.discovery_error = (
+        state = self.session.of(DiscoverState)
+        state.run += 1  # late messages of the abandoned run are ignored
+        state.error = (
             "discovery cancelled",
             "press r to discover again; SSH collections already started end on their own "
             "within the site's ssh.deadline",
@@ -244,159 +337,77 @@ class WizardApp(App[int]):
 
     @work(thread=True, exclusive=True, group="discover", exit_on_error=False)
     def _discover(self, run: int, source: SiteSource) -> None:
-        def progress(node: str, event: str, text: str) -> None:
-            self.post_message(NodeProgress(run, node, event, text))
+        def progress(event: NodeEvent) -> None:
+            self.post_message(m.NodeProgress(run, event.node, event.event, event.text))
 
-        try:
-            discovery = jobs.discover(source, progress)
-        except UsageError as error:
-            self.post_message(DiscoveryFailed(run, str(error), "correct the site file, then press r"))
-            return
-        except Exception as error:
-            self.post_message(DiscoveryFailed(
-                run, f"internal error: {error!r}",
-                "press r to try again; if it repeats, report it with the output of "
-                "`strixwizard doctor -v` and `strixwizard capture`",
-            ))
-            return
+        discovery = self.services.discover(source, progress)
+        ports = all_ports(discovery.nodes)  # read off the UI thread
         if not get_current_worker().is_cancelled:
-            self.post_message(DiscoveryDone(run, discovery))
+            self.post_message(m.DiscoveryDone(run, discovery, ports))
 
-    def on_node_progress(self, message: NodeProgress) -> None:
-        if message.run != self.session.run:
+    def on_node_progress(self, message: m.NodeProgress) -> None:
+        state = self.session.of(DiscoverState)
+        if message.run != state.run:
             return
-        self.session.progress[message.node] = NodeStatus(message.event, message.text)
+        state.progress[message.node] = NodeStatus(message.event, for_the_wizard(message.text))
         self.screen_changed()
 
-    def on_discovery_done(self, message: DiscoveryDone) -> None:
+    def on_discovery_done(self, message: m.DiscoveryDone) -> None:
         session = self.session
-        if message.run != session.run:
+        state = session.of(DiscoverState)
+        if message.run != state.run:
             return
-        session.discovering = False
-        session.discovery = message.discovery
+        state.discovery, state.ports = message.discovery, message.ports
         session.site = message.discovery.site
         for node in message.discovery.nodes:
             report = node.report
-            current = session.progress.get(report.name)
+            current = state.progress.get(report.name)
             if not report.reachable:
-                session.progress[report.name] = NodeStatus("failed", report.error or "unreachable")
+                state.progress[report.name] = NodeStatus("failed",
+                                                         for_the_wizard(report.error or "unreachable"))
             elif current is None or current.event != "done":
-                session.progress[report.name] = NodeStatus("done", report.source)
+                state.progress[report.name] = NodeStatus("done", report.source)
         self.screen_changed()
 
-    def on_discovery_failed(self, message: DiscoveryFailed) -> None:
-        if message.run != self.session.run:
-            return
-        self.session.discovering = False
-        self.session.discovery_error = (message.reason, message.next_step)
-        self.screen_changed()
+    # -- SSH test and host keys (Site step) --------------------------------------
+    def on_test_ssh(self, message: m.TestSsh) -> None:
+        self.test_ssh(message.names)
 
-    # -- deploy and live tests (steps 5 and 6) -------------------------------------
-    def on_deploy_planned(self, message: DeployPlanned) -> None:
-        self.deploy.planned(message)
-
-    def on_measurement_arrived(self, message: MeasurementArrived) -> None:
-        self.live.arrived(message)
-
-    def on_tests_ended(self, message: TestsEnded) -> None:
-        self.live.ended(message)
-
-    # -- fixes (Fix step) -------------------------------------------------------
-    def apply_fixes(self) -> None:
-        session = self.session
-        discovery = session.discovery
-        if discovery is None or discovery.plan is None or session.fixing:
-            return
-        session.fixing, session.fix_log, session.fix_error = True, [], None
-        session.applied, session.rolled_back = None, None
-        self.screen_changed()
-        self._apply(discovery)
-
-    @work(thread=True, group="fix", exit_on_error=False)
-    def _apply(self, discovery: jobs.Discovery) -> None:
-        assert discovery.plan is not None
-        try:
-            applied = jobs.apply_fixes(discovery.site, discovery.nodes, discovery.plan, self._fix_say)
-        except Exception as error:
-            self.call_from_thread(self._fix_done, None, f"applying stopped: {error!r}")
-            return
-        self.call_from_thread(self._fix_done, applied, None)
-
-    def _fix_say(self, node: str, message: str) -> None:
-        self.call_from_thread(self._fix_log, f"{node}: {message}")
-
-    def _fix_log(self, line: str) -> None:
-        self.session.fix_log.append(line)
-        self.screen_changed()
-
-    def _fix_done(self, applied: jobs.Applied | None, error: str | None) -> None:
-        session = self.session
-        session.fixing, session.applied, session.fix_error = False, applied, error
-        self.screen_changed()
-
-    def roll_back(self) -> None:
-        session = self.session
-        if session.applied is None or session.fixing:
-            return
-        session.fixing, session.fix_log = True, []
-        self.screen_changed()
-        self._roll_back(session.applied.report.run_id)
-
-    @work(thread=True, group="fix", exit_on_error=False)
-    def _roll_back(self, run_id: str) -> None:
-        try:
-            result = jobs.roll_back(run_id, self._fix_say)
-            outcome = ("rolled back: " if result.ok else "rollback incomplete: ") + "; ".join(
-                f"{n.node} {n.status} ({n.state})" for n in result.nodes)
-        except Exception as error:
-            outcome = f"rollback stopped: {error!r}; the journals are kept for `strixwizard fix --rollback`"
-        self.call_from_thread(self._rolled_back, outcome)
-
-    def _rolled_back(self, outcome: str) -> None:
-        session = self.session
-        session.fixing, session.rolled_back, session.applied = False, outcome, None
-        self.screen_changed()
-
-    # -- SSH test (Site step) ---------------------------------------------------
-    def test_ssh(self, names: list[str], trust: str | None = None) -> None:
+    def test_ssh(self, names: list[str], trust: UnknownHostKey | None = None) -> None:
         session = self.session
         if session.site is None or not names:
             return
-        session.ssh_testing = True
+        ssh = session.of(SiteState).ssh
         for name in names:
-            session.ssh[name] = NodeStatus("start", "connecting…")
-        self.screen_changed()
+            ssh[name] = NodeStatus("start", "connecting…")
         self._test_ssh(session.site, names, trust)
+        self.screen_changed()
 
     @work(thread=True, group="ssh", exit_on_error=False)
-    def _test_ssh(self, site: Site, names: list[str], trust: str | None) -> None:
-        def progress(node: str, event: str, text: str) -> None:
-            self.call_from_thread(self._ssh_progress, node, event, text)
+    def _test_ssh(self, site: Site, names: list[str], trust: UnknownHostKey | None) -> None:
+        def progress(event: NodeEvent) -> None:
+            self.call_from_thread(self._ssh_progress, event.node, event.event, event.text)
 
-        try:
-            nodes = jobs.test_ssh(site, names, trust is not None, progress)
-        except Exception as error:
-            self.call_from_thread(self._ssh_progress, ",".join(names), "failed", f"internal error: {error!r}")
-            nodes = []
-        self.post_message(SshTested(nodes, trust))
+        trusted = {trust.node: trust.fingerprint} if trust else {}
+        nodes = self.services.reach(site, names, trusted, progress)
+        self.post_message(m.SshTested(nodes, trust.node if trust else None))
 
     def _ssh_progress(self, node: str, event: str, text: str) -> None:
-        self.session.ssh[node] = NodeStatus(event, text)
+        self.session.of(SiteState).ssh[node] = NodeStatus(event, for_the_wizard(text))
         self.screen_changed()
 
-    def on_ssh_tested(self, message: SshTested) -> None:
+    def on_ssh_tested(self, message: m.SshTested) -> None:
         session = self.session
-        session.ssh_testing = False
+        ssh = session.of(SiteState).ssh
         for node in message.nodes:
             report = node.report
             if report.reachable:
-                session.ssh[report.name] = NodeStatus("done", f"reached {report.address}")
+                ssh[report.name] = NodeStatus("done", f"reached {report.address}")
             else:
-                session.ssh[report.name] = NodeStatus("failed", report.error or "unreachable")
+                ssh[report.name] = NodeStatus("failed", for_the_wizard(report.error or "unreachable"))
         if message.trusted:
             self.notify(f"host key of {message.trusted} trusted and saved to known_hosts")
-        session.discovery, session.discovery_error = None, None  # the answers may have changed
-        session.forget_steps()
+        session.forget_after("site")  # the answers may have changed
         self.screen_changed()
         asked = set(self._key_queue) | ({message.trusted} if message.trusted else set())
         for node in message.nodes:
@@ -424,15 +435,189 @@ class WizardApp(App[int]):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.test_ssh([key.node], trust=key.node)
+                self.test_ssh([key.node], trust=key)
             else:
-                self.session.ssh[key.node] = NodeStatus(
+                self.session.of(SiteState).ssh[key.node] = NodeStatus(
                     "failed", f"host key {key.fingerprint} not trusted; SSH to this node is refused")
                 self.screen_changed()
             self._ask_next_key()
 
         self.push_screen(ConfirmationModal("Unknown SSH host key", question,
                                            yes="Trust it (y)", no="Do not trust (n)"), answered)
+
+    # -- fix and deploy runs: apply and roll back, each asked first -----------------------
+    def _say(self, group: str) -> Callable[[StepEvent], None]:
+        def say(event: StepEvent) -> None:
+            self.post_message(m.JobSaid(group, f"{event.node}: {event.message}"))
+
+        return say
+
+    def on_job_said(self, message: m.JobSaid) -> None:
+        log = (self.session.of(FixState) if message.group == "fix" else self.session.of(DeployState)).log
+        log.append(message.line)
+        self.screen_changed()
+
+    def on_apply_fixes(self, message: m.ApplyFixes) -> None:
+        discovery = self.session.of(DiscoverState).discovery
+        if discovery is None or discovery.plan is None or self.busy("fix"):
+            return
+        self.session.of(FixState).begin()
+        self._apply_fixes(discovery)
+        self.screen_changed()
+
+    @work(thread=True, group="fix", exit_on_error=False)
+    def _apply_fixes(self, discovery: Discovery) -> None:
+        applied = self.services.apply_fixes(discovery, self.confirm_in_modal, self._say("fix"))
+        self.post_message(m.JobDone("fix", "apply", applied))
+
+    def on_roll_back_fixes(self, message: m.RollBackFixes) -> None:
+        state = self.session.of(FixState)
+        if state.applied is None or self.busy("fix"):
+            return
+        state.begin()
+        self._roll_back_fixes(state.applied.report.run_id)
+        self.screen_changed()
+
+    @work(thread=True, group="fix", exit_on_error=False)
+    def _roll_back_fixes(self, run_id: str) -> None:
+        report = self.services.roll_back_fixes(run_id, self.confirm_in_modal, self._say("fix"))
+        self.post_message(m.JobDone("fix", "rollback", rollback_outcome(report)))
+
+    def on_job_done(self, message: m.JobDone) -> None:
+        if message.group == "fix":
+            fixed = self.session.of(FixState)
+            if message.action == "apply":
+                fixed.applied, fixed.rolled_back = cast(Applied, message.result), None
+            else:
+                fixed.rolled_back, fixed.applied = cast(str, message.result), None
+        else:
+            deployed = self.session.of(DeployState)
+            if message.action == "apply":
+                deployed.deployed, deployed.rolled_back = cast(Deployed, message.result), None
+            else:
+                deployed.rolled_back, deployed.deployed = cast(str, message.result), None
+        self.screen_changed()
+
+    # -- deploy (plan, apply + smoke test, rollback) --------------------------------------
+    def can_apply_deploy(self) -> bool:
+        state = self.session.of(DeployState)
+        preview = state.preview
+        return (preview is not None and preview.plan is not None and not preview.plan_only
+                and not self.busy("deploy") and self.session.of(DiscoverState).discovery is not None)
+
+    def can_roll_back_deploy(self) -> bool:
+        deployed = self.session.of(DeployState).deployed
+        return (deployed is not None and deployed.report is not None and bool(deployed.report.run_id)
+                and deployed.report.status not in ("aborted", "nothing-to-do") and not self.busy("deploy"))
+
+    def on_plan_deploy(self, message: m.PlanDeploy) -> None:
+        state = self.session.of(DeployState)
+        discovery = self.session.of(DiscoverState).discovery
+        if discovery is None or self.busy("deploy") or self.busy("deploy-plan"):
+            return
+        if not message.again and (state.preview is not None or state.error is not None):
+            return
+        state.error = None
+        self._plan_deploy(self.session.of(DiscoverState).run, discovery)
+        self.screen_changed()
+
+    @work(thread=True, exclusive=True, group="deploy-plan", exit_on_error=False)
+    def _plan_deploy(self, run: int, discovery: Discovery) -> None:
+        self.post_message(m.DeployPlanned(run, self.services.plan_deploy(discovery.site, discovery.nodes)))
+
+    def on_deploy_planned(self, message: m.DeployPlanned) -> None:
+        if message.run != self.session.of(DiscoverState).run:
+            return
+        self.session.of(DeployState).preview = message.preview
+        self.screen_changed()
+
+    def on_apply_deploy(self, message: m.ApplyDeploy) -> None:
+        state = self.session.of(DeployState)
+        if not self.can_apply_deploy() or state.preview is None or self.session.site is None:
+            return
+        state.begin()
+        self._apply_deploy(self.session.site, state.preview)
+        self.screen_changed()
+
+    @work(thread=True, group="deploy", exit_on_error=False)
+    def _apply_deploy(self, site: Site, preview: DeployPreview) -> None:
+        deployed = self.services.apply_deploy(site, preview, self.confirm_in_modal, self._say("deploy"))
+        self.post_message(m.JobDone("deploy", "apply", deployed))
+
+    def on_roll_back_deploy(self, message: m.RollBackDeploy) -> None:
+        state = self.session.of(DeployState)
+        if not self.can_roll_back_deploy() or state.deployed is None or state.deployed.report is None:
+            return
+        state.begin()
+        self._roll_back_deploy(state.deployed.report.run_id)
+        self.screen_changed()
+
+    @work(thread=True, group="deploy", exit_on_error=False)
+    def _roll_back_deploy(self, run_id: str) -> None:
+        report = self.services.roll_back_deploy(run_id, self.confirm_in_modal, self._say("deploy"))
+        self.post_message(m.JobDone("deploy", "rollback", rollback_outcome(report)))
+
+    # -- live tests -----------------------------------------------------------------
+    def on_run_tests(self, message: m.RunTests) -> None:
+        session = self.session
+        discovery = session.of(DiscoverState).discovery
+        if discovery is None or self.busy("tests"):
+            return
+        state = session.of(TestState)
+        state.run += 1
+        state.begin(planned_pairs(discovery.site), [spec.name for spec in discovery.site.nodes])
+        self.test_cancel = Cancel()
+        self._test_started = time.monotonic()
+        self._run_tests(state.run, discovery, session.is_demo, self.test_cancel)
+        self.screen_changed()
+
+    @work(thread=True, exclusive=True, group="tests", exit_on_error=False)
+    def _run_tests(self, run: int, discovery: Discovery, demo: bool, cancel: Cancel) -> None:
+        started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        stream = self.services.live_tests(discovery.site, discovery.nodes, demo, cancel)
+        results = []
+        try:
+            for measurement in stream:
+                if cancel.cancelled:
+                    break
+                results.append(measurement)
+                self.post_message(m.MeasurementArrived(run, measurement))
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()  # the runner stops every program still running
+        history = None
+        if not demo and not cancel.cancelled:
+            history = self.services.store_tests(discovery.site.name, started_at, results)
+        self.post_message(m.TestsEnded(run, history))
+
+    def on_cancel_tests(self, message: m.CancelTests) -> None:
+        if self.busy("tests"):
+            self._cancel_tests()
+            self.screen_changed()
+
+    def _cancel_tests(self) -> None:
+        self.test_cancel.cancel()  # ends the programs at once; the stream then ends
+
+    def on_measurement_arrived(self, message: m.MeasurementArrived) -> None:
+        state = self.session.of(TestState)
+        if message.run != state.run or self.test_cancel.cancelled:
+            return
+        measurement = message.measurement
+        state.results.append(measurement)
+        points = state.spark.setdefault(panel_key(measurement), [])
+        points.extend(spark_points(measurement))
+        del points[:-MAX_SPARK]
+        self.screen_changed()
+
+    def on_tests_ended(self, message: m.TestsEnded) -> None:
+        state = self.session.of(TestState)
+        if message.run != state.run:
+            return
+        state.seconds = time.monotonic() - self._test_started
+        state.outcome = "cancelled" if self.test_cancel.cancelled else "done"
+        state.history = message.history
+        self.screen_changed()
 
 
 def run(site_file: Path | None = None, demo: bool = False) -> int:

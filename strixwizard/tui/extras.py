@@ -1,7 +1,7 @@
 """What the Report step adds to the doctor report: the live tests and the deploy status.
 
 Both are optional top-level fields of the saved JSON (`live_tests`: the `strixwizard test
---json` document; `deploy`: what step 5 planned or did); the doctor schema allows
+--json` document; `deploy`: what the Deploy step planned or did); the doctor schema allows
 additional top-level properties, so the doctor fields stay exactly as `doctor --json`.
 Pure, no Textual.
 """
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from strixwizard.live.results import Measurement
+from strixwizard.services.deploy import Deployed, DeployPreview
 from strixwizard.site import Thresholds
-from strixwizard.tui.deploy_jobs import Deployed, DeployPreview
 
 
 def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurement], demo: bool,

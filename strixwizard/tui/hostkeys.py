@@ -33,3 +33,17 @@ def unknown_host_key(node: str, error: str | None) -> UnknownHostKey | None:
 
 def changed_host_key(error: str | None) -> bool:
     return _CHANGED.search(error or "") is not None
+
+
+_CLI_HINT = re.compile(r"; if that is the node's key, trust it with --trust-new-hosts.*$", re.DOTALL)
+
+
+def for_the_wizard(error: str) -> str:
+    """An SSH refusal as the wizard says it: an unknown key is offered for the user to trust
+    in a dialog (s on the Site step), so the command line's flag is never suggested."""
+    if _UNKNOWN.search(error) is None:
+        return error
+    from strixwizard.tui.steps import keys
+
+    return _CLI_HINT.sub(f"; the wizard shows it for you to trust or refuse ({keys('site', 's')})",
+                         error)

@@ -1,19 +1,23 @@
-"""What the wizard knows right now: the site, the last discovery, saved files.
+"""What the wizard knows right now: the site, saved files, and each step's own state.
 
-Screens read it; only the app changes it (then bumps `version`, and each
-screen re-renders when it is next shown).
+Screens read it; only the app changes it (then bumps `version`, and each screen
+re-renders when it is next shown). Whether a job runs is not kept here: the app's
+workers know it (`Wizard.busy`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from strixwizard.live.results import Measurement
+from strixwizard.services.discover import SiteSource
 from strixwizard.site import Site
-from strixwizard.tui.deploy_jobs import Deployed, DeployPreview
-from strixwizard.tui.jobs import Applied, Discovery, SiteSource
 from strixwizard.tui.state import WizardState, display_path, output_dir
+from strixwizard.tui.steps import STEPS, later_steps
+
+KEEP = {"keep": True}  # field metadata: kept when the step is reset (e.g. sparkline history)
 
 
 @dataclass
@@ -23,63 +27,57 @@ class NodeStatus:
 
 
 @dataclass
+class StepState:
+    """A step's own state. `reset()` puts every field back to its default (fields marked
+    with `KEEP` metadata stay); a new result of an earlier step resets the later ones."""
+
+    def reset(self) -> None:
+        for f in dataclasses.fields(self):
+            if f.metadata.get("keep"):
+                continue
+            if f.default_factory is not dataclasses.MISSING:
+                setattr(self, f.name, f.default_factory())
+            elif f.default is not dataclasses.MISSING:
+                setattr(self, f.name, f.default)
+
+
+S = TypeVar("S", bound=StepState)
+
+
+@dataclass
 class Session:
     source: SiteSource | None = None
     site: Site | None = None
     site_error: str | None = None
     state: WizardState = field(default_factory=WizardState)
     state_file: Path | None = None
-    discovery: Discovery | None = None
-    discovering: bool = False
-    discovery_error: tuple[str, str] | None = None  # reason, next step
-    run: int = 0  # the discovery run whose messages count; older ones are ignored
-    progress: dict[str, NodeStatus] = field(default_factory=dict)
-    ssh: dict[str, NodeStatus] = field(default_factory=dict)
-    ssh_testing: bool = False
     saved: dict[str, Path] = field(default_factory=dict)
-    fixing: bool = False  # an apply or rollback is running
-    fix_log: list[str] = field(default_factory=list)
-    applied: Applied | None = None
-    fix_error: str | None = None
-    rolled_back: str | None = None  # the outcome of the last rollback, in words
-    save_error: str | None = None
-    # step 5, deploy
-    deploy_preview: DeployPreview | None = None
-    deploy_planning: bool = False
-    deploy_error: tuple[str, str] | None = None  # reason, next step (planning failed)
-    deploying: bool = False  # an apply (+ smoke test) or a rollback is running
-    deploy_log: list[str] = field(default_factory=list)
-    deployed: Deployed | None = None
-    deploy_run_error: str | None = None
-    deploy_rolled_back: str | None = None
-    # step 6, live tests
-    test_run: int = 0  # the run whose messages count; older ones are ignored
-    testing: bool = False
-    cancelling: bool = False
-    test_results: list[Measurement] = field(default_factory=list)
-    test_pairs: list[tuple[str, str]] = field(default_factory=list)
-    test_nodes: list[str] = field(default_factory=list)
-    test_spark: dict[str, list[float]] = field(default_factory=dict)  # panel key -> points, kept across runs
-    test_error: tuple[str, str] | None = None
-    test_outcome: str | None = None  # "done", "cancelled"
-    test_seconds: float | None = None
-    test_file: Path | None = None  # where the last results were saved (Report step)
-    test_history: str | None = None  # where the run was stored and how it compared, in words
+    states: dict[str, StepState] = field(default_factory=dict)  # step id -> its state
     version: int = 0
 
     def changed(self) -> None:
         self.version += 1
 
-    def forget_steps(self) -> None:
-        """A new discovery or site: the deploy plan and the test results no longer apply."""
-        self.deploy_preview, self.deploy_error, self.deploy_planning = None, None, False
-        self.deployed, self.deploy_run_error, self.deploy_rolled_back = None, None, None
-        self.deploy_log = []
-        self.test_run += 1
-        self.testing, self.cancelling = False, False
-        self.test_results, self.test_pairs, self.test_nodes = [], [], []
-        self.test_error, self.test_outcome, self.test_seconds, self.test_file = None, None, None, None
-        self.test_history = None
+    def of(self, kind: type[S]) -> S:
+        """The state of the step whose state is of this type."""
+        for state in self.states.values():
+            if isinstance(state, kind):
+                return state
+        raise KeyError(kind.__name__)
+
+    def forget_after(self, step_id: str) -> None:
+        """A new result of this step: the states of every later step no longer apply."""
+        for step in later_steps(step_id):
+            state = self.states.get(step.id)
+            if state is not None:
+                state.reset()
+
+    def forget_all(self) -> None:
+        """A new site: no step's state applies."""
+        self.forget_after(STEPS[0].id)
+        first = self.states.get(STEPS[0].id)
+        if first is not None:
+            first.reset()
 
     @property
     def is_demo(self) -> bool:

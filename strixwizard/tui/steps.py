@@ -1,4 +1,11 @@
-"""The wizard's steps, in order. The key of each step is its number."""
+"""The wizard's steps, in order: the one list that numbers them and names their screens.
+
+Everything else follows from `STEPS`: the app's modes (one per step, its screen
+class named here by import path, loaded by the app only, so this module imports no
+screen), the number keys 1…n, the step bar, the "step n/N" titles and every text
+that refers to another step (`key_of`, `refer`). Adding a step is one entry here
+plus its screen module (screen and its state).
+"""
 
 from __future__ import annotations
 
@@ -8,23 +15,42 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Step:
     id: str
-    number: int
     title: str
     purpose: str
+    screen: str  # "module:Class" of its StepScreen
+
+    @property
+    def number(self) -> int:
+        return [s.id for s in STEPS].index(self.id) + 1
 
     @property
     def key(self) -> str:
+        """The key that opens the step: its number."""
         return str(self.number)
 
+    @property
+    def label(self) -> str:
+        """"step 2/7 Discover"."""
+        return f"step {self.number}/{len(STEPS)} {self.title}"
+
+
+_SCREENS = "strixwizard.tui.screens"
 
 STEPS: tuple[Step, ...] = (
-    Step("site", 1, "Site", "open or create site.yaml, test SSH, or pick the demo"),
-    Step("discover", 2, "Discover", "probe every node: platform, NICs and RDMA ports"),
-    Step("links", 3, "Links", "which interface of which node meets which, and over what"),
-    Step("fix", 4, "Fix", "failing checks grouped by node and link, with their fix"),
-    Step("deploy", 5, "Deploy", "RCCL environment, Ray and the vLLM launch line"),
-    Step("test", 6, "Test", "RDMA latency and bandwidth, TCP baseline, RCCL all-reduce"),
-    Step("report", 7, "Report", "the summary, saved as JSON, Markdown and HTML"),
+    Step("site", "Site", "open or create site.yaml, test SSH, or pick the demo",
+         f"{_SCREENS}.site:SiteScreen"),
+    Step("discover", "Discover", "probe every node: platform, NICs and RDMA ports",
+         f"{_SCREENS}.discover:DiscoverScreen"),
+    Step("links", "Links", "which interface of which node meets which, and over what",
+         f"{_SCREENS}.links:LinksScreen"),
+    Step("fix", "Fix", "failing checks grouped by node and link, with their fix",
+         f"{_SCREENS}.fix:FixScreen"),
+    Step("deploy", "Deploy", "RCCL environment, Ray and the vLLM launch line",
+         f"{_SCREENS}.deploy:DeployScreen"),
+    Step("test", "Test", "RDMA latency and bandwidth, TCP baseline, RCCL all-reduce",
+         f"{_SCREENS}.test:TestScreen"),
+    Step("report", "Report", "the summary, saved as JSON, Markdown and HTML",
+         f"{_SCREENS}.report:ReportScreen"),
 )
 BY_ID: dict[str, Step] = {step.id: step for step in STEPS}
 
@@ -33,3 +59,20 @@ def step_after(step_id: str, offset: int) -> Step:
     """The step `offset` places away from `step_id`, clamped to the first and last."""
     index = [s.id for s in STEPS].index(step_id) + offset
     return STEPS[max(0, min(len(STEPS) - 1, index))]
+
+
+def later_steps(step_id: str) -> tuple[Step, ...]:
+    """The steps after `step_id`: what a new result of that step makes stale."""
+    index = [s.id for s in STEPS].index(step_id)
+    return STEPS[index + 1:]
+
+
+def refer(step_id: str) -> str:
+    """How a text names another step: "step 2, Discover"."""
+    step = BY_ID[step_id]
+    return f"step {step.number}, {step.title}"
+
+
+def keys(step_id: str, *then: str) -> str:
+    """The keys that reach a step's action, as texts write them: "2, r"."""
+    return ", ".join([BY_ID[step_id].key, *then])

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from strixwizard.engine import Node, Report
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.netdev import Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort
 from strixwizard.model import CheckResult, Status
+from strixwizard.model import LinkEnd as ReportedEnd
 
 UNKNOWN = "?"
 PROBLEMS = (Status.FAIL, Status.ERROR, Status.WARN)
@@ -252,47 +252,42 @@ def all_ports(nodes: Iterable[Node]) -> list[NodePorts]:
     return out
 
 
-def _end(end: dict[str, Any]) -> LinkEnd:
-    rdma = f"{end['rdma_device']}/{end['port']}" if end.get("rdma_device") else "no RDMA port"
-    if end.get("rdma_device") and end.get("gid_index") is not None:
-        rdma += f" gid {end['gid_index']}"
+def _end(end: ReportedEnd) -> LinkEnd:
+    rdma = f"{end.rdma_device}/{end.port}" if end.rdma_device else "no RDMA port"
+    if end.rdma_device and end.gid_index is not None:
+        rdma += f" gid {end.gid_index}"
     return LinkEnd(
-        host=_text(end.get("host")),
-        netdev=_text(end.get("netdev")),
-        address=_text(end.get("address")),
+        host=_text(end.host),
+        netdev=_text(end.netdev),
+        address=_text(end.address),
         rdma=rdma,
-        nic=_text(end.get("nic") or end.get("bus")),
-        mtu=_text(end.get("mtu")),
+        nic=_text(end.nic or end.bus),
+        mtu=_text(end.mtu),
     )
 
 
-def _problem_lines(checks: Iterable[dict[str, Any]]) -> tuple[str, ...]:
+def _problem_lines(checks: Iterable[CheckResult]) -> tuple[str, ...]:
     lines = []
     for check in checks:
-        if check.get("status") in ("fail", "error", "warn"):
-            observed = check.get("observed") or check.get("detail") or ""
-            want = f" (want {check['expected']})" if check.get("expected") else ""
-            lines.append(f"{str(check['status']).upper()} {check['id']}: {observed}{want}")
+        if check.status in PROBLEMS:
+            observed = check.observed or check.detail or ""
+            want = f" (want {check.expected})" if check.expected else ""
+            lines.append(f"{check.status.value.upper()} {check.id}: {observed}{want}")
     return tuple(lines)
 
 
 def link_views(report: Report) -> list[LinkView]:
-    views = []
-    for link in report.links:
-        ends = link.get("ends") or [{}, {}]
-        transport = str(link.get("transport", "ethernet"))
-        views.append(LinkView(
-            id=str(link.get("id", "")),
-            a=_end(ends[0]),
-            b=_end(ends[1]),
-            transport=transport,
-            rdma=bool(link.get("rdma")),
-            status=Status(link.get("status", "pass")),
-            evidence=str(link.get("evidence", "")),
-            note=TRANSPORT_NOTES.get(transport, ""),
-            problems=_problem_lines(link.get("checks", [])),
-        ))
-    return views
+    return [LinkView(
+        id=link.id,
+        a=_end(link.ends[0]),
+        b=_end(link.ends[1]),
+        transport=link.transport,
+        rdma=link.rdma,
+        status=link.status,
+        evidence=link.evidence,
+        note=TRANSPORT_NOTES.get(link.transport, ""),
+        problems=_problem_lines(link.checks),
+    ) for link in report.links]
 
 
 def site_link_results(report: Report) -> list[CheckResult]:

@@ -2,35 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar, cast
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
+from strixwizard.tui.session import Session, StepState
 from strixwizard.tui.steps import BY_ID
 from strixwizard.tui.widgets.stepbar import StepBar
-
-if TYPE_CHECKING:
-    from strixwizard.tui.app import WizardApp
-    from strixwizard.tui.session import Session
+from strixwizard.tui.wizard import Wizard
 
 
 class StepScreen(Screen[None]):
     STEP: ClassVar[str] = "site"
+    #: The step's own state (the session keeps one instance per step; `reset()` clears it).
+    State: ClassVar[type[StepState]] = StepState
 
     def __init__(self) -> None:
         super().__init__(id=f"step-{self.STEP}")
         self.rendered_version = -1
-        step = BY_ID[self.STEP]
-        self.sub_title = f"step {step.number}/7 {step.title}"
+        self.sub_title = BY_ID[self.STEP].label
 
     @property
-    def wizard(self) -> WizardApp:
-        from strixwizard.tui.app import WizardApp
-
-        return cast(WizardApp, self.app)
+    def wizard(self) -> Wizard:
+        return cast(Wizard, self.app)
 
     @property
     def session(self) -> Session:
@@ -55,10 +52,9 @@ class StepScreen(Screen[None]):
     def sync(self) -> None:
         """Re-render from the session if it changed since this screen last drew it."""
         self.query_one(StepBar).show(self.session.state.visited)
-        step = BY_ID[self.STEP]
         site = self.session.site
         where = f"site {site.name} · " if site else ""
-        self.sub_title = f"{where}step {step.number}/7 {step.title}"
+        self.sub_title = f"{where}{BY_ID[self.STEP].label}"
         if self.rendered_version != self.session.version:
             self.rendered_version = self.session.version
             self.refresh_view()

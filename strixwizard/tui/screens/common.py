@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from strixwizard.tui.session import Session
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.steps import BY_ID, refer
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.wizard import Wizard
 
 
-def needs_discovery(session: Session, notice: Notice) -> bool:
+def needs_discovery(wizard: Wizard, notice: Notice) -> bool:
     """Say why there is nothing to show yet; True when the step cannot render."""
-    if session.discovery is not None:
+    state = wizard.session.of(DiscoverState)
+    if state.discovery is not None:
         return False
-    if session.discovering:
-        notice.say("The nodes are being probed (step 2, Discover); this step fills in when "
+    if wizard.busy("discover"):
+        notice.say(f"The nodes are being probed ({refer('discover')}); this step fills in when "
                    "they are done.", "info", title="Waiting for discovery")
-    elif session.discovery_error:
-        reason, next_step = session.discovery_error
-        notice.say(f"{reason}\n\nNext: {next_step} (on step 2, Discover).", "error",
+    elif state.error:
+        reason, next_step = state.error
+        notice.say(f"{reason}\n\nNext: {next_step} (on {refer('discover')}).", "error",
                    title="No discovery")
     else:
-        notice.say("Nothing discovered yet: press 2 to discover the nodes first.", "info",
-                   title="No discovery")
+        notice.say(f"Nothing discovered yet: press {BY_ID['discover'].key} to discover the nodes "
+                   "first.", "info", title="No discovery")
     notice.display = True
     return True

@@ -4,6 +4,7 @@ nodes apply it (journalled, all-or-nothing), smoke-test it, roll it back. The de
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -13,16 +14,19 @@ from textual.content import Content
 from textual.widgets import Static
 
 from strixwizard.model import Status
+from strixwizard.services.deploy import Deployed, DeployPreview
+from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
-from strixwizard.tui.widgets.confirm import ConfirmationModal
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.session import StepState
+from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
 
 if TYPE_CHECKING:
     from strixwizard.deploy.plan import DeployPlan
     from strixwizard.deploy.smoke import SmokeReport
-    from strixwizard.tui.deploy_jobs import Deployed
 
 SMOKE_STATUS = {"pass": Status.PASS, "fail": Status.FAIL, "error": Status.ERROR}
 HEAD = "bold $text-accent"
@@ -95,12 +99,29 @@ def deployed_content(deployed: Deployed) -> tuple[Content, str]:
         lines.append(smoke_content(deployed.smoke))
     elif report.ok:
         lines.append(Content("no smoke test was run"))
-    lines.append(Content("u rolls this deploy back from its journals (files removed, ray stop)."))
+    lines.append(Content("u rolls this deploy back from its journals (files removed, ray stop; "
+                         "you confirm first)."))
     return Content("\n").join(lines), "success" if deployed.ok else "warning"
+
+
+@dataclass
+class DeployState(StepState):
+    preview: DeployPreview | None = None
+    error: tuple[str, str] | None = None  # reason, next step (planning failed)
+    log: list[str] = field(default_factory=list)
+    deployed: Deployed | None = None
+    run_error: str | None = None
+    rolled_back: str | None = None
+
+    def begin(self) -> None:
+        """A run starts; what the last one did stays shown until this one ends (a "no" to
+        the question leaves it as it was)."""
+        self.log, self.run_error = [], None
 
 
 class DeployScreen(StepScreen):
     STEP = "deploy"
+    State = DeployState
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply deploy"),
         Binding("u", "roll_back", "Roll back"),
@@ -116,56 +137,48 @@ class DeployScreen(StepScreen):
             yield Static(id="deploy-vllm", classes="deploy-box")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        flow = self.wizard.deploy
+        wizard = self.wizard
+        state = self.session.of(DeployState)
+        preview, deployed = state.preview, state.deployed
+        running = wizard.busy("deploy")
         if action == "apply":
-            return flow.can_apply()
+            return (preview is not None and preview.plan is not None and not preview.plan_only
+                    and not running)
         if action == "roll_back":
-            return flow.can_roll_back()
+            return (deployed is not None and deployed.report is not None and bool(deployed.report.run_id)
+                    and deployed.report.status not in ("aborted", "nothing-to-do") and not running)
         if action == "plan":
-            return self.session.discovery is not None and not self.session.deploying
+            return self.session.of(DiscoverState).discovery is not None and not running
         return True
 
     def action_plan(self) -> None:
-        self.wizard.deploy.plan()
+        self.post_message(PlanDeploy())
 
     def action_roll_back(self) -> None:
-        self.wizard.deploy.roll_back()
+        """The deploy service asks first (a modal), then rolls the deploy back."""
+        if self.check_action("roll_back", ()):
+            self.post_message(RollBackDeploy())
 
     def action_apply(self) -> None:
-        preview = self.session.deploy_preview
-        if preview is None or preview.plan is None or not self.wizard.deploy.can_apply():
-            return
-        plan = preview.plan
-        question = (f"Deploy {plan.site_plan.changes} change(s) on {', '.join(plan.site_plan.nodes)}: "
-                    "these are REAL changes on the nodes.\n\nEach node's state is read first (refused "
-                    "if Ray already runs with another environment), a journal is written before the "
-                    "first step, a failing node rolls every node back, then the smoke test runs "
-                    "(Ray's node count, a 2-rank RCCL all-reduce on NET/IB).")
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.wizard.deploy.apply()
-
-        self.app.push_screen(ConfirmationModal("Apply the deploy", question, yes="Deploy (y)",
-                                               no="Cancel (n)"), answered)
+        """The deploy service asks first (a modal), then applies and smoke-tests."""
+        if self.check_action("apply", ()):
+            self.post_message(ApplyDeploy())
 
     def _show_run(self) -> None:
-        session = self.session
+        state = self.session.of(DeployState)
         run = self.query_one("#deploy-run", Notice)
         run.display = True
-        if session.deploying:
-            log = "\n".join(session.deploy_log[-8:]) or "starting…"
+        if self.wizard.busy("deploy"):
+            log = "\n".join(state.log[-8:]) or "starting…"
             run.say(f"{log}\n(this finishes or rolls back on its own)", "info", title="Deploying")
-        elif session.deploy_run_error:
-            run.say(f"{session.deploy_run_error}\nNext: discover again (2, r) to see each node's state; "
-                    "the journals are kept for `strixwizard deploy --rollback`.", "error",
-                    title="Deploy failed")
-        elif session.deployed is not None:
-            text, kind = deployed_content(session.deployed)
-            run.say("", kind, title="Deployed" if session.deployed.ok else "Deploy: not passed")
+        elif state.run_error:
+            run.say(state.run_error, "error", title="Deploy failed")
+        elif state.deployed is not None:
+            text, kind = deployed_content(state.deployed)
+            run.say("", kind, title="Deployed" if state.deployed.ok else "Deploy: not passed")
             run.update(text)
-        elif session.deploy_rolled_back:
-            run.say(session.deploy_rolled_back, "info", title="Rolled back")
+        elif state.rolled_back:
+            run.say(state.rolled_back, "info", title="Rolled back")
         else:
             run.display = False
 
@@ -176,14 +189,15 @@ class DeployScreen(StepScreen):
     def refresh_view(self) -> None:
         notice = self.query_one("#deploy-status", Notice)
         self.refresh_bindings()
-        if needs_discovery(self.session, notice):
+        if needs_discovery(self.wizard, notice):
             self._clear()
             return
-        session = self.session
-        self.call_after_refresh(self.wizard.deploy.ensure_plan)
-        preview = session.deploy_preview
-        if session.deploy_error:
-            reason, next_step = session.deploy_error
+        state = self.session.of(DeployState)
+        if not self.wizard.busy("deploy-plan"):
+            self.call_after_refresh(self.post_message, PlanDeploy(again=False))
+        preview = state.preview
+        if state.error:
+            reason, next_step = state.error
             notice.say(f"{reason}\n\nNext: {next_step}", "error", title="No deploy plan")
             self._clear()
             return
@@ -195,8 +209,9 @@ class DeployScreen(StepScreen):
         if preview.plan is None:
             notice.say(f"{preview.refused}\n\nNothing is deployed: an RDMA profile needs a hardware "
                        "RDMA link (RoCE v2 or InfiniBand, ports ACTIVE) between every pair of nodes. "
-                       "Next: connect the nodes' RDMA NICs (step 3 shows what links there are), fix what "
-                       "step 4 lists, then discover again (2, r). RCCL over TCP can be deployed "
+                       f"Next: connect the nodes' RDMA NICs ({refer('links')} shows what links there are), "
+                       f"fix what {refer('fix')} lists, then discover again ({keys('discover', 'r')}). "
+                       "RCCL over TCP can be deployed "
                        "knowingly with `strixwizard deploy --transport tcp`.",
                        "warning", title="Deploy refused")
             self._clear()

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, ProgressBar, Static
 
+from strixwizard.services.discover import Discovery
+from strixwizard.tui.hostkeys import for_the_wizard
+from strixwizard.tui.messages import CancelDiscovery, StartDiscovery
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.views import node_rows
+from strixwizard.tui.session import KEEP, NodeStatus, StepState
+from strixwizard.tui.steps import keys
+from strixwizard.tui.views import NodePorts, node_rows
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
 
@@ -19,8 +25,18 @@ PORT_COLUMNS = ("node", "interface", "model", "RDMA port", "state", "speed", "MT
                 "driver", "firmware", "PCIe")
 
 
+@dataclass
+class DiscoverState(StepState):
+    discovery: Discovery | None = None
+    ports: list[NodePorts] = field(default_factory=list)  # read in the worker, off the UI thread
+    error: tuple[str, str] | None = None  # reason, next step
+    progress: dict[str, NodeStatus] = field(default_factory=dict)
+    run: int = field(default=0, metadata=KEEP)  # the run whose messages count; older ones are ignored
+
+
 class DiscoverScreen(StepScreen):
     STEP = "discover"
+    State = DiscoverState
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "rediscover", "Discover again"),
         Binding("escape", "cancel", "Cancel"),
@@ -42,17 +58,18 @@ class DiscoverScreen(StepScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel":
-            return self.session.discovering
+            return self.wizard.busy("discover")
         return True
 
     def action_rediscover(self) -> None:
-        self.wizard.start_discovery()
+        self.post_message(StartDiscovery())
 
     def action_cancel(self) -> None:
-        self.wizard.cancel_discovery()
+        self.post_message(CancelDiscovery())
 
     def refresh_view(self) -> None:
-        session = self.session
+        session = self.session.of(DiscoverState)
+        discovering = self.wizard.busy("discover")
         status = self.query_one("#discover-status", Notice)
         bar = self.query_one("#discover-progress", ProgressBar)
         nodes = self.query_one("#nodes", DataTable)
@@ -62,23 +79,23 @@ class DiscoverScreen(StepScreen):
         total = len(session.progress) or 1
         finished = sum(1 for s in session.progress.values() if s.event in ("done", "failed"))
         bar.update(total=total, progress=finished)
-        bar.display = session.discovering
+        bar.display = discovering
         nodes.clear()
         ports.clear()
         notes.update("")
-        if session.discovering or discovery is None:
+        if discovering or discovery is None:
             for name, node_status in session.progress.items():
                 mark = _MARKS.get(node_status.event, " ")
                 nodes.add_row(name, f"{mark} {node_status.text}", *[""] * 5, key=name)
-        if session.discovering:
+        if discovering:
             status.say(f"Probing {len(session.progress)} nodes ({finished} done)… "
                        "Escape cancels.", "info", title="Discovering")
-        elif session.discovery_error:
-            reason, next_step = session.discovery_error
+        elif session.error:
+            reason, next_step = session.error
             status.say(f"{reason}\n\nNext: {next_step}", "error", title="Discovery did not finish")
         elif discovery is None:
             status.say("Nothing discovered yet. Press r to probe every node of the site.", "info")
-        if discovery is None or session.discovering:
+        if discovery is None or discovering:
             self.refresh_bindings()
             return
         report = discovery.report
@@ -94,10 +111,10 @@ class DiscoverScreen(StepScreen):
             if row.state == "ok":
                 state = f"✓ {progress.text if progress else 'read'}"
             else:
-                state = f"✗ {row.error or 'unreachable'}"
+                state = f"✗ {for_the_wizard(row.error or 'unreachable')}"
             nodes.add_row(row.name, state, row.sku, row.gfx, row.rocm, row.kernel, row.memory, key=row.name)
         lines = []
-        for node_ports in discovery.ports:
+        for node_ports in session.ports:
             for port in node_ports.rows:
                 ports.add_row(port.node, port.interface, port.model, port.rdma, port.state, port.speed,
                               port.mtu, port.gid_index, port.driver, port.firmware, port.pcie)
@@ -110,7 +127,7 @@ class DiscoverScreen(StepScreen):
             lines.insert(0, "No NIC, RDMA port or USB4 network interface found on any node.")
         unreachable = [h for h in report.hosts if not h.reachable]
         if unreachable:
-            lines.append("Unreachable nodes: go back to Site (1) and press s to test SSH; "
+            lines.append(f"Unreachable nodes: go back to Site ({keys('site', 's')}) to test SSH; "
                          "unknown host keys are offered for you to confirm there.")
         notes.update("\n".join(lines))
         self.refresh_bindings()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -11,12 +12,15 @@ from textual.content import Content
 from textual.widgets import Static
 
 from strixwizard.model import CheckResult
-from strixwizard.tui.jobs import Applied
+from strixwizard.services.fix import Applied
+from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.session import KEEP, StepState
 from strixwizard.tui.state import display_path
+from strixwizard.tui.steps import keys
 from strixwizard.tui.views import PlanView, fix_groups, plan_views
-from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
 
@@ -71,12 +75,29 @@ def applied_text(applied: Applied) -> tuple[str, str]:
     lines += [f"{n.node}: {n.status}, {n.state}" for n in report.nodes]
     lines += [f"  {v.fix} on {v.node}: {v.status}" + (f" ({v.detail})" if v.detail else "")
               for v in report.verification]
-    lines.append("u rolls this run back from its journal.")
+    lines.append("u rolls this run back from its journal (you confirm first).")
     return "\n".join(lines), "success" if report.ok else "warning"
+
+
+@dataclass
+class FixState(StepState):
+    """The last apply or rollback. Kept across discoveries: a run stays rollbackable after the
+    nodes are read again."""
+
+    log: list[str] = field(default_factory=list, metadata=KEEP)
+    applied: Applied | None = field(default=None, metadata=KEEP)
+    error: str | None = field(default=None, metadata=KEEP)
+    rolled_back: str | None = field(default=None, metadata=KEEP)  # the last rollback, in words
+
+    def begin(self) -> None:
+        """A run starts; what the last one did stays shown until this one ends (a "no" to
+        the question leaves it as it was)."""
+        self.log, self.error = [], None
 
 
 class FixScreen(StepScreen):
     STEP = "fix"
+    State = FixState
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply fixes"),
         Binding("u", "roll_back", "Roll back"),
@@ -88,55 +109,41 @@ class FixScreen(StepScreen):
         yield Vertical(id="fix-groups")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        session = self.session
-        discovery = session.discovery
+        discovery = self.session.of(DiscoverState).discovery
+        running = self.wizard.busy("fix")
         if action == "apply":
             return (discovery is not None and discovery.plan is not None and discovery.plan.changes > 0
-                    and not session.fixing)
+                    and not running)
         if action == "roll_back":
-            return session.applied is not None and not session.fixing
+            return self.session.of(FixState).applied is not None and not running
         return True
 
     def action_apply(self) -> None:
-        discovery = self.session.discovery
+        """The fix service asks first (a modal), then applies."""
+        discovery = self.session.of(DiscoverState).discovery
         if discovery is None or discovery.plan is None or not discovery.plan.changes:
             return
-        plan = discovery.plan
-        nodes = [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]
-        specs = {spec.name: spec for spec in discovery.site.nodes}
-        dry = all(specs[n].snapshot is not None for n in nodes if n in specs)
-        where = ("on private COPIES of the snapshots: a dry run, nothing real changes"
-                 if dry else "on " + ", ".join(nodes) + ": these are REAL changes on the nodes")
-        question = (f"Apply {plan.changes} changes {where}?\n\nEach value is checked against the plan "
-                    "first, a journal is written before the first step, a failing step rolls its node "
-                    "back, and the checks run again to verify. Steps that need a reboot are not run.")
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.wizard.apply_fixes()
-
-        self.app.push_screen(ConfirmationModal("Apply the fixes", question, yes="Apply (y)",
-                                               no="Cancel (n)"), answered)
+        self.post_message(ApplyFixes())
 
     def action_roll_back(self) -> None:
-        self.wizard.roll_back()
+        """The fix service asks first (a modal), then rolls the run back."""
+        self.post_message(RollBackFixes())
 
     def _show_run(self) -> None:
-        session = self.session
+        state = self.session.of(FixState)
         run = self.query_one("#fix-run", Notice)
         run.display = True
-        if session.fixing:
-            log = "\n".join(session.fix_log[-8:]) or "starting…"
+        if self.wizard.busy("fix"):
+            log = "\n".join(state.log[-8:]) or "starting…"
             run.say(f"{log}\n(this finishes or rolls back on its own; it cannot be interrupted halfway)",
-                    "info", title="Applying")
-        elif session.fix_error:
-            run.say(f"{session.fix_error}\nNext: discover again (2, r) to see each node's state; "
-                    "journals are kept for `strixwizard fix --rollback`.", "error", title="Apply failed")
-        elif session.applied is not None:
-            text, kind = applied_text(session.applied)
+                    "info", title="Running")
+        elif state.error:
+            run.say(state.error, "error", title="Apply failed")
+        elif state.applied is not None:
+            text, kind = applied_text(state.applied)
             run.say(text, kind, title="Applied")
-        elif session.rolled_back:
-            run.say(session.rolled_back, "info", title="Rolled back")
+        elif state.rolled_back:
+            run.say(state.rolled_back, "info", title="Rolled back")
         else:
             run.display = False
 
@@ -145,11 +152,11 @@ class FixScreen(StepScreen):
         box = self.query_one("#fix-groups", Vertical)
         box.remove_children()
         self.refresh_bindings()
-        if needs_discovery(self.session, notice):
+        if needs_discovery(self.wizard, notice):
             self.query_one("#fix-run", Notice).display = False
             return
         self._show_run()
-        discovery = self.session.discovery
+        discovery = self.session.of(DiscoverState).discovery
         assert discovery is not None
         groups = fix_groups(discovery.report)
         plans = plan_views(discovery.plan) if discovery.plan is not None else {}
@@ -166,11 +173,11 @@ class FixScreen(StepScreen):
         else:
             planned = f"No plan: {discovery.plan_error}."
         if discovery.plan is None:
-            how = "Apply them by hand, then discover again (2, r)."
+            how = f"Apply them by hand, then discover again ({keys('discover', 'r')})."
         elif self.session.is_demo:
             how = "a applies them as a DRY RUN on copies of the demo's snapshots."
         else:
-            how = "a applies them (you confirm first); u rolls the last run back."
+            how = "a applies them (you confirm first); u rolls the last run back (you confirm first)."
         notice.say(f"{count} problems, {fixable} with a known fix. {planned}\n{how}", "warning",
                    title="Fix")
         views = [FixGroupView(g.title, g.results, plans.pop(g.title.removeprefix("node "), []))

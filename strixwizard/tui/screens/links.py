@@ -10,6 +10,8 @@ from textual.widgets import Static
 from strixwizard.model import Status
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.steps import keys
 from strixwizard.tui.views import LinkEnd, LinkView, link_views, site_link_results
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge
@@ -50,9 +52,9 @@ class LinksScreen(StepScreen):
         notice = self.query_one("#links-status", Notice)
         cards = self.query_one("#link-cards", Vertical)
         cards.remove_children()
-        if needs_discovery(self.session, notice):
+        if needs_discovery(self.wizard, notice):
             return
-        discovery = self.session.discovery
+        discovery = self.session.of(DiscoverState).discovery
         assert discovery is not None
         links = link_views(discovery.report)
         site_problems = [r for r in site_link_results(discovery.report) if r.status != Status.PASS]
@@ -62,7 +64,8 @@ class LinksScreen(StepScreen):
             notice.say("No fabric link found: no fabric interfaces of two nodes share a subnet.\n"
                        + (detail + "\n" if detail else "")
                        + "Next: cable the RDMA NICs and give both ends an address in one subnet "
-                       "(fabric_address in site.yaml), then discover again (2, r).", "warning",
+                       f"(fabric_address in site.yaml), then discover again ({keys('discover', 'r')}).",
+                       "warning",
                        title="No links")
             return
         summary = f"{len(links)} links, {rdma} with hardware RDMA."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
@@ -14,9 +15,16 @@ from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
 from strixwizard.tui.extras import deploy_document, tests_document
+from strixwizard.tui.hostkeys import for_the_wizard
+from strixwizard.tui.messages import SaveProgress
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.screens.deploy import DeployState
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.screens.test import TestState
+from strixwizard.tui.session import StepState
 from strixwizard.tui.state import display_path
+from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.views import fix_groups, link_views, node_rows
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge, styled
@@ -24,8 +32,14 @@ from strixwizard.tui.widgets.status import badge, styled
 NB = "\u00a0\u00a0"
 
 
+@dataclass
+class ReportState(StepState):
+    save_error: str | None = None
+
+
 class ReportScreen(StepScreen):
     STEP = "report"
+    State = ReportState
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "save", "Save report")]
 
     def __init__(self) -> None:
@@ -44,19 +58,19 @@ class ReportScreen(StepScreen):
         verdict = self.query_one("#report-verdict", Static)
         body = self.query_one("#report-body", Static)
         files = self.query_one("#report-files", Notice)
-        if needs_discovery(self.session, notice):
+        if needs_discovery(self.wizard, notice):
             verdict.update("")
             body.update("")
             files.display = False
             return
         notice.display = False
         files.display = True
-        discovery = self.session.discovery
+        discovery = self.session.of(DiscoverState).discovery
         assert discovery is not None
         report = discovery.report
-        session = self.session
-        key = (id(report), session.test_run, len(session.test_results), session.test_outcome,
-               id(session.deploy_preview), id(session.deployed), session.deploy_rolled_back)
+        tests, deploy = self.session.of(TestState), self.session.of(DeployState)
+        key = (id(report), tests.run, len(tests.results), tests.outcome,
+               id(deploy.preview), id(deploy.deployed), deploy.rolled_back)
         if self.saved_for != key:
             self.saved_for = key
             self._save(quiet=True)
@@ -74,7 +88,8 @@ class ReportScreen(StepScreen):
                 lines.append(Content(f"{NB}{row.name}: {row.sku} · {row.gfx} · kernel {row.kernel} · "
                                      f"{row.memory}"))
             else:
-                lines.append(styled(f"{NB}{row.name}: unreachable: {row.error}", Status.FAIL))
+                lines.append(styled(f"{NB}{row.name}: unreachable: {for_the_wizard(row.error or '')}",
+                                    Status.FAIL))
         lines.append(Content.styled("Links", "bold $text-accent"))
         for link in link_views(report):
             lines.append(Content.assemble(NB, badge(link.status), f" {link.id} ({link.transport})"))
@@ -88,20 +103,20 @@ class ReportScreen(StepScreen):
         self._show_files()
 
     def _steps_lines(self) -> list[Content]:
-        """The deploy status and the live tests' verdicts (steps 5 and 6)."""
-        session = self.session
+        """The deploy status and the live tests' verdicts."""
+        results = self.session.of(TestState).results
         sections = self._sections()
         lines: list[Content] = [Content.styled("Deploy", "bold $text-accent")]
         deploy = sections.get("deploy")
         if deploy is None:
-            lines.append(Content(f"{NB}not planned yet (step 5)"))
+            lines.append(Content(f"{NB}not planned yet ({refer('deploy')})"))
         else:
             reason = f": {deploy['reason']}" if deploy.get("reason") else ""
             lines.append(Content(f"{NB}{deploy['status']}{reason}"))
         lines.append(Content.styled("Live tests", "bold $text-accent"))
-        if not session.test_results:
-            lines.append(Content(f"{NB}not run yet (step 6, r)"))
-        for m in verdicts(session.test_results):
+        if not results:
+            lines.append(Content(f"{NB}not run yet ({keys('test', 'r')})"))
+        for m in verdicts(results):
             assert m.status is not None
             figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
             source = " (replayed recording)" if m.source == REPLAYED else ""
@@ -111,22 +126,22 @@ class ReportScreen(StepScreen):
 
     def _sections(self) -> dict[str, Any]:
         session = self.session
-        discovery = session.discovery
+        discovery = session.of(DiscoverState).discovery
         if discovery is None:
             return {}
+        tests, deploy = session.of(TestState), session.of(DeployState)
         return {
             "live_tests": tests_document(discovery.site.name, discovery.site.thresholds,
-                                         session.test_results, session.is_demo, session.test_nodes,
-                                         session.test_outcome),
-            "deploy": deploy_document(session.deploy_preview, session.deployed,
-                                      session.deploy_rolled_back, session.deploy_error),
+                                         tests.results, session.is_demo, tests.nodes, tests.outcome),
+            "deploy": deploy_document(deploy.preview, deploy.deployed, deploy.rolled_back, deploy.error),
         }
 
     def _show_files(self) -> None:
         files = self.query_one("#report-files", Notice)
         session = self.session
-        if session.save_error:
-            files.say(f"{session.save_error}\nNext: make the folder writable, then press s.", "error",
+        save_error = session.of(ReportState).save_error
+        if save_error:
+            files.say(f"{save_error}\nNext: make the folder writable, then press s.", "error",
                       title="Not saved")
         elif session.saved:
             paths = "\n".join(f"{fmt:>4}  {display_path(path)}" for fmt, path in session.saved.items())
@@ -138,20 +153,21 @@ class ReportScreen(StepScreen):
 
     def _save(self, quiet: bool = False) -> None:
         session = self.session
-        discovery = session.discovery
+        state = session.of(ReportState)
+        discovery = session.of(DiscoverState).discovery
         if discovery is None:
             return
         extra = {"source": session.describe_source()}
         try:
             session.saved = save_report(discovery.report, session.out_dir, extra, self._sections())
-            session.save_error = None
+            state.save_error = None
         except OSError as error:
             session.saved = {}
-            session.save_error = f"cannot write the report to {session.out_dir}: {error.strerror or error}"
-        self.wizard.save_progress()
+            state.save_error = f"cannot write the report to {session.out_dir}: {error.strerror or error}"
+        self.post_message(SaveProgress())
         if not quiet:
-            self.notify("report saved" if not session.save_error else session.save_error,
-                        severity="information" if not session.save_error else "error")
+            self.notify("report saved" if not state.save_error else state.save_error,
+                        severity="information" if not state.save_error else "error")
             self._show_files()
 
     def action_save(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -12,9 +13,11 @@ from textual.widgets import Button, DataTable, Input, Label, Static
 
 from strixwizard.errors import UsageError
 from strixwizard.init import parse_node_argument, write_site_file
+from strixwizard.services.discover import SiteSource
 from strixwizard.site import NodeSpec
-from strixwizard.tui.jobs import SiteSource
+from strixwizard.tui.messages import OpenSite, TestSsh
 from strixwizard.tui.screens.base import StepScreen
+from strixwizard.tui.session import NodeStatus, StepState
 from strixwizard.tui.state import display_path
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.opensite import OpenSiteModal
@@ -32,8 +35,14 @@ def node_address(spec: NodeSpec) -> str:
     return f"{spec.user}@{spec.host}{port}"
 
 
+@dataclass
+class SiteState(StepState):
+    ssh: dict[str, NodeStatus] = field(default_factory=dict)  # node -> the last SSH test
+
+
 class SiteScreen(StepScreen):
     STEP = "site"
+    State = SiteState
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "test_ssh", "Test SSH"),
         Binding("o", "open", "Open"),
@@ -107,7 +116,7 @@ class SiteScreen(StepScreen):
         table.clear()
         specs = list(site.nodes) if site else self.pending
         for spec in specs:
-            status = session.ssh.get(spec.name)
+            status = session.of(SiteState).ssh.get(spec.name)
             if spec.snapshot is not None:
                 ssh = "- (replayed)"
             elif spec.is_local:
@@ -138,10 +147,10 @@ class SiteScreen(StepScreen):
         if not remote:
             self.notify("no node of this site is reached over SSH", timeout=4)
             return
-        self.wizard.test_ssh(remote)
+        self.post_message(TestSsh(remote))
 
     def action_demo(self) -> None:
-        self.wizard.open_site(SiteSource(demo=True))
+        self.post_message(OpenSite(SiteSource(demo=True)))
 
     def action_open(self) -> None:
         source = self.session.source
@@ -149,9 +158,7 @@ class SiteScreen(StepScreen):
 
         def opened(path: Path | None) -> None:
             if path is not None:
-                self.wizard.open_site(SiteSource(site_file=path.resolve()))
-                if self.session.site_error:
-                    self.notify(self.session.site_error, severity="error", timeout=10)
+                self.post_message(OpenSite(SiteSource(site_file=path.resolve())))
 
         self.app.push_screen(OpenSiteModal(default), opened)
 
@@ -173,7 +180,7 @@ class SiteScreen(StepScreen):
             return
         self.notify(f"site file written to {written}")
         self.pending = []
-        self.wizard.open_site(SiteSource(site_file=written.resolve()))
+        self.post_message(OpenSite(SiteSource(site_file=written.resolve())))
 
     def _add_node(self, text: str) -> bool:
         key = self.query_one("#create-key", Input).value.strip() or None

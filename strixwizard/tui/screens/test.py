@@ -3,6 +3,8 @@ from the live engine in a worker; the RDMA/TCP ratio like for like; the all-pair
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -11,11 +13,14 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from strixwizard.live.report import like_for_like, matrix_json
-from strixwizard.live.results import overall_status
-from strixwizard.tui.live_jobs import planned_pairs
+from strixwizard.live.results import Measurement, overall_status
+from strixwizard.services.test import planned_pairs
+from strixwizard.tui.messages import CancelTests, RunTests
+from strixwizard.tui.panels import PanelView, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
-from strixwizard.tui.test_views import PanelView, links_of, panel_views
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.session import KEEP, StepState
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
@@ -28,8 +33,31 @@ SPARK_NOTE = ("Sparklines grow as results arrive: each latency adds its one-way 
               "median, avg, p99, p99.9), bandwidth and RCCL a point per run.")
 
 
+@dataclass
+class TestState(StepState):
+    __test__ = False  # not a pytest test class
+
+    run: int = field(default=0, metadata=KEEP)  # the run whose messages count; older ones are ignored
+    results: list[Measurement] = field(default_factory=list)
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    spark: dict[str, list[float]] = field(default_factory=dict, metadata=KEEP)  # panel -> points
+    error: tuple[str, str] | None = None
+    outcome: str | None = None  # "done", "cancelled"
+    seconds: float | None = None
+    file: Path | None = None  # where the last results were saved (Report step)
+    history: str | None = None  # where the run was stored and how it compared, in words
+
+    def begin(self, pairs: list[tuple[str, str]], nodes: list[str]) -> None:
+        run = self.run
+        self.reset()
+        self.run, self.pairs, self.nodes = run, pairs, nodes
+
+
 class TestScreen(StepScreen):
+    __test__ = False  # not a pytest test class
     STEP = "test"
+    State = TestState
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run_tests", "Run tests"),
         Binding("escape", "cancel_tests", "Cancel tests"),
@@ -46,28 +74,28 @@ class TestScreen(StepScreen):
         yield SizedTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        session = self.session
+        testing = self.wizard.busy("tests")
         if action == "run_tests":
-            return session.discovery is not None and not session.testing
+            return self.session.of(DiscoverState).discovery is not None and not testing
         if action == "cancel_tests":
-            return session.testing and not session.cancelling
+            return testing and not self.wizard.cancelling("tests")
         return True
 
     def action_run_tests(self) -> None:
-        self.wizard.live.start()
+        self.post_message(RunTests())
 
     def action_cancel_tests(self) -> None:
-        self.wizard.live.cancel()
+        self.post_message(CancelTests())
 
     def refresh_view(self) -> None:
         notice = self.query_one("#test-status", Notice)
         self.refresh_bindings()
-        if needs_discovery(self.session, notice):
+        if needs_discovery(self.wizard, notice):
             self._show_matrix(False)
             self.query_one("#test-panels").display = False
             return
         self._say(notice)
-        if not self.session.test_pairs:
+        if not self.session.of(TestState).pairs:
             self.query_one("#test-panels").display = False
             self._show_matrix(False)
             return
@@ -77,28 +105,30 @@ class TestScreen(StepScreen):
 
     def _say(self, notice: Notice) -> None:
         session = self.session
-        discovery = session.discovery
+        state = session.of(TestState)
+        discovery = session.of(DiscoverState).discovery
         assert discovery is not None
         t = discovery.site.thresholds
         limits = (f"Limits: RDMA ≤ {t.rdma_latency_us:g} µs one-way, TCP ≤ {t.tcp_latency_us:g} µs, "
                   f"RDMA bandwidth ≥ {t.bandwidth_fraction:.0%} of the link rate, RCCL on NET/IB.")
         demo = f"\n{DEMO_NOTE}" if session.is_demo else ""
-        results = session.test_results
-        if session.testing:
-            what = "stopping the programs…" if session.cancelling else "Esc cancels (stops the programs)"
+        results = state.results
+        if self.wizard.busy("tests"):
+            what = ("stopping the programs…" if self.wizard.cancelling("tests")
+                    else "Esc cancels (stops the programs)")
             notice.say(f"Running: {len(results)} result(s) so far. {what}{demo}", "info",
                        title="Testing")
-        elif session.test_error:
-            reason, next_step = session.test_error
+        elif state.error:
+            reason, next_step = state.error
             notice.say(f"{reason}\n\nNext: {next_step}", "error", title="Tests stopped")
-        elif session.test_outcome == "cancelled":
+        elif state.outcome == "cancelled":
             notice.say(f"Cancelled after {len(results)} result(s); the programs were stopped. "
                        "r runs the tests again.", "warning", title="Tests cancelled")
-        elif session.test_outcome == "done":
+        elif state.outcome == "done":
             status = overall_status(results)
-            seconds = f" in {session.test_seconds:.1f} s" if session.test_seconds is not None else ""
+            seconds = f" in {state.seconds:.1f} s" if state.seconds is not None else ""
             kind = {"pass": "success", "fail": "error", "error": "error"}.get(status.value, "warning")
-            stored = f"\n{session.test_history}" if session.test_history else ""
+            stored = f"\n{state.history}" if state.history else ""
             notice.say(f"{status.value.upper()}: {len(results)} result(s){seconds}. r runs again.\n"
                        f"{SPARK_NOTE}{demo}{stored}", kind, title=f"Tests: {status.value.upper()}")
         else:
@@ -108,10 +138,10 @@ class TestScreen(StepScreen):
                        title="Test")
 
     def _draw_panels(self) -> None:
-        session = self.session
-        views = panel_views(session.test_pairs, session.test_results)
+        state = self.session.of(TestState)
+        views = panel_views(state.pairs, state.results)
         box = self.query_one("#test-panels", Vertical)
-        key = (session.test_run, tuple(views))
+        key = (state.run, tuple(views))
         if key != self.layout_key:
             self.layout_key = key
             box.remove_children()
@@ -135,35 +165,37 @@ class TestScreen(StepScreen):
     async def _replace_panels(self, box: Vertical, rows: list[Vertical | Horizontal | Static]) -> None:
         await box.remove_children()
         await box.mount_all(rows)
-        self._update_panels(panel_views(self.session.test_pairs, self.session.test_results), box)
+        state = self.session.of(TestState)
+        self._update_panels(panel_views(state.pairs, state.results), box)
 
     def _update_panels(self, views: dict[str, PanelView], box: Vertical) -> None:
-        session = self.session
+        state = self.session.of(TestState)
+        testing = self.wizard.busy("tests")
         for view in views.values():
             for panel in box.query(f"#{panel_id(view.key)}").results(TestPanel):
-                panel.show(view, session.test_spark.get(view.key, []), session.testing)
-        ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(session.test_results)}
+                panel.show(view, state.spark.get(view.key, []), testing)
+        ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
         for link in links_of(views):
             for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
                 c = ratios.get(link)
                 ratio.update(f"like for like: {c.summary}" if c else "")
 
     def _panel(self, view: PanelView) -> TestPanel:
-        session = self.session
-        return TestPanel(view, session.test_spark.get(view.key, []), session.testing)
+        state = self.session.of(TestState)
+        return TestPanel(view, state.spark.get(view.key, []), self.wizard.busy("tests"))
 
     def _show_matrix(self, shown: bool) -> None:
         self.query_one("#test-matrix").display = shown
         self.query_one("#test-matrix-title").display = shown
 
     def _draw_matrix(self) -> None:
-        session = self.session
-        nodes = session.test_nodes
+        state = self.session.of(TestState)
+        nodes = state.nodes
         if len(nodes) <= 2:
             self._show_matrix(False)
             return
         self._show_matrix(True)
-        grid = matrix_json(nodes, session.test_results, [], [])
+        grid = matrix_json(nodes, state.results, [], [])
         title = self.query_one("#test-matrix-title", Static)
         title.update("All pairs: median one-way µs, TCP / RDMA")
         table: DataTable[str] = self.query_one("#test-matrix", DataTable)

@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.widgets import Sparkline, Static
 
 from strixwizard.model import Status
-from strixwizard.tui.test_views import PanelView
+from strixwizard.tui.panels import PanelView
 from strixwizard.tui.widgets.status import badge
 
 _CLASS = {Status.PASS: "pass", Status.FAIL: "fail", Status.ERROR: "fail", Status.WARN: "warn",

@@ -1,0 +1,174 @@
+"""Deploy: plan the tensor-parallel stack, apply it (then the smoke test), smoke-test, roll back.
+
+`strixwizard deploy` and the wizard's Deploy step call these. Planning is pure; a
+node is reached only to read its state (`observe`), apply, smoke-test or roll back,
+and every change is asked for first through the caller's `confirm`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from strixwizard.engine import Node
+from strixwizard.errors import UsageError
+from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
+from strixwizard.services.fix import NODE_JOURNAL_DIR, load_run, rollback_question
+from strixwizard.site import Site
+
+if TYPE_CHECKING:
+    from strixwizard.deploy.plan import DeployPlan, DeploySettings
+    from strixwizard.deploy.smoke import SmokeReport
+    from strixwizard.fixing.engine import ApplyReport, RollbackReport
+    from strixwizard.fixing.journal import JournalStore
+    from strixwizard.fixing.runner import Runner
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    journal_dir: Path | None = None  # this machine's deploy journals (default: the user's state dir)
+    node_journal_dir: str = NODE_JOURNAL_DIR
+    trust_new_hosts: bool = False
+
+    def store(self) -> JournalStore:
+        from strixwizard.deploy.engine import deploy_store
+
+        return deploy_store(self.journal_dir)
+
+
+@dataclass(frozen=True)
+class DeployPreview:
+    """The deploy plan, or why there is none. `replayed`: nodes that are snapshots (plan only)."""
+
+    plan: DeployPlan | None
+    refused: str | None = None
+    replayed: tuple[str, ...] = ()
+
+    @property
+    def plan_only(self) -> bool:
+        return bool(self.replayed)
+
+
+@dataclass(frozen=True)
+class Deployed:
+    report: ApplyReport | None  # None: `observe` refused, nothing was applied
+    smoke: SmokeReport | None
+    refused: str | None = None  # why `observe` refused (e.g. Ray already runs with another env)
+
+    @property
+    def ok(self) -> bool:
+        return (self.report is not None and self.report.ok
+                and (self.smoke is None or self.smoke.status == "pass"))
+
+
+@dataclass
+class Cluster:
+    """The plan as observed on the real nodes, with a runner per node (closed by `opened`)."""
+
+    plan: DeployPlan
+    runners: dict[str, Runner] = field(default_factory=dict)
+    descriptors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused: str | None = None  # `observe` refused: the nodes' state forbids this plan
+
+
+def plan(site: Site, nodes: Sequence[Node], settings: DeploySettings | None = None,
+         transport: str = "rdma", head: str | None = None) -> DeployPreview:
+    """The engine's deploy plan (pure: no node is touched); a refusal is a reason, not an error."""
+    from strixwizard.deploy.engine import make_plan
+    from strixwizard.deploy.env import DeployRefused
+    from strixwizard.deploy.plan import DeploySettings
+
+    try:
+        planned = make_plan(site, nodes, settings or DeploySettings(), transport, head)
+    except DeployRefused as refused:
+        return DeployPreview(None, str(refused))
+    specs = {spec.name: spec for spec in site.nodes}
+    replayed = tuple(n.node for n in planned.env.nodes
+                     if specs.get(n.node) is None or specs[n.node].snapshot is not None)
+    return DeployPreview(planned, None, replayed)
+
+
+def refuse_replayed(preview: DeployPreview) -> None:
+    """Applying or smoke-testing needs real nodes: snapshots are a usage error."""
+    if preview.replayed:
+        raise UsageError(f"{', '.join(preview.replayed)} replayed from snapshots: nothing to deploy "
+                         "on or test; `strixwizard deploy --plan` shows the plan")
+
+
+@contextmanager
+def opened(site: Site, planned: DeployPlan, options: DeployOptions | None = None
+           ) -> Iterator[Cluster]:
+    """Reach every node of the plan and read its state (`observe`); runners closed on exit."""
+    from strixwizard.deploy.engine import observe
+    from strixwizard.deploy.env import DeployRefused
+    from strixwizard.fixing.targets import runner_for
+
+    options = options or DeployOptions()
+    specs = {spec.name: spec for spec in site.nodes}
+    cluster = Cluster(planned)
+    try:
+        for name in [n.node for n in planned.env.nodes]:
+            cluster.runners[name], cluster.descriptors[name] = runner_for(
+                site, specs[name], trust_new_hosts=options.trust_new_hosts,
+                node_journal_dir=options.node_journal_dir, dry_run_root=Path("/nonexistent"))
+        try:
+            cluster.plan = observe(planned, cluster.runners)
+        except DeployRefused as refused:
+            cluster.refused = str(refused)
+        yield cluster
+    finally:
+        for runner in cluster.runners.values():
+            runner.close()
+
+
+def apply_question(planned: DeployPlan) -> Question:
+    changes, nodes = planned.site_plan.changes, ", ".join(planned.site_plan.nodes)
+    return Question(
+        "Apply the deploy", f"Deploy {changes} change(s) on {nodes}?",
+        f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\nEach "
+        "node's state is read first (refused if Ray already runs with another environment), a "
+        "journal is written before the first step, a failing node rolls every node back, then the "
+        "smoke test runs (Ray's node count, a 2-rank RCCL all-reduce on NET/IB).", yes="Deploy (y)")
+
+
+def apply_on(cluster: Cluster, site: Site, confirm: Confirm, options: DeployOptions | None = None,
+             on_step: OnStep | None = None, smoke: bool = True) -> Deployed:
+    """Ask, then apply the observed plan through the fix engine (journalled, all-or-nothing),
+    then the smoke test on the head."""
+    from strixwizard.deploy.engine import apply_deploy
+
+    if cluster.refused is not None:
+        return Deployed(None, None, cluster.refused)
+    if cluster.plan.site_plan.changes:
+        ask(confirm, apply_question(cluster.plan))
+    report, checked = apply_deploy(cluster.plan, cluster.runners, (options or DeployOptions()).store(),
+                                   site, cluster.descriptors, step_progress(on_step), smoke=smoke)
+    return Deployed(report, checked)
+
+
+def apply(site: Site, planned: DeployPlan, confirm: Confirm, options: DeployOptions | None = None,
+          on_step: OnStep | None = None, smoke: bool = True) -> Deployed:
+    """Reach the nodes, read their state, ask, apply, smoke-test (real nodes only)."""
+    with opened(site, planned, options) as cluster:
+        return apply_on(cluster, site, confirm, options, on_step, smoke)
+
+
+def smoke_on(cluster: Cluster, on_step: OnStep | None = None) -> SmokeReport:
+    """Only the smoke test, on a deployed cluster: Ray's node count and RCCL on NET/IB."""
+    from strixwizard.deploy.engine import smoke_test
+
+    return smoke_test(cluster.plan, cluster.runners[cluster.plan.env.head], step_progress(on_step))
+
+
+def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None = None,
+             on_step: OnStep | None = None) -> RollbackReport:
+    """Ask, then undo a deploy run (None: the last one): files removed, `ray stop`."""
+    from strixwizard.deploy.engine import rollback_deploy
+
+    store = (options or DeployOptions()).store()
+    journals = load_run(store, run_id)
+    ask(confirm, rollback_question(journals, "deploy"))
+    return rollback_deploy(journals, store, step_progress(on_step))

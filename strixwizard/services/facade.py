@@ -1,0 +1,71 @@
+"""The four services as one object the wizard is given (and tests replace).
+
+`Services()` calls the real services; a test passes a subclass, or other settings
+(shorter live tests), to `WizardApp(services=...)` instead of patching modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from strixwizard.engine import Node
+from strixwizard.live.results import Measurement
+from strixwizard.live.tcp import TcpSettings
+from strixwizard.services import deploy, fix, test
+from strixwizard.services import discover as discovery
+from strixwizard.services.common import Confirm, OnNode, OnStep
+from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.site import Site
+
+if TYPE_CHECKING:
+    from strixwizard.fixing.engine import RollbackReport
+
+
+@dataclass
+class Services:
+    fix_options: fix.FixOptions | None = None
+    deploy_options: deploy.DeployOptions | None = None
+    tcp: TcpSettings | None = None  # the live tests' TCP settings (None: the defaults)
+    demo_seconds: float = 2.0  # time bound of each demo loopback TCP loop
+
+    # -- discover --------------------------------------------------------------
+    def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
+        return discovery.discover(source.request(), on_node)
+
+    def reach(self, site: Site, names: Sequence[str], trusted: Mapping[str, str],
+              on_node: OnNode | None) -> list[Node]:
+        return discovery.reach(site, names, trusted, on_node)
+
+    # -- fix -------------------------------------------------------------------
+    def apply_fixes(self, found: Discovery, confirm: Confirm, on_step: OnStep | None
+                    ) -> fix.Applied:
+        assert found.plan is not None
+        return fix.apply(found.site, found.nodes, found.plan, confirm, self.fix_options, on_step)
+
+    def roll_back_fixes(self, run_id: str, confirm: Confirm, on_step: OnStep | None
+                        ) -> RollbackReport:
+        return fix.rollback(run_id, confirm, self.fix_options, on_step)
+
+    # -- deploy ----------------------------------------------------------------
+    def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> deploy.DeployPreview:
+        return deploy.plan(site, nodes)
+
+    def apply_deploy(self, site: Site, preview: deploy.DeployPreview, confirm: Confirm,
+                     on_step: OnStep | None) -> deploy.Deployed:
+        assert preview.plan is not None
+        deploy.refuse_replayed(preview)
+        return deploy.apply(site, preview.plan, confirm, self.deploy_options, on_step)
+
+    def roll_back_deploy(self, run_id: str, confirm: Confirm, on_step: OnStep | None
+                        ) -> RollbackReport:
+        return deploy.rollback(run_id, confirm, self.deploy_options, on_step)
+
+    # -- test ------------------------------------------------------------------
+    def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: test.Cancel
+                   ) -> Iterator[Measurement]:
+        return test.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds)
+
+    def store_tests(self, site: str, started_at: str, results: list[Measurement]) -> str:
+        return test.history_line(site, "wizard test", started_at, results)

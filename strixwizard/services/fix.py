@@ -1,0 +1,140 @@
+"""Fix: plan, apply (drift check, journal, steps, verification), roll back a run.
+
+`strixwizard fix` and the wizard's Fix step call these; both ask before any change
+through the `confirm` they pass in. Snapshot nodes (the demo) get a dry run on
+private copies of their snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from strixwizard.engine import Node
+from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
+from strixwizard.site import Site
+
+if TYPE_CHECKING:
+    from strixwizard.fixing.engine import ApplyReport, RollbackReport
+    from strixwizard.fixing.journal import JournalStore, NodeJournal
+    from strixwizard.fixing.model import SitePlan
+
+NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"  # each node's copy of the journal
+
+
+@dataclass(frozen=True)
+class FixOptions:
+    journal_dir: Path | None = None  # this machine's journals (default: the user's state dir)
+    node_journal_dir: str = NODE_JOURNAL_DIR
+    dry_run_dir: Path | None = None  # where dry runs copy the snapshots (default: beside the journals)
+    trust_new_hosts: bool = False
+    with_reboot: bool = False
+
+    def store(self) -> JournalStore:
+        from strixwizard.fixing.journal import JournalStore
+
+        return JournalStore(self.journal_dir)
+
+    def dry_run_root(self, store: JournalStore) -> Path:
+        return self.dry_run_dir or store.root.parent / "dry-runs"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """An apply run: the engine's report and, for a dry run, where the changed copies are."""
+
+    report: ApplyReport
+    dry_run_copies: Path | None
+
+
+def plan(site: Site, nodes: Sequence[Node], only: Sequence[str] = (), persist: bool = True
+         ) -> SitePlan:
+    """The fix engine's plan (before → after) for every reachable node; pure, no change is made."""
+    from strixwizard.fixing.planning import plan_site
+
+    facts = [n.facts for n in nodes if n.facts is not None]
+    unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
+    return plan_site(site, facts, list(only), persist=persist, unreachable=unreachable)
+
+
+def changed_nodes(plan: SitePlan) -> list[str]:
+    return [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]
+
+
+def is_dry_run(site: Site, nodes: Sequence[Node]) -> bool:
+    """Every reachable node is a snapshot: applying changes copies only."""
+    specs = {spec.name: spec for spec in site.nodes}
+    return all(specs.get(n.report.name) is not None and specs[n.report.name].snapshot is not None
+               for n in nodes if n.facts is not None)
+
+
+def apply_question(plan: SitePlan, dry_run: bool) -> Question:
+    targets = changed_nodes(plan)
+    where = "on copies of the snapshots (dry run)" if dry_run else "on " + ", ".join(targets)
+    detail = ("on private COPIES of the snapshots: a dry run, nothing real changes" if dry_run
+              else "on " + ", ".join(targets) + ": these are REAL changes on the nodes")
+    return Question(
+        "Apply the fixes", f"Apply {plan.changes} change(s) {where}?",
+        f"Apply {plan.changes} changes {detail}.\n\nEach value is checked against the plan first, a "
+        "journal is written before the first step, a failing step rolls its node back, and the "
+        "checks run again to verify. Steps that need a reboot are not run.", yes="Apply (y)")
+
+
+def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
+          options: FixOptions | None = None, on_step: OnStep | None = None) -> Applied:
+    """Ask, then apply the plan with the fix engine. Raises NotConfirmed when the answer is no."""
+    from strixwizard.fixing.journal import new_run_id
+    from strixwizard.fixing.targets import apply_site
+
+    options = options or FixOptions()
+    dry_run = is_dry_run(site, nodes)
+    if changed_nodes(plan):
+        ask(confirm, apply_question(plan, dry_run))
+    store = options.store()
+    run_id = new_run_id()
+    dry_root = options.dry_run_root(store)
+    report = apply_site(site, nodes, plan, store, node_journal_dir=options.node_journal_dir,
+                        dry_run_root=dry_root, run_id=run_id, trust_new_hosts=options.trust_new_hosts,
+                        with_reboot=options.with_reboot, progress=step_progress(on_step))
+    return Applied(report, dry_root / run_id if report.dry_run else None)
+
+
+def load_run(store: JournalStore, run_id: str | None) -> list[NodeJournal]:
+    """The journals of a run (None: the last one); a missing run is a usage error."""
+    from strixwizard.errors import UsageError
+
+    try:
+        return store.load_run(run_id)
+    except (FileNotFoundError, ValueError) as error:
+        raise UsageError(str(error)) from None
+
+
+def rollback_question(journals: Sequence[NodeJournal], what: str = "run") -> Question:
+    run_id = journals[0].run_id
+    nodes = ", ".join(j.node for j in journals)
+    dry = all(j.dry_run for j in journals)
+    text = f"Roll back {what} {run_id} on {nodes}" + (" (dry-run copies)" if dry else "") + "?"
+    return Question(
+        "Roll back", text, f"{text}\n\nEvery value the run changed is restored from its journal, "
+        "in reverse order." + ("" if dry else " These are REAL changes on the nodes."),
+        yes="Roll back (y)")
+
+
+def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = None,
+             on_step: OnStep | None = None) -> RollbackReport:
+    """Ask, then restore every value a run changed (None: the last run), from its journals."""
+    from strixwizard.fixing.engine import rollback_run
+    from strixwizard.fixing.targets import runner_from_journal
+
+    store = (options or FixOptions()).store()
+    journals = load_run(store, run_id)
+    ask(confirm, rollback_question(journals))
+    return rollback_run(journals, runner_from_journal, store, step_progress(on_step))
+
+
+def rollback_outcome(report: RollbackReport) -> str:
+    """A rollback in one line of words."""
+    return ("rolled back: " if report.ok else "rollback incomplete: ") + "; ".join(
+        f"{n.node} {n.status} ({n.state})" for n in report.nodes)

@@ -1,0 +1,220 @@
+"""Test: the live tests as one stream of `Measurement`s, their one cancel, and the history.
+
+`strixwizard test` and the wizard's Test step both build their stream here. The
+one cancel mechanism is `Cancel`: every program the stream starts is registered with
+the caller's Cancel, so `cancel()` (from any thread) ends them at once and no new one
+starts; closing the stream stops what is still running too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from strixwizard.engine import Node
+from strixwizard.errors import UsageError
+from strixwizard.live.hosts import Host
+from strixwizard.live.plan import PairPlan
+from strixwizard.live.results import Measurement
+from strixwizard.live.runner import MatrixTiming, ProcessRegistry, TestSettings, TrackedHost
+from strixwizard.live.tcp import TcpSettings
+from strixwizard.model import Status
+from strixwizard.site import Site, Thresholds
+
+if TYPE_CHECKING:
+    from strixwizard.live.history import Recorded
+
+
+class Cancel:
+    """Stops every program a test run started, from any thread, and refuses new ones.
+
+    Backed by the live runner's `ProcessRegistry`; `cancel()`, `cancelled`, `wait()` and
+    `scope()` are all a caller uses."""
+
+    def __init__(self) -> None:
+        self.registry = ProcessRegistry()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.registry.cancelled.is_set()
+
+    def cancel(self) -> None:
+        self.registry.stop_all()
+
+    def wait(self, timeout: float) -> bool:
+        """True once cancelled (waits at most `timeout` seconds)."""
+        return self.registry.cancelled.wait(timeout)
+
+    def scope(self, host: Host) -> Host:
+        """`host`, with every program it starts remembered by this Cancel."""
+        return TrackedHost(host, self.registry)
+
+
+def choose(kind: str, names: Sequence[str], pair: tuple[str, str] | None = None
+           ) -> tuple[list[str], list[tuple[str, str]]]:
+    """The nodes a test command takes part with, and the pairs it measures (in round order)."""
+    from strixwizard.live.schedule import rounds
+
+    if kind in ("matrix", "rccl"):
+        chosen = list(pair) if pair else list(names)
+        if kind == "matrix":
+            return chosen, [p for r in rounds(chosen) for p in r]
+        return chosen, [(chosen[i], chosen[i + 1]) for i in range(len(chosen) - 1)]
+    if pair is None:
+        if len(names) < 2:
+            raise UsageError("a live test needs two nodes; the site has " + (names[0] if names else "none"))
+        pair = (names[0], names[1])
+    return list(pair), [pair]
+
+
+def planned_pairs(site: Site) -> list[tuple[str, str]]:
+    """Every pair the all-pairs matrix measures, in the order of the rounds."""
+    return choose("matrix", [spec.name for spec in site.nodes])[1]
+
+
+def unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
+    return Measurement(kind if kind != "matrix" else "latency", "tcp", "ssh", pair, Status.ERROR, reason)
+
+
+def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False
+               ) -> tuple[dict[str, Host], dict[str, str]]:
+    """Where tests can run: a host per reachable node (local or over SSH), and for every other
+    node the reason it cannot take part (unreachable, or a snapshot with nothing to run on)."""
+    from strixwizard.live.hosts import LocalHost, SshHost
+    from strixwizard.targets import ssh_target
+
+    down = {n.report.name: n.report.error or "unreachable" for n in nodes if not n.report.reachable}
+    hosts: dict[str, Host] = {}
+    for spec in site.nodes:
+        if spec.snapshot is not None:
+            down[spec.name] = f"{spec.name} is a snapshot: there is nothing to run a test on"
+        elif spec.is_local:
+            hosts[spec.name] = LocalHost(spec.name)
+        elif spec.name not in down:
+            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts))
+    return hosts, down
+
+
+def demo_stream(kind: str, chosen: list[str], thresholds: Thresholds, tcp: TcpSettings,
+                cancel: Cancel | None = None) -> Iterator[Measurement]:
+    """The demo: TCP measured for real on loopback, RDMA and RCCL replayed from recordings."""
+    from strixwizard.live.demo import demo_results
+
+    for measurement in demo_results(kind, chosen, thresholds, tcp):
+        if cancel is not None and cancel.cancelled:
+            return
+        yield measurement
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a site's test run needs: hosts (tracked by the cancel), plans, addresses."""
+
+    hosts: dict[str, Host]
+    down: dict[str, str]
+    plans: dict[tuple[str, str], PairPlan]
+    addresses: dict[str, str]
+
+    def close(self) -> None:
+        for host in self.hosts.values():
+            host.close()
+
+
+def prepare(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]], cancel: Cancel,
+            trust_new_hosts: bool = False) -> Prepared:
+    from strixwizard.live.plan import plan_pair
+
+    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+    plain, down = site_hosts(site, nodes, trust_new_hosts)
+    hosts: dict[str, Host] = {name: cancel.scope(host) for name, host in plain.items()}
+    plans = {pair: plan_pair(site, facts, *pair) for pair in pairs
+             if pair[0] not in down and pair[1] not in down}
+    addresses = {spec.name: spec.host or spec.name for spec in site.nodes}
+    return Prepared(hosts, down, plans, addresses)
+
+
+def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequence[tuple[str, str]],
+                 settings: TestSettings, timing: MatrixTiming | None = None) -> Iterator[Measurement]:
+    """One test command on prepared hosts; a node that cannot take part is an error result."""
+    from strixwizard.live.runner import run_tests
+
+    down = [n for n in chosen if n in prepared.down]
+    if down:
+        for name in down:
+            yield unreachable(kind, (chosen[0], chosen[-1]), f"{name}: {prepared.down[name]}")
+        return
+    hosts = {n: prepared.hosts[n] for n in chosen}
+    plans = {pair: prepared.plans[pair] for pair in pairs}
+    yield from run_tests(kind, hosts, plans, chosen, settings, prepared.addresses, timing)
+
+
+def site_stream(site: Site, nodes: Sequence[Node], kind: str, chosen: list[str],
+                pairs: Sequence[tuple[str, str]], settings: TestSettings, cancel: Cancel,
+                timing: MatrixTiming | None = None, trust_new_hosts: bool = False
+                ) -> Iterator[Measurement]:
+    """One test command (`strixwizard test KIND`) on a site's real nodes."""
+    prepared = prepare(site, nodes, pairs, cancel, trust_new_hosts)
+    try:
+        yield from run_prepared(prepared, kind, chosen, pairs, settings, timing)
+    finally:
+        prepared.close()
+
+
+def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
+                  tcp: TcpSettings | None = None, demo_seconds: float = 2.0) -> Iterator[Measurement]:
+    """The Test step's run: the all-pairs matrix, then RCCL across the nodes (one set of hosts)."""
+    from strixwizard.live.demo import demo_rccl
+
+    names = [spec.name for spec in site.nodes]
+    if demo:
+        quick = tcp or TcpSettings(seconds=demo_seconds, reference_seconds=min(demo_seconds, 3.0))
+        yield from demo_stream("matrix", names, site.thresholds, quick, cancel)
+        if not cancel.cancelled:
+            yield demo_rccl()
+        return
+    if len(names) < 2:
+        only = names[0] if names else "?"
+        yield unreachable("latency", (only, only), "a live test needs two nodes; the site has fewer")
+        return
+    settings = TestSettings(thresholds=site.thresholds, tcp=tcp or TcpSettings())
+    pairs, chain = planned_pairs(site), choose("rccl", names)[1]
+    prepared = prepare(site, nodes, list(dict.fromkeys([*pairs, *chain])), cancel)
+    try:
+        if prepared.down:
+            yield from run_prepared(prepared, "latency", names, [], settings)
+            return
+        yield from run_prepared(prepared, "matrix", names, pairs, settings)
+        if not cancel.cancelled:
+            yield from run_prepared(prepared, "rccl", names, chain, settings)
+    finally:
+        prepared.close()
+
+
+def record(site: str, command: str, started_at: str, results: list[Measurement],
+           path: Path | None = None) -> Recorded:
+    """Compare a finished real-site run with the last good one, then store it (HistoryError)."""
+    from strixwizard.live.history import record_run
+
+    return record_run(site, command, started_at, results, path)
+
+
+def history_line(site: str, command: str, started_at: str, results: list[Measurement]) -> str:
+    """Store a real-site run in the test history; say where, and how it compared with the last
+    good run, in one line."""
+    from strixwizard.live.history import HistoryError
+
+    try:
+        recorded = record(site, command, started_at, results)
+    except HistoryError as error:
+        return f"Not stored: {error}"
+    compared = [c for c in recorded.comparisons if c.compared]
+    worse = [c.summary for c in compared if c.worse]
+    if worse:
+        note = f"; worse than the last good run: {'; '.join(worse)}"
+    elif compared:
+        note = f"; {len(compared)} figure(s) compared with the last good run, none worse"
+    else:
+        note = "; no earlier good run to compare with"
+    return f"Stored in the test history {recorded.path}{note}."

@@ -1,0 +1,118 @@
+"""The service layer: both front ends call it, it asks before any change, one envelope and exit rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strixwizard.services import deploy, fix, test
+from strixwizard.services.common import NotConfirmed, Question
+from strixwizard.services.discover import Discovery, discover
+from strixwizard.services.output import emit, envelope, exit_code
+from strixwizard.targets import RunRequest
+from tests.test_tui_imports import _imports
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: What assembles the engines; front ends reach it only through strixwizard.services.
+ENGINE_ASSEMBLY = {
+    "strixwizard.fixing.targets", "strixwizard.fixing.engine", "strixwizard.deploy.engine",
+    "strixwizard.fixing.planning.plan_site", "strixwizard.live.runner.run_tests",
+    "strixwizard.live.plan", "strixwizard.engine.run_doctor", "strixwizard.targets.resolve_run",
+    "strixwizard.live.hosts",
+}
+FRONT_ENDS = ["strixwizard/cli.py", "strixwizard/fixing/cli.py", "strixwizard/deploy/cli.py",
+              "strixwizard/live/cli.py", "strixwizard/live/session.py",
+              *[str(p.relative_to(ROOT)) for p in sorted((ROOT / "strixwizard" / "tui").rglob("*.py"))]]
+
+
+def test_front_ends_never_assemble_the_engines() -> None:
+    offenders = {name: sorted(_imports(ROOT / name) & ENGINE_ASSEMBLY) for name in FRONT_ENDS}
+    assert not {k: v for k, v in offenders.items() if v}
+
+
+@pytest.fixture
+def demo() -> Discovery:
+    return discover(RunRequest(demo=True))
+
+
+class Answers:
+    """A caller's `confirm`: records each question and gives the prepared answer."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.asked: list[Question] = []
+
+    def __call__(self, question: Question) -> bool:
+        self.asked.append(question)
+        return self.answer
+
+
+def test_applying_fixes_asks_first_and_a_no_changes_nothing(demo: Discovery, tmp_path: Path) -> None:
+    assert demo.plan is not None and demo.plan.changes
+    options = fix.FixOptions(journal_dir=tmp_path / "journal")
+    no = Answers(False)
+    with pytest.raises(NotConfirmed, match="nothing was changed"):
+        fix.apply(demo.site, demo.nodes, demo.plan, no, options)
+    assert [q.title for q in no.asked] == ["Apply the fixes"]
+    assert "copies of the snapshots (dry run)" in no.asked[0].text
+    assert not (tmp_path / "journal").exists() or not any((tmp_path / "journal").iterdir())
+
+    yes = Answers(True)
+    events: list[str] = []
+    applied = fix.apply(demo.site, demo.nodes, demo.plan, yes, options,
+                        lambda e: events.append(f"{e.node}: {e.message}"))
+    assert applied.report.dry_run and applied.dry_run_copies is not None and events
+    run_id = applied.report.run_id
+
+    with pytest.raises(NotConfirmed):  # the rollback asks too
+        fix.rollback(run_id, Answers(False), options)
+    again = Answers(True)
+    report = fix.rollback(run_id, again, options)
+    assert report.ok and run_id in again.asked[0].text
+    assert fix.rollback_outcome(report).startswith("rolled back")
+
+
+def test_deploy_on_snapshots_is_plan_only(demo: Discovery) -> None:
+    preview = deploy.plan(demo.site, demo.nodes)
+    assert preview.plan is not None and preview.plan_only
+    with pytest.raises(Exception, match="replayed from snapshots"):
+        deploy.refuse_replayed(preview)
+
+
+def test_the_demo_test_stream_stops_at_the_cancel(demo: Discovery) -> None:
+    cancel = test.Cancel()
+    stream = test.wizard_stream(demo.site, demo.nodes, True, cancel, demo_seconds=0.1)
+    first = next(stream)
+    cancel.cancel()
+    assert first.pair == ("node-a", "node-b")
+    assert list(stream) == []  # nothing after the cancel, not even RCCL
+
+
+def test_one_topology_per_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor's link checks, the fix plan, the deploy plan and the live tests' pair plan share it."""
+    import strixwizard.topology as topology
+    from strixwizard.live.plan import plan_pair
+
+    built: list[int] = []
+    real = topology._build
+
+    def counted(*args: object) -> topology.Topology:
+        built.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(topology, "_build", counted)
+    found = discover(RunRequest(demo=True))
+    deploy.plan(found.site, found.nodes)
+    facts = {n.report.name: n.facts for n in found.nodes if n.facts is not None}
+    plan_pair(found.site, facts, "node-a", "node-b")
+    assert len(built) == 1
+
+
+def test_one_envelope_and_one_exit_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    document = envelope("lab", mode="plan", status="planned")
+    assert list(document)[:6] == ["schema_version", "tool", "generated_at", "site", "mode", "status"]
+    emit(document)
+    assert capsys.readouterr().out.endswith("}\n")
+    assert (exit_code(True), exit_code(False), exit_code(None)) == (0, 1, 2)
