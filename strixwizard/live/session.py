@@ -21,6 +21,7 @@ from strixwizard.live.runner import MatrixTiming, TestSettings, run_tests
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
+from strixwizard.node.session import Connector
 from strixwizard.site import Site
 
 MAX_SECONDS = 300.0
@@ -56,8 +57,8 @@ def _unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
     return Measurement(kind if kind != "matrix" else "latency", "tcp", "ssh", pair, Status.ERROR, reason)
 
 
-def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False
-               ) -> tuple[dict[str, Host], dict[str, str]]:
+def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
+               connector: Connector | None = None) -> tuple[dict[str, Host], dict[str, str]]:
     """Where tests can run: a host per reachable node (local or over SSH), and for every other
     node the reason it cannot take part (unreachable, or a snapshot with nothing to run on)."""
     from strixwizard.targets import ssh_target
@@ -70,7 +71,7 @@ def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False
         elif spec.is_local:
             hosts[spec.name] = LocalHost(spec.name)
         elif spec.name not in unreachable:
-            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts))
+            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts), connector)
     return hosts, unreachable
 
 

@@ -1,6 +1,6 @@
 """One cancel mechanism: a `Cancel` stops every program started under it, from any thread.
 
-`cancel.scope(session)` is a session whose programs the Cancel remembers; `cancel()`
+`cancel.scope(session)` is the session, starting programs that the Cancel remembers; `cancel()`
 ends them all at once and refuses new ones (`Cancelled`). A child Cancel
 (`Cancel(parent)`) is cancelled with its parent, but cancelling the child leaves
 the parent usable: a test run stops its own programs when its stream closes, while
@@ -17,8 +17,7 @@ from strixwizard.node.errors import Cancelled
 
 if TYPE_CHECKING:
     from strixwizard.node.process import Process
-    from strixwizard.node.session import NodeSession, OpsChannel, Spec
-    from strixwizard.probe import Probe
+    from strixwizard.node.session import ProgramRunner
 
 
 class Cancel:
@@ -65,18 +64,18 @@ class Cancel:
         for child in children:
             child.cancel()
 
-    def scope(self, session: NodeSession) -> NodeSession:
-        """`session`, with every program it starts remembered by this Cancel."""
-        return ScopedSession(session, self)
+    def scope(self, runner: ProgramRunner) -> ProgramRunner:
+        """`runner` (any node session), with every program it starts remembered by this Cancel."""
+        return ScopedRunner(runner, self)
 
     def wait(self, timeout: float) -> bool:
         return self._event.wait(timeout)
 
 
-class ScopedSession:
-    """A session whose `start` registers with a Cancel; everything else is the inner session's."""
+class ScopedRunner:
+    """Starts programs through `inner` and registers them with a Cancel; refuses once cancelled."""
 
-    def __init__(self, inner: NodeSession, cancel: Cancel) -> None:
+    def __init__(self, inner: ProgramRunner, cancel: Cancel) -> None:
         self.inner = inner
         self.cancel = cancel
         self.name = inner.name
@@ -87,19 +86,6 @@ class ScopedSession:
         process = self.inner.start(argv, limit_s, label)
         self.cancel.add(process)
         return process
-
-    @property
-    def where(self) -> str:
-        return self.inner.where
-
-    def collect(self, spec: Spec | None = None) -> Probe:
-        return self.inner.collect(spec)
-
-    def collect_archive(self, spec: Spec | None = None) -> bytes:
-        return self.inner.collect_archive(spec)
-
-    def ops(self) -> OpsChannel:
-        return self.inner.ops()
 
     def close(self) -> None:
         self.inner.close()
