@@ -151,6 +151,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
     )
     progress = None if args.json or not sys.stderr.isatty() else _progress_printer()
+    if args.verbose:
+        from strixwizard.node.log import show_ssh_log
+
+        show_ssh_log()  # paramiko's own warnings and tracebacks too, on stderr
     site, nodes = resolve_run(request, progress)
     report = run_doctor(site, nodes, selected, FIXES)
     code = report.exit_code(strict=args.strict)

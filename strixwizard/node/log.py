@@ -18,8 +18,8 @@ def quiet_paramiko() -> None:
     logger.propagate = False
 
 
-def show_ssh_log(stream: TextIO | None = None, level: int = logging.DEBUG) -> logging.Handler:
-    """Send paramiko's log to `stream` (stderr by default): what `-v` asks for."""
+def show_ssh_log(stream: TextIO | None = None, level: int = logging.WARNING) -> logging.Handler:
+    """Send paramiko's log from `level` up to `stream` (stderr by default): what `-v` asks for."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(logging.Formatter("ssh: %(name)s: %(message)s"))
     logger = logging.getLogger("paramiko")

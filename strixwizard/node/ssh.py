@@ -155,7 +155,7 @@ def open_client(target: SshTarget) -> paramiko.SSHClient:
         raise AuthFailed(f"{target.user}@{target.host} refused {key}") from None
     except (TimeoutError, OSError, paramiko.SSHException, EOFError) as error:
         client.close()
-        reason = str(error) or type(error).__name__
+        reason = (str(error) or type(error).__name__).replace("banner[", "banner: [")
         if isinstance(error, TimeoutError) or "timed out" in reason:
             reason = f"connection timed out after {target.connect_timeout:g} s"
         raise ConnectFailed(f"cannot connect to {target.host}:{target.port}: {reason}") from None
