@@ -227,13 +227,11 @@ def read_to_end(channel: Any, host: str, deadline: float, limit: int = MAX_OUTPU
 class SshOps:
     """The fix engine's channel over SSH: `ops.serve()` on the node, one JSON line each way."""
 
-    #: Longest a single operation may take before the node counts as unreachable.
-    timeout_s = 45.0
-
     def __init__(self, session: SshSession) -> None:
         from strixwizard.fixing import ops
 
         self.host = session.target.host
+        #: Longest a single operation may take before the node counts as unreachable.
         self.timeout_s = ops.COMMAND_TIMEOUT_S + 15
         channel = session.open_channel()
         try:
@@ -354,10 +352,7 @@ class SshSession:
 
     # -- programs ---------------------------------------------------------
     def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
-        try:
-            channel = self.open_channel()
-        except ConnectionLost as error:
-            raise ConnectionLost(f"{self.name}: {error}") from None
+        channel = self.open_channel()
         try:
             channel.exec_command(remote_command(supervised_argv(self.python, argv, limit_s)))
         except _CHANNEL_ERRORS as error:
