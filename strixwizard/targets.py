@@ -137,6 +137,11 @@ def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | N
         if spec.snapshot is not None:
             path = site.resolve(spec.snapshot)
             nodes.append(local_node(spec.name, _load_snapshot(path), str(path), "snapshot"))
+        elif spec.is_local and connector is not None:
+            from strixwizard.node.target import LocalTarget
+
+            probe = connector(LocalTarget(spec.name)).collect()
+            nodes.append(local_node(spec.name, probe, "local", "local"))
         elif spec.is_local:
             from strixwizard.probe.local import LocalProbe
 

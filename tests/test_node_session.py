@@ -218,6 +218,37 @@ def test_site_nodes_collect_through_an_injected_connector(tmp_path: Path) -> Non
     assert all(s.closed for sessions in connector.sessions.values() for s in sessions)
 
 
+def test_every_kind_of_node_goes_through_the_injected_connector(tmp_path: Path) -> None:
+    """Local nodes too: the wizard injects one connector and nothing reaches a real node."""
+    from strixwizard.live.session import site_hosts
+    from strixwizard.site import load_site
+    from strixwizard.targets import site_nodes
+
+    path = tmp_path / "site.yaml"
+    path.write_text("site: mixed\nnodes:\n  - name: here\n    host: local\n"
+                    "  - name: there\n    host: 10.99.250.2\n")
+    site = load_site(path)
+    connector = ReplayConnector(probes={"here": SnapshotProbe.load(DEMO / "node-a.tar.gz"),
+                                        "there": SnapshotProbe.load(DEMO / "node-b.tar.gz")},
+                                programs={"true": Recording()})
+    nodes = site_nodes(site, connector=connector)
+    assert [n.report.reachable for n in nodes] == [True, True]
+    assert all(n.facts is not None and n.facts.cpu.is_strix_halo for n in nodes)
+    hosts, down = site_hosts(site, nodes, connector=connector)
+    assert not down and sorted(hosts) == ["here", "there"]
+    assert all(hosts[name].start(["true"], 5).status == 0 for name in hosts)
+    assert sorted(connector.sessions) == ["here", "there"]
+
+
+def test_an_archive_is_collected_through_the_injected_connector() -> None:
+    from strixwizard.probe.ssh import collect_ssh_archive
+
+    connector = ReplayConnector(probes={"node-a": SnapshotProbe.load(DEMO / "node-a.tar.gz")})
+    data = collect_ssh_archive(SshTarget("node-a", "10.99.250.1"), connector=connector)
+    again = SnapshotProbe.from_bytes(data, "node-a")
+    assert again.read("/proc/cpuinfo") == SnapshotProbe.load(DEMO / "node-a.tar.gz").read("/proc/cpuinfo")
+
+
 def test_the_fix_runner_works_through_an_injected_session() -> None:
     from strixwizard.fixing.model import Read
     from strixwizard.fixing.ssh import SshRunner

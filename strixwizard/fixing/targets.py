@@ -41,7 +41,10 @@ def runner_for(site: Site, spec: NodeSpec, *, trust_new_hosts: bool, node_journa
         copy = copy_snapshot(site.resolve(spec.snapshot), dry_run_root / spec.name)
         return SnapshotRunner(spec.name, copy), {"kind": "snapshot", "root": str(copy)}
     if spec.is_local:
-        return LocalRunner(spec.name, journal_dir=node_journal_dir), {
+        from strixwizard.node.target import LocalTarget
+
+        session = connector(LocalTarget(spec.name)) if connector is not None else None
+        return LocalRunner(spec.name, journal_dir=node_journal_dir, session=session), {
             "kind": "local", "journal_dir": node_journal_dir}
     from strixwizard.fixing.ssh import SshRunner
     from strixwizard.targets import ssh_target

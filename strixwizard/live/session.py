@@ -22,6 +22,7 @@ from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
 from strixwizard.node.session import Connector
+from strixwizard.node.target import LocalTarget
 from strixwizard.site import Site
 
 MAX_SECONDS = 300.0
@@ -69,7 +70,8 @@ def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
         if spec.snapshot is not None:
             unreachable[spec.name] = f"{spec.name} is a snapshot: there is nothing to run a test on"
         elif spec.is_local:
-            hosts[spec.name] = LocalHost(spec.name)
+            hosts[spec.name] = LocalHost(spec.name) if connector is None \
+                else connector(LocalTarget(spec.name))
         elif spec.name not in unreachable:
             hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts), connector)
     return hosts, unreachable
