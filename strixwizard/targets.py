@@ -38,7 +38,7 @@ def ssh_parallel(site: Site | None = None) -> int:
     return int(wanted) if isinstance(wanted, int) and wanted > 0 else default_parallel()
 
 
-MAX_PARALLEL_SSH = 32  # the upper bound of ssh_parallel()
+MAX_PARALLEL_SSH = 32  # the largest default pool (node.target.default_parallel)
 
 #: Called as progress(node name, event, message); events: "start", "done", "failed".
 Progress = Callable[[str, str, str], None]

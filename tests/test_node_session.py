@@ -16,6 +16,7 @@ import struct
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -247,6 +248,36 @@ def test_an_archive_is_collected_through_the_injected_connector() -> None:
     data = collect_ssh_archive(SshTarget("node-a", "10.99.250.1"), connector=connector)
     again = SnapshotProbe.from_bytes(data, "node-a")
     assert again.read("/proc/cpuinfo") == SnapshotProbe.load(DEMO / "node-a.tar.gz").read("/proc/cpuinfo")
+
+
+def test_collection_runs_at_most_parallel_nodes_at_once(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from strixwizard.node.target import default_parallel
+    from strixwizard.site import load_site
+    from strixwizard.targets import site_nodes, ssh_parallel
+
+    path = tmp_path / "site.yaml"
+    path.write_text("site: many\nnodes:\n" + "".join(
+        f"  - name: n{i}\n    host: 10.99.250.{i + 1}\n" for i in range(12)))
+    site = load_site(path)
+    probe = SnapshotProbe.load(DEMO / "node-a.tar.gz")
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    class Slow(ReplaySession):
+        def collect(self, spec: Any = None) -> Any:
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+            return probe
+
+    nodes = site_nodes(site, connector=lambda target: Slow(target.name, probe), parallel=3)
+    assert all(n.report.reachable for n in nodes) and peak[0] == 3
+    assert 4 <= default_parallel() <= 32 and ssh_parallel(site) == default_parallel()
+    assert ssh_parallel(SimpleNamespace(ssh=SimpleNamespace(parallel=5))) == 5
 
 
 def test_the_fix_runner_works_through_an_injected_session() -> None:
