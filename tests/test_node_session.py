@@ -163,6 +163,29 @@ def test_cancel_stops_every_program_started_under_it_and_refuses_new_ones() -> N
     assert issubclass(Cancelled, NodeError)
 
 
+def test_cancel_asks_every_program_to_stop_before_waiting_for_any() -> None:
+    """Ten programs that each take 0.5 s to end stop in about 0.5 s, not 5 s."""
+    from strixwizard.node.process import Process
+
+    def slow_process(i: int) -> Process:
+        holder: list[Process] = []
+
+        def close_stdin() -> None:
+            threading.Timer(0.5, lambda: holder[0]._end(125)).start()
+
+        holder.append(Process(f"n{i}", "slow", close_stdin, lambda: None))
+        return holder[0]
+
+    cancel = Cancel()
+    processes = [slow_process(i) for i in range(10)]
+    for process in processes:
+        cancel.add(process)
+    started = time.monotonic()
+    cancel.cancel()
+    assert all(p.ended and not p.lost for p in processes)
+    assert time.monotonic() - started < 2.5
+
+
 def test_a_child_cancel_follows_its_parent_but_not_the_other_way() -> None:
     parent = Cancel()
     child = Cancel(parent)

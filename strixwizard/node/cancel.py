@@ -60,6 +60,8 @@ class Cancel:
             live = [p for p in self._processes if not p.ended]
             children = list(self._children)
         for process in live:
+            process.ask_stop()  # all at once; then each is waited for (bounded) and released
+        for process in live:
             process.stop()
         for child in children:
             child.cancel()

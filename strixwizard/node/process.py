@@ -37,6 +37,7 @@ class Process:
         self._err = bytearray()
         self._status: int | None = None
         self._ended = False
+        self._asked = False
         self._stopped = False
         self.started = time.monotonic()
 
@@ -92,7 +93,7 @@ class Process:
     def lost(self) -> bool:
         """Ended without an exit status: the node or the connection went away."""
         with self._cond:
-            return self._ended and self._status is None and not self._stopped
+            return self._ended and self._status is None and not (self._stopped or self._asked)
 
     def wait_for(self, predicate: Callable[[str], bool], timeout: float) -> bool:
         """Wait until `predicate(stdout)` holds; False if the program ended or time ran out first."""
@@ -117,6 +118,15 @@ class Process:
                 self._cond.wait(min(left, 0.2))
             return True
 
+    def ask_stop(self) -> None:
+        """Ask the supervisor to end the program (close its stdin) without waiting: a Cancel asks
+        every program first, so they all end at once. Idempotent."""
+        with self._cond:
+            if self._asked or self._ended:
+                return
+            self._asked = True
+        self._close_stdin()
+
     def stop(self) -> None:
         """Ask the supervisor to end the program, wait a little, then drop the channel.
         Idempotent; safe on every exit path."""
@@ -127,7 +137,7 @@ class Process:
             return
         try:
             if not self.ended:
-                self._close_stdin()
+                self.ask_stop()
                 self.wait(STOP_GRACE_S)
         finally:
             self._release()
