@@ -140,6 +140,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
     )
     on_node = None if args.json or not sys.stderr.isatty() else node_printer()
+    if args.verbose:
+        from strixwizard.node.log import show_ssh_log
+
+        show_ssh_log()  # paramiko's own warnings and tracebacks too, on stderr
     report = discover(request, on_node, selected, plan=False).report
     code = report.exit_code(strict=args.strict)
     if args.json:

@@ -23,10 +23,22 @@ from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.site import NodeSpec, Site, load_site
 
 if TYPE_CHECKING:
+    from strixwizard.node.session import Connector
     from strixwizard.probe.ssh import SshTarget
 
 DEMO_SITE = Path(__file__).parent / "demo" / "site.yaml"
-MAX_PARALLEL_SSH = 32
+
+
+def ssh_parallel(site: Site | None = None) -> int:
+    """How many nodes are collected at once: `ssh: {parallel: N}` when the site says, else a
+    pool sized for the head's CPUs (`node.target.default_parallel`)."""
+    from strixwizard.node.target import default_parallel
+
+    wanted = getattr(site.ssh, "parallel", None) if site is not None else None
+    return int(wanted) if isinstance(wanted, int) and wanted > 0 else default_parallel()
+
+
+MAX_PARALLEL_SSH = 32  # the largest default pool (node.target.default_parallel)
 
 #: Called as progress(node name, event, message); events: "start", "done", "failed".
 Progress = Callable[[str, str, str], None]
@@ -80,7 +92,9 @@ def ssh_target(site: Site, spec: NodeSpec, trust_new_hosts: bool,
 
 
 def _collect_remote(site: Site, specs: Sequence[NodeSpec], trust_new_hosts: bool,
-                    progress: Progress | None, fingerprints: Mapping[str, str]) -> dict[str, Node]:
+                    progress: Progress | None, fingerprints: Mapping[str, str],
+                    connector: Connector | None = None, parallel: int | None = None
+                    ) -> dict[str, Node]:
     if not specs:
         return {}  # and paramiko is never imported
     from strixwizard.probe.ssh import SshError, collect_ssh
@@ -92,7 +106,7 @@ def _collect_remote(site: Site, specs: Sequence[NodeSpec], trust_new_hosts: bool
             progress(spec.name, "start", f"collecting over SSH from {address}")
         started = time.monotonic()
         try:
-            probe = collect_ssh(target)
+            probe = collect_ssh(target, connector=connector)
         except SshError as error:
             if progress:
                 progress(spec.name, "failed", str(error))
@@ -101,24 +115,33 @@ def _collect_remote(site: Site, specs: Sequence[NodeSpec], trust_new_hosts: bool
             progress(spec.name, "done", f"collected in {time.monotonic() - started:.1f} s")
         return Node(HostReport(spec.name, address, "ssh", reachable=True), NodeFacts(spec.name, probe))
 
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_SSH, len(specs))) as pool:
+    workers = max(1, min(parallel or ssh_parallel(site), len(specs)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         return dict(zip([s.name for s in specs], pool.map(one, specs), strict=True))
 
 
 def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | None = None,
-               trusted_fingerprints: Mapping[str, str] | None = None) -> list[Node]:
-    """The nodes of a site, remote ones collected over SSH in parallel.
+               trusted_fingerprints: Mapping[str, str] | None = None,
+               connector: Connector | None = None, parallel: int | None = None) -> list[Node]:
+    """The nodes of a site, remote ones collected over SSH in parallel (at most `parallel` at
+    once; see `ssh_parallel`), each through a session from `connector` (SSH by default).
 
     `trusted_fingerprints` (node name → SHA256 fingerprint) trusts exactly the unknown host
     keys a user confirmed, and nothing else.
     """
     remote = [s for s in site.nodes if s.snapshot is None and not s.is_local]
-    collected = _collect_remote(site, remote, trust_new_hosts, progress, trusted_fingerprints or {})
+    collected = _collect_remote(site, remote, trust_new_hosts, progress, trusted_fingerprints or {},
+                                connector, parallel)
     nodes: list[Node] = []
     for spec in site.nodes:
         if spec.snapshot is not None:
             path = site.resolve(spec.snapshot)
             nodes.append(local_node(spec.name, _load_snapshot(path), str(path), "snapshot"))
+        elif spec.is_local and connector is not None:
+            from strixwizard.node.target import LocalTarget
+
+            probe = connector(LocalTarget(spec.name)).collect()
+            nodes.append(local_node(spec.name, probe, "local", "local"))
         elif spec.is_local:
             from strixwizard.probe.local import LocalProbe
 

@@ -226,3 +226,35 @@ def test_rccl_verdict_from_the_log(lab4: Lab, tmp_path: Path, recording: str, rc
     argv = (head.home / "mpirun.argv").read_text()
     assert "-x NCCL_DEBUG=INFO" in argv
     assert f"-H {lab4.hosts[0].mgmt_addr}:1,{lab4.hosts[1].mgmt_addr}:1" in argv
+
+
+def test_a_cancel_stops_programs_on_every_node_at_once(lab4: Lab, tmp_path: Path) -> None:
+    """The wizard's Stop: one Cancel ends what runs on all nodes and refuses what comes after."""
+    from strixwizard.node import Cancel, Cancelled
+
+    sleeper = ("#!/bin/sh\n# stand-in: a test program that runs until stopped\n"
+               "echo $$ > \"$HOME/sleeper.pid\"\nexec sleep 60\n")
+    for host in lab4.hosts[:2]:
+        host.stand_in("strixwizard-sleeper", sleeper)
+        (host.home / "sleeper.pid").unlink(missing_ok=True)
+    cancel = Cancel()
+    hosts = [cancel.scope(h) for h in _hosts(lab4, tmp_path)]
+    try:
+        processes = [h.start(["strixwizard-sleeper"], 60) for h in hosts]
+        pid_files = [h.home / "sleeper.pid" for h in lab4.hosts[:2]]
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if all(p.exists() and p.read_text().strip() for p in pid_files):
+                break
+            time.sleep(0.05)
+        pids = [int(p.read_text()) for p in pid_files]
+        started = time.monotonic()
+        cancel.cancel()
+        assert time.monotonic() - started < 10
+        assert all(p.ended and p.status == 125 for p in processes), [p.status for p in processes]
+        assert all(_wait_dead(pid) for pid in pids), "a program outlived the cancel"
+        with pytest.raises(Cancelled):
+            hosts[0].start(["strixwizard-sleeper"], 60)
+    finally:
+        for host in hosts:
+            host.close()

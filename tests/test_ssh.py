@@ -243,3 +243,49 @@ def test_a_confirmed_fingerprint_trusts_that_key_only(lab3: Lab, tmp_path: Path)
     [trusted] = site_nodes(site, trusted_fingerprints={host.name: seen})
     assert trusted.report.reachable is True
     assert host.host_key_pub.split()[1] in known.read_text()
+
+
+def test_an_encrypted_key_without_passphrase_says_so(lab3: Lab, tmp_path: Path) -> None:
+    """Not "refused key": the node never saw the key, strixwizard could not unlock it."""
+    locked = tmp_path / "locked_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "a passphrase", "-f", str(locked)],
+                   check=True)
+    site = lab3.write_site_yaml(tmp_path / "lab.yaml", hosts=lab3.hosts[:1])
+    site.write_text(site.read_text().replace(f'"{lab3.client_key}"', f'"{locked}"'))
+    result = _doctor(site)
+    error = result.json()["hosts"][0]["error"]
+    assert f"key {locked} is encrypted and needs a passphrase" in error
+    assert "refused" not in error
+    assert result.rc == 2
+
+
+def test_an_unreadable_key_file_is_named(lab3: Lab, tmp_path: Path) -> None:
+    site = lab3.write_site_yaml(tmp_path / "lab.yaml", hosts=lab3.hosts[:1])
+    missing = tmp_path / "no_such_key"
+    site.write_text(site.read_text().replace(f'"{lab3.client_key}"', f'"{missing}"'))
+    error = _doctor(site).json()["hosts"][0]["error"]
+    assert error == f"cannot read key {missing}: No such file or directory"
+
+
+def test_one_connection_serves_collection_ops_and_programs(lab3: Lab, tmp_path: Path) -> None:
+    """The session keeps one SSH connection per node for everything it does there."""
+    from strixwizard.node.ssh import SshSession
+    from strixwizard.site import load_site
+    from strixwizard.targets import ssh_target
+
+    site = load_site(lab3.write_site_yaml(tmp_path / "lab.yaml", hosts=lab3.hosts[:1]))
+    session = SshSession(ssh_target(site, site.nodes[0], False))
+    host = lab3.hosts[0]
+    before = host.sshd_log.read_text().count("Accepted publickey")
+    try:
+        probe = session.collect()
+        assert "processor" in (probe.read("/proc/cpuinfo") or "")
+        ops = session.ops()
+        assert ops.request({"op": "run", "argv": ["echo", "a b; c"]})["stdout"] == "a b; c\n"
+        ops.close()
+        process = session.start(["sh", "-c", "exec strixwizard-no-such-tool"], 10)
+        assert process.wait(10) and process.not_found
+        assert process.program == "strixwizard-no-such-tool"
+    finally:
+        session.close()
+    assert host.sshd_log.read_text().count("Accepted publickey") - before == 1

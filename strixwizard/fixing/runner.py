@@ -1,8 +1,8 @@
 """Runners: the only code that changes a node. One per node per run.
 
-- `LocalRunner`: this machine (or one of its network namespaces): pyroute2 for
-  the MTU, subprocess argv for commands, atomic file writes;
-- `SshRunner` (fixing/ssh.py): a remote node, through one SSH session that runs
+- `LocalRunner`: this machine (or one of its network namespaces), through a local
+  node session: pyroute2 for the MTU, subprocess argv for commands, atomic file writes;
+- `SshRunner` (fixing/ssh.py): a remote node, through an SSH node session that runs
   `ops.serve()` there;
 - `SnapshotRunner`: a copy of a snapshot, for dry runs: files in its tree and
   recorded command outputs change as the real ones would, nothing else does.
@@ -10,7 +10,7 @@
 Each runner reads a step's value (`read`), applies it, and undoes it to a given
 `before`. Errors: `ReadError` (value unreadable), `StepFailed` (the change was
 refused; the node is as it was before the step), `Unreachable` (the node went
-away: the step's outcome is unknown).
+away: the step's outcome is unknown; the node seam's own `Unreachable`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.facts.rdma import IBV_DEVINFO, roce_active_mtu, with_active_mtu
-from strixwizard.fixing import ops
 from strixwizard.fixing.model import BEFORE, Kind, Read, Step
 from strixwizard.fixing.readers import ReadError, parse, render
+from strixwizard.node.command import not_installed
+from strixwizard.node.errors import NodeError
+from strixwizard.node.errors import Unreachable as Unreachable  # the name engines import
+from strixwizard.node.session import NodeSession, OpsChannel
 from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
@@ -36,10 +39,6 @@ class StepFailed(Exception):
     """The node refused the change; the message is what it said."""
 
 
-class Unreachable(Exception):
-    """The node cannot be reached (any more); the message says since when and why."""
-
-
 def first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else ""
@@ -47,7 +46,7 @@ def first_line(text: str) -> str:
 
 def command_error(argv: tuple[str, ...] | list[str], answer: dict[str, Any]) -> str:
     if answer.get("rc") == 127:
-        return f"`{argv[0]}` is not installed on the node"
+        return not_installed(argv)
     reason = first_line(str(answer.get("stderr") or "")) or first_line(str(answer.get("stdout") or ""))
     return f"`{' '.join(argv)}` failed: {reason or 'exit status ' + str(answer.get('rc'))}"
 
@@ -152,49 +151,55 @@ class OpsRunner(Runner):
         return path
 
 
-class LocalRunner(OpsRunner):
+class SessionRunner(OpsRunner):
+    """A runner over a node session: requests go through the session's ops channel (opened on
+    the first one), verification collects the node through the same session."""
+
+    def __init__(self, node: str, session: NodeSession,
+                 journal_dir: str = DEFAULT_NODE_JOURNAL_DIR) -> None:
+        self.node = node
+        self.session = session
+        self.journal_dir = journal_dir
+        self.where = session.where
+        self._ops: OpsChannel | None = None
+
+    def op(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if self._ops is None:
+                self._ops = self.session.ops()
+            return self._ops.request(request)
+        except Unreachable:
+            self._ops = None
+            raise
+        except NodeError as error:
+            self._ops = None
+            raise Unreachable(str(error)) from error
+
+    def probe(self) -> Probe:
+        try:
+            return self.session.collect()
+        except Unreachable:
+            raise
+        except NodeError as error:
+            raise Unreachable(str(error)) from error
+
+    def close(self) -> None:
+        if self._ops is not None:
+            self._ops.close()
+            self._ops = None
+        self.session.close()
+
+
+class LocalRunner(SessionRunner):
     """This machine; with `netns`, MTU changes happen in that network namespace (pyroute2)."""
 
     def __init__(self, node: str, netns: str | None = None,
-                 journal_dir: str = DEFAULT_NODE_JOURNAL_DIR) -> None:
-        self.node = node
+                 journal_dir: str = DEFAULT_NODE_JOURNAL_DIR, session: NodeSession | None = None
+                 ) -> None:
+        from strixwizard.node.local import LocalSession
+
+        super().__init__(node, session or LocalSession(node, netns=netns), journal_dir)
         self.netns = netns
-        self.journal_dir = journal_dir
-        self.where = f"local (netns {netns})" if netns else "local"
-
-    def _mtu(self, ifname: str, mtu: int | None) -> dict[str, Any]:
-        from pyroute2 import IPRoute
-        from pyroute2.netlink.exceptions import NetlinkError
-
-        try:
-            ipr = IPRoute(netns=self.netns) if self.netns else IPRoute()
-        except OSError as error:
-            return {"ok": False, "error": f"netlink: {error}"}
-        try:
-            index = ipr.link_lookup(ifname=ifname)
-            if not index:
-                return {"ok": False, "error": f"no interface {ifname}"}
-            if mtu is None:
-                return {"ok": True, "value": str(ipr.get_links(index[0])[0].get_attr("IFLA_MTU"))}
-            ipr.link("set", index=index[0], mtu=mtu)
-            return {"ok": True}
-        except NetlinkError as error:
-            return {"ok": False, "error": f"netlink refused MTU {mtu} on {ifname}: "
-                    f"{os.strerror(error.code) if error.code else error}"}
-        finally:
-            ipr.close()
-
-    def op(self, request: dict[str, Any]) -> dict[str, Any]:
-        if request["op"] == "mtu_get":
-            return self._mtu(request["ifname"], None)
-        if request["op"] == "mtu_set":
-            return self._mtu(request["ifname"], int(request["mtu"]))
-        return ops.handle(request)
-
-    def probe(self) -> Probe:
-        from strixwizard.probe.local import LocalProbe
-
-        return LocalProbe(self.node)
 
 
 class SnapshotRunner(Runner):

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from strixwizard.fixing.engine import ApplyReport
     from strixwizard.fixing.journal import JournalStore
     from strixwizard.fixing.model import SitePlan
+    from strixwizard.node.session import Connector
 
 
 def copy_snapshot(source: Path, destination: Path) -> Path:
@@ -32,19 +33,24 @@ def copy_snapshot(source: Path, destination: Path) -> Path:
 
 
 def runner_for(site: Site, spec: NodeSpec, *, trust_new_hosts: bool, node_journal_dir: str,
-               dry_run_root: Path) -> tuple[Runner, dict[str, Any]]:
-    """The runner for one node of the site, and the descriptor its journal keeps."""
+               dry_run_root: Path, connector: Connector | None = None
+               ) -> tuple[Runner, dict[str, Any]]:
+    """The runner for one node of the site, and the descriptor its journal keeps; remote nodes
+    are reached through a session from `connector` (SSH by default)."""
     if spec.snapshot is not None:
         copy = copy_snapshot(site.resolve(spec.snapshot), dry_run_root / spec.name)
         return SnapshotRunner(spec.name, copy), {"kind": "snapshot", "root": str(copy)}
     if spec.is_local:
-        return LocalRunner(spec.name, journal_dir=node_journal_dir), {
+        from strixwizard.node.target import LocalTarget
+
+        session = connector(LocalTarget(spec.name)) if connector is not None else None
+        return LocalRunner(spec.name, journal_dir=node_journal_dir, session=session), {
             "kind": "local", "journal_dir": node_journal_dir}
     from strixwizard.fixing.ssh import SshRunner
     from strixwizard.targets import ssh_target
 
     target = ssh_target(site, spec, trust_new_hosts)
-    return SshRunner(target, node_journal_dir), {
+    return SshRunner(target, node_journal_dir, connector), {
         "kind": "ssh", "host": target.host, "user": target.user, "port": target.port,
         "key_file": target.key_file, "known_hosts": str(target.known_hosts),
         "connect_timeout": target.connect_timeout, "deadline": target.deadline,
@@ -52,7 +58,7 @@ def runner_for(site: Site, spec: NodeSpec, *, trust_new_hosts: bool, node_journa
     }
 
 
-def runner_from_journal(journal: NodeJournal) -> Runner:
+def runner_from_journal(journal: NodeJournal, connector: Connector | None = None) -> Runner:
     """Reach the node a journal was written for, as the run reached it."""
     desc = journal.runner
     kind = desc.get("kind")
@@ -73,14 +79,15 @@ def runner_from_journal(journal: NodeJournal) -> Runner:
             connect_timeout=float(desc.get("connect_timeout", 5.0)),
             deadline=float(desc.get("deadline", 60.0)),
         )
-        return SshRunner(target, desc.get("journal_dir", "/var/lib/strixwizard/journal"))
+        return SshRunner(target, desc.get("journal_dir", "/var/lib/strixwizard/journal"), connector)
     raise Unreachable(f"the journal does not say how to reach {journal.node} ({kind!r})")
 
 
 def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: JournalStore, *,
                node_journal_dir: str, dry_run_root: Path, run_id: str | None = None,
                trust_new_hosts: bool = False, with_reboot: bool = False,
-               progress: Callable[[str, str], None] | None = None) -> ApplyReport:
+               progress: Callable[[str, str], None] | None = None,
+               connector: Connector | None = None) -> ApplyReport:
     """Apply a site's plan the one way the CLI and the wizard both use: a runner per node with
     changes (snapshot nodes get a dry run under `dry_run_root`), the engine's drift check,
     journal and steps, then verification against the facts seen before; runners closed."""
@@ -100,7 +107,7 @@ def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: Journal
             else:
                 runners[name], descriptors[name] = runner_for(
                     site, spec, trust_new_hosts=trust_new_hosts, node_journal_dir=node_journal_dir,
-                    dry_run_root=dry_run_root / run_id)
+                    dry_run_root=dry_run_root / run_id, connector=connector)
         before = {n.report.name: n.facts for n in nodes if n.facts is not None}
         return apply_plan(plan, runners, store, site, descriptors, with_reboot=with_reboot,
                           run_id=run_id, progress=progress,

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from strixwizard.live.hosts import Host, HostError, Process
+from strixwizard.live.hosts import Host
 from strixwizard.live.native import native_latency
 from strixwizard.live.perftest import PerftestSettings, rdma_test
 from strixwizard.live.plan import PairPlan
@@ -24,47 +24,10 @@ from strixwizard.live.results import Measurement
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
 from strixwizard.model import Status
+from strixwizard.node.cancel import Cancel
 from strixwizard.site import Thresholds
 
 KINDS = ("latency", "bandwidth", "rccl", "matrix")
-
-
-class TrackedHost:
-    """A Host whose programs are remembered, so a cancelled run can stop them all."""
-
-    def __init__(self, inner: Host, registry: ProcessRegistry) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.python = inner.python
-        self.registry = registry
-
-    def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
-        if self.registry.cancelled.is_set():
-            raise HostError(f"{self.name}: the run was cancelled")
-        process = self.inner.start(argv, limit_s, label)
-        self.registry.add(process)
-        return process
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-@dataclass
-class ProcessRegistry:
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    _processes: list[Process] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, process: Process) -> None:
-        with self._lock:
-            self._processes.append(process)
-
-    def stop_all(self) -> None:
-        self.cancelled.set()
-        with self._lock:
-            live = [p for p in self._processes if not p.ended]
-        for process in live:
-            process.stop()
 
 
 @dataclass
@@ -118,7 +81,7 @@ def rccl_run(hosts: dict[str, Host], nodes: Sequence[str], plans: Sequence[PairP
     yield rccl_test(hosts[nodes[0]], launch_hosts, pair, list(unique.values()), settings.rccl)
 
 
-def _stream(jobs: Sequence[Callable[[], Iterator[Measurement]]], registry: ProcessRegistry
+def _stream(jobs: Sequence[Callable[[], Iterator[Measurement]]], cancel: Cancel
             ) -> Iterator[Measurement]:
     """Run the jobs in threads; yield their results in the order they arrive."""
     if not jobs:
@@ -143,7 +106,7 @@ def _stream(jobs: Sequence[Callable[[], Iterator[Measurement]]], registry: Proce
         if item is None:
             done += 1
         elif isinstance(item, BaseException):
-            registry.stop_all()
+            cancel.cancel()
             raise item
         else:
             yield item
@@ -157,10 +120,14 @@ class MatrixTiming:
 
 def run_tests(kind: str, hosts: dict[str, Host], plans: dict[tuple[str, str], PairPlan],
               nodes: Sequence[str], settings: TestSettings, addresses: dict[str, str] | None = None,
-              timing: MatrixTiming | None = None, matrix_bandwidth: bool = True) -> Iterator[Measurement]:
-    """Stream the results of one test command. `plans` holds a plan per pair to test."""
-    registry = ProcessRegistry()
-    tracked: dict[str, Host] = {name: TrackedHost(host, registry) for name, host in hosts.items()}
+              timing: MatrixTiming | None = None, matrix_bandwidth: bool = True,
+              cancel: Cancel | None = None) -> Iterator[Measurement]:
+    """Stream the results of one test command. `plans` holds a plan per pair to test.
+
+    Every program runs under a Cancel of this run (a child of `cancel` when given): closing
+    the stream stops this run's programs; `cancel.cancel()` (any thread) stops them at once."""
+    registry = Cancel(cancel)
+    tracked: dict[str, Host] = {name: registry.scope(host) for name, host in hosts.items()}
     try:
         if kind == "rccl":
             yield from _stream([lambda: rccl_run(tracked, nodes, list(plans.values()), addresses or {},
@@ -189,4 +156,4 @@ def run_tests(kind: str, hosts: dict[str, Host], plans: dict[tuple[str, str], Pa
             if timing is not None:
                 timing.round_seconds.append(time.monotonic() - started)
     finally:
-        registry.stop_all()
+        registry.cancel()

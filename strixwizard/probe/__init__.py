@@ -3,8 +3,8 @@
 Everything the facts know about a node comes through a `Probe`: files as read,
 directory listings, symlink targets and command outputs. A probe never writes.
 Three kinds exist: `LocalProbe` (this machine), `SnapshotProbe` (a captured tree)
-and the SSH probe, which collects a node in one remote exec and then answers
-like a snapshot.
+and the SSH probe: a node session (`strixwizard.node`) collects the node in one
+remote exec, and a `SnapshotProbe` then answers from what it sent.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
     from concurrent.futures import ThreadPoolExecutor
 
     from strixwizard.probe.ssh import SshError, collect_ssh_archive
-    from strixwizard.targets import MAX_PARALLEL_SSH, ssh_target
+    from strixwizard.targets import ssh_parallel, ssh_target
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new directory so nothing is overwritten")
@@ -78,7 +78,7 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
         if progress:
             progress(spec.name, "done", f"written to {path}")
 
-    with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_SSH, len(site.nodes)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(ssh_parallel(site), len(site.nodes)))) as pool:
         list(pool.map(one, site.nodes))
     outcome.written = {n.name: outcome.written[n.name] for n in site.nodes if n.name in outcome.written}
     return outcome

@@ -18,38 +18,16 @@ from strixwizard.errors import UsageError
 from strixwizard.live.hosts import Host
 from strixwizard.live.plan import PairPlan
 from strixwizard.live.results import Measurement
-from strixwizard.live.runner import MatrixTiming, ProcessRegistry, TestSettings, TrackedHost
+from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
+from strixwizard.node.cancel import Cancel as Cancel  # the one cancel of a test run
+from strixwizard.node.session import Connector
+from strixwizard.node.target import LocalTarget
 from strixwizard.site import Site, Thresholds
 
 if TYPE_CHECKING:
     from strixwizard.live.history import Recorded
-
-
-class Cancel:
-    """Stops every program a test run started, from any thread, and refuses new ones.
-
-    Backed by the live runner's `ProcessRegistry`; `cancel()`, `cancelled`, `wait()` and
-    `scope()` are all a caller uses."""
-
-    def __init__(self) -> None:
-        self.registry = ProcessRegistry()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.registry.cancelled.is_set()
-
-    def cancel(self) -> None:
-        self.registry.stop_all()
-
-    def wait(self, timeout: float) -> bool:
-        """True once cancelled (waits at most `timeout` seconds)."""
-        return self.registry.cancelled.wait(timeout)
-
-    def scope(self, host: Host) -> Host:
-        """`host`, with every program it starts remembered by this Cancel."""
-        return TrackedHost(host, self.registry)
 
 
 def choose(kind: str, names: Sequence[str], pair: tuple[str, str] | None = None
@@ -78,8 +56,8 @@ def unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
     return Measurement(kind if kind != "matrix" else "latency", "tcp", "ssh", pair, Status.ERROR, reason)
 
 
-def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False
-               ) -> tuple[dict[str, Host], dict[str, str]]:
+def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
+               connector: Connector | None = None) -> tuple[dict[str, Host], dict[str, str]]:
     """Where tests can run: a host per reachable node (local or over SSH), and for every other
     node the reason it cannot take part (unreachable, or a snapshot with nothing to run on)."""
     from strixwizard.live.hosts import LocalHost, SshHost
@@ -91,9 +69,10 @@ def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False
         if spec.snapshot is not None:
             down[spec.name] = f"{spec.name} is a snapshot: there is nothing to run a test on"
         elif spec.is_local:
-            hosts[spec.name] = LocalHost(spec.name)
+            hosts[spec.name] = LocalHost(spec.name) if connector is None \
+                else connector(LocalTarget(spec.name))
         elif spec.name not in down:
-            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts))
+            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts), connector)
     return hosts, down
 
 

@@ -1,0 +1,47 @@
+"""The one place where an argv becomes a remote command string, and where a failed argv is named.
+
+An SSH exec takes a string that the node's login shell parses; every piece of
+the argv is quoted (`shlex.quote`), so no argument is ever read as shell syntax.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+SHELLS = frozenset({"sh", "bash", "dash", "/bin/sh", "/bin/bash", "/usr/bin/sh", "/usr/bin/bash"})
+
+
+def remote_command(argv: Sequence[str]) -> str:
+    """`argv` as one string for the node's shell, each piece quoted."""
+    if not argv:
+        raise ValueError("an empty argv runs nothing")
+    return " ".join(shlex.quote(str(arg)) for arg in argv)
+
+
+def program_name(argv: Sequence[str]) -> str:
+    """The program an argv runs. For `sh -c SCRIPT [$0 ARGS...]` it is the one the script
+    `exec`s (`exec "$@"` runs ARGS), else the script's first word: exit status 127 from the
+    shell means *that* program was not found, not the shell."""
+    if not argv:
+        return "?"
+    flags = argv[1] if len(argv) > 1 else ""
+    if not (len(argv) >= 3 and argv[0] in SHELLS and flags.startswith("-") and "c" in flags):
+        return str(argv[0])
+    try:
+        words = shlex.split(argv[2], comments=True)
+    except ValueError:
+        words = argv[2].split()
+    positional = list(argv[4:])  # argv[3] is $0
+    execs = [i for i, word in enumerate(words) if word == "exec" and i + 1 < len(words)]
+    if execs:
+        target = words[execs[-1] + 1]
+        if target in ("$@", "$1") and positional:
+            return str(positional[0])
+        return target
+    plain = [w for w in words if "=" not in w and w not in ("set", "-e", "-u", ".", "&&", ";")]
+    return plain[0] if plain else str(argv[0])
+
+
+def not_installed(argv: Sequence[str], where: str = "the node") -> str:
+    return f"`{program_name(argv)}` is not installed on {where}"

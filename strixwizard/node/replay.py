@@ -1,0 +1,162 @@
+"""The node session that replays: snapshots for collection and the fix engine's reads,
+recorded outputs for programs. For tests and the demo; it never changes anything.
+
+    connector = ReplayConnector({"node0": SnapshotProbe.load(path)},
+                                programs={"ib_write_lat": Recording(stdout=text)},
+                                unreachable={"node1": "cannot connect to 10.0.0.2:22: refused"})
+    site_nodes(site, connector=connector)
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from strixwizard.node.command import program_name
+from strixwizard.node.errors import ConnectFailed, NodeError, Unreachable
+from strixwizard.node.process import NOT_INSTALLED, Process
+from strixwizard.node.session import Spec
+from strixwizard.node.target import Target
+from strixwizard.probe import NotCaptured, Probe
+from strixwizard.probe.snapshot import SnapshotProbe
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What a program printed and how it ended, as it did on a real node."""
+
+    stdout: str = ""
+    stderr: str = ""
+    status: int = 0
+
+
+#: Recordings by argv (a tuple, matched exactly) or by program name (matched for any argv).
+Recordings = Mapping[tuple[str, ...] | str, Recording]
+
+
+class ReplayOps:
+    """Reads from the snapshot; every change is refused (a replay changes nothing)."""
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+        self.requests: list[dict[str, Any]] = []
+
+    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(request)
+        op = request.get("op")
+        if op == "ping":
+            return {"ok": True, "pid": 0}
+        if op == "read":
+            return {"ok": True, "value": self.probe.read(str(request["path"]))}
+        if op == "exists":
+            path = str(request["path"])
+            present = self.probe.read(path) is not None or bool(self.probe.listdir(path)) \
+                or self.probe.readlink(path) is not None
+            return {"ok": True, "value": "present" if present else None}
+        if op == "mtu_get":
+            value = self.probe.read(f"/sys/class/net/{request['ifname']}/mtu")
+            if value is None:
+                return {"ok": False, "error": f"no interface {request['ifname']}"}
+            return {"ok": True, "value": value.strip()}
+        if op == "run":
+            argv = [str(a) for a in request["argv"]]
+            try:
+                done = self.probe.run(argv)
+            except NotCaptured:
+                return {"ok": True, "rc": NOT_INSTALLED, "stdout": "",
+                        "stderr": f"{argv[0]}: not recorded in the replay"}
+            return {"ok": True, "rc": done.rc, "stdout": done.stdout, "stderr": done.stderr}
+        return {"ok": False, "error": f"a replayed node changes nothing ({op} refused)"}
+
+    def close(self) -> None:
+        return None
+
+
+class ReplaySession:
+    python = "python3"
+
+    def __init__(self, name: str, probe: Probe | None, programs: Recordings | None = None,
+                 archive: bytes | None = None, unreachable: str | None = None) -> None:
+        self.name = name
+        self.where = f"replay of {name}"
+        self.probe = probe
+        self.programs = dict(programs or {})
+        self.archive = archive
+        self.unreachable = unreachable
+        self.started: list[tuple[str, ...]] = []
+        self.closed = False
+
+    def _usable(self) -> Probe:
+        if self.unreachable is not None:
+            raise ConnectFailed(self.unreachable)
+        if self.probe is None:
+            raise Unreachable(f"{self.name}: nothing recorded for this node")
+        return self.probe
+
+    def collect(self, spec: Spec | None = None) -> Probe:
+        return self._usable()
+
+    def collect_archive(self, spec: Spec | None = None) -> bytes:
+        probe = self._usable()
+        if self.archive is not None:
+            return self.archive
+        if not isinstance(probe, SnapshotProbe):
+            raise NodeError(f"{self.name}: the replay holds no snapshot to archive")
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="strixwizard-replay-") as tmp:
+            root = probe.write_dir(Path(tmp) / "snapshot")
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+                archive.add(root, arcname="snapshot")
+        return buffer.getvalue()
+
+    def ops(self) -> ReplayOps:
+        return ReplayOps(self._usable())
+
+    def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
+        if self.unreachable is not None:
+            raise ConnectFailed(self.unreachable)
+        self.started.append(tuple(argv))
+        program = program_name(argv)
+        recording = self.programs.get(tuple(argv)) or self.programs.get(program)
+        process = Process(self.name, label or argv[0], lambda: None, lambda: None, program)
+        if recording is None:
+            recording = Recording(stderr=f"{program}: command not found", status=NOT_INSTALLED)
+        process._feed(process._out, recording.stdout.encode())
+        process._feed(process._err, recording.stderr.encode())
+        process._end(recording.status)
+        return process
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
+class ReplayConnector:
+    """A `Connector` answering from recordings, by node name; remembers the sessions it made."""
+
+    probes: Mapping[str, Probe] = field(default_factory=dict)
+    programs: Mapping[str, Recordings] | Recordings = field(default_factory=dict)
+    unreachable: Mapping[str, str] = field(default_factory=dict)
+    sessions: dict[str, list[ReplaySession]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _programs_for(self, name: str) -> Recordings:
+        per_node = self.programs.get(name)
+        if isinstance(per_node, Mapping):
+            return per_node
+        return {k: v for k, v in self.programs.items() if isinstance(v, Recording)}
+
+    def __call__(self, target: Target) -> ReplaySession:
+        session = ReplaySession(target.name, self.probes.get(target.name),
+                                self._programs_for(target.name),
+                                unreachable=self.unreachable.get(target.name))
+        with self._lock:
+            self.sessions.setdefault(target.name, []).append(session)
+        return session

@@ -1,0 +1,75 @@
+"""The node session: everything strixwizard does on a node goes through one of these.
+
+Three things a session does, each the only way the rest of the code does it:
+- `collect(spec)`: a snapshot of the node (one exec over SSH), as a read-only `Probe`;
+  `collect_archive(spec)` gives the snapshot's `.tar.gz` bytes;
+- `ops()`: the fix engine's channel: one JSON request, one JSON answer (`fixing/ops.py`);
+- `start(argv, limit_s)`: a program under the supervisor, as a `Process`.
+
+Implementations: `LocalSession` (this machine, optionally a network namespace),
+`SshSession` (paramiko; one connection per node, opened on first use and shared by
+the three), `ReplaySession` (snapshots and recorded outputs). Failures are
+`NodeError`s (`node/errors.py`). Engines take a `Connector` (target -> session) so
+tests and the wizard inject one instead of patching module functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from strixwizard.node.process import Process
+    from strixwizard.node.target import Target
+    from strixwizard.probe import Probe
+
+#: The collection spec (`probe/spec.py` SPEC): files, trees and argvs to gather.
+Spec = Mapping[str, Any]
+
+
+class OpsChannel(Protocol):
+    """The fix engine's channel to a node: `request({"op": ...})` -> `{"ok": ..., ...}`."""
+
+    def request(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class ProgramRunner(Protocol):
+    """What the live tests need of a node: start supervised programs (`live.hosts.Host`)."""
+
+    name: str
+    python: str
+
+    def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process: ...
+
+    def close(self) -> None: ...
+
+
+class NodeSession(ProgramRunner, Protocol):
+    @property
+    def where(self) -> str:
+        """How the node is reached, for messages and journals: "ssh root@10.0.0.2", "local"."""
+        ...
+
+    def collect(self, spec: Spec | None = None) -> Probe: ...
+
+    def collect_archive(self, spec: Spec | None = None) -> bytes: ...
+
+    def ops(self) -> OpsChannel: ...
+
+
+Connector = Callable[["Target"], NodeSession]
+
+
+def connect(target: Target) -> NodeSession:
+    """The default connector: SSH for an `SshTarget`, this machine for a `LocalTarget`."""
+    from strixwizard.node.target import SshTarget
+
+    if isinstance(target, SshTarget):
+        from strixwizard.node.ssh import SshSession
+
+        return SshSession(target)
+    from strixwizard.node.local import LocalSession
+
+    return LocalSession(target.name, netns=target.netns)

@@ -1,0 +1,390 @@
+"""The node session over SSH (paramiko): one connection per node, opened on first use.
+
+- Host keys are verified against a known_hosts file. An unknown key is refused with
+  its fingerprint unless the user trusts new hosts explicitly or confirmed exactly
+  that fingerprint; a changed key is always refused. No key material is ever logged.
+- `collect`: the collector's source (`probe/collector.py`, standard library only) goes
+  on stdin to `python3 -`, with the spec appended; its stdout is a snapshot `.tar.gz`,
+  read until the channel's end of file and exit status, the deadline the only bound.
+- `ops`: `ops.py`'s source goes to `python3 -c BOOTSTRAP`, then one JSON line each way.
+- `start`: a program under the supervisor, one channel per program.
+Every remote command string comes from `command.remote_command` (each piece quoted).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import paramiko
+
+from strixwizard.node.command import program_name, remote_command
+from strixwizard.node.errors import (
+    AuthFailed,
+    ChangedHostKey,
+    CollectionFailed,
+    ConnectFailed,
+    ConnectionLost,
+    DeadlineExceeded,
+    NodeError,
+    PassphraseNeeded,
+    RuntimeMissing,
+    UnknownHostKey,
+    Unreachable,
+)
+from strixwizard.node.log import quiet_paramiko
+from strixwizard.node.process import Process, drained, spawn, start_readers, supervised_argv
+from strixwizard.node.session import Spec
+from strixwizard.node.target import SshTarget
+from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
+
+quiet_paramiko()
+
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+#: Longest one read waits before the deadline is looked at again.
+READ_SLICE_S = 0.5
+OPS_BOOTSTRAP = (
+    "import sys\n"
+    "n = int(sys.stdin.readline())\n"
+    "g = {'__name__': 'strixwizard_ops'}\n"
+    "exec(compile(sys.stdin.read(n), 'strixwizard_ops', 'exec'), g)\n"
+    "g['serve']()\n"
+)
+_CHANNEL_ERRORS = (OSError, paramiko.SSHException, EOFError)
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """The SHA256 fingerprint as OpenSSH prints it: `SHA256:base64-without-padding`."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def _known_hosts_name(host: str, port: int) -> str:
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
+    def __init__(self, target: SshTarget) -> None:
+        self.target = target
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        t = self.target
+        offered = fingerprint(key)
+        if t.trust_fingerprint is not None and offered != t.trust_fingerprint:
+            raise UnknownHostKey(
+                f"host key for {hostname} is {key.get_name()} {offered}, not the "
+                f"{t.trust_fingerprint} you confirmed: refused",
+                hostname, key.get_name(), offered,
+            )
+        if t.trust_new_hosts or t.trust_fingerprint is not None:
+            client.get_host_keys().add(hostname, key.get_name(), key)
+            t.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            with open(t.known_hosts, "a", encoding="ascii") as handle:
+                handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+            return
+        raise UnknownHostKey(
+            f"unknown host key for {hostname}: {key.get_name()} {offered}; "
+            f"if that is the node's key, trust it with --trust-new-hosts (it is added to "
+            f"{t.known_hosts}), or add it yourself: ssh-keyscan -p {t.port} {t.host} >> {t.known_hosts}",
+            hostname, key.get_name(), offered,
+        )
+
+
+def _key_problem(key_file: str) -> str | None:
+    """Why a key file cannot be used, found before any connection is made; None if it can."""
+    try:
+        with open(key_file, "rb"):
+            return None
+    except OSError as error:
+        return f"cannot read key {key_file}: {error.strerror or error}"
+
+
+def open_client(target: SshTarget) -> paramiko.SSHClient:
+    """An authenticated SSH client for `target`, host key verified; raises `Unreachable`."""
+    if target.key_file is not None:
+        problem = _key_problem(target.key_file)
+        if problem:
+            raise AuthFailed(problem)
+    client = paramiko.SSHClient()
+    if target.known_hosts.exists():
+        try:
+            client.load_host_keys(str(target.known_hosts))
+        except (OSError, paramiko.SSHException) as error:
+            raise ConnectFailed(f"cannot read known_hosts {target.known_hosts}: {error}") from None
+    client.set_missing_host_key_policy(_RefuseUnknown(target))
+    try:
+        client.connect(
+            target.host,
+            port=target.port,
+            username=target.user,
+            key_filename=target.key_file,
+            timeout=target.connect_timeout,
+            banner_timeout=target.connect_timeout,
+            auth_timeout=target.connect_timeout,
+            allow_agent=False,
+            look_for_keys=target.key_file is None,
+        )
+    except NodeError:
+        client.close()
+        raise
+    except paramiko.BadHostKeyException as error:
+        client.close()
+        raise ChangedHostKey(
+            f"host key for {target.host} CHANGED: it now offers {fingerprint(error.key)}, "
+            f"known_hosts has {fingerprint(error.expected_key)}. Refused: this may be an attack. "
+            f"If the node was reinstalled, remove the old key: ssh-keygen -R "
+            f"{_known_hosts_name(target.host, target.port)} -f {target.known_hosts}"
+        ) from None
+    except paramiko.PasswordRequiredException:
+        client.close()
+        key = f"key {target.key_file}" if target.key_file else "the default key"
+        raise PassphraseNeeded(
+            f"{key} is encrypted and needs a passphrase, which strixwizard does not ask for: "
+            f"use a key without a passphrase for {target.user}@{target.host}"
+        ) from None
+    except paramiko.AuthenticationException:
+        client.close()
+        key = f"key {target.key_file}" if target.key_file else "the default keys"
+        raise AuthFailed(f"{target.user}@{target.host} refused {key}") from None
+    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as error:
+        client.close()
+        reason = (str(error) or type(error).__name__).replace("banner[", "banner: [")
+        if isinstance(error, TimeoutError) or "timed out" in reason:
+            reason = f"connection timed out after {target.connect_timeout:g} s"
+        raise ConnectFailed(f"cannot connect to {target.host}:{target.port}: {reason}") from None
+    return client
+
+
+def collector_script(spec: Spec | None = None) -> bytes:
+    """The program sent to the node: the collector's source, then a call to its main()."""
+    from strixwizard import __version__
+    from strixwizard.probe import collector
+    from strixwizard.probe.spec import SPEC
+
+    source = Path(collector.__file__).read_text(encoding="utf-8")
+    call = f"\nmain({json.dumps(json.dumps(dict(spec or SPEC)))}, {json.dumps(__version__)})\n"
+    return (source + call).encode("utf-8")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def read_to_end(channel: Any, host: str, deadline: float, limit: int = MAX_OUTPUT_BYTES
+                ) -> tuple[bytes, bytes, int]:
+    """stdout, stderr and exit status of an exec, read until the channel's end of file on both
+    streams and its exit status; `deadline` (time.monotonic()) is the only bound.
+
+    Data still buffered when the channel reports its exit status or its close is read too:
+    a channel says "closed" before everything it received has been taken out."""
+    stdout: list[bytes] = []
+    stderr: list[bytes] = []
+    size = 0
+    out_open = err_open = True
+
+    def left() -> float:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DeadlineExceeded(f"{host}: the collection did not finish within the deadline")
+        return remaining
+
+    while out_open or err_open:
+        channel.settimeout(min(READ_SLICE_S, left()))
+        if err_open and (channel.recv_stderr_ready() or not out_open):
+            try:
+                chunk = channel.recv_stderr(65536)
+            except TimeoutError:
+                continue
+            if chunk:
+                stderr.append(chunk)
+            else:
+                err_open = False
+            continue
+        try:
+            chunk = channel.recv(1 << 20)
+        except TimeoutError:
+            continue
+        if not chunk:
+            out_open = False
+            continue
+        stdout.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise CollectionFailed(f"{host}: collector output larger than {limit} bytes")
+    while not channel.status_event.wait(min(READ_SLICE_S, left())):
+        pass
+    return b"".join(stdout), b"".join(stderr), channel.recv_exit_status()
+
+
+class SshOps:
+    """The fix engine's channel over SSH: `ops.serve()` on the node, one JSON line each way."""
+
+    def __init__(self, session: SshSession) -> None:
+        from strixwizard.fixing import ops
+
+        self.host = session.target.host
+        #: Longest a single operation may take before the node counts as unreachable.
+        self.timeout_s = ops.COMMAND_TIMEOUT_S + 15
+        channel = session.open_channel()
+        try:
+            channel.exec_command(remote_command(["python3", "-c", OPS_BOOTSTRAP]))
+            source = Path(ops.__file__).read_text(encoding="utf-8")
+            channel.sendall(f"{len(source)}\n{source}".encode())
+            channel.settimeout(self.timeout_s)
+        except _CHANNEL_ERRORS as error:
+            channel.close()
+            raise ConnectionLost(f"{self.host}: cannot start the step runner ({error})") from None
+        self._channel: paramiko.Channel | None = channel
+        self._reader: paramiko.ChannelFile | None = channel.makefile("rb")
+        if not self.request({"op": "ping"}).get("ok"):
+            raise ConnectionLost(f"{self.host}: the step runner did not start")
+
+    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+        channel, reader = self._channel, self._reader
+        if channel is None or reader is None:
+            raise ConnectionLost(f"{self.host}: the step runner's session is closed")
+        try:
+            channel.sendall((json.dumps(request) + "\n").encode())
+            line = reader.readline()
+        except (TimeoutError, *_CHANNEL_ERRORS) as error:
+            self.close()
+            raise ConnectionLost(f"{self.host}: connection lost ({error or type(error).__name__})"
+                                 ) from None
+        if not line:
+            status = channel.exit_status if channel.exit_status_ready() else None
+            self.close()
+            if status == 127:
+                raise RuntimeMissing(f"{self.host}: python3 is not installed (the step runner "
+                                     "needs it)")
+            raise ConnectionLost(f"{self.host}: connection lost (the session ended)")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        if self._channel is not None:
+            with contextlib.suppress(*_CHANNEL_ERRORS):
+                self._channel.shutdown_write()
+            self._channel.close()
+        self._channel = self._reader = None
+
+
+class SshSession:
+    """A node over SSH. Thread-safe: programs may be started from several threads."""
+
+    python = "python3"
+
+    def __init__(self, target: SshTarget) -> None:
+        self.target = target
+        self.name = target.name
+        self.where = f"ssh {target.address}"
+        self._client: paramiko.SSHClient | None = None
+        self._lock = threading.Lock()
+
+    # -- the connection --------------------------------------------------
+    def _connection(self) -> paramiko.SSHClient:
+        with self._lock:
+            if self._client is None or not _alive(self._client):
+                if self._client is not None:
+                    self._client.close()
+                self._client = None
+                self._client = open_client(self.target)
+            return self._client
+
+    def open_channel(self) -> paramiko.Channel:
+        transport = self._connection().get_transport()
+        if transport is None:
+            raise ConnectionLost(f"{self.target.host}: the SSH connection is gone")
+        try:
+            return transport.open_session(timeout=self.target.connect_timeout)
+        except _CHANNEL_ERRORS as error:
+            raise ConnectionLost(f"{self.target.host}: cannot open an SSH session "
+                                 f"({error or type(error).__name__})") from None
+
+    # -- collect ---------------------------------------------------------
+    def collect_archive(self, spec: Spec | None = None) -> bytes:
+        t = self.target
+        deadline = time.monotonic() + t.deadline
+        try:
+            channel = self.open_channel()
+            try:
+                channel.exec_command(remote_command(["python3", "-"]))
+                channel.sendall(collector_script(spec))
+                channel.shutdown_write()
+                out, err, status = read_to_end(channel, t.host, deadline)
+            finally:
+                channel.close()
+        except DeadlineExceeded:
+            raise DeadlineExceeded(
+                f"{t.host}: the collection did not finish within {t.deadline:g} s") from None
+        except _CHANNEL_ERRORS as error:
+            reason = str(error) or type(error).__name__
+            raise ConnectionLost(f"{t.host}: connection lost during collection ({reason})") from None
+        said = _last_line(err.decode("utf-8", "replace"))
+        if status == 127:
+            raise RuntimeMissing(f"{t.host}: python3 is not installed; the collector needs it (3.8+)")
+        if status == -1:
+            raise ConnectionLost(f"{t.host}: connection lost during collection (the session "
+                                 "ended without an exit status)")
+        if status != 0:
+            raise CollectionFailed(f"{t.host}: the collector failed: {said or f'exit status {status}'}")
+        if not out:
+            raise CollectionFailed(f"{t.host}: the collector ended (exit 0) without sending a "
+                                   f"snapshot{'; it said: ' + said if said else ''}")
+        return out
+
+    def collect(self, spec: Spec | None = None) -> SnapshotProbe:
+        data = self.collect_archive(spec)
+        try:
+            return SnapshotProbe.from_bytes(data, f"{self.name} ({self.target.host})")
+        except SnapshotError as error:
+            raise CollectionFailed(str(error)) from None
+
+    # -- ops ---------------------------------------------------------------
+    def ops(self) -> SshOps:
+        return SshOps(self)
+
+    # -- programs ---------------------------------------------------------
+    def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
+        channel = self.open_channel()
+        try:
+            channel.exec_command(remote_command(supervised_argv(self.python, argv, limit_s)))
+        except _CHANNEL_ERRORS as error:
+            channel.close()
+            raise ConnectionLost(f"{self.name}: cannot start {argv[0]} over SSH ({error})") from None
+
+        def close_stdin() -> None:
+            with contextlib.suppress(*_CHANNEL_ERRORS):
+                channel.shutdown_write()
+
+        process = Process(self.name, label or argv[0], close_stdin, channel.close, program_name(argv))
+        readers = start_readers(process, channel.recv, channel.recv_stderr)
+
+        def reap() -> None:
+            status = channel.recv_exit_status()  # -1: closed without a status (node gone)
+            drained(readers)
+            process._end(None if status == -1 else status)
+
+        spawn(reap, f"wait-{self.name}")
+        return process
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+
+def _alive(client: paramiko.SSHClient) -> bool:
+    transport = client.get_transport()
+    return transport is not None and transport.is_active()
+
+
+__all__ = ["SshOps", "SshSession", "SshTarget", "Unreachable", "collector_script", "fingerprint",
+           "open_client", "read_to_end"]
