@@ -4,7 +4,10 @@
 1. drift check: every step's value is read again on every node; if one differs
    from the plan's `before` (or cannot be read), nothing is touched anywhere;
 2. a journal per node, on the node and on the head, before the first step;
-3. steps in order, each read back after it ran; a step that fails rolls back
+3. steps in order: each step's intent ("applying", with its `before`) is saved
+   durably on the head and on the node before it runs, and "applied" after its
+   read-back, so a run killed at any point leaves a journal that `rollback_run`
+   can finish from (it re-reads every "applying" step); a step that fails rolls back
    that node's applied steps in reverse, and the report says what state the
    node is in; a node that stops answering is reported with its journal;
 4. plans of a link (same `group`) are rolled back on every end when one end
@@ -196,8 +199,9 @@ def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Pr
         step = record.step
         say(node, step.summary)
         try:
+            record.status = "applying"  # intent first: a crash from here on may have applied it
+            _save(journal, runner, store)
             runner.apply(step)
-            record.status = "unknown"
             now = runner.read(step.read)
             if now != step.after:
                 raise StepFailed(f"{step.target} reads back {now!r} after setting {step.after!r}")
@@ -228,17 +232,17 @@ def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Pr
 def _rollback_records(journal: NodeJournal, runner: Runner, say: Progress,
                       only_plans: set[int] | None = None) -> None:
     for record in reversed(journal.steps):
-        if record.status not in ("applied", "failed", "unknown"):
+        if record.status not in ("applied", "failed", "unknown", "applying"):
             continue
         if only_plans is not None and record.plan_index not in only_plans:
             continue
         step = record.step
         before = record.observed_before if record.observed_before is not None else step.before
         try:
-            if record.status in ("failed", "unknown"):
+            if record.status in ("failed", "unknown", "applying"):
                 now = runner.read(step.read)
                 if now == before:
-                    if record.status == "unknown":
+                    if record.status != "failed":
                         record.status = "rolled-back"
                     continue
             if not step.reversible:
@@ -326,6 +330,19 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
 
 # -- rollback of a past run ----------------------------------------------------
 
+#: Step states a rollback looks at: "applying"/"unknown" may or may not have landed (the run
+#: stopped during the step), so their value is read again and `before` restored if it differs.
+UNDONE_BY_ROLLBACK = ("applied", "applying", "unknown", "undo-failed")
+
+
+def _found(journal: NodeJournal, record: StepRecord, now: str | None, before: str | None) -> str:
+    number = journal.steps.index(record) + 1
+    what = ("it had not landed" if now == before else
+            "it had landed" if now == record.step.after else "neither value: restored")
+    return (f"step {number} ({record.step.summary}) was in progress when the run stopped: "
+            f"found {now!r} ({what}; before {before!r})")
+
+
 @dataclass
 class RollbackReport:
     run_id: str
@@ -348,7 +365,7 @@ def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJour
     say = progress or (lambda node, message: None)
     report = RollbackReport(journals[0].run_id if journals else "")
     for journal in journals:
-        todo = [r for r in journal.steps if r.status in ("applied", "unknown", "undo-failed")]
+        todo = [r for r in journal.steps if r.status in UNDONE_BY_ROLLBACK]
         if not todo:
             report.nodes.append(NodeOutcome(journal.node, journal.where, "nothing-to-do",
                                             "nothing of this run is applied here",
@@ -362,16 +379,20 @@ def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJour
                                             str(store.path(journal.run_id, journal.node))))
             continue
         kept: list[str] = []
+        found: list[str] = []
         try:
             for record in reversed(todo):
                 step = record.step
                 before = record.observed_before if record.observed_before is not None else step.before
+                possibly = record.status in ("applying", "unknown")
                 try:
                     now = runner.read(step.read)
+                    if possibly:
+                        found.append(_found(journal, record, now, before))
                     if now == before:
                         record.status = "rolled-back"
                         continue
-                    if now != step.after:
+                    if now != step.after and not possibly:
                         record.status = "undo-failed"
                         record.error = f"now {now!r}, not what this run set ({step.after!r}): left alone"
                         kept.append(f"{step.target}: {record.error}")
@@ -390,8 +411,9 @@ def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJour
                                             journal.state, str(store.path(journal.run_id, journal.node))))
             continue
         journal.status = "rolled-back" if not kept else "failed"
-        journal.state = ("every value of this run restored" if not kept
-                         else "not restored: " + "; ".join(kept))
+        journal.state = "; ".join([
+            "every value of this run restored" if not kept else "not restored: " + "; ".join(kept),
+            *found])
         _save(journal, runner, store)
         runner.close()
         report.nodes.append(NodeOutcome(journal.node, journal.where, journal.status, journal.state,

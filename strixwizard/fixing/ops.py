@@ -56,6 +56,11 @@ def _replace(path: str, data: str, mode: int) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    dir_fd = os.open(directory, os.O_RDONLY)  # the rename itself reaches the disk
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
