@@ -41,6 +41,8 @@ def register(commands: Any) -> argparse.ArgumentParser:
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
                         help="undo a deploy run (default: the last one): files removed, `ray stop`")
     deploy.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    deploy.add_argument("--break-lock", action="store_true",
+                        help="replace a stale lock (its run is gone) instead of refusing")
     deploy.add_argument("--model", metavar="NAME", help="the model for the vLLM launch line")
     deploy.add_argument("--transport", choices=("rdma", "tcp"), default="rdma",
                         help="rdma (default; refused without an RDMA link) or tcp (RCCL over "
@@ -199,7 +201,7 @@ def _apply(args: argparse.Namespace, site: Any, plan: Any, runners: dict[str, An
         _confirm(f"Deploy {plan.site_plan.changes} change(s) on "
                  f"{', '.join(plan.site_plan.nodes)}?", args.yes)
     report, smoke = apply_deploy(plan, runners, store, site, descriptors, say,
-                                 smoke=not args.no_smoke)
+                                 smoke=not args.no_smoke, break_lock=args.break_lock)
     ok = report.ok and (smoke is None or smoke.status == "pass")
     if args.json:
         _emit(_document(site.name, "apply", "deployed" if ok else "failed", plan=plan.to_json(),
@@ -225,7 +227,7 @@ def _rollback(args: argparse.Namespace, store: Any, say: Any) -> int:
         raise UsageError(str(error)) from None
     run_id = journals[0].run_id
     _confirm(f"Roll back deploy {run_id} on {', '.join(j.node for j in journals)}?", args.yes)
-    report = rollback_deploy(journals, store, say)
+    report = rollback_deploy(journals, store, say, break_lock=args.break_lock)
     if args.json:
         _emit(_document(journals[0].site, "rollback", "rolled-back" if report.ok else "failed",
                         rollback=report.to_json()))

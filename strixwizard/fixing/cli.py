@@ -132,7 +132,7 @@ def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], plan: SitePlan
     report = apply_site(site, nodes, plan, store, node_journal_dir=args.node_journal_dir,
                         dry_run_root=dry_root, run_id=run_id,
                         trust_new_hosts=args.trust_new_hosts, with_reboot=args.with_reboot_steps,
-                        progress=progress)
+                        progress=progress, break_lock=args.break_lock)
     if args.json:
         print(json.dumps(_document(site.name, "apply", dry_run=report.dry_run, **_plan_json(plan),
                                    apply=report.to_json()), indent=2))
@@ -158,7 +158,8 @@ def _rollback(args: argparse.Namespace, store: JournalStore, progress: Any) -> i
     dry = all(j.dry_run for j in journals)
     _confirm(f"Roll back run {run_id} on {nodes}" + (" (dry-run copies)" if dry else "") + "?",
              args.yes)
-    report = rollback_run(journals, runner_from_journal, store, progress)
+    report = rollback_run(journals, runner_from_journal, store, progress,
+                          break_lock=args.break_lock)
     if args.json:
         print(json.dumps(_document(journals[0].site, "rollback", dry_run=dry,
                                    rollback=report.to_json()), indent=2))

@@ -99,6 +99,13 @@ class Runner(ABC):
     def probe(self) -> Probe:
         """A fresh read-only probe of the node, for verification."""
 
+    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
+        """Hold the node's lock for this session (`fixing/lock.py`); nothing to share here."""
+        return None
+
+    def unlock(self) -> None:
+        return None
+
     def close(self) -> None:
         return None
 
@@ -164,6 +171,23 @@ class OpsRunner(Runner):
 
     def undo(self, step: Step, before: str | None) -> None:
         self._set(step, before, undo_argv(step, before))
+
+    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
+        from strixwizard.fixing.lock import NODE_LOCK, LockHeld, may_break, parse_holder
+
+        request = {"op": "lock", "path": f"{self.journal_dir.rstrip('/')}/{NODE_LOCK}",
+                   "holder": holder}
+        answer = self.op(request)
+        if not answer.get("ok") and "holder" in answer:
+            held = parse_holder(str(answer["holder"]))
+            if not (break_stale and may_break(held)):
+                raise LockHeld(f"node {self.node} ({request['path']})", held)
+            answer = self.op({**request, "take_over": True})
+        if not answer.get("ok"):
+            raise StepFailed(f"cannot lock {request['path']}: {answer.get('error')}")
+
+    def unlock(self) -> None:
+        self.op({"op": "unlock", "path": f"{self.journal_dir.rstrip('/')}/.lock"})
 
     def save_journal(self, run_id: str, text: str) -> str:
         path = f"{self.journal_dir.rstrip('/')}/{run_id}.json"

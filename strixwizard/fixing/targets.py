@@ -80,7 +80,8 @@ def runner_from_journal(journal: NodeJournal) -> Runner:
 def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: JournalStore, *,
                node_journal_dir: str, dry_run_root: Path, run_id: str | None = None,
                trust_new_hosts: bool = False, with_reboot: bool = False,
-               progress: Callable[[str, str], None] | None = None) -> ApplyReport:
+               progress: Callable[[str, str], None] | None = None,
+               break_lock: bool = False) -> ApplyReport:
     """Apply a site's plan the one way the CLI and the wizard both use: a runner per node with
     changes (snapshot nodes get a dry run under `dry_run_root`), the engine's drift check,
     journal and steps, then verification against the facts seen before; runners closed."""
@@ -103,7 +104,7 @@ def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: Journal
                     dry_run_root=dry_run_root / run_id)
         before = {n.report.name: n.facts for n in nodes if n.facts is not None}
         return apply_plan(plan, runners, store, site, descriptors, with_reboot=with_reboot,
-                          run_id=run_id, progress=progress,
+                          run_id=run_id, progress=progress, break_lock=break_lock,
                           verify_with=lambda after: verify(site, plan, before, after))
     finally:
         for runner in runners.values():
