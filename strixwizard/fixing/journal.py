@@ -10,14 +10,17 @@ how to reach the node again (`runner`).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from strixwizard.fixing.model import Plan, Step
+from strixwizard.site import name_problem
 
 FORMAT = "strixwizard-journal/1"
 
@@ -136,6 +139,21 @@ def write_durably(path: Path, text: str, mode: int = 0o600) -> None:
     fsync_dir(path.parent)
 
 
+_RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
+def file_name(name: str) -> str:
+    """A node name as a file name inside the run directory: as it is when it is a valid
+    name (site.py), else %-escaped (and shortened with a hash), never a path."""
+    if name_problem(name) is None:
+        return name
+    escaped = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else f"%{ord(c):02X}"
+                      for c in name)
+    if len(escaped) > 80:
+        escaped = escaped[:64] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    return escaped
+
+
 class JournalStore:
     """The head's copy of the journals: DIR/RUN/NODE.json."""
 
@@ -143,7 +161,10 @@ class JournalStore:
         self.root = Path(root) if root else default_journal_dir()
 
     def path(self, run_id: str, node: str) -> Path:
-        return self.root / run_id / f"{node}.json"
+        """DIR/RUN/NODE.json, always inside DIR whatever the node is called."""
+        if not _RUN_ID.fullmatch(run_id):
+            raise ValueError(f"not a run id: {run_id!r}")
+        return self.root / run_id / f"{file_name(node)}.json"
 
     def save(self, journal: NodeJournal) -> Path:
         """Durably: the file is fsynced, renamed over the old one and its directory fsynced,

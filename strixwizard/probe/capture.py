@@ -12,7 +12,7 @@ from strixwizard.errors import UsageError
 from strixwizard.probe.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.probe.spec import SPEC
-from strixwizard.site import NodeSpec, Site
+from strixwizard.site import NodeSpec, Site, name_problem
 
 
 def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
@@ -56,6 +56,10 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
 
     def one(spec: NodeSpec) -> None:
         path = out / f"{spec.name}.tar.gz"
+        if (problem := name_problem(spec.name)) is not None or path.parent != out:
+            outcome.failed[spec.name] = f"node name {spec.name!r} {problem or 'is a path'}: " \
+                f"its snapshot would not land in {out}"
+            return
         if spec.snapshot is not None:
             outcome.failed[spec.name] = f"already a snapshot ({site.resolve(spec.snapshot)})"
             return
