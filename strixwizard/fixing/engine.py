@@ -343,8 +343,14 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
         relevant = [r for r in report.checks if r.id in names and (
             r.host == node or (r.host is None and f"{node}:" in r.entity))]
         bad = [r for r in relevant if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
+        judged = [r for r in relevant if r.status is Status.PASS]
         if not relevant:
             verdicts.append(Verdict(fix, node, "not-verified", "no check judges this fix here"))
+        elif not bad and not judged:  # a skip is "could not judge", never a pass
+            verdicts.append(Verdict(fix, node, "not-verified", "every check that judges it "
+                                    "skipped: " + "; ".join(
+                                        f"{r.id} skip: {r.detail or r.observed}"
+                                        for r in relevant)))
         elif bad:
             verdicts.append(Verdict(fix, node, "not-cured", "; ".join(
                 f"{r.id} {r.status.value}: {r.observed or r.detail}" for r in bad)))
