@@ -27,6 +27,19 @@ NAME_MAX = 64
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
+def key_problem(path: Path) -> str | None:
+    """Why OpenSSH would refuse the private key at `path` (group or others may read or
+    write it), or None."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return None  # missing or unreadable: the SSH library says so itself
+    if mode & 0o077:
+        return (f"private key {path} has permissions {mode:04o}: others than its owner can "
+                f"read it, and OpenSSH refuses such a key; fix it with `chmod 600 {path}`")
+    return None
+
+
 def name_problem(name: str) -> str | None:
     """Why `name` cannot name a site or a node, or None when it can."""
     if not name:

@@ -26,7 +26,8 @@ def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
     sink: Sink
     if as_tar:
         partial = out.with_name(out.name + ".partial")
-        with open(partial, "wb") as stream:
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb"
+                       ) as stream:
             collect(dict(SPEC), TarSink(stream), __version__, root=root)
         os.replace(partial, out)
     else:
@@ -51,7 +52,7 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new directory so nothing is overwritten")
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)  # node snapshots: private until shared
     outcome = SiteCapture()
 
     def one(spec: NodeSpec) -> None:
@@ -77,7 +78,8 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
             if progress:
                 progress(spec.name, "failed", str(error))
             return
-        path.write_bytes(data)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out_:
+            out_.write(data)
         outcome.written[spec.name] = path
         if progress:
             progress(spec.name, "done", f"written to {path}")

@@ -26,6 +26,7 @@ from strixwizard import __version__
 from strixwizard.probe import collector
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.probe.spec import SPEC
+from strixwizard.site import key_problem
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts").expanduser()
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
@@ -85,7 +86,7 @@ class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
             )
         if t.trust_new_hosts or t.trust_fingerprint is not None:
             client.get_host_keys().add(hostname, key.get_name(), key)
-            t.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            t.known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with open(t.known_hosts, "a", encoding="ascii") as handle:
                 handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
             return
@@ -106,6 +107,8 @@ def collector_script(spec: dict[str, Any] | None = None) -> bytes:
 
 def connect(target: SshTarget) -> paramiko.SSHClient:
     """An authenticated SSH client for `target`, host key verified; raises SshError."""
+    if target.key_file and (problem := key_problem(Path(target.key_file).expanduser())):
+        raise SshError(problem)
     client = paramiko.SSHClient()
     if target.known_hosts.exists():
         try:
