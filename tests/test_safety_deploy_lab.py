@@ -36,7 +36,7 @@ def raylet(host: LabHost) -> int | None:
 def lab(hostilelab: Lab) -> Iterator[Lab]:
     for host in hostilelab.hosts:
         host.stand_in("ray", (DATA / "deploy" / "standins" / "ray").read_text())
-        host.stand_in("mpirun", "#!/bin/sh\necho 'NET/Socket : Using [0]fab0'\nexit 1\n")
+        host.stand_in("mpirun", '#!/bin/sh\nprintf "%s\\n" "$@" > "$HOME/mpirun.argv"\nexit 1\n')
         rename(host, "fab0", HOSTILE)
     yield hostilelab
     for host in hostilelab.hosts:
@@ -61,6 +61,14 @@ def test_deploy_with_a_hostile_interface_name_runs_nothing(lab: Lab, tmp_path: P
             "=" + HOSTILE, HOSTILE)
         assert daemon["VLLM_HOST_IP"] == host.fabric_addr
     assert not list(Path.cwd().glob("PWNED*")) and not list(tmp_path.rglob("PWNED*"))
+    smoke = run_cli("deploy", *common, "--transport", "tcp", "--smoke", "--json", env=env,
+                    timeout=120)
+    checks = {c["id"]: c for c in smoke.json()["smoke"]["checks"]}
+    assert checks["ray.nodes"]["status"] == "pass", smoke.stdout
+    rccl = checks["rccl.transport"]
+    assert (rccl["status"], rccl["observed"]) == ("error", "not run") and smoke.rc == 2
+    assert "would pass through mpirun's remote shell" in rccl["detail"]
+    assert not (lab.hosts[0].home / "mpirun.argv").exists()
     rolled = run_cli("deploy", *common, "--rollback", "--yes", env=env, timeout=120)
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     for host in lab.hosts:

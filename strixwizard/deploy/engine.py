@@ -20,6 +20,7 @@ from strixwizard.deploy.smoke import (
     all_reduce_argv,
     judge_ray,
     judge_rccl,
+    mpirun_refusal,
     ray_status_argv,
 )
 from strixwizard.engine import Node
@@ -110,7 +111,9 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
         tell(env.head, "ray status")
         rc, out, err = run(head_runner, ray_status_argv(env, settings))
         report.checks.append(judge_ray(env, rc, out, err))
-        if rccl:
+        if rccl and (refusal := mpirun_refusal(env)):
+            report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
+        elif rccl:
             tell(env.head, "2-rank RCCL all-reduce (NCCL_DEBUG=INFO)")
             rc, out, err = run(head_runner, all_reduce_argv(env, settings))
             if rc == 127:
