@@ -24,6 +24,7 @@ from typing import Any
 
 from strixwizard.errors import UsageError
 from strixwizard.fixing import ops
+from strixwizard.fixing.journal import file_name
 
 NODE_LOCK = ".lock"
 
@@ -98,7 +99,7 @@ def may_break(holder: dict[str, Any]) -> bool:
 def site_lock(store_root: Path, site: str, command: str, break_stale: bool = False
               ) -> Iterator[dict[str, Any]]:
     """Hold the head's lock of `site` for the duration; yields the holder record."""
-    path = str(store_root.parent / "locks" / f"{site}.lock")
+    path = str(store_root.parent / "locks" / f"{file_name(site)}.lock")
     holder = holder_record(command, site)
     answer = ops.handle({"op": "lock", "path": path, "holder": holder})
     if not answer.get("ok") and "holder" in answer:
