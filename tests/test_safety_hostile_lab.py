@@ -1,6 +1,7 @@
-"""An interface named with shell metacharacters, on the namespace lab with real sshd:
+"""A fabric interface named with shell metacharacters, on the namespace lab with real sshd:
 `deploy --apply --transport tcp` sources its env file on every node with a real `sh` and
-nothing runs (no marker file), the Ray daemon gets the exact name, and the rollback works."""
+nothing runs (no marker file), the Ray daemon gets the exact name, the RCCL smoke test
+refuses to hand it to mpirun, and `fix --apply`/`--rollback` set and restore its MTU."""
 
 from __future__ import annotations
 
@@ -73,3 +74,23 @@ def test_deploy_with_a_hostile_interface_name_runs_nothing(lab: Lab, tmp_path: P
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     for host in lab.hosts:
         assert not (host.home / "strixwizard-etc").exists()
+
+
+def test_fix_with_a_hostile_interface_name_runs_nothing(lab: Lab, tmp_path: Path) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    common = ("--site", str(site), "--only", "net.mtu", "--runtime-only",
+              "--node-journal-dir", NODE_JOURNAL)
+
+    def mtus() -> list[int]:
+        return [int(json.loads(h.run_in_ns(["ip", "-j", "link", "show", "dev", HOSTILE],
+                                           check=True).stdout)[0]["mtu"]) for h in lab.hosts]
+
+    applied = run_cli("fix", *common, "--apply", "--yes", "--json", env=env, timeout=120)
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    assert mtus() == [9000, 9000]
+    rolled = run_cli("fix", *common, "--rollback", "--yes", env=env, timeout=120)
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert mtus() == [1500, 1500]
+    for host in lab.hosts:
+        assert not list(host.home.rglob("PWNED*"))
