@@ -60,22 +60,43 @@ def unit_name(fix_id: str, entity: str) -> str:
     return f"strixwizard-{fix_id.replace('.', '-').replace('_', '-')}-{clean}.service"
 
 
+def systemd_path_escape(path: str) -> str:
+    """`systemd-escape --path PATH`: the unit name of a path (`/` becomes `-`, every byte
+    outside [A-Za-z0-9:_.] and a leading `.` become `\\xNN`)."""
+    out = []
+    for index, byte in enumerate(path.strip("/").encode()):
+        char = chr(byte)
+        if char == "/":
+            out.append("-")
+        elif byte < 128 and (char.isalnum() or char in ":_.") and not (index == 0 and char == "."):
+            out.append(char)
+        else:
+            out.append(f"\\x{byte:02x}")
+    return "".join(out) or "-"
+
+
+def _unit_value(text: str, command: bool = False) -> str:
+    """A value systemd takes literally: `%` starts a specifier; in a command `$` a variable."""
+    text = text.replace("%", "%%")
+    return text.replace("$", "$$") if command else text
+
+
 def unit_text(fix_id: str, description: str, commands: Sequence[Sequence[str]],
               netdev: str | None) -> str:
     after = "network-pre.target"
     lines = [
         f"# Written by strixwizard (fix {fix_id}); `strixwizard fix --rollback` removes it.",
         "[Unit]",
-        f"Description=strixwizard: {description}",
+        f"Description=strixwizard: {_unit_value(description)}",
     ]
     if netdev:
-        device = f"sys-subsystem-net-devices-{netdev}.device"
+        device = f"{systemd_path_escape(f'/sys/subsystem/net/devices/{netdev}')}.device"
         lines += [f"BindsTo={device}", f"After={device} {after}"]
     else:
         lines += [f"After={after}"]
     lines += ["Wants=network-pre.target", "Before=network.target", "", "[Service]", "Type=oneshot",
               "RemainAfterExit=yes"]
-    lines += [f"ExecStart={shlex.join(argv)}" for argv in commands]
+    lines += [f"ExecStart={_unit_value(shlex.join(argv), command=True)}" for argv in commands]
     lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
     return "\n".join(lines)
 

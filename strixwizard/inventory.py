@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from strixwizard.site import NodeSpec, SiteError, YamlReader, compose_yaml
+from strixwizard.site import NodeSpec, SiteError, YamlReader, compose_yaml, name_problem
 
 GROUP_KEYS = ("hosts", "children", "vars")
 
@@ -65,6 +65,9 @@ class _Inventory:
 
 
 def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:
+    if (problem := name_problem(name)) is not None:
+        raise SiteError(f"{where}: host name {name!r} {problem}")
+
     def text(key: str) -> str | None:
         value = variables.get(key)
         return None if value is None else str(value)

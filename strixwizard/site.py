@@ -6,6 +6,7 @@ with exit status 2 before anything is probed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -18,6 +19,27 @@ from strixwizard.errors import UsageError
 
 class SiteError(UsageError):
     pass
+
+
+#: Site and node names become file names (journals, captures, dry-run copies) and show up
+#: in generated files: letters, digits, `.`, `_`, `-`; not `.` or `..`; at most 64.
+NAME_MAX = 64
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name a site or a node, or None when it can."""
+    if not name:
+        return "is empty"
+    if len(name) > NAME_MAX:
+        return f"is {len(name)} characters long (at most {NAME_MAX})"
+    if name in (".", ".."):
+        return "cannot be `.` or `..`"
+    if not _NAME.fullmatch(name):
+        bad = "".join(sorted({c for c in name if not _NAME.fullmatch(c)}))
+        return (f"holds {bad!r}: only letters, digits, `.`, `_` and `-` are allowed (the name "
+                "becomes a file name)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -168,6 +190,10 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
         if key not in TOP_LEVEL_KEYS:
             raise reader.error(key_node, f"unknown key {key!r} (known: {', '.join(TOP_LEVEL_KEYS)})")
     name = reader.scalar(top["site"][1], str, "site") if "site" in top else Path(source).stem
+    if (problem := name_problem(name)) is not None:
+        where = top["site"][1] if "site" in top else root
+        taken = "" if "site" in top else " (taken from the file name: set `site: NAME`)"
+        raise reader.error(where, f"site name {name!r} {problem}{taken}")
     nodes: list[NodeSpec] = []
     if "nodes" not in top and require_nodes:
         raise reader.error(root, "no `nodes:` list")
@@ -177,6 +203,9 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
     seen: dict[str, int] = {}
     for index, item in enumerate(nodes_node.value):
         node = reader.record(item, NodeSpec, f"nodes[{index}]")
+        if (problem := name_problem(node.name)) is not None:
+            name_node = reader.mapping(item, f"nodes[{index}]")["name"][1]
+            raise reader.error(name_node, f"node name {node.name!r} {problem}")
         if node.host is None and node.snapshot is None:
             raise reader.error(item, f"node {node.name!r} needs `host:` (or `local`) or `snapshot:`")
         if node.name in seen:

@@ -78,8 +78,9 @@ def test_demo_plan_is_what_a_rocm_engineer_writes_for_two_e810_nodes() -> None:
     podman = steps[("node-b", "deploy.container")][0].after or ""
     for option in ("--device=/dev/infiniband", "--device=/dev/kfd", "--device=/dev/dri",
                    "--ulimit=memlock=-1:-1", "--group-add=keep-groups",
-                   "--env-file=/etc/strixwizard/rccl.env"):
+                   "--env=NCCL_IB_HCA", "--env=VLLM_HOST_IP", "--env=NCCL_SOCKET_IFNAME"):
         assert f"  {option} \\\n" in podman
+    assert "set -a\n. /etc/strixwizard/rccl.env\nset +a\n" in podman
     assert plan.notes == ["MTU differs between nodes (node-a 9000, node-b 1500): run "
                           "`strixwizard fix` first, or RDMA transfers may fail after the QPs "
                           "connect"]

@@ -240,9 +240,11 @@ def test_emit_ansible_writes_inventory_and_playbook(cli, state, tmp_path: Path) 
     out = tmp_path / "ansible"
     result = cli("fix", "--demo", "--emit", "ansible", str(out), env=state)
     assert result.rc == 0, result.stderr
-    inventory = yaml.safe_load((out / "inventory.yml").read_text())
+    from tests.test_safety_ansible import UnsafeLoader
+
+    inventory = yaml.load((out / "inventory.yml").read_text(), Loader=UnsafeLoader)
     assert set(inventory["all"]["hosts"]) == {"node-a", "node-b"}
-    plays = yaml.safe_load((out / "playbook.yml").read_text())
+    plays = yaml.load((out / "playbook.yml").read_text(), Loader=UnsafeLoader)
     b = next(p for p in plays if p["hosts"] == "node-b")
     assert b["become"] is True
     commands = [t["ansible.builtin.command"]["argv"] for t in b["tasks"]

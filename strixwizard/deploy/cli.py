@@ -38,6 +38,8 @@ def register(commands: Any) -> argparse.ArgumentParser:
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
                         help="undo a deploy run (default: the last one): files removed, `ray stop`")
     deploy.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    deploy.add_argument("--break-lock", action="store_true",
+                        help="replace a stale lock (its run is gone) instead of refusing")
     deploy.add_argument("--model", metavar="NAME", help="the model for the vLLM launch line")
     deploy.add_argument("--transport", choices=("rdma", "tcp"), default="rdma",
                         help="rdma (default; refused without an RDMA link) or tcp (RCCL over "
@@ -58,7 +60,7 @@ def _options(args: argparse.Namespace) -> Any:
     from strixwizard.services.deploy import DeployOptions
 
     return DeployOptions(journal_dir=args.journal_dir, node_journal_dir=args.node_journal_dir,
-                         trust_new_hosts=args.trust_new_hosts)
+                         trust_new_hosts=args.trust_new_hosts, break_lock=args.break_lock)
 
 
 def _refused(args: argparse.Namespace, site: str, mode: str, reason: str) -> int:

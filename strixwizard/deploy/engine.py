@@ -20,6 +20,7 @@ from strixwizard.deploy.smoke import (
     all_reduce_argv,
     judge_ray,
     judge_rccl,
+    mpirun_refusal,
     ray_status_argv,
 )
 from strixwizard.engine import Node
@@ -110,7 +111,9 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
         tell(env.head, "ray status")
         rc, out, err = run(head_runner, ray_status_argv(env, settings))
         report.checks.append(judge_ray(env, rc, out, err))
-        if rccl:
+        if rccl and (refusal := mpirun_refusal(env)):
+            report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
+        elif rccl:
             tell(env.head, "2-rank RCCL all-reduce (NCCL_DEBUG=INFO)")
             rc, out, err = run(head_runner, all_reduce_argv(env, settings))
             if rc == 127:
@@ -126,24 +129,26 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
 
 def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore, site: Site,
                  descriptors: dict[str, dict[str, Any]], say: Progress | None = None,
-                 smoke: bool = True) -> tuple[ApplyReport, SmokeReport | None]:
+                 smoke: bool = True, break_lock: bool = False
+                 ) -> tuple[ApplyReport, SmokeReport | None]:
     """Apply the plan through the fix engine (journalled, all-or-nothing), then, if it went
     through, the smoke test on the head. The CLI and the wizard both call this."""
     from strixwizard.fixing.engine import apply_plan
     from strixwizard.fixing.journal import new_run_id
 
     report = apply_plan(plan.site_plan, runners, store, site, descriptors, run_id=new_run_id(),
-                        progress=say)
+                        progress=say, break_lock=break_lock, command="deploy --apply")
     checked = smoke_test(plan, runners[plan.env.head], say) if report.ok and smoke else None
     return report, checked
 
 
 def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
-                    say: Progress | None = None) -> RollbackReport:
+                    say: Progress | None = None, break_lock: bool = False) -> RollbackReport:
     """Undo a deploy run from its journals: workers first, the head last, so a worker's raylet
     is stopped while its head still answers."""
     from strixwizard.fixing.engine import rollback_run
     from strixwizard.fixing.targets import runner_from_journal
 
     ordered = sorted(journals, key=lambda j: any(r.step.target == "ray (head)" for r in j.steps))
-    return rollback_run(ordered, runner_from_journal, store, say)
+    return rollback_run(ordered, runner_from_journal, store, say, break_lock=break_lock,
+                        command="deploy --rollback")

@@ -22,6 +22,8 @@ The same values go to every node; only what differs between nodes (always
 from __future__ import annotations
 
 import itertools
+import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -98,14 +100,16 @@ class ClusterEnv:
         )
 
     def file_text(self, node: str) -> str:
-        """The env file: KEY=value lines that `sh` (`. FILE`), systemd `EnvironmentFile=`
-        and `podman --env-file` all read the same way (no quotes, no spaces in values)."""
+        """The env file: `KEY=value` lines, every value `shlex.quote`d, so sourcing it (`. FILE`
+        under `sh -a`, as the Ray step, the smoke test and the generated scripts do) only ever
+        assigns: a value read from a node (an interface named `f;id>x`) stays data. Comments
+        are single lines without control characters, so a site name cannot start a command."""
         this = self.node(node)
         shared = self.shared_names
         over = "over " + ", ".join(self.links)
         lines = [
-            f"# RCCL/NCCL, Gloo, Ray and vLLM environment of cluster {self.site}: "
-            f"{self.profile} profile ({self.transport}) {over}",
+            comment(f"RCCL/NCCL, Gloo, Ray and vLLM environment of cluster {self.site}: "
+                    f"{self.profile} profile ({self.transport}) {over}"),
             "# Written by `strixwizard deploy`; `strixwizard deploy --rollback` removes it.",
             "# Ray workers inherit the Ray daemon's environment: export this before `ray start`.",
             "",
@@ -113,13 +117,18 @@ class ClusterEnv:
         ]
         for var in this.variables:
             if var.name in shared:
-                lines += [f"# {var.why}", f"{var.name}={var.value}"]
+                lines += [comment(var.why), assignment(var.name, var.value)]
         own = [v for v in this.variables if v.name not in shared]
         if own:
-            lines += ["", f"# This node only ({node})"]
+            lines += ["", comment(f"This node only ({node})")]
             for var in own:
-                lines += [f"# {var.why}", f"{var.name}={var.value}"]
+                lines += [comment(var.why), assignment(var.name, var.value)]
         return "\n".join(lines) + "\n"
+
+    @property
+    def variable_names(self) -> tuple[str, ...]:
+        """Every variable name of the cluster's env files, in generation order."""
+        return tuple(dict.fromkeys(v.name for n in self.nodes for v in n.variables))
 
     def to_json(self) -> dict[str, object]:
         shared = self.shared_names
@@ -137,6 +146,37 @@ class ClusterEnv:
                 for n in self.nodes
             ],
         }
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def comment(text: str) -> str:
+    """A `#` line whatever the text holds: control characters (newlines) become `?`."""
+    return "# " + _CONTROL.sub("?", text)
+
+
+def assignment(name: str, value: str) -> str:
+    """`NAME=value` that `sh` reads back as exactly `value` and never executes."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"not an environment variable name: {name!r}")
+    if "\x00" in value:
+        raise DeployRefused(f"{name}: the value {value!r} holds a NUL byte")
+    return f"{name}={shlex.quote(value)}"
+
+
+def check_netdev_name(node: str, name: str) -> None:
+    """Refuse an interface name the kernel would not allow (it can only come from a forged
+    snapshot) or that NCCL would split: NCCL_SOCKET_IFNAME is a comma-separated list.
+    Any other character Linux allows is kept and only ever handled as data."""
+    if (not name or len(name.encode()) > 15 or name in (".", "..")
+            or any(c in name for c in "/:,") or any(c.isspace() for c in name)
+            or _CONTROL.search(name)):
+        raise DeployRefused(
+            f"{node}: the fabric interface name {name!r} cannot be used: Linux names are 1-15 "
+            "bytes without '/', ':' or whitespace, and NCCL_SOCKET_IFNAME splits on ','; "
+            f"rename it (`ip link set dev IF name NEW`)")
 
 
 def hca_selects(spec: str, ports: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -281,6 +321,7 @@ def _rdma_vars(end: FabricPort, transport: str) -> tuple[list[EnvVar], int | Non
 def _node_vars(end: FabricPort, transport: str, profile: str
                ) -> tuple[list[EnvVar], int | None]:
     node, netdev = end.node.name, end.netdev.name
+    check_netdev_name(node, netdev)
     ip = end.ipv4
     assert ip is not None
     where = f"{node}: {netdev} holds {ip.cidr}"

@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from strixwizard.deploy.env import ClusterEnv
+from strixwizard.deploy.env import ClusterEnv, comment
 from strixwizard.deploy.rccl import rccl_notes, rccl_tests_note
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
@@ -130,7 +130,8 @@ def vllm_script(env: ClusterEnv, argv: tuple[str, ...], settings: DeploySettings
     return "\n".join([
         "#!/bin/sh",
         "# Written by `strixwizard deploy`. Start vLLM on the head once Ray runs on every node",
-        f"# (`ray status` shows {len(env.nodes)} active nodes): sh {settings.path('vllm-serve.sh')}",
+        comment(f"(`ray status` shows {len(env.nodes)} active nodes): "
+                f"sh {shlex.quote(settings.path('vllm-serve.sh'))}"),
         "set -a",
         f". {shlex.quote(settings.env_file)}",
         "set +a",
@@ -141,9 +142,11 @@ def vllm_script(env: ClusterEnv, argv: tuple[str, ...], settings: DeploySettings
 
 def container_script(env: ClusterEnv, settings: DeploySettings) -> str:
     devices = ["/dev/kfd", "/dev/dri"] + (["/dev/infiniband"] if env.profile == "rdma" else [])
+    # The env file is sourced (its values are quoted assignments) and each variable passed by
+    # name: podman's --env-file would take the quotes of a quoted value literally.
     options = ["--network=host", "--ipc=host", *(f"--device={d}" for d in devices),
                "--ulimit=memlock=-1:-1", "--group-add=keep-groups",
-               f"--env-file={settings.env_file}"]
+               *(f"--env={name}" for name in env.variable_names)]
     lines = [
         "#!/bin/sh",
         "# Written by `strixwizard deploy`: a ROCm container that can use the iGPU (kfd, dri)"
@@ -151,6 +154,9 @@ def container_script(env: ClusterEnv, settings: DeploySettings) -> str:
         "# and pin unlimited memory for verbs. Usage: podman-run.sh IMAGE [COMMAND...]",
         "# toolbox/distrobox: pass the same options when creating the container. Named groups",
         "# (--group-add render) fail under rootless podman; keep-groups keeps the user's.",
+        "set -a",
+        f". {shlex.quote(settings.env_file)}",
+        "set +a",
         "exec podman run --rm -it \\",
         *(f"  {shlex.quote(o)} \\" for o in options),
         '  "$@"',

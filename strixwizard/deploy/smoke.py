@@ -14,6 +14,7 @@ every node join the Ray cluster?
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,18 @@ def all_reduce_argv(env: ClusterEnv, settings: DeploySettings) -> tuple[str, ...
             "--mca", "btl_tcp_if_include", netdev, "--mca", "oob_tcp_if_include", netdev,
             "-x", "NCCL_DEBUG=INFO", "-x", "NCCL_DEBUG_SUBSYS=INIT,NET",
             "sh", "-ac", WITH_ENV, settings.env_file, "all_reduce_perf", *SMOKE_SIZES)
+
+
+def mpirun_refusal(env: ClusterEnv) -> str | None:
+    """Why the RCCL smoke test is not run: mpirun hands the interface name (its MCA
+    `*_if_include` values) to a remote shell on the other node, so only a name that no shell
+    would interpret goes there."""
+    names = sorted({n.netdev for n in env.nodes if shlex.quote(n.netdev) != n.netdev})
+    if not names:
+        return None
+    return (f"the fabric interface name {', '.join(map(repr, names))} would pass through "
+            "mpirun's remote shell: the RCCL smoke test is not run; rename the interface to "
+            "letters, digits, '.', '_' and '-' (`ip link set dev IF name NEW`)")
 
 
 def ray_status_argv(env: ClusterEnv, settings: DeploySettings) -> tuple[str, ...]:

@@ -42,7 +42,8 @@ def _options(args: argparse.Namespace) -> fixing.FixOptions:
     return fixing.FixOptions(journal_dir=args.journal_dir, node_journal_dir=args.node_journal_dir,
                              dry_run_dir=getattr(args, "dry_run_dir", None),
                              trust_new_hosts=args.trust_new_hosts,
-                             with_reboot=getattr(args, "with_reboot_steps", False))
+                             with_reboot=getattr(args, "with_reboot_steps", False),
+                             break_lock=getattr(args, "break_lock", False))
 
 
 def cmd_fix(args: argparse.Namespace) -> int:

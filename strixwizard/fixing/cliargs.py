@@ -33,6 +33,8 @@ def add_fix_parser(commands: Any) -> argparse.ArgumentParser:
     action.add_argument("--emit", "--export", nargs=2, metavar=("ansible", "DIR"), dest="emit",
                         help="write inventory.yml and playbook.yml that apply this plan with Ansible")
     fix.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    fix.add_argument("--break-lock", action="store_true",
+                     help="replace a stale lock (its run is gone) instead of refusing")
     fix.add_argument("--runtime-only", action="store_true",
                      help="plan runtime changes only (lost at reboot): no unit or config files")
     fix.add_argument("--with-reboot-steps", action="store_true",

@@ -4,7 +4,10 @@
 1. drift check: every step's value is read again on every node; if one differs
    from the plan's `before` (or cannot be read), nothing is touched anywhere;
 2. a journal per node, on the node and on the head, before the first step;
-3. steps in order, each read back after it ran; a step that fails rolls back
+3. steps in order: each step's intent ("applying", with its `before`) is saved
+   durably on the head and on the node before it runs, and "applied" after its
+   read-back, so a run killed at any point leaves a journal that `rollback_run`
+   can finish from (it re-reads every "applying" step); a step that fails rolls back
    that node's applied steps in reverse, and the report says what state the
    node is in; a node that stops answering is reported with its journal;
 4. plans of a link (same `group`) are rolled back on every end when one end
@@ -22,6 +25,7 @@ from typing import Any
 
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.journal import JournalStore, NodeJournal, StepRecord, new_run_id
+from strixwizard.fixing.lock import site_lock
 from strixwizard.fixing.model import Kind, SitePlan
 from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
@@ -89,7 +93,11 @@ def _runnable(step_kind: Kind, reboot: bool, with_reboot: bool) -> bool:
 def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, site: Site,
                descriptors: dict[str, dict[str, Any]], *, with_reboot: bool = False,
                verify_with: Callable[[dict[str, NodeFacts]], list[Verdict]] | None = None,
-               progress: Progress | None = None, run_id: str | None = None) -> ApplyReport:
+               progress: Progress | None = None, run_id: str | None = None,
+               break_lock: bool = False, command: str = "fix --apply") -> ApplyReport:
+    """Apply `plan` (see the module docstring). Unless it is a dry run, the site's lock on the
+    head and every changed node's lock are held throughout: `LockHeld` when another run has
+    them (`--break-lock`: `break_lock` replaces a stale one)."""
     run_id = run_id or new_run_id()
     say = progress or (lambda node, message: None)
     dry_run = bool(runners) and all(r.dry_run for r in runners.values())
@@ -113,6 +121,27 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
             report.nodes.append(NodeOutcome(journal.node, journal.where, "nothing-to-do",
                                             "unchanged", steps=journal.steps))
         return report
+    if dry_run:
+        return _apply_journals(report, journals, runners, store, say, verify_with)
+    with site_lock(store.root, plan.site, command, break_lock) as holder:
+        locked: list[Runner] = []
+        try:
+            for node in journals:
+                with contextlib.suppress(Unreachable, StepFailed):  # the drift check tells
+                    runners[node].lock({**holder, "run_id": run_id}, break_lock)
+                    locked.append(runners[node])
+            return _apply_journals(report, journals, runners, store, say, verify_with)
+        finally:
+            for runner in locked:
+                with contextlib.suppress(Unreachable, StepFailed):
+                    runner.unlock()
+
+
+def _apply_journals(report: ApplyReport, journals: dict[str, NodeJournal],
+                    runners: dict[str, Runner], store: JournalStore, say: Progress,
+                    verify_with: Callable[[dict[str, NodeFacts]], list[Verdict]] | None
+                    ) -> ApplyReport:
+    run_id = report.run_id
     try:
         _drift_check(journals, runners, say)
         _write_journals(journals, runners, store)
@@ -196,8 +225,9 @@ def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Pr
         step = record.step
         say(node, step.summary)
         try:
+            record.status = "applying"  # intent first: a crash from here on may have applied it
+            _save(journal, runner, store)
             runner.apply(step)
-            record.status = "unknown"
             now = runner.read(step.read)
             if now != step.after:
                 raise StepFailed(f"{step.target} reads back {now!r} after setting {step.after!r}")
@@ -228,17 +258,17 @@ def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Pr
 def _rollback_records(journal: NodeJournal, runner: Runner, say: Progress,
                       only_plans: set[int] | None = None) -> None:
     for record in reversed(journal.steps):
-        if record.status not in ("applied", "failed", "unknown"):
+        if record.status not in ("applied", "failed", "unknown", "applying"):
             continue
         if only_plans is not None and record.plan_index not in only_plans:
             continue
         step = record.step
         before = record.observed_before if record.observed_before is not None else step.before
         try:
-            if record.status in ("failed", "unknown"):
+            if record.status in ("failed", "unknown", "applying"):
                 now = runner.read(step.read)
                 if now == before:
-                    if record.status == "unknown":
+                    if record.status != "failed":
                         record.status = "rolled-back"
                     continue
             if not step.reversible:
@@ -313,8 +343,14 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
         relevant = [r for r in report.checks if r.id in names and (
             r.host == node or (r.host is None and f"{node}:" in r.entity))]
         bad = [r for r in relevant if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
+        judged = [r for r in relevant if r.status is Status.PASS]
         if not relevant:
             verdicts.append(Verdict(fix, node, "not-verified", "no check judges this fix here"))
+        elif not bad and not judged:  # a skip is "could not judge", never a pass
+            verdicts.append(Verdict(fix, node, "not-verified", "every check that judges it "
+                                    "skipped: " + "; ".join(
+                                        f"{r.id} skip: {r.detail or r.observed}"
+                                        for r in relevant)))
         elif bad:
             verdicts.append(Verdict(fix, node, "not-cured", "; ".join(
                 f"{r.id} {r.status.value}: {r.observed or r.detail}" for r in bad)))
@@ -325,6 +361,19 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
 
 
 # -- rollback of a past run ----------------------------------------------------
+
+#: Step states a rollback looks at: "applying"/"unknown" may or may not have landed (the run
+#: stopped during the step), so their value is read again and `before` restored if it differs.
+UNDONE_BY_ROLLBACK = ("applied", "applying", "unknown", "undo-failed")
+
+
+def _found(journal: NodeJournal, record: StepRecord, now: str | None, before: str | None) -> str:
+    number = journal.steps.index(record) + 1
+    what = ("it had not landed" if now == before else
+            "it had landed" if now == record.step.after else "neither value: restored")
+    return (f"step {number} ({record.step.summary}) was in progress when the run stopped: "
+            f"found {now!r} ({what}; before {before!r})")
+
 
 @dataclass
 class RollbackReport:
@@ -340,61 +389,94 @@ class RollbackReport:
 
 
 def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJournal], Runner],
-                 store: JournalStore, progress: Progress | None = None) -> RollbackReport:
-    """Restore every `before` value of a run, in reverse order, node by node.
+                 store: JournalStore, progress: Progress | None = None, *,
+                 break_lock: bool = False, command: str = "fix --rollback") -> RollbackReport:
+    """Restore every `before` value of a run, in reverse order, node by node, holding the
+    site's lock on the head and each node's lock (`fixing/lock.py`; `LockHeld` otherwise).
 
     A value that is no longer the one the run set (someone changed it since) is
-    left alone and reported, never overwritten."""
+    left alone and reported, never overwritten; a step the run was in the middle of
+    ("applying") is read again and restored to `before` when it differs."""
     say = progress or (lambda node, message: None)
+    if not journals or all(j.dry_run for j in journals):
+        return _rollback(journals, runner_for, store, say, None, False)
+    with site_lock(store.root, journals[0].site, command, break_lock) as holder:
+        return _rollback(journals, runner_for, store, say,
+                         {**holder, "run_id": journals[0].run_id}, break_lock)
+
+
+def _rollback(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJournal], Runner],
+              store: JournalStore, say: Progress, holder: dict[str, Any] | None,
+              break_lock: bool) -> RollbackReport:
     report = RollbackReport(journals[0].run_id if journals else "")
-    for journal in journals:
-        todo = [r for r in journal.steps if r.status in ("applied", "unknown", "undo-failed")]
-        if not todo:
-            report.nodes.append(NodeOutcome(journal.node, journal.where, "nothing-to-do",
-                                            "nothing of this run is applied here",
-                                            str(store.path(journal.run_id, journal.node)),
-                                            journal.on_node, journal.steps))
-            continue
-        try:
-            runner = runner_for(journal)
-        except Unreachable as error:
-            report.nodes.append(NodeOutcome(journal.node, journal.where, "unreachable", str(error),
-                                            str(store.path(journal.run_id, journal.node))))
-            continue
-        kept: list[str] = []
-        try:
-            for record in reversed(todo):
-                step = record.step
-                before = record.observed_before if record.observed_before is not None else step.before
-                try:
-                    now = runner.read(step.read)
-                    if now == before:
-                        record.status = "rolled-back"
-                        continue
-                    if now != step.after:
-                        record.status = "undo-failed"
-                        record.error = f"now {now!r}, not what this run set ({step.after!r}): left alone"
-                        kept.append(f"{step.target}: {record.error}")
-                        continue
-                    say(journal.node, f"restoring {step.target} to {before!r}")
-                    runner.undo(step, before)
-                    record.status, record.error = "rolled-back", None
-                except (StepFailed, ReadError) as error:
-                    record.status, record.error = "undo-failed", str(error)
-                    kept.append(f"{step.target}: {error}")
-        except Unreachable as error:
-            journal.state = f"unreachable during rollback: {error}"
-            journal.status = "interrupted"
-            store.save(journal)
-            report.nodes.append(NodeOutcome(journal.node, journal.where, "unreachable",
-                                            journal.state, str(store.path(journal.run_id, journal.node))))
-            continue
-        journal.status = "rolled-back" if not kept else "failed"
-        journal.state = ("every value of this run restored" if not kept
-                         else "not restored: " + "; ".join(kept))
-        _save(journal, runner, store)
-        runner.close()
-        report.nodes.append(NodeOutcome(journal.node, journal.where, journal.status, journal.state,
-                                        str(store.path(journal.run_id, journal.node)),
-                                        journal.on_node, journal.steps))
+    runners: dict[str, Runner | Unreachable] = {}
+    try:
+        for journal in journals:  # every node reached and locked before anything changes
+            if not any(r.status in UNDONE_BY_ROLLBACK for r in journal.steps):
+                continue
+            try:
+                runner = runner_for(journal)
+                runners[journal.node] = runner
+                if holder is not None:
+                    with contextlib.suppress(StepFailed):
+                        runner.lock(holder, break_lock)
+            except Unreachable as error:
+                runners[journal.node] = error
+        for journal in journals:
+            report.nodes.append(_rollback_node(journal, runners.get(journal.node), store, say))
+    finally:
+        for reached in runners.values():
+            if isinstance(reached, Runner):
+                with contextlib.suppress(Unreachable, StepFailed):
+                    reached.unlock()
+                reached.close()
     return report
+
+
+def _rollback_node(journal: NodeJournal, runner: Runner | Unreachable | None,
+                   store: JournalStore, say: Progress) -> NodeOutcome:
+    todo = [r for r in journal.steps if r.status in UNDONE_BY_ROLLBACK]
+    head_path = str(store.path(journal.run_id, journal.node))
+    if not todo or runner is None:
+        return NodeOutcome(journal.node, journal.where, "nothing-to-do",
+                           "nothing of this run is applied here", head_path, journal.on_node,
+                           journal.steps)
+    if isinstance(runner, Unreachable):
+        return NodeOutcome(journal.node, journal.where, "unreachable", str(runner), head_path)
+    kept: list[str] = []
+    found: list[str] = []
+    try:
+        for record in reversed(todo):
+            step = record.step
+            before = record.observed_before if record.observed_before is not None else step.before
+            possibly = record.status in ("applying", "unknown")
+            try:
+                now = runner.read(step.read)
+                if possibly:
+                    found.append(_found(journal, record, now, before))
+                if now == before:
+                    record.status = "rolled-back"
+                    continue
+                if now != step.after and not possibly:
+                    record.status = "undo-failed"
+                    record.error = f"now {now!r}, not what this run set ({step.after!r}): left alone"
+                    kept.append(f"{step.target}: {record.error}")
+                    continue
+                say(journal.node, f"restoring {step.target} to {before!r}")
+                runner.undo(step, before)
+                record.status, record.error = "rolled-back", None
+            except (StepFailed, ReadError) as error:
+                record.status, record.error = "undo-failed", str(error)
+                kept.append(f"{step.target}: {error}")
+    except Unreachable as error:
+        journal.state = f"unreachable during rollback: {error}"
+        journal.status = "interrupted"
+        store.save(journal)
+        return NodeOutcome(journal.node, journal.where, "unreachable", journal.state, head_path)
+    journal.status = "rolled-back" if not kept else "failed"
+    journal.state = "; ".join([
+        "every value of this run restored" if not kept else "not restored: " + "; ".join(kept),
+        *found])
+    _save(journal, runner, store)
+    return NodeOutcome(journal.node, journal.where, journal.status, journal.state, head_path,
+                       journal.on_node, journal.steps)

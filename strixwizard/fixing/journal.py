@@ -10,14 +10,17 @@ how to reach the node again (`runner`).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from strixwizard.fixing.model import Plan, Step
+from strixwizard.site import name_problem
 
 FORMAT = "strixwizard-journal/1"
 
@@ -40,7 +43,9 @@ def _now() -> str:
 class StepRecord:
     plan_index: int
     step: Step
-    status: str = "pending"  # pending applied failed rolled-back undo-failed unknown skipped
+    #: pending applying applied failed rolled-back undo-failed unknown skipped; "applying" is
+    #: saved before the step runs: after a crash it means "may or may not have landed".
+    status: str = "pending"
     observed_before: str | None = None
     error: str | None = None
 
@@ -98,6 +103,57 @@ class NodeJournal:
                    data.get("updated_at", ""))
 
 
+def private_dir(path: Path) -> Path:
+    """`path` and its missing parents created 0700; an existing `path` made 0700."""
+    if not path.is_dir():
+        if not path.parent.exists():
+            private_dir(path.parent)
+        path.mkdir(mode=0o700, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_durably(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write `text` to `path` atomically and durably (temp file, fsync, rename, fsync dir)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+_RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
+def file_name(name: str) -> str:
+    """A node name as a file name inside the run directory: as it is when it is a valid
+    name (site.py), else %-escaped (and shortened with a hash), never a path."""
+    if name_problem(name) is None:
+        return name
+    escaped = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else f"%{ord(c):02X}"
+                      for c in name)
+    if len(escaped) > 80:
+        escaped = escaped[:64] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    return escaped
+
+
 class JournalStore:
     """The head's copy of the journals: DIR/RUN/NODE.json."""
 
@@ -105,14 +161,19 @@ class JournalStore:
         self.root = Path(root) if root else default_journal_dir()
 
     def path(self, run_id: str, node: str) -> Path:
-        return self.root / run_id / f"{node}.json"
+        """DIR/RUN/NODE.json, always inside DIR whatever the node is called."""
+        if not _RUN_ID.fullmatch(run_id):
+            raise ValueError(f"not a run id: {run_id!r}")
+        return self.root / run_id / f"{file_name(node)}.json"
 
     def save(self, journal: NodeJournal) -> Path:
+        """Durably: the file is fsynced, renamed over the old one and its directory fsynced,
+        so what the engine saved before a step is on disk when the step starts. 0600 in 0700
+        directories: journals name hosts, users and keys."""
         path = self.path(journal.run_id, journal.node)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(journal.text())
-        tmp.replace(path)
+        private_dir(self.root)
+        private_dir(path.parent)
+        write_durably(path, journal.text())
         return path
 
     def runs(self) -> list[str]:

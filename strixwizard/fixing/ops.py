@@ -6,11 +6,12 @@ talks to `serve()` with one JSON request per line and one JSON answer per line,
 so the result of every single operation is known on the head as it happens.
 
 Requests: {"op": "read"|"exists"|"write"|"replace"|"delete"|"mkdir"|"rmdir"|"run"
-|"mtu_get"|"mtu_set", ...}. Answers: {"ok": true, ...} or {"ok": false, "error": "..."}.
+|"mtu_get"|"mtu_set"|"lock"|"unlock", ...}. Answers: {"ok": true, ...} or {"ok": false, "error": "..."}.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -56,6 +57,50 @@ def _replace(path: str, data: str, mode: int) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    dir_fd = os.open(directory, os.O_RDONLY)  # the rename itself reaches the disk
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+#: Lock files this process holds (path -> fd): held until `unlock` or the process ends.
+_LOCKS: dict[str, int] = {}
+
+
+def _lock(path: str, holder: dict[str, Any], take_over: bool) -> dict[str, Any]:
+    """An exclusive `flock` on `path`, recording `holder`; when it is held, who holds it.
+    `take_over` replaces a held lock file by a new one (the caller judged its holder dead)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    for _ in range(3):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+            os.close(fd)
+            if not take_over:
+                return {"ok": False, "error": f"{path} is locked", "holder": held}
+            os.unlink(path)
+            take_over = False
+            continue
+        if os.path.exists(path) and os.stat(path).st_ino == os.fstat(fd).st_ino:
+            previous = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({**holder, "runner_pid": os.getpid()}).encode(), 0)
+            os.fsync(fd)
+            _LOCKS[path] = fd
+            return {"ok": True, "previous": previous}
+        os.close(fd)  # the file was replaced between open and flock: lock the new one
+    return {"ok": False, "error": f"{path}: cannot lock (replaced again and again)"}
+
+
+def _unlock(path: str) -> dict[str, Any]:
+    fd = _LOCKS.pop(path, None)
+    if fd is not None:
+        os.ftruncate(fd, 0)  # an empty lock file: released cleanly, not left by a crash
+        os.close(fd)
+    return {"ok": True}
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +147,10 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
                 return {"ok": False, "error": (done["stderr"] or done["stdout"]).strip()
                         or f"ip exited {done['rc']}"}
             return {"ok": True}
+        if op == "lock":
+            return _lock(path, dict(request.get("holder") or {}), bool(request.get("take_over")))
+        if op == "unlock":
+            return _unlock(path)
         if op == "ping":
             return {"ok": True, "pid": os.getpid()}
         return {"ok": False, "error": f"unknown op {op!r}"}

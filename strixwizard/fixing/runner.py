@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shutil
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -33,6 +34,7 @@ from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
 DEFAULT_NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"
+MAX_LINK_HOPS = 40  # as the kernel (ELOOP)
 
 
 class StepFailed(Exception):
@@ -76,6 +78,13 @@ class Runner(ABC):
     @abstractmethod
     def probe(self) -> Probe:
         """A fresh read-only probe of the node, for verification."""
+
+    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
+        """Hold the node's lock for this session (`fixing/lock.py`); nothing to share here."""
+        return None
+
+    def unlock(self) -> None:
+        return None
 
     def close(self) -> None:
         return None
@@ -142,6 +151,23 @@ class OpsRunner(Runner):
 
     def undo(self, step: Step, before: str | None) -> None:
         self._set(step, before, undo_argv(step, before))
+
+    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
+        from strixwizard.fixing.lock import NODE_LOCK, LockHeld, may_break, parse_holder
+
+        request = {"op": "lock", "path": f"{self.journal_dir.rstrip('/')}/{NODE_LOCK}",
+                   "holder": holder}
+        answer = self.op(request)
+        if not answer.get("ok") and "holder" in answer:
+            held = parse_holder(str(answer["holder"]))
+            if not (break_stale and may_break(held)):
+                raise LockHeld(f"node {self.node} ({request['path']})", held)
+            answer = self.op({**request, "take_over": True})
+        if not answer.get("ok"):
+            raise StepFailed(f"cannot lock {request['path']}: {answer.get('error')}")
+
+    def unlock(self) -> None:
+        self.op({"op": "unlock", "path": f"{self.journal_dir.rstrip('/')}/.lock"})
 
     def save_journal(self, run_id: str, text: str) -> str:
         path = f"{self.journal_dir.rstrip('/')}/{run_id}.json"
@@ -219,8 +245,42 @@ class SnapshotRunner(Runner):
         return self._probe
 
     def _disk(self, path: str) -> Path:
-        resolved = self.probe().tree.resolve(path) or path
-        return self.root / "fs" / resolved.lstrip("/")
+        """Where the node's `path` is in the copy. Symbolic links on the way are followed on
+        disk but only inside the copy: an absolute target is re-rooted at the copy's `fs/`,
+        `..` stops there, so every existing component of the answer is a real directory or
+        file of the copy and nothing written through it lands outside."""
+        fs = self.root / "fs"
+        if fs.is_symlink() or not fs.is_dir():
+            raise StepFailed(f"{fs} is not a directory of the snapshot copy: refusing to write")
+        todo = [p for p in path.split("/") if p]
+        done: list[str] = []
+        hops = 0
+        while todo:
+            part = todo.pop(0)
+            if part in (".", ".."):
+                if part == ".." and done:
+                    done.pop()
+                continue
+            here = fs.joinpath(*done, part)
+            if not here.is_symlink():
+                done.append(part)
+                continue
+            hops += 1
+            if hops > MAX_LINK_HOPS:
+                raise StepFailed(f"{path}: too many levels of symbolic links in the snapshot copy")
+            target = os.readlink(here)
+            if target.startswith("/"):
+                done = []
+            todo = [p for p in target.split("/") if p] + todo
+        return fs.joinpath(*done)
+
+    def _disk_entry(self, path: str) -> Path:
+        """`_disk` of the parent, then the name itself: the entry a rename, unlink, mkdir or
+        symlink acts on (as `ops` does on a node), not what a final link points at."""
+        parent, name = posixpath.split(posixpath.normpath("/" + path))
+        if name in ("", ".", ".."):
+            raise StepFailed(f"{path}: not a file name")
+        return self._disk(parent) / name
 
     def _changed(self) -> None:
         self._probe = None
@@ -232,7 +292,7 @@ class SnapshotRunner(Runner):
                 raise ReadError(f"no interface {read.path}")
             return value.strip()
         if read.source == "exists":
-            return "present" if os.path.lexists(self._disk(read.path)) else None
+            return "present" if os.path.lexists(self._disk_entry(read.path)) else None
         if read.source == "file":
             disk = self._disk(read.path)
             if not disk.is_file():
@@ -265,6 +325,8 @@ class SnapshotRunner(Runner):
 
     def _set_command_output(self, argv: tuple[str, ...], stdout: str) -> None:
         path = self.root / "commands.json"
+        if path.is_symlink():
+            raise StepFailed(f"{path} is a symbolic link: refusing to write through it")
         commands = json.loads(path.read_text())
         for entry in commands:
             if tuple(entry["argv"]) == argv:
@@ -272,7 +334,9 @@ class SnapshotRunner(Runner):
         path.write_text(json.dumps(commands, indent=1))
 
     def _set(self, step: Step, value: str | None) -> None:
-        disk = self._disk(step.target) if step.kind is not Kind.MTU else None
+        entry = step.kind in (Kind.MKDIR, Kind.FILE)
+        disk = (None if step.kind is Kind.MTU else
+                self._disk_entry(step.target) if entry else self._disk(step.target))
         if step.kind is Kind.MTU:
             self._disk(f"/sys/class/net/{step.target}/mtu").write_text(f"{value}\n")
             self._changed()
@@ -297,9 +361,11 @@ class SnapshotRunner(Runner):
                 disk.unlink(missing_ok=True)
             else:
                 disk.parent.mkdir(parents=True, exist_ok=True)
+                if disk.is_symlink():  # replaced, as `ops` renames over it: never written through
+                    disk.unlink()
                 disk.write_text(value)
         elif step.read.source == "exists":
-            link = self._disk(step.read.path)
+            link = self._disk_entry(step.read.path)
             if value is None:
                 link.unlink(missing_ok=True)
             else:
@@ -329,7 +395,7 @@ class SnapshotRunner(Runner):
         self._set(step, before)
 
     def save_journal(self, run_id: str, text: str) -> str:
-        path = self.root / "fs" / DEFAULT_NODE_JOURNAL_DIR.lstrip("/") / f"{run_id}.json"
+        path = self._disk(f"{DEFAULT_NODE_JOURNAL_DIR}/{run_id}.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         return str(path)

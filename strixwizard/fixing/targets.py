@@ -87,7 +87,7 @@ def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: Journal
                node_journal_dir: str, dry_run_root: Path, run_id: str | None = None,
                trust_new_hosts: bool = False, with_reboot: bool = False,
                progress: Callable[[str, str], None] | None = None,
-               connector: Connector | None = None) -> ApplyReport:
+               connector: Connector | None = None, break_lock: bool = False) -> ApplyReport:
     """Apply a site's plan the one way the CLI and the wizard both use: a runner per node with
     changes (snapshot nodes get a dry run under `dry_run_root`), the engine's drift check,
     journal and steps, then verification against the facts seen before; runners closed."""
@@ -110,7 +110,7 @@ def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: Journal
                     dry_run_root=dry_run_root / run_id, connector=connector)
         before = {n.report.name: n.facts for n in nodes if n.facts is not None}
         return apply_plan(plan, runners, store, site, descriptors, with_reboot=with_reboot,
-                          run_id=run_id, progress=progress,
+                          run_id=run_id, progress=progress, break_lock=break_lock,
                           verify_with=lambda after: verify(site, plan, before, after))
     finally:
         for runner in runners.values():

@@ -90,7 +90,11 @@ class Comparison:
 class History:
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # private: it names the site's hosts; SQLite gives its journal files the same mode
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        if path.stat().st_mode & 0o077:
+            os.chmod(path, 0o600)
         self._db = sqlite3.connect(str(path))
         self._db.executescript(SCHEMA)
 

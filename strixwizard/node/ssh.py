@@ -85,7 +85,7 @@ class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
             )
         if t.trust_new_hosts or t.trust_fingerprint is not None:
             client.get_host_keys().add(hostname, key.get_name(), key)
-            t.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            t.known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with open(t.known_hosts, "a", encoding="ascii") as handle:
                 handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
             return
@@ -98,12 +98,18 @@ class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
 
 
 def _key_problem(key_file: str) -> str | None:
-    """Why a key file cannot be used, found before any connection is made; None if it can."""
+    """Why a key file cannot be used, found before any connection is made; None if it can.
+    A key others may read or write is refused, as OpenSSH refuses it."""
+    path = Path(key_file).expanduser()
     try:
-        with open(key_file, "rb"):
-            return None
+        with open(path, "rb"):
+            mode = path.stat().st_mode & 0o777
     except OSError as error:
         return f"cannot read key {key_file}: {error.strerror or error}"
+    if mode & 0o077:
+        return (f"private key {path} has permissions {mode:04o}: others than its owner can "
+                f"read it, and OpenSSH refuses such a key; fix it with `chmod 600 {path}`")
+    return None
 
 
 def open_client(target: SshTarget) -> paramiko.SSHClient:

@@ -12,7 +12,7 @@ from strixwizard.errors import UsageError
 from strixwizard.probe.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.probe.spec import SPEC
-from strixwizard.site import NodeSpec, Site
+from strixwizard.site import NodeSpec, Site, name_problem
 
 
 def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
@@ -26,7 +26,8 @@ def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
     sink: Sink
     if as_tar:
         partial = out.with_name(out.name + ".partial")
-        with open(partial, "wb") as stream:
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb"
+                       ) as stream:
             collect(dict(SPEC), TarSink(stream), __version__, root=root)
         os.replace(partial, out)
     else:
@@ -51,11 +52,15 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new directory so nothing is overwritten")
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)  # node snapshots: private until shared
     outcome = SiteCapture()
 
     def one(spec: NodeSpec) -> None:
         path = out / f"{spec.name}.tar.gz"
+        if (problem := name_problem(spec.name)) is not None or path.parent != out:
+            outcome.failed[spec.name] = f"node name {spec.name!r} {problem or 'is a path'}: " \
+                f"its snapshot would not land in {out}"
+            return
         if spec.snapshot is not None:
             outcome.failed[spec.name] = f"already a snapshot ({site.resolve(spec.snapshot)})"
             return
@@ -73,7 +78,8 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
             if progress:
                 progress(spec.name, "failed", str(error))
             return
-        path.write_bytes(data)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out_:
+            out_.write(data)
         outcome.written[spec.name] = path
         if progress:
             progress(spec.name, "done", f"written to {path}")

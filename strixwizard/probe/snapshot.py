@@ -82,6 +82,13 @@ class SnapshotTree:
         return current
 
 
+def _link_inside(path: str, link: str) -> str:
+    """A link target as a relative link that stays in the tree, as the tree resolves it: an
+    absolute target re-rooted at the tree's root, `..` stopped there."""
+    parent = posixpath.dirname(path)
+    return posixpath.relpath(posixpath.normpath(posixpath.join(parent, link)), parent)
+
+
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
@@ -145,7 +152,7 @@ class SnapshotProbe:
         for path, link in self.tree.links.items():
             target = fs_root / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(link, target)
+            os.symlink(_link_inside(path, link), target)
         return destination
 
     # -- loading -----------------------------------------------------------

@@ -32,6 +32,7 @@ class DeployOptions:
     journal_dir: Path | None = None  # this machine's deploy journals (default: the user's state dir)
     node_journal_dir: str = NODE_JOURNAL_DIR
     trust_new_hosts: bool = False
+    break_lock: bool = False  # replace a stale lock (its run is gone) instead of refusing
 
     def store(self) -> JournalStore:
         from strixwizard.deploy.engine import deploy_store
@@ -144,8 +145,10 @@ def apply_on(cluster: Cluster, site: Site, confirm: Confirm, options: DeployOpti
         return Deployed(None, None, cluster.refused)
     if cluster.plan.site_plan.changes:
         ask(confirm, apply_question(cluster.plan))
-    report, checked = apply_deploy(cluster.plan, cluster.runners, (options or DeployOptions()).store(),
-                                   site, cluster.descriptors, step_progress(on_step), smoke=smoke)
+    options = options or DeployOptions()
+    report, checked = apply_deploy(cluster.plan, cluster.runners, options.store(), site,
+                                   cluster.descriptors, step_progress(on_step), smoke=smoke,
+                                   break_lock=options.break_lock)
     return Deployed(report, checked)
 
 
@@ -168,7 +171,8 @@ def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None
     """Ask, then undo a deploy run (None: the last one): files removed, `ray stop`."""
     from strixwizard.deploy.engine import rollback_deploy
 
-    store = (options or DeployOptions()).store()
+    options = options or DeployOptions()
+    store = options.store()
     journals = load_run(store, run_id)
     ask(confirm, rollback_question(journals, "deploy"))
-    return rollback_deploy(journals, store, step_progress(on_step))
+    return rollback_deploy(journals, store, step_progress(on_step), break_lock=options.break_lock)

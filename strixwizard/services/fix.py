@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from strixwizard.fixing.engine import ApplyReport, RollbackReport
     from strixwizard.fixing.journal import JournalStore, NodeJournal
     from strixwizard.fixing.model import SitePlan
+    from strixwizard.node.session import Connector
 
 NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"  # each node's copy of the journal
 
@@ -31,6 +32,8 @@ class FixOptions:
     dry_run_dir: Path | None = None  # where dry runs copy the snapshots (default: beside the journals)
     trust_new_hosts: bool = False
     with_reboot: bool = False
+    break_lock: bool = False  # replace a stale lock (its run is gone) instead of refusing
+    connector: Connector | None = None  # how nodes are reached (None: local or SSH as the site says)
 
     def store(self) -> JournalStore:
         from strixwizard.fixing.journal import JournalStore
@@ -97,7 +100,8 @@ def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
     dry_root = options.dry_run_root(store)
     report = apply_site(site, nodes, plan, store, node_journal_dir=options.node_journal_dir,
                         dry_run_root=dry_root, run_id=run_id, trust_new_hosts=options.trust_new_hosts,
-                        with_reboot=options.with_reboot, progress=step_progress(on_step))
+                        with_reboot=options.with_reboot, progress=step_progress(on_step),
+                        connector=options.connector, break_lock=options.break_lock)
     return Applied(report, dry_root / run_id if report.dry_run else None)
 
 
@@ -128,10 +132,13 @@ def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = 
     from strixwizard.fixing.engine import rollback_run
     from strixwizard.fixing.targets import runner_from_journal
 
-    store = (options or FixOptions()).store()
+    options = options or FixOptions()
+    store = options.store()
     journals = load_run(store, run_id)
     ask(confirm, rollback_question(journals))
-    return rollback_run(journals, runner_from_journal, store, step_progress(on_step))
+    connector = options.connector
+    return rollback_run(journals, lambda journal: runner_from_journal(journal, connector), store,
+                        step_progress(on_step), break_lock=options.break_lock)
 
 
 def rollback_outcome(report: RollbackReport) -> str:

@@ -1,0 +1,119 @@
+"""One apply at a time, on the namespace lab with real sshd: while one `fix --apply` holds
+the site (or a node), a second is refused at once with exit 2 naming the holder; a lock whose
+run is gone is reported as stale and broken only with --break-lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from strixwizard.fixing import ops
+from strixwizard.fixing.lock import LockHeld, site_lock
+from tests.conftest import run_cli
+from tests.lab import Lab, LabHost, lab_fixture
+
+locklab = lab_fixture(2, name="locklab")
+NODE_JOURNAL = "/root/strixwizard-journal"
+REAL_IP = "/usr/sbin/ip"
+
+
+def mtu(host: LabHost) -> int:
+    out = host.run_in_ns(["ip", "-j", "link", "show", "dev", "fab0"], check=True).stdout
+    return int(json.loads(out)[0]["mtu"])
+
+
+def _reset(lab: Lab) -> None:
+    for host in lab.hosts:
+        for path in [*host.bin_dir.glob("*"), *host.home.glob("slow-*")]:
+            path.unlink()
+        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
+
+
+@pytest.fixture
+def lab(locklab: Lab):
+    _reset(locklab)
+    yield locklab
+    _reset(locklab)
+
+
+def _fix(site: Path, state: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "strixwizard", "fix", "--site", str(site), "--only", "net.mtu",
+            "--runtime-only", "--node-journal-dir", NODE_JOURNAL, *args]
+
+
+def _start_slow_apply(lab: Lab, site: Path, state: Path) -> subprocess.Popen[str]:
+    """An apply that holds its locks while node0's MTU change takes a few seconds."""
+    node0 = lab.hosts[0]
+    node0.stand_in("ip", f'#!/bin/sh\ncase "$*" in\n*" mtu "*) touch /root/slow-started; '
+                   f'sleep 4;;\nesac\nexec {REAL_IP} "$@"\n')
+    proc = subprocess.Popen(_fix(site, state, "--apply", "--yes", "--json"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "XDG_STATE_HOME": str(state)})
+    deadline = time.monotonic() + 90
+    while not (node0.home / "slow-started").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    return proc
+
+
+@pytest.mark.parametrize("same_head_state", [True, False], ids=["site-lock", "node-lock"])
+def test_second_apply_is_refused_naming_the_holder(lab: Lab, tmp_path: Path,
+                                                   same_head_state: bool) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    first_state = tmp_path / "state"
+    first = _start_slow_apply(lab, site, first_state)
+    # the same head (its site lock), or another head reaching the same nodes (their locks)
+    second_state = first_state if same_head_state else tmp_path / "other-head"
+    started = time.monotonic()
+    second = run_cli("fix", "--site", str(site), "--only", "net.mtu", "--runtime-only",
+                     "--node-journal-dir", NODE_JOURNAL, "--apply", "--yes",
+                     env={"XDG_STATE_HOME": str(second_state)}, timeout=120)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, out + err
+    assert json.loads(out)["apply"]["status"] == "applied"
+    assert second.rc == 2, second.stdout + second.stderr
+    assert "is locked by `strixwizard fix --apply`" in second.stderr
+    assert f"(pid {first.pid} on " in second.stderr and "started 20" in second.stderr
+    assert ("site 'lab'" if same_head_state else "node node0") in second.stderr, second.stderr
+    assert time.monotonic() - started < 30  # refused, not queued behind the first
+    assert [mtu(h) for h in lab.hosts] == [9000, 9000]
+    runs = list((second_state / "strixwizard" / "journal").glob("*/*.json"))
+    assert len(runs) == (2 if same_head_state else 0)  # the refused run changed nothing
+
+
+def test_stale_lock_is_reported_and_broken_only_with_the_flag(tmp_path: Path) -> None:
+    store_root = tmp_path / "journal"
+    lock = str(tmp_path / "locks" / "lab.lock")
+    # a dead run's record in a lock still held (by a process that inherited it)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    holder = {"command": "fix --apply", "site": "lab", "pid": int(dead.stdout),
+              "host": os.uname().nodename, "started": "2026-01-01T00:00:00+00:00"}
+    keeper = subprocess.Popen(
+        [sys.executable, "-c", f"import sys, json; sys.path.insert(0, {str(Path.cwd())!r})\n"
+         "from strixwizard.fixing import ops\n"
+         f"print(ops.handle({{'op': 'lock', 'path': {lock!r}, 'holder': json.loads("
+         f"{json.dumps(json.dumps(holder))})}}), flush=True)\nsys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert keeper.stdout is not None and "'ok': True" in keeper.stdout.readline()
+        with (pytest.raises(LockHeld, match=r"lock is stale; .*--break-lock") as refused,
+              site_lock(store_root, "lab", "fix --apply")):
+            pass
+        assert refused.value.stale is True and f"pid {holder['pid']}" in str(refused.value)
+        with site_lock(store_root, "lab", "fix --apply", break_stale=True) as mine:
+            assert json.loads(Path(lock).read_text())["pid"] == mine["pid"] == os.getpid()
+            # a live holder is never broken, flag or not
+            with (pytest.raises(LockHeld, match="wait for it to finish"),
+                  site_lock(store_root, "lab", "fix --rollback", break_stale=True)):
+                pass
+        assert Path(lock).read_text() == ""  # released cleanly
+    finally:
+        keeper.communicate(input="", timeout=30)
+    assert ops._LOCKS == {}
