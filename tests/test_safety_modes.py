@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from strixwizard.live.history import History
-from strixwizard.probe.capture import capture_local
 from strixwizard.node.ssh import open_client
+from strixwizard.probe.capture import capture_local
 from strixwizard.probe.ssh import SshError, SshTarget
 
 
