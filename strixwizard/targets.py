@@ -169,10 +169,11 @@ def resolve_site(request: RunRequest) -> Site | None:
     return site
 
 
-def resolve_run(request: RunRequest, progress: Progress | None = None) -> tuple[Site, list[Node]]:
+def resolve_run(request: RunRequest, progress: Progress | None = None,
+                connector: Connector | None = None) -> tuple[Site, list[Node]]:
     """The site and its nodes; with nothing given, this machine is the one node."""
     site = resolve_site(request)
-    nodes = site_nodes(site, request.trust_new_hosts, progress) if site else []
+    nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector) if site else []
     taken = {n.report.name for n in nodes}
     for path in request.snapshots:
         probe = _load_snapshot(path)

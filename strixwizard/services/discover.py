@@ -20,6 +20,7 @@ from strixwizard.targets import RunRequest, demo_site, resolve_run, site_nodes
 if TYPE_CHECKING:
     from strixwizard.checking import Check
     from strixwizard.fixing.model import SitePlan
+    from strixwizard.node.session import Connector
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,11 @@ def plan_fixes(site: Site, nodes: Sequence[Node]) -> tuple[SitePlan | None, str 
         return None, f"planning the fixes failed: {error!r}; please report it with `strixwizard capture`"
 
 
-def read_nodes(request: RunRequest, on_node: OnNode | None = None) -> tuple[Site, list[Node]]:
-    """The site and its nodes (SSH nodes collected in parallel); progress per node."""
-    return resolve_run(request, node_progress(on_node))
+def read_nodes(request: RunRequest, on_node: OnNode | None = None,
+               connector: Connector | None = None) -> tuple[Site, list[Node]]:
+    """The site and its nodes (SSH nodes collected in parallel, each through a session from
+    `connector`: SSH or this machine by default); progress per node."""
+    return resolve_run(request, node_progress(on_node), connector)
 
 
 def check(site: Site, nodes: Sequence[Node], checks: Sequence[Check] | None = None) -> Report:
@@ -76,17 +79,19 @@ def check(site: Site, nodes: Sequence[Node], checks: Sequence[Check] | None = No
 
 
 def discover(request: RunRequest, on_node: OnNode | None = None,
-             checks: Sequence[Check] | None = None, plan: bool = True) -> Discovery:
+             checks: Sequence[Check] | None = None, plan: bool = True,
+             connector: Connector | None = None) -> Discovery:
     """Read every node, run the checks, and (unless `plan` is false) plan the fixes."""
-    site, nodes = read_nodes(request, on_node)
+    site, nodes = read_nodes(request, on_node, connector)
     report = check(site, nodes, checks)
     fixes, plan_error = plan_fixes(site, nodes) if plan else (None, None)
     return Discovery(site, nodes, report, fixes, plan_error)
 
 
 def reach(site: Site, names: Sequence[str], trusted: Mapping[str, str] | None = None,
-          on_node: OnNode | None = None) -> list[Node]:
+          on_node: OnNode | None = None, connector: Connector | None = None) -> list[Node]:
     """Collect the named nodes over SSH. `trusted` (node → SHA256 fingerprint) accepts exactly
     the unknown host keys the user confirmed, and no other."""
     specs = tuple(spec for spec in site.nodes if spec.name in names)
-    return site_nodes(replace(site, nodes=specs), False, node_progress(on_node), trusted)
+    return site_nodes(replace(site, nodes=specs), False, node_progress(on_node), trusted,
+                      connector=connector)

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from strixwizard.engine import Node
@@ -21,6 +21,7 @@ from strixwizard.site import Site
 
 if TYPE_CHECKING:
     from strixwizard.fixing.engine import RollbackReport
+    from strixwizard.node.session import Connector
 
 
 @dataclass
@@ -29,24 +30,31 @@ class Services:
     deploy_options: deploy.DeployOptions | None = None
     tcp: TcpSettings | None = None  # the live tests' TCP settings (None: the defaults)
     demo_seconds: float = 2.0  # time bound of each demo loopback TCP loop
+    #: How every node is reached (collect, fix, test); None: SSH or this machine, as the site says.
+    #: Tests pass a `strixwizard.node.replay.ReplayConnector` instead of patching modules.
+    connector: Connector | None = None
 
     # -- discover --------------------------------------------------------------
     def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
-        return discovery.discover(source.request(), on_node)
+        return discovery.discover(source.request(), on_node, connector=self.connector)
 
     def reach(self, site: Site, names: Sequence[str], trusted: Mapping[str, str],
               on_node: OnNode | None) -> list[Node]:
-        return discovery.reach(site, names, trusted, on_node)
+        return discovery.reach(site, names, trusted, on_node, self.connector)
 
     # -- fix -------------------------------------------------------------------
     def apply_fixes(self, found: Discovery, confirm: Confirm, on_step: OnStep | None
                     ) -> fix.Applied:
         assert found.plan is not None
-        return fix.apply(found.site, found.nodes, found.plan, confirm, self.fix_options, on_step)
+        return fix.apply(found.site, found.nodes, found.plan, confirm, self._fix_options(), on_step)
 
     def roll_back_fixes(self, run_id: str, confirm: Confirm, on_step: OnStep | None
                         ) -> RollbackReport:
-        return fix.rollback(run_id, confirm, self.fix_options, on_step)
+        return fix.rollback(run_id, confirm, self._fix_options(), on_step)
+
+    def _fix_options(self) -> fix.FixOptions:
+        options = self.fix_options or fix.FixOptions()
+        return options if self.connector is None else replace(options, connector=self.connector)
 
     # -- deploy ----------------------------------------------------------------
     def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> deploy.DeployPreview:
@@ -65,7 +73,8 @@ class Services:
     # -- test ------------------------------------------------------------------
     def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: test.Cancel
                    ) -> Iterator[Measurement]:
-        return test.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds)
+        return test.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds,
+                                  self.connector)
 
     def store_tests(self, site: str, started_at: str, results: list[Measurement]) -> str:
         return test.history_line(site, "wizard test", started_at, results)

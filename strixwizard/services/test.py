@@ -102,11 +102,11 @@ class Prepared:
 
 
 def prepare(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]], cancel: Cancel,
-            trust_new_hosts: bool = False) -> Prepared:
+            trust_new_hosts: bool = False, connector: Connector | None = None) -> Prepared:
     from strixwizard.live.plan import plan_pair
 
     facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
-    plain, down = site_hosts(site, nodes, trust_new_hosts)
+    plain, down = site_hosts(site, nodes, trust_new_hosts, connector)
     hosts: dict[str, Host] = {name: cancel.scope(host) for name, host in plain.items()}
     plans = {pair: plan_pair(site, facts, *pair) for pair in pairs
              if pair[0] not in down and pair[1] not in down}
@@ -142,7 +142,8 @@ def site_stream(site: Site, nodes: Sequence[Node], kind: str, chosen: list[str],
 
 
 def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
-                  tcp: TcpSettings | None = None, demo_seconds: float = 2.0) -> Iterator[Measurement]:
+                  tcp: TcpSettings | None = None, demo_seconds: float = 2.0,
+                  connector: Connector | None = None) -> Iterator[Measurement]:
     """The Test step's run: the all-pairs matrix, then RCCL across the nodes (one set of hosts)."""
     from strixwizard.live.demo import demo_rccl
 
@@ -159,7 +160,7 @@ def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
         return
     settings = TestSettings(thresholds=site.thresholds, tcp=tcp or TcpSettings())
     pairs, chain = planned_pairs(site), choose("rccl", names)[1]
-    prepared = prepare(site, nodes, list(dict.fromkeys([*pairs, *chain])), cancel)
+    prepared = prepare(site, nodes, list(dict.fromkeys([*pairs, *chain])), cancel, connector=connector)
     try:
         if prepared.down:
             yield from run_prepared(prepared, "latency", names, [], settings)
