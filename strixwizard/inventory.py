@@ -51,12 +51,12 @@ class _Inventory:
         return out
 
     def group(self, node: yaml.Node, name: str, inherited: dict[str, Any],
-              ancestors: tuple[str, ...] = ()) -> None:
+              ancestors: tuple[str, ...] = (), key_node: yaml.Node | None = None) -> None:
         """Walk one group; `ancestors` are the names of the groups above it, outermost first."""
         path = ".".join((*ancestors, name))
         if name in ancestors:
             loop = " → ".join((*ancestors[ancestors.index(name):], name))
-            raise self.reader.error(node, f"group {name!r} is its own child ({loop})")
+            raise self.reader.error(key_node or node, f"group {name!r} is its own child ({loop})")
         if len(ancestors) >= MAX_GROUP_DEPTH:
             raise self.reader.error(node, f"group {path}: groups nest deeper than "
                                     f"{MAX_GROUP_DEPTH} levels")
@@ -86,8 +86,9 @@ class _Inventory:
         if "children" in entries:
             children_node = entries["children"][1]
             if not (isinstance(children_node, yaml.ScalarNode) and children_node.value in ("", "~", "null")):
-                for child, (_, child_node) in self.reader.mapping(children_node, f"{path}.children").items():
-                    self.group(child_node, child, variables, (*ancestors, name))
+                children = self.reader.mapping(children_node, f"{path}.children")
+                for child, (child_key, child_node) in children.items():
+                    self.group(child_node, child, variables, (*ancestors, name), child_key)
 
 
 def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:

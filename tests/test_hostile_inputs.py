@@ -190,3 +190,15 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     work.mkdir()
     text = doctor_capped("--site", str(fifo), cwd=work)
     assert text.rc == 2 and "is not a regular file" in text.stderr
+
+
+def test_exit_127_names_the_program_that_is_missing() -> None:
+    """`sh -c '... exec ray ...'` ending with 127 means `ray` is missing, not `sh`."""
+    from strixwizard.facts.source import why_unknown
+    from strixwizard.probe import RC_NOT_FOUND, CmdResult
+
+    argv = ("sh", "-c", "set -e; export X=1; exec ray status", "sw")
+    missing = CmdResult(argv, RC_NOT_FOUND, "", "sh: 1: exec: ray: not found")
+    assert why_unknown(argv, missing) == "`ray` is not installed on the node"
+    assert why_unknown(("ethtool", "-i", "x"), CmdResult(("ethtool",), RC_NOT_FOUND, "", "")) == (
+        "`ethtool` is not installed on the node")
