@@ -274,8 +274,8 @@ def check_tree(root: yaml.Node, source: str) -> None:
             on_path.discard(key)
             total = 1 + sum(sizes[id(child)] for child in _children(node))
             if total > MAX_YAML_VALUES:
-                raise SiteError(f"{source}:{node.start_mark.line + 1}: YAML aliases expand to more "
-                                f"than {MAX_YAML_VALUES} values; write the values out instead")
+                raise SiteError(f"{source}:{node.start_mark.line + 1}: holds more than "
+                                f"{MAX_YAML_VALUES} values once YAML aliases are expanded")
             sizes[key] = total
             continue
         if key in sizes:

@@ -62,6 +62,7 @@ def doctor_capped(*args: str, cwd: Path) -> Run:
     with tempfile.TemporaryDirectory(prefix="sw-audit-") as scratch:
         log = Path(scratch) / "opened.json"
         env = {**os.environ, "HOME": str(cwd), "PYTHONPATH": str(ROOT), "NO_COLOR": "1",
+               "PYTHONDONTWRITEBYTECODE": "1",
                "SW_AUDIT_LOG": str(log)}
         done = subprocess.run(
             [sys.executable, "-c", RUNNER, "doctor", *args], capture_output=True, text=True,
@@ -69,7 +70,8 @@ def doctor_capped(*args: str, cwd: Path) -> Run:
         )
         opened = json.loads(log.read_text()) if log.exists() else None
     assert opened is not None, f"the run did not finish: {done.stderr}"
-    assert any(str(o[0]).endswith("cli.py") for o in opened), "the audit hook saw no import"
+    assert any("strixwizard/cli" in str(o[0]).replace("__pycache__/", "") for o in opened), (
+        "the audit hook saw no import")
     return Run(done, opened)
 
 
