@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,8 +37,9 @@ def _parser() -> argparse.ArgumentParser:
         "doctor",
         help="check nodes and links; exit 0 ok, 1 a failure, 2 no verdict",
         description="Run the checks on every node of a site (this machine by default). "
-        "Exit status: 0 no failure, 1 at least one failure (or a warning with --strict) "
-        "or a check that broke, 2 no verdict (bad input, nothing reachable).",
+        "Exit status: 0 no failure, 1 at least one failure (or a warning with --strict), "
+        "a check that broke or a node unreachable (unless --allow-unreachable), 2 no verdict "
+        "(bad input, nothing reachable, no check judged).",
     )
     add_site_options(doctor, demo_help="run on the bundled demo site")
     doctor.add_argument(
@@ -50,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="leave out this check or area (repeatable)")
     doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    doctor.add_argument("--allow-unreachable", action="store_true",
+                        help="judge the reachable nodes alone: an unreachable node does not make "
+                        "the run an error (exit 1)")
     doctor.add_argument("-v", "--verbose", action="store_true", help="show passing checks too")
 
     capture = commands.add_parser(
@@ -96,8 +101,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _split_ids(values: Sequence[str]) -> list[str]:
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+def _split_ids(values: Sequence[str], flag: str) -> list[str]:
+    """The ids of repeated, comma-separated `--only`/`--skip` values; one naming no id (`''`,
+    `,,,`) is a mistake, not "every check"."""
+    ids: list[str] = []
+    for value in values:
+        parts = [part.strip() for part in value.split(",") if part.strip()]
+        if not parts:
+            raise UsageError(f"{flag} {value!r} names no check (`strixwizard doctor --list-checks` "
+                             "lists them)")
+        ids.extend(parts)
+    return ids
 
 
 def _error_document(message: str) -> dict[str, object]:
@@ -134,7 +148,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from strixwizard.services.discover import discover
     from strixwizard.targets import RunRequest
 
-    selected = select_checks(ALL, _split_ids(args.only), _split_ids(args.skip))
+    selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
     request = RunRequest(
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
@@ -145,6 +159,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
         show_ssh_log()  # paramiko's own warnings and tracebacks too, on stderr
     report = discover(request, on_node, selected, plan=False).report
+    report.allow_unreachable = args.allow_unreachable
     code = report.exit_code(strict=args.strict)
     if args.json:
         emit(report.to_json())
@@ -152,6 +167,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         from strixwizard.textreport import render
 
         render(report, sys.stdout, verbose=args.verbose, strict=args.strict)
+    if args.json and report.no_verdict is not None:
+        print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
     return code
 
 
@@ -211,15 +228,42 @@ def _wizard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return run(site_file=args.wizard_site, demo=args.wizard_demo)
 
 
+def folder_problem(path: Path) -> str | None:
+    """Why `path` cannot become a folder this process writes in (it need not exist yet), or
+    None. Nothing is created: the nearest existing ancestor must be a writable folder."""
+    current = path.expanduser()
+    for _ in range(256):  # bounded: a path has fewer components than this
+        if current.exists():
+            if not current.is_dir():
+                return f"{current} is not a folder"
+            if not os.access(current, os.W_OK | os.X_OK):
+                return f"{current} is not writable"
+            return None
+        if current.parent == current:
+            return None
+        current = current.parent
+    return None
+
+
+def _check_folders(args: argparse.Namespace) -> None:
+    """--journal-dir / --dry-run-dir must be usable before anything is planned or changed."""
+    for attribute, flag in (("journal_dir", "--journal-dir"), ("dry_run_dir", "--dry-run-dir")):
+        value = getattr(args, attribute, None)
+        if value is not None and (problem := folder_problem(Path(value))) is not None:
+            raise UsageError(f"{flag} {value}: cannot write there: {problem}")
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     from strixwizard.deploy.cli import cmd_deploy as run_deploy
 
+    _check_folders(args)
     return run_deploy(args)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
     from strixwizard.fixing.cli import cmd_fix as run_fix
 
+    _check_folders(args)
     return run_fix(args)
 
 
@@ -249,12 +293,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_NO_VERDICT
-    except Exception as error:  # no verdict, but never a bare traceback
-        import traceback
-
-        message = f"internal error: {error!r}"
+    except OSError as error:
+        if error.filename is None:
+            return _internal_error(error, as_json)
+        # A file or folder of this machine that cannot be made or written: the environment,
+        # not a bug. One line, naming the path and the option it came from.
+        message = f"{error.filename}: {error.strerror or error}{_path_origin(args, error.filename)}"
         if as_json:
             emit(_error_document(message))
-        traceback.print_exc(file=sys.stderr)
-        print(f"strixwizard: {message}; please report it", file=sys.stderr)
+        print(f"strixwizard: error: {message}", file=sys.stderr)
         return EXIT_NO_VERDICT
+    except Exception as error:  # no verdict, but never a bare traceback
+        return _internal_error(error, as_json)
+
+
+#: Options naming a path of this machine that a command writes under.
+_PATH_OPTIONS = {"journal_dir": "--journal-dir", "dry_run_dir": "--dry-run-dir", "out": "--out",
+                 "target_dir": "--target-dir"}
+
+
+def _path_origin(args: argparse.Namespace, filename: object) -> str:
+    """` (under --journal-dir DIR)` when the failing path lies under a path option's value."""
+    failing = Path(str(filename))
+    for attribute, flag in _PATH_OPTIONS.items():
+        value = getattr(args, attribute, None)
+        if value is None:
+            continue
+        root = Path(str(value)).expanduser()
+        if failing == root or root in failing.parents:
+            return f" (under {flag} {value})"
+    return ""
+
+
+def _internal_error(error: BaseException, as_json: bool) -> int:
+    import traceback
+
+    message = f"internal error: {error!r}"
+    if as_json:
+        emit(_error_document(message))
+    traceback.print_exception(error, file=sys.stderr)
+    print(f"strixwizard: {message}; please report it", file=sys.stderr)
+    return EXIT_NO_VERDICT

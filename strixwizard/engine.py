@@ -39,6 +39,14 @@ class Node:
 
 @dataclass
 class Report:
+    """The verdict of a run. One rule decides its status and exit code:
+
+    - nothing reachable, or no check judged: no verdict (`error`, exit 2, `error` says why);
+    - a node unreachable: at least `error` and exit 1, since a gate cannot pass with a node
+      unjudged (`allow_unreachable`, `--allow-unreachable`, judges the reachable ones alone);
+    - otherwise the worst check: exit 1 on a fail or a broken check (a warn too when strict).
+    """
+
     site: str
     hosts: list[HostReport]
     checks: list[CheckResult]
@@ -46,10 +54,34 @@ class Report:
     generated_at: str = field(
         default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     )
+    allow_unreachable: bool = False
+
+    @property
+    def unreachable(self) -> list[HostReport]:
+        return [host for host in self.hosts if not host.reachable]
+
+    @property
+    def no_verdict(self) -> str | None:
+        """Why the run has no verdict at all, or None when it has one."""
+        if not any(host.reachable for host in self.hosts):
+            reasons = "; ".join(f"{h.name}: {h.error or 'unreachable'}" for h in self.hosts)
+            return "no node could be reached" + (f" ({reasons})" if reasons else "")
+        if not self.checks:
+            return "no check was judged: the selected checks (--only/--skip) apply to none " \
+                   "of these nodes"
+        return None
+
+    @property
+    def counts_unreachable(self) -> bool:
+        """Unreachable nodes weigh on the verdict (they do unless explicitly allowed)."""
+        return bool(self.unreachable) and not self.allow_unreachable
 
     @property
     def status(self) -> Status:
-        return worst([r.status for r in self.checks])
+        if self.no_verdict is not None:
+            return Status.ERROR
+        judged = worst([r.status for r in self.checks])
+        return worst([judged, Status.ERROR]) if self.counts_unreachable else judged
 
     @property
     def summary(self) -> dict[str, int]:
@@ -59,16 +91,23 @@ class Report:
         return counts
 
     def exit_code(self, strict: bool = False) -> int:
-        """0 no fail, 1 a fail or a broken check (with --strict a warn too), 2 no verdict."""
-        if not any(host.reachable for host in self.hosts):
+        """0 no fail, 1 a fail, a broken check or an unreachable node (with --strict a warn
+        too), 2 no verdict."""
+        if self.no_verdict is not None:
             return 2
+        if self.counts_unreachable:
+            return 1
         bad = {Status.FAIL, Status.ERROR} | ({Status.WARN} if strict else set())
         return 1 if any(r.status in bad for r in self.checks) else 0
 
     def to_json(self) -> dict[str, Any]:
+        reason = self.no_verdict
         return {
             **document_header(self.site, SCHEMA_VERSION, self.generated_at),
             "status": self.status.value,
+            **({"error": reason} if reason is not None else {}),
+            "unreachable": [host.name for host in self.unreachable],
+            "allow_unreachable": self.allow_unreachable,
             "summary": self.summary,
             "hosts": [h.to_json() for h in self.hosts],
             "checks": [r.to_json() for r in self.checks],

@@ -15,9 +15,21 @@ from typing import Any
 
 import yaml
 
-from strixwizard.site import NodeSpec, SiteError, YamlReader, compose_yaml, name_problem
+from strixwizard.site import (
+    FieldError,
+    NodeSpec,
+    SiteError,
+    YamlReader,
+    compose_yaml,
+    name_problem,
+    read_text_file,
+)
 
 GROUP_KEYS = ("hosts", "children", "vars")
+#: Groups nested deeper than this are refused (Ansible inventories are a few levels deep).
+MAX_GROUP_DEPTH = 32
+#: Group entries walked in all (a group under several parents counts once per parent).
+MAX_GROUP_VISITS = 10_000
 
 
 class _Inventory:
@@ -26,6 +38,7 @@ class _Inventory:
         self.group_vars: dict[str, dict[str, Any]] = {}  # merged from every group of a host
         self.host_vars: dict[str, dict[str, Any]] = {}  # set on the host itself: win over groups
         self.lines: dict[str, int] = {}
+        self.visits = 0
 
     def scalars(self, node: yaml.Node, what: str) -> dict[str, Any]:
         if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
@@ -34,10 +47,23 @@ class _Inventory:
         for key, (_, value_node) in self.reader.mapping(node, what).items():
             if not isinstance(value_node, yaml.ScalarNode):
                 raise self.reader.error(value_node, f"{what}.{key} must be a single value")
-            out[key] = self.reader.constructor.construct_object(value_node)
+            out[key] = self.reader.construct(value_node, f"{what}.{key}")
         return out
 
-    def group(self, node: yaml.Node, path: str, inherited: dict[str, Any]) -> None:
+    def group(self, node: yaml.Node, name: str, inherited: dict[str, Any],
+              ancestors: tuple[str, ...] = (), key_node: yaml.Node | None = None) -> None:
+        """Walk one group; `ancestors` are the names of the groups above it, outermost first."""
+        path = ".".join((*ancestors, name))
+        if name in ancestors:
+            loop = " → ".join((*ancestors[ancestors.index(name):], name))
+            raise self.reader.error(key_node or node, f"group {name!r} is its own child ({loop})")
+        if len(ancestors) >= MAX_GROUP_DEPTH:
+            raise self.reader.error(node, f"group {path}: groups nest deeper than "
+                                    f"{MAX_GROUP_DEPTH} levels")
+        self.visits += 1
+        if self.visits > MAX_GROUP_VISITS:
+            raise self.reader.error(node, f"the inventory expands to more than {MAX_GROUP_VISITS} "
+                                    "group entries (YAML aliases repeating groups?)")
         if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
             return
         entries = self.reader.mapping(node, f"group {path}")
@@ -60,8 +86,9 @@ class _Inventory:
         if "children" in entries:
             children_node = entries["children"][1]
             if not (isinstance(children_node, yaml.ScalarNode) and children_node.value in ("", "~", "null")):
-                for child, (_, child_node) in self.reader.mapping(children_node, f"{path}.children").items():
-                    self.group(child_node, f"{path}.{child}", variables)
+                children = self.reader.mapping(children_node, f"{path}.children")
+                for child, (child_key, child_node) in children.items():
+                    self.group(child_node, child, variables, (*ancestors, name), child_key)
 
 
 def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:
@@ -76,14 +103,22 @@ def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:
     port = variables.get("ansible_port", 22)
     if not isinstance(port, int) or isinstance(port, bool):
         raise SiteError(f"{where}: host {name}: ansible_port must be a whole number, not {port!r}")
-    return NodeSpec(
-        name=name,
-        host="local" if local else text("ansible_host") or name,
-        user=text("ansible_user") or "root",
-        port=port,
-        key=text("ansible_ssh_private_key_file"),
-        fabric_address=text("fabric_address") or text("strixwizard_fabric_address"),
-    )
+    try:
+        return NodeSpec(
+            name=name,
+            host="local" if local else text("ansible_host") or name,
+            user=text("ansible_user") or "root",
+            port=port,
+            key=text("ansible_ssh_private_key_file"),
+            fabric_address=text("fabric_address") or text("strixwizard_fabric_address"),
+        )
+    except FieldError as error:
+        variable = _VARIABLES.get(error.field_name, error.field_name)
+        raise SiteError(f"{where}: host {name}: {variable} {error.message}") from None
+
+
+_VARIABLES = {"port": "ansible_port", "host": "ansible_host", "user": "ansible_user",
+              "key": "ansible_ssh_private_key_file", "fabric_address": "fabric_address"}
 
 
 def parse_inventory(text: str, source: str) -> tuple[NodeSpec, ...]:
@@ -105,9 +140,7 @@ def parse_inventory(text: str, source: str) -> tuple[NodeSpec, ...]:
 
 def load_inventory(path: Path) -> tuple[NodeSpec, ...]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path, "inventory")
     except FileNotFoundError:
         raise SiteError(f"{path}: no such inventory file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SiteError(f"{path}: cannot read the inventory ({error})") from None
     return parse_inventory(text, str(path))

@@ -6,7 +6,10 @@ with exit status 2 before anything is probed.
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,6 +22,43 @@ from strixwizard.errors import UsageError
 
 class SiteError(UsageError):
     pass
+
+
+class FieldError(SiteError):
+    """A value out of its range, raised where a record is built; the reader adds file:line."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name} {message}")
+        self.field_name = field_name
+        self.message = message
+
+
+def _whole(owner: object, name: str, low: int, high: int) -> None:
+    value = getattr(owner, name)
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise FieldError(name, f"must be a whole number, not {value!r}")
+    if not low <= value <= high:
+        raise FieldError(name, f"must be between {low} and {high}, not {value}")
+
+
+def _positive(owner: object, name: str, high: float = math.inf) -> None:
+    """A finite number above 0 (and at most `high`): NaN, infinities and negatives are refused."""
+    value = getattr(owner, name)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise FieldError(name, f"must be a number, not {value!r}")
+    if not math.isfinite(value) or value <= 0 or value > high:
+        top = "" if math.isinf(high) else f" and at most {high:g}"
+        raise FieldError(name, f"must be a finite number above 0{top}, not {value!r}")
+
+
+def _text(owner: object, name: str, optional: bool = True) -> None:
+    value = getattr(owner, name)
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise FieldError(name, f"must be a non-empty string, not {value!r}")
 
 
 #: Site and node names become file names (journals, captures, dry-run copies) and show up
@@ -42,6 +82,24 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+#: The IPv4 minimum MTU to the largest jumbo frame the fabric's switches and NICs take.
+MTU_MIN, MTU_MAX = 68, 9216
+#: `dcb apptrust` orders the lossless fix can set.
+TRUST_ORDERS = ("dscp", "pcp")
+MAX_PARALLEL = 256
+MAX_SECONDS = 86400.0
+#: A site file or inventory larger than this is not one (read at most this much).
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Values a YAML document may hold once its aliases are expanded (billion laughs).
+MAX_YAML_VALUES = 100_000
+#: The YAML tags a site file or inventory may carry (the YAML 1.1 core schema).
+STANDARD_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary",
+                 "set", "omap", "pairs", "merge", "value")
+)
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     name: str
@@ -51,6 +109,12 @@ class NodeSpec:
     key: str | None = None
     fabric_address: str | None = None
     snapshot: str | None = None  # replay a captured node instead of probing it
+
+    def __post_init__(self) -> None:
+        _whole(self, "port", 1, 65535)
+        _text(self, "user", optional=False)
+        for name in ("host", "key", "fabric_address", "snapshot"):
+            _text(self, name)
 
     @property
     def is_local(self) -> bool:
@@ -66,6 +130,13 @@ class Fabric:
     trust: str = "dscp"
     roce_version: int = 2
 
+    def __post_init__(self) -> None:
+        _whole(self, "mtu", MTU_MIN, MTU_MAX)
+        _whole(self, "pfc_priority", 0, 7)
+        _whole(self, "roce_version", 1, 2)
+        if self.trust not in TRUST_ORDERS:
+            raise FieldError("trust", f"must be one of {', '.join(TRUST_ORDERS)}, not {self.trust!r}")
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -74,12 +145,25 @@ class Thresholds:
     bandwidth_fraction: float = 0.8  # of the link's rate
     gtt_min_fraction: float = 0.75  # of MemTotal
 
+    def __post_init__(self) -> None:
+        _positive(self, "rdma_latency_us")
+        _positive(self, "tcp_latency_us")
+        _positive(self, "bandwidth_fraction", 1.0)
+        _positive(self, "gtt_min_fraction", 1.0)
+
 
 @dataclass(frozen=True)
 class SshSettings:
     known_hosts: str = "~/.ssh/known_hosts"
     connect_timeout: float = 5.0  # seconds to reach a node's sshd
     deadline: float = 60.0  # seconds for a node's whole collection
+    parallel: int | None = None  # nodes collected at once; None: sized for the head's CPUs
+
+    def __post_init__(self) -> None:
+        _text(self, "known_hosts", optional=False)
+        _positive(self, "connect_timeout", MAX_SECONDS)
+        _positive(self, "deadline", MAX_SECONDS)
+        _whole(self, "parallel", 1, MAX_PARALLEL)
 
 
 @dataclass(frozen=True)
@@ -119,6 +203,13 @@ class YamlReader:
         line = f":{node.start_mark.line + 1}" if node is not None else ""
         return SiteError(f"{self.source}{line}: {message}")
 
+    def construct(self, node: yaml.ScalarNode, what: str) -> Any:
+        """The Python value of a scalar of a standard tag (`check_tree` has refused the rest)."""
+        try:
+            return self.constructor.construct_object(node)
+        except (yaml.YAMLError, ValueError, OverflowError) as error:
+            raise self.error(node, f"{what}: not a valid value ({error})") from None
+
     def mapping(self, node: yaml.Node, what: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
         if not isinstance(node, yaml.MappingNode):
             raise self.error(node, f"{what} must be a mapping of keys to values")
@@ -135,7 +226,7 @@ class YamlReader:
     def scalar(self, node: yaml.Node, kind: Callable[[Any], T], what: str) -> T:
         if not isinstance(node, yaml.ScalarNode):
             raise self.error(node, f"{what} must be a single value")
-        value = self.constructor.construct_object(node)
+        value = self.construct(node, what)
         type_name = _TYPE_NAMES.get(kind, getattr(kind, "__name__", str(kind)))
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -150,6 +241,7 @@ class YamlReader:
         known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
         kinds = {"int": int, "float": float, "str": str, "str | None": str, "int | None": int}
         values: dict[str, Any] = {}
+        value_nodes: dict[str, yaml.Node] = {}
         for key, (key_node, value_node) in self.mapping(node, what).items():
             spec = known.get(key.replace("-", "_"))
             if spec is None or spec.name == "path":
@@ -157,17 +249,62 @@ class YamlReader:
                 raise self.error(key_node, f"{what}: unknown key {key!r} (known: {allowed})")
             kind = kinds[str(spec.type)]
             values[spec.name] = self.scalar(value_node, kind, f"{what}.{key}")
+            value_nodes[spec.name] = value_node
         try:
             return cls(**values)
+        except FieldError as error:
+            raise self.error(value_nodes.get(error.field_name, node),
+                             f"{what}.{error.field_name} {error.message}") from None
         except TypeError as error:  # a required field is missing
             missing = str(error).rsplit(":", 1)[-1].strip()
             raise self.error(node, f"{what} is missing {missing}") from None
 
 
+def check_tree(root: yaml.Node, source: str) -> None:
+    """Refuse non-standard tags (`!custom`, `!!python/object`), an alias inside its own
+    anchor, and documents whose aliases expand to more than MAX_YAML_VALUES values.
+    Iterative, and each distinct node is sized once: no recursion, no exponential walk."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            total = 1 + sum(sizes[id(child)] for child in _children(node))
+            if total > MAX_YAML_VALUES:
+                raise SiteError(f"{source}:{node.start_mark.line + 1}: holds more than "
+                                f"{MAX_YAML_VALUES} values once YAML aliases are expanded")
+            sizes[key] = total
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise SiteError(f"{source}:{node.start_mark.line + 1}: a YAML alias refers to the "
+                            "value that contains it")
+        if node.tag not in STANDARD_TAGS:
+            raise SiteError(f"{source}:{node.start_mark.line + 1}: YAML tag {node.tag!r} is not "
+                            "allowed (only plain values, lists and mappings)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
 def compose_yaml(text: str, source: str) -> yaml.Node | None:
     """The YAML node tree (with line marks), or a SiteError naming file and line."""
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise SiteError(f"{source}: not valid YAML: nested too deeply") from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}" if mark else ""
@@ -177,6 +314,31 @@ def compose_yaml(text: str, source: str) -> yaml.Node | None:
         raise SiteError(f"{source}{line}: not valid YAML: {error.problem}{context}") from None
     except yaml.YAMLError as error:
         raise SiteError(f"{source}: not valid YAML: {error}") from None
+    if root is not None:
+        check_tree(root, source)
+    return root
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """A small regular UTF-8 file's text; a device, FIFO or huge file is refused unread."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise SiteError(f"{path}: cannot read the {what} ({error.strerror})") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SiteError(f"{path}: the {what} is not a regular file")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise SiteError(f"{path}: the {what} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SiteError(f"{path}: cannot read the {what} (not UTF-8: {error.reason} at byte "
+                        f"{error.start})") from None
 
 
 def parse_site(text: str, source: str, path: Path | None = None, require_nodes: bool = True) -> Site:
@@ -225,9 +387,7 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
 
 def load_site(path: Path, require_nodes: bool = True) -> Site:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path, "site file")
     except FileNotFoundError:
         raise SiteError(f"{path}: no such site file (create one with `strixwizard init`)") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SiteError(f"{path}: cannot read the site file ({error})") from None
     return parse_site(text, str(path), path.resolve(), require_nodes)

@@ -34,8 +34,8 @@ def ssh_parallel(site: Site | None = None) -> int:
     pool sized for the head's CPUs (`node.target.default_parallel`)."""
     from strixwizard.node.target import default_parallel
 
-    wanted = getattr(site.ssh, "parallel", None) if site is not None else None
-    return int(wanted) if isinstance(wanted, int) and wanted > 0 else default_parallel()
+    wanted = site.ssh.parallel if site is not None else None
+    return wanted if wanted is not None else default_parallel()
 
 
 MAX_PARALLEL_SSH = 32  # the largest default pool (node.target.default_parallel)

@@ -72,6 +72,15 @@ def _result_lines(result: CheckResult, paint: _Painter, width: int) -> list[str]
     return lines
 
 
+def _unreachable_part(report: Report, paint: _Painter) -> str | None:
+    """`2 of 3 nodes unreachable` in the summary line (`, allowed` with --allow-unreachable)."""
+    down = len(report.unreachable)
+    if not down:
+        return None
+    text = f"{down} of {_plural(len(report.hosts), 'node')} unreachable"
+    return f"{text}, allowed" if report.allow_unreachable else paint(text, "31")
+
+
 def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool = False) -> None:
     paint = _Painter(use_colour(stream))
     reachable = [h for h in report.hosts if h.reachable]
@@ -110,9 +119,14 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
         paint(_plural(counts["warn"], "warning"), "33") if counts["warn"] else "0 warnings",
         f"{counts['pass']} passed",
         f"{counts['skip']} skipped" if counts["skip"] else None,
+        _unreachable_part(report, paint),
     ]
     stream.write(" · ".join(p for p in parts if p) + "\n")
-    if not reachable:
-        stream.write(paint("no node could be reached: no verdict\n", "31"))
+    if report.no_verdict is not None:
+        stream.write(paint(f"{report.no_verdict}: no verdict\n", "31"))
+    elif report.counts_unreachable:
+        names = ", ".join(h.name for h in report.unreachable)
+        stream.write(paint(f"not judged: {names}: the run is an error until every node is "
+                           "reached (--allow-unreachable judges the reachable nodes alone)\n", "31"))
     elif strict and counts["warn"] and not counts["fail"]:
         stream.write("--strict: warnings count as failures\n")

@@ -152,3 +152,101 @@ def test_doctor_does_not_import_textual_or_paramiko() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
     assert done.stdout.strip() == "[]"
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _site(tmp_path: Path, snapshot: Path | None) -> Path:
+    """A site with one node on a closed loopback port, and `snapshot` as a second node."""
+    text = (f"site: t\nnodes:\n  - name: down\n    host: 127.0.0.1\n    port: {_closed_port()}\n"
+            + (f"  - name: up\n    snapshot: {snapshot}\n" if snapshot else "")
+            + f"ssh:\n  known_hosts: {tmp_path / 'known_hosts'}\n  connect_timeout: 5\n")
+    path = tmp_path / "site.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_nothing_reachable_is_no_verdict_with_the_reason(cli, tmp_path: Path, report_schema) -> None:
+    site = _site(tmp_path, None)
+    result = cli("doctor", "--site", str(site), "--json")
+    assert result.rc == 2
+    report = result.json()
+    validate_report(report, report_schema)
+    assert report["status"] == "error" and report["unreachable"] == ["down"]
+    assert report["error"].startswith("no node could be reached (down: cannot connect to 127.0.0.1")
+    assert report["hosts"][0]["reachable"] is False and report["hosts"][0]["error"]
+    text = cli("doctor", "--site", str(site))
+    assert text.rc == 2 and "no node could be reached" in text.stdout
+    assert "1 of 1 node unreachable" in text.stdout and "Traceback" not in text.stderr
+
+
+def test_an_unreachable_node_makes_the_run_an_error_unless_allowed(cli, tmp_path: Path, snapshot_of,
+                                                                   report_schema) -> None:
+    site = _site(tmp_path, snapshot_of(strix_halo_node("strix-a")))
+    gate = cli("doctor", "--site", str(site), "--only", "node.strix_halo", "--json")
+    assert gate.rc == 1
+    report = gate.json()
+    validate_report(report, report_schema)
+    assert report["status"] == "error" and "error" not in report
+    assert report["unreachable"] == ["down"] and report["allow_unreachable"] is False
+    assert [c["status"] for c in report["checks"]] == ["pass"]
+    down = next(h for h in report["hosts"] if h["name"] == "down")
+    assert down["reachable"] is False and "cannot connect" in down["error"]
+    allowed = cli("doctor", "--site", str(site), "--only", "node.strix_halo", "--json",
+                  "--allow-unreachable")
+    assert allowed.rc == 0
+    assert allowed.json()["status"] == "pass" and allowed.json()["allow_unreachable"] is True
+    validate_report(allowed.json(), report_schema)
+    text = cli("doctor", "--site", str(site), "--only", "node.strix_halo")
+    summary = [line for line in text.stdout.splitlines() if "passed" in line]
+    assert text.rc == 1 and summary and "1 of 2 nodes unreachable" in summary[-1]
+    assert "not judged: down" in text.stdout and "--allow-unreachable" in text.stdout
+    relaxed = cli("doctor", "--site", str(site), "--only", "node.strix_halo", "--allow-unreachable")
+    assert relaxed.rc == 0 and "1 of 2 nodes unreachable, allowed" in relaxed.stdout
+
+
+def test_a_run_that_judges_no_check_is_no_verdict(cli, report_schema) -> None:
+    from checks import ALL
+
+    areas = sorted({c.id.split(".")[0] for c in ALL})
+    skipped = [arg for area in areas for arg in ("--skip", area)]
+    result = cli("doctor", "--demo", "--json", *skipped)
+    assert result.rc == 2
+    report = result.json()
+    validate_report(report, report_schema)
+    assert report["status"] == "error" and report["checks"] == []
+    assert "no check was judged" in report["error"]
+    text = cli("doctor", "--demo", *skipped)
+    assert text.rc == 2 and "no check was judged" in text.stdout and "no verdict" in text.stdout
+
+
+def test_only_or_skip_naming_nothing_is_a_usage_error(cli, report_schema) -> None:
+    for flag, value in (("--only", ""), ("--only", ",,,"), ("--skip", ""), ("--skip", " , ")):
+        result = cli("doctor", "--demo", flag, value)
+        assert result.rc == 2, (flag, value)
+        assert result.stderr.strip() == (f"strixwizard: error: {flag} {value!r} names no check "
+                                         "(`strixwizard doctor --list-checks` lists them)")
+        as_json = cli("doctor", "--demo", "--json", flag, value)
+        assert as_json.rc == 2 and as_json.json()["status"] == "error"
+        validate_report(as_json.json(), report_schema)
+
+
+def test_an_unusable_journal_dir_is_one_line(cli, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for command in (["fix", "--demo", "--apply", "--yes"], ["deploy", "--demo", "--apply", "--yes"]):
+        result = cli(*command, "--journal-dir", str(blocker / "journal"))
+        assert result.rc == 2, result.stderr
+        assert result.stderr.strip() == (f"strixwizard: error: --journal-dir {blocker / 'journal'}: "
+                                         f"cannot write there: {blocker} is not a folder")
+    result = cli("fix", "--demo", "--apply", "--yes", "--journal-dir", str(tmp_path / "j"),
+                 "--dry-run-dir", str(blocker / "dry"))
+    assert result.rc == 2 and "--dry-run-dir" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "j").exists()  # refused before anything was written

@@ -58,3 +58,32 @@ def test_exit_codes() -> None:
 def test_select_checks_by_area_and_id() -> None:
     assert [c.id for c in select_checks(ALL, ["node.gtt"], [])] == ["node.gtt"]
     assert "node.gtt" not in [c.id for c in select_checks(ALL, [], ["node.gtt"])]
+
+
+def test_one_rule_for_status_and_exit_code(report_schema) -> None:
+    from strixwizard.model import CheckResult
+
+    up = HostReport("a", "x", "snapshot", reachable=True)
+    down = HostReport("b", "y", "ssh", reachable=False, error="timed out")
+
+    def report(statuses: list[Status], hosts: list[HostReport], allow: bool = False) -> Report:
+        results = [CheckResult("a.b", "t", "a", "a", s, Severity.LOW, "", "", "", "", None)
+                   for s in statuses]
+        return Report("s", hosts, results, allow_unreachable=allow)
+
+    nothing = report([], [down])
+    assert (nothing.status, nothing.exit_code()) == (Status.ERROR, 2)
+    assert nothing.to_json()["error"] == "no node could be reached (b: timed out)"
+    unjudged = report([], [up])
+    assert (unjudged.status, unjudged.exit_code()) == (Status.ERROR, 2)
+    assert "no check was judged" in unjudged.to_json()["error"]
+    partial = report([Status.PASS], [up, down])
+    assert (partial.status, partial.exit_code(), partial.exit_code(strict=True)) == (Status.ERROR, 1, 1)
+    assert "error" not in partial.to_json() and partial.to_json()["unreachable"] == ["b"]
+    assert report([Status.FAIL], [up, down]).status is Status.FAIL  # worse than error stays
+    allowed = report([Status.PASS], [up, down], allow=True)
+    assert (allowed.status, allowed.exit_code()) == (Status.PASS, 0)
+    assert report([Status.WARN], [up, down], allow=True).exit_code(strict=True) == 1
+    assert report([], [down], allow=True).exit_code() == 2  # allowing never makes a verdict
+    for document in (nothing, unjudged, partial, allowed):
+        validate_report(document.to_json(), report_schema)

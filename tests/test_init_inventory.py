@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -52,10 +53,20 @@ def test_inventory_hosts_with_group_and_host_variables() -> None:
         ("all:\n  children:\n    g:\n", "lists no hosts"),
         ("all: [\n", "inv.yml:2: not valid YAML"),
         ("", "the inventory is empty"),
+        ("all:\n  hosts:\n    a:\n      ansible_port: 99999999\n",
+         "inv.yml:3: host a: ansible_port must be between 1 and 65535, not 99999999"),
+        ("all:\n  children:\n    g:\n      children:\n        g:\n          hosts: {a: }\n",
+         "inv.yml:5: group 'g' is its own child (g → g)"),
+        ("all: &all\n  children:\n    again: *all\n",
+         "a YAML alias refers to the value that contains it"),
+        ("all:\n  hosts:\n    a:\n      ansible_user: !vault secret\n",
+         "inv.yml:4: YAML tag '!vault' is not allowed"),
     ],
+    ids=["typo", "port-type", "no-hosts", "yaml", "empty", "port-range", "self-child",
+         "alias-loop", "tag"],
 )
 def test_bad_inventories_are_explained(text: str, message: str) -> None:
-    with pytest.raises(SiteError, match=message.replace("[", r"\[")):
+    with pytest.raises(SiteError, match=re.escape(message)):
         parse_inventory(text, "inv.yml")
 
 
@@ -102,3 +113,19 @@ def test_init_never_overwrites_and_rejects_bad_nodes(cli, tmp_path: Path) -> Non
     result = cli("init", "--out", str(tmp_path / "dup.yaml"), "--node", "a=h1", "--node", "a=h2")
     assert result.rc == 2 and "node name 'a' is already used" in result.stderr
     assert not (tmp_path / "dup.yaml").exists()
+
+
+def test_a_group_under_two_parents_is_walked_once_per_parent() -> None:
+    text = ("all:\n  children:\n    x:\n      vars: {ansible_user: ux}\n      children:\n"
+            "        shared: &shared\n          hosts: {n1: }\n"
+            "    y:\n      children:\n        shared: *shared\n")
+    (node,) = parse_inventory(text, "inv.yml")
+    assert node.name == "n1" and node.user == "ux"
+
+
+def test_init_refuses_a_port_out_of_range(cli, tmp_path: Path) -> None:
+    out = tmp_path / "site.yaml"
+    result = cli("init", "--out", str(out), "--node", "a=h:99999999")
+    assert result.rc == 2 and "Traceback" not in result.stderr
+    assert "port must be between 1 and 65535, not 99999999" in result.stderr
+    assert not out.exists()

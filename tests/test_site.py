@@ -57,9 +57,21 @@ def test_a_good_site_file_is_read(tmp_path: Path) -> None:
         ("site: x\nnodes:\n  - name: a\n    host: h\nextra: 1\n", ":5: unknown key 'extra'"),
         ("- just\n- a list\n", ":1: the site file must be a mapping"),
         ("", "the file is empty"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\n    port: 99999999\n",
+         ":5: nodes[0].port must be between 1 and 65535, not 99999999"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\nfabric:\n  mtu: 0\n",
+         ":6: fabric.mtu must be between 68 and 9216, not 0"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\nfabric:\n  pfc_priority: 12\n",
+         ":6: fabric.pfc_priority must be between 0 and 7, not 12"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\nthresholds:\n  rdma_latency_us: .nan\n",
+         ":6: thresholds.rdma_latency_us must be a finite number above 0, not nan"),
+        ("site: x\nnodes:\n  - name: a\n    host: h\nssh:\n  parallel: 257\n",
+         ":6: ssh.parallel must be between 1 and 256, not 257"),
+        ("site: !custom x\nnodes:\n  - name: a\n    host: h\n", ":1: YAML tag '!custom' is not allowed"),
     ],
     ids=["yaml", "typo", "type", "no-nodes", "empty-nodes", "no-name", "no-host", "dup",
-         "fabric-type", "extra-key", "not-mapping", "empty"],
+         "fabric-type", "extra-key", "not-mapping", "empty", "port-range", "mtu-range",
+         "pfc-range", "nan", "parallel-range", "tag"],
 )
 def test_mistakes_name_the_file_and_line(text: str, message: str) -> None:
     with pytest.raises(SiteError) as caught:
@@ -84,3 +96,22 @@ def test_doctor_on_a_bad_site_file_exits_2_with_file_and_line(cli, tmp_path: Pat
     assert as_json.rc == 2
     assert as_json.json()["status"] == "error"
     assert "unknown key 'hots'" in as_json.json()["error"]
+
+
+def test_ssh_parallel_is_a_field_the_collection_uses() -> None:
+    from strixwizard.targets import ssh_parallel
+
+    site = parse_site("site: x\nnodes:\n  - name: a\n    host: h\nssh:\n  parallel: 4\n", "s.yaml")
+    assert site.ssh.parallel == 4 and ssh_parallel(site) == 4
+    default = parse_site("site: x\nnodes:\n  - name: a\n    host: h\n", "s.yaml")
+    assert default.ssh.parallel is None and ssh_parallel(default) >= 1
+
+
+def test_values_are_checked_however_a_record_is_built() -> None:
+    from strixwizard.site import FieldError, NodeSpec, SshSettings
+
+    for build in (lambda: NodeSpec("a", "h", port=70000), lambda: Fabric(mtu=9217),
+                  lambda: Thresholds(gtt_min_fraction=float("inf")),
+                  lambda: SshSettings(deadline=-1.0), lambda: Fabric(trust="dscp;x")):
+        with pytest.raises(FieldError):
+            build()

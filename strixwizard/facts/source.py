@@ -11,6 +11,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 
+from strixwizard.node.command import not_installed
 from strixwizard.probe import RC_NOT_FOUND, CmdResult, NotCaptured, Probe
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -78,8 +79,8 @@ def why_unknown(argv: Sequence[str], result: CmdResult | None) -> str:
     command = " ".join(argv)
     if result is None:
         return f"`{command}` was not captured"
-    if result.rc == RC_NOT_FOUND:
-        return f"`{argv[0]}` is not installed on the node"
+    if result.rc == RC_NOT_FOUND:  # for `sh -c '... exec PROGRAM'` the shell is not the culprit
+        return not_installed(argv)
     first = (result.stderr or result.stdout).strip().splitlines()
     reason = first[0] if first else f"exit status {result.rc}"
     return f"`{command}` failed: {reason}"
