@@ -1,0 +1,150 @@
+"""strixwizard against a real kernel RDMA stack: soft-RoCE (rxe0) between two qemu VMs.
+
+The VM lab (tests/vmlab.py) boots Debian's kernel under TCG; sysfs, the GID
+table, configfs rdma_cm and ``ibv_devinfo`` are the kernel's own.  Timings are
+not meaningful under emulation, so nothing here asserts a speed.  The tests
+skip, with the reason, only when the VM lab cannot run on this machine (no
+qemu, not root, the kernel package cannot be downloaded).
+
+The replay tests at the end run everywhere: they read the snapshot captured
+from such a VM (tests/data/vm/).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from strixwizard.facts import NodeFacts
+from strixwizard.facts.rdma import RdmaPort, parse_ibv_devinfo, rdma_devices, roce_active_mtu
+from strixwizard.probe.snapshot import SnapshotProbe
+from tests.conftest import run_cli
+from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab, vm_lab_fixture
+
+DATA = Path(__file__).parent / "data" / "vm"
+SNAPSHOT = DATA / "vm0.tar.gz"
+CLI_TIMEOUT = 240.0
+
+vmlab2 = vm_lab_fixture(2)
+
+
+def _rxe_port(probe: SnapshotProbe) -> RdmaPort:
+    devices = {d.name: d for d in rdma_devices(probe)}
+    assert list(devices) == [RDMA_DEVICE]
+    device = devices[RDMA_DEVICE]
+    assert device.kind == "rxe"
+    assert not device.is_hardware
+    assert device.parent_netdev == FABRIC_NETDEV
+    assert len(device.ports) == 1
+    return device.ports[0]
+
+
+def _assert_rxe_port(port: RdmaPort, fabric_addr: str) -> None:
+    """What the real kernel shows for rxe0 on a 1500-byte eth0 with one IPv4 address."""
+    assert port.number == 1
+    assert port.state == "ACTIVE"
+    assert port.phys_state == "LinkUp"
+    assert port.link_layer == "Ethernet"
+    assert port.netdev == FABRIC_NETDEV
+    gid = port.roce_v2_ipv4_gid(FABRIC_NETDEV)
+    assert gid is not None
+    assert (gid.index, gid.type, gid.ipv4) == (1, "RoCE v2", fabric_addr)
+    assert "RoCE v2" in port.roce_versions
+    assert (port.active_mtu, port.max_mtu) == (1024, 4096)
+    assert port.active_mtu == roce_active_mtu(1500, port.max_mtu)[0]
+
+
+def _release(lab: VmLab) -> str:
+    assert lab.kernel is not None
+    return lab.kernel.release
+
+
+def _active_mtu(lab: VmLab, vm_name: str) -> tuple[int, int | None]:
+    out = lab.run(lab.vm(vm_name), "ibv_devinfo", "-v", "-d", RDMA_DEVICE).stdout
+    info = parse_ibv_devinfo(out)[(RDMA_DEVICE, 1)]
+    assert info.active_mtu is not None
+    return info.active_mtu, info.max_mtu
+
+
+def test_vms_boot_to_sshd_with_rxe0_on_the_fabric(vmlab2: VmLab) -> None:
+    for vm in vmlab2.vms:
+        assert vm.boot_seconds is not None and vm.boot_seconds < 60
+        done = vmlab2.run(vm, "rdma", "-j", "link", "show")
+        assert done.returncode == 0, done.stderr
+        links = json.loads(done.stdout)
+        assert [(lk["ifname"], lk["state"], lk["netdev"]) for lk in links] == [
+            (RDMA_DEVICE, "ACTIVE", FABRIC_NETDEV)
+        ]
+    vm0, vm1 = vmlab2.vms
+    ping = vmlab2.run(vm0, "ping", "-c", "1", "-W", "5", vm1.fabric_addr or "")
+    assert ping.returncode == 0, ping.stdout + ping.stderr
+
+
+def test_doctor_over_two_vms_judges_rxe_as_software_rdma(vmlab2: VmLab, tmp_path: Path) -> None:
+    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+    started = time.monotonic()
+    result = run_cli("doctor", "--site", str(site), "--json", timeout=CLI_TIMEOUT)
+    print(f"doctor --site over 2 VMs: {time.monotonic() - started:.1f} s")
+    report = result.json()
+    hosts = {h["name"]: h for h in report["hosts"]}
+    assert set(hosts) == {"vm0", "vm1"}
+    for host in hosts.values():
+        assert host["reachable"], host["error"]
+        assert host["facts"]["rdma_devices"] == [RDMA_DEVICE]
+        assert host["facts"]["kernel"] == _release(vmlab2)
+    checks = {(c["id"], c["host"]): c for c in report["checks"]}
+    for name in hosts:
+        soft = checks[("usb4.soft_rdma", name)]
+        assert soft["status"] == "warn"
+        assert soft["observed"] == f"{RDMA_DEVICE}: software rxe over {FABRIC_NETDEV}"
+        capable = checks[("nic.rdma_capable", name)]
+        assert capable["status"] == "fail"
+        assert RDMA_DEVICE in capable["observed"]
+    [link] = report["links"]
+    assert link["transport"] == "ethernet" and link["rdma"] is False
+    assert {end["mtu"] for end in link["ends"]} == {1500}
+
+
+def test_capture_of_a_vm_reads_the_real_gid_table(vmlab2: VmLab, tmp_path: Path) -> None:
+    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+    out = tmp_path / "captured"
+    result = run_cli("capture", "--site", str(site), "--out", str(out), timeout=CLI_TIMEOUT)
+    assert result.rc == 0, result.stderr
+    for vm in vmlab2.vms:
+        probe = SnapshotProbe.load(out / f"{vm.name}.tar.gz")
+        _assert_rxe_port(_rxe_port(probe), vm.fabric_addr or "")
+        assert NodeFacts(vm.name, probe).kernel.release == _release(vmlab2)
+
+
+def test_netdev_mtu_moves_rxe_active_mtu_as_the_model_says(vmlab2: VmLab) -> None:
+    """The kernel's RoCE MTU rule against strixwizard.facts.rdma.roce_active_mtu."""
+    vm = vmlab2.vms[0]
+    seen = {}
+    try:
+        for mtu in (1500, 4200, 9000):
+            done = vmlab2.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", str(mtu))
+            assert done.returncode == 0, done.stderr
+            active, max_mtu = _active_mtu(vmlab2, vm.name)
+            seen[mtu] = active
+            assert active == roce_active_mtu(mtu, max_mtu)[0], (mtu, active, max_mtu)
+    finally:
+        vmlab2.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", "1500")
+    assert seen == {1500: 1024, 4200: 4096, 9000: 4096}
+
+
+# -- replay of the recorded VM (runs everywhere) ----------------------------------------------
+
+
+def test_recorded_vm_snapshot_holds_the_real_rxe_port() -> None:
+    probe = SnapshotProbe.load(SNAPSHOT)
+    _assert_rxe_port(_rxe_port(probe), "192.168.77.1")
+
+
+def test_doctor_replays_the_recorded_vm() -> None:
+    result = run_cli("doctor", "--snapshot", str(SNAPSHOT), "--json")
+    report = result.json()
+    [host] = report["hosts"]
+    assert host["facts"]["rdma_devices"] == [RDMA_DEVICE]
+    soft = next(c for c in report["checks"] if c["id"] == "usb4.soft_rdma")
+    assert (soft["status"], soft["observed"]) == ("warn", "rxe0: software rxe over eth0")
