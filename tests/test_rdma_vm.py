@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.rdma import RdmaPort, parse_ibv_devinfo, rdma_devices, roce_active_mtu
@@ -131,6 +132,37 @@ def test_netdev_mtu_moves_rxe_active_mtu_as_the_model_says(vmlab2: VmLab) -> Non
     finally:
         vmlab2.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", "1500")
     assert seen == {1500: 1024, 4200: 4096, 9000: 4096}
+
+
+def _fix(*args: str) -> dict[str, Any]:
+    result = run_cli("fix", *args, "--yes", "--json", timeout=CLI_TIMEOUT)
+    assert result.rc == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.json()  # type: ignore[no-any-return]
+
+
+def test_mtu_fix_on_the_fabric_netdev_moves_active_mtu_and_rolls_back(vmlab2: VmLab, tmp_path: Path) -> None:
+    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", fabric_mtu=9000)
+    journals = str(tmp_path / "journal")
+    try:
+        applied = _fix("--site", str(site), "--only", "net.mtu", "--apply", "--journal-dir", journals)
+        report = applied["apply"]
+        assert report["status"] == "applied"
+        assert {(n["node"], n["status"]) for n in report["nodes"]} == {("vm0", "applied"), ("vm1", "applied")}
+        assert {(v["node"], v["status"]) for v in report["verification"]} == {
+            ("vm0", "cured"),
+            ("vm1", "cured"),
+        }
+        for vm in vmlab2.vms:
+            assert vmlab2.run(vm, "cat", f"/sys/class/net/{FABRIC_NETDEV}/mtu").stdout.strip() == "9000"
+            assert _active_mtu(vmlab2, vm.name) == (4096, 4096) == (roce_active_mtu(9000, 4096)[0], 4096)
+        rolled = _fix("--rollback", "--journal-dir", journals, "--site", str(site))["rollback"]
+        assert rolled["ok"]
+        for vm in vmlab2.vms:
+            assert vmlab2.run(vm, "cat", f"/sys/class/net/{FABRIC_NETDEV}/mtu").stdout.strip() == "1500"
+            assert _active_mtu(vmlab2, vm.name)[0] == 1024
+    finally:
+        for vm in vmlab2.vms:
+            vmlab2.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", "1500")
 
 
 # -- replay of the recorded VM (runs everywhere) ----------------------------------------------

@@ -487,18 +487,22 @@ class VmLab:
         *,
         deadline: float = 120.0,
         connect_timeout: float = 15.0,
-        extra: Sequence[str] = (),
+        fabric_mtu: int = 1500,
+        allow_soft_rdma: bool = False,
     ) -> Path:
-        """A site file for the VMs (generous deadlines: emulated CPUs are slow)."""
+        """A site file for the VMs (generous deadlines: emulated CPUs are slow).
+
+        The fabric MTU is the VMs' own (1500) unless told, so nothing is "to fix" by default.
+        """
         lines = [
             "site: vmlab",
+            *(["allow_soft_rdma: true"] if allow_soft_rdma else []),
             "fabric:",
-            "  mtu: 1500",
+            f"  mtu: {fabric_mtu}",
             "ssh:",
             f"  known_hosts: {json.dumps(str(self.known_hosts))}",
             f"  deadline: {deadline}",
             f"  connect_timeout: {connect_timeout}",
-            *extra,
             "nodes:",
         ]
         for vm in self.vms:
