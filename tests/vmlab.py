@@ -21,9 +21,13 @@ this machine kind), so sysfs, GID tables, configfs ``rdma_cm``, ``rdma -j link``
   machine is never used.  ``stage2.sh`` mounts proc/sys/configfs, gives the VM
   its own hostname, machine-id and empty ``/root``, sets the addresses, runs
   ``rdma link add rxe0 type rxe netdev eth0`` and execs sshd.
-- Fabric (``eth0``): VMs are paired 0-1, 2-3, ... by qemu ``-netdev socket``: the
-  even VM listens on 127.0.0.1, its peer connects; frames travel only over
-  loopback.  Pair ``p`` uses 192.168.(77+p).0/24, sides ``.1`` and ``.2``.
+- Fabric (``eth0``): VMs are paired 0-1, 2-3, ... by qemu ``-netdev socket``,
+  frames travelling only over loopback.  Pair ``p`` uses 192.168.(77+p).0/24,
+  sides ``.1`` and ``.2``.  Default ``fabric="udp"``: each qemu sends its frames
+  to the peer's UDP port on 127.0.0.1 (``udp=...,localaddr=...``).  ``"tcp"``:
+  the even VM listens, its peer connects.  Over the TCP stream Nagle's algorithm
+  holds back a frame that follows another (an RC ACK, then the next write), so
+  ``ib_write_lat`` there shows ~25 ms instead of well under one.
 - Management (``eth1``): ``-netdev user,restrict=on,hostfwd=tcp:127.0.0.1:PORT-:22``:
   the guest can reach nothing, the head reaches its sshd on a loopback port.
 - Processes: only the qemu PIDs this lab started are signalled, through a pidfd
@@ -83,6 +87,8 @@ BOOT_TIMEOUT = 60.0
 BUILD_TIMEOUT = 600.0
 KILL_TIMEOUT = 5.0
 VM_MEMORY_MB = 512
+#: how a pair's fabric frames travel between the two qemus, always on 127.0.0.1
+FABRIC_MODES = ("udp", "tcp")
 
 #: tool -> Debian package that provides it
 REQUIRED_TOOLS: dict[str, str] = {
@@ -313,8 +319,8 @@ def _build_into(work: Path, package: str, release: str, timeout: float) -> None:
 # -- VMs ------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
+def _free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
@@ -345,8 +351,10 @@ class Vm:
     ssh_port: int
     fabric_addr: str | None = None
     fabric_peer: str | None = None
-    #: ``-netdev socket`` endpoint: (listen?, port)
-    fabric_socket: tuple[bool, int] | None = None
+    #: the fabric's qemu ``-netdev socket`` options, e.g. ``udp=127.0.0.1:A,localaddr=127.0.0.1:B``
+    fabric_socket: str | None = None
+    #: "tcp" mode, connecting side: the peer's listening port, waited for before starting
+    fabric_waits_for: int | None = None
     host_key_pub: str = ""
     pid: int | None = None
     boot_seconds: float | None = None
@@ -373,9 +381,14 @@ class Vm:
 class VmLab:
     """``n`` soft-RoCE VMs under ``workdir``; ``up()`` boots them, ``down()`` kills them."""
 
-    def __init__(self, workdir: Path, n: int, *, kernel: KernelImage | None = None) -> None:
+    def __init__(
+        self, workdir: Path, n: int, *, kernel: KernelImage | None = None, fabric: str = "udp"
+    ) -> None:
         if not 1 <= n <= 8:
             raise ValueError(f"n must be in 1..8, not {n}")
+        if fabric not in FABRIC_MODES:
+            raise ValueError(f"fabric must be one of {', '.join(FABRIC_MODES)}, not {fabric!r}")
+        self.fabric = fabric
         self.workdir = Path(workdir).resolve()
         self.n = n
         self.kernel = kernel
@@ -478,7 +491,10 @@ class VmLab:
         return [*argv, "root@127.0.0.1", *command]
 
     def run(self, vm: Vm, *command: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-        """Run a command on ``vm`` over SSH, output captured, bounded by ``timeout``."""
+        """Run a command on ``vm`` over SSH, output captured, bounded by ``timeout``.
+
+        As with ``ssh``, the words are joined and the VM's shell parses them.
+        """
         return subprocess.run(self.ssh_argv(vm, *command), capture_output=True, text=True, timeout=timeout)
 
     def write_site_yaml(
@@ -530,9 +546,16 @@ class VmLab:
                 vm.fabric_peer = f"vm{i + 1 - 2 * side}"
             self.vms.append(vm)
         for i in range(0, self.n - 1, 2):
-            port = _free_port()
-            self.vms[i].fabric_socket = (True, port)
-            self.vms[i + 1].fabric_socket = (False, port)
+            first, second = self.vms[i], self.vms[i + 1]
+            if self.fabric == "tcp":
+                port = _free_port()
+                first.fabric_socket = f"listen=127.0.0.1:{port}"
+                second.fabric_socket = f"connect=127.0.0.1:{port}"
+                second.fabric_waits_for = port
+            else:
+                a, b = _free_port(socket.SOCK_DGRAM), _free_port(socket.SOCK_DGRAM)
+                first.fabric_socket = f"udp=127.0.0.1:{b},localaddr=127.0.0.1:{a}"
+                second.fabric_socket = f"udp=127.0.0.1:{a},localaddr=127.0.0.1:{b}"
 
     def _write_files(self) -> None:
         _keygen(self.client_key, "strixwizard-vmlab-client")
@@ -571,11 +594,9 @@ class VmLab:
             "-device", "virtio-9p-pci,fsdev=vmlab,mount_tag=vmlab",
         ]  # fmt: skip
         if vm.fabric_socket is not None:
-            listen, port = vm.fabric_socket
-            mode = "listen" if listen else "connect"
             mac = f"52:54:00:77:00:{vm.index + 1:02x}"
             argv += [
-                "-netdev", f"socket,id=fabric,{mode}=127.0.0.1:{port}",
+                "-netdev", f"socket,id=fabric,{vm.fabric_socket}",
                 "-device", f"virtio-net-pci,netdev=fabric,mac={mac},addr=0x5",
             ]  # fmt: skip
         argv += [
@@ -585,8 +606,8 @@ class VmLab:
         return argv
 
     def _start(self, vm: Vm) -> None:
-        if vm.fabric_socket is not None and not vm.fabric_socket[0]:
-            _wait_listening(vm.fabric_socket[1], self.vm(vm.fabric_peer or "").console_log)
+        if vm.fabric_waits_for is not None:
+            _wait_listening(vm.fabric_waits_for, self.vm(vm.fabric_peer or "").console_log)
         vm.console_log.write_bytes(b"")
         with open(vm.dir / "qemu.log", "ab") as log:
             vm._proc = subprocess.Popen(
