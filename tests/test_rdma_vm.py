@@ -256,6 +256,38 @@ def test_rollback_of_a_created_rdma_cm_directory_restores_the_kernel_tos() -> No
     assert _recreated_tos["vm1"] == "0"
 
 
+SOFT_LABEL = "software RDMA: tests the setup and the tool, not production speed"
+
+
+def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_ping_pong(
+    vmlab2: VmLab, tmp_path: Path
+) -> None:
+    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+    argv = ("test", "latency", "--site", str(site), "--no-history", "--no-references", "--seconds", "3")
+    started = time.monotonic()
+    report = run_cli(*argv, "--allow-soft-rdma", "--json", timeout=CLI_TIMEOUT).json()
+    print(f"test latency --allow-soft-rdma over 2 VMs: {time.monotonic() - started:.1f} s")
+    results = {r["tool"]: r for r in report["results"]}
+    perftest = results["ib_write_lat"]
+    assert perftest["source"] == "measured"
+    assert perftest["figure"] is not None and 0 < perftest["figure"] < 1e6, perftest["summary"]
+    assert perftest["status"] == "fail"  # emulated rxe is far over the 8 µs of hardware RDMA
+    assert perftest["detail"]["note"] == SOFT_LABEL
+    server = perftest["detail"]["server_argv"]
+    assert server[server.index("-d") + 1 :][:3] == [RDMA_DEVICE, "-i", "1"]
+    assert server[server.index("-x") + 1] == "1" and server[server.index("-m") + 1] == "1024"
+    verbs = results["strixwizard verbs ping-pong"]  # beside it, on the same link
+    assert verbs["path"] == perftest["path"]
+    assert verbs["detail"]["note"] == SOFT_LABEL and verbs["detail"]["perftest_tool"] == "ib_write_lat"
+    if verbs["figure"] is not None:
+        assert verbs["detail"]["ratio_to_perftest"] > 0
+    [pair] = report["like_for_like"]
+    assert pair["rdma"]["tool"] == "ib_write_lat" and pair["ratio"] > 0
+    plain = run_cli(*argv, "--json", timeout=CLI_TIMEOUT).json()
+    rdma = next(r for r in plain["results"] if r["transport"] == "rdma")
+    assert rdma["status"] == "skip" and "no hardware RDMA" in rdma["summary"]
+
+
 # -- replay of the recorded VM (runs everywhere) ----------------------------------------------
 
 

@@ -80,6 +80,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
     request = RunRequest(site_file=args.site, inventory=args.inventory, demo=args.demo,
                          trust_new_hosts=args.trust_new_hosts)
     site, nodes = resolve_run(request, None)
+    if getattr(args, "allow_soft_rdma", False):
+        from dataclasses import replace
+
+        site = replace(site, allow_soft_rdma=True)
     facts = [n.facts for n in nodes if n.facts is not None]
     unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
     if not facts:

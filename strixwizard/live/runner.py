@@ -22,6 +22,7 @@ from strixwizard.live.plan import PairPlan
 from strixwizard.live.rccl import RcclSettings, rccl_test
 from strixwizard.live.results import Measurement
 from strixwizard.live.schedule import rounds
+from strixwizard.live.soft_rdma import side_by_side
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
@@ -97,6 +98,10 @@ def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings)
     if result.status is Status.ERROR and "is not installed" in result.summary:
         native = native_latency(client, server, plan.rdma, settings.thresholds, settings.tcp)
         yield replace(native, detail={**native.detail, "instead_of": result.summary})
+        return
+    if plan.software_rdma:
+        yield from side_by_side(result, native_latency(client, server, plan.rdma, settings.thresholds,
+                                                       settings.tcp))
         return
     yield result
 
