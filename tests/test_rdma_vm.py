@@ -263,7 +263,7 @@ def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_pi
     vmlab2: VmLab, tmp_path: Path
 ) -> None:
     site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
-    argv = ("test", "latency", "--site", str(site), "--no-history", "--no-references", "--seconds", "3")
+    argv = ("test", "latency", "--site", str(site), "--no-history", "--no-references", "--seconds", "5")
     started = time.monotonic()
     report = run_cli(*argv, "--allow-soft-rdma", "--json", timeout=CLI_TIMEOUT).json()
     print(f"test latency --allow-soft-rdma over 2 VMs: {time.monotonic() - started:.1f} s")
@@ -279,8 +279,12 @@ def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_pi
     verbs = results["strixwizard verbs ping-pong"]  # beside it, on the same link
     assert verbs["path"] == perftest["path"]
     assert verbs["detail"]["note"] == SOFT_LABEL and verbs["detail"]["perftest_tool"] == "ib_write_lat"
-    if verbs["figure"] is not None:
-        assert verbs["detail"]["ratio_to_perftest"] > 0
+    assert verbs["status"] == "fail" and verbs["figure"] > 0, verbs["summary"]  # a real figure
+    ratio = verbs["detail"]["ratio_to_perftest"]
+    assert ratio > 0 and f"{ratio:.2f}x ib_write_lat's median" in verbs["summary"]
+    print(
+        f"verbs ping-pong / ib_write_lat: {ratio:.2f} ({verbs['figure']:.0f} / {perftest['figure']:.0f} µs)"
+    )
     [pair] = report["like_for_like"]
     assert pair["rdma"]["tool"] == "ib_write_lat" and pair["ratio"] > 0
     plain = run_cli(*argv, "--json", timeout=CLI_TIMEOUT).json()
@@ -338,3 +342,20 @@ def test_allow_soft_rdma_in_the_site_file_must_be_true_or_false(tmp_path: Path) 
     assert not parse_site(f"site: s\n{nodes}", "s.yaml").allow_soft_rdma
     with pytest.raises(SiteError, match=r"s.yaml:2: allow_soft_rdma must be a bool"):
         parse_site(f"site: s\nallow_soft_rdma: 3\n{nodes}", "s.yaml")
+
+
+def test_side_by_side_labels_both_and_gives_the_ratio_ours_to_perftest() -> None:
+    from strixwizard.live.results import LatencyStats, Measurement
+    from strixwizard.live.soft_rdma import side_by_side
+    from strixwizard.model import Status
+
+    def latency(tool: str, median: float | None) -> Measurement:
+        stats = LatencyStats(None, median, None, None, None, None) if median else None
+        return Measurement("latency", "rdma", tool, ("a", "b"), Status.FAIL, "RDMA: ...", latency=stats)
+
+    perftest, verbs = side_by_side(latency("ib_write_lat", 200.0), latency("verbs", 500.0))
+    assert perftest.detail["note"] == verbs.detail["note"] == SOFT_LABEL
+    assert verbs.detail["ratio_to_perftest"] == 2.5
+    assert verbs.summary.endswith("(2.50x ib_write_lat's median 200.00 µs)")
+    _, missing = side_by_side(latency("ib_write_lat", None), latency("verbs", 500.0))
+    assert missing.detail["ratio_to_perftest"] is None and missing.summary == "RDMA: ..."

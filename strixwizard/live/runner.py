@@ -22,7 +22,7 @@ from strixwizard.live.plan import PairPlan
 from strixwizard.live.rccl import RcclSettings, rccl_test
 from strixwizard.live.results import Measurement
 from strixwizard.live.schedule import rounds
-from strixwizard.live.soft_rdma import side_by_side
+from strixwizard.live.soft_rdma import side_by_side, soft_settings
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
@@ -101,7 +101,7 @@ def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings)
         return
     if plan.software_rdma:
         yield from side_by_side(result, native_latency(client, server, plan.rdma, settings.thresholds,
-                                                       settings.tcp))
+                                                       soft_settings(settings.tcp)))
         return
     yield result
 

@@ -204,19 +204,22 @@ def run(role: str, device: str, port: int, gid_index: int, address: str, tcp_por
     deadline = time.monotonic() + seconds
     rtt: list[int] = []
     clock = time.perf_counter_ns
-    for i in range(trips + warmup):
-        seq = i % 255 + 1
-        if role == "client":
-            start = clock()
-            end.write(seq)
-            if not end.wait_for(seq, deadline):
-                break
-            if i >= warmup:
-                rtt.append(clock() - start)
-        else:
-            if not end.wait_for(seq, deadline):
-                break
-            end.write(seq)
+    try:
+        for i in range(trips + warmup):
+            seq = i % 255 + 1
+            if role == "client":
+                start = clock()
+                end.write(seq)
+                if not end.wait_for(seq, deadline):
+                    break
+                if i >= warmup:
+                    rtt.append(clock() - start)
+            else:
+                if not end.wait_for(seq, deadline):
+                    break
+                end.write(seq)
+    except (TimeoutError, RuntimeError) as error:  # a stalled or failed write: say so, keep what we have
+        _emit(event="error", error=str(error))
     sock.close()
     if role == "client":
         _emit(event="result", size=size, warmup=warmup, rtt_ns=rtt, stopped_early=len(rtt) < trips)
