@@ -174,6 +174,9 @@ class Site:
     thresholds: Thresholds = field(default_factory=Thresholds)
     ssh: SshSettings = field(default_factory=SshSettings)
     path: Path | None = None
+    #: rxe/siw count as the fabric's RDMA (software RDMA: tests the setup and the tool, not
+    #: production speed); `allow_soft_rdma: true` in the file or `--allow-soft-rdma`
+    allow_soft_rdma: bool = False
 
     @property
     def base_dir(self) -> Path:
@@ -188,7 +191,7 @@ class Site:
 DEFAULT_SITE = Site(name="local")
 
 T = TypeVar("T")
-TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh")
+TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh", "allow_soft_rdma")
 _TYPE_NAMES: dict[object, str] = {int: "whole number", float: "number", str: "string"}
 
 
@@ -381,8 +384,10 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
         else Thresholds()
     )
     ssh = reader.record(top["ssh"][1], SshSettings, "ssh") if "ssh" in top else SshSettings()
+    soft = top.get("allow_soft_rdma")
+    allow_soft_rdma = reader.scalar(soft[1], bool, "allow_soft_rdma") if soft else False
     return Site(name=name, nodes=tuple(nodes), fabric=fabric, thresholds=thresholds, ssh=ssh,
-                path=path)
+                path=path, allow_soft_rdma=allow_soft_rdma)
 
 
 def load_site(path: Path, require_nodes: bool = True) -> Site:

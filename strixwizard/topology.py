@@ -26,6 +26,9 @@ from strixwizard.facts.rdma import RdmaDevice, RdmaPort
 from strixwizard.model import LinkEnd
 from strixwizard.site import Site
 
+#: RDMA device kinds a site may opt in to as its fabric's RDMA (`allow_soft_rdma`)
+SOFT_RDMA_KINDS = frozenset({"rxe", "siw"})
+SOFT_RDMA_LABEL = "software RDMA: tests the setup and the tool, not production speed"
 TRANSPORTS = ("roce-v2", "roce-v1", "infiniband", "iwarp", "thunderbolt-net", "ethernet")
 RDMA_TRANSPORTS = frozenset({"roce-v2", "roce-v1", "infiniband", "iwarp"})
 
@@ -48,10 +51,12 @@ class FabricPort:
         return self.netdev.ipv4[0] if self.netdev.ipv4 else None
 
 
-def hardware_port(node: NodeFacts, netdev: str) -> tuple[RdmaPort | None, RdmaDevice | None]:
+def hardware_port(node: NodeFacts, netdev: str, allow_soft: bool = False
+                  ) -> tuple[RdmaPort | None, RdmaDevice | None]:
+    """The netdev's hardware RDMA port; with `allow_soft`, an rxe/siw port counts as well."""
     for port in node.ports_on(netdev):
         device = node.rdma_device(port.device)
-        if device is not None and device.is_hardware:
+        if device is not None and (device.is_hardware or (allow_soft and device.kind in SOFT_RDMA_KINDS)):
             return port, device
     return None, None
 
@@ -64,7 +69,7 @@ def fabric_ports(node: NodeFacts, site: Site | None = None) -> tuple[FabricPort,
     }
     found = []
     for netdev in node.netdevs:
-        port, device = hardware_port(node, netdev.name)
+        port, device = hardware_port(node, netdev.name, site is not None and site.allow_soft_rdma)
         nic = node.nic_of(netdev)
         addresses = {a.address for a in netdev.ipv4}
         if (
@@ -183,6 +188,9 @@ def _build(nodes: tuple[NodeFacts, ...], site: Site | None) -> Topology:
                     evidence = _same_subnet(a, b)
                     if evidence:
                         transport, rdma = classify(a, b)
+                        kinds = {end.device.kind for end in (a, b) if end.device is not None}
+                        if rdma and kinds & SOFT_RDMA_KINDS:
+                            evidence = f"{evidence}; {SOFT_RDMA_LABEL}"
                         topology.links.append(Link(a, b, transport, rdma, evidence))
     return topology
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
     request = RunRequest(site_file=args.site, inventory=args.inventory, demo=args.demo,
                          trust_new_hosts=args.trust_new_hosts)
     site, nodes = read_nodes(request)
+    if getattr(args, "allow_soft_rdma", False):
+        site = replace(site, allow_soft_rdma=True)
     unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
     if len(unreachable) == len(nodes):
         raise UsageError("no node could be reached: nothing to plan ("

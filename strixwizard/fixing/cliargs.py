@@ -26,6 +26,9 @@ def add_fix_parser(commands: Any) -> argparse.ArgumentParser:
     fix.add_argument("--only", action="append", default=[], metavar="ID",
                      help="plan only this fix or area (repeatable; `strixwizard fix --list`)")
     fix.add_argument("--list", action="store_true", help="list the fixes and exit")
+    fix.add_argument("--allow-soft-rdma", action="store_true",
+                     help="plan RDMA fixes for rxe/siw devices too (software RDMA: tests the setup "
+                     "and the tool, not production speed); as `allow_soft_rdma: true` in the site")
     action = fix.add_mutually_exclusive_group()
     action.add_argument("--apply", action="store_true", help="apply the plan (asks first)")
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",

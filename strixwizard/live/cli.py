@@ -38,6 +38,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                       help="message size in bytes, for every tool (default 64)")
     test.add_argument("--no-references", action="store_true", help="skip the sockperf/qperf references")
     test.add_argument("--launcher", default="mpirun", help="MPI launcher for rccl (default mpirun)")
+    test.add_argument("--allow-soft-rdma", action="store_true",
+                      help="test rxe/siw links too (software RDMA: tests the setup and the tool, "
+                      "not production speed); as `allow_soft_rdma: true` in the site file")
     return test
 
 

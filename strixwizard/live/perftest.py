@@ -31,6 +31,8 @@ from strixwizard.site import Thresholds
 LATENCY_TOOLS = ("ib_write_lat", "ib_send_lat")
 BANDWIDTH_TOOLS = ("ib_write_bw", "ib_send_bw")
 READY = "Waiting for client to connect"
+#: perftest's stdout is a pipe here, so stdio buffers its READY banner until it exits
+LINE_BUFFERED = ("stdbuf", "-oL")
 PORT_BUSY = ("Couldn't listen to port", "Address already in use", "Couldn't bind")
 
 
@@ -92,7 +94,7 @@ def _start_server(tool: str, server: Host, end: RdmaEnd, settings: PerftestSetti
     notes: list[str] = []
     for attempt in range(settings.port_attempts):
         port = settings.tcp_port + attempt
-        argv = perftest_argv(tool, end, settings, port)
+        argv = [*LINE_BUFFERED, *perftest_argv(tool, end, settings, port)]
         process = server.start(argv, settings.start_timeout + settings.run_timeout + 10, f"{tool} server")
         if process.wait_for(lambda out: READY in out, settings.start_timeout):
             return process, port, argv, notes

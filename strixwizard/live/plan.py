@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from strixwizard.facts import NodeFacts
 from strixwizard.site import Site
-from strixwizard.topology import FabricPort, Link, build_topology
+from strixwizard.topology import SOFT_RDMA_KINDS, FabricPort, Link, build_topology
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class PairPlan:
     rdma: tuple[RdmaEnd, RdmaEnd] | None
     rdma_why_not: str = ""
     transport: str | None = None  # the link's: roce-v2, infiniband, ethernet...
+    software_rdma: bool = False  # rxe/siw ends, opted in with the site's allow_soft_rdma
 
     @property
     def pair(self) -> tuple[str, str]:
@@ -111,6 +112,7 @@ def plan_pair(site: Site, facts: dict[str, NodeFacts], a: str, b: str) -> PairPl
             why = "the link's RDMA port could not be read on both ends"
     else:
         why = f"the link {link.id} is {link.transport}: no hardware RDMA on both ends"
+    soft = link.rdma and bool({e.device.kind for e in link.ends if e.device} & SOFT_RDMA_KINDS)
     return PairPlan(a, b, a_host, b_host, tcp_address=address, tcp_path=path,
                     over_fabric=end_b.ipv4 is not None, rdma=rdma, rdma_why_not=why,
-                    transport=link.transport)
+                    transport=link.transport, software_rdma=soft)

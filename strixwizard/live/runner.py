@@ -22,6 +22,7 @@ from strixwizard.live.plan import PairPlan
 from strixwizard.live.rccl import RcclSettings, rccl_test
 from strixwizard.live.results import Measurement
 from strixwizard.live.schedule import rounds
+from strixwizard.live.soft_rdma import labelled, side_by_side, soft_settings
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
 from strixwizard.model import Status
 from strixwizard.node.cancel import Cancel
@@ -61,6 +62,10 @@ def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings)
         native = native_latency(client, server, plan.rdma, settings.thresholds, settings.tcp)
         yield replace(native, detail={**native.detail, "instead_of": result.summary})
         return
+    if plan.software_rdma:
+        yield from side_by_side(result, native_latency(client, server, plan.rdma, settings.thresholds,
+                                                       soft_settings(settings.tcp)))
+        return
     yield result
 
 
@@ -68,8 +73,9 @@ def bandwidth_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSetting
     if plan.rdma is None:
         yield _skip("bandwidth", settings.bandwidth_tool, plan, plan.rdma_why_not)
         return
-    yield rdma_test(settings.bandwidth_tool, hosts[plan.a], hosts[plan.b], plan.rdma, settings.thresholds,
-                    settings.perftest, plan.link_rate_gbps)
+    result = rdma_test(settings.bandwidth_tool, hosts[plan.a], hosts[plan.b], plan.rdma, settings.thresholds,
+                       settings.perftest, plan.link_rate_gbps)
+    yield labelled(result) if plan.software_rdma else result
 
 
 def rccl_run(hosts: dict[str, Host], nodes: Sequence[str], plans: Sequence[PairPlan],

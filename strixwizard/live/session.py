@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import sys
@@ -59,6 +60,8 @@ def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, ca
     if args.site is None:
         raise UsageError("say which site to test: --site FILE (or --demo)")
     site, nodes = read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
+    if getattr(args, "allow_soft_rdma", False):
+        site = dataclasses.replace(site, allow_soft_rdma=True)
     report.site = site.name
     names = [spec.name for spec in site.nodes]
     settings = _settings(args, site)

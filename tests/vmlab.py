@@ -1,0 +1,775 @@
+"""A lab with a real kernel RDMA stack: soft-RoCE (``rdma_rxe``) between small qemu VMs.
+
+Beside the namespace lab (tests/lab.py), whose kernel has no RDMA, this one boots
+Debian's own kernel in ``qemu-system-x86_64 -accel tcg`` (nested KVM hangs on
+this machine kind), so sysfs, GID tables, configfs ``rdma_cm``, ``rdma -j link``,
+``ib_write_lat`` and pyverbs are real.  Timings under emulation are not.
+
+- Kernel: ``apt-get download`` of the package ``linux-image-amd64`` depends on,
+  unpacked with ``dpkg -x`` into a cache directory (never installed here).
+  ``build_kernel()`` keeps only ``vmlinuz``, a busybox initramfs and a manifest,
+  keyed by kernel release (see ``cache_dir``).
+- Initramfs: busybox-static plus the modules ``modprobe -d TREE --show-depends``
+  resolves (after ``depmod -b``) for ``MODULES``, loaded in that order.
+  ``crc32_generic`` comes first: without it ``rdma_rxe`` fails "failed to init
+  crc32 algorithm".  It mounts this machine's ``/`` READ-ONLY over virtio-9p
+  (qemu's export is read-only as well) under a tmpfs overlay, so the VM has the
+  same sshd, python3, pyverbs, rdma-core and perftest, and nothing it writes
+  reaches this machine.  Then it runs the VM's own ``stage2.sh``.
+- Each VM's directory (shared read-only as 9p tag ``vmlab``) holds its
+  ``stage2.sh``, sshd config, host key and authorized keys; ``/etc/ssh`` of this
+  machine is never used.  ``stage2.sh`` mounts proc/sys/configfs, gives the VM
+  its own hostname, machine-id and empty ``/root``, sets the addresses, runs
+  ``rdma link add rxe0 type rxe netdev eth0`` and execs sshd.
+- Fabric (``eth0``): VMs are paired 0-1, 2-3, ... by qemu ``-netdev socket``,
+  frames travelling only over loopback.  Pair ``p`` uses 192.168.(77+p).0/24,
+  sides ``.1`` and ``.2``.  Default ``fabric="udp"``: each qemu sends its frames
+  to the peer's UDP port on 127.0.0.1 (``udp=...,localaddr=...``).  ``"tcp"``:
+  the even VM listens, its peer connects.  Over the TCP stream Nagle's algorithm
+  holds back a frame that follows another (an RC ACK, then the next write), so
+  ``ib_write_lat`` there shows ~25 ms instead of well under one.
+- Management (``eth1``): ``-netdev user,restrict=on,hostfwd=tcp:127.0.0.1:PORT-:22``:
+  the guest can reach nothing, the head reaches its sshd on a loopback port.
+- Processes: only the qemu PIDs this lab started are signalled, through a pidfd
+  after checking the process's command line still carries this lab's name;
+  ``down()`` runs on every exit path (context manager, fixture finalizer,
+  ``atexit``), and each qemu gets ``PR_SET_PDEATHSIG`` so a SIGKILLed owner
+  takes its VMs with it.
+
+From pytest: ``vm_lab_fixture(2)`` in a test module; by hand:
+``python scripts/lab.py up --rdma-vms 2 --dir /tmp/vmlab``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import fcntl
+import gzip
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+KERNEL_META_PACKAGE = "linux-image-amd64"
+#: modules the VM loads (their dependencies are resolved by modprobe)
+MODULES = (
+    "crc32_generic",
+    "virtio_pci",
+    "virtio_net",
+    "9pnet_virtio",
+    "9p",
+    "overlay",
+    "rdma_rxe",
+    "ib_uverbs",
+    "rdma_ucm",
+)
+BUSYBOX = Path("/bin/busybox")
+SSHD = "/usr/sbin/sshd"
+QEMU = "qemu-system-x86_64"
+RDMA_DEVICE = "rxe0"
+FABRIC_NETDEV = "eth0"
+#: the guest address user-mode networking forwards to
+GUEST_MGMT_ADDR = "10.0.2.15"
+MANIFEST = "manifest.json"
+BOOT_TIMEOUT = 60.0
+BUILD_TIMEOUT = 600.0
+KILL_TIMEOUT = 5.0
+VM_MEMORY_MB = 512
+#: how a pair's fabric frames travel between the two qemus, always on 127.0.0.1
+FABRIC_MODES = ("udp", "tcp")
+
+#: tool -> Debian package that provides it
+REQUIRED_TOOLS: dict[str, str] = {
+    QEMU: "qemu-system-x86",
+    str(BUSYBOX): "busybox-static",
+    "cpio": "cpio",
+    "depmod": "kmod",
+    "modprobe": "kmod",
+    "apt-get": "apt",
+    "dpkg-deb": "dpkg",
+    SSHD: "openssh-server",
+    "ssh-keygen": "openssh-client",
+}
+_SBIN = ("/usr/sbin", "/sbin")
+
+
+class VmLabError(RuntimeError):
+    """The VM lab could not be built, booted or torn down."""
+
+
+def _which(tool: str) -> str | None:
+    if tool.startswith("/"):
+        return tool if os.access(tool, os.X_OK) else None
+    found = shutil.which(tool)
+    if found:
+        return found
+    return next((f"{d}/{tool}" for d in _SBIN if os.access(f"{d}/{tool}", os.X_OK)), None)
+
+
+def missing_tools() -> dict[str, str]:
+    """Tools the VM lab needs that are not installed, with their Debian packages."""
+    return {tool: pkg for tool, pkg in REQUIRED_TOOLS.items() if _which(tool) is None}
+
+
+def require_vm_tools() -> None:
+    """Raise VmLabError naming what is missing (root, a tool and its apt package)."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the VM lab needs root (9p export of / with the files' owners)")
+    missing = missing_tools()
+    if missing:
+        problems.append(
+            f"missing {', '.join(missing)}: apt-get install {' '.join(sorted(set(missing.values())))}"
+        )
+    if problems:
+        raise VmLabError("cannot run the VM lab: " + "; ".join(problems))
+
+
+def _run(
+    argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 120.0
+) -> subprocess.CompletedProcess[str]:
+    tool = _which(argv[0]) or argv[0]
+    try:
+        proc = subprocess.run([tool, *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise VmLabError(f"{' '.join(argv)} did not finish within {timeout:g} s") from None
+    if proc.returncode != 0:
+        raise VmLabError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return proc
+
+
+# -- kernel and initramfs -------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """$STRIXWIZARD_VMLAB_CACHE, else /var/cache/strixwizard-vmlab (root), else $XDG_CACHE_HOME."""
+    override = os.environ.get("STRIXWIZARD_VMLAB_CACHE")
+    if override:
+        return Path(override)
+    if os.geteuid() == 0:
+        return Path("/var/cache/strixwizard-vmlab")
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "strixwizard-vmlab"
+
+
+def kernel_package() -> str:
+    """The versioned package ``linux-image-amd64`` depends on, e.g. linux-image-6.1.0-57-amd64."""
+    out = _run(["apt-cache", "depends", KERNEL_META_PACKAGE]).stdout
+    for line in out.splitlines():
+        kind, _, name = line.strip().partition(": ")
+        if kind == "Depends" and name.startswith("linux-image-"):
+            return name.strip()
+    raise VmLabError(f"apt-cache depends {KERNEL_META_PACKAGE}: no linux-image-* dependency in {out!r}")
+
+
+@dataclass(frozen=True)
+class KernelImage:
+    """A cached kernel and initramfs, ready to boot."""
+
+    release: str  # e.g. 6.1.0-57-amd64
+    package: str
+    version: str  # the Debian package version, e.g. 6.1.192-3
+    vmlinuz: Path
+    initramfs: Path
+
+    @property
+    def provenance(self) -> str:
+        return f"Debian kernel {self.release} ({self.package} {self.version})"
+
+    @classmethod
+    def load(cls, directory: Path) -> KernelImage:
+        manifest = json.loads((directory / MANIFEST).read_text())
+        return cls(
+            release=manifest["release"],
+            package=manifest["package"],
+            version=manifest["version"],
+            vmlinuz=directory / "vmlinuz",
+            initramfs=directory / "initramfs.cpio.gz",
+        )
+
+
+def resolve_modules(tree: Path, release: str, modules: Sequence[str] = MODULES) -> list[Path]:
+    """Module files to insmod, dependencies first, each once (``modprobe --show-depends``)."""
+    _run(["depmod", "-b", str(tree), release])
+    ordered: list[Path] = []
+    for module in modules:
+        out = _run(["modprobe", "-d", str(tree), "-S", release, "--show-depends", module]).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "insmod" and Path(parts[1]) not in ordered:
+                ordered.append(Path(parts[1]))
+    if not ordered:
+        raise VmLabError(f"modprobe resolved no module files for {', '.join(modules)}")
+    return ordered
+
+
+def _write_cpio_gz(root: Path, dest: Path) -> None:
+    """``find . | cpio -o -H newc | gzip`` with argv lists and no shell."""
+    names = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    proc = subprocess.run(
+        [_which("cpio") or "cpio", "-o", "-H", "newc", "--quiet", "--owner=0:0"],
+        cwd=root,
+        input="\n".join(names).encode() + b"\n",
+        capture_output=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        raise VmLabError(f"cpio failed: {proc.stderr.decode(errors='replace').strip()}")
+    with gzip.open(dest, "wb", compresslevel=6) as fh:
+        fh.write(proc.stdout)
+
+
+def _stage1_init(module_names: Sequence[str]) -> str:
+    """The initramfs's /init: modules, 9p root read-only under a tmpfs overlay, then stage2."""
+    return "\n".join(
+        [
+            "#!/bin/busybox sh",
+            "/bin/busybox --install -s /bin",
+            'fail() { echo "vmlab: $*"; sleep 1; poweroff -f; }',
+            "mkdir -p /proc /sys /dev /lower /conf /rw /newroot",
+            "mount -t proc proc /proc && mount -t sysfs sysfs /sys && mount -t devtmpfs devtmpfs /dev",
+            f"for m in {' '.join(module_names)}; do",
+            '  insmod "/modules/$m" || fail "insmod $m failed"',
+            "done",
+            "opts=trans=virtio,version=9p2000.L,msize=262144,ro",
+            "mount -t 9p -o $opts,cache=loose hostroot /lower || fail 'cannot mount the 9p root'",
+            "mount -t 9p -o $opts vmlab /conf || fail 'cannot mount the vmlab share'",
+            "mount -t tmpfs -o size=256m,mode=0755 tmpfs /rw && mkdir -p /rw/upper /rw/work",
+            "mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot"
+            " || fail 'cannot mount the overlay'",
+            "mkdir -p /newroot/vmlab && mount --move /conf /newroot/vmlab",
+            "umount /proc /sys; umount /dev",
+            "echo 'vmlab: stage 1 done'",
+            "exec switch_root /newroot /bin/sh /vmlab/stage2.sh",
+            "",
+        ]
+    )
+
+
+def build_kernel(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT) -> KernelImage:
+    """The cached kernel and initramfs for Debian's current amd64 kernel, built if absent.
+
+    A lock serialises concurrent builds; the result appears atomically (rename).
+    """
+    cache = cache or cache_dir()
+    package = kernel_package()
+    release = package.removeprefix("linux-image-")
+    dest = cache / release
+    if (dest / MANIFEST).exists():
+        return KernelImage.load(dest)
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (dest / MANIFEST).exists():
+            return KernelImage.load(dest)
+        work = cache / f".{release}.building"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        try:
+            _build_into(work, package, release, timeout)
+            shutil.rmtree(dest, ignore_errors=True)
+            work.rename(dest)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return KernelImage.load(dest)
+
+
+def _build_into(work: Path, package: str, release: str, timeout: float) -> None:
+    _run(["apt-get", "download", "-q", package], cwd=work, timeout=timeout)
+    debs = sorted(work.glob(f"{package}_*.deb"))
+    if not debs:
+        raise VmLabError(f"apt-get download {package} left no .deb in {work}")
+    version = _run(["dpkg-deb", "-f", str(debs[0]), "Version"]).stdout.strip()
+    tree = work / "tree"
+    _run(["dpkg-deb", "-x", str(debs[0]), str(tree)], timeout=timeout)
+    modules = resolve_modules(tree, release)
+    initramfs = work / "initramfs"
+    (initramfs / "modules").mkdir(parents=True)
+    (initramfs / "bin").mkdir()
+    shutil.copy2(BUSYBOX, initramfs / "bin" / "busybox")
+    names = []
+    for module in modules:
+        shutil.copy2(module, initramfs / "modules" / module.name)
+        names.append(module.name)
+    init = initramfs / "init"
+    init.write_text(_stage1_init(names))
+    init.chmod(0o755)
+    _write_cpio_gz(initramfs, work / "initramfs.cpio.gz")
+    shutil.copy2(tree / "boot" / f"vmlinuz-{release}", work / "vmlinuz")
+    shutil.rmtree(tree)
+    shutil.rmtree(initramfs)
+    for deb in debs:
+        deb.unlink()
+    manifest = {"release": release, "package": package, "version": version, "modules": names}
+    (work / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+# -- VMs ------------------------------------------------------------------
+
+
+def _free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _set_pdeathsig() -> None:
+    """In the child: die with the parent (PR_SET_PDEATHSIG = 1), even if it is SIGKILLed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+def _keygen(path: Path, comment: str) -> None:
+    for old in (path, path.with_name(path.name + ".pub")):
+        old.unlink(missing_ok=True)
+    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+
+
+def _public_key(path: Path) -> str:
+    return " ".join(path.read_text().split()[:2])
+
+
+@dataclass
+class Vm:
+    """One VM: a qemu process, its sshd on a loopback port, rxe0 on its fabric netdev."""
+
+    index: int
+    name: str
+    dir: Path
+    ssh_port: int
+    fabric_addr: str | None = None
+    fabric_peer: str | None = None
+    #: the fabric's qemu ``-netdev socket`` options, e.g. ``udp=127.0.0.1:A,localaddr=127.0.0.1:B``
+    fabric_socket: str | None = None
+    #: "tcp" mode, connecting side: the peer's listening port, waited for before starting
+    fabric_waits_for: int | None = None
+    host_key_pub: str = ""
+    pid: int | None = None
+    boot_seconds: float | None = None
+    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def console_log(self) -> Path:
+        return self.dir / "console.log"
+
+    @property
+    def host_key(self) -> Path:
+        return self.dir / "ssh_host_ed25519_key"
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def console_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.console_log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no console log)"
+
+
+class VmLab:
+    """``n`` soft-RoCE VMs under ``workdir``; ``up()`` boots them, ``down()`` kills them."""
+
+    def __init__(
+        self, workdir: Path, n: int, *, kernel: KernelImage | None = None, fabric: str = "udp"
+    ) -> None:
+        if not 1 <= n <= 8:
+            raise ValueError(f"n must be in 1..8, not {n}")
+        if fabric not in FABRIC_MODES:
+            raise ValueError(f"fabric must be one of {', '.join(FABRIC_MODES)}, not {fabric!r}")
+        self.fabric = fabric
+        self.workdir = Path(workdir).resolve()
+        self.n = n
+        self.kernel = kernel
+        #: carried on every qemu command line: the check before any signal
+        self.tag = f"swvm-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.client_key = self.workdir / "client_key"
+        self.known_hosts = self.workdir / "known_hosts"
+        self.vms: list[Vm] = []
+        self._used = False
+
+    # -- public ------------------------------------------------------------
+
+    def up(self, timeout: float = BOOT_TIMEOUT) -> VmLab:
+        """Build (or reuse) the kernel, boot every VM, wait for every sshd; tear down on failure."""
+        if self._used:
+            raise VmLabError("a VmLab can be brought up only once; make a new one")
+        self._used = True
+        require_vm_tools()
+        _LIVE.add(self)
+        try:
+            self.kernel = self.kernel or build_kernel()
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self._make_vms()
+            self._write_files()
+            started = time.monotonic()
+            for vm in self.vms:
+                self._start(vm)
+            self._wait_ready(started, timeout)
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def down(self) -> None:
+        """Kill every qemu this lab started (by PID, after checking its tag); idempotent."""
+        fds: list[tuple[int, Vm]] = []
+        for vm in self.vms:
+            if vm.pid is None:
+                continue
+            with contextlib.suppress(OSError):
+                fd = os.pidfd_open(vm.pid)
+                if self.tag in _cmdline(vm.pid):
+                    fds.append((fd, vm))
+                else:
+                    os.close(fd)
+        try:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                for fd, _ in fds:
+                    with contextlib.suppress(ProcessLookupError):
+                        signal.pidfd_send_signal(fd, sig)
+                if _wait_pidfds([fd for fd, _ in fds], KILL_TIMEOUT):
+                    break
+        finally:
+            for fd, _ in fds:
+                os.close(fd)
+        for vm in self.vms:
+            if vm._proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    vm._proc.wait(timeout=KILL_TIMEOUT)
+            vm._proc = None
+            vm.pid = None
+        _LIVE.discard(self)
+
+    def kill(self, vm: Vm) -> None:
+        """Kill one VM (a node lost mid-run)."""
+        if vm.pid is not None and self.tag in _cmdline(vm.pid) and vm._proc is not None:
+            vm._proc.kill()
+            vm._proc.wait(timeout=KILL_TIMEOUT)
+        vm._proc = None
+        vm.pid = None
+
+    def __enter__(self) -> VmLab:
+        return self.up()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.down()
+
+    def vm(self, name: str) -> Vm:
+        return next(vm for vm in self.vms if vm.name == name)
+
+    def ssh_argv(self, vm: Vm, *command: str) -> list[str]:
+        """OpenSSH client argv for running ``command`` on ``vm``; ignores ~/.ssh/config."""
+        options = {
+            "IdentitiesOnly": "yes",
+            "UserKnownHostsFile": str(self.known_hosts),
+            "GlobalKnownHostsFile": "/dev/null",
+            "StrictHostKeyChecking": "yes",
+            "BatchMode": "yes",
+            "ConnectTimeout": "10",
+            "LogLevel": "ERROR",
+        }
+        argv = ["ssh", "-F", "/dev/null", "-i", str(self.client_key), "-p", str(vm.ssh_port)]
+        for option, value in options.items():
+            argv += ["-o", f"{option}={value}"]
+        return [*argv, "root@127.0.0.1", *command]
+
+    def run(self, vm: Vm, *command: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run a command on ``vm`` over SSH, output captured, bounded by ``timeout``.
+
+        As with ``ssh``, the words are joined and the VM's shell parses them.
+        """
+        return subprocess.run(self.ssh_argv(vm, *command), capture_output=True, text=True, timeout=timeout)
+
+    def write_site_yaml(
+        self,
+        path: Path,
+        *,
+        deadline: float = 120.0,
+        connect_timeout: float = 15.0,
+        fabric_mtu: int = 1500,
+        allow_soft_rdma: bool = False,
+    ) -> Path:
+        """A site file for the VMs (generous deadlines: emulated CPUs are slow).
+
+        The fabric MTU is the VMs' own (1500) unless told, so nothing is "to fix" by default.
+        """
+        lines = [
+            "site: vmlab",
+            *(["allow_soft_rdma: true"] if allow_soft_rdma else []),
+            "fabric:",
+            f"  mtu: {fabric_mtu}",
+            "ssh:",
+            f"  known_hosts: {json.dumps(str(self.known_hosts))}",
+            f"  deadline: {deadline}",
+            f"  connect_timeout: {connect_timeout}",
+            "nodes:",
+        ]
+        for vm in self.vms:
+            lines += [
+                f"  - name: {vm.name}",
+                "    host: 127.0.0.1",
+                f"    port: {vm.ssh_port}",
+                "    user: root",
+                f"    key: {json.dumps(str(self.client_key))}",
+            ]
+            if vm.fabric_addr:
+                lines.append(f"    fabric_address: {vm.fabric_addr}")
+        path = Path(path)
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    # -- up ----------------------------------------------------------------
+
+    def _make_vms(self) -> None:
+        for i in range(self.n):
+            vm = Vm(index=i, name=f"vm{i}", dir=self.workdir / f"vm{i}", ssh_port=_free_port())
+            pair, side = divmod(i, 2)
+            if pair * 2 + 1 < self.n:
+                vm.fabric_addr = f"192.168.{77 + pair}.{1 + side}"
+                vm.fabric_peer = f"vm{i + 1 - 2 * side}"
+            self.vms.append(vm)
+        for i in range(0, self.n - 1, 2):
+            first, second = self.vms[i], self.vms[i + 1]
+            if self.fabric == "tcp":
+                port = _free_port()
+                first.fabric_socket = f"listen=127.0.0.1:{port}"
+                second.fabric_socket = f"connect=127.0.0.1:{port}"
+                second.fabric_waits_for = port
+            else:
+                a, b = _free_port(socket.SOCK_DGRAM), _free_port(socket.SOCK_DGRAM)
+                first.fabric_socket = f"udp=127.0.0.1:{b},localaddr=127.0.0.1:{a}"
+                second.fabric_socket = f"udp=127.0.0.1:{a},localaddr=127.0.0.1:{b}"
+
+    def _write_files(self) -> None:
+        _keygen(self.client_key, "strixwizard-vmlab-client")
+        client_pub = self.client_key.with_name(self.client_key.name + ".pub").read_text()
+        known = []
+        for vm in self.vms:
+            vm.dir.mkdir(parents=True, exist_ok=True)
+            _keygen(vm.host_key, f"strixwizard-vmlab-{vm.name}")
+            vm.host_key_pub = _public_key(vm.host_key.with_name(vm.host_key.name + ".pub"))
+            known.append(f"[127.0.0.1]:{vm.ssh_port} {vm.host_key_pub}\n")
+            (vm.dir / "authorized_keys").write_text(client_pub)
+            (vm.dir / "sshd_config").write_text(_sshd_config())
+            stage2 = vm.dir / "stage2.sh"
+            stage2.write_text(_stage2_script(vm))
+            stage2.chmod(0o755)
+        self.known_hosts.write_text("".join(known))
+
+    def _qemu_argv(self, vm: Vm) -> list[str]:
+        kernel = self.kernel
+        assert kernel is not None
+        argv = [
+            _which(QEMU) or QEMU,
+            "-name", f"{vm.name},process={self.tag}",
+            "-accel", "tcg",
+            "-m", str(VM_MEMORY_MB),
+            "-smp", "1",
+            "-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none",
+            "-serial", f"file:{vm.console_log}",
+            "-kernel", str(kernel.vmlinuz),
+            "-initrd", str(kernel.initramfs),
+            "-append", "console=ttyS0 panic=-1 loglevel=4 net.ifnames=0",
+            "-no-reboot",
+            "-fsdev", "local,id=hostroot,path=/,security_model=passthrough,readonly=on,multidevs=remap",
+            "-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
+            "-fsdev", f"local,id=vmlab,path={vm.dir},security_model=passthrough,readonly=on",
+            "-device", "virtio-9p-pci,fsdev=vmlab,mount_tag=vmlab",
+        ]  # fmt: skip
+        if vm.fabric_socket is not None:
+            mac = f"52:54:00:77:00:{vm.index + 1:02x}"
+            argv += [
+                "-netdev", f"socket,id=fabric,{vm.fabric_socket}",
+                "-device", f"virtio-net-pci,netdev=fabric,mac={mac},addr=0x5",
+            ]  # fmt: skip
+        argv += [
+            "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{vm.ssh_port}-:22",
+            "-device", f"virtio-net-pci,netdev=mgmt,mac=52:54:00:00:00:{vm.index + 1:02x},addr=0x6",
+        ]  # fmt: skip
+        return argv
+
+    def _start(self, vm: Vm) -> None:
+        if vm.fabric_waits_for is not None:
+            _wait_listening(vm.fabric_waits_for, self.vm(vm.fabric_peer or "").console_log)
+        vm.console_log.write_bytes(b"")
+        with open(vm.dir / "qemu.log", "ab") as log:
+            vm._proc = subprocess.Popen(
+                self._qemu_argv(vm),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_set_pdeathsig,
+            )
+        vm.pid = vm._proc.pid
+
+    def _wait_ready(self, started: float, timeout: float) -> None:
+        """Until every VM's sshd answers with an SSH banner; dead qemu or timeout is an error."""
+        pending = list(self.vms)
+        deadline = started + timeout
+        while pending:
+            for vm in list(pending):
+                if not vm.running():
+                    qemu_log = (vm.dir / "qemu.log").read_text(errors="replace")[-1500:]
+                    raise VmLabError(
+                        f"{vm.name}: qemu exited during boot: {qemu_log}\nconsole:\n{vm.console_tail()}"
+                    )
+                if _ssh_banner(vm.ssh_port):
+                    vm.boot_seconds = time.monotonic() - started
+                    pending.remove(vm)
+            if pending:
+                if time.monotonic() > deadline:
+                    vm = pending[0]
+                    raise VmLabError(
+                        f"{vm.name}: sshd not reached within {timeout:g} s; console:\n{vm.console_tail()}"
+                    )
+                time.sleep(0.5)
+
+
+def _sshd_config() -> str:
+    return "\n".join(
+        [
+            "# written by tests/vmlab.py; this sshd never reads /etc/ssh",
+            f"ListenAddress {GUEST_MGMT_ADDR}",
+            "Port 22",
+            "HostKey /vmlab/ssh_host_ed25519_key",
+            "PidFile /run/sshd.pid",
+            "AuthorizedKeysFile /vmlab/authorized_keys",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "PermitRootLogin prohibit-password",
+            "StrictModes no",
+            "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
+            "UseDNS no",
+            "SetEnv PATH=/usr/bin:/bin:/usr/sbin:/sbin",
+            "PrintMotd no",
+            "PrintLastLog no",
+            "MaxStartups 50",
+            "Subsystem sftp internal-sftp",
+            "",
+        ]
+    )
+
+
+def _stage2_script(vm: Vm) -> str:
+    """Run as PID 1 in the overlay root: the VM's own identity, addresses, rxe0, sshd."""
+    machine_id = uuid.uuid5(uuid.NAMESPACE_DNS, f"{vm.name}.vmlab").hex
+    lines = [
+        "#!/bin/sh",
+        "mount -t proc proc /proc",
+        "mount -t sysfs sysfs /sys",
+        "mount -t devtmpfs devtmpfs /dev",
+        "mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs tmpfs /dev/shm",
+        "mount -t configfs configfs /sys/kernel/config",
+        "for d in /run /tmp /var/tmp /var/log; do mount -t tmpfs -o mode=1777 tmpfs $d; done",
+        "mount -t tmpfs -o mode=0700 tmpfs /root",
+        f"hostname {vm.name}",
+        f"echo {vm.name} > /etc/hostname",
+        f"echo {machine_id} > /etc/machine-id",
+        "ip link set lo up",
+        f"ip addr add {GUEST_MGMT_ADDR}/24 dev eth1 && ip link set eth1 up",
+    ]
+    if vm.fabric_addr:
+        lines += [
+            f"ip addr add {vm.fabric_addr}/24 dev {FABRIC_NETDEV} && ip link set {FABRIC_NETDEV} up",
+            f"rdma link add {RDMA_DEVICE} type rxe netdev {FABRIC_NETDEV}"
+            " || echo 'vmlab: rdma link add failed'",
+        ]
+    lines += [
+        "mkdir -p /run/sshd && chmod 0755 /run/sshd",
+        "echo 'vmlab: starting sshd'",
+        f"exec {SSHD} -D -e -f /vmlab/sshd_config",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _wait_pidfds(fds: list[int], timeout: float) -> bool:
+    pending = set(fds)
+    deadline = time.monotonic() + timeout
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        poller = select.poll()
+        for fd in pending:
+            poller.register(fd, select.POLLIN)
+        for fd, _ in poller.poll(left * 1000):
+            pending.discard(fd)
+    return True
+
+
+def _wait_listening(port: int, console: Path, timeout: float = 15.0) -> None:
+    """Until the listening side of a ``-netdev socket`` pair accepts (qemu listens at start)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.1)
+    raise VmLabError(f"fabric socket 127.0.0.1:{port} not listening after {timeout:g} s ({console})")
+
+
+def _ssh_banner(port: int) -> bool:
+    """True when something on the forwarded port speaks SSH (user-net accepts before the guest)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), 1.0) as sock:
+            sock.settimeout(2.0)
+            return sock.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+_LIVE: set[VmLab] = set()
+
+
+@atexit.register
+def _down_all() -> None:
+    for lab in list(_LIVE):
+        with contextlib.suppress(Exception):
+            lab.down()
+
+
+def vm_lab_fixture(n: int, *, scope: str = "module", name: str | None = None) -> Callable[..., Any]:
+    """A pytest fixture yielding an up ``VmLab`` of ``n`` VMs.
+
+    Skips (with the reason) when the VM lab cannot run here: missing tools, not
+    root, or no way to download the kernel.  A VM that boots but does not reach
+    sshd is an error, not a skip.
+    """
+    import pytest
+
+    def _vmlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VmLab]:
+        try:
+            require_vm_tools()
+            kernel = build_kernel()
+        except VmLabError as exc:
+            pytest.skip(f"VM lab unavailable: {exc}")
+        with VmLab(tmp_path_factory.mktemp("vmlab"), n, kernel=kernel) as lab:
+            yield lab
+
+    return pytest.fixture(scope=scope, name=name)(_vmlab)  # type: ignore[call-overload,no-any-return]
