@@ -119,9 +119,7 @@ class DeployState(StepState):
         self.log, self.run_error = [], None
 
 
-class DeployScreen(StepScreen):
-    STEP = "deploy"
-    State = DeployState
+class DeployScreen(StepScreen, step="deploy", state=DeployState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply deploy"),
         Binding("u", "roll_back", "Roll back"),

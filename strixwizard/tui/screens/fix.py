@@ -95,9 +95,7 @@ class FixState(StepState):
         self.log, self.error = [], None
 
 
-class FixScreen(StepScreen):
-    STEP = "fix"
-    State = FixState
+class FixScreen(StepScreen, step="fix", state=FixState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply fixes"),
         Binding("u", "roll_back", "Roll back"),
