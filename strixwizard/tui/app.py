@@ -258,8 +258,8 @@ class WizardApp(App[int]):
         elif group == "ssh":
             self.notify(f"testing SSH stopped: {error!r}", severity="error", timeout=10)
         elif group == "fix":
-            session.of(FixState).error = (f"stopped: {error!r}\nNext: {again}; journals are kept "
-                                          "for `strixwizard fix --rollback`.")
+            session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; journals are "
+                                              "kept for `strixwizard fix --rollback`.")
         elif group == "deploy-plan":
             session.of(DeployState).error = (
                 f"planning the deploy failed: {error!r}",

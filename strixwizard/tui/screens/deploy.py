@@ -4,7 +4,7 @@ nodes apply it (journalled, all-or-nothing), smoke-test it, roll it back. The de
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -17,9 +17,8 @@ from strixwizard.model import Status
 from strixwizard.services.deploy import Deployed, DeployPreview
 from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.screens.common import RunState, needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.session import StepState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
@@ -105,18 +104,10 @@ def deployed_content(deployed: Deployed) -> tuple[Content, str]:
 
 
 @dataclass
-class DeployState(StepState):
+class DeployState(RunState):
     preview: DeployPreview | None = None
     error: tuple[str, str] | None = None  # reason, next step (planning failed)
-    log: list[str] = field(default_factory=list)
     deployed: Deployed | None = None
-    run_error: str | None = None
-    rolled_back: str | None = None
-
-    def begin(self) -> None:
-        """A run starts; what the last one did stays shown until this one ends (a "no" to
-        the question leaves it as it was)."""
-        self.log, self.run_error = [], None
 
 
 class DeployScreen(StepScreen, step="deploy", state=DeployState):
