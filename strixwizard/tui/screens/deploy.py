@@ -17,7 +17,7 @@ from strixwizard.model import Status
 from strixwizard.services.deploy import Deployed, DeployPreview
 from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.screens.common import RunState, needs_discovery
+from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.widgets.notice import Notice
@@ -155,21 +155,18 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
 
     def _show_run(self) -> None:
         state = self.session.of(DeployState)
-        run = self.query_one("#deploy-run", Notice)
-        run.display = True
-        if self.wizard.busy("deploy"):
-            log = "\n".join(state.log[-8:]) or "starting…"
-            run.say(f"{log}\n(this finishes or rolls back on its own)", "info", title="Deploying")
-        elif state.run_error:
-            run.say(state.run_error, "error", title="Deploy failed")
-        elif state.deployed is not None:
+
+        def deployed(notice: Notice) -> bool:
+            if state.deployed is None:
+                return False
             text, kind = deployed_content(state.deployed)
-            run.say("", kind, title="Deployed" if state.deployed.ok else "Deploy: not passed")
-            run.update(text)
-        elif state.rolled_back:
-            run.say(state.rolled_back, "info", title="Rolled back")
-        else:
-            run.display = False
+            notice.say("", kind, title="Deployed" if state.deployed.ok else "Deploy: not passed")
+            notice.update(text)
+            return True
+
+        show_run(self.query_one("#deploy-run", Notice), state, self.wizard.busy("deploy"),
+                 running_title="Deploying", note="(this finishes or rolls back on its own)",
+                 failed_title="Deploy failed", show_result=deployed)
 
     def _clear(self) -> None:
         self.query_one("#deploy-plan").display = False

@@ -15,7 +15,7 @@ from strixwizard.model import CheckResult
 from strixwizard.services.fix import Applied
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.screens.common import RunState, needs_discovery
+from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.state import display_path
 from strixwizard.tui.steps import keys
@@ -123,21 +123,18 @@ class FixScreen(StepScreen, step="fix", state=FixState):
 
     def _show_run(self) -> None:
         state = self.session.of(FixState)
-        run = self.query_one("#fix-run", Notice)
-        run.display = True
-        if self.wizard.busy("fix"):
-            log = "\n".join(state.log[-8:]) or "starting…"
-            run.say(f"{log}\n(this finishes or rolls back on its own; it cannot be interrupted halfway)",
-                    "info", title="Running")
-        elif state.run_error:
-            run.say(state.run_error, "error", title="Apply failed")
-        elif state.applied is not None:
+
+        def applied(notice: Notice) -> bool:
+            if state.applied is None:
+                return False
             text, kind = applied_text(state.applied)
-            run.say(text, kind, title="Applied")
-        elif state.rolled_back:
-            run.say(state.rolled_back, "info", title="Rolled back")
-        else:
-            run.display = False
+            notice.say(text, kind, title="Applied")
+            return True
+
+        show_run(self.query_one("#fix-run", Notice), state, self.wizard.busy("fix"),
+                 running_title="Running",
+                 note="(this finishes or rolls back on its own; it cannot be interrupted halfway)",
+                 failed_title="Apply failed", show_result=applied)
 
     def refresh_view(self) -> None:
         notice = self.query_one("#fix-status", Notice)
