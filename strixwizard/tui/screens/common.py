@@ -3,8 +3,9 @@ the state of a fix or deploy run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from textual.content import Content
 
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.session import StepState
@@ -48,18 +49,18 @@ class RunState(StepState):
 
 
 def show_run(notice: Notice, state: RunState, running: bool, *, running_title: str, note: str,
-             failed_title: str, show_result: Callable[[Notice], bool]) -> None:
-    """A run's notice: its last lines while it runs (with `note`), then its error, its result
-    (`show_result` says it and returns True when there is one) or its rollback; hidden before
-    the first run."""
+             failed_title: str, result: tuple[str | Content, str, str] | None) -> None:
+    """A run's notice: its last lines while it runs (with `note`), then its error, its
+    `result` (text, kind, title) or its rollback; hidden before the first run."""
     notice.display = True
     if running:
         log = "\n".join(state.log[-8:]) or "starting…"
         notice.say(f"{log}\n{note}", "info", title=running_title)
     elif state.run_error:
         notice.say(state.run_error, "error", title=failed_title)
-    elif show_result(notice):
-        return
+    elif result is not None:
+        text, kind, title = result
+        notice.say(text, kind, title=title)
     elif state.rolled_back:
         notice.say(state.rolled_back, "info", title="Rolled back")
     else:

@@ -155,18 +155,13 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
 
     def _show_run(self) -> None:
         state = self.session.of(DeployState)
-
-        def deployed(notice: Notice) -> bool:
-            if state.deployed is None:
-                return False
+        result = None
+        if state.deployed is not None:
             text, kind = deployed_content(state.deployed)
-            notice.say("", kind, title="Deployed" if state.deployed.ok else "Deploy: not passed")
-            notice.update(text)
-            return True
-
+            result = (text, kind, "Deployed" if state.deployed.ok else "Deploy: not passed")
         show_run(self.query_one("#deploy-run", Notice), state, self.wizard.busy("deploy"),
                  running_title="Deploying", note="(this finishes or rolls back on its own)",
-                 failed_title="Deploy failed", show_result=deployed)
+                 failed_title="Deploy failed", result=result)
 
     def _clear(self) -> None:
         self.query_one("#deploy-plan").display = False

@@ -123,18 +123,11 @@ class FixScreen(StepScreen, step="fix", state=FixState):
 
     def _show_run(self) -> None:
         state = self.session.of(FixState)
-
-        def applied(notice: Notice) -> bool:
-            if state.applied is None:
-                return False
-            text, kind = applied_text(state.applied)
-            notice.say(text, kind, title="Applied")
-            return True
-
         show_run(self.query_one("#fix-run", Notice), state, self.wizard.busy("fix"),
                  running_title="Running",
                  note="(this finishes or rolls back on its own; it cannot be interrupted halfway)",
-                 failed_title="Apply failed", show_result=applied)
+                 failed_title="Apply failed",
+                 result=None if state.applied is None else (*applied_text(state.applied), "Applied"))
 
     def refresh_view(self) -> None:
         notice = self.query_one("#fix-status", Notice)
