@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checks.scope import RDMA_PORTS, RDMA_PORTS_IN_USE, ROCE_PORTS, ROCE_PORTS_IN_USE
+from checks.scope import RDMA_PORTS, RDMA_PORTS_IN_USE, ROCE_PORTS, ROCE_PORTS_IN_USE, HardwarePort
 from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, Severity, Status
 from strixwizard.site import Site
-from strixwizard.topology import FabricPort, in_use
+from strixwizard.topology import in_use
 from strixwizard.vendors import infiniband
 
 #: A netdev MTU that leaves room for RoCE v2 headers around a 4096-byte RDMA payload.
 ROCE_4096_NETDEV_MTU = 4200
-
-
-def _entity(fabric: FabricPort) -> str:
-    assert fabric.port is not None
-    return f"{fabric.node.name}:{fabric.port.name} ({fabric.netdev.name})"
 
 
 @node_check(
@@ -28,23 +23,22 @@ def _entity(fabric: FabricPort) -> str:
     severity=Severity.CRITICAL,
     per=RDMA_PORTS,
 )
-def port_active(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
+def port_active(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Reads ports/N/state and phys_state; unused ports (no address, no link) are skipped."""
-    port = fabric.port
-    assert port is not None
+    port = on.port
     observed = f"{port.state or '?'} / {port.phys_state or '?'}"
     expected = "ACTIVE / LinkUp"
     if port.is_active and port.phys_state == "LinkUp":
-        yield passed(_entity(fabric), observed=observed, expected=expected)
-    elif not in_use(fabric) and not port.is_active:
-        yield skipped(_entity(fabric), f"{observed}: port not in use (no IPv4 address)")
+        yield passed(on.entity, observed=observed, expected=expected)
+    elif not in_use(on.fabric) and not port.is_active:
+        yield skipped(on.entity, f"{observed}: port not in use (no IPv4 address)")
     elif port.state == "INIT" and port.phys_state == "LinkUp" and not port.is_ethernet:
-        yield failed(_entity(fabric), observed=observed, expected=expected,
+        yield failed(on.entity, observed=observed, expected=expected,
                      detail=infiniband.SUBNET_MANAGER)
     else:
-        yield failed(_entity(fabric), observed=observed, expected=expected,
+        yield failed(on.entity, observed=observed, expected=expected,
                      detail="Check the cable, the peer's port and `ip link set "
-                     f"{fabric.netdev.name} up`.")
+                     f"{on.netdev} up`.")
 
 
 @node_check(
@@ -55,31 +49,30 @@ def port_active(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fin
     fix="net.fabric_address",
     per=ROCE_PORTS,
 )
-def roce_v2_gid(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
+def roce_v2_gid(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Finds the "RoCE v2" GID with value ::ffff:a.b.c.d on the port's netdev, and names its index."""
-    port = fabric.port
-    assert port is not None and fabric.device is not None
-    if fabric.device.is_iwarp:
-        yield skipped(_entity(fabric), "iWARP device: no RoCE GIDs")
+    port = on.port
+    if on.device.is_iwarp:
+        yield skipped(on.entity, "iWARP device: no RoCE GIDs")
         return
-    gid = port.roce_v2_ipv4_gid(fabric.netdev.name)
+    gid = port.roce_v2_ipv4_gid(on.netdev)
     if gid is not None:
-        yield passed(_entity(fabric), observed=f"GID index {gid.index} = ::ffff:{gid.ipv4} RoCE v2",
+        yield passed(on.entity, observed=f"GID index {gid.index} = ::ffff:{gid.ipv4} RoCE v2",
                      expected="a RoCE v2 IPv4-mapped GID")
-    elif fabric.netdev.addresses is None:
-        yield skipped(_entity(fabric), "addresses not captured (`ip -j addr show`), GID table "
+    elif on.fabric.netdev.addresses is None:
+        yield skipped(on.entity, "addresses not captured (`ip -j addr show`), GID table "
                       "has no RoCE v2 IPv4 entry")
-    elif not fabric.netdev.ipv4:
+    elif not on.fabric.netdev.ipv4:
         if not port.is_active:
-            yield skipped(_entity(fabric), "port not in use (down, no IPv4 address)")
+            yield skipped(on.entity, "port not in use (down, no IPv4 address)")
             return
-        yield failed(_entity(fabric), observed="no IPv4 address on the netdev, so no IPv4 GID",
+        yield failed(on.entity, observed="no IPv4 address on the netdev, so no IPv4 GID",
                      expected="a RoCE v2 IPv4-mapped GID",
-                     detail=f"Give {fabric.netdev.name} its fabric address (site.yaml "
+                     detail=f"Give {on.netdev} its fabric address (site.yaml "
                      "fabric_address).")
     else:
         types = sorted({g.type or "?" for g in port.gids})
-        yield failed(_entity(fabric), observed=f"GID types present: {', '.join(types) or 'none'}",
+        yield failed(on.entity, observed=f"GID types present: {', '.join(types) or 'none'}",
                      expected="a RoCE v2 IPv4-mapped GID",
                      detail="The device offers no RoCE v2 GID for the address; on E810 enable "
                      "RoCE (not iWARP), on ConnectX-3 only the Pro supports RoCE v2.")
@@ -93,25 +86,24 @@ def roce_v2_gid(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fin
     fix="net.mtu",
     per=RDMA_PORTS_IN_USE,
 )
-def active_mtu(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
+def active_mtu(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Uses active_mtu from ibv_devinfo; when not captured, judges only a netdev MTU that is too small."""
-    port = fabric.port
-    assert port is not None
-    mtu = fabric.netdev.mtu
+    port = on.port
+    mtu = on.fabric.netdev.mtu
     roce = port.is_ethernet
     observed = (f"active_mtu {port.active_mtu or '?'}"
-                + (f", {fabric.netdev.name} MTU {mtu or '?'}" if roce else ""))
+                + (f", {on.netdev} MTU {mtu or '?'}" if roce else ""))
     expected = "active_mtu 4096" + (f", netdev MTU >= {ROCE_4096_NETDEV_MTU}" if roce else "")
     if port.active_mtu is None:
         if roce and mtu is not None and mtu < ROCE_4096_NETDEV_MTU:
-            yield warned(_entity(fabric), observed=observed, expected=expected,
-                         detail=f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends.")
+            yield warned(on.entity, observed=observed, expected=expected,
+                         detail=f"Raise the MTU of {on.netdev} to 9000 on both ends.")
         else:
-            yield skipped(_entity(fabric), "active_mtu unknown: `ibv_devinfo` was not captured")
+            yield skipped(on.entity, "active_mtu unknown: `ibv_devinfo` was not captured")
     else:
-        fix = (f"Raise the MTU of {fabric.netdev.name} to 9000 on both ends of the link."
+        fix = (f"Raise the MTU of {on.netdev} to 9000 on both ends of the link."
                if roce else infiniband.PORT_MTU)
-        yield verdict(port.active_mtu >= 4096, _entity(fabric), observed, expected, fix)
+        yield verdict(port.active_mtu >= 4096, on.entity, observed, expected, fix)
 
 
 @node_check(
@@ -123,18 +115,17 @@ def active_mtu(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Find
     fix="rdma.roce_v2_default",
     per=ROCE_PORTS_IN_USE,
 )
-def roce_v2_default(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
+def roce_v2_default(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Reads configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, which exists only once created."""
-    port = fabric.port
-    assert port is not None
+    port = on.port
     mode = port.default_roce_mode
     if mode is None:
         yield skipped(
-            _entity(fabric),
+            on.entity,
             f"unknown: /sys/kernel/config/rdma_cm/{port.device} does not exist (a read-only probe "
             "does not create it); the kernel default is RoCE v2 when the device supports it",
         )
     else:
-        yield verdict(mode.strip().lower() == "roce v2", _entity(fabric), mode, "RoCE v2",
+        yield verdict(mode.strip().lower() == "roce v2", on.entity, mode, "RoCE v2",
                       f"echo 'RoCE v2' > /sys/kernel/config/rdma_cm/{port.device}/ports/"
                       f"{port.number}/default_roce_mode", Status.FAIL)

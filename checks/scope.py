@@ -9,11 +9,13 @@ at the same ports.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from strixwizard.checking import Each, Requires
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.nic import Nic
+from strixwizard.facts.rdma import RdmaDevice, RdmaPort
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, Link, fabric_ports, in_use
 from strixwizard.vendors import GENERIC, Vendor
@@ -32,6 +34,35 @@ def rdma_ports(node: NodeFacts, site: Site) -> list[FabricPort]:
     return [f for f in fabric_ports(node, site) if f.port is not None]
 
 
+@dataclass(frozen=True)
+class HardwarePort:
+    """A fabric netdev with its hardware RDMA port and device, never missing: what the
+    rdma.* checks judge, one at a time."""
+
+    fabric: FabricPort
+    port: RdmaPort
+    device: RdmaDevice
+
+    @property
+    def netdev(self) -> str:
+        return self.fabric.netdev.name
+
+    @property
+    def entity(self) -> str:
+        """"node:device/port (netdev)", how the rdma.* checks name what they judge."""
+        return f"{self.fabric.node.name}:{self.port.name} ({self.netdev})"
+
+
+def hardware_ports(keep: Callable[[HardwarePort], bool], none: str) -> Each[HardwarePort]:
+    """The node's hardware RDMA ports on the fabric that `keep` accepts."""
+    def select(node: NodeFacts, site: Site) -> list[HardwarePort]:
+        found = [HardwarePort(f, f.port, f.device) for f in rdma_ports(node, site)
+                 if f.port is not None and f.device is not None]
+        return [p for p in found if keep(p)]
+
+    return Each(select, none)
+
+
 def roce_fabric(node: NodeFacts, site: Site) -> list[FabricPort]:
     """Fabric netdevs in use with a hardware RoCE port on them."""
     return [
@@ -46,13 +77,11 @@ def rdma_nics(node: NodeFacts, site: Site | None = None) -> list[Nic]:
 
 
 ROCE_INTERFACES = Each(roce_fabric, "no RoCE interface in use on this node")
-ROCE_PORTS_IN_USE = Each(roce_fabric, "no RoCE port in use on this node")
-RDMA_PORTS = Each(rdma_ports, "no hardware RDMA port on this node")
-ROCE_PORTS = Each(lambda node, site: [f for f in rdma_ports(node, site)
-                                      if f.port is not None and f.port.is_ethernet],
-                  "no RoCE port on this node")
-RDMA_PORTS_IN_USE = Each(lambda node, site: [f for f in rdma_ports(node, site) if in_use(f)],
-                         "no RDMA port in use on this node")
+RDMA_PORTS = hardware_ports(lambda p: True, "no hardware RDMA port on this node")
+ROCE_PORTS = hardware_ports(lambda p: p.port.is_ethernet, "no RoCE port on this node")
+RDMA_PORTS_IN_USE = hardware_ports(lambda p: in_use(p.fabric), "no RDMA port in use on this node")
+ROCE_PORTS_IN_USE = hardware_ports(lambda p: p.port.is_ethernet and not p.device.is_iwarp
+                                   and in_use(p.fabric), "no RoCE port in use on this node")
 RDMA_NICS = Each(rdma_nics, "no RDMA-capable NIC on this node")
 
 # Vendor rules: the ports and NICs a family-specific rule applies to. The skip reasons name

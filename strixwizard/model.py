@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -72,26 +72,8 @@ class CheckResult:
     fix: FixRef | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "host": self.host,
-            "entity": self.entity,
-            "status": self.status.value,
-            "severity": self.severity.value,
-            "observed": self.observed,
-            "expected": self.expected,
-            "detail": self.detail,
-            "why": self.why,
-            "fix": None
-            if self.fix is None
-            else {
-                "id": self.fix.id,
-                "summary": self.fix.summary,
-                "reversible": self.fix.reversible,
-                "reboot": self.fix.reboot,
-            },
-        }
+        return fields_json(self, status=self.status.value, severity=self.severity.value,
+                           fix=None if self.fix is None else fields_json(self.fix))
 
 
 @dataclass
@@ -104,14 +86,14 @@ class HostReport:
     facts: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "address": self.address,
-            "source": self.source,
-            "reachable": self.reachable,
-            "error": self.error,
-            "facts": self.facts,
-        }
+        return fields_json(self)
+
+
+def fields_json(record: Any, **converted: Any) -> dict[str, Any]:
+    """A dataclass as a JSON object: its fields in declaration order, each as it is unless
+    `converted` gives its JSON value (enums, nested records)."""
+    return {f.name: converted[f.name] if f.name in converted else getattr(record, f.name)
+            for f in fields(record)}
 
 
 def now() -> str:

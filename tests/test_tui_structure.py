@@ -103,10 +103,7 @@ def test_a_new_step_is_one_entry_in_the_step_list_and_its_screen(tmp_path: Path)
         class NotesState(StepState):
             lines: list[str] = field(default_factory=list)
 
-        class NotesScreen(StepScreen):
-            STEP = "notes"
-            State = NotesState
-
+        class NotesScreen(StepScreen, step="notes", state=NotesState):
             def compose_body(self) -> ComposeResult:
                 yield Static("notes", id="notes-body")
     '''))

@@ -8,7 +8,7 @@ from typing import TextIO
 from strixwizard.deploy.plan import DeployPlan
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.fixing.model import Kind, Step
-from strixwizard.fixing.render import step_lines
+from strixwizard.fixing.render import render_fix, step_lines
 
 MARK = {"pass": "✓", "fail": "✗", "error": "?"}
 
@@ -56,14 +56,7 @@ def render_deploy(plan: DeployPlan, out: TextIO) -> None:
         out.write(f"\n{node}: {sum(len(p.steps) for p in plans)} change(s)\n")
         for p in plans:
             tag = "notes" if not p.steps else "reversible" if p.reversible else "NOT reversible"
-            out.write(f"  {p.fix}  {p.entity}  [{tag}]\n")
-            for index, step in enumerate(p.steps, 1):
-                lines = lines_of(step)
-                out.write(f"    {index}. {lines[0]}\n")
-                out.writelines(f"       {line}\n" for line in lines[1:])
-            if p.steps and p.persistence:
-                out.write(f"    survives reboot: {p.persistence}\n")
-            out.writelines(f"    note: {note}\n" for note in p.notes)
+            render_fix(p, tag, out, lines_of)
     if site.changes:
         out.write(f"\n{site.changes} change(s) planned. Apply with: strixwizard deploy --apply; "
                   "undo with: strixwizard deploy --rollback\n")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strixwizard.fixing import ops
 from strixwizard.fixing.model import Plan, Step
 from strixwizard.site import name_problem
 
@@ -114,29 +115,9 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_durably(path: Path, text: str, mode: int = 0o600) -> None:
-    """Write `text` to `path` atomically and durably (temp file, fsync, rename, fsync dir)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+    """Write `text` to `path` atomically and durably, as a node's `ops` writes its files."""
+    ops.write_durably(os.fspath(path), text, mode)
 
 
 _RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")

@@ -41,8 +41,9 @@ def _run(argv: list[str]) -> dict[str, Any]:
             "stderr": done.stderr.decode("utf-8", "replace")}
 
 
-def _replace(path: str, data: str, mode: int) -> None:
-    """Write a whole file atomically (temp file in the same directory, then rename)."""
+def write_durably(path: str, data: str, mode: int) -> None:
+    """Write a whole file atomically and durably: a temp file in the same directory, fsync,
+    rename, fsync of the directory. The head's journal writes its files with it too."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".strixwizard-", dir=directory)
@@ -120,7 +121,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
                 handle_.write(str(request["data"]))
             return {"ok": True}
         if op == "replace":
-            _replace(path, str(request["data"]), int(request.get("mode", 0o644)))
+            write_durably(path, str(request["data"]), int(request.get("mode", 0o644)))
             return {"ok": True}
         if op == "delete":
             if os.path.lexists(path):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import TextIO
 
 from strixwizard.fixing.engine import ApplyReport, RollbackReport
-from strixwizard.fixing.model import Kind, SitePlan, Step
+from strixwizard.fixing.model import Kind, Plan, SitePlan, Step
 
 MARK = {"applied": "✓", "rolled-back": "↺", "failed": "✗", "undo-failed": "!", "unknown": "?",
         "skipped": "-", "pending": "·"}
@@ -39,6 +40,22 @@ def step_lines(step: Step) -> list[str]:
     return lines
 
 
+def render_fix(plan: Plan, tag: str, out: TextIO,
+               lines_of: Callable[[Step], list[str]] = step_lines) -> None:
+    """One fix of a plan: its header with `tag`, its numbered steps, persistence and notes.
+
+    The fix plan and the deploy plan both list their fixes this way.
+    """
+    out.write(f"  {plan.fix}  {plan.entity}  [{tag}]\n")
+    for index, step in enumerate(plan.steps, 1):
+        lines = lines_of(step)
+        out.write(f"    {index}. {lines[0]}\n")
+        out.writelines(f"       {line}\n" for line in lines[1:])
+    if plan.steps and plan.persistence:
+        out.write(f"    survives reboot: {plan.persistence}\n")
+    out.writelines(f"    note: {note}\n" for note in plan.notes)
+
+
 def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False) -> None:
     title = f"Fix plan for site {plan.site}"
     out.write(title + (" (snapshots: applying is a dry run on copies)" if dry_run else "") + "\n")
@@ -52,14 +69,7 @@ def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False) -> None:
             tag = "manual" if not p.steps else (
                 "reboot" if p.reboot else "reversible" if p.reversible else "NOT reversible")
             group = f", link {p.group}" if p.group else ""
-            out.write(f"  {p.fix}  {p.entity}  [{tag}{group}]\n")
-            for index, step in enumerate(p.steps, 1):
-                lines = step_lines(step)
-                out.write(f"    {index}. {lines[0]}\n")
-                out.writelines(f"       {line}\n" for line in lines[1:])
-            if p.steps and p.persistence:
-                out.write(f"    survives reboot: {p.persistence}\n")
-            out.writelines(f"    note: {note}\n" for note in p.notes)
+            render_fix(p, f"{tag}{group}", out)
     if plan.changes == 0:
         out.write("\nNothing to change: every selected fix is converged.\n")
     else:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from strixwizard.node.errors import Cancelled
 
 if TYPE_CHECKING:
     from strixwizard.node.process import Process
     from strixwizard.node.session import ProgramRunner
+
+T = TypeVar("T")
 
 
 class Cancel:
@@ -30,11 +32,14 @@ class Cancel:
             parent._adopt(self)
 
     def _adopt(self, child: Cancel) -> None:
-        with self._lock:
-            self._children.append(child)
-            cancelled = self._event.is_set()
-        if cancelled:
+        if self._remember(self._children, child):
             child.cancel()
+
+    def _remember(self, into: list[T], item: T) -> bool:
+        """Add `item` under the lock; True when this Cancel is already cancelled."""
+        with self._lock:
+            into.append(item)
+            return self._event.is_set()
 
     @property
     def cancelled(self) -> bool:
@@ -47,10 +52,7 @@ class Cancel:
 
     def add(self, process: Process) -> None:
         """Remember a program; one added after `cancel()` is stopped at once."""
-        with self._lock:
-            self._processes.append(process)
-            cancelled = self._event.is_set()
-        if cancelled:
+        if self._remember(self._processes, process):
             process.stop()
 
     def cancel(self) -> None:

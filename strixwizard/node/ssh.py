@@ -137,35 +137,40 @@ def open_client(target: SshTarget) -> paramiko.SSHClient:
             allow_agent=False,
             look_for_keys=target.key_file is None,
         )
-    except NodeError:
+    except BaseException as error:
         client.close()
-        raise
-    except paramiko.BadHostKeyException as error:
-        client.close()
-        raise ChangedHostKey(
+        translated = None if isinstance(error, NodeError) else _connect_error(target, error)
+        if translated is None:
+            raise
+        raise translated from None
+    return client
+
+
+def _connect_error(target: SshTarget, error: BaseException) -> NodeError | None:
+    """What a failed `connect` means for the user, or None for an error to pass on as it is."""
+    def key(default: str) -> str:
+        return f"key {target.key_file}" if target.key_file else default
+
+    if isinstance(error, paramiko.BadHostKeyException):
+        return ChangedHostKey(
             f"host key for {target.host} CHANGED: it now offers {fingerprint(error.key)}, "
             f"known_hosts has {fingerprint(error.expected_key)}. Refused: this may be an attack. "
             f"If the node was reinstalled, remove the old key: ssh-keygen -R "
             f"{_known_hosts_name(target.host, target.port)} -f {target.known_hosts}"
-        ) from None
-    except paramiko.PasswordRequiredException:
-        client.close()
-        key = f"key {target.key_file}" if target.key_file else "the default key"
-        raise PassphraseNeeded(
-            f"{key} is encrypted and needs a passphrase, which strixwizard does not ask for: "
-            f"use a key without a passphrase for {target.user}@{target.host}"
-        ) from None
-    except paramiko.AuthenticationException:
-        client.close()
-        key = f"key {target.key_file}" if target.key_file else "the default keys"
-        raise AuthFailed(f"{target.user}@{target.host} refused {key}") from None
-    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as error:
-        client.close()
+        )
+    if isinstance(error, paramiko.PasswordRequiredException):
+        return PassphraseNeeded(
+            f"{key('the default key')} is encrypted and needs a passphrase, which strixwizard "
+            f"does not ask for: use a key without a passphrase for {target.user}@{target.host}"
+        )
+    if isinstance(error, paramiko.AuthenticationException):
+        return AuthFailed(f"{target.user}@{target.host} refused {key('the default keys')}")
+    if isinstance(error, (TimeoutError, OSError, paramiko.SSHException, EOFError)):
         reason = (str(error) or type(error).__name__).replace("banner[", "banner: [")
         if isinstance(error, TimeoutError) or "timed out" in reason:
             reason = f"connection timed out after {target.connect_timeout:g} s"
-        raise ConnectFailed(f"cannot connect to {target.host}:{target.port}: {reason}") from None
-    return client
+        return ConnectFailed(f"cannot connect to {target.host}:{target.port}: {reason}")
+    return None
 
 
 def collector_script(spec: Spec | None = None) -> bytes:

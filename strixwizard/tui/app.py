@@ -26,7 +26,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from strixwizard.errors import UsageError
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
-from strixwizard.services.deploy import Deployed, DeployPreview
+from strixwizard.services.deploy import Deployed
 from strixwizard.services.discover import Discovery, SiteSource
 from strixwizard.services.facade import Services
 from strixwizard.services.fix import Applied, rollback_outcome
@@ -258,8 +258,8 @@ class WizardApp(App[int]):
         elif group == "ssh":
             self.notify(f"testing SSH stopped: {error!r}", severity="error", timeout=10)
         elif group == "fix":
-            session.of(FixState).error = (f"stopped: {error!r}\nNext: {again}; journals are kept "
-                                          "for `strixwizard fix --rollback`.")
+            session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; journals are "
+                                              "kept for `strixwizard fix --rollback`.")
         elif group == "deploy-plan":
             session.of(DeployState).error = (
                 f"planning the deploy failed: {error!r}",
@@ -452,36 +452,42 @@ class WizardApp(App[int]):
 
         return say
 
+    def _run_state(self, group: str) -> FixState | DeployState:
+        return self.session.of(FixState) if group == "fix" else self.session.of(DeployState)
+
     def on_job_said(self, message: m.JobSaid) -> None:
-        log = (self.session.of(FixState) if message.group == "fix" else self.session.of(DeployState)).log
-        log.append(message.line)
+        self._run_state(message.group).log.append(message.line)
+        self.screen_changed()
+
+    def _start_run(self, group: str, action: str,
+                   job: Callable[[Callable[[StepEvent], None]], object]) -> None:
+        """A fix or deploy run ("apply" or "rollback") in a worker of `group`: `job` asks first
+        (`confirm_in_modal`), says its steps through the callback it is given (JobSaid), and what
+        it returns comes back as JobDone(group, action, ...)."""
+        self._run_state(group).begin()
+        say = self._say(group)
+
+        def run() -> None:
+            self.post_message(m.JobDone(group, action, job(say)))
+
+        self.run_worker(run, name=f"{group}-{action}", group=group, thread=True,
+                        exit_on_error=False)
         self.screen_changed()
 
     def on_apply_fixes(self, message: m.ApplyFixes) -> None:
         discovery = self.session.of(DiscoverState).discovery
         if discovery is None or discovery.plan is None or self.busy("fix"):
             return
-        self.session.of(FixState).begin()
-        self._apply_fixes(discovery)
-        self.screen_changed()
-
-    @work(thread=True, group="fix", exit_on_error=False)
-    def _apply_fixes(self, discovery: Discovery) -> None:
-        applied = self.services.apply_fixes(discovery, self.confirm_in_modal, self._say("fix"))
-        self.post_message(m.JobDone("fix", "apply", applied))
+        self._start_run("fix", "apply",
+                        lambda say: self.services.apply_fixes(discovery, self.confirm_in_modal, say))
 
     def on_roll_back_fixes(self, message: m.RollBackFixes) -> None:
         state = self.session.of(FixState)
         if state.applied is None or self.busy("fix"):
             return
-        state.begin()
-        self._roll_back_fixes(state.applied.report.run_id)
-        self.screen_changed()
-
-    @work(thread=True, group="fix", exit_on_error=False)
-    def _roll_back_fixes(self, run_id: str) -> None:
-        report = self.services.roll_back_fixes(run_id, self.confirm_in_modal, self._say("fix"))
-        self.post_message(m.JobDone("fix", "rollback", rollback_outcome(report)))
+        run_id = state.applied.report.run_id
+        self._start_run("fix", "rollback", lambda say: rollback_outcome(
+            self.services.roll_back_fixes(run_id, self.confirm_in_modal, say)))
 
     def on_job_done(self, message: m.JobDone) -> None:
         if message.group == "fix":
@@ -533,29 +539,19 @@ class WizardApp(App[int]):
 
     def on_apply_deploy(self, message: m.ApplyDeploy) -> None:
         state = self.session.of(DeployState)
-        if not self.can_apply_deploy() or state.preview is None or self.session.site is None:
+        site, preview = self.session.site, state.preview
+        if not self.can_apply_deploy() or preview is None or site is None:
             return
-        state.begin()
-        self._apply_deploy(self.session.site, state.preview)
-        self.screen_changed()
-
-    @work(thread=True, group="deploy", exit_on_error=False)
-    def _apply_deploy(self, site: Site, preview: DeployPreview) -> None:
-        deployed = self.services.apply_deploy(site, preview, self.confirm_in_modal, self._say("deploy"))
-        self.post_message(m.JobDone("deploy", "apply", deployed))
+        self._start_run("deploy", "apply", lambda say: self.services.apply_deploy(
+            site, preview, self.confirm_in_modal, say))
 
     def on_roll_back_deploy(self, message: m.RollBackDeploy) -> None:
         state = self.session.of(DeployState)
         if not self.can_roll_back_deploy() or state.deployed is None or state.deployed.report is None:
             return
-        state.begin()
-        self._roll_back_deploy(state.deployed.report.run_id)
-        self.screen_changed()
-
-    @work(thread=True, group="deploy", exit_on_error=False)
-    def _roll_back_deploy(self, run_id: str) -> None:
-        report = self.services.roll_back_deploy(run_id, self.confirm_in_modal, self._say("deploy"))
-        self.post_message(m.JobDone("deploy", "rollback", rollback_outcome(report)))
+        run_id = state.deployed.report.run_id
+        self._start_run("deploy", "rollback", lambda say: rollback_outcome(
+            self.services.roll_back_deploy(run_id, self.confirm_in_modal, say)))
 
     # -- live tests -----------------------------------------------------------------
     def on_run_tests(self, message: m.RunTests) -> None:

@@ -1,10 +1,13 @@
 """Messages: screens ask the app for work, workers report to it ("attributes down, messages up").
 
-A screen posts a request (it bubbles to the app); the app starts the worker; the
-worker posts its results; the app updates the session and the screen re-renders.
+Messages with fields are dataclasses, as Textual's own are. A screen posts a
+request (it bubbles to the app); the app starts the worker; the worker posts its
+results; the app updates the session and the screen re-renders.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from textual.message import Message
 
@@ -17,10 +20,9 @@ from strixwizard.tui.views import NodePorts
 # -- requests, from the screens ------------------------------------------------------
 
 
+@dataclass
 class OpenSite(Message):
-    def __init__(self, source: SiteSource) -> None:
-        super().__init__()
-        self.source = source
+    source: SiteSource
 
 
 class SaveProgress(Message):
@@ -35,10 +37,9 @@ class CancelDiscovery(Message):
     pass
 
 
+@dataclass
 class TestSsh(Message):
-    def __init__(self, names: list[str]) -> None:
-        super().__init__()
-        self.names = names
+    names: list[str]
 
 
 class ApplyFixes(Message):
@@ -49,10 +50,9 @@ class RollBackFixes(Message):
     pass
 
 
+@dataclass
 class PlanDeploy(Message):
-    def __init__(self, again: bool = True) -> None:
-        super().__init__()
-        self.again = again  # False: only if there is no plan yet
+    again: bool = True  # False: only if there is no plan yet
 
 
 class ApplyDeploy(Message):
@@ -74,73 +74,65 @@ class CancelTests(Message):
 # -- results, from the workers ---------------------------------------------------------
 
 
+@dataclass
 class NodeProgress(Message):
     """A node's collection started, finished or failed (from the service's progress events)."""
 
-    def __init__(self, run: int, node: str, event: str, text: str) -> None:
-        super().__init__()
-        self.run = run
-        self.node = node
-        self.event = event
-        self.text = text
+    run: int
+    node: str
+    event: str
+    text: str
 
 
+@dataclass
 class DiscoveryDone(Message):
-    def __init__(self, run: int, discovery: Discovery, ports: list[NodePorts]) -> None:
-        super().__init__()
-        self.run = run
-        self.discovery = discovery
-        self.ports = ports
+    run: int
+    discovery: Discovery
+    ports: list[NodePorts]
 
 
+@dataclass
 class SshTested(Message):
-    def __init__(self, nodes: list[Node], trusted: str | None) -> None:
-        super().__init__()
-        self.nodes = nodes
-        self.trusted = trusted
+    nodes: list[Node]
+    trusted: str | None
 
 
+@dataclass
 class JobSaid(Message):
     """A fix or deploy run says what it does on a node (group: "fix" or "deploy")."""
 
-    def __init__(self, group: str, line: str) -> None:
-        super().__init__()
-        self.group = group
-        self.line = line
+    group: str
+    line: str
 
 
+@dataclass
 class JobDone(Message):
     """A fix or deploy apply/rollback finished; `result` is the service's typed result."""
 
-    def __init__(self, group: str, action: str, result: object) -> None:
-        super().__init__()
-        self.group = group
-        self.action = action  # "apply" or "rollback"
-        self.result = result
+    group: str
+    action: str  # "apply" or "rollback"
+    result: object
 
 
+@dataclass
 class DeployPlanned(Message):
     """The deploy service's plan (or refusal)."""
 
-    def __init__(self, run: int, preview: DeployPreview) -> None:
-        super().__init__()
-        self.run = run
-        self.preview = preview
+    run: int
+    preview: DeployPreview
 
 
+@dataclass
 class MeasurementArrived(Message):
     """One result from the live tests' stream."""
 
-    def __init__(self, run: int, measurement: Measurement) -> None:
-        super().__init__()
-        self.run = run
-        self.measurement = measurement
+    run: int
+    measurement: Measurement
 
 
+@dataclass
 class TestsEnded(Message):
     """The stream ended (done or cancelled); errors reach the app as the worker's error."""
 
-    def __init__(self, run: int, history: str | None = None) -> None:
-        super().__init__()
-        self.run = run
-        self.history = history  # where a real-site run was stored, and how it compared
+    run: int
+    history: str | None = None  # where a real-site run was stored, and how it compared

@@ -1,15 +1,18 @@
 """The wizard's steps, in order: the one list that numbers them and names their screens.
 
 Everything else follows from `STEPS`: the app's modes (one per step, its screen
-class named here by import path, loaded by the app only, so this module imports no
-screen), the number keys 1…n, the step bar, the "step n/N" titles and every text
-that refers to another step (`key_of`, `refer`). Adding a step is one entry here
-plus its screen module (screen and its state).
+class named by import path, `<Title>Screen` in `screens/<id>.py` unless the step
+names another, loaded by the app only, so this module imports no screen), the
+number keys 1…n, the step bar, the "step n/N" titles and every text that refers to
+another step (`key_of`, `refer`). Adding a step is one entry here plus its screen
+module (screen and its state).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+_SCREENS = "strixwizard.tui.screens"
 
 
 @dataclass(frozen=True)
@@ -17,7 +20,12 @@ class Step:
     id: str
     title: str
     purpose: str
-    screen: str  # "module:Class" of its StepScreen
+    #: "module:Class" of its StepScreen; by default `<Title>Screen` in `tui/screens/<id>.py`.
+    screen: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.screen:
+            object.__setattr__(self, "screen", f"{_SCREENS}.{self.id}:{self.title}Screen")
 
     @property
     def number(self) -> int:
@@ -34,23 +42,14 @@ class Step:
         return f"step {self.number}/{len(STEPS)} {self.title}"
 
 
-_SCREENS = "strixwizard.tui.screens"
-
 STEPS: tuple[Step, ...] = (
-    Step("site", "Site", "open or create site.yaml, test SSH, or pick the demo",
-         f"{_SCREENS}.site:SiteScreen"),
-    Step("discover", "Discover", "probe every node: platform, NICs and RDMA ports",
-         f"{_SCREENS}.discover:DiscoverScreen"),
-    Step("links", "Links", "which interface of which node meets which, and over what",
-         f"{_SCREENS}.links:LinksScreen"),
-    Step("fix", "Fix", "failing checks grouped by node and link, with their fix",
-         f"{_SCREENS}.fix:FixScreen"),
-    Step("deploy", "Deploy", "RCCL environment, Ray and the vLLM launch line",
-         f"{_SCREENS}.deploy:DeployScreen"),
-    Step("test", "Test", "RDMA latency and bandwidth, TCP baseline, RCCL all-reduce",
-         f"{_SCREENS}.test:TestScreen"),
-    Step("report", "Report", "the summary, saved as JSON, Markdown and HTML",
-         f"{_SCREENS}.report:ReportScreen"),
+    Step("site", "Site", "open or create site.yaml, test SSH, or pick the demo"),
+    Step("discover", "Discover", "probe every node: platform, NICs and RDMA ports"),
+    Step("links", "Links", "which interface of which node meets which, and over what"),
+    Step("fix", "Fix", "failing checks grouped by node and link, with their fix"),
+    Step("deploy", "Deploy", "RCCL environment, Ray and the vLLM launch line"),
+    Step("test", "Test", "RDMA latency and bandwidth, TCP baseline, RCCL all-reduce"),
+    Step("report", "Report", "the summary, saved as JSON, Markdown and HTML"),
 )
 BY_ID: dict[str, Step] = {step.id: step for step in STEPS}
 

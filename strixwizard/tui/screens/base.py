@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -16,9 +16,16 @@ from strixwizard.tui.wizard import Wizard
 
 
 class StepScreen(Screen[None]):
-    STEP: ClassVar[str] = "site"
+    """A step's screen names its step and its state where it is declared:
+    `class FixScreen(StepScreen, step="fix", state=FixState)`."""
+
+    STEP: ClassVar[str]
     #: The step's own state (the session keeps one instance per step; `reset()` clears it).
-    State: ClassVar[type[StepState]] = StepState
+    State: ClassVar[type[StepState]]
+
+    def __init_subclass__(cls, step: str, state: type[StepState] = StepState, **options: Any) -> None:
+        super().__init_subclass__(**options)
+        cls.STEP, cls.State = step, state
 
     def __init__(self) -> None:
         super().__init__(id=f"step-{self.STEP}")

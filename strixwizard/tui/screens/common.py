@@ -1,8 +1,14 @@
-"""Shared empty states for steps that need a discovery first."""
+"""What several steps share: the empty state of a step that needs a discovery first, and
+the state of a fix or deploy run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from textual.content import Content
+
 from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.session import StepState
 from strixwizard.tui.steps import BY_ID, refer
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.wizard import Wizard
@@ -25,3 +31,37 @@ def needs_discovery(wizard: Wizard, notice: Notice) -> bool:
                    "first.", "info", title="No discovery")
     notice.display = True
     return True
+
+
+@dataclass
+class RunState(StepState):
+    """A fix or deploy run (apply or rollback) as its step shows it: the lines it says while
+    it runs, then how it ended (`run_error`, the step's own result, or `rolled_back`)."""
+
+    log: list[str] = field(default_factory=list)
+    run_error: str | None = None
+    rolled_back: str | None = None  # the last rollback, in words
+
+    def begin(self) -> None:
+        """A run starts; what the last one did stays shown until this one ends (a "no" to
+        the question leaves it as it was)."""
+        self.log, self.run_error = [], None
+
+
+def show_run(notice: Notice, state: RunState, running: bool, *, running_title: str, note: str,
+             failed_title: str, result: tuple[str | Content, str, str] | None) -> None:
+    """A run's notice: its last lines while it runs (with `note`), then its error, its
+    `result` (text, kind, title) or its rollback; hidden before the first run."""
+    notice.display = True
+    if running:
+        log = "\n".join(state.log[-8:]) or "starting…"
+        notice.say(f"{log}\n{note}", "info", title=running_title)
+    elif state.run_error:
+        notice.say(state.run_error, "error", title=failed_title)
+    elif result is not None:
+        text, kind, title = result
+        notice.say(text, kind, title=title)
+    elif state.rolled_back:
+        notice.say(state.rolled_back, "info", title="Rolled back")
+    else:
+        notice.display = False

@@ -4,7 +4,7 @@ nodes apply it (journalled, all-or-nothing), smoke-test it, roll it back. The de
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -17,9 +17,8 @@ from strixwizard.model import Status
 from strixwizard.services.deploy import Deployed, DeployPreview
 from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.session import StepState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
@@ -105,23 +104,13 @@ def deployed_content(deployed: Deployed) -> tuple[Content, str]:
 
 
 @dataclass
-class DeployState(StepState):
+class DeployState(RunState):
     preview: DeployPreview | None = None
     error: tuple[str, str] | None = None  # reason, next step (planning failed)
-    log: list[str] = field(default_factory=list)
     deployed: Deployed | None = None
-    run_error: str | None = None
-    rolled_back: str | None = None
-
-    def begin(self) -> None:
-        """A run starts; what the last one did stays shown until this one ends (a "no" to
-        the question leaves it as it was)."""
-        self.log, self.run_error = [], None
 
 
-class DeployScreen(StepScreen):
-    STEP = "deploy"
-    State = DeployState
+class DeployScreen(StepScreen, step="deploy", state=DeployState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply deploy"),
         Binding("u", "roll_back", "Roll back"),
@@ -166,21 +155,13 @@ class DeployScreen(StepScreen):
 
     def _show_run(self) -> None:
         state = self.session.of(DeployState)
-        run = self.query_one("#deploy-run", Notice)
-        run.display = True
-        if self.wizard.busy("deploy"):
-            log = "\n".join(state.log[-8:]) or "starting…"
-            run.say(f"{log}\n(this finishes or rolls back on its own)", "info", title="Deploying")
-        elif state.run_error:
-            run.say(state.run_error, "error", title="Deploy failed")
-        elif state.deployed is not None:
+        result = None
+        if state.deployed is not None:
             text, kind = deployed_content(state.deployed)
-            run.say("", kind, title="Deployed" if state.deployed.ok else "Deploy: not passed")
-            run.update(text)
-        elif state.rolled_back:
-            run.say(state.rolled_back, "info", title="Rolled back")
-        else:
-            run.display = False
+            result = (text, kind, "Deployed" if state.deployed.ok else "Deploy: not passed")
+        show_run(self.query_one("#deploy-run", Notice), state, self.wizard.busy("deploy"),
+                 running_title="Deploying", note="(this finishes or rolls back on its own)",
+                 failed_title="Deploy failed", result=result)
 
     def _clear(self) -> None:
         self.query_one("#deploy-plan").display = False

@@ -34,9 +34,7 @@ class DiscoverState(StepState):
     run: int = field(default=0, metadata=KEEP)  # the run whose messages count; older ones are ignored
 
 
-class DiscoverScreen(StepScreen):
-    STEP = "discover"
-    State = DiscoverState
+class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "rediscover", "Discover again"),
         Binding("escape", "cancel", "Cancel"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -15,9 +15,8 @@ from strixwizard.model import CheckResult
 from strixwizard.services.fix import Applied
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.screens.common import needs_discovery
+from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.session import KEEP, StepState
 from strixwizard.tui.state import display_path
 from strixwizard.tui.steps import keys
 from strixwizard.tui.views import PlanView, fix_groups, plan_views
@@ -80,24 +79,17 @@ def applied_text(applied: Applied) -> tuple[str, str]:
 
 
 @dataclass
-class FixState(StepState):
+class FixState(RunState):
     """The last apply or rollback. Kept across discoveries: a run stays rollbackable after the
     nodes are read again."""
 
-    log: list[str] = field(default_factory=list, metadata=KEEP)
-    applied: Applied | None = field(default=None, metadata=KEEP)
-    error: str | None = field(default=None, metadata=KEEP)
-    rolled_back: str | None = field(default=None, metadata=KEEP)  # the last rollback, in words
+    applied: Applied | None = None
 
-    def begin(self) -> None:
-        """A run starts; what the last one did stays shown until this one ends (a "no" to
-        the question leaves it as it was)."""
-        self.log, self.error = [], None
+    def reset(self) -> None:
+        """Nothing is cleared (see the class docstring)."""
 
 
-class FixScreen(StepScreen):
-    STEP = "fix"
-    State = FixState
+class FixScreen(StepScreen, step="fix", state=FixState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply fixes"),
         Binding("u", "roll_back", "Roll back"),
@@ -131,21 +123,11 @@ class FixScreen(StepScreen):
 
     def _show_run(self) -> None:
         state = self.session.of(FixState)
-        run = self.query_one("#fix-run", Notice)
-        run.display = True
-        if self.wizard.busy("fix"):
-            log = "\n".join(state.log[-8:]) or "starting…"
-            run.say(f"{log}\n(this finishes or rolls back on its own; it cannot be interrupted halfway)",
-                    "info", title="Running")
-        elif state.error:
-            run.say(state.error, "error", title="Apply failed")
-        elif state.applied is not None:
-            text, kind = applied_text(state.applied)
-            run.say(text, kind, title="Applied")
-        elif state.rolled_back:
-            run.say(state.rolled_back, "info", title="Rolled back")
-        else:
-            run.display = False
+        show_run(self.query_one("#fix-run", Notice), state, self.wizard.busy("fix"),
+                 running_title="Running",
+                 note="(this finishes or rolls back on its own; it cannot be interrupted halfway)",
+                 failed_title="Apply failed",
+                 result=None if state.applied is None else (*applied_text(state.applied), "Applied"))
 
     def refresh_view(self) -> None:
         notice = self.query_one("#fix-status", Notice)

@@ -41,8 +41,7 @@ class LinkCard(Static):
         self.border_title = link.id
 
 
-class LinksScreen(StepScreen):
-    STEP = "links"
+class LinksScreen(StepScreen, step="links"):
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="links-status", title="Links")

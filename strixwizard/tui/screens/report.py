@@ -37,9 +37,7 @@ class ReportState(StepState):
     save_error: str | None = None
 
 
-class ReportScreen(StepScreen):
-    STEP = "report"
-    State = ReportState
+class ReportScreen(StepScreen, step="report", state=ReportState):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "save", "Save report")]
 
     def __init__(self) -> None:

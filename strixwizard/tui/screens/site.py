@@ -40,9 +40,7 @@ class SiteState(StepState):
     ssh: dict[str, NodeStatus] = field(default_factory=dict)  # node -> the last SSH test
 
 
-class SiteScreen(StepScreen):
-    STEP = "site"
-    State = SiteState
+class SiteScreen(StepScreen, step="site", state=SiteState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "test_ssh", "Test SSH"),
         Binding("o", "open", "Open"),

@@ -54,10 +54,8 @@ class TestState(StepState):
         self.run, self.pairs, self.nodes = run, pairs, nodes
 
 
-class TestScreen(StepScreen):
+class TestScreen(StepScreen, step="test", state=TestState):
     __test__ = False  # not a pytest test class
-    STEP = "test"
-    State = TestState
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run_tests", "Run tests"),
         Binding("escape", "cancel_tests", "Cancel tests"),

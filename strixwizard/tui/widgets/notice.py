@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual.content import Content
 from textual.widgets import Static
 
 
@@ -21,7 +22,7 @@ class Notice(Static):
         if title:
             self.border_title = title
 
-    def say(self, text: str, kind: str = "info", title: str | None = None) -> None:
+    def say(self, text: str | Content, kind: str = "info", title: str | None = None) -> None:
         for name in ("info", "warning", "error", "success"):
             self.set_class(name == kind, name)
         self.border_title = title
