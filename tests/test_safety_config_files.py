@@ -284,6 +284,16 @@ def test_networkd_dropin_is_found_by_systemd_for_its_network_file(
     assert done.stdout.index(f"# {network}\n") < done.stdout.index(f"# {dropin}\n")
 
 
+@pytest.mark.parametrize("network_file", ["/run/systemd/network/", "/etc/systemd/network/..",
+                                          "/etc/systemd/network/.network", "/etc/x/10-a.conf"])
+def test_no_networkd_dropin_for_a_network_file_networkd_would_not_read(
+        tmp_path: Path, network_file: str) -> None:
+    """A NETWORK_FILE= that names no .network file: the MTU is kept by a unit instead."""
+    plan = _plan(tmp_path, only=("net.mtu",), network_file=network_file)
+    assert [s for s in _file_steps(plan, "net.mtu") if "/systemd/network/" in s.target] == []
+    assert any(s.target.startswith("/etc/systemd/system/") for s in _file_steps(plan, "net.mtu"))
+
+
 # -- tmpfiles.d ----------------------------------------------------------------------------
 
 HOSTILE_RDMADEVS = ["rocep194s0", "roce%h", "ro ce", 'q"q', "b\\s", "it's", "x$(id)", "mlx*",
