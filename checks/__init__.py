@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks import e810, links, lossless, nic, node, platform, rdma, usb4
+from checks import e810, links, lossless, nic, node, platform, rdma, usb4, versions
 from strixwizard.checking import Check
 
 ALL: tuple[Check, ...] = (
@@ -15,10 +15,14 @@ ALL: tuple[Check, ...] = (
     platform.rccl_has_gfx1151,
     platform.iommu,
     platform.memlock_unlimited,
+    versions.rdma_core_version,
+    versions.linux_firmware,
+    versions.kernel_known_good,
     # NICs and RDMA ports
     nic.rdma_capable,
     nic.nic_driver,
     nic.pcie_link,
+    versions.nic_firmware_known_good,
     rdma.port_active,
     rdma.roce_v2_gid,
     rdma.active_mtu,

@@ -33,8 +33,8 @@ def _persist_mtu(node: NodeFacts, netdev: str, mtu: int) -> tuple[list[Step], st
         step = replace(step, persistence="networkmanager")
         return [step], f"NetworkManager connection {connection!r} keeps MTU {mtu}"
     network_file = facts.networkd_files.get(netdev)
-    if network_file is not None:
-        base = network_file.rsplit("/", 1)[-1]
+    base = (network_file or "").rsplit("/", 1)[-1]
+    if base.endswith(".network") and base != ".network":  # networkd reads `<file>.d/` drop-ins only
         path = f"{NETWORKD_DIR}/{base}.d/90-strixwizard-mtu.conf"
         content = f"# Written by strixwizard (fix net.mtu)\n[Link]\nMTUBytes={mtu}\n"
         current = facts.file(path)

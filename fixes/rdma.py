@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from checks.scope import roce_fabric
@@ -59,17 +60,36 @@ def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
                        persistence=persistence, group=link.id if link else None)
 
 
+_TMPFILES_PLAIN = re.compile(r"[A-Za-z0-9/_.:@+,=-]+")
+_GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
+
+
+def tmpfiles_path(path: str, glob: bool = False) -> str:
+    """`path` as the path field of a tmpfiles.d(5) line: as is when plain, else double-quoted
+    with `\\` and `"` escaped; `%` doubled either way (a specifier otherwise). `glob`: the line
+    type reads its path as a shell glob (`w`), so `*?[]\\` are escaped first."""
+    if _TMPFILES_PLAIN.fullmatch(path):
+        return path
+    if glob:
+        path = _GLOB_SPECIAL.sub(r"\\\1", path)
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    return f'"{escaped}"'
+
+
 def _persist_configfs(ctx: PlanContext, node: NodeFacts, device: str, number: int, netdev: str,
                       tos: int, steps: list[Step]) -> tuple[list[Step], str]:
     facts = node.persistence
     if not facts.systemd:
         return steps, f"runtime only: init is {facts.init or 'unknown'!r}, not systemd"
+    if not device.isprintable():
+        return steps, (f"runtime only: the RDMA device name {device!r} cannot be written on a "
+                       "tmpfiles.d line")
     path = f"{TMPFILES_DIR}/strixwizard-rdma_cm-{device}.conf"
     attr = f"{RDMA_CM}/{device}/ports/{number}"
     content = ("# Written by strixwizard (fix rdma.roce_v2_default); read by its systemd unit\n"
-               f"d {RDMA_CM}/{device} - - - -\n"
-               f"w {attr}/default_roce_mode - - - - RoCE v2\n"
-               f"w {attr}/default_roce_tos - - - - {tos}\n")
+               f"d {tmpfiles_path(f'{RDMA_CM}/{device}')} - - - -\n"
+               f"w {tmpfiles_path(f'{attr}/default_roce_mode', glob=True)} - - - - RoCE v2\n"
+               f"w {tmpfiles_path(f'{attr}/default_roce_tos', glob=True)} - - - - {tos}\n")
     more: list[Step] = []
     if facts.file(path) != content:
         more.append(file_step(path, f"tmpfiles rules for rdma_cm/{device}", facts.file(path),

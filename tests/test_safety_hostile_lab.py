@@ -1,7 +1,8 @@
 """A fabric interface named with shell metacharacters, on the namespace lab with real sshd:
 `deploy --apply --transport tcp` sources its env file on every node with a real `sh` and
 nothing runs (no marker file), the Ray daemon gets the exact name, the RCCL smoke test
-refuses to hand it to mpirun, and `fix --apply`/`--rollback` set and restore its MTU."""
+refuses to hand it to mpirun, `fix --apply`/`--rollback` set and restore its MTU, and
+`test latency` measures TCP over it (and the sockperf/qperf references) running nothing."""
 
 from __future__ import annotations
 
@@ -94,3 +95,27 @@ def test_fix_with_a_hostile_interface_name_runs_nothing(lab: Lab, tmp_path: Path
     assert mtus() == [1500, 1500]
     for host in lab.hosts:
         assert not list(host.home.rglob("PWNED*"))
+
+
+def test_latency_with_a_hostile_interface_name_runs_nothing(lab: Lab, tmp_path: Path) -> None:
+    """`test latency` between the two nodes: the TCP ping-pong goes over the renamed fabric
+    interface, the references run or say why not, and no name reaches a shell."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    result = run_cli("test", "latency", "--site", str(site), "--pair", "node0,node1", "--json",
+                     "--seconds", "1", "--no-history", env=env, timeout=180)
+    for host in lab.hosts:
+        assert not list(host.home.rglob("PWNED*")), "a node ran a command from the name"
+    assert not list(Path.cwd().glob("PWNED*")) and not list(tmp_path.rglob("PWNED*"))
+    assert result.rc in (0, 1), result.stdout + result.stderr
+    by_tool = {r["tool"]: r for r in result.json()["results"]}
+    tcp = by_tool["strixwizard tcp ping-pong"]
+    assert tcp["status"] == "pass" and tcp["source"] == "measured", tcp
+    assert HOSTILE in tcp["path"] and lab.hosts[1].fabric_addr in tcp["path"]
+    assert tcp["latency_us"]["samples"] > 0
+    for tool in ("sockperf ping-pong", "qperf tcp_lat"):  # references: measured on the same path
+        reference = by_tool[tool]
+        assert reference["role"] == "reference" and HOSTILE in reference["path"], reference
+        assert max(v for v in reference["latency_us"].values() if isinstance(v, (int, float))) > 0
+    rdma = by_tool["ib_write_lat"]
+    assert rdma["status"] == "skip" and f"node0:{HOSTILE} <-> node1:{HOSTILE}" in rdma["summary"]

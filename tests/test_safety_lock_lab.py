@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -47,11 +48,12 @@ def _fix(site: Path, state: Path, *args: str) -> list[str]:
             "--runtime-only", "--node-journal-dir", NODE_JOURNAL, *args]
 
 
-def _start_slow_apply(lab: Lab, site: Path, state: Path) -> subprocess.Popen[str]:
+def _start_slow_apply(lab: Lab, site: Path, state: Path, seconds: int = 4
+                      ) -> subprocess.Popen[str]:
     """An apply that holds its locks while node0's MTU change takes a few seconds."""
     node0 = lab.hosts[0]
     node0.stand_in("ip", f'#!/bin/sh\ncase "$*" in\n*" mtu "*) touch /root/slow-started; '
-                   f'sleep 4;;\nesac\nexec {REAL_IP} "$@"\n')
+                   f'sleep {seconds};;\nesac\nexec {REAL_IP} "$@"\n')
     proc = subprocess.Popen(_fix(site, state, "--apply", "--yes", "--json"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "XDG_STATE_HOME": str(state)})
@@ -87,6 +89,40 @@ def test_second_apply_is_refused_naming_the_holder(lab: Lab, tmp_path: Path,
     assert len(runs) == (2 if same_head_state else 0)  # the refused run changed nothing
 
 
+def test_second_run_is_refused_before_it_reads_a_node_or_asks(lab: Lab, tmp_path: Path) -> None:
+    """The same head: the second `fix --apply` is refused before it collects anything (node1's
+    ethtool, run only while collecting, is not called again), and `fix --rollback` of the
+    running run is refused before its question."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    state = tmp_path / "state"
+    node1 = lab.hosts[1]
+    calls = node1.home / "slow-ethtool.calls"
+    node1.stand_in("ethtool", f'#!/bin/sh\necho "$*" >> {calls}\nexec /usr/sbin/ethtool "$@"\n')
+    first = _start_slow_apply(lab, site, state, seconds=10)
+    collected = calls.read_text()
+    assert collected  # the first run collected node1 through the stand-in
+    env = {"XDG_STATE_HOME": str(state)}
+    common = ("--site", str(site), "--only", "net.mtu", "--runtime-only", "--node-journal-dir",
+              NODE_JOURNAL)
+    started = time.monotonic()
+    second = run_cli("fix", *common, "--apply", "--yes", env=env, timeout=120)
+    rollback = run_cli("fix", "--site", str(site), "--node-journal-dir", NODE_JOURNAL,
+                       "--rollback", "latest", env=env, timeout=120)
+    took = time.monotonic() - started
+    # still inside the first run's slow step: its verification (which reads node1) is to come
+    read_since = calls.read_text()[len(collected):]
+    assert first.poll() is None, "the first run ended too early for this test to tell"
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, out + err
+    for refused in (second, rollback):
+        assert refused.rc == 2, refused.stdout + refused.stderr
+        assert "site 'lab'" in refused.stderr and f"(pid {first.pid} on " in refused.stderr
+        assert "Roll back" not in refused.stdout + refused.stderr  # nothing was asked
+    assert read_since == "", "the refused run read node1"
+    assert took < 8, took
+    assert [mtu(h) for h in lab.hosts] == [9000, 9000]
+
+
 def test_stale_lock_is_reported_and_broken_only_with_the_flag(tmp_path: Path) -> None:
     store_root = tmp_path / "journal"
     lock = str(tmp_path / "locks" / "lab.lock")
@@ -109,10 +145,21 @@ def test_stale_lock_is_reported_and_broken_only_with_the_flag(tmp_path: Path) ->
         assert refused.value.stale is True and f"pid {holder['pid']}" in str(refused.value)
         with site_lock(store_root, "lab", "fix --apply", break_stale=True) as mine:
             assert json.loads(Path(lock).read_text())["pid"] == mine["pid"] == os.getpid()
-            # a live holder is never broken, flag or not
-            with (pytest.raises(LockHeld, match="wait for it to finish"),
-                  site_lock(store_root, "lab", "fix --rollback", break_stale=True)):
-                pass
+            # a live holder is never broken, flag or not (another thread: in the holder's own
+            # thread the lock is re-entrant)
+            refused_again: list[BaseException] = []
+
+            def other_run() -> None:
+                try:
+                    with site_lock(store_root, "lab", "fix --rollback", break_stale=True):
+                        pass
+                except LockHeld as error:
+                    refused_again.append(error)
+
+            thread = threading.Thread(target=other_run)
+            thread.start()
+            thread.join(30)
+            assert len(refused_again) == 1 and "wait for it to finish" in str(refused_again[0])
         assert Path(lock).read_text() == ""  # released cleanly
     finally:
         keeper.communicate(input="", timeout=30)

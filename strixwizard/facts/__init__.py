@@ -31,6 +31,7 @@ from strixwizard.facts.limits import Memlock, memlock
 from strixwizard.facts.memory import MemoryInfo, memory_info
 from strixwizard.facts.netdev import Netdev, netdevs
 from strixwizard.facts.nic import Nic, nics
+from strixwizard.facts.packages import Packages, packages
 from strixwizard.facts.pci import PciDevice, pci_devices
 from strixwizard.facts.persistence import Persistence, persistence
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort, devinfo_captured, rdma_devices
@@ -82,6 +83,11 @@ class NodeFacts:
     @cached_property
     def rocm(self) -> RocmInfo:
         return rocm_info(self._probe)
+
+    @cached_property
+    def packages(self) -> Packages:
+        """Installed versions of rdma-core and the amdgpu firmware (facts/packages.py)."""
+        return packages(self._probe)
 
     # -- network -------------------------------------------------------------
     @cached_property

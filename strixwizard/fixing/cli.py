@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -53,11 +55,31 @@ def cmd_fix(args: argparse.Namespace) -> int:
     on_step = step_printer(not args.json and sys.stderr.isatty())
     if args.rollback:
         return _rollback(args, on_step)
-    from strixwizard.services.discover import read_nodes
     from strixwizard.targets import RunRequest
 
     request = RunRequest(site_file=args.site, inventory=args.inventory, demo=args.demo,
                          trust_new_hosts=args.trust_new_hosts)
+    with _held_for_apply(args, request):
+        return _fix_site(args, request, on_step)
+
+
+@contextmanager
+def _held_for_apply(args: argparse.Namespace, request: Any) -> Iterator[None]:
+    """`fix --apply` on real nodes holds the site's lock from before the nodes are read, so a
+    second run is refused at once, before it reads or asks anything (the engine holds it
+    again, re-entrantly, around the steps). Dry runs on snapshots take no lock."""
+    from strixwizard.targets import resolve_site
+
+    site = resolve_site(request) if args.apply and not args.emit else None
+    real = site is not None and any(spec.snapshot is None for spec in site.nodes)
+    with fixing.held_unless(not real, _options(args).store(), site.name if site else "",
+                            "fix --apply", getattr(args, "break_lock", False)):
+        yield
+
+
+def _fix_site(args: argparse.Namespace, request: Any, on_step: Any) -> int:
+    from strixwizard.services.discover import read_nodes
+
     site, nodes = read_nodes(request)
     if getattr(args, "allow_soft_rdma", False):
         site = replace(site, allow_soft_rdma=True)

@@ -1,7 +1,8 @@
 """One apply at a time: a lock per site on the head and one per node.
 
 `fix --apply/--rollback` and `deploy --apply/--rollback` (the CLI and the wizard
-alike, through the engine) take an exclusive `flock` on
+alike: the commands before they read the nodes or ask, the engine again around the
+steps) take an exclusive `flock` on
 `STATE/strixwizard/locks/SITE.lock` beside the journals, then one on each node
 (`NODE_JOURNAL_DIR/.lock`, held by the node's step runner for the whole
 session). A second run is refused at once, naming the holder (pid, host, start
@@ -17,6 +18,7 @@ import datetime
 import json
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,11 +97,25 @@ def may_break(holder: dict[str, Any]) -> bool:
     return is_stale(holder) is not False
 
 
+#: Site locks held here ((path, thread) -> holder): taken again by the same thread, a held
+#: lock is yielded as is; another thread of this process is refused like another process.
+_HELD: dict[tuple[str, int], dict[str, Any]] = {}
+
+
 @contextmanager
 def site_lock(store_root: Path, site: str, command: str, break_stale: bool = False
               ) -> Iterator[dict[str, Any]]:
-    """Hold the head's lock of `site` for the duration; yields the holder record."""
+    """Hold the head's lock of `site` for the duration; yields the holder record.
+
+    Re-entrant within a thread: the commands take it before they read the nodes or ask
+    anything (so a second run is refused at once), and the engine takes it again around the
+    steps (so no caller can forget it); the inner one yields the outer holder and leaves
+    the lock held."""
     path = str(store_root.parent / "locks" / f"{file_name(site)}.lock")
+    key = (path, threading.get_ident())
+    if key in _HELD:
+        yield _HELD[key]
+        return
     holder = holder_record(command, site)
     answer = ops.handle({"op": "lock", "path": path, "holder": holder})
     if not answer.get("ok") and "holder" in answer:
@@ -109,7 +125,9 @@ def site_lock(store_root: Path, site: str, command: str, break_stale: bool = Fal
         answer = ops.handle({"op": "lock", "path": path, "holder": holder, "take_over": True})
     if not answer.get("ok"):
         raise UsageError(f"cannot lock site {site!r}: {answer.get('error')}")
+    _HELD[key] = holder
     try:
         yield holder
     finally:
+        del _HELD[key]
         ops.handle({"op": "unlock", "path": path})

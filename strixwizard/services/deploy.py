@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from strixwizard.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
-from strixwizard.services.fix import NODE_JOURNAL_DIR, load_run, rollback_question
+from strixwizard.services.fix import NODE_JOURNAL_DIR, held_unless, load_run, rollback_question
 from strixwizard.site import Site
 
 if TYPE_CHECKING:
@@ -143,19 +143,25 @@ def apply_on(cluster: Cluster, site: Site, confirm: Confirm, options: DeployOpti
 
     if cluster.refused is not None:
         return Deployed(None, None, cluster.refused)
-    if cluster.plan.site_plan.changes:
-        ask(confirm, apply_question(cluster.plan))
     options = options or DeployOptions()
-    report, checked = apply_deploy(cluster.plan, cluster.runners, options.store(), site,
-                                   cluster.descriptors, step_progress(on_step), smoke=smoke,
-                                   break_lock=options.break_lock)
+    store = options.store()
+    with held_unless(not cluster.plan.site_plan.changes, store, site.name, "deploy --apply",
+                     options.break_lock):  # refused before the question, not after it
+        if cluster.plan.site_plan.changes:
+            ask(confirm, apply_question(cluster.plan))
+        report, checked = apply_deploy(cluster.plan, cluster.runners, store, site,
+                                       cluster.descriptors, step_progress(on_step), smoke=smoke,
+                                       break_lock=options.break_lock)
     return Deployed(report, checked)
 
 
 def apply(site: Site, planned: DeployPlan, confirm: Confirm, options: DeployOptions | None = None,
           on_step: OnStep | None = None, smoke: bool = True) -> Deployed:
-    """Reach the nodes, read their state, ask, apply, smoke-test (real nodes only)."""
-    with opened(site, planned, options) as cluster:
+    """Reach the nodes, read their state, ask, apply, smoke-test (real nodes only); the site's
+    lock is held from before the nodes are reached."""
+    options = options or DeployOptions()
+    with (held_unless(False, options.store(), site.name, "deploy --apply", options.break_lock),
+          opened(site, planned, options) as cluster):
         return apply_on(cluster, site, confirm, options, on_step, smoke)
 
 
@@ -174,5 +180,8 @@ def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None
     options = options or DeployOptions()
     store = options.store()
     journals = load_run(store, run_id)
-    ask(confirm, rollback_question(journals, "deploy"))
-    return rollback_deploy(journals, store, step_progress(on_step), break_lock=options.break_lock)
+    with held_unless(all(j.dry_run for j in journals), store, journals[0].site, "deploy --rollback",
+                     options.break_lock):
+        ask(confirm, rollback_question(journals, "deploy"))
+        return rollback_deploy(journals, store, step_progress(on_step),
+                               break_lock=options.break_lock)

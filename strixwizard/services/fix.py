@@ -7,7 +7,8 @@ private copies of their snapshots.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,16 +94,33 @@ def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
 
     options = options or FixOptions()
     dry_run = is_dry_run(site, nodes)
-    if changed_nodes(plan):
-        ask(confirm, apply_question(plan, dry_run))
     store = options.store()
-    run_id = new_run_id()
-    dry_root = options.dry_run_root(store)
-    report = apply_site(site, nodes, plan, store, node_journal_dir=options.node_journal_dir,
-                        dry_run_root=dry_root, run_id=run_id, trust_new_hosts=options.trust_new_hosts,
-                        with_reboot=options.with_reboot, progress=step_progress(on_step),
-                        connector=options.connector, break_lock=options.break_lock)
+    with held_unless(dry_run or not changed_nodes(plan), store, site.name, "fix --apply",
+                     options.break_lock):  # refused before the question, not after it
+        if changed_nodes(plan):
+            ask(confirm, apply_question(plan, dry_run))
+        run_id = new_run_id()
+        dry_root = options.dry_run_root(store)
+        report = apply_site(site, nodes, plan, store, node_journal_dir=options.node_journal_dir,
+                            dry_run_root=dry_root, run_id=run_id,
+                            trust_new_hosts=options.trust_new_hosts,
+                            with_reboot=options.with_reboot, progress=step_progress(on_step),
+                            connector=options.connector, break_lock=options.break_lock)
     return Applied(report, dry_root / run_id if report.dry_run else None)
+
+
+@contextmanager
+def held_unless(skip: bool, store: JournalStore, site: str, command: str, break_lock: bool
+                ) -> Iterator[None]:
+    """The site's lock on the head (`fixing/lock.py`) for the block, unless `skip` (a dry
+    run: copies only). `LockHeld` at once when another run holds it."""
+    if skip:
+        yield
+        return
+    from strixwizard.fixing.lock import site_lock
+
+    with site_lock(store.root, site, command, break_lock):
+        yield
 
 
 def load_run(store: JournalStore, run_id: str | None) -> list[NodeJournal]:
@@ -135,10 +153,12 @@ def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = 
     options = options or FixOptions()
     store = options.store()
     journals = load_run(store, run_id)
-    ask(confirm, rollback_question(journals))
-    connector = options.connector
-    return rollback_run(journals, lambda journal: runner_from_journal(journal, connector), store,
-                        step_progress(on_step), break_lock=options.break_lock)
+    with held_unless(all(j.dry_run for j in journals), store, journals[0].site, "fix --rollback",
+                     options.break_lock):
+        ask(confirm, rollback_question(journals))
+        connector = options.connector
+        return rollback_run(journals, lambda journal: runner_from_journal(journal, connector),
+                            store, step_progress(on_step), break_lock=options.break_lock)
 
 
 def rollback_outcome(report: RollbackReport) -> str:

@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from strixwizard.errors import UsageError
+from strixwizard.fixing.lock import LockHeld
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed
 from strixwizard.services.discover import Discovery, SiteSource
@@ -257,6 +258,11 @@ class WizardApp(App[int]):
                                "`strixwizard doctor -v` and `strixwizard capture`")
         elif group == "ssh":
             self.notify(f"testing SSH stopped: {error!r}", severity="error", timeout=10)
+        elif group in ("fix", "deploy") and isinstance(error, LockHeld):
+            refused = f"refused, nothing was changed: {error}"
+            held = session.of(FixState) if group == "fix" else session.of(DeployState)
+            held.run_error = refused
+            self.notify(refused, severity="error", timeout=10)
         elif group == "fix":
             session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; journals are "
                                               "kept for `strixwizard fix --rollback`.")

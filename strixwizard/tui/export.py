@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.engine import Report
+from strixwizard.tui.state import private_folder, write_private
 
 FORMATS = ("json", "md", "html")
 _ORDER = {"fail": 0, "error": 1, "warn": 2, "skip": 3, "pass": 4}
@@ -172,8 +173,9 @@ def save_report(report: Report, directory: Path, extra: dict[str, str] | None = 
                 sections: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write the three files into `directory` (created if missing); returns format -> path.
     `sections` (`live_tests`, `deploy`) become optional top-level JSON fields and sections of
-    the Markdown and HTML. Raises OSError with the reason when the folder cannot be written."""
-    directory.mkdir(parents=True, exist_ok=True)
+    the Markdown and HTML. Each file is written 0600 and atomically (a folder created for them
+    0700). Raises OSError with the reason when the folder cannot be written."""
+    private_folder(directory)
     stem = report_stem(report.site)
     present = {k: v for k, v in (sections or {}).items() if v is not None}
     texts = {
@@ -184,6 +186,6 @@ def save_report(report: Report, directory: Path, extra: dict[str, str] | None = 
     written = {}
     for fmt, text in texts.items():
         path = directory / f"{stem}.{fmt}"
-        path.write_text(text, encoding="utf-8")
+        write_private(path, text)
         written[fmt] = path
     return written

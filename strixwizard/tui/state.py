@@ -6,6 +6,11 @@
 
 A missing, unreadable or foreign state file means "start at the first step"; it is
 never an error. Writing is best effort (a read-only folder must not stop the wizard).
+
+The state and the reports name the site's hosts, so they are private: files 0600, written
+atomically (a temporary file renamed over the old one, never a half-written file), and every
+folder strixwizard creates for them 0700. A folder that already exists (the one holding the
+site file) keeps its mode; strixwizard's own folder under `$XDG_STATE_HOME` is made 0700.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strixwizard.fixing.journal import write_durably
 from strixwizard.tui.steps import BY_ID
 
 FORMAT = "strixwizard-wizard-state/1"
@@ -25,6 +31,31 @@ STATE_FILE_NAME = ".strixwizard-state.json"
 def user_state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "strixwizard"
+
+
+def private_folder(path: Path) -> Path:
+    """`path` made ready for private files: missing folders (and parents) created 0700, and
+    strixwizard's own state folder (or one inside it) tightened to 0700; any other existing
+    folder is left as its owner set it."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)  # mkdir's mode passes through the umask
+    own = user_state_dir()
+    for folder in [path, *path.parents]:
+        if (folder == own or own in folder.parents) and folder.stat().st_mode & 0o077:
+            os.chmod(folder, 0o700)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """`text` to `path`, 0600 and atomically, its folder prepared by `private_folder`."""
+    private_folder(path.parent)
+    write_durably(path, text, mode=0o600)
 
 
 def display_path(path: Path | str) -> str:
@@ -91,10 +122,7 @@ def save_state(path: Path, state: WizardState) -> str | None:
     """Write the state; returns why it could not be written, or None."""
     state.saved_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        temporary.write_text(json.dumps(state.to_json(), indent=2) + "\n", encoding="utf-8")
-        temporary.replace(path)
+        write_private(path, json.dumps(state.to_json(), indent=2) + "\n")
     except OSError as error:
         return f"cannot save the wizard's progress to {path}: {error.strerror or error}"
     return None
