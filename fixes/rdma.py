@@ -38,15 +38,19 @@ def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
             if mode is None:
                 steps.append(mkdir_step(base, f"create configfs rdma_cm/{port.device}"))
             if (mode or "").strip() != "RoCE v2":
+                # a directory this fix creates shows the device's own values, which the kernel
+                # keeps after the directory is gone: read them after the mkdir, restore them
                 steps.append(write_step(f"{attr}/default_roce_mode",
                                         f"rdma_cm default mode RoCE v2 on {port.name}",
-                                        None if mode is None else mode.strip(), "RoCE v2"))
+                                        None if mode is None else mode.strip(), "RoCE v2",
+                                        before_known=mode is not None))
             # an existing directory whose ToS was not captured: unknown, left alone
             if current_tos != tos and (mode is None or current_tos is not None):
                 steps.append(write_step(f"{attr}/default_roce_tos",
                                         f"rdma_cm ToS {tos} (DSCP {tos >> 2}, priority "
                                         f"{ctx.site.fabric.pfc_priority}) on {port.name}",
-                                        None if current_tos is None else str(current_tos), str(tos)))
+                                        None if current_tos is None else str(current_tos), str(tos),
+                                        before_known=mode is not None))
             if not steps:
                 continue
             link = ctx.link_of(fabric)

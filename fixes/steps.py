@@ -39,9 +39,12 @@ def command_step(target: str, summary: str, argv: Sequence[str], undo_argv: Sequ
     )
 
 
-def write_step(path: str, summary: str, before: str | None, after: str) -> Step:
+def write_step(path: str, summary: str, before: str | None, after: str,
+               before_known: bool = True) -> Step:
+    """A sysfs/configfs attribute; `before_known=False` when the attribute only appears once an
+    earlier step of the plan has run (its value is then read right before this step)."""
     return Step(kind=Kind.WRITE, target=path, summary=summary, read=Read("file", path=path),
-                before=before, after=after)
+                before=before, after=after, before_known=before_known)
 
 
 def mkdir_step(path: str, summary: str) -> Step:

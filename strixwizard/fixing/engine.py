@@ -225,6 +225,10 @@ def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Pr
         step = record.step
         say(node, step.summary)
         try:
+            if not step.before_known:
+                # read now, after this node's earlier steps ran: a configfs attribute, say, only
+                # shows its value once the step before it made the directory
+                record.observed_before = runner.read(step.read)
             record.status = "applying"  # intent first: a crash from here on may have applied it
             _save(journal, runner, store)
             runner.apply(step)

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 from strixwizard.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
-from strixwizard.services.fix import NODE_JOURNAL_DIR, held_unless, load_run, rollback_question
+from strixwizard.services.fix import NODE_JOURNAL_DIR, held_unless, roll_back_run
 from strixwizard.site import Site
 
 if TYPE_CHECKING:
     from strixwizard.deploy.plan import DeployPlan, DeploySettings
     from strixwizard.deploy.smoke import SmokeReport
     from strixwizard.fixing.engine import ApplyReport, RollbackReport
-    from strixwizard.fixing.journal import JournalStore
+    from strixwizard.fixing.journal import JournalStore, NodeJournal
     from strixwizard.fixing.runner import Runner
 
 
@@ -178,10 +178,9 @@ def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None
     from strixwizard.deploy.engine import rollback_deploy
 
     options = options or DeployOptions()
-    store = options.store()
-    journals = load_run(store, run_id)
-    with held_unless(all(j.dry_run for j in journals), store, journals[0].site, "deploy --rollback",
-                     options.break_lock):
-        ask(confirm, rollback_question(journals, "deploy"))
-        return rollback_deploy(journals, store, step_progress(on_step),
-                               break_lock=options.break_lock)
+
+    def undo(journals: list[NodeJournal], store: JournalStore) -> RollbackReport:
+        return rollback_deploy(journals, store, step_progress(on_step), break_lock=options.break_lock)
+
+    return roll_back_run(options.store(), run_id, confirm, "deploy --rollback", "deploy",
+                         options.break_lock, undo)

@@ -7,7 +7,7 @@ private copies of their snapshots.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,14 +151,27 @@ def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = 
     from strixwizard.fixing.targets import runner_from_journal
 
     options = options or FixOptions()
-    store = options.store()
-    journals = load_run(store, run_id)
-    with held_unless(all(j.dry_run for j in journals), store, journals[0].site, "fix --rollback",
-                     options.break_lock):
-        ask(confirm, rollback_question(journals))
-        connector = options.connector
+    connector = options.connector
+
+    def undo(journals: list[NodeJournal], store: JournalStore) -> RollbackReport:
         return rollback_run(journals, lambda journal: runner_from_journal(journal, connector),
                             store, step_progress(on_step), break_lock=options.break_lock)
+
+    return roll_back_run(options.store(), run_id, confirm, "fix --rollback", "run",
+                         options.break_lock, undo)
+
+
+def roll_back_run(store: JournalStore, run_id: str | None, confirm: Confirm, command: str,
+                  what: str, break_lock: bool,
+                  undo: Callable[[list[NodeJournal], JournalStore], RollbackReport]
+                  ) -> RollbackReport:
+    """The one way a run is rolled back (fix and deploy): load its journals, take the site's
+    lock (not for dry-run copies), ask, then `undo`."""
+    journals = load_run(store, run_id)
+    with held_unless(all(j.dry_run for j in journals), store, journals[0].site, command,
+                     break_lock):
+        ask(confirm, rollback_question(journals, what))
+        return undo(journals, store)
 
 
 def rollback_outcome(report: RollbackReport) -> str:
