@@ -57,14 +57,14 @@ SERVER_TARGET = "llama-server"
 #: Starts a program in its own session, pid file + log, then waits until it listens.
 #: $0 pid file, $1 log, $2 port, $3 mode (rpc: must listen; server: alive is enough, the
 #: model may still load), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
-START = r"""pidfile=$0 log=$1 port=$2 mode=$3; shift 4
+START = r"""pidfile=$0 log=$1 port=$2 mode=$3; shift 3
 bin= names=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   [ -z "$bin" ] && bin=$(command -v -- "$1" 2>/dev/null)
   names="$names $1"; shift
 done
 [ $# -gt 0 ] && shift
-if [ -z "$bin" ]; then echo "not installed: none of$names" >&2; exit 127; fi
+if [ -z "$bin" ]; then echo "not installed: none of$names" >&2; exit 1; fi
 while [ $# -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
 [ $# -gt 0 ] && shift
 hex=$(printf '%04X' "$port")
@@ -97,13 +97,15 @@ pid=$(head -n 1 "$pidfile")
 i=0
 while [ $i -lt 200 ]; do
   if ! kill -0 "$pid" 2>/dev/null; then
-    echo "$bin exited at start: $(tail -n 3 "$log" | tr '\n' ' ')" >&2; rm -f -- "$pidfile"; exit 1
+    why=$(grep -i -m 3 -e error -e failed -e cannot -e invalid "$log" | tr '\n' ' ')
+    [ -n "$why" ] || why=$(tail -n 3 "$log" | tr '\n' ' ')
+    echo "$bin exited at start: $why" >&2; rm -f -- "$pidfile" "$log"; exit 1
   fi
   if listening; then echo "$pid"; exit 0; fi
   sleep 0.1; i=$((i + 1))
 done
 if [ "$mode" = server ]; then echo "$pid (still loading)"; exit 0; fi
-kill "$pid"; rm -f -- "$pidfile"
+kill "$pid"; sleep 0.5; rm -f -- "$pidfile" "$log"
 echo "$bin does not listen on port $port after 20 s" >&2; exit 1
 """
 #: `running` when the pid file's PID still runs the binary it started, else `stopped`.
@@ -160,7 +162,7 @@ class LlamaPlan(DeployPlan):
 
     @property
     def workers(self) -> list[str]:
-        return list(self.rpc_argv)
+        return [n.node for n in self.env.nodes if n.node in self.rpc_argv]
 
     def endpoint(self, node: str) -> str:
         return f"{self.env.node(node).ip}:{self.llama.rpc_port}"
