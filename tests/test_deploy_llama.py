@@ -65,18 +65,21 @@ def test_workers_start_first_and_every_start_is_a_journalled_command_undone_by_p
         ("node-b", "deploy.llama-rpc"), ("node-a", "deploy.llama-server")]
     groups = {p.group for p in plan.site_plan.plans}
     assert len(groups) == 1 and None not in groups
-    rpc = plan.site_plan.plans[0].steps[1]
+    launcher = plan.site_plan.plans[0].steps[1]
+    assert (launcher.kind, launcher.target, launcher.after) == (
+        Kind.FILE, "/etc/strixwizard/llama-start.sh", START)
+    rpc = plan.site_plan.plans[0].steps[2]
     assert rpc.kind is Kind.COMMAND and (rpc.before, rpc.after) == ("stopped", "running")
-    assert rpc.argv[:3] == ("sh", "-c", START)
+    assert rpc.argv[:2] == ("sh", "/etc/strixwizard/llama-start.sh")
     pidfile = "/etc/strixwizard/ggml-rpc-server.pid"
-    assert rpc.argv[3:] == (
+    assert rpc.argv[2:] == (
         pidfile, "/etc/strixwizard/ggml-rpc-server.log", "50052", "rpc",
         "ggml-rpc-server", "rpc-server", "--", "GGML_RDMA_DEV=rocep194s0", "GGML_RDMA_GID=1",
         "--", "-H", "192.168.100.2", "-p", "50052", "-c")
     assert rpc.undo_argv == ("sh", "-c", STOP, pidfile, "/etc/strixwizard/ggml-rpc-server.log")
     assert rpc.read.argv == ("sh", "-c", STATE, pidfile)
     server = plan.site_plan.plans[1].steps[-1]
-    assert server.target == "llama-server" and server.argv[3:8] == (
+    assert server.target == "llama-server" and server.argv[2:7] == (
         "/etc/strixwizard/llama-server.pid", "/etc/strixwizard/llama-server.log", "8080",
         "server", "llama-server")
 
@@ -89,16 +92,16 @@ def test_rpc_on_head_and_a_bin_dir_and_devices() -> None:
         "192.168.100.1:50052,192.168.100.2:50052")
     assert plan.rpc_argv["node-a"] == ("-H", "192.168.100.1", "-p", "50052", "-d", "Vulkan0")
     head_steps = plan.site_plan.for_node("node-a")[0].steps
-    assert [s.target for s in head_steps] == ["/etc/strixwizard", "ggml-rpc-server",
-                                              "llama-server"]
-    assert head_steps[1].argv[7:10] == ("/opt/llama/bin/ggml-rpc-server",
+    assert [s.target for s in head_steps] == ["/etc/strixwizard", "/etc/strixwizard/llama-start.sh",
+                                              "ggml-rpc-server", "llama-server"]
+    assert head_steps[2].argv[6:9] == ("/opt/llama/bin/ggml-rpc-server",
                                         "/opt/llama/bin/rpc-server", "ggml-rpc-server")
 
 
 def test_without_a_model_llama_server_is_only_shown() -> None:
     plan = demo_plan()
     head = plan.site_plan.for_node("node-a")[0]
-    assert [s.target for s in head.steps] == ["/etc/strixwizard"]
+    assert [s.target for s in head.steps] == ["/etc/strixwizard", "/etc/strixwizard/llama-start.sh"]
     assert any("pass --model PATH" in n for n in head.notes)
     assert head.notes[0].startswith("llama-server line: env GGML_RDMA_DEV=rocep194s0 "
                                     "GGML_RDMA_GID=1 llama-server -m MODEL.gguf --host "
@@ -181,7 +184,7 @@ def test_launcher_values_are_never_interpreted(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     pidfile, logfile = tmp_path / "x;touch PWNED.pid", tmp_path / "$(touch PWNED).log"
     done = subprocess.run(
-        ["sh", "-c", START, str(pidfile), str(logfile), "18999", "rpc",
+        ["sh", "-c", START, "llama-start.sh", str(pidfile), str(logfile), "18999", "rpc",
          f"$(touch {marker})", "--", f"A=$(touch {marker})", "--", f"`touch {marker}`"],
         capture_output=True, text=True, timeout=10, cwd=tmp_path, check=False)
     assert done.returncode == 1 and "not installed: none of $(touch" in done.stderr

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strixwizard.deploy.env import ClusterEnv
-from strixwizard.deploy.plan import DeployPlan, DeploySettings, group_of, mkdir_step
+from strixwizard.deploy.plan import DeployPlan, DeploySettings, file_step, group_of, mkdir_step
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
@@ -55,9 +55,11 @@ SPLIT_MODES = ("layer", "row", "tensor", "none")
 RPC_TARGET = "ggml-rpc-server"
 SERVER_TARGET = "llama-server"
 #: Starts a program in its own session, pid file + log, then waits until it listens.
-#: $0 pid file, $1 log, $2 port, $3 mode (rpc: must listen; server: alive is enough, the
+#: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server: alive is enough, the
 #: model may still load), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
-START = r"""pidfile=$0 log=$1 port=$2 mode=$3; shift 3
+#: Written to DIR/llama-start.sh by the plan (so a failing start reports a short command).
+START = r"""# Written by `strixwizard deploy --stack llama-rpc`; `deploy --rollback` removes it.
+pidfile=$1 log=$2 port=$3 mode=$4; shift 4
 bin= names=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   [ -z "$bin" ] && bin=$(command -v -- "$1" 2>/dev/null)
@@ -65,6 +67,7 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
 done
 [ $# -gt 0 ] && shift
 if [ -z "$bin" ]; then echo "not installed: none of$names" >&2; exit 1; fi
+bin=$(readlink -f -- "$bin")
 while [ $# -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
 [ $# -gt 0 ] && shift
 hex=$(printf '%04X' "$port")
@@ -237,10 +240,15 @@ def candidates(names: tuple[str, ...], bin_dir: str | None) -> tuple[str, ...]:
     return (*found, *names)
 
 
-def start_argv(pidfile: str, log: str, port: int, mode: str, names: tuple[str, ...],
-               environment: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, ...]:
-    return ("sh", "-c", START, pidfile, log, str(port), mode, *names, "--", *environment,
-            "--", *args)
+def launcher(settings: DeploySettings) -> str:
+    return settings.path("llama-start.sh")
+
+
+def start_argv(settings: DeploySettings, pidfile: str, log: str, port: int, mode: str,
+               names: tuple[str, ...], environment: tuple[str, ...], args: tuple[str, ...]
+               ) -> tuple[str, ...]:
+    return ("sh", launcher(settings), pidfile, log, str(port), mode, *names, "--",
+            *environment, "--", *args)
 
 
 def process_step(target: str, summary: str, pidfile: str, log: str, argv: tuple[str, ...]
@@ -278,7 +286,9 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
         notes.append("pass --model PATH (a GGUF file on the head) to start llama-server")
     plans: list[Plan] = []
     for node in order:
-        steps = [mkdir_step(settings.target_dir)]
+        steps = [mkdir_step(settings.target_dir),
+                 file_step(launcher(settings), "write the llama.cpp launcher (pid file, log, "
+                           "waits until the program listens)", START, mode=0o755)]
         if node in workers:
             environment = rdma_environment(env, node)
             args = rpc_server_argv(env, node, llama)
@@ -288,7 +298,7 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
             steps.append(process_step(
                 RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
                 "(fabric address only)" + (f" with {' '.join(environment)}" if environment else ""),
-                pidfile, log, start_argv(pidfile, log, llama.rpc_port, "rpc",
+                pidfile, log, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
                                          candidates(RPC_BINARIES, llama.bin_dir), environment,
                                          args)))
         if node == env.head and llama.model:
@@ -296,7 +306,7 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
             steps.append(process_step(
                 SERVER_TARGET, f"start llama-server on {deploy.server_url} with --rpc to "
                 f"{len(workers)} worker(s)", pidfile, log,
-                start_argv(pidfile, log, llama.server_port, "server",
+                start_argv(settings, pidfile, log, llama.server_port, "server",
                            candidates(SERVER_BINARIES, llama.bin_dir), deploy.server_environment,
                            server)))
         head = node == env.head
