@@ -102,7 +102,7 @@ def test_without_a_model_llama_server_is_only_shown() -> None:
     plan = demo_plan()
     head = plan.site_plan.for_node("node-a")[0]
     assert [s.target for s in head.steps] == ["/etc/strixwizard", "/etc/strixwizard/llama-start.sh"]
-    assert any("pass --model PATH" in n for n in head.notes)
+    assert any("pass --gguf PATH" in n for n in head.notes)
     assert head.notes[0].startswith("llama-server line: env GGML_RDMA_DEV=rocep194s0 "
                                     "GGML_RDMA_GID=1 llama-server -m MODEL.gguf --host "
                                     "192.168.100.1")

@@ -129,6 +129,8 @@ def test_real_rpc_servers_on_fabric_addresses_serve_a_completion_then_rollback_l
 
     again = deploy(site, tmp_path, "--gguf", str(model), "--rpc-on-head", "--json")
     assert again.rc == 0 and again.json()["plan"]["summary"]["changes"] == 0
+    smoked = deploy(site, tmp_path, "--gguf", str(model), "--rpc-on-head", "--smoke", "--json")
+    assert smoked.rc == 0 and smoked.json()["smoke"]["status"] == "pass", smoked.stdout
 
     rolled = deploy(site, tmp_path, "--rollback", doc["apply"]["run_id"], "--yes", "--json")
     assert rolled.rc == 0, rolled.stdout + rolled.stderr

@@ -283,7 +283,7 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
              "throughput: " + shlex.join(["llama-bench", "-m", server[1], "--rpc", rpc_list,
                                           "-ngl", llama.gpu_layers])]
     if not llama.model:
-        notes.append("pass --model PATH (a GGUF file on the head) to start llama-server")
+        notes.append("pass --gguf PATH (a GGUF file on the head) to start llama-server")
     plans: list[Plan] = []
     for node in order:
         steps = [mkdir_step(settings.target_dir),

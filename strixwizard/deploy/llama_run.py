@@ -43,7 +43,7 @@ def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | Non
     report = SmokeReport()
     if not plan.llama.model:
         report.checks.append(SmokeCheck("llama.completion", ERROR, "no llama-server", "a completion",
-                                        "pass --model PATH to start llama-server on the head"))
+                                        "pass --gguf PATH to start llama-server on the head"))
         return report
     head = runners[env.head]
     try:
