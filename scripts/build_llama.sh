@@ -31,7 +31,7 @@ sdist_dir="$cache/sdist"
 mkdir -p "$sdist_dir" "$bin"
 archive="$sdist_dir/llama_cpp_python-$version.tar.gz"
 if [[ ! -f "$archive" ]]; then
-    "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+    "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
         -d "$sdist_dir" "llama-cpp-python==$version"
 fi
 tree="$sdist_dir/llama_cpp_python-$version"
