@@ -218,3 +218,35 @@ def test_cli_plan_shows_the_launch_lines() -> None:
     assert "--rpc 192.168.100.2:50052 -ngl 99 -sm layer -lv 4" in done.stdout
     as_json = run_cli("deploy", "--demo", "--stack", "llama-rpc", "--json")
     assert as_json.json()["plan"]["stack"] == "llama-rpc"
+
+
+FAKE_SERVER = """#!/bin/sh
+# STAND-IN for an older llama-server: its --help, and the arguments it was started with
+if [ "$1" = --help ]; then
+  echo "-sm,   --split-mode {none,layer,row}   how to split the model"
+  echo "-lm,   --load-mode MODE                model loading mode"
+  exit 0
+fi
+printf '%s\\n' "$@" > "$(dirname "$0")/argv"
+echo "error: stand-in stops here" >&2
+"""
+
+
+@pytest.mark.parametrize(("args", "error", "argv"), [
+    (("-sm", "tensor"), "this build has no split mode tensor", None),
+    (("-sm", "row", "--no-mmap"), "exited at start: error: stand-in stops here",
+     ["-sm", "row", "--load-mode", "none"]),
+])
+def test_the_launcher_fits_llama_server_flags_to_the_build(
+        tmp_path: Path, args: tuple[str, ...], error: str, argv: list[str] | None) -> None:
+    fake = tmp_path / "llama-server"
+    fake.write_text(FAKE_SERVER)
+    fake.chmod(0o755)
+    done = subprocess.run(
+        ["sh", "-c", START, "llama-start.sh", str(tmp_path / "s.pid"), str(tmp_path / "s.log"),
+         "18998", "server", str(fake), "--", "--", *args],
+        capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1 and error in done.stderr
+    recorded = tmp_path / "argv"
+    assert (recorded.read_text().splitlines() if recorded.exists() else None) == argv
+    assert not (tmp_path / "s.pid").exists() and not (tmp_path / "s.log").exists()

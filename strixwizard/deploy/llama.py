@@ -85,7 +85,8 @@ if [ "$mode" = server ]; then
   for a do
     [ "$first" = 1 ] && { set --; first=0; }
     if [ "$prev" = -sm ]; then
-      case $help in *"$a"*) ;; *) echo "$bin: this build has no split mode $a" >&2; exit 1 ;; esac
+      modes=$(printf '%s\n' "$help" | grep -e --split-mode)
+      case $modes in *[{,]"$a"[,}]*) ;; *) echo "$bin: this build has no split mode $a" >&2; exit 1 ;; esac
     fi
     case $a in
       --no-mmap) case $help in *--no-mmap*) set -- "$@" "$a" ;; *) set -- "$@" --load-mode none ;; esac ;;
