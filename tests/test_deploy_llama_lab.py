@@ -95,7 +95,8 @@ def deploy(site: Path, tmp: Path, *args: str) -> CliResult:
 def test_real_rpc_servers_on_fabric_addresses_serve_a_completion_then_rollback_leaves_nothing(
         lab: Lab, tmp_path: Path) -> None:
     head, worker = lab.hosts
-    model = write_tiny_model(tmp_path / "tiny.gguf")
+    # a path that a shell would run: it must reach llama-server as one argument, as data
+    model = write_tiny_model(tmp_path / "tiny $(touch PWNED);'x'.gguf")
     site = lab.write_site_yaml(tmp_path / "lab.yaml")
     begun = time.monotonic()
     applied = deploy(site, tmp_path, "--gguf", str(model), "--rpc-on-head", "--apply", "--yes",
@@ -126,6 +127,12 @@ def test_real_rpc_servers_on_fabric_addresses_serve_a_completion_then_rollback_l
     assert head_argv[head_argv.index(b"--rpc") + 1] == rpc
     environ = Path(f"/proc/{pids['node1', 'ggml-rpc-server']}/environ").read_bytes().split(b"\0")
     assert b"GGML_RPC_NO_RDMA=1" in environ
+    assert head_argv[head_argv.index(b"-m") + 1] == str(model).encode()
+    assert not any((where / "PWNED").exists() for where in (tmp_path, head.home, worker.home))
+    # the RPC server's own words: its endpoint is the fabric address, llama-server connected
+    rpc_log = (target(worker) / "ggml-rpc-server.log").read_text()
+    assert f"endpoint       : {worker.fabric_addr}:50052" in rpc_log
+    assert "transport      : TCP" in rpc_log and "Accepted client connection" in rpc_log
 
     again = deploy(site, tmp_path, "--gguf", str(model), "--rpc-on-head", "--json")
     assert again.rc == 0 and again.json()["plan"]["summary"]["changes"] == 0
