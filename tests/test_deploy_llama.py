@@ -71,16 +71,17 @@ def test_workers_start_first_and_every_start_is_a_journalled_command_undone_by_p
     rpc = plan.site_plan.plans[0].steps[2]
     assert rpc.kind is Kind.COMMAND and (rpc.before, rpc.after) == ("stopped", "running")
     assert rpc.argv[:2] == ("sh", "/etc/strixwizard/llama-start.sh")
-    pidfile = "/etc/strixwizard/ggml-rpc-server.pid"
+    pidfile = "/var/lib/strixwizard/llama/ggml-rpc-server.pid"
     assert rpc.argv[2:] == (
-        pidfile, "/etc/strixwizard/ggml-rpc-server.log", "50052", "rpc",
+        pidfile, "/var/lib/strixwizard/llama/ggml-rpc-server.log", "50052", "rpc",
         "ggml-rpc-server", "rpc-server", "--", "GGML_RDMA_DEV=rocep194s0", "GGML_RDMA_GID=1",
         "--", "-H", "192.168.100.2", "-p", "50052", "-c")
-    assert rpc.undo_argv == ("sh", "-c", STOP, pidfile, "/etc/strixwizard/ggml-rpc-server.log")
+    assert rpc.undo_argv == ("sh", "-c", STOP, pidfile)
     assert rpc.read.argv == ("sh", "-c", STATE, pidfile)
     server = plan.site_plan.plans[1].steps[-1]
     assert server.target == "llama-server" and server.argv[2:7] == (
-        "/etc/strixwizard/llama-server.pid", "/etc/strixwizard/llama-server.log", "8080",
+        "/var/lib/strixwizard/llama/llama-server.pid",
+        "/var/lib/strixwizard/llama/llama-server.log", "8080",
         "server", "llama-server")
 
 
@@ -202,8 +203,7 @@ def test_stop_leaves_a_process_alone_that_is_not_the_one_started(tmp_path: Path)
         state = subprocess.run(["sh", "-c", STATE, str(pidfile)], capture_output=True, text=True,
                                timeout=10, check=False)
         assert state.stdout == "stopped\n"
-        subprocess.run(["sh", "-c", STOP, str(pidfile), str(tmp_path / "x.log")], timeout=10,
-                       check=True)
+        subprocess.run(["sh", "-c", STOP, str(pidfile)], timeout=10, check=True)
         assert other.poll() is None and not pidfile.exists()
     finally:
         other.kill()

@@ -28,6 +28,7 @@ from tests.llama_parts import build, write_tiny_model
 llamalab2 = lab_fixture(2, name="llamalab2")
 TARGET = "/root/strixwizard-etc"  # per lab host: HOST.home/strixwizard-etc
 NODE_JOURNAL = "/root/strixwizard-journal"
+RUN_DIR = "/root/strixwizard-run"  # per lab host: HOST.home/strixwizard-run (pid files, logs)
 PROGRAMS = ("ggml-rpc-server", "llama-server")
 
 
@@ -45,11 +46,15 @@ def target(host: LabHost) -> Path:
     return host.home / "strixwizard-etc"
 
 
+def run_dir(host: LabHost) -> Path:
+    return host.home / "strixwizard-run"
+
+
 def started(host: LabHost) -> dict[str, int]:
     """Program -> PID, from the pid files the deploy wrote on this host."""
     found = {}
     for name in PROGRAMS:
-        path = target(host) / f"{name}.pid"
+        path = run_dir(host) / f"{name}.pid"
         if path.exists():
             found[name] = int(path.read_text().splitlines()[0])
     return found
@@ -82,13 +87,14 @@ def lab(llamalab2: Lab, llama_bin: Path) -> Iterator[Lab]:
         pids = [pid for name, pid in started(host).items() if runs(pid, name)]
         if pids:
             _kill_in_netns(pids, [host.netns])
-        for path in (target(host), host.home / ".cache"):
+        for path in (target(host), run_dir(host), host.home / ".cache"):
             shutil.rmtree(path, ignore_errors=True)
 
 
 def deploy(site: Path, tmp: Path, *args: str) -> CliResult:
     return run_cli("deploy", "--site", str(site), "--stack", "llama-rpc", "--transport", "tcp",
-                   "--target-dir", TARGET, "--node-journal-dir", NODE_JOURNAL, *args,
+                   "--target-dir", TARGET, "--llama-run-dir", RUN_DIR,
+                   "--node-journal-dir", NODE_JOURNAL, *args,
                    env={"XDG_STATE_HOME": str(tmp / "state")}, timeout=180)
 
 
@@ -130,7 +136,7 @@ def test_real_rpc_servers_on_fabric_addresses_serve_a_completion_then_rollback_l
     assert head_argv[head_argv.index(b"-m") + 1] == str(model).encode()
     assert not any((where / "PWNED").exists() for where in (tmp_path, head.home, worker.home))
     # the RPC server's own words: its endpoint is the fabric address, llama-server connected
-    rpc_log = (target(worker) / "ggml-rpc-server.log").read_text()
+    rpc_log = (run_dir(worker) / "ggml-rpc-server.log").read_text()
     assert f"endpoint       : {worker.fabric_addr}:50052" in rpc_log
     assert "transport      : TCP" in rpc_log and "Accepted client connection" in rpc_log
 
@@ -145,8 +151,11 @@ def test_real_rpc_servers_on_fabric_addresses_serve_a_completion_then_rollback_l
     assert [n["node"] for n in rolled.json()["rollback"]["nodes"]] == ["node0", "node1"]
     assert not any(runs(pid, name) for (_node, name), pid in pids.items())
     for host in lab.hosts:
-        assert not target(host).exists()
+        assert not target(host).exists() and not started(host)
         assert not [a for a in listening(host) if a.endswith((":50052", ":8080"))]
+    # the logs stay for the user to read
+    assert sorted(p.name for p in run_dir(head).iterdir()) == ["ggml-rpc-server.log",
+                                                              "llama-server.log"]
 
 
 def test_a_worker_without_the_binary_rolls_the_head_back(lab: Lab, tmp_path: Path) -> None:
@@ -185,3 +194,24 @@ def test_a_program_already_on_the_port_is_left_alone(lab: Lab, llama_bin: Path,
     finally:
         theirs.terminate()
         theirs.wait(timeout=10)
+
+
+def test_a_worker_that_died_keeps_its_log_and_the_rollback_stops_the_rest(
+        lab: Lab, tmp_path: Path) -> None:
+    head, worker = lab.hosts
+    model = write_tiny_model(tmp_path / "tiny.gguf")
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    applied = deploy(site, tmp_path, "--gguf", str(model), "--apply", "--yes", "--json",
+                     "--no-smoke")
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    server, rpc = started(head)["llama-server"], started(worker)["ggml-rpc-server"]
+    _kill_in_netns([rpc], [worker.netns])  # the worker's RPC server dies on its own
+    rolled = deploy(site, tmp_path, "--rollback", applied.json()["apply"]["run_id"], "--yes",
+                    "--json")
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert not runs(server, "llama-server")
+    assert not target(head).exists() and not started(head) and not target(worker).exists()
+    # what the dead program wrote stays for the user to read (its pid file names a dead PID,
+    # which the next start and the state read both recognise as not running)
+    assert started(worker) == {"ggml-rpc-server": rpc} and not runs(rpc, "ggml-rpc-server")
+    assert "Starting RPC server" in (run_dir(worker) / "ggml-rpc-server.log").read_text()

@@ -80,6 +80,8 @@ def add_llama_options(deploy: Any) -> None:
                        help="run an RPC server on the head too and list it in --rpc")
     llama.add_argument("--llama-bin-dir", metavar="DIR",
                        help="where the llama.cpp binaries are on the nodes (default: PATH)")
+    llama.add_argument("--llama-run-dir", default="/var/lib/strixwizard/llama", metavar="DIR",
+                       help="pid files and logs on each node (logs are kept after a rollback)")
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -93,7 +95,8 @@ def _settings(args: argparse.Namespace) -> Any:
                           server_port=args.server_port, split_mode=args.split_mode,
                           gpu_layers=args.gpu_layers, no_mmap=args.no_mmap,
                           cache=not args.no_rpc_cache, devices=tuple(args.rpc_device),
-                          bin_dir=args.llama_bin_dir, rpc_on_head=args.rpc_on_head)
+                          bin_dir=args.llama_bin_dir, rpc_on_head=args.rpc_on_head,
+                          run_dir=args.llama_run_dir)
     return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama)
 
 

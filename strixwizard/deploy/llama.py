@@ -49,6 +49,7 @@ from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
 STACK = "llama-rpc"
 RPC_PORT = 50052  # tools/rpc/rpc-server.cpp rpc_server_params.port
 SERVER_PORT = 8080  # llama-server's default --port
+RUN_DIR = "/var/lib/strixwizard/llama"
 RPC_BINARIES = ("ggml-rpc-server", "rpc-server")
 SERVER_BINARIES = ("llama-server",)
 SPLIT_MODES = ("layer", "row", "tensor", "none")
@@ -73,8 +74,9 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
 hex=$(printf '%04X' "$port")
 listening() { grep -q ": [0-9A-F]*:$hex [0-9A-F]*:0000 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; }
 if [ -f "$pidfile" ]; then
-  old=$(head -n 1 "$pidfile")
-  if [ -n "$old" ] && kill -0 "$old" 2>/dev/null; then
+  old=$(head -n 1 "$pidfile") was=$(sed -n 2p "$pidfile")
+  exe=$(readlink "/proc/$old/exe" 2>/dev/null)
+  if [ -n "$old" ] && { [ "$exe" = "$was" ] || [ "$exe" = "$was (deleted)" ]; }; then
     echo "already running as PID $old ($pidfile)" >&2; exit 1
   fi
 fi
@@ -119,7 +121,7 @@ case $pid in ''|*[!0-9]*) echo stopped; exit 0 ;; esac
 case $exe in "$bin"|"$bin (deleted)") echo running ;; *) echo stopped ;; esac
 """
 #: Ends the pid file's PID (TERM, then KILL after 10 s) if it still runs the binary it
-#: started; removes the pid file and the log ($1) so the target directory can go.
+#: started, and removes the pid file. The log stays in the run directory for the user.
 STOP = r"""pid=$(head -n 1 "$0" 2>/dev/null) bin=$(sed -n 2p "$0" 2>/dev/null)
 exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
 case $pid in ''|*[!0-9]*) pid= ;; esac
@@ -129,7 +131,7 @@ if [ -n "$pid" ] && { [ "$exe" = "$bin" ] || [ "$exe" = "$bin (deleted)" ]; }; t
   while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
   kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
 fi
-rm -f -- "$0" "$1"
+rm -f -- "$0"
 """
 
 
@@ -149,6 +151,9 @@ class LlamaSettings:
     ctx_size: int | None = None
     bin_dir: str | None = None  # where the binaries are on the nodes (default: PATH)
     rpc_on_head: bool = False  # the head runs an RPC server too and lists itself in --rpc
+    #: pid files and logs, apart from the target directory: a program that died leaves its
+    #: log to be read, and the deploy's own files and directory still go on rollback
+    run_dir: str = RUN_DIR
     health_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
@@ -192,12 +197,16 @@ class LlamaPlan(DeployPlan):
         }
 
 
-def rpc_log(settings: DeploySettings) -> str:
-    return settings.path(f"{RPC_TARGET}.log")
+def run_file(llama: LlamaSettings, name: str) -> str:
+    return f"{llama.run_dir.rstrip('/')}/{name}"
 
 
-def server_log(settings: DeploySettings) -> str:
-    return settings.path(f"{SERVER_TARGET}.log")
+def rpc_log(llama: LlamaSettings) -> str:
+    return run_file(llama, f"{RPC_TARGET}.log")
+
+
+def server_log(llama: LlamaSettings) -> str:
+    return run_file(llama, f"{SERVER_TARGET}.log")
 
 
 def rdma_environment(env: ClusterEnv, node: str) -> tuple[str, ...]:
@@ -252,12 +261,11 @@ def start_argv(settings: DeploySettings, pidfile: str, log: str, port: int, mode
             *environment, "--", *args)
 
 
-def process_step(target: str, summary: str, pidfile: str, log: str, argv: tuple[str, ...]
-                 ) -> Step:
+def process_step(target: str, summary: str, pidfile: str, argv: tuple[str, ...]) -> Step:
     return Step(kind=Kind.COMMAND, target=target, summary=summary,
                 read=Read("command", argv=("sh", "-c", STATE, pidfile), parse="text"),
                 before="stopped", after="running", argv=argv,
-                undo_argv=("sh", "-c", STOP, pidfile, log), before_known=False)
+                undo_argv=("sh", "-c", STOP, pidfile), before_known=False)
 
 
 def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings,
@@ -295,18 +303,18 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
             args = rpc_server_argv(env, node, llama)
             deploy.rpc_argv[node] = args
             deploy.rpc_environment[node] = environment
-            pidfile, log = settings.path(f"{RPC_TARGET}.pid"), rpc_log(settings)
+            pidfile, log = run_file(llama, f"{RPC_TARGET}.pid"), rpc_log(llama)
             steps.append(process_step(
                 RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
                 "(fabric address only)" + (f" with {' '.join(environment)}" if environment else ""),
-                pidfile, log, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
+                pidfile, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
                                          candidates(RPC_BINARIES, llama.bin_dir), environment,
                                          args)))
         if node == env.head and llama.model:
-            pidfile, log = settings.path(f"{SERVER_TARGET}.pid"), server_log(settings)
+            pidfile, log = run_file(llama, f"{SERVER_TARGET}.pid"), server_log(llama)
             steps.append(process_step(
                 SERVER_TARGET, f"start llama-server on {deploy.server_url} with --rpc to "
-                f"{len(workers)} worker(s)", pidfile, log,
+                f"{len(workers)} worker(s)", pidfile,
                 start_argv(settings, pidfile, log, llama.server_port, "server",
                            candidates(SERVER_BINARIES, llama.bin_dir), deploy.server_environment,
                            server)))
@@ -455,7 +463,7 @@ def judge_completion(plan: LlamaPlan, rc: int, stdout: str, stderr: str) -> list
     if answer.get("health") != 200:
         return [SmokeCheck("llama.completion", FAIL, f"/health: {answer.get('health')}",
                            expected, f"llama-server did not become ready; see "
-                           f"{plan.settings.path(SERVER_TARGET + '.log')} on {plan.env.head}")]
+                           f"{server_log(plan.llama)} on {plan.env.head}")]
     predicted = answer.get("predicted") or 0
     seconds = float(answer.get("seconds") or 0.0)
     timings = answer.get("timings") or {}

@@ -25,13 +25,14 @@ def render_llama(plan: LlamaPlan, out: TextIO) -> None:
     out.write(f"Deploy plan for site {env.site}: llama.cpp RPC, {env.profile} profile "
               f"({env.transport}), head {env.head}, {len(plan.workers)} RPC worker(s)\n")
     out.write(f"Fabric: {', '.join(env.links)}\n")
-    out.write(f"Pid files and logs go to {plan.settings.target_dir} (--target-dir)\n\n")
+    out.write(f"The launcher goes to {plan.settings.target_dir} (--target-dir), pid files and "
+              f"logs to {llama.run_dir} (--llama-run-dir; logs are kept after a rollback)\n\n")
     for worker in plan.workers:
         line = shlex.join(["env", *plan.rpc_environment[worker], "ggml-rpc-server",
                            *plan.rpc_argv[worker]])
-        out.write(f"  {worker}: {line}\n      log {rpc_log(plan.settings)}\n")
+        out.write(f"  {worker}: {line}\n      log {rpc_log(plan.llama)}\n")
     server = shlex.join(["env", *plan.server_environment, SERVER_TARGET, *plan.server_argv])
-    out.write(f"  {env.head}: {server}\n      log {server_log(plan.settings)}"
+    out.write(f"  {env.head}: {server}\n      log {server_log(plan.llama)}"
               + ("" if llama.model else "  (not started: no --model)") + "\n")
     out.write("  RDMA: negotiated by llama.cpp itself at each connection; GGML_RDMA_DEV and "
               "GGML_RDMA_GID come from each node's RDMA port and GID table\n")

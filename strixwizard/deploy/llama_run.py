@@ -58,8 +58,8 @@ def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | Non
                 break
         report.checks += checks
         tell(env.head, "reading the llama-server and ggml-rpc-server logs")
-        head_log = read_log(head, server_log(plan.settings))
-        logs = {w: read_log(runners[w], rpc_log(plan.settings)) for w in plan.workers}
+        head_log = read_log(head, server_log(plan.llama))
+        logs = {w: read_log(runners[w], rpc_log(plan.llama)) for w in plan.workers}
         report.checks.append(judge_devices(plan, head_log))
         report.checks.append(judge_rdma(plan, logs, head_log))
     except Unreachable as error:
