@@ -25,7 +25,9 @@ def register(commands: Any) -> argparse.ArgumentParser:
         "NCCL_IB_HCA, GID index from sysfs), write it to each node, start Ray with it (head "
         "first), write the vLLM launch line, then smoke-test: Ray's node count and a 2-rank "
         "RCCL all-reduce that must use NET/IB on the planned device. Without an RDMA link "
-        "between every pair of nodes the RDMA profile is refused. Exit status: 0 done, "
+        "between every pair of nodes the RDMA profile is refused. --stack llama-rpc instead starts "
+        "ggml-rpc-server on each worker's fabric address and llama-server --rpc on the head, then "
+        "checks one completion and that RDMA was negotiated on both ends. Exit status: 0 done, "
         "1 a step or the smoke test failed, 2 no verdict (refused, bad input, unreachable).",
     )
     add_site_options(deploy, demo_help="the bundled demo site (snapshots: plan only)")
