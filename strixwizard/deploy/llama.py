@@ -27,9 +27,9 @@ llama-cpp-python 0.3.36 sdist, `vendor/llama.cpp`):
 
 Processes are started by a fixed launcher (`START`) that takes every value as a positional
 argument: it finds the first existing binary, exports `NAME=value` pairs given as data,
-starts the program in its own session with its log and a pid file in the target
-directory, and waits until it listens. Undo (`STOP`) ends exactly that PID, after checking
-that /proc/PID/exe is still the binary it started.
+starts the program in its own session with its log and a pid file in the run directory
+(`LlamaSettings.run_dir`), and waits until it listens. Undo (`STOP`) ends exactly that PID,
+after checking that /proc/PID/exe is still the binary it started; the log stays.
 """
 
 from __future__ import annotations
