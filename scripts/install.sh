@@ -8,7 +8,8 @@ want_tests=${1:-}
 packages=(python3 python3-venv python3-pip python3-pyverbs rdma-core ibverbs-utils iproute2 ethtool)
 if [[ "$want_tests" == "test" ]]; then
     packages+=(openssh-server openssh-client util-linux procps iputils-ping perftest sockperf
-               qperf lldpad tmux qemu-system-x86 busybox-static cpio kmod)
+               qperf lldpad tmux qemu-system-x86 busybox-static cpio kmod
+               cmake g++)  # qemu..kmod: the VM lab (tests/vmlab.py); cmake, g++: scripts/build_llama.sh
 fi
 
 missing=()

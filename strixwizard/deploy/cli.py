@@ -25,7 +25,9 @@ def register(commands: Any) -> argparse.ArgumentParser:
         "NCCL_IB_HCA, GID index from sysfs), write it to each node, start Ray with it (head "
         "first), write the vLLM launch line, then smoke-test: Ray's node count and a 2-rank "
         "RCCL all-reduce that must use NET/IB on the planned device. Without an RDMA link "
-        "between every pair of nodes the RDMA profile is refused. Exit status: 0 done, "
+        "between every pair of nodes the RDMA profile is refused. --stack llama-rpc instead starts "
+        "ggml-rpc-server on each worker's fabric address and llama-server --rpc on the head, then "
+        "checks one completion and that RDMA was negotiated on both ends. Exit status: 0 done, "
         "1 a step or the smoke test failed, 2 no verdict (refused, bad input, unreachable).",
     )
     add_site_options(deploy, demo_help="the bundled demo site (snapshots: plan only)")
@@ -45,6 +47,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
                         help="rdma (default; refused without an RDMA link) or tcp (RCCL over "
                         "sockets, deployed knowingly)")
     deploy.add_argument("--head", metavar="NODE", help="the Ray head (default: the first node)")
+    add_llama_options(deploy)
     deploy.add_argument("--target-dir", default="/etc/strixwizard", metavar="DIR",
                         help="where the env file and scripts go on each node")
     deploy.add_argument("--no-smoke", action="store_true", help="--apply without the smoke test")
@@ -54,6 +57,49 @@ def register(commands: Any) -> argparse.ArgumentParser:
     deploy.add_argument("--node-journal-dir", default="/var/lib/strixwizard/journal", metavar="DIR",
                         help="where each node keeps its copy of the journal")
     return deploy  # type: ignore[no-any-return]
+
+
+def add_llama_options(deploy: Any) -> None:
+    """`--stack llama-rpc`: ggml-rpc-server on the workers, llama-server --rpc on the head."""
+    llama = deploy.add_argument_group("llama.cpp RPC stack (--stack llama-rpc)")
+    llama.add_argument("--stack", choices=("ray", "llama-rpc"), default="ray",
+                       help="ray (default: RCCL env, Ray, the vLLM line) or llama-rpc")
+    llama.add_argument("--gguf", metavar="PATH",
+                       help="the GGUF model on the head (llama-rpc; without it llama-server is "
+                       "only shown)")
+    llama.add_argument("--split-mode", choices=("layer", "row", "tensor", "none"),
+                       default="layer", help="llama-server -sm (default layer)")
+    llama.add_argument("--gpu-layers", default="99", metavar="N", help="llama-server -ngl")
+    llama.add_argument("--no-mmap", action="store_true",
+                       help="large models: load instead of mapping (-lm none on newer builds)")
+    llama.add_argument("--rpc-port", type=int, default=50052, metavar="PORT")
+    llama.add_argument("--server-port", type=int, default=8080, metavar="PORT")
+    llama.add_argument("--rpc-device", action="append", default=[], metavar="DEV",
+                       help="ggml-rpc-server -d (repeat; default: every device)")
+    llama.add_argument("--no-rpc-cache", action="store_true",
+                       help="run ggml-rpc-server without its tensor cache (-c)")
+    llama.add_argument("--rpc-on-head", action="store_true",
+                       help="run an RPC server on the head too and list it in --rpc")
+    llama.add_argument("--llama-bin-dir", metavar="DIR",
+                       help="where the llama.cpp binaries are on the nodes (default: PATH)")
+    llama.add_argument("--llama-run-dir", default="/var/lib/strixwizard/llama", metavar="DIR",
+                       help="pid files and logs on each node (logs are kept after a rollback)")
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from strixwizard.deploy.plan import DeploySettings
+
+    if args.stack != "llama-rpc":
+        return DeploySettings(target_dir=args.target_dir, model=args.model)
+    from strixwizard.deploy.llama import LlamaSettings
+
+    llama = LlamaSettings(model=args.gguf or args.model, rpc_port=args.rpc_port,
+                          server_port=args.server_port, split_mode=args.split_mode,
+                          gpu_layers=args.gpu_layers, no_mmap=args.no_mmap,
+                          cache=not args.no_rpc_cache, devices=tuple(args.rpc_device),
+                          bin_dir=args.llama_bin_dir, rpc_on_head=args.rpc_on_head,
+                          run_dir=args.llama_run_dir)
+    return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama)
 
 
 def _options(args: argparse.Namespace) -> Any:
@@ -85,12 +131,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     on_step = step_printer(not args.json and sys.stderr.isatty())
     if args.rollback:
         return _rollback(args, on_step)
-    from strixwizard.deploy.plan import DeploySettings
-
     site, nodes = read_nodes(RunRequest(site_file=args.site, inventory=args.inventory,
                                         demo=args.demo, trust_new_hosts=args.trust_new_hosts))
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
-    settings = DeploySettings(target_dir=args.target_dir, model=args.model)
+    settings = _settings(args)
     preview = deploy.plan(site, nodes, settings, args.transport, args.head)
     if preview.plan is None:
         return _refused(args, site.name, mode, str(preview.refused))
@@ -116,9 +160,9 @@ def _show(args: argparse.Namespace, site: str, plan: Any) -> int:
     if args.json:
         emit(envelope(site, mode="plan", status="planned", plan=plan.to_json()))
     else:
-        from strixwizard.deploy.render import render_deploy
+        from strixwizard.deploy.llama_render import render_plan
 
-        render_deploy(plan, sys.stdout)
+        render_plan(plan, sys.stdout)
     return EXIT_OK
 
 
@@ -142,7 +186,8 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
     import sys
 
     from strixwizard.cliopts import terminal_confirm
-    from strixwizard.deploy.render import render_deploy, render_smoke
+    from strixwizard.deploy.llama_render import render_plan as render_deploy
+    from strixwizard.deploy.render import render_smoke
     from strixwizard.fixing.render import render_apply
     from strixwizard.services.deploy import apply_on
     from strixwizard.services.output import emit, envelope, exit_code

@@ -127,6 +127,18 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
     return report
 
 
+def smoke_cluster(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None
+                  ) -> SmokeReport:
+    """The smoke test of the plan's stack (Ray/RCCL, or llama.cpp RPC)."""
+    from strixwizard.deploy.llama import LlamaPlan
+
+    if isinstance(plan, LlamaPlan):
+        from strixwizard.deploy.llama_run import smoke_llama
+
+        return smoke_llama(plan, runners, say)
+    return smoke_test(plan, runners[plan.env.head], say)
+
+
 def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore, site: Site,
                  descriptors: dict[str, dict[str, Any]], say: Progress | None = None,
                  smoke: bool = True, break_lock: bool = False
@@ -138,17 +150,21 @@ def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalSto
 
     report = apply_plan(plan.site_plan, runners, store, site, descriptors, run_id=new_run_id(),
                         progress=say, break_lock=break_lock, command="deploy --apply")
-    checked = smoke_test(plan, runners[plan.env.head], say) if report.ok and smoke else None
+    checked = smoke_cluster(plan, runners, say) if report.ok and smoke else None
     return report, checked
 
 
 def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
                     say: Progress | None = None, break_lock: bool = False) -> RollbackReport:
     """Undo a deploy run from its journals: workers first, the head last, so a worker's raylet
-    is stopped while its head still answers."""
+    is stopped while its head still answers; but llama-server first, before its RPC workers."""
     from strixwizard.fixing.engine import rollback_run
     from strixwizard.fixing.targets import runner_from_journal
 
-    ordered = sorted(journals, key=lambda j: any(r.step.target == "ray (head)" for r in j.steps))
+    def rank(journal: NodeJournal) -> int:
+        targets = {r.step.target for r in journal.steps}
+        return 0 if "llama-server" in targets else 2 if "ray (head)" in targets else 1
+
+    ordered = sorted(journals, key=rank)
     return rollback_run(ordered, runner_from_journal, store, say, break_lock=break_lock,
                         command="deploy --rollback")

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strixwizard.deploy.env import ClusterEnv, comment
 from strixwizard.deploy.rccl import rccl_notes, rccl_tests_note
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
+
+if TYPE_CHECKING:
+    from strixwizard.deploy.llama import LlamaSettings
 
 DEFAULT_TARGET_DIR = "/etc/strixwizard"
 RAY_PORT = 6379
@@ -44,6 +47,8 @@ class DeploySettings:
     target_dir: str = DEFAULT_TARGET_DIR
     model: str | None = None
     ray_port: int = RAY_PORT
+    stack: str = "ray"  # "ray" (RCCL env, Ray, the vLLM line) or "llama-rpc" (deploy/llama.py)
+    llama: LlamaSettings | None = None
 
     def path(self, name: str) -> str:
         return f"{self.target_dir.rstrip('/')}/{name}"
@@ -167,6 +172,10 @@ def container_script(env: ClusterEnv, settings: DeploySettings) -> str:
 
 def plan_deploy(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
                 ) -> DeployPlan:
+    if settings.stack == "llama-rpc":
+        from strixwizard.deploy.llama import LlamaSettings, plan_llama
+
+        return plan_llama(env, facts, settings, settings.llama or LlamaSettings())
     group = group_of(env)
     launch = vllm_argv(env, settings.model, settings)
     plans: list[Plan] = []

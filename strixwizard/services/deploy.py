@@ -127,6 +127,14 @@ def opened(site: Site, planned: DeployPlan, options: DeployOptions | None = None
 
 def apply_question(planned: DeployPlan) -> Question:
     changes, nodes = planned.site_plan.changes, ", ".join(planned.site_plan.nodes)
+    if planned.settings.stack == "llama-rpc":
+        return Question(
+            "Apply the deploy", f"Deploy {changes} change(s) on {nodes}?",
+            f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\n"
+            "ggml-rpc-server starts on each worker bound to its fabric address, then llama-server "
+            "--rpc on the head; a journal is written first, a failing node rolls every node back, "
+            "then the smoke test runs (one completion, RDMA on both ends from the logs).",
+            yes="Deploy (y)")
     return Question(
         "Apply the deploy", f"Deploy {changes} change(s) on {nodes}?",
         f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\nEach "
@@ -167,9 +175,9 @@ def apply(site: Site, planned: DeployPlan, confirm: Confirm, options: DeployOpti
 
 def smoke_on(cluster: Cluster, on_step: OnStep | None = None) -> SmokeReport:
     """Only the smoke test, on a deployed cluster: Ray's node count and RCCL on NET/IB."""
-    from strixwizard.deploy.engine import smoke_test
+    from strixwizard.deploy.engine import smoke_cluster
 
-    return smoke_test(cluster.plan, cluster.runners[cluster.plan.env.head], step_progress(on_step))
+    return smoke_cluster(cluster.plan, cluster.runners, step_progress(on_step))
 
 
 def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None = None,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Build llama.cpp's ggml-rpc-server and llama-server (CPU backend, RPC on) from
+# the llama.cpp tree vendored in the llama-cpp-python sdist on PyPI, and cache
+# them outside the repository:
+#
+#   scripts/build_llama.sh [llama-cpp-python version]   # default 0.3.36
+#
+# The binaries land in ${STRIXWIZARD_LLAMA_CACHE:-~/.cache/strixwizard-llama}/<version>/bin;
+# the last line printed is that directory. A second run finds them and builds nothing.
+# build-seconds in the same directory records how long the build took.
+set -euo pipefail
+
+version=${1:-0.3.36}
+cache=${STRIXWIZARD_LLAMA_CACHE:-$HOME/.cache/strixwizard-llama}
+jobs=${STRIXWIZARD_LLAMA_JOBS:-2}
+out="$cache/$version"
+bin="$out/bin"
+
+if [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]]; then
+    echo "$bin"
+    exit 0
+fi
+
+python=${PYTHON:-python3}
+[[ -x "$(dirname "$0")/../.venv/bin/python" ]] && python="$(dirname "$0")/../.venv/bin/python"
+for tool in cmake g++ tar; do
+    command -v "$tool" >/dev/null || { echo "build_llama.sh: $tool is missing" >&2; exit 1; }
+done
+
+sdist_dir="$cache/sdist"
+mkdir -p "$sdist_dir" "$bin"
+archive="$sdist_dir/llama_cpp_python-$version.tar.gz"
+if [[ ! -f "$archive" ]]; then
+    "$python" -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
+        -d "$sdist_dir" "llama-cpp-python==$version"
+fi
+tree="$sdist_dir/llama_cpp_python-$version"
+[[ -d "$tree/vendor/llama.cpp" ]] || tar -xzf "$archive" -C "$sdist_dir"
+source_dir="$tree/vendor/llama.cpp"
+build_dir="$out/build"
+
+started=$(date +%s)
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+# RDMA stays off: this build runs on the TCP lab; the transport is auto-detected
+# from libibverbs otherwise (ggml/src/ggml-rpc/CMakeLists.txt).
+nice -n 19 cmake -S "$source_dir" -B "$build_dir" "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DGGML_RPC=ON -DGGML_RPC_RDMA=OFF -DGGML_NATIVE=OFF \
+    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF >"$out/configure.log"
+nice -n 19 cmake --build "$build_dir" -j"$jobs" --target ggml-rpc-server llama-server \
+    >"$out/build.log"
+cp "$build_dir/bin/ggml-rpc-server" "$build_dir/bin/llama-server" "$bin/"
+echo $(( $(date +%s) - started )) >"$out/build-seconds"
+echo "$bin"

@@ -1,0 +1,475 @@
+"""The llama.cpp RPC stack (`deploy --stack llama-rpc`): plan, launch lines, smoke verdict. Pure.
+
+What llama.cpp does, read at its source (llama.cpp 0c1e570, as vendored in the
+llama-cpp-python 0.3.36 sdist, `vendor/llama.cpp`):
+- `tools/rpc/CMakeLists.txt`: the RPC server's binary is `ggml-rpc-server` (older builds:
+  `rpc-server`); `tools/rpc/rpc-server.cpp` `rpc_server_params`: `-H/--host` (default
+  127.0.0.1), `-p/--port` (default 50052), `-c/--cache` (tensor cache under
+  `$LLAMA_CACHE` or `~/.cache/llama.cpp/rpc`), `-d/--device`, `-t/--threads`; any host but
+  127.0.0.1 prints "Never expose the RPC server to an open network!". So each worker binds
+  its FABRIC address only, never 0.0.0.0.
+- `common/arg.cpp`: `llama-server --rpc HOST:PORT,...`, `-ngl`, `-sm {none,layer,row,tensor}`
+  (`tensor` only in recent builds), `-lv N`; `--no-mmap` became `-lm/--load-mode none`
+  there (the launcher asks the build's `--help` which one it has).
+- RDMA (`ggml/src/ggml-rpc/transport.cpp`): with `GGML_RPC_RDMA` (on when libibverbs is found
+  at build time, `ggml/src/ggml-rpc/CMakeLists.txt`) each side of a connection probes, at the
+  HELLO handshake, for the RDMA port-1 GID equal to the TCP socket's *local* address
+  (`rdma_build_target_gid`, `rdma_probe`; `GGML_RDMA_DEV` restricts the device,
+  `GGML_RDMA_GID` forces the GID index), logs `RDMA probed: dev=... gid=N RoCEv2 ...`
+  (transport.cpp:345) and, when both sides advertised RDMA, `RDMA activated: qpn=A->B ...`
+  (transport.cpp:410), or `RDMA activate failed, staying on TCP` (transport.cpp:639). A side
+  whose address has no matching GID (the address on another NIC, a GID-less iWARP port)
+  silently stays on TCP. `GGML_RPC_NO_RDMA` forces TCP. The server's banner says
+  `transport      : TCP (RDMA auto-negotiate enabled)` or `transport      : TCP` for a build
+  without RDMA (ggml-rpc.cpp:2130-2132).
+- `common/log.cpp:529-546`: llama-server shows ggml's INFO lines (the RDMA ones) only at
+  verbosity 4, hence `-lv 4` on the head.
+
+Processes are started by a fixed launcher (`START`) that takes every value as a positional
+argument: it finds the first existing binary, exports `NAME=value` pairs given as data,
+starts the program in its own session with its log and a pid file in the run directory
+(`LlamaSettings.run_dir`), and waits until it listens. Undo (`STOP`) ends exactly that PID,
+after checking that /proc/PID/exe is still the binary it started; the log stays.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from strixwizard.deploy.env import ClusterEnv
+from strixwizard.deploy.plan import DeployPlan, DeploySettings, file_step, group_of, mkdir_step
+from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
+
+STACK = "llama-rpc"
+RPC_PORT = 50052  # tools/rpc/rpc-server.cpp rpc_server_params.port
+SERVER_PORT = 8080  # llama-server's default --port
+RUN_DIR = "/var/lib/strixwizard/llama"
+RPC_BINARIES = ("ggml-rpc-server", "rpc-server")
+SERVER_BINARIES = ("llama-server",)
+SPLIT_MODES = ("layer", "row", "tensor", "none")
+RPC_TARGET = "ggml-rpc-server"
+SERVER_TARGET = "llama-server"
+#: Starts a program in its own session, pid file + log, then waits until it listens.
+#: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server: alive is enough, the
+#: model may still load), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
+#: Written to DIR/llama-start.sh by the plan (so a failing start reports a short command).
+START = r"""# Written by `strixwizard deploy --stack llama-rpc`; `deploy --rollback` removes it.
+pidfile=$1 log=$2 port=$3 mode=$4; shift 4
+bin= names=
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+  [ -z "$bin" ] && bin=$(command -v -- "$1" 2>/dev/null)
+  names="$names $1"; shift
+done
+[ $# -gt 0 ] && shift
+if [ -z "$bin" ]; then echo "not installed: none of$names" >&2; exit 1; fi
+bin=$(readlink -f -- "$bin")
+while [ $# -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
+[ $# -gt 0 ] && shift
+hex=$(printf '%04X' "$port")
+listening() { grep -q ": [0-9A-F]*:$hex [0-9A-F]*:0000 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; }
+if [ -f "$pidfile" ]; then
+  old=$(head -n 1 "$pidfile") was=$(sed -n 2p "$pidfile")
+  exe=$(readlink "/proc/$old/exe" 2>/dev/null)
+  if [ -n "$old" ] && { [ "$exe" = "$was" ] || [ "$exe" = "$was (deleted)" ]; }; then
+    echo "already running as PID $old ($pidfile)" >&2; exit 1
+  fi
+fi
+if listening; then echo "port $port is taken by another program: not started" >&2; exit 1; fi
+if [ "$mode" = server ]; then
+  help=$("$bin" --help 2>&1)
+  first=1 prev=
+  for a do
+    [ "$first" = 1 ] && { set --; first=0; }
+    if [ "$prev" = -sm ]; then
+      modes=$(printf '%s\n' "$help" | grep -e --split-mode)
+      case $modes in *[{,]"$a"[,}]*) ;; *) echo "$bin: this build has no split mode $a" >&2; exit 1 ;; esac
+    fi
+    case $a in
+      --no-mmap) case $help in *--no-mmap*) set -- "$@" "$a" ;; *) set -- "$@" --load-mode none ;; esac ;;
+      *) set -- "$@" "$a" ;;
+    esac
+    prev=$a
+  done
+fi
+mkdir -p -- "$(dirname -- "$log")"
+( setsid "$bin" "$@" </dev/null >"$log" 2>&1 & printf '%s\n%s\n' "$!" "$bin" >"$pidfile" )
+pid=$(head -n 1 "$pidfile")
+i=0
+while [ $i -lt 200 ]; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    why=$(grep -i -m 3 -e error -e failed -e cannot -e invalid "$log" | tr '\n' ' ')
+    [ -n "$why" ] || why=$(tail -n 3 "$log" | tr '\n' ' ')
+    echo "$bin exited at start: $why" >&2; rm -f -- "$pidfile" "$log"; exit 1
+  fi
+  if listening; then echo "$pid"; exit 0; fi
+  sleep 0.1; i=$((i + 1))
+done
+if [ "$mode" = server ]; then echo "$pid (still loading)"; exit 0; fi
+kill "$pid"; sleep 0.5; rm -f -- "$pidfile" "$log"
+echo "$bin does not listen on port $port after 20 s" >&2; exit 1
+"""
+#: `running` when the pid file's PID still runs the binary it started, else `stopped`.
+STATE = r"""pid=$(head -n 1 "$0" 2>/dev/null) bin=$(sed -n 2p "$0" 2>/dev/null)
+exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
+case $pid in ''|*[!0-9]*) echo stopped; exit 0 ;; esac
+case $exe in "$bin"|"$bin (deleted)") echo running ;; *) echo stopped ;; esac
+"""
+#: Ends the pid file's PID (TERM, then KILL after 10 s) if it still runs the binary it
+#: started, and removes the pid file. The log stays in the run directory for the user.
+STOP = r"""pid=$(head -n 1 "$0" 2>/dev/null) bin=$(sed -n 2p "$0" 2>/dev/null)
+exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
+case $pid in ''|*[!0-9]*) pid= ;; esac
+if [ -n "$pid" ] && { [ "$exe" = "$bin" ] || [ "$exe" = "$bin (deleted)" ]; }; then
+  kill "$pid"
+  i=0
+  while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+fi
+rm -f -- "$0"
+"""
+
+
+@dataclass(frozen=True)
+class LlamaSettings:
+    """What the user picks for the llama.cpp stack (CLI flags; none of it is in the site file)."""
+
+    model: str | None = None  # GGUF path on the head
+    rpc_port: int = RPC_PORT
+    server_port: int = SERVER_PORT
+    server_host: str | None = None  # default: the head's fabric address
+    split_mode: str = "layer"
+    gpu_layers: str = "99"
+    no_mmap: bool = False  # large models: read into memory instead of mapping the file
+    cache: bool = True  # ggml-rpc-server -c: keep large tensors in a local cache
+    devices: tuple[str, ...] = ()  # ggml-rpc-server -d (e.g. Vulkan0, ROCm0); default: all
+    ctx_size: int | None = None
+    bin_dir: str | None = None  # where the binaries are on the nodes (default: PATH)
+    rpc_on_head: bool = False  # the head runs an RPC server too and lists itself in --rpc
+    #: pid files and logs, apart from the target directory: a program that died leaves its
+    #: log to be read, and the deploy's own files and directory still go on rollback
+    run_dir: str = RUN_DIR
+    health_timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.split_mode not in SPLIT_MODES:
+            raise ValueError(f"split mode {self.split_mode!r} (known: {', '.join(SPLIT_MODES)})")
+
+
+@dataclass
+class LlamaPlan(DeployPlan):
+    llama: LlamaSettings = field(default_factory=LlamaSettings)
+    rpc_argv: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    rpc_environment: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    server_argv: tuple[str, ...] = ()
+    server_environment: tuple[str, ...] = ()
+
+    @property
+    def workers(self) -> list[str]:
+        return [n.node for n in self.env.nodes if n.node in self.rpc_argv]
+
+    def endpoint(self, node: str) -> str:
+        return f"{self.env.node(node).ip}:{self.llama.rpc_port}"
+
+    @property
+    def server_url(self) -> str:
+        return f"http://{self.llama.server_host or self.env.head_ip}:{self.llama.server_port}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stack": STACK,
+            "env": self.env.to_json(),
+            "target_dir": self.settings.target_dir,
+            "model": self.llama.model,
+            "rpc_argv": {k: list(v) for k, v in self.rpc_argv.items()},
+            "rpc_environment": {k: list(v) for k, v in self.rpc_environment.items()},
+            "server_argv": list(self.server_argv),
+            "server_line": shlex.join([*self.server_environment, *self.server_argv]),
+            "server_url": self.server_url,
+            "notes": list(self.notes),
+            "summary": {"changes": self.site_plan.changes, "nodes": len(self.env.nodes)},
+            "plans": [p.to_json() for p in self.site_plan.plans],
+        }
+
+
+def run_file(llama: LlamaSettings, name: str) -> str:
+    return f"{llama.run_dir.rstrip('/')}/{name}"
+
+
+def rpc_log(llama: LlamaSettings) -> str:
+    return run_file(llama, f"{RPC_TARGET}.log")
+
+
+def server_log(llama: LlamaSettings) -> str:
+    return run_file(llama, f"{SERVER_TARGET}.log")
+
+
+def rdma_environment(env: ClusterEnv, node: str) -> tuple[str, ...]:
+    """NAME=value pairs from the node's facts: the RDMA device and the GID index of the
+    fabric address (transport.cpp `rdma_probe`), or TCP forced for the tcp profile."""
+    this = env.node(node)
+    if env.profile != "rdma":
+        return ("GGML_RPC_NO_RDMA=1",)
+    pairs = []
+    if this.device:
+        pairs.append(f"GGML_RDMA_DEV={this.device}")
+    if this.gid_index is not None:
+        pairs.append(f"GGML_RDMA_GID={this.gid_index}")
+    return tuple(pairs)
+
+
+def rpc_server_argv(env: ClusterEnv, node: str, llama: LlamaSettings) -> tuple[str, ...]:
+    argv = ["-H", env.node(node).ip, "-p", str(llama.rpc_port)]
+    if llama.cache:
+        argv.append("-c")
+    if llama.devices:
+        argv += ["-d", ",".join(llama.devices)]
+    return tuple(argv)
+
+
+def llama_server_argv(env: ClusterEnv, workers: list[str], llama: LlamaSettings
+                      ) -> tuple[str, ...]:
+    argv = ["-m", llama.model or "MODEL.gguf", "--host", llama.server_host or env.head_ip,
+            "--port", str(llama.server_port),
+            "--rpc", ",".join(f"{env.node(w).ip}:{llama.rpc_port}" for w in workers),
+            "-ngl", llama.gpu_layers, "-sm", llama.split_mode, "-lv", "4"]
+    if llama.no_mmap:
+        argv.append("--no-mmap")
+    if llama.ctx_size is not None:
+        argv += ["-c", str(llama.ctx_size)]
+    return tuple(argv)
+
+
+def candidates(names: tuple[str, ...], bin_dir: str | None) -> tuple[str, ...]:
+    found = tuple(f"{bin_dir.rstrip('/')}/{n}" for n in names) if bin_dir else ()
+    return (*found, *names)
+
+
+def launcher(settings: DeploySettings) -> str:
+    return settings.path("llama-start.sh")
+
+
+def start_argv(settings: DeploySettings, pidfile: str, log: str, port: int, mode: str,
+               names: tuple[str, ...], environment: tuple[str, ...], args: tuple[str, ...]
+               ) -> tuple[str, ...]:
+    return ("sh", launcher(settings), pidfile, log, str(port), mode, *names, "--",
+            *environment, "--", *args)
+
+
+def process_step(target: str, summary: str, pidfile: str, argv: tuple[str, ...]) -> Step:
+    return Step(kind=Kind.COMMAND, target=target, summary=summary,
+                read=Read("command", argv=("sh", "-c", STATE, pidfile), parse="text"),
+                before="stopped", after="running", argv=argv,
+                undo_argv=("sh", "-c", STOP, pidfile), before_known=False)
+
+
+def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings,
+               llama: LlamaSettings) -> LlamaPlan:
+    """RPC servers on the workers (first), then llama-server on the head; one group, so a
+    failing node rolls every node back."""
+    del facts  # the facts reach the plan through `env` (addresses, RDMA device, GID index)
+    group = group_of(env)
+    workers = [n.node for n in env.nodes if n.node != env.head or llama.rpc_on_head]
+    if not workers:
+        raise ValueError("no RPC worker: the cluster has only its head")
+    order = [w for w in workers if w != env.head] + [env.head]
+    deploy = LlamaPlan(env, settings, SitePlan(env.site), (), llama=llama)
+    persistence = ("runtime only: not started at boot; run `strixwizard deploy --stack "
+                   "llama-rpc --apply` again after a reboot")
+    server = llama_server_argv(env, workers, llama)
+    deploy.server_argv = server
+    deploy.server_environment = rdma_environment(env, env.head)
+    rpc_list = server[server.index("--rpc") + 1]
+    notes = [f"llama-server line: {shlex.join(['env', *deploy.server_environment, 'llama-server', *server])}",
+             "the same model from the CLI: " + shlex.join(
+                 ["llama-cli", "-m", server[1], "--rpc", rpc_list, "-ngl", llama.gpu_layers,
+                  "-sm", llama.split_mode, "-p", "Hello"]),
+             "throughput: " + shlex.join(["llama-bench", "-m", server[1], "--rpc", rpc_list,
+                                          "-ngl", llama.gpu_layers])]
+    if not llama.model:
+        notes.append("pass --gguf PATH (a GGUF file on the head) to start llama-server")
+    plans: list[Plan] = []
+    for node in order:
+        steps = [mkdir_step(settings.target_dir),
+                 file_step(launcher(settings), "write the llama.cpp launcher (pid file, log, "
+                           "waits until the program listens)", START, mode=0o755)]
+        if node in workers:
+            environment = rdma_environment(env, node)
+            args = rpc_server_argv(env, node, llama)
+            deploy.rpc_argv[node] = args
+            deploy.rpc_environment[node] = environment
+            pidfile, log = run_file(llama, f"{RPC_TARGET}.pid"), rpc_log(llama)
+            steps.append(process_step(
+                RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
+                "(fabric address only)" + (f" with {' '.join(environment)}" if environment else ""),
+                pidfile, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
+                                         candidates(RPC_BINARIES, llama.bin_dir), environment,
+                                         args)))
+        if node == env.head and llama.model:
+            pidfile, log = run_file(llama, f"{SERVER_TARGET}.pid"), server_log(llama)
+            steps.append(process_step(
+                SERVER_TARGET, f"start llama-server on {deploy.server_url} with --rpc to "
+                f"{len(workers)} worker(s)", pidfile,
+                start_argv(settings, pidfile, log, llama.server_port, "server",
+                           candidates(SERVER_BINARIES, llama.bin_dir), deploy.server_environment,
+                           server)))
+        head = node == env.head
+        plans.append(Plan("deploy.llama-server" if head else "deploy.llama-rpc", node,
+                          SERVER_TARGET if head else RPC_TARGET, tuple(steps),
+                          notes=tuple(notes) if head else (), persistence=persistence,
+                          group=group))
+    deploy.site_plan.plans = plans
+    deploy.notes = list(env.warnings)
+    if env.profile != "rdma":
+        deploy.notes.append("TCP profile: RDMA is switched off on every end (GGML_RPC_NO_RDMA=1)")
+    return deploy
+
+
+# -- smoke verdict ------------------------------------------------------------------------
+
+_PROBED = re.compile(r"RDMA probed: dev=(\S+) gid=(\d+)")
+_ACTIVATED = re.compile(r"RDMA activated: qpn=(\d+)->(\d+) mtu=(\d+)")
+_ACTIVATE_FAILED = "RDMA activate failed, staying on TCP"
+_BANNER_RDMA = "transport      : TCP (RDMA auto-negotiate enabled)"
+_BANNER = re.compile(r"^\s*transport\s*: TCP\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class RdmaEvidence:
+    """What one end's log says about the RDMA negotiation."""
+
+    probed: tuple[str, ...]  # devices, from `RDMA probed: dev=...`
+    activated: int  # `RDMA activated:` lines
+    activate_failed: int
+    build_without_rdma: bool  # the server banner says plain `TCP`
+    lines: tuple[str, ...]
+
+    @classmethod
+    def of(cls, log: str) -> RdmaEvidence:
+        lines = tuple(line.strip() for line in log.splitlines()
+                      if "RDMA" in line or "transport      :" in line)
+        return cls(tuple(dict.fromkeys(m.group(1) for m in _PROBED.finditer(log))),
+                   len(_ACTIVATED.findall(log)), log.count(_ACTIVATE_FAILED),
+                   bool(_BANNER.search(log)) and _BANNER_RDMA not in log, lines[:6])
+
+
+def _why_tcp(end: str, address: str, evidence: RdmaEvidence) -> str:
+    if evidence.build_without_rdma:
+        return (f"{end}: the build has no RDMA transport (banner `transport : TCP`): rebuild "
+                "with libibverbs-dev installed (GGML_RPC_RDMA)")
+    if evidence.activate_failed:
+        return (f"{end}: `RDMA activate failed, staying on TCP` (the queue pair did not connect: "
+                "check MTU and that both GIDs are RoCE v2)")
+    if not evidence.probed:
+        return (f"{end}: no `RDMA probed` line: no RDMA port has a GID equal to {address} (the "
+                "address is on another NIC than the RDMA one, a GID-less iWARP port, or a build "
+                "without RDMA)")
+    return f"{end}: probed {', '.join(evidence.probed)} but the peer did not advertise RDMA"
+
+
+def judge_rdma(plan: LlamaPlan, logs: dict[str, str], head_log: str) -> SmokeCheck:
+    """RDMA in use on both ends of every worker connection, or a FAIL naming the TCP fallback."""
+    env = plan.env
+    head = RdmaEvidence.of(head_log)
+    ends = {w: RdmaEvidence.of(logs.get(w, "")) for w in plan.workers}
+    evidence = tuple(f"{env.head} (llama-server): {line}" for line in head.lines) + tuple(
+        f"{w} (ggml-rpc-server): {line}" for w, e in ends.items() for line in e.lines)
+    if env.profile != "rdma":
+        used = [w for w, e in ends.items() if e.activated] + (["head"] if head.activated else [])
+        status = FAIL if used else PASS
+        return SmokeCheck("llama.transport", status, "RDMA on " + ", ".join(used) if used
+                          else "TCP", "TCP (tcp profile, GGML_RPC_NO_RDMA=1)",
+                          "TCP profile: expect 50-130 µs per hop", evidence)
+    expected = "RDMA activated on the head and on " + ", ".join(plan.workers)
+    why = []
+    if not head.activated:
+        why.append(_why_tcp(f"{env.head} (llama-server)", env.head_ip, head))
+    for worker, end in ends.items():
+        if not end.activated:
+            why.append(_why_tcp(f"{worker} (ggml-rpc-server)", env.node(worker).ip, end))
+    if why:
+        return SmokeCheck("llama.transport", FAIL, "TCP FALLBACK", expected,
+                          "llama.cpp RPC fell back to TCP: " + "; ".join(why), evidence)
+    devices = sorted({d for e in [head, *ends.values()] for d in e.probed})
+    return SmokeCheck("llama.transport", PASS, "RDMA on " + ", ".join(devices), expected, "",
+                      evidence)
+
+
+def judge_devices(plan: LlamaPlan, head_log: str) -> SmokeCheck:
+    """Every worker holds part of the model: llama-server logs `RPCn[IP:PORT] model buffer`."""
+    missing = [w for w in plan.workers
+               if not re.search(rf"RPC\d+\[{re.escape(plan.endpoint(w))}\] model buffer size",
+                                head_log)]
+    expected = "model weights on " + ", ".join(plan.endpoint(w) for w in plan.workers)
+    if missing:
+        return SmokeCheck("llama.workers", FAIL, "no weights on " + ", ".join(missing), expected,
+                          "llama-server did not place layers on these RPC servers (-ngl, "
+                          "--rpc and the model size decide)")
+    return SmokeCheck("llama.workers", PASS, f"{len(plan.workers)} RPC server(s) hold layers",
+                      expected)
+
+
+#: Run on the head: wait for /health, then one completion; prints one JSON line.
+#: argv: URL, prompt, n_predict, seconds to wait for /health.
+HTTP_PROBE = r"""import json, sys, time, urllib.error, urllib.request
+url, prompt, n, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+deadline = time.monotonic() + wait
+status = None
+while True:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=5) as r:
+            status = r.status
+    except urllib.error.HTTPError as e:
+        status = e.code
+    except OSError as e:
+        status = str(e)
+    if status == 200 or time.monotonic() > deadline:
+        break
+    time.sleep(0.2)
+if status != 200:
+    print(json.dumps({"health": status}))
+    sys.exit(0)
+body = json.dumps({"prompt": prompt, "n_predict": n, "seed": 1}).encode()
+request = urllib.request.Request(url + "/completion", body, {"Content-Type": "application/json"})
+started = time.monotonic()
+with urllib.request.urlopen(request, timeout=120) as r:
+    answer = json.load(r)
+print(json.dumps({"health": 200, "seconds": time.monotonic() - started,
+                  "predicted": answer.get("tokens_predicted"),
+                  "timings": answer.get("timings", {}), "content": answer.get("content", "")}))
+"""
+
+
+def http_probe_argv(plan: LlamaPlan, wait_s: float, prompt: str = "Hello",
+                    n_predict: int = 8) -> tuple[str, ...]:
+    return ("python3", "-c", HTTP_PROBE, plan.server_url, prompt, str(n_predict), f"{wait_s:g}")
+
+
+def judge_completion(plan: LlamaPlan, rc: int, stdout: str, stderr: str) -> list[SmokeCheck]:
+    expected = f"{plan.server_url}/health 200, then a completion"
+    try:
+        answer = json.loads(stdout.strip().splitlines()[-1]) if rc == 0 else None
+    except (ValueError, IndexError):
+        answer = None
+    if not isinstance(answer, dict):
+        reason = (stderr or stdout).strip().splitlines()
+        return [SmokeCheck("llama.completion", ERROR, "no answer", expected,
+                           f"the HTTP probe exited {rc}: {reason[-1] if reason else ''}")]
+    if answer.get("health") != 200:
+        return [SmokeCheck("llama.completion", FAIL, f"/health: {answer.get('health')}",
+                           expected, f"llama-server did not become ready; see "
+                           f"{server_log(plan.llama)} on {plan.env.head}")]
+    predicted = answer.get("predicted") or 0
+    seconds = float(answer.get("seconds") or 0.0)
+    timings = answer.get("timings") or {}
+    rate = timings.get("predicted_per_second")
+    status = PASS if predicted else FAIL
+    observed = (f"{predicted} tokens in {seconds * 1000:.0f} ms"
+                + (f", {rate:.1f} tokens/s" if isinstance(rate, (int, float)) else ""))
+    return [SmokeCheck("llama.completion", status, observed, expected,
+                       "" if predicted else "the completion returned no tokens")]

@@ -1,0 +1,67 @@
+"""The llama.cpp stack's smoke test on a deployed cluster, through the nodes' runners.
+
+On the head (the only node sure to reach the fabric addresses): wait for llama-server's
+`/health`, send one short completion, time it; then read the logs of both ends (the
+head's llama-server log, each worker's ggml-rpc-server log) and judge the transport.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from strixwizard.deploy.llama import (
+    LlamaPlan,
+    http_probe_argv,
+    judge_completion,
+    judge_devices,
+    judge_rdma,
+    rpc_log,
+    server_log,
+)
+from strixwizard.deploy.smoke import ERROR, SmokeCheck, SmokeReport
+from strixwizard.fixing.runner import Runner, Unreachable
+
+Progress = Callable[[str, str], None]
+LOG_TAIL_BYTES = 262144
+PROBE_SLICE_S = 20.0  # one probe run stays under the executor's 30 s command limit
+
+
+def read_log(runner: Runner, path: str) -> str:
+    from strixwizard.deploy.engine import run
+
+    rc, out, _err = run(runner, ("tail", "-c", str(LOG_TAIL_BYTES), path))
+    return out if rc == 0 else ""
+
+
+def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | None = None
+                ) -> SmokeReport:
+    from strixwizard.deploy.engine import run
+
+    env = plan.env
+    tell = say or (lambda node, message: None)
+    report = SmokeReport()
+    if not plan.llama.model:
+        report.checks.append(SmokeCheck("llama.completion", ERROR, "no llama-server", "a completion",
+                                        "pass --gguf PATH to start llama-server on the head"))
+        return report
+    head = runners[env.head]
+    try:
+        deadline = time.monotonic() + plan.llama.health_timeout_s
+        while True:
+            left = max(1.0, min(PROBE_SLICE_S, deadline - time.monotonic()))
+            tell(env.head, f"waiting for {plan.server_url}/health, then one completion")
+            rc, out, err = run(head, http_probe_argv(plan, left))
+            checks = judge_completion(plan, rc, out, err)
+            loading = checks[0].observed.startswith("/health: 503")
+            if not loading or time.monotonic() >= deadline:
+                break
+        report.checks += checks
+        tell(env.head, "reading the llama-server and ggml-rpc-server logs")
+        head_log = read_log(head, server_log(plan.llama))
+        logs = {w: read_log(runners[w], rpc_log(plan.llama)) for w in plan.workers}
+        report.checks.append(judge_devices(plan, head_log))
+        report.checks.append(judge_rdma(plan, logs, head_log))
+    except Unreachable as error:
+        report.checks.append(SmokeCheck("smoke", ERROR, "node unreachable", "", str(error)))
+    return report
