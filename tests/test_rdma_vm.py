@@ -13,6 +13,8 @@ from such a VM (tests/data/vm/).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -282,6 +284,44 @@ def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_pi
 
 
 # -- replay of the recorded VM (runs everywhere) ----------------------------------------------
+
+
+def _running(lab: VmLab, vm_name: str, program: str) -> bool:
+    """Whether `program` runs on the VM (pgrep inside the VM's own kernel: a read, no signal)."""
+    return lab.run(lab.vm(vm_name), "pgrep", "-x", program, timeout=20).returncode == 0
+
+
+def test_a_vm_killed_mid_test_is_reported_lost_and_leaves_nothing_on_its_peer(
+    vmlab2: VmLab, tmp_path: Path
+) -> None:
+    """Runs last among the VM tests: it kills vm1."""
+    vm0, vm1 = vmlab2.vms
+    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
+    argv = [sys.executable, "-m", "strixwizard", "test", "latency", "--site", str(site),
+            "--no-history", "--no-references", "--seconds", "30", "--json"]
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 180
+        while not any(_running(vmlab2, vm.name, "ib_write_lat") for vm in (vm0, vm1)):
+            assert run.poll() is None, "the test ended before ib_write_lat started"
+            assert time.monotonic() < deadline, "ib_write_lat never started on either VM"
+            time.sleep(0.5)
+        vmlab2.kill(vm1)
+        out, err = run.communicate(timeout=CLI_TIMEOUT)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate(timeout=30)
+    assert "Traceback" not in err
+    report = json.loads(out)
+    lost = [r for r in report["results"] if r["transport"] == "rdma" and r["status"] == "error"]
+    assert lost, report["results"]
+    assert any("vm1" in r["summary"] for r in lost), [r["summary"] for r in lost]
+    deadline = time.monotonic() + 30  # the supervisor ends what the run started on vm0
+    while _running(vmlab2, vm0.name, "ib_write_lat") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _running(vmlab2, vm0.name, "ib_write_lat"), "ib_write_lat left running on vm0"
 
 
 def test_recorded_vm_snapshot_holds_the_real_rxe_port() -> None:
