@@ -38,6 +38,7 @@ ALL: tuple[Check, ...] = (
     e810.one_pfc_tc,
     # USB4 / Thunderbolt
     usb4.soft_rdma,
+    usb4.link_rate,
     # links (both ends) and the site
     links.transport,
     links.same_mtu,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from strixwizard.checking import node_check, passed, skipped, warned
+from strixwizard.checking import node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site
@@ -41,3 +41,27 @@ def soft_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
             detail = softrdma.OVER_THUNDERBOLT if over_tb else softrdma.IN_CPU
         yield warned(f"{node.name}/{device.name}", observed=observed,
                      expected=f"hardware RDMA ({hardware})", detail=detail)
+
+
+@node_check(
+    "usb4.link_rate",
+    title="A USB4 link to another host runs at its full 40 Gb/s",
+    why="A Strix Halo pair's USB4 link can train at 2 x 10 Gb/s, halving thunderbolt-net's bandwidth.",
+    severity=Severity.MEDIUM,
+)
+def link_rate(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Reads rx_speed x rx_lanes of each XDomain peer (another host) under /sys/bus/thunderbolt."""
+    hosts = [peer for peer in node.usb4.peers if peer.kind == "xdomain"]
+    if not hosts:
+        yield skipped(node.name, "no USB4 link to another host")
+        return
+    full = usb4net.FULL_RATE_GBPS
+    for peer in hosts:
+        entity = f"{node.name}/{peer.name}" + (f" ({peer.device_name})" if peer.device_name else "")
+        rate = peer.link_gbps
+        if rate is None:
+            yield skipped(entity, "the USB4 link's rx_speed was not captured")
+            continue
+        yield verdict(rate >= full, entity,
+                      f"{rate:g} Gb/s ({peer.rx_lanes or 1} x {peer.rx_speed_gbps:g} Gb/s)",
+                      f">= {full:g} Gb/s (2 x 20 Gb/s)", usb4net.HALF_RATE)

@@ -73,13 +73,14 @@ def downgraded_x4_pair() -> Nodes:
     return nodes
 
 
-def thunderbolt_only_pair(rxe: bool = True) -> Nodes:
+def thunderbolt_only_pair(rxe: bool = True, speed_gbps: int = 40) -> Nodes:
     """Two Strix Halo nodes joined only by a USB4 cable (thunderbolt-net); node-a has soft-RoCE
-    (rxe0) bound to thunderbolt0."""
+    (rxe0) bound to thunderbolt0. `speed_gbps`: the rate the link trained at."""
     a = strix_halo_node("tb-a")
-    usb4_routers(a, "tb-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01", rxe=rxe)
+    usb4_routers(a, "tb-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01", rxe=rxe,
+                 speed_gbps=speed_gbps)
     b = strix_halo_node("tb-b")
-    usb4_routers(b, "tb-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
+    usb4_routers(b, "tb-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02", speed_gbps=speed_gbps)
     return {"tb-a": a, "tb-b": b}
 
 

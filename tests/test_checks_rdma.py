@@ -184,3 +184,15 @@ def test_usb4_soft_rdma(root: Path) -> None:
     (rxe,) = results(tb, "usb4.soft_rdma", Status.WARN)
     assert "thunderbolt-net" in rxe.observed and "65 µs" in rxe.detail
     assert set(statuses(report_of(root, "healthy"), "usb4.soft_rdma").values()) == {Status.SKIP}
+
+
+def test_usb4_link_rate(root: Path, tmp_path: Path) -> None:
+    from tests.scenarios import run_site, thunderbolt_only_pair
+
+    assert statuses(report_of(root, "thunderbolt"), "usb4.link_rate") == {
+        "tb-a/0-1 (tb-b)": Status.PASS, "tb-b/0-1 (tb-a)": Status.PASS}
+    half = run_site(tmp_path, thunderbolt_only_pair(speed_gbps=20))
+    slow = results(half, "usb4.link_rate", Status.WARN)
+    assert len(slow) == 2 and slow[0].observed == "20 Gb/s (2 x 10 Gb/s)"
+    assert "RJ45" in slow[0].detail and "github.com/Geramy/OdinLink-Five/issues/31" in slow[0].detail
+    assert set(statuses(report_of(root, "healthy"), "usb4.link_rate").values()) == {Status.SKIP}

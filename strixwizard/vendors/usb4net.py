@@ -15,6 +15,15 @@ TCP_ONLY = ("USB4/Thunderbolt networking is TCP only: no RDMA verbs, tens of µs
 VERBS = ("Research-grade: ~7 µs one-way at best, cannot share the port with thunderbolt-net; pin "
          "NCCL_IB_HCA to an exact dev:port if you use it.")
 
+#: The rate a USB4 host-to-host link trains at per direction (2 lanes x 20 Gb/s, USB4 v1).
+FULL_RATE_GBPS = 40.0
+LINK_RATE_SOURCE = "https://github.com/Geramy/OdinLink-Five/issues/31"
+#: Why a Strix Halo pair's USB4 link can come up at half rate, and what brings it back.
+HALF_RATE = ("The rate is set when the USB4 connection is made: on Strix Halo pairs, an RJ45 link "
+             "up on a node at that moment has given 2 x 10 Gb/s instead of 2 x 20 Gb/s. Unplug the "
+             "RJ45 cable, re-attach the USB4 cable, then plug the RJ45 back in (the link keeps its "
+             f"rate); a reboot can bring the lower rate back ({LINK_RATE_SOURCE}).")
+
 USB4NET = Vendor(
     family="usb4net",
     name="USB4/Thunderbolt networking",
@@ -29,6 +38,7 @@ USB4NET = Vendor(
         Note(TCP_ONLY, "kernel Documentation/admin-guide/thunderbolt.rst"),
         Note(VERBS, "hellas-ai/thunderbolt-ibverbs bench/results/strix-2x40-noiommu/perftest.md"),
         Note("Idle USB4 retimers flap; 40 Gb/s needs a certified cable of 0.8 m or less."),
+        Note(HALF_RATE, LINK_RATE_SOURCE),
         Note("Interfaces are thunderbolt0, thunderbolt1...; they also carry an enx<mac> altname, so "
              "`en*` match rules can capture them.", "kernel admin-guide/thunderbolt.rst"),
     ),
