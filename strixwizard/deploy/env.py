@@ -311,9 +311,9 @@ def _rdma_vars(end: FabricPort, transport: str) -> tuple[list[EnvVar], int | Non
             f"{base}/gids/{gid.index} = ::ffff:{gid.ipv4}"))
     variables += [
         EnvVar("NCCL_IB_TIMEOUT", IB_TIMEOUT, "verbs retry window 4.096 µs * 2^23",
-               "policy: kyuz0 cluster_manager.py `_transport_vars` (research/domain.md §1b)"),
+               "policy: kyuz0/amd-strix-halo-vllm-toolboxes scripts/cluster_manager.py `_transport_vars`"),
         EnvVar("NCCL_IB_RETRY_CNT", IB_RETRY_CNT, "verbs retries before an error",
-               "policy: kyuz0 cluster_manager.py `_transport_vars` (research/domain.md §1b)"),
+               "policy: kyuz0/amd-strix-halo-vllm-toolboxes scripts/cluster_manager.py `_transport_vars`"),
     ]
     return variables, gid_index
 
