@@ -474,6 +474,69 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
 
 
 @sync
+async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_reported() -> None:
+    from collections.abc import Iterator, Sequence
+
+    from strixwizard.engine import Node
+    from strixwizard.live.demo import demo_rdma_latency
+    from strixwizard.live.results import Measurement
+    from strixwizard.services.test import Cancel
+    from strixwizard.site import Site
+
+    calls: list[int] = []
+
+    class SecondRunStalls(Services):
+        def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel
+                       ) -> Iterator[Measurement]:
+            calls.append(1)
+            yield demo_rdma_latency(site.thresholds)
+            if len(calls) > 1:
+                cancel.wait(10)
+
+    async def cancelled_run(app: WizardApp, pilot: Pilot[int]) -> None:
+        await pilot.press("r")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if live_state(app).results:
+                break
+        await pilot.press("escape")
+        await wait_for_tests(app, pilot, 15)
+        assert live_state(app).outcome == "cancelled"
+
+    async def live_section(app: WizardApp, pilot: Pilot[int]) -> tuple[dict[str, Any], str]:
+        await pilot.press("7")
+        await settle(app, pilot)
+        await pilot.pause()
+        body = str(app.screen.query_one("#report-body", Static).render())
+        return json.loads(app.session.saved["json"].read_text())["live_tests"], body
+
+    # only a cancelled run: no verdict, never PASS
+    calls.append(1)  # the first call of this app already counts as a second run: it stalls
+    app = make_app(SecondRunStalls(), demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await settle(app, pilot)
+        await cancelled_run(app, pilot)
+        live, body = await live_section(app, pilot)
+        assert (live["status"], live["exit_code"], live["outcome"]) == ("error", 2, "cancelled")
+        assert "no verdict" in live["error"] and "no verdict" in body and "PASS" not in body
+
+    # a complete run, then a cancelled one: the complete run stays the one reported
+    calls.clear()
+    app = make_app(SecondRunStalls(), demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await settle(app, pilot)
+        await pilot.press("r")
+        await wait_for_tests(app, pilot)
+        assert live_state(app).outcome == "done"
+        await cancelled_run(app, pilot)
+        live, body = await live_section(app, pilot)
+        assert (live["status"], live["exit_code"], live["outcome"]) == ("pass", 0, "done")
+        assert "cancelled" in live["note"] and "last complete run" in body
+
+
+@sync
 async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
     from collections.abc import Sequence
 

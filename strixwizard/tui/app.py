@@ -617,7 +617,7 @@ class WizardApp(App[int]):
         if message.run != state.run:
             return
         state.seconds = time.monotonic() - self._test_started
-        state.outcome = "cancelled" if self.test_cancel.cancelled else "done"
+        state.finish("cancelled" if self.test_cancel.cancelled else "done")
         state.history = message.history
         self.screen_changed()
 

@@ -30,7 +30,22 @@ def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurem
         report.matrix = matrix_json(list(nodes), list(results), rounds(list(nodes)), [])
     document = report.to_json()
     document["outcome"] = outcome or "running"
+    if outcome != "done":  # a run that did not finish judged nothing: no verdict
+        document["status"], document["exit_code"] = "error", 2
+        document["error"] = (f"the run was {outcome or 'still running'} before it finished: "
+                             "no verdict")
     return document
+
+
+def reported_run(results: Sequence[Measurement], nodes: Sequence[str], outcome: str | None,
+                 complete: tuple[list[Measurement], list[str]] | None
+                 ) -> tuple[Sequence[Measurement], Sequence[str], str | None, str | None]:
+    """The test run the Report shows: the latest when it finished, else the last one that did
+    (with a note), else the unfinished one, which has no verdict."""
+    if outcome != "done" and complete is not None and results:
+        return (complete[0], complete[1], "done",
+                f"the latest run was {outcome or 'still running'}; this is the last complete run")
+    return results, nodes, outcome, None
 
 
 def deploy_document(preview: DeployPreview | None, deployed: Deployed | None,

@@ -14,7 +14,7 @@ from textual.widgets import Static
 from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
-from strixwizard.tui.extras import deploy_document, tests_document
+from strixwizard.tui.extras import deploy_document, reported_run, tests_document
 from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import SaveProgress
 from strixwizard.tui.screens.base import StepScreen
@@ -102,7 +102,9 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
 
     def _steps_lines(self) -> list[Content]:
         """The deploy status and the live tests' verdicts."""
-        results = self.session.of(TestState).results
+        tests = self.session.of(TestState)
+        results, _, outcome, note = reported_run(tests.results, tests.nodes, tests.outcome,
+                                                 tests.complete)
         sections = self._sections()
         lines: list[Content] = [Content.styled("Deploy", "bold $text-accent")]
         deploy = sections.get("deploy")
@@ -114,6 +116,13 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         lines.append(Content.styled("Live tests", "bold $text-accent"))
         if not results:
             lines.append(Content(f"{NB}not run yet ({keys('test', 'r')})"))
+        elif outcome != "done":
+            lines.append(styled(f"{NB}no verdict: the run was {outcome or 'still running'} before "
+                                f"it finished ({keys('test', 'r')} runs the tests again)",
+                                Status.ERROR))
+            return lines
+        if note:
+            lines.append(Content(f"{NB}{note}"))
         for m in verdicts(results):
             assert m.status is not None
             figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
@@ -128,9 +137,14 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         if discovery is None:
             return {}
         tests, deploy = session.of(TestState), session.of(DeployState)
+        results, nodes, outcome, note = reported_run(tests.results, tests.nodes, tests.outcome,
+                                                     tests.complete)
+        document = tests_document(discovery.site.name, discovery.site.thresholds, results,
+                                  session.is_demo, nodes, outcome)
+        if document is not None and note:
+            document["note"] = note
         return {
-            "live_tests": tests_document(discovery.site.name, discovery.site.thresholds,
-                                         tests.results, session.is_demo, tests.nodes, tests.outcome),
+            "live_tests": document,
             "deploy": deploy_document(deploy.preview, deploy.deployed, deploy.rolled_back, deploy.error),
         }
 

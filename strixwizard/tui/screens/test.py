@@ -47,11 +47,19 @@ class TestState(StepState):
     seconds: float | None = None
     file: Path | None = None  # where the last results were saved (Report step)
     history: str | None = None  # where the run was stored and how it compared, in words
+    #: The last run that finished (results, nodes): what the Report shows when a later run was
+    #: cancelled, since a cancelled run has no verdict. Kept across runs, reset with the step.
+    complete: tuple[list[Measurement], list[str]] | None = None
 
     def begin(self, pairs: list[tuple[str, str]], nodes: list[str]) -> None:
-        run = self.run
+        run, complete = self.run, self.complete
         self.reset()
-        self.run, self.pairs, self.nodes = run, pairs, nodes
+        self.run, self.pairs, self.nodes, self.complete = run, pairs, nodes, complete
+
+    def finish(self, outcome: str) -> None:
+        self.outcome = outcome
+        if outcome == "done":
+            self.complete = (list(self.results), list(self.nodes))
 
 
 class TestScreen(StepScreen, step="test", state=TestState):
