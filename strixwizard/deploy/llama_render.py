@@ -7,6 +7,8 @@ from typing import TextIO
 
 from strixwizard.deploy.llama import SERVER_TARGET, LlamaPlan, rpc_log, server_log
 from strixwizard.deploy.plan import DeployPlan
+from strixwizard.deploy.render import render_changes, render_deploy
+from strixwizard.fixing.model import Step
 from strixwizard.fixing.render import step_lines
 
 
@@ -15,8 +17,6 @@ def render_plan(plan: DeployPlan, out: TextIO) -> None:
     if isinstance(plan, LlamaPlan):
         render_llama(plan, out)
     else:
-        from strixwizard.deploy.render import render_deploy
-
         render_deploy(plan, out)
 
 
@@ -36,27 +36,12 @@ def render_llama(plan: LlamaPlan, out: TextIO) -> None:
               + ("" if llama.model else "  (not started: no --model)") + "\n")
     out.write("  RDMA: negotiated by llama.cpp itself at each connection; GGML_RDMA_DEV and "
               "GGML_RDMA_GID come from each node's RDMA port and GID table\n")
-    if plan.notes:
-        out.write("\nWarnings:\n")
-        out.writelines(f"  ! {note}\n" for note in plan.notes)
-    site = plan.site_plan
-    for node in site.nodes:
-        plans = site.for_node(node)
-        out.write(f"\n{node}: {sum(len(p.steps) for p in plans)} change(s)\n")
-        for p in plans:
-            out.write(f"  {p.fix}  {p.entity}  [{'reversible' if p.reversible else 'NOT reversible'}]\n")
-            for index, step in enumerate(p.steps, 1):
-                lines = [line for line in step_lines(step) if not line.startswith(("  run:", "  undo:"))]
-                out.write(f"    {index}. {lines[0]}\n")
-                out.writelines(f"       {line}\n" for line in lines[1:])
-                if step.argv:
-                    out.write("       undo: stop exactly the PID it started (checked against "
-                              "/proc/PID/exe)\n")
-            if p.steps and p.persistence:
-                out.write(f"    survives reboot: {p.persistence}\n")
-            out.writelines(f"    note: {note}\n" for note in p.notes)
-    if site.changes:
-        out.write(f"\n{site.changes} change(s) planned. Apply with: strixwizard deploy --stack "
-                  "llama-rpc --apply; undo with: strixwizard deploy --rollback\n")
-    else:
-        out.write("\nNothing to change: the cluster is deployed as planned.\n")
+    render_changes(plan, out, _step_text, "strixwizard deploy --stack llama-rpc --apply")
+
+
+def _step_text(step: Step) -> list[str]:
+    """A step as the fix engine previews it; a started program is undone by its PID only."""
+    lines = [line for line in step_lines(step) if not line.startswith(("  run:", "  undo:"))]
+    if step.argv:
+        lines.append("undo: stop exactly the PID it started (checked against /proc/PID/exe)")
+    return lines

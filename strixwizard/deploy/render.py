@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import TextIO
 
 from strixwizard.deploy.plan import DeployPlan
@@ -47,6 +48,12 @@ def render_deploy(plan: DeployPlan, out: TextIO) -> None:
     out.write(f"Fabric: {', '.join(env.links)}\n")
     out.write(f"Files go to {plan.settings.target_dir} (--target-dir)\n\n")
     render_env(plan, out)
+    render_changes(plan, out, lines_of, "strixwizard deploy --apply")
+
+
+def render_changes(plan: DeployPlan, out: TextIO, step_text: Callable[[Step], list[str]],
+                   apply_command: str) -> None:
+    """Either stack's warnings and changes per node, then how to apply and undo them."""
     if plan.notes:
         out.write("\nWarnings:\n")
         out.writelines(f"  ! {note}\n" for note in plan.notes)
@@ -56,9 +63,9 @@ def render_deploy(plan: DeployPlan, out: TextIO) -> None:
         out.write(f"\n{node}: {sum(len(p.steps) for p in plans)} change(s)\n")
         for p in plans:
             tag = "notes" if not p.steps else "reversible" if p.reversible else "NOT reversible"
-            render_fix(p, tag, out, lines_of)
+            render_fix(p, tag, out, step_text)
     if site.changes:
-        out.write(f"\n{site.changes} change(s) planned. Apply with: strixwizard deploy --apply; "
+        out.write(f"\n{site.changes} change(s) planned. Apply with: {apply_command}; "
                   "undo with: strixwizard deploy --rollback\n")
     else:
         out.write("\nNothing to change: the cluster is deployed as planned.\n")
