@@ -286,6 +286,20 @@ def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_pi
 # -- replay of the recorded VM (runs everywhere) ----------------------------------------------
 
 
+def test_bandwidth_with_allow_soft_rdma_runs_real_ib_write_bw(vmlab2: VmLab, tmp_path: Path) -> None:
+    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
+    started = time.monotonic()
+    report = run_cli("test", "bandwidth", "--site", str(site), "--no-history", "--seconds", "5",
+                     "--allow-soft-rdma", "--json", timeout=CLI_TIMEOUT).json()
+    print(f"test bandwidth --allow-soft-rdma over 2 VMs: {time.monotonic() - started:.1f} s")
+    [bandwidth] = [r for r in report["results"] if r["tool"] == "ib_write_bw"]
+    assert bandwidth["source"] == "measured", bandwidth["summary"]
+    assert bandwidth["figure"] is not None and bandwidth["figure"] > 0, bandwidth["summary"]
+    assert bandwidth["detail"]["note"] == SOFT_LABEL
+    server = bandwidth["detail"]["server_argv"]
+    assert server[server.index("-d") + 1] == RDMA_DEVICE and server[server.index("-x") + 1] == "1"
+
+
 def _running(lab: VmLab, vm_name: str, program: str) -> bool:
     """Whether `program` runs on the VM (pgrep inside the VM's own kernel: a read, no signal)."""
     return lab.run(lab.vm(vm_name), "pgrep", "-x", program, timeout=20).returncode == 0

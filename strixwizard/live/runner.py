@@ -22,7 +22,7 @@ from strixwizard.live.plan import PairPlan
 from strixwizard.live.rccl import RcclSettings, rccl_test
 from strixwizard.live.results import Measurement
 from strixwizard.live.schedule import rounds
-from strixwizard.live.soft_rdma import labelled, side_by_side, soft_settings
+from strixwizard.live.soft_rdma import labelled, side_by_side, soft_perftest, soft_settings
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
 from strixwizard.model import Status
 from strixwizard.node.cancel import Cancel
@@ -73,8 +73,9 @@ def bandwidth_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSetting
     if plan.rdma is None:
         yield _skip("bandwidth", settings.bandwidth_tool, plan, plan.rdma_why_not)
         return
+    perftest = soft_perftest(settings.perftest) if plan.software_rdma else settings.perftest
     result = rdma_test(settings.bandwidth_tool, hosts[plan.a], hosts[plan.b], plan.rdma, settings.thresholds,
-                       settings.perftest, plan.link_rate_gbps)
+                       perftest, plan.link_rate_gbps)
     yield labelled(result) if plan.software_rdma else result
 
 
