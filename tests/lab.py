@@ -385,6 +385,11 @@ class LabHost:
             timeout=timeout,
         )
 
+    def mtu(self, dev: str = "fab0") -> int:
+        """The MTU of `dev` in this host's namespace, as the kernel reports it."""
+        out = self.run_in_ns(["ip", "-j", "link", "show", "dev", dev], check=True).stdout
+        return int(json.loads(out)[0]["mtu"])
+
     def start_sshd(self) -> None:
         """Start sshd in the namespace; returns at once (see ``wait_sshd``)."""
         if self.sshd_running():

@@ -24,11 +24,6 @@ exportlab = lab_fixture(2, name="exportlab")
 NODE_JOURNAL = "/root/strixwizard-journal"
 
 
-def mtu(host: LabHost) -> int:
-    out = host.run_in_ns(["ip", "-j", "link", "show", "dev", "fab0"], check=True).stdout
-    return int(json.loads(out)[0]["mtu"])
-
-
 @pytest.fixture
 def lab(exportlab: Lab):
     for host in exportlab.hosts:
@@ -63,11 +58,11 @@ def test_exported_playbook_runs_on_lab_hosts(lab: Lab, tmp_path: Path) -> None:
     rc, output = _ansible(lab, "--check", "-i", inventory, playbook)
     assert rc == 0, output
     assert "unreachable=0" in output and "failed=0" in output
-    assert [mtu(h) for h in lab.hosts] == [1500, 1500]  # check mode changed nothing
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]  # check mode changed nothing
 
     rc, output = _ansible(lab, "-i", inventory, playbook)
     assert rc == 0, output
-    assert [mtu(h) for h in lab.hosts] == [9000, 9000]  # the same change the engine plans
+    assert [h.mtu() for h in lab.hosts] == [9000, 9000]  # the same change the engine plans
 
 
 def _capture(lab: Lab, host: LabHost) -> SnapshotProbe:

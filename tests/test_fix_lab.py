@@ -33,11 +33,6 @@ NODE_JOURNAL = "/root/strixwizard-journal"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def mtu(host: LabHost, dev: str = "fab0") -> int:
-    out = host.run_in_ns(["ip", "-j", "link", "show", "dev", dev], check=True).stdout
-    return int(json.loads(out)[0]["mtu"])
-
-
 def set_mtu(host: LabHost, value: int) -> None:
     host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", str(value)], check=True)
 
@@ -77,7 +72,7 @@ def test_mtu_over_ssh_apply_verify_rollback_and_idempotent(lab: Lab, tmp_path: P
     report = applied.json()["apply"]
     assert applied.rc == 0, applied.stdout + applied.stderr
     assert report["status"] == "applied" and report["dry_run"] is False
-    assert [mtu(h) for h in lab.hosts] == [9000, 9000]
+    assert [h.mtu() for h in lab.hosts] == [9000, 9000]
     assert {(v["fix"], v["status"]) for v in report["verification"]} == {("net.mtu", "cured")}
     run_id = report["run_id"]
     for host in lab.hosts:  # the journal is kept on the node (its own /root)
@@ -88,7 +83,7 @@ def test_mtu_over_ssh_apply_verify_rollback_and_idempotent(lab: Lab, tmp_path: P
     rolled = fix(site, tmp_path / "state", "--rollback", run_id, "--yes")
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     assert f"Rollback of run {run_id}: done" in rolled.stdout
-    assert [mtu(h) for h in lab.hosts] == [1500, 1500]
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]
 
 
 def test_mtu_locally_in_a_namespace_with_pyroute2(lab: Lab, tmp_path: Path) -> None:
@@ -99,10 +94,10 @@ def test_mtu_locally_in_a_namespace_with_pyroute2(lab: Lab, tmp_path: Path) -> N
     store = JournalStore(tmp_path / "journal")
     report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {})
     assert report.status == "applied", report.to_json()
-    assert mtu(host) == 4000
+    assert host.mtu() == 4000
     step = report.nodes[0].steps[0]
     runner.undo(step.step, step.observed_before)
-    assert mtu(host) == 1500
+    assert host.mtu() == 1500
 
 
 def test_dcb_on_veth_is_refused_clearly_and_nothing_changes(lab: Lab, tmp_path: Path) -> None:
@@ -124,7 +119,7 @@ def test_dcb_on_veth_is_refused_clearly_and_nothing_changes(lab: Lab, tmp_path: 
     assert "cannot read the current value of fab0" in report.message
     assert "Operation not supported" in report.message
     assert "nothing was changed on any node" in report.message
-    assert mtu(host) == 1500
+    assert host.mtu() == 1500
 
 
 def test_dcb_set_refused_midway_rolls_back_the_mtu_already_changed(lab: Lab, tmp_path: Path
@@ -153,7 +148,7 @@ def test_dcb_set_refused_midway_rolls_back_the_mtu_already_changed(lab: Lab, tmp
     assert "`dcb pfc set dev fab0 prio-pfc all:off 3:on` failed:" in (node.steps[1].error or "")
     assert "Operation not supported" in (node.steps[1].error or "")
     assert "the node is as it was" in node.state
-    assert mtu(host) == 1500
+    assert host.mtu() == 1500
     journal = json.loads((host.home / "strixwizard-journal" / f"{report.run_id}.json").read_text())
     assert journal["status"] == "rolled-back"
 
@@ -195,7 +190,7 @@ def test_node_killed_mid_apply_is_reported_and_the_other_end_rolled_back(fresh_l
     assert f"--rollback {report['run_id']}" in nodes["node1"]["state"]
     assert nodes["node0"]["status"] == "rolled-back"
     assert "node1 did not complete" in nodes["node0"]["state"]
-    assert mtu(node0) == 1500 and mtu(node1) == 1500  # the link is not left mismatched
+    assert node0.mtu() == 1500 and node1.mtu() == 1500  # the link is not left mismatched
     head = json.loads(Path(nodes["node1"]["journal"]).read_text())
     assert head["status"] == "interrupted" and head["steps"][0]["status"] == "unknown"
     # the node comes back: the journal rolls it back (nothing to undo: the change never happened)

@@ -24,11 +24,6 @@ PAUSE_S = 2  # how long the stand-in blocks; the node's step runner ends after i
 REAL_IP = "/usr/sbin/ip"
 
 
-def mtu(host: LabHost) -> int:
-    out = host.run_in_ns(["ip", "-j", "link", "show", "dev", "fab0"], check=True).stdout
-    return int(json.loads(out)[0]["mtu"])
-
-
 def _reset(lab: Lab) -> None:
     for host in lab.hosts:
         for stand_in in host.bin_dir.glob("*"):
@@ -98,7 +93,7 @@ def test_kill_minus_9_then_rollback_restores_every_node(lab: Lab, tmp_path: Path
     state = tmp_path / "state"
     marker = _block(lab.hosts[index], match, landed, nth)
     _killed_apply(lab, site, state, marker)
-    assert [mtu(h) for h in lab.hosts] == at_kill  # the kill left the cluster half changed
+    assert [h.mtu() for h in lab.hosts] == at_kill  # the kill left the cluster half changed
     (run,) = list((state / "strixwizard" / "journal").iterdir())
     head = {p.stem: json.loads(p.read_text()) for p in run.glob("*.json")}
     statuses = [r["status"] for n in ("node0", "node1") for r in head[n]["steps"]]
@@ -106,7 +101,7 @@ def test_kill_minus_9_then_rollback_restores_every_node(lab: Lab, tmp_path: Path
     rolled = run_cli("fix", "--rollback", "--yes", "--node-journal-dir", NODE_JOURNAL,
                      env={"XDG_STATE_HOME": str(state)}, timeout=120)
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
-    assert [mtu(h) for h in lab.hosts] == [1500, 1500], rolled.stdout
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500], rolled.stdout
     assert "done" in rolled.stdout.splitlines()[0]
     if "applying" in statuses:
         assert "was in progress when the run stopped: found" in rolled.stdout, rolled.stdout

@@ -17,16 +17,11 @@ import pytest
 from strixwizard.fixing import ops
 from strixwizard.fixing.lock import LockHeld, site_lock
 from tests.conftest import run_cli
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.lab import Lab, lab_fixture
 
 locklab = lab_fixture(2, name="locklab")
 NODE_JOURNAL = "/root/strixwizard-journal"
 REAL_IP = "/usr/sbin/ip"
-
-
-def mtu(host: LabHost) -> int:
-    out = host.run_in_ns(["ip", "-j", "link", "show", "dev", "fab0"], check=True).stdout
-    return int(json.loads(out)[0]["mtu"])
 
 
 def _reset(lab: Lab) -> None:
@@ -84,7 +79,7 @@ def test_second_apply_is_refused_naming_the_holder(lab: Lab, tmp_path: Path,
     assert f"(pid {first.pid} on " in second.stderr and "started 20" in second.stderr
     assert ("site 'lab'" if same_head_state else "node node0") in second.stderr, second.stderr
     assert time.monotonic() - started < 30  # refused, not queued behind the first
-    assert [mtu(h) for h in lab.hosts] == [9000, 9000]
+    assert [h.mtu() for h in lab.hosts] == [9000, 9000]
     runs = list((second_state / "strixwizard" / "journal").glob("*/*.json"))
     assert len(runs) == (2 if same_head_state else 0)  # the refused run changed nothing
 
@@ -120,7 +115,7 @@ def test_second_run_is_refused_before_it_reads_a_node_or_asks(lab: Lab, tmp_path
         assert "Roll back" not in refused.stdout + refused.stderr  # nothing was asked
     assert read_since == "", "the refused run read node1"
     assert took < 8, took
-    assert [mtu(h) for h in lab.hosts] == [9000, 9000]
+    assert [h.mtu() for h in lab.hosts] == [9000, 9000]
 
 
 def test_stale_lock_is_reported_and_broken_only_with_the_flag(tmp_path: Path) -> None:

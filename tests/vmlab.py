@@ -49,7 +49,6 @@ import fcntl
 import gzip
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -61,6 +60,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from tests.lab import _public_key, _wait_pidfds  # the namespace lab's own helpers
 
 KERNEL_META_PACKAGE = "linux-image-amd64"
 #: modules the VM loads (their dependencies are resolved by modprobe)
@@ -335,10 +336,6 @@ def _keygen(path: Path, comment: str) -> None:
     for old in (path, path.with_name(path.name + ".pub")):
         old.unlink(missing_ok=True)
     _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
-
-
-def _public_key(path: Path) -> str:
-    return " ".join(path.read_text().split()[:2])
 
 
 @dataclass
@@ -707,21 +704,6 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-
-
-def _wait_pidfds(fds: list[int], timeout: float) -> bool:
-    pending = set(fds)
-    deadline = time.monotonic() + timeout
-    while pending:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        poller = select.poll()
-        for fd in pending:
-            poller.register(fd, select.POLLIN)
-        for fd, _ in poller.poll(left * 1000):
-            pending.discard(fd)
-    return True
 
 
 def _wait_listening(port: int, console: Path, timeout: float = 15.0) -> None:
