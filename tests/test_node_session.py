@@ -442,3 +442,19 @@ def test_supervised_programs_are_started_by_the_node_seam_only() -> None:
                  if "supervised_argv(" in p.read_text(encoding="utf-8")
                  and p.name != "hosts.py"]
     assert not offenders
+
+
+def test_a_closed_port_reads_connection_refused_not_errno_none(tmp_path: Path) -> None:
+    """paramiko's own text for this is `[Errno None] Unable to connect to port ...`."""
+    from strixwizard.node.errors import ConnectFailed
+    from strixwizard.node.ssh import open_client
+    from strixwizard.node.target import SshTarget
+
+    with socket.socket() as probe:  # a loopback port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    target = SshTarget(name="node0", host="127.0.0.1", port=port,
+                       known_hosts=tmp_path / "known_hosts", connect_timeout=2.0)
+    with pytest.raises(ConnectFailed) as raised:
+        open_client(target)
+    assert str(raised.value) == f"cannot connect to 127.0.0.1:{port}: connection refused"

@@ -165,12 +165,23 @@ def _connect_error(target: SshTarget, error: BaseException) -> NodeError | None:
         )
     if isinstance(error, paramiko.AuthenticationException):
         return AuthFailed(f"{target.user}@{target.host} refused {key('the default keys')}")
+    if isinstance(error, paramiko.ssh_exception.NoValidConnectionsError):
+        # Its own text is "[Errno None] Unable to connect to port 22 on ...": say what happened.
+        causes = sorted({_socket_reason(cause) for cause in error.errors.values()})
+        return ConnectFailed(f"cannot connect to {target.host}:{target.port}: {'; '.join(causes)}")
     if isinstance(error, (TimeoutError, OSError, paramiko.SSHException, EOFError)):
         reason = (str(error) or type(error).__name__).replace("banner[", "banner: [")
         if isinstance(error, TimeoutError) or "timed out" in reason:
             reason = f"connection timed out after {target.connect_timeout:g} s"
         return ConnectFailed(f"cannot connect to {target.host}:{target.port}: {reason}")
     return None
+
+
+def _socket_reason(error: BaseException) -> str:
+    """`connection refused` rather than `[Errno 111] Connection refused`."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror[:1].lower() + error.strerror[1:]
+    return str(error) or type(error).__name__
 
 
 def collector_script(spec: Spec | None = None) -> bytes:
