@@ -6,6 +6,7 @@ import json
 import os
 import tarfile
 from pathlib import Path
+from typing import Any
 
 from strixwizard.facts import NodeFacts
 from strixwizard.probe.collector import DirSink, collect
@@ -105,3 +106,37 @@ def test_capture_refuses_to_overwrite(cli, tmp_path: Path) -> None:
     assert result.rc == 2
     assert "already exists" in result.stderr
     assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_empty_gid_slots_are_not_listed_as_unreadable(tmp_path: Path, monkeypatch: Any) -> None:
+    """An unused GID slot's attributes answer EINVAL (ENODATA on newer kernels); any other
+    failed read is still listed, with its errno text."""
+    import errno
+
+    from strixwizard.probe import collector
+
+    root = tmp_path / "root"
+    port = root / "sys/class/infiniband/rxe0/ports/1"
+    (port / "gid_attrs/types").mkdir(parents=True)
+    for index in range(3):
+        (port / f"gid_attrs/types/{index}").write_text("")
+    (port / "rate").write_text("")
+    real_read = collector.read_bounded
+
+    def kernel_read(path: str) -> bytes:
+        if path.endswith("/types/1"):
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), path)
+        if path.endswith("/types/2"):
+            raise OSError(errno.ENODATA, os.strerror(errno.ENODATA), path)
+        if path.endswith("/rate"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+        return real_read(path)
+
+    monkeypatch.setattr(collector, "read_bounded", kernel_read)
+    spec = {"files": ["/sys/class/infiniband/*/ports/*/gid_attrs/types/*",
+                      "/sys/class/infiniband/*/ports/*/rate"], "links": [], "commands": []}
+    out = tmp_path / "snap"
+    collect(spec, DirSink(str(out)), "test", root=str(root))
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["unreadable"] == {"/sys/class/infiniband/rxe0/ports/1/rate": os.strerror(errno.EIO)}
+    assert (out / "fs/sys/class/infiniband/rxe0/ports/1/gid_attrs/types/0").exists()

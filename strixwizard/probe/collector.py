@@ -12,6 +12,7 @@ device and driver links survive in the snapshot.
 from __future__ import annotations
 
 import datetime
+import errno
 import glob
 import io
 import json
@@ -132,6 +133,13 @@ class TarSink(Sink):
         self.tar.close()
 
 
+def _empty_gid_slot(path: str, error: OSError) -> bool:
+    """The kernel answers EINVAL (ENODATA since 5.10) for the attributes of an unused GID table
+    slot (rdma_get_gid_attr in drivers/infiniband/core/cache.c): an empty slot, not a failure.
+    A port has hundreds of them; listing each as unreadable would bury the real failures."""
+    return "/gid_attrs/" in path and error.errno in (errno.EINVAL, errno.ENODATA)
+
+
 class Collector:
     """Walks the spec over the real filesystem, recording into a sink."""
 
@@ -180,7 +188,8 @@ class Collector:
                 return
             data = read_bounded(self._real(real_path))
         except OSError as error:
-            self.unreadable[path] = os.strerror(error.errno) if error.errno else str(error)
+            if not _empty_gid_slot(path, error):
+                self.unreadable[path] = os.strerror(error.errno) if error.errno else str(error)
             return
         self.recorded_files.add(real_path)
         self.sink.add_file("fs" + real_path, data)
