@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from fixes.declare import fix
-from fixes.steps import command_step, file_step, mtu_step, unit_steps
+from fixes.steps import UNIT_DIR, command_step, file_step, mtu_step, unit_steps
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.persistence import NM_CONNECTION_MTU
 from strixwizard.fixing.context import PlanContext
@@ -70,7 +70,12 @@ def _plan_port(ctx: PlanContext, port: FabricPort, group: str | None) -> Plan | 
 @fix("net.mtu",
      summary="Set the fabric interface MTU to the site's value (9000) persistently, on both ends "
      "of each link",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False,
+     writes=(f"{NETWORKD_DIR}/*.network.d/90-strixwizard-mtu.conf",
+             f"{UNIT_DIR}/strixwizard-net-mtu-*.service"),
+     persists="the interface's NetworkManager connection stores the MTU (nmcli connection "
+     "modify); else a systemd-networkd drop-in next to its .network file; else a systemd unit "
+     "that sets it at boot")
 def plan_mtu(ctx: PlanContext) -> Iterator[Plan]:
     """Both ends of every Ethernet/RoCE fabric link to the site's MTU; a lone RoCE interface in
     use as well. thunderbolt-net and InfiniBand links are left alone."""
