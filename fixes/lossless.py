@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from checks.scope import roce_fabric, vendor_of
 from fixes.declare import fix
-from fixes.steps import UNIT_DIR, command_step, unit_steps
+from fixes.steps import command_step, unit_steps
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.dcb import dcb_argv
 from strixwizard.facts.ethtool import pause_argv, priv_flags_argv
@@ -97,9 +97,7 @@ def plan_fw_lldp_off(ctx: PlanContext) -> Iterator[Plan]:
      summary="Enable PFC on the site's priority only (dcb pfc set dev IF prio-pfc all:off P:on) "
      "with that priority in a traffic class of its own (dcb ets prio-tc), on both ends of each "
      "link",
-     reversible=True, reboot=False, writes=(f"{UNIT_DIR}/strixwizard-dcb-pfc-*.service",),
-     persists="DCB settings are lost at reboot: a systemd unit per interface replays the dcb "
-     "commands at boot")
+     reversible=True, reboot=False, unit=True)
 def plan_pfc(ctx: PlanContext) -> Iterator[Plan]:
     """PFC on the site's priority only; that priority alone in traffic class 1 (ETS prio-tc)."""
     wanted = ctx.site.fabric.pfc_priority
@@ -141,9 +139,7 @@ def plan_pfc(ctx: PlanContext) -> Iterator[Plan]:
 
 @fix("ethtool.pause_off",
      summary="Turn link-level pause off where PFC is used (ethtool -A IF rx off tx off)",
-     reversible=True, reboot=False, writes=(f"{UNIT_DIR}/strixwizard-ethtool-pause-off-*.service",),
-     persists="pause settings are lost at reboot: a systemd unit per interface replays the "
-     "ethtool command at boot")
+     reversible=True, reboot=False, unit=True)
 def plan_pause_off(ctx: PlanContext) -> Iterator[Plan]:
     """Link-level pause off where PFC is (or is about to be) on: the two conflict."""
     for node, port, group in _ports(ctx):
@@ -165,9 +161,7 @@ def plan_pause_off(ctx: PlanContext) -> Iterator[Plan]:
 @fix("dcb.trust_dscp",
      summary="Trust DSCP for classification (dcb apptrust set dev IF order dscp) and map the "
      "RoCE DSCP to the PFC priority (dcb app dscp-prio), on both ends",
-     reversible=True, reboot=False, writes=(f"{UNIT_DIR}/strixwizard-dcb-trust-dscp-*.service",),
-     persists="DCB settings are lost at reboot: a systemd unit per interface replays the dcb "
-     "commands at boot")
+     reversible=True, reboot=False, unit=True)
 def plan_trust_dscp(ctx: PlanContext) -> Iterator[Plan]:
     """Classify by DSCP (`dcb apptrust`) and map the RoCE DSCP to the PFC priority (`dcb app`)."""
     priority = ctx.site.fabric.pfc_priority

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from checks.scope import roce_fabric
 from fixes.declare import fix
 from fixes.lossless import roce_dscp
-from fixes.steps import UNIT_DIR, command_step, file_step, mkdir_step, unit_steps, write_step
+from fixes.steps import command_step, file_step, mkdir_step, unit_steps, write_step
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.devlink import DEVLINK_PARAMS
 from strixwizard.fixing.context import PlanContext
@@ -22,11 +22,9 @@ MODPROBE_DIR = "/etc/modprobe.d"
 @fix("rdma.roce_v2_default",
      summary="Create configfs rdma_cm/<dev> and set ports/<n>/default_roce_mode to RoCE v2 and "
      "default_roce_tos to the RoCE DSCP of the PFC priority",
-     reversible=True, reboot=False,
-     writes=(f"{TMPFILES_DIR}/strixwizard-rdma_cm-*.conf",
-             f"{UNIT_DIR}/strixwizard-rdma-roce-v2-default-*.service"),
-     persists="configfs is lost at reboot: a tmpfiles.d rule file and a systemd unit that runs "
-     "systemd-tmpfiles on it re-create the settings at boot (systemd nodes only)")
+     reversible=True, reboot=False, writes=(f"{TMPFILES_DIR}/strixwizard-rdma_cm-*.conf",),
+     unit=True, persists="configfs is lost at reboot: a systemd unit runs systemd-tmpfiles on a "
+     "rule file at boot, which re-creates the settings (systemd nodes only)")
 def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
     """configfs rdma_cm/<dev>: default_roce_mode "RoCE v2" and default_roce_tos = DSCP << 2."""
     tos = roce_dscp(ctx.site.fabric.pfc_priority) << 2
@@ -110,11 +108,9 @@ def _persist_configfs(ctx: PlanContext, node: NodeFacts, device: str, number: in
 @fix("e810.enable_roce",
      summary="Switch E810 irdma to RoCE: devlink enable_roce true (runtime) or irdma roce_ena=1 "
      "for Intel's out-of-tree driver",
-     reversible=True, reboot=False,
-     writes=(f"{UNIT_DIR}/strixwizard-e810-enable-roce-*.service",
-             f"{MODPROBE_DIR}/strixwizard-irdma.conf"),
-     persists="the in-tree driver's devlink setting is runtime only: a systemd unit replays it at "
-     "boot; the out-of-tree driver's option is a modprobe.d file, read when irdma loads")
+     reversible=True, reboot=False, writes=(f"{MODPROBE_DIR}/strixwizard-irdma.conf",), unit=True,
+     persists="a systemd unit replays the in-tree driver's devlink setting at boot; the "
+     "out-of-tree driver's option is a modprobe.d file, read when irdma loads")
 def plan_enable_roce(ctx: PlanContext) -> Iterator[Plan]:
     """A NIC whose RDMA driver came up in iWARP (E810 irdma): its devlink RoCE parameter
     (in-tree driver), else its module option (out-of-tree)."""

@@ -154,29 +154,14 @@ class Each(Generic[T]):
 
 
 @dataclass(frozen=True)
-class Check:
+class Check(Entry):
+    """A declared check: its catalog entry, and how it runs."""
+
     id: str  # "area.name", stable: scripts and --only depend on it
     scope: str  # "node", "link" or "site"
     fn: AnyCheckFn
-    entry: Entry
     requires: tuple[Requires[Any], ...] = ()
     per: Each[Any] | None = None
-
-    @property
-    def title(self) -> str:
-        return self.entry.title
-
-    @property
-    def why(self) -> str:
-        return self.entry.why
-
-    @property
-    def severity(self) -> Severity:
-        return self.entry.severity
-
-    @property
-    def fix(self) -> str | None:
-        return self.entry.fix
 
     @property
     def doc(self) -> str:
@@ -242,7 +227,8 @@ def _declare(check_id: str, scope: str, entity: Callable[[Any], str],
                     yield from fn(subject, site, item)
 
         functools.update_wrapper(body, fn)
-        return Check(check_id, scope, body, found, tuple(requires), per)
+        said = {name: getattr(found, name) for name in ENTRY_FIELDS}
+        return Check(**said, id=check_id, scope=scope, fn=body, requires=tuple(requires), per=per)
 
     return wrap
 

@@ -70,15 +70,14 @@ def fix_page(fix: Fix, cures: list[str]) -> dict[str, Any]:
 
 def check_page(check: Check, fixes: dict[str, Fix] | None = None) -> dict[str, Any]:
     """A check's page: its declaration and catalog entry (and its fix's page when known)."""
-    entry = check.entry
     fix = (fixes or {}).get(check.fix) if check.fix else None
     return {
-        "kind": "check", "id": check.id, "title": entry.title, "severity": entry.severity.value,
-        "scope": check.scope, "fix": entry.fix, "why": entry.why, "checks": check.doc,
+        "kind": "check", "id": check.id, "title": check.title, "severity": check.severity.value,
+        "scope": check.scope, "fix": check.fix, "why": check.why, "checks": check.doc,
         "runs": SCOPES.get(check.scope, check.scope) + (", for each item it judges there"
                                                         if check.per is not None else ""),
-        "skips": _skips(check), "reads": entry.reads, "matters": entry.matters,
-        "manual": entry.manual, "sources": list(entry.sources),
+        "skips": _skips(check), "reads": check.reads, "matters": check.matters,
+        "manual": check.manual, "sources": list(check.sources),
         "fix_page": None if fix is None else fix_page(fix, _cures(fix.id)),
         "explain": command(check.id),
     }
