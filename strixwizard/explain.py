@@ -150,7 +150,9 @@ def _fix_lines(page: dict[str, Any], heading: str) -> list[str]:
     if page["persistence"]:
         lines += _para("Survives a reboot: " + page["persistence"] + ".")
     lines += _para("Undo: " + page["undo"] + ".")
-    lines += _para(f"Plan it: `strixwizard fix --only {page['id']}`; apply it: add `--apply`.")
+    plan = f"`strixwizard fix --only {page['id']}`"
+    lines += _para(f"Plan it: {plan}; apply it: add `--apply`." if page["automated"] else
+                   f"{plan} lists the nodes that need it.")
     return lines
 
 
