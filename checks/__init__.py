@@ -1,4 +1,5 @@
-"""The registry of checks. A check exists for the engine only once it is listed in `ALL`."""
+"""The registry of checks. A check exists for the engine only once it is listed in `ALL`
+and has its entry (title, severity, fix, explain text) in `checks/catalog.yaml`."""
 
 from __future__ import annotations
 

@@ -14,19 +14,12 @@ from strixwizard.checking import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import priv_flags_argv
 from strixwizard.facts.nic import Nic
-from strixwizard.model import Finding, Severity, Status
+from strixwizard.model import Finding, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort
 
 
-@node_check(
-    "e810.roce_enabled",
-    title="E810 irdma runs RoCE v2, not iWARP",
-    why="Out-of-tree irdma defaults to iWARP; RCCL, perftest -x and the RoCE checks need RoCE v2.",
-    severity=Severity.CRITICAL,
-    fix="e810.enable_roce",
-    per=ROCE_SWITCH_NICS,
-)
+@node_check("e810.roce_enabled", per=ROCE_SWITCH_NICS)
 def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     """Uses devlink enable_roce when captured, else the irdma node type (CA = RoCE, RNIC = iWARP)."""
     switch = nic.vendor.roce_switch
@@ -51,14 +44,7 @@ def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
         yield passed(entity, observed=f"{device.name}: RoCE ({source})", expected="RoCE")
 
 
-@node_check(
-    "e810.fw_lldp",
-    title="E810 firmware LLDP agent is off (software DCB)",
-    why="With fw-lldp-agent on, the firmware's willing DCBX overrides any PFC/ETS set from Linux.",
-    severity=Severity.HIGH,
-    fix="e810.fw_lldp_off",
-    per=FW_LLDP_INTERFACES,
-)
+@node_check("e810.fw_lldp", per=FW_LLDP_INTERFACES)
 def fw_lldp_off(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Reads the fw-lldp-agent flag from `ethtool --show-priv-flags` on E810 RoCE interfaces."""
     flag = vendor_of(fabric).qos.fw_lldp_flag
@@ -74,14 +60,7 @@ def fw_lldp_off(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fin
                       "per port), then set PFC from Linux on both ends.")
 
 
-@node_check(
-    "e810.one_pfc_tc",
-    title="At most one PFC-enabled traffic class on E810",
-    why="E810 supports a single lossless traffic class; more PFC TCs are rejected or misbehave.",
-    severity=Severity.HIGH,
-    fix="dcb.pfc",
-    per=PFC_TC_LIMITED_PORTS,
-)
+@node_check("e810.one_pfc_tc", per=PFC_TC_LIMITED_PORTS)
 def one_pfc_tc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Maps PFC-enabled priorities to TCs through the ETS prio-tc table and counts them."""
     limit = vendor_of(fabric).qos.max_pfc_tcs

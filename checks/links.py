@@ -16,7 +16,7 @@ from strixwizard.checking import (
     verdict,
     warned,
 )
-from strixwizard.model import Finding, Severity, Status
+from strixwizard.model import Finding, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, Link, Topology
 from strixwizard.vendors import usb4net
@@ -33,13 +33,7 @@ def value_of(end: FabricPort, what: object) -> object:
     return what(end) if callable(what) else what
 
 
-@link_check(
-    "link.transport",
-    title="The link carries hardware RDMA",
-    why="Only RoCE/InfiniBand/iWARP in NIC hardware gives ~5 µs; thunderbolt-net and plain Ethernet "
-    "are TCP only.",
-    severity=Severity.HIGH,
-)
+@link_check("link.transport")
 def transport(link: Link, site: Site) -> Iterator[Finding]:
     """Passes for roce-v2/roce-v1/infiniband/iwarp; warns for thunderbolt-net and plain Ethernet."""
     observed = f"{link.transport} ({link.evidence})"
@@ -64,7 +58,8 @@ def _ends_known(what: str, unknown: Callable[[FabricPort], str | None]) -> Requi
     def first(link: Link) -> str | None:
         return next((note for end in link.ends if (note := unknown(end)) is not None), None)
 
-    return Requires(lambda link: first(link) is None, lambda link: f"{what} unknown: {first(link)}")
+    return Requires(lambda link: first(link) is None, lambda link: f"{what} unknown: {first(link)}",
+                    f"{what} unknown on an end")
 
 
 def _same(link: Link, show: Callable[[FabricPort], object], detail: str,
@@ -85,14 +80,7 @@ TRUST_KNOWN = _ends_known("trust mode", lambda end: None if effective_trust(end)
                           else effective_trust(end)[1])
 
 
-@link_check(
-    "link.mtu",
-    title="Both ends use the same MTU",
-    why="An MTU mismatch lets RDMA QPs connect but large transfers fail, and TCP stalls on big frames.",
-    severity=Severity.HIGH,
-    fix="net.mtu",
-    requires=(MTU_KNOWN,),
-)
+@link_check("link.mtu", requires=(MTU_KNOWN,))
 def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the netdev MTU, and the RDMA active_mtu when ibv_devinfo was captured on both ends."""
     mtus = [end.netdev.mtu for end in link.ends]
@@ -106,13 +94,7 @@ def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
                   Status.FAIL)
 
 
-@link_check(
-    "link.speed",
-    title="Both ends negotiated the same speed",
-    why="A speed mismatch on a direct cable means a bad cable, a forced setting or a lane failure.",
-    severity=Severity.MEDIUM,
-    requires=(SPEED_KNOWN,),
-)
+@link_check("link.speed", requires=(SPEED_KNOWN,))
 def same_speed(link: Link, site: Site) -> Iterator[Finding]:
     """Compares /sys/class/net/IF/speed on both ends; unknown speeds skip."""
     speeds = [end.netdev.speed_mbps for end in link.ends]
@@ -121,15 +103,7 @@ def same_speed(link: Link, site: Site) -> Iterator[Finding]:
                   "Check the cable/transceivers and any forced speed (ethtool -s).")
 
 
-@link_check(
-    "link.pfc",
-    title="Both ends enable PFC on the same priorities",
-    why="PFC only works when both ends pause the same priority; a back-to-back cable needs identical "
-    "settings.",
-    severity=Severity.HIGH,
-    fix="dcb.pfc",
-    requires=(ROCE_LINK, PFC_KNOWN),
-)
+@link_check("link.pfc", requires=(ROCE_LINK, PFC_KNOWN))
 def same_pfc(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the PFC-enabled priorities of `dcb pfc show` on both ends of a RoCE link."""
 
@@ -141,28 +115,14 @@ def same_pfc(link: Link, site: Site) -> Iterator[Finding]:
                 Status.FAIL)
 
 
-@link_check(
-    "link.trust",
-    title="Both ends use the same trust mode",
-    why="If one end classifies by DSCP and the other by PCP, RoCE frames land on different priorities.",
-    severity=Severity.MEDIUM,
-    fix="dcb.trust_dscp",
-    requires=(ROCE_LINK, TRUST_KNOWN),
-)
+@link_check("link.trust", requires=(ROCE_LINK, TRUST_KNOWN))
 def same_trust(link: Link, site: Site) -> Iterator[Finding]:
     """Compares `dcb apptrust show` order on both ends of a RoCE link."""
     yield _same(link, lambda e: " ".join(effective_trust(e)[0] or ()) or "default",
                 f"`dcb apptrust set dev IF order {site.fabric.trust}` on both ends.")
 
 
-@link_check(
-    "link.roce_version",
-    title="Both ends speak the same RoCE version (v2)",
-    why="RoCE v1 and v2 frames do not interoperate; a v1 end cannot reach a v2 GID.",
-    severity=Severity.HIGH,
-    fix="rdma.roce_v2_default",
-    requires=(ROCE_LINK,),
-)
+@link_check("link.roce_version", requires=(ROCE_LINK,))
 def same_roce_version(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the RoCE v2 IPv4 GID and, when configfs shows it, the rdma_cm default mode, per end."""
 
@@ -190,13 +150,7 @@ def same_roce_version(link: Link, site: Site) -> Iterator[Finding]:
                      "default_roce_mode to RoCE v2 on both.")
 
 
-@site_check(
-    "site.rdma_path",
-    title="Every pair of nodes has a hardware RDMA path",
-    why="Tensor-parallel inference all-reduces every token; without RDMA between two nodes RCCL "
-    "falls back to TCP sockets.",
-    severity=Severity.CRITICAL,
-)
+@site_check("site.rdma_path")
 def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
     """For each node pair, passes when a link with rdma=true joins them; Thunderbolt-only fails clearly."""
     names = [node.name for node in topology.nodes]

@@ -8,7 +8,7 @@ from checks.scope import ROCE_INTERFACES, vendor_of
 from strixwizard.checking import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import pause_argv
-from strixwizard.model import Finding, Severity, Status
+from strixwizard.model import Finding, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort
 from strixwizard.vendors import by_driver
@@ -36,15 +36,7 @@ def _prios(prios: tuple[int, ...]) -> str:
     return "priority " + ",".join(map(str, prios)) if prios else "off on all priorities"
 
 
-@node_check(
-    "dcb.flow_control",
-    title="RoCE interfaces have flow control (PFC or link-level pause)",
-    why="Without any flow control RoCE runs lossy: drops trigger go-back-N retransmits and "
-    "'retry count exceeded' errors under load.",
-    severity=Severity.HIGH,
-    fix="dcb.pfc",
-    per=ROCE_INTERFACES,
-)
+@node_check("dcb.flow_control", per=ROCE_INTERFACES)
 def flow_control(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """PFC on some priority (dcb pfc) or RX+TX pause (ethtool -a) passes; neither fails."""
     name = fabric.netdev.name
@@ -68,14 +60,7 @@ def flow_control(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fi
         )
 
 
-@node_check(
-    "dcb.pause_and_pfc",
-    title="No link-level pause together with PFC",
-    why="Link-level pause stops all traffic and conflicts with PFC; drivers reject or ignore one of them.",
-    severity=Severity.HIGH,
-    fix="ethtool.pause_off",
-    per=ROCE_INTERFACES,
-)
+@node_check("dcb.pause_and_pfc", per=ROCE_INTERFACES)
 def pause_and_pfc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Fails when `ethtool -a` shows RX or TX pause on while `dcb pfc` has a priority enabled."""
     name = fabric.netdev.name
@@ -93,14 +78,7 @@ def pause_and_pfc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[F
                       Status.FAIL)
 
 
-@node_check(
-    "dcb.pfc_priority",
-    title="PFC is enabled on the site's RoCE priority",
-    why="Lossless RoCE needs PFC on exactly the priority RoCE traffic is sent with.",
-    severity=Severity.MEDIUM,
-    fix="dcb.pfc",
-    per=ROCE_INTERFACES,
-)
+@node_check("dcb.pfc_priority", per=ROCE_INTERFACES)
 def pfc_priority(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Compares the PFC-enabled priorities from `dcb -j pfc show` with fabric.pfc_priority."""
     wanted = (site.fabric.pfc_priority,)
@@ -114,15 +92,7 @@ def pfc_priority(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fi
                       f"{wanted[0]}:on` on both ends.")
 
 
-@node_check(
-    "dcb.trust",
-    title="The NIC classifies RoCE traffic by the site's trust mode (DSCP)",
-    why="Untagged RoCE v2 is classified by DSCP only in DSCP trust; under PCP trust it lands on "
-    "priority 0, outside PFC.",
-    severity=Severity.MEDIUM,
-    fix="dcb.trust_dscp",
-    per=ROCE_INTERFACES,
-)
+@node_check("dcb.trust", per=ROCE_INTERFACES)
 def trust(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Reads `dcb -j apptrust show`; unknown on older iproute2 or drivers without apptrust."""
     order, source = effective_trust(fabric)
@@ -137,14 +107,7 @@ def trust(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
                   f"dscp-prio 26:{site.fabric.pfc_priority}`).")
 
 
-@node_check(
-    "dcb.congestion",
-    title="ECN congestion control (DCQCN) on the RoCE priority",
-    why="PFC alone stops a congested link with pauses; DCQCN slows the senders instead. Back to "
-    "back it matters little, behind a switch it keeps PFC storms away.",
-    severity=Severity.LOW,
-    per=ROCE_INTERFACES,
-)
+@node_check("dcb.congestion", per=ROCE_INTERFACES)
 def ecn_congestion(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Reads the mlx5 per-priority ECN switches or irdma's configfs DCQCN flag, with CNP counters."""
     wanted = site.fabric.pfc_priority

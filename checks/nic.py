@@ -9,19 +9,12 @@ from strixwizard.checking import failed, node_check, passed, skipped, verdict, w
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import driver_info_argv
 from strixwizard.facts.nic import Nic
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.vendors import rdma_nic_families
 
 
-@node_check(
-    "nic.rdma_capable",
-    title="A hardware RDMA NIC with its RDMA driver loaded",
-    why="~5 µs needs RDMA in NIC hardware; TCP over Ethernet or USB4 stays at 50-130 µs.",
-    severity=Severity.CRITICAL,
-    fix="rdma.load_driver",
-    requires=(PCI_CAPTURED,),
-)
+@node_check("nic.rdma_capable", requires=(PCI_CAPTURED,))
 def rdma_capable(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Passes when a hardware RDMA device exists (irdma, mlx5_ib, mlx4_ib...); soft devices do not count."""
     hardware = [d for d in node.rdma if d.is_hardware]
@@ -56,13 +49,7 @@ def _version(text: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) and parts else None
 
 
-@node_check(
-    "nic.driver",
-    title="RDMA NICs run their in-tree driver and report firmware",
-    why="The wrong or missing driver means no verbs device; old firmware breaks DCB and RoCE.",
-    severity=Severity.HIGH,
-    per=RDMA_NICS,
-)
+@node_check("nic.driver", per=RDMA_NICS)
 def nic_driver(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     """Expects ice (E810), mlx5_core (ConnectX-4+), mlx4_core (ConnectX-3); firmware from ethtool -i."""
     entity = f"{node.name}/{nic.address}"
@@ -101,13 +88,7 @@ def _port_gbps(node: NodeFacts, nic: Nic) -> tuple[float | None, str]:
     return None, ""
 
 
-@node_check(
-    "nic.pcie_link",
-    title="The NIC's PCIe link can carry its port speed",
-    why="A 100 GbE card in an x4 slot tops out near 50 Gb/s of RDMA traffic.",
-    severity=Severity.MEDIUM,
-    per=RDMA_NICS,
-)
+@node_check("nic.pcie_link", per=RDMA_NICS)
 def pcie_link(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     """Compares usable PCIe bandwidth (trained speed x width) with the port speed; notes downgrades."""
     entity = f"{node.name}/{nic.address}"

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checks.scope import PCI_CAPTURED, captured
+from checks.scope import CPU_CAPTURED, PCI_CAPTURED
 from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.cpu import STRIX_HALO_FAMILY, STRIX_HALO_MODEL, CpuInfo
-from strixwizard.model import Finding, Severity, Status
+from strixwizard.model import Finding, Status
 from strixwizard.site import Site
 
 
-@node_check(
-    "node.strix_halo",
-    title="Node is an AMD Strix Halo (Ryzen AI Max)",
-    why="The cluster's checks, ROCm builds and memory advice assume gfx1151 Strix Halo nodes.",
-    severity=Severity.HIGH,
-    per=captured(lambda node: node.cpu, "CPU information (/proc/cpuinfo) was not captured"),
-)
+@node_check("node.strix_halo", per=CPU_CAPTURED)
 def cpu_is_strix_halo(node: NodeFacts, site: Site, cpu: CpuInfo) -> Iterator[Finding]:
     """Passes when /proc/cpuinfo shows AMD family 26 model 112; names the SKU from the model name."""
     described = f"{cpu.model_name or 'unknown CPU'} ({cpu.vendor} family {cpu.family} model {cpu.model})"
@@ -28,13 +22,7 @@ def cpu_is_strix_halo(node: NodeFacts, site: Site, cpu: CpuInfo) -> Iterator[Fin
                   "Not a Strix Halo node: gfx1151 checks below do not apply to it.", Status.FAIL)
 
 
-@node_check(
-    "node.igpu",
-    title="ROCm sees the Radeon 8050S/8060S as gfx1151",
-    why="vLLM and RCCL run on the iGPU through amdgpu and KFD; without them the node cannot serve.",
-    severity=Severity.CRITICAL,
-    requires=(PCI_CAPTURED,),
-)
+@node_check("node.igpu", requires=(PCI_CAPTURED,))
 def igpu_visible_to_rocm(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Checks the 1002:1586 PCI device, its amdgpu driver and the KFD topology's gfx target."""
     gpu = node.gpu
@@ -78,13 +66,7 @@ def igpu_visible_to_rocm(node: NodeFacts, site: Site) -> Iterator[Finding]:
         yield passed(entity, observed=f"amdgpu, KFD {gpu.gfx_target}", expected=expected)
 
 
-@node_check(
-    "node.gtt",
-    title="The iGPU may map most of system memory (GTT)",
-    why="By default the kernel lets the iGPU map only half of RAM, which caps the model size.",
-    severity=Severity.MEDIUM,
-    fix="kernel.gtt_size",
-)
+@node_check("node.gtt")
 def gtt_sized_for_models(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Compares amdgpu's GTT pool with MemTotal against the site's `gtt_min_fraction`."""
     memory = node.memory

@@ -4,27 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checks.scope import STRIX_HALO, captured
+from checks.scope import IOMMU_CAPTURED, MEMLOCK_CAPTURED, STRIX_HALO
 from strixwizard.checking import node_check, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.iommu import IommuMode
 from strixwizard.facts.limits import Memlock
 from strixwizard.facts.memory import GIB, PAGE_BYTES
-from strixwizard.model import Finding, Severity, Status
+from strixwizard.model import Finding, Status
 from strixwizard.site import Site
 
 #: ROCm releases before 7.2 crash in hipMalloc on gfx1151 (research notes §4.8).
 MIN_ROCM = (7, 2)
 
 
-@node_check(
-    "node.rocm",
-    title="ROCm 7.2 or newer is installed",
-    why="ROCm before 7.2 segfaults in hipMalloc on gfx1151; vLLM and RCCL need a gfx1151-aware ROCm.",
-    severity=Severity.HIGH,
-    fix="rocm.upgrade",
-    requires=(STRIX_HALO,),
-)
+@node_check("node.rocm", requires=(STRIX_HALO,))
 def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Reads /opt/rocm/.info/version. Without it the host ROCm is unknown (containers bring their own)."""
     rocm = node.rocm
@@ -40,14 +33,7 @@ def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
                       expected, "ROCm older than 7.2 crashes in hipMalloc on gfx1151.", Status.FAIL)
 
 
-@node_check(
-    "node.rccl_gfx1151",
-    title="The installed RCCL carries gfx1151 code",
-    why="An RCCL without gfx1151 kernels fails at communicator init with hipErrorInvalidKernelFile.",
-    severity=Severity.CRITICAL,
-    fix="rccl.gfx1151",
-    requires=(STRIX_HALO,),
-)
+@node_check("node.rccl_gfx1151", requires=(STRIX_HALO,))
 def rccl_has_gfx1151(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Looks for `amdgcn-amd-amdhsa--gfx1151` bundle ids in librccl.so.1; compressed bundles are unknown."""
     rccl = node.rocm.rccl
@@ -62,13 +48,7 @@ def rccl_has_gfx1151(node: NodeFacts, site: Site) -> Iterator[Finding]:
                   Status.FAIL)
 
 
-@node_check(
-    "node.ttm_limit",
-    title="The TTM page limit does not cap the GTT pool",
-    why="On recent kernels ttm.pages_limit bounds what the iGPU can map, whatever amdgpu.gttsize says.",
-    severity=Severity.MEDIUM,
-    fix="kernel.gtt_size",
-)
+@node_check("node.ttm_limit")
 def ttm_limit(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Compares ttm.pages_limit * 4 KiB with amdgpu's GTT size (or the site's GTT fraction of RAM)."""
     memory = node.memory
@@ -87,14 +67,7 @@ def ttm_limit(node: NodeFacts, site: Site) -> Iterator[Finding]:
                   "kernel command line (32505856 = 124 GiB).")
 
 
-@node_check(
-    "node.iommu",
-    title="IOMMU in passthrough (iommu=pt) or off",
-    why="With translated DMA every NIC and GPU transfer walks IOMMU page tables; pt or off is faster.",
-    severity=Severity.LOW,
-    fix="kernel.iommu_pt",
-    per=captured(lambda node: node.iommu, "the kernel command line (/proc/cmdline) was not captured"),
-)
+@node_check("node.iommu", per=IOMMU_CAPTURED)
 def iommu(node: NodeFacts, site: Site, mode: IommuMode) -> Iterator[Finding]:
     """Reads iommu=/amd_iommu= from /proc/cmdline; no parameter means the default translated mode."""
     yield verdict(mode.mode in ("passthrough", "off"), node.name, f"{mode.mode} ({mode.source})",
@@ -102,14 +75,7 @@ def iommu(node: NodeFacts, site: Site, mode: IommuMode) -> Iterator[Finding]:
                   "measured amd_iommu=off 5-12% faster still).")
 
 
-@node_check(
-    "node.memlock",
-    title="Locked memory is unlimited",
-    why="RDMA pins every registered buffer; a small memlock limit makes ibv_reg_mr fail in RCCL.",
-    severity=Severity.HIGH,
-    fix="limits.memlock",
-    per=captured(lambda node: node.memlock, "/proc/self/limits was not captured"),
-)
+@node_check("node.memlock", per=MEMLOCK_CAPTURED)
 def memlock_unlimited(node: NodeFacts, site: Site, limit: Memlock) -> Iterator[Finding]:
     """Reads "Max locked memory" from /proc/self/limits of the collecting session (see facts/limits.py)."""
     observed = ("unlimited" if limit.unlimited else

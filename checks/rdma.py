@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from checks.scope import RDMA_PORTS, RDMA_PORTS_IN_USE, ROCE_PORTS, ROCE_PORTS_IN_USE, HardwarePort
 from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
-from strixwizard.model import Finding, Severity, Status
+from strixwizard.model import Finding, Status
 from strixwizard.site import Site
 from strixwizard.topology import in_use
 from strixwizard.vendors import infiniband
@@ -16,13 +16,7 @@ from strixwizard.vendors import infiniband
 ROCE_4096_NETDEV_MTU = 4200
 
 
-@node_check(
-    "rdma.port_active",
-    title="RDMA ports on the fabric are ACTIVE / LinkUp",
-    why="A port that is not ACTIVE carries no RDMA traffic; RCCL falls back to sockets.",
-    severity=Severity.CRITICAL,
-    per=RDMA_PORTS,
-)
+@node_check("rdma.port_active", per=RDMA_PORTS)
 def port_active(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Reads ports/N/state and phys_state; unused ports (no address, no link) are skipped."""
     port = on.port
@@ -41,14 +35,7 @@ def port_active(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Findi
                      f"{on.netdev} up`.")
 
 
-@node_check(
-    "rdma.roce_v2_gid",
-    title="RoCE ports have a RoCE v2 IPv4 GID on the fabric netdev",
-    why="RCCL/NCCL and perftest address RoCE v2 peers by the IPv4-mapped GID; without it no QP connects.",
-    severity=Severity.CRITICAL,
-    fix="net.fabric_address",
-    per=ROCE_PORTS,
-)
+@node_check("rdma.roce_v2_gid", per=ROCE_PORTS)
 def roce_v2_gid(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Finds the "RoCE v2" GID with value ::ffff:a.b.c.d on the port's netdev, and names its index."""
     port = on.port
@@ -78,14 +65,7 @@ def roce_v2_gid(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Findi
                      "RoCE (not iWARP), on ConnectX-3 only the Pro supports RoCE v2.")
 
 
-@node_check(
-    "rdma.active_mtu",
-    title="RoCE active MTU is 4096 (netdev MTU >= 4200)",
-    why="RoCE's MTU follows the netdev: at 1500 it drops to 1024, costing bandwidth on every message.",
-    severity=Severity.HIGH,
-    fix="net.mtu",
-    per=RDMA_PORTS_IN_USE,
-)
+@node_check("rdma.active_mtu", per=RDMA_PORTS_IN_USE)
 def active_mtu(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Uses active_mtu from ibv_devinfo; when not captured, judges only a netdev MTU that is too small."""
     port = on.port
@@ -106,15 +86,7 @@ def active_mtu(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Findin
         yield verdict(port.active_mtu >= 4096, on.entity, observed, expected, fix)
 
 
-@node_check(
-    "rdma.roce_v2_default",
-    title="rdma_cm uses RoCE v2 by default",
-    why="rdma_cm tools (rping, ib_*_lat -R, llama.cpp RPC) use this mode; v1 is not routable and "
-    "mismatches a v2 peer.",
-    severity=Severity.MEDIUM,
-    fix="rdma.roce_v2_default",
-    per=ROCE_PORTS_IN_USE,
-)
+@node_check("rdma.roce_v2_default", per=ROCE_PORTS_IN_USE)
 def roce_v2_default(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Finding]:
     """Reads configfs rdma_cm/<dev>/ports/<n>/default_roce_mode, which exists only once created."""
     port = on.port

@@ -100,7 +100,8 @@ PCI_CAPTURED: Requires[NodeFacts] = Requires(lambda node: bool(node.pci),
 STRIX_HALO: Requires[NodeFacts] = Requires(
     lambda node: node.cpu is None or node.cpu.is_strix_halo, "not a Strix Halo node")
 ROCE_LINK: Requires[Link] = Requires(lambda link: link.transport in ("roce-v2", "roce-v1"),
-                                     lambda link: f"not a RoCE link ({link.transport})")
+                                     lambda link: f"not a RoCE link ({link.transport})",
+                                     "not a RoCE link")
 
 
 def captured(fact: Callable[[NodeFacts], T | None], missing: str) -> Each[T]:
@@ -110,3 +111,9 @@ def captured(fact: Callable[[NodeFacts], T | None], missing: str) -> Each[T]:
         return [] if value is None else [value]
 
     return Each(select, missing)
+
+
+CPU_CAPTURED = captured(lambda node: node.cpu, "CPU information (/proc/cpuinfo) was not captured")
+IOMMU_CAPTURED = captured(lambda node: node.iommu,
+                          "the kernel command line (/proc/cmdline) was not captured")
+MEMLOCK_CAPTURED = captured(lambda node: node.memlock, "/proc/self/limits was not captured")

@@ -6,18 +6,12 @@ from collections.abc import Iterator
 
 from strixwizard.checking import node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.vendors import rdma_nic_families, softrdma, usb4net
 
 
-@node_check(
-    "usb4.soft_rdma",
-    title="No experimental or software RDMA devices mistaken for hardware RDMA",
-    why="usb4_rdma* (thunderbolt_ibverbs) and rxe/siw give verbs, but at ~7-65 µs and "
-    "research-grade stability, not ~5 µs.",
-    severity=Severity.MEDIUM,
-)
+@node_check("usb4.soft_rdma")
 def soft_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Flags usb4_rdma* devices and rxe/siw devices (noting those bound to a thunderbolt netdev)."""
     soft = [d for d in node.rdma if not d.is_hardware]
@@ -43,12 +37,7 @@ def soft_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
                      expected=f"hardware RDMA ({hardware})", detail=detail)
 
 
-@node_check(
-    "usb4.link_rate",
-    title="A USB4 link to another host runs at its full 40 Gb/s",
-    why="A Strix Halo pair's USB4 link can train at 2 x 10 Gb/s, halving thunderbolt-net's bandwidth.",
-    severity=Severity.MEDIUM,
-)
+@node_check("usb4.link_rate")
 def link_rate(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Reads rx_speed x rx_lanes of each XDomain peer (another host) under /sys/bus/thunderbolt."""
     hosts = [peer for peer in node.usb4.peers if peer.kind == "xdomain"]

@@ -12,7 +12,7 @@ from strixwizard.checking import failed, node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.packages import LINUX_FIRMWARE, RDMA_CORE
 from strixwizard.known_bad import Entry, entries_for, first_match, version_tuple
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding
 from strixwizard.site import Site
 
 
@@ -45,12 +45,7 @@ def _applying(component: str, key: str) -> set[Any]:
     return {e.applies_to.get(key) for e in entries_for(component) if key in e.applies_to}
 
 
-@node_check(
-    "node.rdma_core_version",
-    title="rdma-core is not a release known to break RCCL on this RDMA driver",
-    why="Ubuntu 24.04's rdma-core 50 libirdma provider makes RCCL fail with `Unknown completion`.",
-    severity=Severity.HIGH,
-)
+@node_check("node.rdma_core_version")
 def rdma_core_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """The host's rdma-core/libibverbs/ibverbs-providers version from rpm or dpkg-query, for
     nodes whose hardware RDMA driver has entries in the known-bad table."""
@@ -74,13 +69,7 @@ def rdma_core_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
                      version, {"rdma_driver": driver})
 
 
-@node_check(
-    "node.linux_firmware",
-    title="linux-firmware is not a release known to break ROCm on Strix Halo",
-    why="linux-firmware 20251125's amdgpu firmware breaks ROCm on Strix Halo.",
-    severity=Severity.HIGH,
-    requires=(STRIX_HALO,),
-)
+@node_check("node.linux_firmware", requires=(STRIX_HALO,))
 def linux_firmware(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """The amdgpu firmware package's release (amd-gpu-firmware, linux-firmware or
     firmware-amd-graphics) from rpm or dpkg-query."""
@@ -94,13 +83,7 @@ def linux_firmware(node: NodeFacts, site: Site) -> Iterator[Finding]:
                  version, {"strix_halo": True})
 
 
-@node_check(
-    "node.kernel_known_good",
-    title="The kernel is not older than the one Strix Halo builders validated",
-    why="Strix Halo ROCm stacks were validated on 6.18.4; older kernels lack gfx1151 fixes.",
-    severity=Severity.MEDIUM,
-    requires=(STRIX_HALO,),
-)
+@node_check("node.kernel_known_good", requires=(STRIX_HALO,))
 def kernel_known_good(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """The running kernel's release (/proc/sys/kernel/osrelease)."""
     release = node.kernel.release
@@ -110,12 +93,7 @@ def kernel_known_good(node: NodeFacts, site: Site) -> Iterator[Finding]:
     yield _judge("kernel", node.name, f"kernel {release}", release, {"strix_halo": True})
 
 
-@node_check(
-    "nic.firmware_known_good",
-    title="NIC firmware is not older than the release known to work",
-    why="RoCE guides for Strix Halo name a minimum NIC firmware; older NVMs mishandle DCB and RDMA.",
-    severity=Severity.MEDIUM,
-)
+@node_check("nic.firmware_known_good")
 def nic_firmware_known_good(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """`ethtool -i` firmware-version of each NIC the known-bad table has entries for (matched
     by PCI vendor and driver, from the data)."""

@@ -70,7 +70,8 @@ def _tool_note(vendor: Vendor, netdev: str, args: str) -> tuple[str, ...]:
 @fix("e810.fw_lldp_off",
      summary="Turn off the E810 firmware LLDP agent (ethtool --set-priv-flags IF fw-lldp-agent "
      "off) so Linux owns DCB",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False,
+     persists="the E810 firmware keeps the flag across reboots (in its NVM): no file is written")
 def plan_fw_lldp_off(ctx: PlanContext) -> Iterator[Plan]:
     """A NIC family with a firmware LLDP agent (E810): turn it off so the DCB set from Linux is
     not overridden."""
@@ -96,7 +97,7 @@ def plan_fw_lldp_off(ctx: PlanContext) -> Iterator[Plan]:
      summary="Enable PFC on the site's priority only (dcb pfc set dev IF prio-pfc all:off P:on) "
      "with that priority in a traffic class of its own (dcb ets prio-tc), on both ends of each "
      "link",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False, unit=True)
 def plan_pfc(ctx: PlanContext) -> Iterator[Plan]:
     """PFC on the site's priority only; that priority alone in traffic class 1 (ETS prio-tc)."""
     wanted = ctx.site.fabric.pfc_priority
@@ -138,7 +139,7 @@ def plan_pfc(ctx: PlanContext) -> Iterator[Plan]:
 
 @fix("ethtool.pause_off",
      summary="Turn link-level pause off where PFC is used (ethtool -A IF rx off tx off)",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False, unit=True)
 def plan_pause_off(ctx: PlanContext) -> Iterator[Plan]:
     """Link-level pause off where PFC is (or is about to be) on: the two conflict."""
     for node, port, group in _ports(ctx):
@@ -160,7 +161,7 @@ def plan_pause_off(ctx: PlanContext) -> Iterator[Plan]:
 @fix("dcb.trust_dscp",
      summary="Trust DSCP for classification (dcb apptrust set dev IF order dscp) and map the "
      "RoCE DSCP to the PFC priority (dcb app dscp-prio), on both ends",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False, unit=True)
 def plan_trust_dscp(ctx: PlanContext) -> Iterator[Plan]:
     """Classify by DSCP (`dcb apptrust`) and map the RoCE DSCP to the PFC priority (`dcb app`)."""
     priority = ctx.site.fabric.pfc_priority

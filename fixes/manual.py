@@ -32,6 +32,7 @@ def instruct(fix_id: str, how: str) -> PlanFn:
                         yield Plan(fix_id, node.name, finding.entity, notes=(
                             f"not automated: {how} ({check.id}: {finding.observed})",))
 
+    plan.__doc__ = f"Not automated: {how}."  # what `strixwizard explain` says it does
     return plan
 
 

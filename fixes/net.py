@@ -15,6 +15,7 @@ from strixwizard.topology import FabricPort, in_use
 from strixwizard.vendors import by_transport
 
 NETWORKD_DIR = "/etc/systemd/network"
+MTU_DROP_IN = "90-strixwizard-mtu.conf"
 
 
 def _persist_mtu(node: NodeFacts, netdev: str, mtu: int) -> tuple[list[Step], str]:
@@ -35,7 +36,7 @@ def _persist_mtu(node: NodeFacts, netdev: str, mtu: int) -> tuple[list[Step], st
     network_file = facts.networkd_files.get(netdev)
     base = (network_file or "").rsplit("/", 1)[-1]
     if base.endswith(".network") and base != ".network":  # networkd reads `<file>.d/` drop-ins only
-        path = f"{NETWORKD_DIR}/{base}.d/90-strixwizard-mtu.conf"
+        path = f"{NETWORKD_DIR}/{base}.d/{MTU_DROP_IN}"
         content = f"# Written by strixwizard (fix net.mtu)\n[Link]\nMTUBytes={mtu}\n"
         current = facts.file(path)
         steps = [] if current == content else [file_step(
@@ -70,7 +71,9 @@ def _plan_port(ctx: PlanContext, port: FabricPort, group: str | None) -> Plan | 
 @fix("net.mtu",
      summary="Set the fabric interface MTU to the site's value (9000) persistently, on both ends "
      "of each link",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False, writes=(f"{NETWORKD_DIR}/*.network.d/{MTU_DROP_IN}",), unit=True,
+     persists="the interface's NetworkManager connection stores it (nmcli); else a networkd "
+     "drop-in next to its .network file; else a systemd unit sets it at boot")
 def plan_mtu(ctx: PlanContext) -> Iterator[Plan]:
     """Both ends of every Ethernet/RoCE fabric link to the site's MTU; a lone RoCE interface in
     use as well. thunderbolt-net and InfiniBand links are left alone."""

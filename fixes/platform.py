@@ -33,7 +33,8 @@ LIMITS_CONTENT = (
 @fix("limits.memlock",
      summary=f"Set memlock unlimited for all users and root in {LIMITS_FILE} (new sessions pick "
      "it up)",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False, writes=(LIMITS_FILE,),
+     persists="a limits.d file is itself persistent; pam_limits applies it to new sessions")
 def plan_memlock(ctx: PlanContext) -> Iterator[Plan]:
     """memlock unlimited for login sessions; services and containers are told what to set."""
     for node in ctx.nodes:
@@ -53,6 +54,11 @@ def plan_memlock(ctx: PlanContext) -> Iterator[Plan]:
                          LIMITS_CONTENT, persistence="limits.d")
         yield Plan("limits.memlock", node.name, node.name, (step,), notes,
                    persistence=f"{LIMITS_FILE} is itself persistent")
+
+
+_BOOT_ENTRIES = ("grubby writes the parameter into every boot entry; it takes effect at the next "
+                 "boot, and only with --with-reboot-steps (without grubby the plan says what to "
+                 "edit by hand)")
 
 
 def _cmdline_step(name: str, value: str, current: str | None) -> Step:
@@ -88,7 +94,7 @@ def _cmdline_plan(node: NodeFacts, fix_id: str, params: dict[str, str]) -> Plan 
 
 @fix("kernel.iommu_pt",
      summary="Add iommu=pt to the kernel command line (IOMMU passthrough for host DMA)",
-     reversible=True, reboot=True)
+     reversible=True, reboot=True, persists=_BOOT_ENTRIES)
 def plan_iommu_pt(ctx: PlanContext) -> Iterator[Plan]:
     """iommu=pt on the kernel command line when the IOMMU translates DMA."""
     for node in ctx.nodes:
@@ -108,7 +114,7 @@ def gtt_target_gib(total_bytes: int) -> int:
 @fix("kernel.gtt_size",
      summary="Raise ttm.pages_limit (and amdgpu.gttsize) on the kernel command line so the iGPU "
      "can map most of RAM",
-     reversible=True, reboot=True)
+     reversible=True, reboot=True, persists=_BOOT_ENTRIES)
 def plan_gtt_size(ctx: PlanContext) -> Iterator[Plan]:
     """ttm.pages_limit and amdgpu.gttsize sized to RAM when the iGPU may map too little."""
     for node in ctx.nodes:

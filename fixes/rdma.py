@@ -22,7 +22,9 @@ MODPROBE_DIR = "/etc/modprobe.d"
 @fix("rdma.roce_v2_default",
      summary="Create configfs rdma_cm/<dev> and set ports/<n>/default_roce_mode to RoCE v2 and "
      "default_roce_tos to the RoCE DSCP of the PFC priority",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False, writes=(f"{TMPFILES_DIR}/strixwizard-rdma_cm-*.conf",),
+     unit=True, persists="configfs is lost at reboot: a systemd unit runs systemd-tmpfiles on a "
+     "rule file at boot, which re-creates the settings (systemd nodes only)")
 def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
     """configfs rdma_cm/<dev>: default_roce_mode "RoCE v2" and default_roce_tos = DSCP << 2."""
     tos = roce_dscp(ctx.site.fabric.pfc_priority) << 2
@@ -106,7 +108,9 @@ def _persist_configfs(ctx: PlanContext, node: NodeFacts, device: str, number: in
 @fix("e810.enable_roce",
      summary="Switch E810 irdma to RoCE: devlink enable_roce true (runtime) or irdma roce_ena=1 "
      "for Intel's out-of-tree driver",
-     reversible=True, reboot=False)
+     reversible=True, reboot=False, writes=(f"{MODPROBE_DIR}/strixwizard-irdma.conf",), unit=True,
+     persists="a systemd unit replays the in-tree driver's devlink setting at boot; the "
+     "out-of-tree driver's option is a modprobe.d file, read when irdma loads")
 def plan_enable_roce(ctx: PlanContext) -> Iterator[Plan]:
     """A NIC whose RDMA driver came up in iWARP (E810 irdma): its devlink RoCE parameter
     (in-tree driver), else its module option (out-of-tree)."""

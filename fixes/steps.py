@@ -59,7 +59,8 @@ def file_step(path: str, summary: str, before: str | None, content: str, persist
 
 
 def unit_name(fix_id: str, entity: str) -> str:
-    clean = re.sub(r"[^A-Za-z0-9:_.-]", "-", entity)
+    """`strixwizard-<fix>-<entity>.service`; `entity` "*" gives the pattern of them all."""
+    clean = entity if entity == "*" else re.sub(r"[^A-Za-z0-9:_.-]", "-", entity)
     return f"strixwizard-{fix_id.replace('.', '-').replace('_', '-')}-{clean}.service"
 
 

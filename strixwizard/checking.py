@@ -1,10 +1,16 @@
-"""How a check is declared.
+"""How a check is declared: how it runs in the code, what it says in the catalog.
 
 A check is a plain function from facts to findings, wrapped by `node_check`:
 
-    @node_check("node.cpu", title="...", why="...", severity=Severity.CRITICAL)
-    def cpu_is_strix_halo(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    @node_check("node.cpu", per=CPU_CAPTURED)
+    def cpu_is_strix_halo(node: NodeFacts, site: Site, cpu: CpuInfo) -> Iterator[Finding]:
         yield passed(node.name, observed=..., expected=...)
+
+The decorator carries only how the check runs. What it says to a user (title,
+severity, the fix that cures it, why it matters, what it reads, how to fix it by
+hand, public sources) is its entry in `checks/catalog.yaml`, under the same id;
+`strixwizard explain ID` and `doctor --list-checks --json` show it. A check
+without an entry is an error at import that names the check.
 
 Three scopes exist:
 - `node_check(fn(node, site))`: runs once per reachable node;
@@ -32,9 +38,10 @@ alone. Checks do no I/O: everything comes from the facts.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Required, TypedDict, TypeVar, Unpack, overload
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, overload
 
 from strixwizard.model import Finding, Severity, Status
 
@@ -50,20 +57,72 @@ AnyCheckFn = Callable[..., Iterable[Finding]]
 S = TypeVar("S")
 T = TypeVar("T")
 
+#: Where the entries of the product's checks live (package `checks`, shipped in the wheel).
+CATALOG = ("checks", "catalog.yaml")
+
+
+class CatalogError(Exception):
+    """The catalog and the declared checks disagree; the message says what to write where."""
+
 
 @dataclass(frozen=True)
-class Check:
-    id: str  # "area.name", stable: scripts and --only depend on it
+class Entry:
+    """What a check says to a user: its catalog entry (every field is required there)."""
+
     title: str  # what a passing check means, in a few words
-    why: str  # one line: why it matters for an RDMA Strix Halo cluster
     severity: Severity
     fix: str | None  # id of the fix in `fixes.ALL` that cures a failure
-    scope: str  # "node", "link" or "site"
-    fn: AnyCheckFn
+    why: str  # one line: why it matters for an RDMA Strix Halo cluster
+    reads: str  # what it reads on a node (files, commands), from the facts
+    matters: str  # why it matters, with the numbers
+    manual: str  # how to fix it by hand
+    sources: tuple[str, ...]  # public URLs behind `matters` and `manual`
 
-    @property
-    def doc(self) -> str:
-        return (self.fn.__doc__ or "").strip()
+
+ENTRY_FIELDS = tuple(f.name for f in fields(Entry))
+
+
+def _entry(check_id: str, raw: object, where: str) -> Entry:
+    if not isinstance(raw, Mapping):
+        raise CatalogError(f"{where}: entry {check_id!r} is not a mapping of fields")
+    missing = [name for name in ENTRY_FIELDS if name not in raw]
+    unknown = sorted(set(raw) - set(ENTRY_FIELDS))
+    if missing or unknown:
+        raise CatalogError(f"{where}: entry {check_id!r}: " + "; ".join(
+            part for part in (f"missing {', '.join(missing)}" if missing else "",
+                              f"unknown {', '.join(unknown)}" if unknown else "") if part))
+    texts = {name: raw[name] for name in ENTRY_FIELDS if name not in ("severity", "fix", "sources")}
+    bad = [name for name, value in texts.items() if not isinstance(value, str) or not value.strip()]
+    sources = raw["sources"]
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        bad.append("sources")
+    if raw["fix"] is not None and not isinstance(raw["fix"], str):
+        bad.append("fix")
+    try:
+        severity = Severity(raw["severity"])
+    except ValueError:
+        bad.append("severity")
+    if bad:
+        raise CatalogError(f"{where}: entry {check_id!r}: {', '.join(bad)} must be "
+                           "non-empty text (sources a list of URLs, severity one of "
+                           f"{', '.join(s.value for s in Severity)})")
+    return Entry(severity=severity, fix=raw["fix"], sources=tuple(sources),
+                 **{name: str(value).strip() for name, value in texts.items()})
+
+
+@functools.cache
+def catalog() -> dict[str, Entry]:
+    """The product's check entries by id, read once (with libyaml's parser when present)."""
+    import yaml
+
+    package, name = CATALOG
+    text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    raw = yaml.load(text, Loader=loader)
+    where = "/".join(CATALOG)
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: not a mapping of check ids to entries")
+    return {str(check_id): _entry(str(check_id), value, where) for check_id, value in raw.items()}
 
 
 @dataclass(frozen=True)
@@ -72,6 +131,12 @@ class Requires(Generic[S]):
 
     holds: Callable[[S], bool]
     reason: str | Callable[[S], str]
+    about: str = ""  # the reason in general, where `reason` depends on the subject
+
+    @property
+    def described(self) -> str:
+        """The skip reason as a sentence about no subject in particular (explain pages)."""
+        return self.reason if isinstance(self.reason, str) else self.about
 
     def unmet(self, subject: S) -> str | None:
         """The skip reason when the precondition does not hold, else None."""
@@ -88,21 +153,67 @@ class Each(Generic[T]):
     none: str
 
 
-class Declared(TypedDict, total=False):
-    """What every check declares besides its id (see `Check`); `fix` may be left out."""
+@dataclass(frozen=True)
+class Check(Entry):
+    """A declared check: its catalog entry, and how it runs."""
 
-    title: Required[str]
-    why: Required[str]
-    severity: Required[Severity]
+    id: str  # "area.name", stable: scripts and --only depend on it
+    scope: str  # "node", "link" or "site"
+    fn: AnyCheckFn
+    requires: tuple[Requires[Any], ...] = ()
+    per: Each[Any] | None = None
+
+    @property
+    def doc(self) -> str:
+        return " ".join((self.fn.__doc__ or "").split())
+
+
+class Legacy(TypedDict, total=False):
+    """What a decorator carried before the catalog; only accepted to say where it goes now."""
+
+    title: str
+    why: str
+    severity: Severity
     fix: str | None
 
 
-def _declare(check_id: str, scope: str, meta: Declared, entity: Callable[[Any], str],
-             requires: Sequence[Requires[Any]] = (), per: Each[Any] | None = None
+def _yaml_stub(check_id: str, legacy: Legacy) -> str:
+    severity = legacy.get("severity")
+    lines = [f"{check_id}:", f"  title: {legacy.get('title', 'TITLE')}",
+             f"  severity: {severity.value if severity else 'medium'}",
+             f"  fix: {legacy.get('fix') or 'null'}", f"  why: {legacy.get('why', 'ONE LINE')}",
+             "  reads: WHAT IT READS", "  matters: WHY, WITH THE NUMBERS",
+             "  manual: HOW TO FIX IT BY HAND", "  sources:", "    - https://..."]
+    return "\n".join(lines)
+
+
+def _entry_for(check_id: str, fn: AnyCheckFn, entry: Entry | None, legacy: Legacy) -> Entry:
+    """The check's entry: its own (a check outside the product, e.g. a test's), else the
+    catalog's; a missing entry, or metadata still in the decorator, is an error naming it."""
+    where = f"check {check_id!r} ({fn.__module__}.{fn.__qualname__})"
+    if legacy:
+        moved = ", ".join(f"{name}=" for name in legacy)
+        raise CatalogError(f"{where} declares {moved} in its decorator: move them to "
+                           f"{'/'.join(CATALOG)}, with the explain fields, and keep only how it "
+                           f"runs (requires=, per=) in the decorator:\n{_yaml_stub(check_id, legacy)}")
+    if entry is not None:
+        return entry
+    found = catalog().get(check_id)
+    if found is None:
+        raise CatalogError(f"{where} has no entry in {'/'.join(CATALOG)}: add one with "
+                           f"{', '.join(ENTRY_FIELDS)}:\n{_yaml_stub(check_id, {})}")
+    return found
+
+
+def _declare(check_id: str, scope: str, entity: Callable[[Any], str],
+             requires: Sequence[Requires[Any]] = (), per: Each[Any] | None = None,
+             entry: Entry | None = None, legacy: Legacy | None = None
              ) -> Callable[[AnyCheckFn], Check]:
     """The decorator of every scope: `requires` and `per` run before the declared function."""
 
     def wrap(fn: AnyCheckFn) -> Check:
+        found = _entry_for(check_id, fn, entry, legacy or {})
+
         def body(subject: Any, site: Site) -> Iterator[Finding]:
             reason = next((r for need in requires if (r := need.unmet(subject)) is not None), None)
             if reason is not None:
@@ -116,36 +227,39 @@ def _declare(check_id: str, scope: str, meta: Declared, entity: Callable[[Any], 
                     yield from fn(subject, site, item)
 
         functools.update_wrapper(body, fn)
-        return Check(check_id, meta["title"], meta["why"], meta["severity"], meta.get("fix"), scope,
-                     body)
+        said = {name: getattr(found, name) for name in ENTRY_FIELDS}
+        return Check(**said, id=check_id, scope=scope, fn=body, requires=tuple(requires), per=per)
 
     return wrap
 
 
 @overload
 def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
-               **meta: Unpack[Declared]) -> Callable[[NodeCheckFn], Check]: ...
+               entry: Entry | None = None, **legacy: Unpack[Legacy]
+               ) -> Callable[[NodeCheckFn], Check]: ...
 
 
 @overload
 def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (), per: Each[T],
-               **meta: Unpack[Declared]
+               entry: Entry | None = None, **legacy: Unpack[Legacy]
                ) -> Callable[[Callable[[NodeFacts, Site, T], Iterable[Finding]]], Check]: ...
 
 
 def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
-               per: Each[Any] | None = None, **meta: Unpack[Declared]
-               ) -> Callable[[AnyCheckFn], Check]:
-    return _declare(check_id, "node", meta, lambda node: node.name, requires, per)
+               per: Each[Any] | None = None, entry: Entry | None = None,
+               **legacy: Unpack[Legacy]) -> Callable[[AnyCheckFn], Check]:
+    return _declare(check_id, "node", lambda node: node.name, requires, per, entry, legacy)
 
 
 def link_check(check_id: str, *, requires: Sequence[Requires[Link]] = (),
-               **meta: Unpack[Declared]) -> Callable[[LinkCheckFn], Check]:
-    return _declare(check_id, "link", meta, lambda link: link.id, requires)
+               entry: Entry | None = None, **legacy: Unpack[Legacy]
+               ) -> Callable[[LinkCheckFn], Check]:
+    return _declare(check_id, "link", lambda link: link.id, requires, None, entry, legacy)
 
 
-def site_check(check_id: str, **meta: Unpack[Declared]) -> Callable[[SiteCheckFn], Check]:
-    return _declare(check_id, "site", meta, lambda topology: "site")
+def site_check(check_id: str, *, entry: Entry | None = None, **legacy: Unpack[Legacy]
+               ) -> Callable[[SiteCheckFn], Check]:
+    return _declare(check_id, "site", lambda topology: "site", (), None, entry, legacy)
 
 
 def verdict(ok: bool, entity: str, observed: str, expected: str, detail: str,

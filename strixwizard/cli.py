@@ -87,6 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--inventory", type=Path, metavar="FILE",
                       help="take the nodes from an Ansible YAML inventory")
 
+    explain = commands.add_parser(
+        "explain", help="what a check or fix is for, how to fix by hand, sources",
+        description="The page of a check or a fix: what it checks and reads, why it matters "
+        "(with the numbers), how to fix it by hand, what `strixwizard fix` does and how to undo "
+        "it, and public sources. Exit status: 0 shown, 2 an unknown id.")
+    explain.add_argument("id", nargs="?", metavar="ID", help="a check or fix id (see --list)")
+    explain.add_argument("--list", action="store_true", help="list every check and fix id")
+    explain.add_argument("--json", action="store_true", help="the page as JSON")
+
     from strixwizard.fixing.cliargs import add_fix_parser  # argparse only: doctor stays light
 
     add_fix_parser(commands)
@@ -127,9 +136,11 @@ def _list_checks(as_json: bool) -> int:
     from checks import ALL
 
     if as_json:
+        from strixwizard.explain import list_fields
+
         rows = [
             {"id": c.id, "title": c.title, "why": c.why, "severity": c.severity.value,
-             "scope": c.scope, "fix": c.fix}
+             "scope": c.scope, "fix": c.fix, **list_fields(c)}
             for c in ALL
         ]
         print(json.dumps(rows, indent=2))
@@ -170,6 +181,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
     return code
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from strixwizard import explain
+    from strixwizard.services.output import SCHEMA_VERSION
+
+    if args.list or args.id is None:
+        if args.json:
+            emit(envelope(None, SCHEMA_VERSION, **explain.listing()))
+        else:
+            print(explain.render_listing(explain.listing()), end="")
+        return EXIT_OK
+    pages = explain.pages(args.id)
+    if args.json:
+        emit(envelope(None, id=args.id, pages=pages))
+    else:
+        print("\n".join(explain.render(page) for page in pages), end="")
+    return EXIT_OK
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -278,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
-                "deploy": cmd_deploy, "test": cmd_test}
+                "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain}
     if args.command is None:
         return _wizard(parser, args)
     try:

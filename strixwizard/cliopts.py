@@ -27,6 +27,27 @@ def add_site_options(parser: argparse.ArgumentParser, demo_help: str,
                         help="accept and remember SSH host keys not yet in known_hosts")
 
 
+def add_change_options(parser: argparse.ArgumentParser, journal: str) -> None:
+    """What every command that changes nodes takes (fix, deploy): --yes, --break-lock, and
+    where the journals go; `journal` names this machine's folder for them."""
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--break-lock", action="store_true",
+                        help="replace a stale lock (its run is gone) instead of refusing")
+    parser.add_argument("--journal-dir", type=Path, metavar="DIR",
+                        help=f"where this machine keeps {journal.replace('-', ' ')}s (default "
+                        f"~/.local/state/strixwizard/{journal})")
+    parser.add_argument("--node-journal-dir", default="/var/lib/strixwizard/journal", metavar="DIR",
+                        help="where each node keeps its copy of the journal")
+
+
+def add_soft_rdma_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """--allow-soft-rdma, as `allow_soft_rdma: true` in the site file; `what` the command does
+    with rxe/siw then."""
+    parser.add_argument("--allow-soft-rdma", action="store_true",
+                        help=f"{what} rxe/siw too (software RDMA: tests the setup and the tool, "
+                        "not production speed); as `allow_soft_rdma: true` in the site file")
+
+
 def terminal_confirm(yes: bool) -> Callable[[Question], bool]:
     """The CLI's answer to a service's question: `--yes`, or a y/N prompt on a terminal.
     Without a terminal (and without --yes) nothing is changed."""

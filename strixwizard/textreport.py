@@ -69,6 +69,7 @@ def _result_lines(result: CheckResult, paint: _Painter, width: int) -> list[str]
     if result.fix is not None:
         reboot = ", needs a reboot" if result.fix.reboot else ""
         lines.append(f"        fix {result.fix.id}: {result.fix.summary}{reboot}")
+    lines.append(f"        more: strixwizard explain {result.id}")
     return lines
 
 

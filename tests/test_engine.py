@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import fixes
 from checks import ALL
-from strixwizard.checking import node_check
+from strixwizard.checking import Entry, node_check
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.engine import Report, local_node, run_doctor, select_checks
 from strixwizard.facts import NodeFacts
@@ -16,7 +16,9 @@ from strixwizard.site import Site
 from tests.conftest import validate_report
 
 
-@node_check("test.explodes", title="Explodes", why="to test", severity=Severity.LOW)
+@node_check("test.explodes", entry=Entry(title="Explodes", severity=Severity.LOW, fix=None, why="to test",
+                                        reads="nothing", matters="to test", manual="none",
+                                        sources=()))
 def explodes(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Raises, as a buggy check would."""
     raise ZeroDivisionError("boom")

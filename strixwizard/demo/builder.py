@@ -27,6 +27,9 @@ from strixwizard.facts.rdma import IBV_DEVINFO
 from strixwizard.probe.collector import DirSink, TarSink, collect
 from strixwizard.probe.spec import SPEC
 
+#: /proc/self/limits as Linux writes it (memlock unlimited), the base of `FakeNode.limits`.
+LIMITS_FILE = Path(__file__).with_name("proc_self_limits.txt")
+
 STRIX_HALO_395 = "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S"
 ZEN5_FLAGS = (
     "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr "
@@ -168,29 +171,13 @@ class FakeNode:
 
     # -- platform ------------------------------------------------------------
     def limits(self, memlock_kb: int | None = None) -> None:
-        """/proc/self/limits; memlock None = unlimited (the collector's own session limits)."""
+        """/proc/self/limits (a real one, `proc_self_limits.txt`) with this memlock; None =
+        unlimited (the collector's own session limits)."""
         lock = "unlimited" if memlock_kb is None else str(memlock_kb * 1024)
-        rows = [
-            ("Max cpu time", "unlimited", "unlimited", "seconds"),
-            ("Max file size", "unlimited", "unlimited", "bytes"),
-            ("Max data size", "unlimited", "unlimited", "bytes"),
-            ("Max stack size", "8388608", "unlimited", "bytes"),
-            ("Max core file size", "unlimited", "unlimited", "bytes"),
-            ("Max resident set", "unlimited", "unlimited", "bytes"),
-            ("Max processes", "511417", "511417", "processes"),
-            ("Max open files", "1024", "524288", "files"),
-            ("Max locked memory", lock, lock, "bytes"),
-            ("Max address space", "unlimited", "unlimited", "bytes"),
-            ("Max file locks", "unlimited", "unlimited", "locks"),
-            ("Max pending signals", "511417", "511417", "signals"),
-            ("Max msgqueue size", "819200", "819200", "bytes"),
-            ("Max nice priority", "0", "0", ""),
-            ("Max realtime priority", "0", "0", ""),
-            ("Max realtime timeout", "unlimited", "unlimited", "us"),
-        ]
-        header = f"{'Limit':<26}{'Soft Limit':<21}{'Hard Limit':<21}{'Units':<10}\n"
-        body = "".join(f"{n:<26}{a:<21}{b:<21}{u:<10}\n" for n, a, b, u in rows)
-        self.file("/proc/self/limits", header + body)
+        memlock = f"{'Max locked memory':<26}{lock:<21}{lock:<21}{'bytes':<10}\n"
+        lines = LIMITS_FILE.read_text().splitlines(keepends=True)
+        self.file("/proc/self/limits", "".join(
+            memlock if line.startswith("Max locked memory") else line for line in lines))
 
     def rocm(self, version: str = "7.2.0-43", rccl_targets: tuple[str, ...] = ("gfx1100", "gfx1151"),
              compressed: bool = False, library: str = "/opt/rocm/lib/librccl.so.1") -> None:

@@ -1,6 +1,6 @@
 """`strixwizard deploy`: plan, apply, smoke-test or roll back the tensor-parallel stack.
 
-`register` only builds the argparse parser (module imports: argparse and pathlib), so
+`register` only builds the argparse parser (module imports: argparse), so
 the main parser can list `deploy` without loading the deploy engine; `cmd_deploy`
 imports what it needs when it runs.
 
@@ -11,10 +11,9 @@ failed or the smoke test failed, 2 no verdict (refused, bad input, nothing reach
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from strixwizard.cliopts import add_site_options
+from strixwizard.cliopts import add_change_options, add_site_options
 
 
 def register(commands: Any) -> argparse.ArgumentParser:
@@ -39,9 +38,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
                         help="only run the smoke test on the deployed cluster")
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
                         help="undo a deploy run (default: the last one): files removed, `ray stop`")
-    deploy.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    deploy.add_argument("--break-lock", action="store_true",
-                        help="replace a stale lock (its run is gone) instead of refusing")
+    add_change_options(deploy, "deploy-journal")
     deploy.add_argument("--model", metavar="NAME", help="the model for the vLLM launch line")
     deploy.add_argument("--transport", choices=("rdma", "tcp"), default="rdma",
                         help="rdma (default; refused without an RDMA link) or tcp (RCCL over "
@@ -51,11 +48,6 @@ def register(commands: Any) -> argparse.ArgumentParser:
     deploy.add_argument("--target-dir", default="/etc/strixwizard", metavar="DIR",
                         help="where the env file and scripts go on each node")
     deploy.add_argument("--no-smoke", action="store_true", help="--apply without the smoke test")
-    deploy.add_argument("--journal-dir", type=Path, metavar="DIR",
-                        help="where this machine keeps deploy journals "
-                        "(default ~/.local/state/strixwizard/deploy-journal)")
-    deploy.add_argument("--node-journal-dir", default="/var/lib/strixwizard/journal", metavar="DIR",
-                        help="where each node keeps its copy of the journal")
     return deploy  # type: ignore[no-any-return]
 
 

@@ -14,14 +14,7 @@ import posixpath
 from dataclasses import dataclass
 
 from strixwizard.facts.outputs import Output, command_output, run_output
-from strixwizard.facts.source import (
-    in_thunderbolt_domain,
-    link_name,
-    link_path,
-    pci_address_in,
-    read_int,
-    read_str,
-)
+from strixwizard.facts.source import class_device, link_name, read_int, read_str
 from strixwizard.probe import Probe
 
 NET = "/sys/class/net"
@@ -123,20 +116,6 @@ IP_ADDR: Output[dict[str, IpLink]] = command_output(
     "ip.addr", ("ip", "-j", "addr", "show"), parse_ip_addr_json)
 
 
-def _bus(path: str | None) -> str:
-    if path is None:
-        return "unknown"
-    if in_thunderbolt_domain(path):
-        return "thunderbolt"
-    if "/devices/virtual/" in path:
-        return "virtual"
-    if "/usb" in path:
-        return "usb"
-    if pci_address_in(path):
-        return "pci"
-    return "unknown"
-
-
 def ip_links(probe: Probe) -> dict[str, IpLink] | None:
     return run_output(probe, IP_ADDR).value
 
@@ -148,16 +127,16 @@ def netdevs(probe: Probe) -> tuple[Netdev, ...]:
         if name == "lo" or name.startswith("bonding_masters"):
             continue
         base = f"{NET}/{name}"
-        path = link_path(probe, base)
-        bus = _bus(path)
+        device = class_device(probe, base)
+        bus = device.bus
         speed = read_int(probe, f"{base}/speed")
         carrier = read_int(probe, f"{base}/carrier")
         ip = links.get(name) if links is not None else None
         found.append(Netdev(
             name=name,
-            sysfs_path=path,
+            sysfs_path=device.path,
             bus=bus,
-            pci_address=pci_address_in(path) if bus == "pci" else None,
+            pci_address=device.pci_function if bus == "pci" else None,
             driver=link_name(probe, f"{base}/device/driver"),
             mtu=read_int(probe, f"{base}/mtu"),
             operstate=read_str(probe, f"{base}/operstate"),

@@ -20,14 +20,7 @@ import re
 from dataclasses import dataclass, replace
 
 from strixwizard.facts.outputs import Output, command_output, run_output
-from strixwizard.facts.source import (
-    in_thunderbolt_domain,
-    link_name,
-    link_path,
-    pci_address_in,
-    read_int,
-    read_str,
-)
+from strixwizard.facts.source import ClassDevice, class_device, link_name, read_int, read_str
 from strixwizard.probe import Probe
 from strixwizard.vendors import rdma_driver_of
 
@@ -254,12 +247,12 @@ def _gids(probe: Probe, base: str) -> tuple[Gid, ...]:
     return tuple(sorted(gids, key=lambda g: g.index))
 
 
-def _kind(name: str, path: str | None, parent: str | None) -> str:
-    if name.startswith("usb4_rdma") or in_thunderbolt_domain(path):
+def _kind(name: str, device: ClassDevice, parent: str | None) -> str:
+    if name.startswith("usb4_rdma") or device.bus == "thunderbolt":
         return "usb4"
     if name.startswith("siw"):
         return "siw"
-    if name.startswith("rxe") or parent is not None or (path and "/devices/virtual/" in path):
+    if name.startswith("rxe") or parent is not None or device.bus == "virtual":
         return "rxe"
     return "hardware"
 
@@ -272,10 +265,10 @@ def rdma_devices(probe: Probe, netdev_by_pci: dict[str, tuple[str, ...]] | None 
     devices = []
     for name in probe.listdir(IB):
         base = f"{IB}/{name}"
-        path = link_path(probe, base)
+        device = class_device(probe, base)
         parent = read_str(probe, f"{base}/parent")
-        kind = _kind(name, path, parent)
-        pci = pci_address_in(path) if kind == "hardware" else None
+        kind = _kind(name, device, parent)
+        pci = device.pci_function if kind == "hardware" else None
         pci_driver = link_name(probe, f"/sys/bus/pci/devices/{pci}/driver") if pci else None
         ports = []
         for entry in probe.listdir(f"{base}/ports"):

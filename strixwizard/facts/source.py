@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from strixwizard.node.command import not_installed
 from strixwizard.probe import RC_NOT_FOUND, CmdResult, NotCaptured, Probe
@@ -64,6 +65,36 @@ def pci_address_in(path: str | None) -> str | None:
 
 def in_thunderbolt_domain(path: str | None) -> bool:
     return bool(path) and any(TB_DOMAIN.match(part) for part in path.split("/"))  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class ClassDevice:
+    """What sits behind a sysfs class link (`/sys/class/net/IF`, `/sys/class/infiniband/DEV`)."""
+
+    path: str | None  # the device's absolute sysfs path; None when the link was not captured
+
+    @property
+    def bus(self) -> str:
+        """"thunderbolt" (a USB4/Thunderbolt XDomain service), "virtual" (software), "usb",
+        "pci" or "unknown"."""
+        if self.path is None:
+            return "unknown"
+        if in_thunderbolt_domain(self.path):
+            return "thunderbolt"
+        if "/devices/virtual/" in self.path:
+            return "virtual"
+        if "/usb" in self.path:
+            return "usb"
+        return "pci" if pci_address_in(self.path) else "unknown"
+
+    @property
+    def pci_function(self) -> str | None:
+        """The deepest PCI function on the device's path, whatever its bus."""
+        return pci_address_in(self.path)
+
+
+def class_device(probe: Probe, class_link: str) -> ClassDevice:
+    return ClassDevice(link_path(probe, class_link))
 
 
 def run(probe: Probe, argv: Sequence[str]) -> CmdResult | None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from strixwizard.cliopts import add_site_options
+from strixwizard.cliopts import add_change_options, add_site_options, add_soft_rdma_option
 
 
 def add_fix_parser(commands: Any) -> argparse.ArgumentParser:
@@ -26,26 +26,18 @@ def add_fix_parser(commands: Any) -> argparse.ArgumentParser:
     fix.add_argument("--only", action="append", default=[], metavar="ID",
                      help="plan only this fix or area (repeatable; `strixwizard fix --list`)")
     fix.add_argument("--list", action="store_true", help="list the fixes and exit")
-    fix.add_argument("--allow-soft-rdma", action="store_true",
-                     help="plan RDMA fixes for rxe/siw devices too (software RDMA: tests the setup "
-                     "and the tool, not production speed); as `allow_soft_rdma: true` in the site")
+    add_soft_rdma_option(fix, "plan RDMA fixes for")
     action = fix.add_mutually_exclusive_group()
     action.add_argument("--apply", action="store_true", help="apply the plan (asks first)")
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
                         help="restore every value a run changed, in reverse (default: the last run)")
     action.add_argument("--emit", "--export", nargs=2, metavar=("ansible", "DIR"), dest="emit",
                         help="write inventory.yml and playbook.yml that apply this plan with Ansible")
-    fix.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    fix.add_argument("--break-lock", action="store_true",
-                     help="replace a stale lock (its run is gone) instead of refusing")
+    add_change_options(fix, "journal")
     fix.add_argument("--runtime-only", action="store_true",
                      help="plan runtime changes only (lost at reboot): no unit or config files")
     fix.add_argument("--with-reboot-steps", action="store_true",
                      help="also apply kernel command-line steps (they take effect at your next reboot)")
-    fix.add_argument("--journal-dir", type=Path, metavar="DIR",
-                     help="where this machine keeps journals (default ~/.local/state/strixwizard/journal)")
-    fix.add_argument("--node-journal-dir", default="/var/lib/strixwizard/journal", metavar="DIR",
-                     help="where each node keeps its copy of the journal")
     fix.add_argument("--dry-run-dir", type=Path, metavar="DIR",
                      help="where --demo/snapshot dry runs copy the snapshots (default: under the "
                      "journal directory)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from strixwizard.cliopts import add_site_options
+from strixwizard.cliopts import add_site_options, add_soft_rdma_option
 
 KINDS = ("latency", "bandwidth", "rccl", "matrix")
 
@@ -38,9 +38,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                       help="message size in bytes, for every tool (default 64)")
     test.add_argument("--no-references", action="store_true", help="skip the sockperf/qperf references")
     test.add_argument("--launcher", default="mpirun", help="MPI launcher for rccl (default mpirun)")
-    test.add_argument("--allow-soft-rdma", action="store_true",
-                      help="test rxe/siw links too (software RDMA: tests the setup and the tool, "
-                      "not production speed); as `allow_soft_rdma: true` in the site file")
+    add_soft_rdma_option(test, "test links over")
     return test
 
 
