@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from strixwizard import __version__
-from strixwizard.cliopts import add_site_options, node_printer
+from strixwizard.cliopts import add_site_options, add_soft_rdma_option, node_printer
 from strixwizard.errors import UsageError
 from strixwizard.services.common import node_progress
 from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="judge the reachable nodes alone: an unreachable node does not make "
                         "the run an error (exit 1)")
     doctor.add_argument("-v", "--verbose", action="store_true", help="show passing checks too")
+    add_soft_rdma_option(doctor, "judge links on")
 
     capture = commands.add_parser(
         "capture",
@@ -163,6 +164,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     request = RunRequest(
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
+        allow_soft_rdma=args.allow_soft_rdma,
     )
     on_node = None if args.json or not sys.stderr.isatty() else node_printer()
     if args.verbose:

@@ -51,6 +51,8 @@ class RunRequest:
     snapshots: Sequence[Path] = field(default_factory=tuple)
     demo: bool = False
     trust_new_hosts: bool = False
+    #: `--allow-soft-rdma`: as `allow_soft_rdma: true` in the site file
+    allow_soft_rdma: bool = False
 
 
 def demo_site() -> Site:
@@ -181,6 +183,8 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
         nodes.append(local_node(name, probe, str(path), "snapshot"))
     if site is None:
         site = Site(name="snapshots" if request.snapshots else "local")
+    if request.allow_soft_rdma:
+        site = replace(site, allow_soft_rdma=True)
     if not nodes:
         from strixwizard.probe.local import LocalProbe
 

@@ -375,6 +375,8 @@ def test_recorded_vms_replayed_with_allow_soft_rdma_form_a_roce_v2_link(tmp_path
     plain = _replay_site(tmp_path / "plain.yaml", allow_soft_rdma=False)
     [link] = run_cli("doctor", "--site", str(plain), "--json").json()["links"]
     assert (link["transport"], link["rdma"], link["ends"][0]["rdma_device"]) == ("ethernet", False, None)
+    [flagged] = run_cli("doctor", "--site", str(plain), "--allow-soft-rdma", "--json").json()["links"]
+    assert flagged == run_cli("doctor", "--site", str(site), "--json").json()["links"][0]
 
 
 def test_allow_soft_rdma_in_the_site_file_must_be_true_or_false(tmp_path: Path) -> None:
