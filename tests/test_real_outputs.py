@@ -20,6 +20,7 @@ from strixwizard.facts.counters import ERROR_KINDS, counter_kind, parse_counter,
 from strixwizard.facts.ethtool import parse_driver_info
 from strixwizard.facts.qos import parse_mlnx_qos
 from strixwizard.facts.rdma import parse_ibv_devinfo
+from strixwizard.facts.rdma_link import parse_rdma_link
 from strixwizard.live.perftest_output import bandwidth_gbps, latency_stats, parse_perftest
 from strixwizard.live.rccl import judge_rccl
 from strixwizard.live.rccl_output import (
@@ -156,6 +157,23 @@ def _sysfs_counters_ttar(text: str, want: dict[str, Any]) -> None:
     _counter_reading(values, want)
 
 
+def _sysfs_counters_grep(text: str, want: dict[str, Any]) -> None:
+    """`grep -r . DIR/`: one `PATH:VALUE` line per counter file, each value read by the fact
+    parser of the counter files."""
+    values = {}
+    for line in text.splitlines():
+        path, _, value = line.rpartition(":")
+        name = path.rsplit("/", 1)[1]
+        if name != "lifespan":
+            values[name] = parse_counter(value + "\n")
+    _counter_reading(values, want)
+
+
+def _rdma_link(text: str, want: dict[str, Any]) -> None:
+    links = [[lk.name, lk.state, lk.physical_state, lk.netdev] for lk in parse_rdma_link(text)]
+    _check("rdma link", {"links": links}, want)
+
+
 def _mlnx_qos(text: str, want: dict[str, Any]) -> None:
     qos = parse_mlnx_qos(text)
     _check("mlnx_qos", {"trust": qos.trust, "dcbx_mode": qos.dcbx_mode, "pfc_enabled": qos.pfc_enabled,
@@ -166,7 +184,8 @@ READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "colle
            "transport": _transport, "verdict": _verdict,
            # node-level outputs, read through the public fact parsers
            "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i, "ethtool_S": _ethtool_s,
-           "sysfs_counters_ttar": _sysfs_counters_ttar, "mlnx_qos": _mlnx_qos}
+           "sysfs_counters_ttar": _sysfs_counters_ttar, "mlnx_qos": _mlnx_qos,
+           "sysfs_counters_grep": _sysfs_counters_grep, "rdma_link": _rdma_link}
 
 
 @pytest.mark.parametrize("entry", INDEX, ids=[e["file"] for e in INDEX])
