@@ -3,7 +3,7 @@ and has its entry (title, severity, fix, explain text) in `checks/catalog.yaml`.
 
 from __future__ import annotations
 
-from checks import e810, links, lossless, nic, node, platform, rdma, usb4, versions
+from checks import counters, e810, links, lossless, nic, node, platform, rdma, usb4, versions
 from strixwizard.checking import Check
 
 ALL: tuple[Check, ...] = (
@@ -37,6 +37,9 @@ ALL: tuple[Check, ...] = (
     e810.roce_enabled,
     e810.fw_lldp_off,
     e810.one_pfc_tc,
+    # fabric health counters, and rdma link against sysfs
+    counters.fabric_counters,
+    counters.rdma_link_cross_check,
     # USB4 / Thunderbolt
     usb4.soft_rdma,
     usb4.link_rate,

@@ -18,13 +18,18 @@ def effective_trust(port: FabricPort) -> tuple[tuple[str, ...] | None, str]:
     """The trust order of an interface, and how it was learned (or why it is unknown).
 
     A family without apptrust that classifies by DSCP once a DSCP APP entry exists
-    (E810/ice: `Qos.trust` "dscp-app-entry") is in L3 DSCP mode with such entries and in
-    L2 PCP mode without.
+    (E810/ice, ConnectX/mlx5: `Qos.trust` "dscp-app-entry") is in L3 DSCP mode with such
+    entries and in L2 PCP mode without; a ConnectX with MLNX_OFED's `mlnx_qos` says its
+    trust state itself.
     """
     dcb = port.node.dcb(port.netdev.name)
     if dcb.trust is not None:
         return dcb.trust, "dcb apptrust"
     vendor = vendor_of(port)
+    qos = port.node.mlnx_qos(port.netdev.name).value if vendor.qos.tool.startswith("mlnx_qos") \
+        else None
+    if qos is not None and qos.trust:
+        return (qos.trust,), "mlnx_qos: Priority trust state"
     if vendor.qos.trust_by_dscp_entry and dcb.dscp_prio is not None:
         if dcb.dscp_prio:
             return ("dscp",), f"{vendor.short} L3 mode: dscp-prio entries present"
@@ -94,13 +99,18 @@ def pfc_priority(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fi
 
 @node_check("dcb.trust", per=ROCE_INTERFACES)
 def trust(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
-    """Reads `dcb -j apptrust show`; unknown on older iproute2 or drivers without apptrust."""
+    """Reads `dcb -j apptrust show`, else `mlnx_qos -i IF` (ConnectX), else the vendor's rule
+    (DSCP trust while DSCP APP entries exist); unknown when none is readable. Shows the RoCE
+    traffic class of /sys/class/infiniband/DEV/tc/1 where the driver exposes it."""
     order, source = effective_trust(fabric)
     expected = f"{site.fabric.trust} first"
     if order is None:
         yield skipped(fabric.label, f"trust mode unknown: {source}")
         return
     observed = "order " + (" ".join(order) or "default") + f" ({source})"
+    tclass = node.traffic_class(fabric.device.name) if fabric.device else None
+    if tclass is not None and tclass.global_tclass is not None:
+        observed += f"; RoCE traffic class {tclass.global_tclass} (DSCP {tclass.dscp})"
     yield verdict(bool(order) and order[0] == site.fabric.trust, fabric.label, observed, expected,
                   f"`dcb apptrust set dev {fabric.netdev.name} order {site.fabric.trust}` on both "
                   f"ends (E810: add a DSCP APP entry, `dcb app add dev {fabric.netdev.name} "

@@ -13,7 +13,7 @@ from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import e810
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.facts.packages import PACKAGES
-from strixwizard.known_bad import parse_table, table, version_tuple
+from strixwizard.known_bad import Entry, parse_table, table, version_tuple
 from strixwizard.model import CheckResult, Status
 from tests import scenarios
 
@@ -186,3 +186,47 @@ def test_nics_without_entries_are_not_judged(tmp_path: Path) -> None:
     node.finish()
     result = one(tmp_path, {"strix-c": node}, "nic.firmware_known_good")
     assert result.status is Status.SKIP
+
+
+# -- every entry of the table: a snapshot it fails (or warns) and one that passes -------------
+
+GOOD_DPKG = {"rdma-core": "62.0-1", "ibverbs-providers": "62.0-1",
+             "linux-firmware": "20251111.git1a2b3c4d-0ubuntu1"}
+ENTRY_CASES = {
+    # entry id: (check, snapshot the entry matches, snapshot it passes)
+    "rdma-core-50-irdma": ("node.rdma_core_version",
+                           lambda: dpkg_node({**GOOD_DPKG, "rdma-core": "50.0-2build2",
+                                              "ibverbs-providers": "50.0-2build2"}),
+                           lambda: dpkg_node(GOOD_DPKG)),
+    "rdma-core-below-62-irdma": ("node.rdma_core_version",
+                                 lambda: rpm_node({**GOOD_RPM, "rdma-core": "rdma-core-57.0-1.fc43.x86_64"}),
+                                 lambda: rpm_node({**GOOD_RPM, "rdma-core": "rdma-core-63.0-1.fc44.x86_64"})),
+    "linux-firmware-20251125": ("node.linux_firmware",
+                                lambda: rpm_node({**GOOD_RPM, "linux-firmware":
+                                                  "linux-firmware-20251125-1.fc43.noarch",
+                                                  "amd-gpu-firmware":
+                                                  "amd-gpu-firmware-20251125-1.fc43.noarch"}),
+                                lambda: rpm_node(GOOD_RPM)),
+    "kernel-below-6.18.4": ("node.kernel_known_good",
+                            lambda: rpm_node(GOOD_RPM, kernel="6.17.9-300.fc43.x86_64"),
+                            lambda: rpm_node(GOOD_RPM, kernel="6.18.4-200.fc43.x86_64")),
+    "ice-nvm-below-4.91": ("nic.firmware_known_good",
+                           lambda: rpm_node(GOOD_RPM, nvm="4.80 0x80020543 1.3805.0"),
+                           lambda: rpm_node(GOOD_RPM, nvm="4.91 0x800214b5 1.3909.0")),
+}
+
+
+def test_every_entry_of_the_table_has_a_failing_and_a_passing_snapshot() -> None:
+    assert set(ENTRY_CASES) == {e.id for e in table()}
+
+
+@pytest.mark.parametrize("entry", table(), ids=lambda e: e.id)
+def test_entry_matches_its_failing_snapshot_and_not_its_passing_one(tmp_path: Path, entry: Entry
+                                                                    ) -> None:
+    check_id, failing, passing = ENTRY_CASES[entry.id]
+    bad = one(tmp_path / "bad", failing(), check_id)
+    assert bad.status is Status(entry.status), bad
+    assert entry.what in bad.detail and entry.source.url in text(bad)
+    good = one(tmp_path / "good", passing(), check_id)
+    assert good.status is Status.PASS, good
+    assert entry.source.url in text(good)

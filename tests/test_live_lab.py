@@ -95,7 +95,14 @@ def test_latency_pair_measures_tcp_over_the_fabric_veth(lab4: Lab, tmp_path: Pat
     history = tmp_path / "history.sqlite"
     args = ("test", "latency", "--site", str(site), "--pair", "node0,node1", "--json", "--seconds", "2",
             "--history", str(history))
-    result = run_cli(*args, timeout=120)
+    # lab SSH sessions have no /usr/sbin on PATH (as non-root users on Debian): the real ethtool
+    # there, for the fabric counters read before and after the run
+    sbin = [h.stand_in("ethtool", '#!/bin/sh\nexec /usr/sbin/ethtool "$@"\n') for h in lab4.hosts[:2]]
+    try:
+        result = run_cli(*args, timeout=120)
+    finally:
+        for path in sbin:
+            path.unlink()
     doc = result.json()
     by_tool = {r["tool"]: r for r in doc["results"]}
     tcp = by_tool["strixwizard tcp ping-pong"]
@@ -109,6 +116,13 @@ def test_latency_pair_measures_tcp_over_the_fabric_veth(lab4: Lab, tmp_path: Pat
     rdma = by_tool["ib_write_lat"]
     assert rdma["status"] == "skip" and "ethernet: no hardware RDMA" in rdma["summary"]
     assert result.rc == 0
+    # the fabric veths' counters, read before and after the run through the collector
+    counters = doc["counters"]
+    assert {(c["host"], c["device"]) for c in counters} == {("node0", "fab0"), ("node1", "fab0")}, [
+        r for r in doc["results"] if r["kind"] == "counters"]
+    assert {c["counter"] for c in counters} >= {"peer_ifindex", "rx_queue_0_xdp_packets"}
+    assert all(c["delta"] == c["after"] - c["before"] and c["kind"] == "other" for c in counters)
+    assert by_tool["ethtool -S, hw_counters"]["role"] == "reference"
     assert doc["history"]["path"] == str(history) and doc["history"]["run_id"] == 1
     again = run_cli(*args, timeout=120).json()
     compared = {c["tool"]: c for c in again["history"]["compared"]}
@@ -220,7 +234,7 @@ def test_rccl_verdict_from_the_log(lab4: Lab, tmp_path: Path, recording: str, rc
                             f"echo \"$@\" > \"$HOME/mpirun.argv\"\ncat \"$HOME/{recording}\"\n")
     site = lab4.write_site_yaml(tmp_path / "lab.yaml", hosts=lab4.hosts[:2])
     result = run_cli("test", "rccl", "--site", str(site), "--json", "--no-history", timeout=120)
-    (r,) = result.json()["results"]
+    (r,) = [r for r in result.json()["results"] if r["kind"] == "rccl"]
     assert (result.rc, r["status"]) == (rc, status), r["summary"]
     assert words in r["summary"]
     argv = (head.home / "mpirun.argv").read_text()

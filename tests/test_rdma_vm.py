@@ -278,6 +278,8 @@ def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_pi
     )
     [pair] = report["like_for_like"]
     assert pair["rdma"]["tool"] == "ib_write_lat" and pair["ratio"] > 0
+    assert {(c["device"], c["counter"]) for c in report["counters"]} >= {  # the kernel's rxe counters
+        (f"{RDMA_DEVICE}/1", "rcvd_seq_err"), (f"{RDMA_DEVICE}/1", "out_of_seq_request")}, report["counters"]
     plain = run_cli(*argv, "--json", timeout=CLI_TIMEOUT).json()
     rdma = next(r for r in plain["results"] if r["transport"] == "rdma")
     assert rdma["status"] == "skip" and "no hardware RDMA" in rdma["summary"]

@@ -16,8 +16,11 @@ from typing import Any
 
 import pytest
 
+from strixwizard.facts.counters import ERROR_KINDS, counter_kind, parse_counter, parse_ethtool_stats
 from strixwizard.facts.ethtool import parse_driver_info
+from strixwizard.facts.qos import parse_mlnx_qos
 from strixwizard.facts.rdma import parse_ibv_devinfo
+from strixwizard.facts.rdma_link import parse_rdma_link
 from strixwizard.live.perftest_output import bandwidth_gbps, latency_stats, parse_perftest
 from strixwizard.live.rccl import judge_rccl
 from strixwizard.live.rccl_output import (
@@ -127,10 +130,62 @@ def _ethtool_i(text: str, want: dict[str, object]) -> None:
     _check("ethtool -i", vars(parse_driver_info(text)), want)
 
 
+def _counter_reading(values: dict[str, int], want: dict[str, Any]) -> None:
+    kinds: dict[str, int] = {}
+    for name in values:
+        kinds[counter_kind(name)] = kinds.get(counter_kind(name), 0) + 1
+    errors = {n: v for n, v in values.items() if counter_kind(n) in ERROR_KINDS and v}
+    got: dict[str, object] = {"counters": len(values), "kinds": kinds, "nonzero_errors": errors,
+                              **{k: values.get(k) for k in want.get("values", {})}}
+    _check("counters", got, {k: v for k, v in want.items() if k != "values"} | want.get("values", {}))
+
+
+def _ethtool_s(text: str, want: dict[str, Any]) -> None:
+    _counter_reading(parse_ethtool_stats(text), want)
+
+
+def _sysfs_counters_ttar(text: str, want: dict[str, Any]) -> None:
+    """A ttar archive (prometheus/procfs fixtures) of one counters directory: each file's
+    text read by the fact parser of /sys/class/infiniband/DEV/ports/P/{hw_,}counters/NAME."""
+    values: dict[str, int] = {}
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("Path: ") and lines[index + 1] == "Lines: 1":
+            name = line.rsplit("/", 1)[1]
+            if name != "lifespan":
+                values[name] = parse_counter(lines[index + 2] + "\n")
+    _counter_reading(values, want)
+
+
+def _sysfs_counters_grep(text: str, want: dict[str, Any]) -> None:
+    """`grep -r . DIR/`: one `PATH:VALUE` line per counter file, each value read by the fact
+    parser of the counter files."""
+    values = {}
+    for line in text.splitlines():
+        path, _, value = line.rpartition(":")
+        name = path.rsplit("/", 1)[1]
+        if name != "lifespan":
+            values[name] = parse_counter(value + "\n")
+    _counter_reading(values, want)
+
+
+def _rdma_link(text: str, want: dict[str, Any]) -> None:
+    links = [[lk.name, lk.state, lk.physical_state, lk.netdev] for lk in parse_rdma_link(text)]
+    _check("rdma link", {"links": links}, want)
+
+
+def _mlnx_qos(text: str, want: dict[str, Any]) -> None:
+    qos = parse_mlnx_qos(text)
+    _check("mlnx_qos", {"trust": qos.trust, "dcbx_mode": qos.dcbx_mode, "pfc_enabled": qos.pfc_enabled,
+                        "priority_tc": {str(k): v for k, v in qos.priority_tc.items()}}, want)
+
+
 READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "collective": _collective,
            "transport": _transport, "verdict": _verdict,
            # node-level outputs, read through the public fact parsers
-           "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i}
+           "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i, "ethtool_S": _ethtool_s,
+           "sysfs_counters_ttar": _sysfs_counters_ttar, "mlnx_qos": _mlnx_qos,
+           "sysfs_counters_grep": _sysfs_counters_grep, "rdma_link": _rdma_link}
 
 
 @pytest.mark.parametrize("entry", INDEX, ids=[e["file"] for e in INDEX])

@@ -97,6 +97,6 @@ def test_demo_doctor_text_shows_node_nic_link_and_usb4_findings() -> None:
     assert "FAIL  node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)" in out
     assert "WARN  node-a:thunderbolt0 <-> node-b:thunderbolt0  thunderbolt-net (no RDMA)" in out
     for check_id in ("node.gtt", "nic.pcie_link", "link.mtu", "dcb.pause_and_pfc", "e810.fw_lldp",
-                     "rdma.active_mtu", "link.transport"):
+                     "rdma.active_mtu", "link.transport", "node.rdma_core_version", "fabric.counters"):
         assert check_id in out
-    assert "2 failed · 6 warnings" in out
+    assert "3 failed · 7 warnings" in out

@@ -115,6 +115,9 @@ async def run_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
     assert "≤ 150 µs one-way" in str(tcp.query_one(".details").render())
     assert panel(app, "node-a-node-b:bandwidth:rdma").view.status is Status.FAIL  # the recording: 51%
     assert panel(app, "rccl").view.status is Status.PASS
+    counters = panel(app, "counters")  # read around the run: the recording's deltas, judged
+    assert counters.view.status is Status.WARN and counters.border_title == "Fabric counters"
+    assert "ip4InDiscards 3 -> 415 (+412, discard)" in str(counters.query_one(".details").render())
     assert len(rdma.query_one(Sparkline).data or []) >= 5
     ratio = str(app.screen.query_one("#ratio-node-a-node-b", Static).render())
     assert "like for like" in ratio and "ratio" in ratio

@@ -105,7 +105,7 @@ def test_family_rules_are_declared_by_the_vendor() -> None:
     e810, connectx = vendors.e810.E810, vendors.connectx.CONNECTX
     assert e810.qos.max_pfc_tcs == 1 and e810.qos.fw_lldp_flag == "fw-lldp-agent"
     assert e810.qos.trust == "dscp-app-entry" and e810.qos.trust_by_dscp_entry
-    assert connectx.qos.trust == "apptrust"
+    assert connectx.qos.trust == "dscp-app-entry" and connectx.qos.trust_by_dscp_entry  # mlx5 en_dcbnl.c
     assert e810.roce_switch is not None and e810.roce_switch.devlink_param == "enable_roce"
     assert connectx.qos.tool_command("eth4", "--trust dscp") == "mlnx_qos -i eth4 --trust dscp"
     assert e810.qos.tool_command("eth4", "--trust dscp") == ""

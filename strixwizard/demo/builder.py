@@ -331,6 +331,15 @@ class FakeNode:
         for name, value in counters.items():
             self.file(f"{device_dir}/ports/{port}/hw_counters/{name}", f"{value}\n")
 
+    def statistics(self, netdev: str, counters: dict[str, int]) -> None:
+        """`ethtool -S IF` as ethtool prints it (a header, then indented `name: value` lines)."""
+        self.command(["ethtool", "-S", netdev], "NIC statistics:\n" + "".join(
+            f"     {name}: {value}\n" for name, value in counters.items()))
+
+    def rdma_links(self, links: list[dict[str, Any]]) -> None:
+        """`rdma -j link show` as iproute2's rdma/link.c prints it (one JSON line)."""
+        self.command(["rdma", "-j", "link", "show"], json.dumps(links, separators=(",", ":")) + "\n")
+
     def devinfo(self, device: str, vendor_id: int, part_id: int, fw_ver: str,
                 ports: list[tuple[int, str, int, int, str]], guid: str = "0000:0000:0000:0000") -> None:
         """An `ibv_devinfo` block: ports as (number, state, max_mtu, active_mtu, link_layer)."""

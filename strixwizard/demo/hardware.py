@@ -54,8 +54,10 @@ def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = N
          address: str = "0000:c2:00.0", bridge: str = "0000:00:01.1",
          netdev: str = "enp194s0np0", rdmadev: str = "rocep194s0", device_id: int = 0x1592,
          pcie: tuple[str, int, str, int] = PCIE4_X16, firmware: str = "4.91 0x800214b5 1.3909.0",
-         speed: int = 100000, iwarp: bool = False) -> None:
-    """Intel E810-CQDA1 (8086:1592) with in-tree ice + irdma in RoCE v2 mode."""
+         speed: int = 100000, iwarp: bool = False, counters: dict[str, int] | None = None,
+         statistics: dict[str, int] | None = None) -> None:
+    """Intel E810-CQDA1 (8086:1592) with in-tree ice + irdma in RoCE v2 mode. `counters`:
+    its hw_counters (default: the CNP/ECN ones at 0); `statistics`: `ethtool -S` counters."""
     setup = setup or RoceSetup()
     pci_dir = node.pci_device(address, 0x8086, device_id, 0x020000, "ice", bridge=bridge, link=pcie)
     node.netdev(netdev, pci_dir, mac, mtu=setup.mtu, speed=speed, up=setup.link_up,
@@ -83,7 +85,10 @@ def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = N
                    rate="100 Gb/sec (4X EDR)" if speed >= 100000 else "25 Gb/sec (1X EDR)")
     node.devinfo(rdmadev, 0x8086, device_id, "1.70", [
         (1, "ACTIVE" if setup.link_up else "DOWN", 4096, roce_active_mtu(setup.mtu, 4096)[0], "Ethernet")])
-    node.hw_counters(dev, 1, {"cnpSent": 0, "cnpHandled": 0, "RxECNMrkd": 0})
+    node.hw_counters(dev, 1, {"cnpSent": 0, "cnpHandled": 0, "RxECNMrkd": 0} if counters is None
+                     else counters)
+    if statistics is not None:
+        node.statistics(netdev, statistics)
     if setup.dcqcn is not None:
         node.file(f"/sys/kernel/config/irdma/{rdmadev}/roce_dcqcn_enable", f"{int(setup.dcqcn)}\n")
     if setup.roce_mode:
@@ -95,9 +100,12 @@ def connectx(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None
              address: str = "0000:c2:00.0", bridge: str = "0000:00:01.1",
              netdev: str = "enp194s0f0np0", rdmadev: str = "mlx5_0", device_id: int = 0x101D,
              pcie: tuple[str, int, str, int] = PCIE4_X16,
-             firmware: str = "22.39.1002 (MT_0000000437)", speed: int = 100000) -> None:
+             firmware: str = "22.39.1002 (MT_0000000437)", speed: int = 100000,
+             counters: dict[str, int] | None = None, mlnx_qos: str | None = None,
+             traffic_class: int | None = None) -> None:
     """NVIDIA ConnectX (mlx5_core + mlx5_ib). The GID table lists v1/v2 pairs, so the
-    IPv4 RoCE v2 entry is index 3."""
+    IPv4 RoCE v2 entry is index 3. `mlnx_qos`: the output of `mlnx_qos -i IF` (MLNX_OFED
+    installed); `traffic_class`: the global RoCE tclass of tc/1/traffic_class (MLNX_OFED)."""
     setup = setup or RoceSetup(trust=("dscp",))
     pci_dir = node.pci_device(address, 0x15B3, device_id, 0x020000, "mlx5_core", bridge=bridge,
                               link=pcie)
@@ -119,7 +127,11 @@ def connectx(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None
     node.devinfo(rdmadev, 0x02C9, 4125, firmware.split()[0],
                  [(1, "ACTIVE", 4096, roce_active_mtu(setup.mtu, 4096)[0], "Ethernet")])
     node.hw_counters(dev, 1, {"np_cnp_sent": 0, "rp_cnp_handled": 0,
-                              "np_ecn_marked_roce_packets": 0})
+                              "np_ecn_marked_roce_packets": 0} if counters is None else counters)
+    if mlnx_qos is not None:
+        node.command(["mlnx_qos", "-i", netdev], mlnx_qos)
+    if traffic_class is not None:
+        node.file(f"{dev}/tc/1/traffic_class", f"Global tclass={traffic_class}\n")
     for point in ("roce_np", "roce_rp"):
         for priority in range(8):
             node.file(f"{pci_dir}/net/{netdev}/ecn/{point}/enable/{priority}",

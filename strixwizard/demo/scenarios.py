@@ -8,14 +8,23 @@ Faults left in for the wizard to find (each is a real, common one):
   only half of RAM and big models will not load;
 - node-b's E810 kept MTU 1500 (RoCE active_mtu 1024, and a mismatch with node-a's 9000),
   its firmware LLDP agent is still on, and link-level pause is on together with PFC;
-- the USB4 link is TCP only (thunderbolt-net): fine for management, not for RCCL.
+- the USB4 link is TCP only (thunderbolt-net): fine for management, not for RCCL;
+- its fabric counters (as read after the recorded RDMA run, recordings/counters.json) show
+  node-b's global pause and node-a's irdma discards: PFC is not doing its job;
+- node-b runs Ubuntu 24.04, whose rdma-core 50 (libirdma) is known to make RCCL fail with
+  `Unknown completion` errors against irdma (strixwizard/data/known_bad.json).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import PCIE4_X4_OF_X16, RoceSetup, e810, onboard_lan, usb4_routers
+from strixwizard.facts.packages import DPKG_QUERY, PACKAGES
 
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
 TUNED_CMDLINE = "iommu=pt amdgpu.gttsize=126976 ttm.pages_limit=32505856"
 MEM_TOTAL_KB = 131533192
 
@@ -31,15 +40,56 @@ def strix_halo_node(hostname: str, tuned_gtt: bool = True) -> FakeNode:
     return node
 
 
+#: `dpkg-query -W` answers of Ubuntu 24.04 (noble): its rdma-core 50 and linux-firmware.
+NOBLE_PACKAGES = {"rdma-core": "50.0-2build2", "ibverbs-providers": "50.0-2build2",
+                  "linux-firmware": "20240318.git3b128b60-0ubuntu2.1"}
+NOBLE_OS_RELEASE = ('PRETTY_NAME="Ubuntu 24.04.3 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\n'
+                    'VERSION="24.04.3 LTS (Noble Numbat)"\nVERSION_CODENAME=noble\nID=ubuntu\n'
+                    'ID_LIKE=debian\n')
+
+
+def ubuntu_noble(node: FakeNode, cmdline_extra: str = "iommu=pt") -> None:
+    """An Ubuntu 24.04 install (mainline 6.18 kernel): os-release and what dpkg-query knows."""
+    node.kernel(release="6.18.6-061806-generic", cmdline_extra=cmdline_extra,
+                os_pretty="Ubuntu 24.04.3 LTS")
+    node.file("/usr/lib/os-release", NOBLE_OS_RELEASE)
+    for package in PACKAGES:
+        argv = list(DPKG_QUERY.command(package=package))
+        if package in NOBLE_PACKAGES:
+            node.command(argv, f"{package}\t{NOBLE_PACKAGES[package]}\n")
+        else:
+            node.command(argv, "", rc=1, stderr=f"dpkg-query: no packages found matching {package}\n")
+
+
+def recorded_counters(node: str) -> tuple[dict[str, int], dict[str, int]]:
+    """A demo node's `ethtool -S` and hw_counters as read after the recorded RDMA run
+    (recordings/counters.json): what its snapshot holds."""
+    data = json.loads((RECORDINGS / "counters.json").read_text(encoding="utf-8"))
+    after = {s["source"]: s["values"] for s in data["hosts"][node]["after"]}
+    return after["ethtool -S"], after["hw_counters"]
+
+
+def rdma_link(node: FakeNode, device: str, netdev: str, netdev_index: int) -> None:
+    node.rdma_links([{"ifindex": 0, "ifname": device, "port": 1, "state": "ACTIVE",
+                      "physical_state": "LINK_UP", "netdev": netdev, "netdev_index": netdev_index}])
+
+
 def demo_nodes() -> dict[str, FakeNode]:
     a = strix_halo_node("strix-a")
     onboard_lan(a, "192.168.1.21/24", "9c:6b:00:4a:21:01")
-    e810(a, "192.168.100.1/30", "b4:96:91:9c:3a:10", pcie=PCIE4_X4_OF_X16)
+    statistics, counters = recorded_counters("node-a")
+    e810(a, "192.168.100.1/30", "b4:96:91:9c:3a:10", pcie=PCIE4_X4_OF_X16, counters=counters,
+         statistics=statistics)
+    rdma_link(a, "rocep194s0", "enp194s0np0", 3)
     usb4_routers(a, "strix-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01")
 
     b = strix_halo_node("strix-b", tuned_gtt=False)
+    ubuntu_noble(b)
     onboard_lan(b, "192.168.1.22/24", "9c:6b:00:4a:22:01")
     faulty = RoceSetup(mtu=1500, fw_lldp=True, pause=(True, True))
-    e810(b, "192.168.100.2/30", "b4:96:91:9c:41:d8", setup=faulty, pcie=PCIE4_X4_OF_X16)
+    statistics, counters = recorded_counters("node-b")
+    e810(b, "192.168.100.2/30", "b4:96:91:9c:41:d8", setup=faulty, pcie=PCIE4_X4_OF_X16,
+         counters=counters, statistics=statistics)
+    rdma_link(b, "rocep194s0", "enp194s0np0", 3)
     usb4_routers(b, "strix-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
     return {"node-a": a, "node-b": b}

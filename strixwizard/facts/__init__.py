@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from strixwizard.facts import ethtool
+from strixwizard.facts.counters import FabricCounters, fabric_counters
 from strixwizard.facts.cpu import CpuInfo, cpu_info
 from strixwizard.facts.dcb import DcbInfo, dcb_info
 from strixwizard.facts.devlink import devlink_params
@@ -31,10 +32,13 @@ from strixwizard.facts.limits import Memlock, memlock
 from strixwizard.facts.memory import MemoryInfo, memory_info
 from strixwizard.facts.netdev import Netdev, netdevs
 from strixwizard.facts.nic import Nic, nics
+from strixwizard.facts.outputs import Reading, read_output, run_output
 from strixwizard.facts.packages import Packages, packages
 from strixwizard.facts.pci import PciDevice, pci_devices
 from strixwizard.facts.persistence import Persistence, persistence
+from strixwizard.facts.qos import MLNX_QOS, TRAFFIC_CLASS, MlnxQos, TrafficClass
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort, devinfo_captured, rdma_devices
+from strixwizard.facts.rdma_link import RDMA_LINK, RdmaLink
 from strixwizard.facts.rocm import RocmInfo, rocm_info
 from strixwizard.facts.source import run, why_unknown
 from strixwizard.facts.thunderbolt import Usb4Info, usb4_info
@@ -157,6 +161,24 @@ class NodeFacts:
         if netdev not in self._priv:
             self._priv[netdev] = ethtool.priv_flags(self._probe, netdev)
         return self._priv[netdev]
+
+    def counters(self, netdev: str, rdma_device: str | None, port: int | None) -> FabricCounters:
+        """The health counters of a fabric interface and its RDMA port (facts/counters.py)."""
+        ports = [(rdma_device, port)] if rdma_device is not None and port is not None else []
+        return fabric_counters(self._probe, [netdev], ports)
+
+    def mlnx_qos(self, netdev: str) -> Reading[MlnxQos]:
+        """`mlnx_qos -i IF` (ConnectX, when MLNX_OFED's tool is installed)."""
+        return run_output(self._probe, MLNX_QOS, netdev=netdev)
+
+    def traffic_class(self, rdma_device: str) -> TrafficClass | None:
+        """The RoCE global traffic class of /sys/class/infiniband/DEV/tc/1 (None: no such file)."""
+        return read_output(self._probe, TRAFFIC_CLASS, rdmadev=rdma_device, tc="1")
+
+    @cached_property
+    def rdma_links(self) -> Reading[tuple[RdmaLink, ...]]:
+        """`rdma -j link show`: the kernel's RDMA links, a cross-check of sysfs."""
+        return run_output(self._probe, RDMA_LINK)
 
     def why_unknown(self, argv: Sequence[str]) -> str:
         """Why a command gives no answer on this node (not captured, not installed, failed)."""

@@ -81,6 +81,14 @@ def demo_rccl() -> Measurement:
                             detail={"recording": "demo/recordings/all_reduce_perf.txt"})
 
 
+def demo_counters(results: list[Measurement], pair: tuple[str, str]) -> Measurement:
+    """The fabric counters recorded around the RDMA run, judged against `results`."""
+    from strixwizard.live.counters import recorded
+
+    data = json.loads(_recording("counters.json"))
+    return recorded(data, results, pair, REPLAYED)
+
+
 def demo_results(kind: str, nodes: list[str], thresholds: Thresholds, settings: TcpSettings
                  ) -> Iterator[Measurement]:
     pair = (nodes[0], nodes[1])

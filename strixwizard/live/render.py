@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from strixwizard.live.counters import KIND, delta_lines
 from strixwizard.live.report import TestReport, like_for_like
 from strixwizard.live.results import REPLAYED, Measurement
 
@@ -35,6 +36,8 @@ def result_lines(m: Measurement) -> list[str]:
     note = m.detail.get("note") or m.detail.get("notes")
     if note:
         lines.append(f"      note: {note}")
+    if m.kind == KIND:
+        lines += [f"      {line}" for line in delta_lines(m)]
     return lines
 
 

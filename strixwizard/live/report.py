@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strixwizard import __version__
+from strixwizard.live.counters import counter_rows
 from strixwizard.live.history import Comparison
 from strixwizard.live.results import Measurement, exit_code, overall_status, verdicts
 from strixwizard.live.verdict import ratio_text
@@ -108,6 +109,7 @@ class TestReport:
             "like_for_like": [c.to_json() for c in like_for_like(self.results)],
             "matrix": self.matrix,
             "history": self.history,
+            "counters": counter_rows(self.results),
         }
         if self.error:
             document["error"] = self.error

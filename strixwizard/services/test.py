@@ -9,12 +9,14 @@ starts; closing the stream stops what is still running too.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strixwizard.engine import Node
 from strixwizard.errors import UsageError
+from strixwizard.live.counters import Target, sampled
+from strixwizard.live.counters import targets as counter_targets
 from strixwizard.live.hosts import Host
 from strixwizard.live.plan import PairPlan
 from strixwizard.live.results import Measurement
@@ -79,12 +81,16 @@ def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
 def demo_stream(kind: str, chosen: list[str], thresholds: Thresholds, tcp: TcpSettings,
                 cancel: Cancel | None = None) -> Iterator[Measurement]:
     """The demo: TCP measured for real on loopback, RDMA and RCCL replayed from recordings."""
-    from strixwizard.live.demo import demo_results
+    from strixwizard.live.demo import demo_counters, demo_results
 
+    results = []
     for measurement in demo_results(kind, chosen, thresholds, tcp):
         if cancel is not None and cancel.cancelled:
             return
+        results.append(measurement)
         yield measurement
+    if kind == "matrix":  # the counters recorded around the RDMA run
+        yield demo_counters(results, (chosen[0], chosen[-1]))
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,9 @@ class Prepared:
     down: dict[str, str]
     plans: dict[tuple[str, str], PairPlan]
     addresses: dict[str, str]
+    sessions: dict[str, Host] = field(default_factory=dict)  # the same hosts, unscoped (collect)
+    counters: dict[str, Target] = field(default_factory=dict)  # fabric counters read around a run
+    cancel: Cancel | None = None
 
     def close(self) -> None:
         for host in self.hosts.values():
@@ -111,7 +120,8 @@ def prepare(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]],
     plans = {pair: plan_pair(site, facts, *pair) for pair in pairs
              if pair[0] not in down and pair[1] not in down}
     addresses = {spec.name: spec.host or spec.name for spec in site.nodes}
-    return Prepared(hosts, down, plans, addresses)
+    return Prepared(hosts, down, plans, addresses, plain, counter_targets(site, facts, list(plain)),
+                    cancel)
 
 
 def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequence[tuple[str, str]],
@@ -126,7 +136,11 @@ def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequen
         return
     hosts = {n: prepared.hosts[n] for n in chosen}
     plans = {pair: prepared.plans[pair] for pair in pairs}
-    yield from run_tests(kind, hosts, plans, chosen, settings, prepared.addresses, timing)
+    stream = run_tests(kind, hosts, plans, chosen, settings, prepared.addresses, timing)
+    wanted = {n: t for n, t in prepared.counters.items() if n in chosen}
+    cancel = prepared.cancel
+    yield from sampled(stream, prepared.sessions, wanted, (chosen[0], chosen[-1]),
+                       lambda: cancel is not None and cancel.cancelled)
 
 
 def site_stream(site: Site, nodes: Sequence[Node], kind: str, chosen: list[str],

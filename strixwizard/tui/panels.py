@@ -17,6 +17,7 @@ from strixwizard.model import Status
 PANELS = (("latency", "rdma", "RDMA latency"), ("latency", "tcp", "TCP baseline"),
           ("bandwidth", "rdma", "RDMA bandwidth"))
 RCCL_TITLE = "RCCL all-reduce"
+COUNTERS_TITLE = "Fabric counters"
 
 
 def pair_key(pair: Sequence[str]) -> str:
@@ -24,8 +25,8 @@ def pair_key(pair: Sequence[str]) -> str:
 
 
 def panel_key(m: Measurement) -> str:
-    if m.kind == "rccl":
-        return "rccl"
+    if m.kind in ("rccl", "counters"):
+        return m.kind
     return f"{pair_key(m.pair)}:{m.kind}:{m.transport}"
 
 
@@ -53,6 +54,15 @@ class PanelView:
         if self.verdict is None:
             return ""
         return "replayed recording" if self.verdict.source == REPLAYED else "measured"
+
+    def counter_lines(self) -> list[str]:
+        """A counters panel: its summary, then the counters that changed (live/counters.py)."""
+        from strixwizard.live.counters import delta_lines
+
+        m = self.verdict
+        if m is None or m.kind != "counters":
+            return []
+        return [m.summary, *delta_lines(m, limit=6)]
 
     def reference_text(self) -> str:
         parts = []
@@ -89,10 +99,12 @@ def panel_views(pairs: Sequence[tuple[str, str]], results: Sequence[Measurement]
     for m in results:
         key = panel_key(m)
         panel = panels.get(key)
+        if panel is None and m.kind == "counters":  # read around the run, shown with its link
+            panel = panels[key] = PanelView(key, COUNTERS_TITLE, pair_key(m.pair))
         if panel is None:  # a result the plan did not foresee (an SSH error): its own panel
             title = f"{m.transport.upper()} {m.kind}" if m.kind != "rccl" else RCCL_TITLE
             panel = panels[key] = PanelView(key, title, pair_key(m.pair))
-        if m.role == "reference":
+        if m.role == "reference" and m.kind != "counters":
             panel.references.append(m)
         else:
             panel.verdict = m

@@ -2,6 +2,11 @@
 
 Device ids from the mlx5/mlx4 PCI tables (research domain notes §2); QoS from
 upstream DCB netlink, with MLNX_OFED's `mlnx_qos` as the vendor tool (§3).
+
+Trust: mlx5 switches the port to DSCP trust when the first DSCP APP entry is added and back
+to PCP when the last one goes (`mlx5e_dcbnl_ieee_setapp`/`_delapp` in
+drivers/net/ethernet/mellanox/mlx5/core/en_dcbnl.c), so without `dcb apptrust` the trust
+state follows from `dcb app`; `mlnx_qos -i IF`, when installed, prints it outright.
 """
 
 from __future__ import annotations
@@ -26,11 +31,15 @@ CONNECTX = Vendor(
     device_range=(0x1000, 0x10FF),
     netdev_drivers=("mlx5_core",),
     rdma_driver="mlx5_ib",
-    qos=Qos(tool="mlnx_qos -i {netdev}", tool_package="MLNX_OFED"),
+    qos=Qos(trust="dscp-app-entry", tool="mlnx_qos -i {netdev}", tool_package="MLNX_OFED"),
     notes=(
         Note("mlx5 implements DCB netlink, so upstream `dcb` works; MLNX_OFED's equivalent is "
              "`mlnx_qos -i IF --trust dscp --pfc 0,0,0,1,0,0,0,0`.",
              "att/netarbiter OUTPUTSAMPLE"),
+        Note("Without `dcb apptrust`, mlx5 trusts DSCP exactly while DSCP APP entries exist; "
+             "`mlnx_qos -i IF` prints `Priority trust state`, and "
+             "/sys/class/infiniband/DEV/tc/1/traffic_class the RoCE ToS (`Global tclass=106`).",
+             "mlx5 en_dcbnl.c mlx5e_dcbnl_ieee_setapp; att/netarbiter OUTPUTSAMPLE"),
         Note("The GID table lists RoCE v1/v2 pairs: the IPv4 RoCE v2 entry is usually index 3.",
              "show_gids output"),
         Note("rdma_cm mode and ToS: `cma_roce_mode -d mlx5_0 -p 1 -m 2`, `cma_roce_tos`."),

@@ -62,7 +62,13 @@ class TestPanel(Vertical):
             self.set_class(view.status is not None and _CLASS[view.status] == name, name)
         verdict, details = self.query_one(".verdict", Static), self.query_one(".details", Static)
         m = view.verdict
-        if m is None or view.status is None:
+        counters = view.counter_lines()
+        if counters:  # fabric counters: judged (WARN) or only reported, with their deltas
+            mark = (badge(view.status, 4).stylize("reverse") if view.status is not None
+                    else Content.styled("read", "$text-muted"))
+            verdict.update(Content.assemble(mark, "  ", Content.styled(view.source, "bold")))
+            details.update(Content("\n".join(counters)))
+        elif m is None or view.status is None:
             verdict.update(Content.styled("running…" if self.running else "not measured", "$text-muted"))
             details.update("")
         else:

@@ -1,0 +1,189 @@
+"""Fabric health counters: `ethtool -S IF` and the RDMA port counters in sysfs.
+
+Three sources, each declared once:
+- `ethtool -S IF` prints `name: value` lines under a "NIC statistics:" header (published
+  excerpts are often `grep`ped, without the header). PFC pause counters per priority are
+  `rx_priority_N_xon.nic`/`tx_priority_N_xoff.nic` on ice (E810; `link_xon_rx.nic` for
+  link-level pause), `rx_prioN_pause`/`rx_prioN_pause_duration` on mlx5 with
+  `rx_pause_ctrl_phy`/`tx_pause_ctrl_phy` for global pause;
+- `/sys/class/infiniband/DEV/ports/P/hw_counters/NAME`: one number per file, names per
+  driver. irdma (drivers/infiniband/hw/irdma/verbs.c, `irdma_hw_stat_descs`): `cnpHandled`,
+  `cnpSent`, `RxECNMrkd`, `ip4InDiscards`, `tcpRetransSegs`; the GEN3 statistics patch
+  ("RDMA/irdma: Add GEN3 HW statistics support", 2025) renamed the TCP and RDMA ones
+  (`RetransSegs`, `InRdmaWrites`, ...) and added `Nak Sequence Error`, `RTO`, `Rcvd Out of
+  order packets` (names with spaces). mlx5: `out_of_sequence`, `packet_seq_err`,
+  `local_ack_timeout_err`, `out_of_buffer`, `np_cnp_sent`, `rp_cnp_handled`,
+  `np_ecn_marked_roce_packets`. rxe (drivers/infiniband/sw/rxe/rxe_hw_counters.c):
+  `out_of_seq_request` (`out_of_sequence` before 4.19), `rcvd_seq_err`, `retry_exceeded_err`...
+  `lifespan` is the cache time of the others, not a counter;
+- `/sys/class/infiniband/DEV/ports/P/counters/NAME`: the IB port counters
+  (`port_xmit_discards`, `symbol_error`, `port_rcv_errors`, ...).
+
+Every counter gets a kind (pause, retransmit, sequence, cnp, ecn, discard, other): what a
+grown counter means for a lossless fabric. Retransmits, sequence errors and discards are
+errors; pauses, CNPs and ECN marks are the flow control at work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from strixwizard.facts.outputs import Output, command_output, file_output, read_output, run_output
+from strixwizard.probe import Probe
+
+IB = "/sys/class/infiniband"
+#: hw_counters entries that are not counters.
+NOT_COUNTERS = frozenset({"lifespan"})
+KINDS = ("pause", "retransmit", "sequence", "cnp", "ecn", "discard", "other")
+#: Kinds that mean packets were lost or resent: the fabric is not lossless.
+ERROR_KINDS = frozenset({"retransmit", "sequence", "discard"})
+
+_STAT_LINE = re.compile(r"^\s*(?P<name>\S(?:.*\S)?)\s*:\s+(?P<value>-?\d+)\s*$")
+
+#: Exact names, per driver, and what they count.
+_NAMED: dict[str, str] = {
+    # irdma (both the names before and after the GEN3 statistics rename)
+    "cnpHandled": "cnp", "cnpSent": "cnp", "cnpIgnored": "cnp", "RxECNMrkd": "ecn",
+    "ip4InDiscards": "discard", "ip6InDiscards": "discard",
+    "tcpRetransSegs": "retransmit", "RetransSegs": "retransmit", "RTO": "retransmit",
+    "Nak Sequence Error": "sequence", "Nak Sequence Error Implied": "sequence",
+    "Rcvd Out of order packets": "sequence", "CRC errors": "discard",
+    # mlx5
+    "out_of_sequence": "sequence", "packet_seq_err": "sequence", "implied_nak_seq_err": "sequence",
+    "local_ack_timeout_err": "retransmit", "duplicate_request": "retransmit",
+    "rnr_nak_retry_err": "retransmit", "req_transport_retries_exceeded": "retransmit",
+    "roce_adp_retrans": "retransmit", "roce_adp_retrans_to": "retransmit",
+    "out_of_buffer": "discard", "rx_out_of_buffer": "discard",
+    "np_cnp_sent": "cnp", "rp_cnp_handled": "cnp", "rp_cnp_ignored": "cnp",
+    "np_ecn_marked_roce_packets": "ecn", "rx_ecn_mark": "ecn",
+    "rx_discards_phy": "discard", "tx_discards_phy": "discard",
+    # rxe
+    "out_of_seq_request": "sequence", "rcvd_seq_err": "sequence",
+    "retry_exceeded_err": "retransmit", "retry_rnr_exceeded_err": "retransmit",
+    "completer_retry_err": "retransmit",
+    # IB port counters (counters/)
+    "port_xmit_discards": "discard", "port_rcv_errors": "discard", "symbol_error": "discard",
+    "link_downed": "discard", "local_link_integrity_errors": "discard",
+    "excessive_buffer_overrun_errors": "discard",
+}
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(rx|tx)_priority_\d_(xon|xoff)(\.nic)?$"), "pause"),  # ice per priority
+    (re.compile(r"^link_(xon|xoff)_(rx|tx)(\.nic)?$"), "pause"),  # ice link-level pause
+    (re.compile(r"^(rx|tx)_prio\d_pause(_duration|_transition)?$"), "pause"),  # mlx5 per priority
+    (re.compile(r"^(rx|tx)_(global_)?pause(_ctrl_phy|_duration|_transition)?$"), "pause"),
+    (re.compile(r"^(rx|tx)_prio\d_(buf|cong)_discard$"), "discard"),
+    (re.compile(r"^(rx|tx)_prio\d_marked$"), "ecn"),
+)
+
+
+def counter_kind(name: str) -> str:
+    """What a counter of that name counts: one of KINDS."""
+    named = _NAMED.get(name)
+    if named is not None:
+        return named
+    return next((kind for pattern, kind in _PATTERNS if pattern.match(name)), "other")
+
+
+def parse_ethtool_stats(text: str) -> dict[str, int]:
+    """`ethtool -S IF`: counter name → value, in the order printed. Lines that are not
+    `name: number` (the header, `grep` context) are skipped; no counter at all is an error."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        match = _STAT_LINE.match(line)
+        if match:
+            values.setdefault(match.group("name"), int(match.group("value")))
+    if not values:
+        raise ValueError("no `name: value` counter line")
+    return values
+
+
+def parse_counter(text: str) -> int:
+    """One sysfs counter file: a decimal number."""
+    value = text.strip()
+    if not re.fullmatch(r"\d+", value):
+        raise ValueError(f"not a counter value: {value[:40]!r}")
+    return int(value)
+
+
+STATISTICS: Output[dict[str, int]] = command_output(
+    "ethtool.statistics", ("ethtool", "-S", "{netdev}"), parse_ethtool_stats)
+HW_COUNTER: Output[int] = file_output(
+    "rdma.hw_counter", IB + "/{rdmadev}/ports/{port}/hw_counters/{counter}", parse_counter)
+PORT_COUNTER: Output[int] = file_output(
+    "rdma.port_counter", IB + "/{rdmadev}/ports/{port}/counters/{counter}", parse_counter)
+
+
+@dataclass(frozen=True)
+class CounterSet:
+    """The counters of one interface or RDMA port, read at one moment."""
+
+    device: str  # "enp194s0np0" (ethtool -S) or "rocep194s0/1" (hw_counters, counters)
+    source: str  # "ethtool -S", "hw_counters", "counters"
+    values: dict[str, int] = field(default_factory=dict)
+
+    def of_kind(self, *kinds: str) -> dict[str, int]:
+        return {n: v for n, v in self.values.items() if counter_kind(n) in kinds}
+
+    @property
+    def health(self) -> dict[str, int]:
+        """The counters that say something about the fabric (every kind but "other")."""
+        return {n: v for n, v in self.values.items() if counter_kind(n) != "other"}
+
+
+@dataclass(frozen=True)
+class FabricCounters:
+    """Every counter set read from a node's fabric interfaces, and what could not be read."""
+
+    sets: tuple[CounterSet, ...]
+    notes: tuple[str, ...] = ()
+
+
+def _port_files(probe: Probe, out: Output[int], directory: str, device: str, port: int
+                ) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for name in sorted(probe.listdir(f"{IB}/{device}/ports/{port}/{directory}")):
+        if name in NOT_COUNTERS:
+            continue
+        value = read_output(probe, out, rdmadev=device, port=str(port), counter=name)
+        if value is not None:
+            values[name] = value
+    return values
+
+
+def netdev_counters(probe: Probe, netdev: str) -> tuple[CounterSet | None, str]:
+    """`ethtool -S` of one interface, or None with the reason."""
+    reading = run_output(probe, STATISTICS, netdev=netdev)
+    if reading.value is None:
+        return None, reading.note
+    return CounterSet(netdev, "ethtool -S", reading.value), ""
+
+
+def port_counters(probe: Probe, device: str, port: int) -> tuple[CounterSet, ...]:
+    """The hw_counters and counters of one RDMA port (the directories that exist)."""
+    found = []
+    for directory, out in (("hw_counters", HW_COUNTER), ("counters", PORT_COUNTER)):
+        values = _port_files(probe, out, directory, device, port)
+        if values:
+            found.append(CounterSet(f"{device}/{port}", directory, values))
+    return tuple(found)
+
+
+def fabric_counters(probe: Probe, netdevs: Sequence[str], ports: Sequence[tuple[str, int]]
+                    ) -> FabricCounters:
+    """The counters of the given interfaces (`ethtool -S`) and RDMA ports (sysfs)."""
+    sets: list[CounterSet] = []
+    notes: list[str] = []
+    for netdev in dict.fromkeys(netdevs):
+        found, note = netdev_counters(probe, netdev)
+        if found is not None:
+            sets.append(found)
+        else:
+            notes.append(note)
+    for device, port in dict.fromkeys(ports):
+        found_ports = port_counters(probe, device, port)
+        sets.extend(found_ports)
+        if not found_ports:
+            notes.append(f"{device}/{port}: no hw_counters or counters in sysfs")
+    return FabricCounters(tuple(sets), tuple(notes))

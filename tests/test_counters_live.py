@@ -1,0 +1,158 @@
+"""Fabric counters read before and after a live test run (strixwizard/live/counters.py): the
+collector spec, the deltas, the lossy WARN, the report's "counters" list, the text output,
+the wizard's panel and the demo's recorded deltas."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from strixwizard import __version__
+from strixwizard.demo.builder import FakeNode
+from strixwizard.demo.hardware import connectx
+from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.facts.counters import CounterSet, FabricCounters
+from strixwizard.live import report as live_report
+from strixwizard.live.counters import (
+    LOSSY,
+    Sample,
+    Target,
+    counters_measurement,
+    sampled,
+)
+from strixwizard.live.render import result_lines
+from strixwizard.live.results import Measurement
+from strixwizard.model import Status
+from strixwizard.probe import Probe
+from strixwizard.probe.collector import DirSink, collect
+from strixwizard.probe.snapshot import SnapshotProbe
+from strixwizard.site import Thresholds
+from strixwizard.tui.panels import panel_views
+from tests.conftest import run_cli
+
+PAIR = ("node-a", "node-b")
+
+
+def rdma_latency(status: Status = Status.PASS) -> Measurement:
+    return Measurement("latency", "rdma", "ib_write_lat", PAIR, status, "RDMA: median 5.2 µs",
+                       figure=5.2, unit="µs")
+
+
+def counters(device: str, source: str, **values: int) -> Sample:
+    return Sample(FabricCounters((CounterSet(device, source, dict(values)),)))
+
+
+class CapturingHost:
+    """A node the counters are collected from: the real collector over a FakeNode's tree,
+    whose counters change between the two reads."""
+
+    name = "node-a"
+    python = "python3"
+
+    def __init__(self, tmp_path: Path, nodes: list[FakeNode]) -> None:
+        self.tmp_path, self.nodes, self.specs = tmp_path, nodes, []  # type: ignore[var-annotated]
+
+    def collect(self, spec: Mapping[str, Any] | None = None) -> Probe:
+        assert spec is not None
+        self.specs.append(spec)
+        node = self.nodes.pop(0)
+        root, out = self.tmp_path / f"root{len(self.specs)}", self.tmp_path / f"snap{len(self.specs)}"
+        node.finish()
+        node.write_root(root)
+        collect(dict(spec), DirSink(os.fspath(out)), __version__, os.fspath(root), node._answer)
+        return SnapshotProbe.load(out)
+
+
+def cx_node(out_of_sequence: int, pause: int) -> FakeNode:
+    node = strix_halo_node("cx-a")
+    connectx(node, "10.10.0.1/24", "0c:42:a1:11:22:01",
+             counters={"out_of_sequence": out_of_sequence, "np_cnp_sent": 2, "lifespan": 10})
+    node.statistics("enp194s0f0np0", {"rx_packets": 10, "rx_prio3_pause": pause})
+    return node
+
+
+def test_counters_are_collected_with_a_small_spec_and_their_deltas_judged(tmp_path: Path) -> None:
+    host = CapturingHost(tmp_path, [cx_node(0, 5), cx_node(3, 9)])
+    target = Target(("enp194s0f0np0",), (("mlx5_0", 1),))
+
+    def run() -> Iterator[Measurement]:
+        yield rdma_latency()
+
+    out = list(sampled(run(), {"node-a": host}, {"node-a": target}, PAIR))
+    assert host.specs[0] == {
+        "files": ["/sys/class/infiniband/mlx5_0/ports/1/hw_counters/*",
+                  "/sys/class/infiniband/mlx5_0/ports/1/counters/*"],
+        "links": ["/sys/class/infiniband/*"],
+        "commands": [{"argv": ["ethtool", "-S", "enp194s0f0np0"]}]}
+    assert out[0].kind == "latency"
+    last = out[1]
+    assert last.kind == "counters" and last.status is Status.WARN and last.role == "verdict"
+    assert last.summary == (f"{LOSSY}: node-a:mlx5_0/1 out_of_sequence +3 while RDMA latency "
+                            "node-a-node-b passed")
+    rows = {(r["device"], r["counter"]): r for r in last.detail["counters"]}
+    assert rows[("mlx5_0/1", "out_of_sequence")] == {
+        "host": "node-a", "device": "mlx5_0/1", "counter": "out_of_sequence", "before": 0,
+        "after": 3, "delta": 3, "kind": "sequence"}
+    assert rows[("enp194s0f0np0", "rx_prio3_pause")]["delta"] == 4
+    assert ("enp194s0f0np0", "rx_packets") not in rows  # only health counters where there are some
+    assert ("mlx5_0/1", "lifespan") not in rows
+
+
+def test_growth_without_a_passing_test_or_without_errors_is_reported_not_judged() -> None:
+    before = {"node-a": counters("rocep194s0/1", "hw_counters", tcpRetransSegs=1, cnpHandled=0)}
+    after = {"node-a": counters("rocep194s0/1", "hw_counters", tcpRetransSegs=4, cnpHandled=7)}
+    failed = counters_measurement(before, after, [rdma_latency(Status.FAIL)], PAIR)
+    assert failed.status is None and failed.role == "reference"
+    assert failed.summary == ("fabric counters: node-a:rocep194s0/1 tcpRetransSegs +3 "
+                              "(no test passed to judge)")
+    calm = {"node-a": counters("rocep194s0/1", "hw_counters", tcpRetransSegs=1, cnpHandled=7)}
+    quiet = counters_measurement(before, calm, [rdma_latency()], PAIR)
+    assert quiet.status is None and "no retransmit or sequence error grew" in quiet.summary
+    assert "cnpHandled +7" in quiet.summary
+    lost = counters_measurement(before, {"node-a": Sample(None, "counters not read: gone")},
+                                [rdma_latency()], PAIR)
+    assert lost.detail == {"counters": [], "notes": "counters not read: gone"}
+
+
+def test_a_stream_closed_early_or_cancelled_reads_nothing_after(tmp_path: Path) -> None:
+    host = CapturingHost(tmp_path, [cx_node(0, 0), cx_node(0, 0)])
+    target = {"node-a": Target(("enp194s0f0np0",), ())}
+
+    def run() -> Iterator[Measurement]:
+        yield rdma_latency()
+
+    assert [m.kind for m in sampled(run(), {"node-a": host}, target, PAIR, lambda: True)] == ["latency"]
+    assert len(host.specs) == 1
+    assert [m.kind for m in sampled(run(), {"node-a": object()}, target, PAIR)] == ["latency"]
+
+
+def test_report_text_and_wizard_panel_show_the_deltas() -> None:
+    before = {"node-b": counters("enp194s0np0", "ethtool -S", **{"link_xoff_tx.nic": 5})}
+    after = {"node-b": counters("enp194s0np0", "ethtool -S", **{"link_xoff_tx.nic": 9})}
+    m = counters_measurement(before, after, [rdma_latency()], PAIR)
+    report = live_report.TestReport("latency", "site", Thresholds(), results=[rdma_latency(), m])
+    assert report.to_json()["counters"] == [
+        {"host": "node-b", "device": "enp194s0np0", "counter": "link_xoff_tx.nic", "before": 5,
+         "after": 9, "delta": 4, "kind": "pause"}]
+    assert report.to_json()["status"] == "pass"  # pause at work is no error
+    lines = result_lines(m)
+    assert lines[0].startswith("  ref   node-a-node-b  FABRIC counters  ethtool -S, hw_counters:")
+    assert "      node-b:enp194s0np0 link_xoff_tx.nic 5 -> 9 (+4, pause)" in lines
+    view = panel_views([PAIR], [rdma_latency(), m])["counters"]
+    assert view.title == "Fabric counters" and view.link == "node-a-node-b"
+    assert view.counter_lines()[1] == "node-b:enp194s0np0 link_xoff_tx.nic 5 -> 9 (+4, pause)"
+
+
+def test_demo_matrix_shows_recorded_counter_deltas_as_a_lossy_warning() -> None:
+    result = run_cli("test", "matrix", "--demo", "--seconds", "0.5", "--no-references", "--json")
+    doc = result.json()
+    (m,) = [r for r in doc["results"] if r["kind"] == "counters"]
+    assert m["status"] == "warn" and m["source"] == "replayed recording"
+    assert m["summary"].startswith(f"{LOSSY}: node-a:rocep194s0/1 ip4InDiscards +412 while RDMA")
+    grown = {(c["host"], c["counter"]): c["delta"] for c in doc["counters"] if c["delta"]}
+    assert grown == {("node-a", "ip4InDiscards"): 412, ("node-a", "link_xoff_rx.nic"): 1203,
+                     ("node-b", "link_xoff_tx.nic"): 1203}
+    text = run_cli("test", "matrix", "--demo", "--seconds", "0.5", "--no-references").stdout
+    assert "node-b:enp194s0np0 link_xoff_tx.nic 5120 -> 6323 (+1203, pause)" in text
