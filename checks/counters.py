@@ -8,7 +8,7 @@ from checks.scope import vendor_of
 from strixwizard.checking import Each, node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.counters import ERROR_KINDS, KINDS, CounterSet, counter_kind
-from strixwizard.model import Finding, Severity
+from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, fabric_ports, in_use
 
@@ -30,14 +30,7 @@ def totals_text(sets: tuple[CounterSet, ...], kinds: tuple[str, ...]) -> str:
     return "; ".join(parts)
 
 
-@node_check(
-    "fabric.counters",
-    title="No retransmits, sequence errors or discards on the RDMA fabric since boot",
-    why="A lossless RoCE fabric drops nothing: retransmit, sequence-error and discard counters "
-    "that grew mean PFC or the cabling let packets go, which costs latency under load.",
-    severity=Severity.LOW,
-    per=RDMA_INTERFACES,
-)
+@node_check("fabric.counters", per=RDMA_INTERFACES)
 def fabric_counters(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Totals of `ethtool -S IF` and the RDMA port's hw_counters/counters (facts/counters.py):
     warns naming every non-zero retransmit, sequence-error or discard counter."""
@@ -65,13 +58,7 @@ def fabric_counters(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator
                  detail=totals)
 
 
-@node_check(
-    "rdma.link_cross_check",
-    title="The kernel's RDMA link list (rdma link) agrees with sysfs",
-    why="`rdma link` and /sys/class/infiniband come from the same kernel; when they disagree on a "
-    "port's state or netdev, the reading is stale or the tool runs in another namespace.",
-    severity=Severity.LOW,
-)
+@node_check("rdma.link_cross_check")
 def rdma_link_cross_check(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Compares `rdma -j link show` (state, netdev) with the ports read from sysfs; a link
     without netdev (a container that lacks it) is noted, not judged."""
