@@ -140,3 +140,14 @@ def test_empty_gid_slots_are_not_listed_as_unreadable(tmp_path: Path, monkeypatc
     meta = json.loads((out / "meta.json").read_text())
     assert meta["unreadable"] == {"/sys/class/infiniband/rxe0/ports/1/rate": os.strerror(errno.EIO)}
     assert (out / "fs/sys/class/infiniband/rxe0/ports/1/gid_attrs/types/0").exists()
+
+
+def test_commands_find_sbin_tools_from_a_login_without_sbin_on_path(monkeypatch: Any) -> None:
+    """A non-root SSH login on Debian has PATH=/usr/local/bin:/usr/bin:/bin: ethtool, dcb and
+    rdma (in /usr/sbin) must still be found; the user's own PATH keeps its order."""
+    from strixwizard.probe.collector import run_command, search_path
+
+    assert search_path("/usr/bin:/sbin") == "/usr/bin:/sbin:/usr/local/sbin:/usr/sbin"
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    done = run_command(["sh", "-c", 'echo "$PATH"'])
+    assert done["stdout"].strip() == "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"

@@ -47,9 +47,19 @@ def read_bounded(path: str) -> bytes:
     return b"".join(chunks)[:MAX_FILE_BYTES]
 
 
+#: Where ethtool, dcb, devlink and rdma live; a non-root login on Debian has none of them on PATH.
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def search_path(path: str) -> str:
+    """PATH with the sbin folders it lacks appended (the user's own order comes first)."""
+    parts = [part for part in path.split(os.pathsep) if part]
+    return os.pathsep.join(parts + [d for d in SBIN_DIRS if d not in parts])
+
+
 def run_command(argv: list[str]) -> dict[str, Any]:
     """Run argv in the C locale, bounded in time; a missing tool is rc 127, a timeout rc 124."""
-    env = dict(os.environ, LC_ALL="C", LANG="C")
+    env = dict(os.environ, LC_ALL="C", LANG="C", PATH=search_path(os.environ.get("PATH", "")))
     try:
         done = subprocess.run(
             argv,
