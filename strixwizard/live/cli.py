@@ -1,4 +1,4 @@
-"""`strixwizard test latency|bandwidth|rccl|matrix`: registration (cheap) and the handler.
+"""`strixwizard test latency|bandwidth|rccl|matrix|decode`: registration (cheap) and the handler.
 
 `register()` only touches argparse, so `strixwizard doctor` never imports
 paramiko or pyverbs through it; `run()` imports what the test needs.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from strixwizard.cliopts import add_site_options
 
-KINDS = ("latency", "bandwidth", "rccl", "matrix")
+KINDS = ("latency", "bandwidth", "rccl", "matrix", "decode")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -24,7 +24,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         "latency: TCP ping-pong (plus sockperf/qperf) and perftest ib_write_lat, compared like for "
         "like (one-way µs, same statistics); bandwidth: ib_write_bw against the link rate; rccl: "
         "all_reduce_perf with NCCL_DEBUG=INFO, failing a NET/Socket fallback; matrix: every pair, "
-        "in rounds of disjoint pairs. Exit status: 0 pass, 1 a failure, 2 no verdict.",
+        "in rounds of disjoint pairs; decode: all-reduce at a model's decode message sizes over RCCL "
+        "and TCP, and the decode tokens/s it predicts per TP size and transport. "
+        "Exit status: 0 pass, 1 a failure, 2 no verdict.",
     )
     test.add_argument("kind", choices=KINDS, help="what to test")
     add_site_options(test, demo_help="TCP for real on loopback, RDMA replayed from recordings",
@@ -41,6 +43,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--allow-soft-rdma", action="store_true",
                       help="test rxe/siw links too (software RDMA: tests the setup and the tool, "
                       "not production speed); as `allow_soft_rdma: true` in the site file")
+    test.add_argument("--model", metavar="config.json|file.gguf|NAME",
+                      help="decode: the model (a Hugging Face config.json, a GGUF file, or a name from "
+                      "the catalog: Llama-3.1-8B, Llama-3.1-70B, Qwen3-30B-A3B, Qwen3-235B-A22B, "
+                      "gpt-oss-120b, GLM-4.5-Air; default Llama-3.1-70B)")
+    test.add_argument("--batch", type=int, default=1, metavar="N",
+                      help="decode: largest batch; sizes 1, 2, 4 ... N are timed (default 1)")
+    test.add_argument("--tp", metavar="SIZES", help="decode: TP sizes to predict, e.g. 1,2,4 (default 1,2,4)")
+    test.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
+                      help="decode: memory bandwidth per node in GB/s (default 212, measured on Strix Halo)")
     return test
 
 
