@@ -222,3 +222,48 @@ def test_bad_json_and_text_mode(tmp_path: Path) -> None:
     for words in ("predicted decode", "[recorded, all_reduce_perf]", "[estimated, strixwizard tcp ping-pong]",
                   "--mem-bandwidth 200 GB/s", "huggingface.co/meta-llama/Llama-3.1-8B"):
         assert words in text.stdout
+
+
+def test_usb4_networking_beside_the_rdma_nic_is_timed_too(tmp_path: Path) -> None:
+    from strixwizard.decode.links import usb4_paths
+    from strixwizard.demo.hardware import RoceSetup, e810, usb4_routers
+    from strixwizard.demo.scenarios import strix_halo_node
+    from strixwizard.live.plan import plan_pair
+    from strixwizard.site import NodeSpec, Site
+    from tests.scenarios import facts_of
+
+    a, b = strix_halo_node("strix-a"), strix_halo_node("strix-b")
+    e810(a, "192.168.100.1/30", "b4:96:91:9c:3a:10", setup=RoceSetup(roce_mode="RoCE v2"))
+    e810(b, "192.168.100.2/30", "b4:96:91:9c:41:d8", setup=RoceSetup(roce_mode="RoCE v2"))
+    usb4_routers(a, "strix-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01")
+    usb4_routers(b, "strix-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
+    facts = facts_of(tmp_path, {"node-a": a, "node-b": b})
+    site = Site(name="t", nodes=(NodeSpec(name="node-a", snapshot="node-a"),
+                                 NodeSpec(name="node-b", snapshot="node-b")))
+    plan = plan_pair(site, facts, "node-a", "node-b")
+    assert plan.rdma is not None and plan.tcp_address == "192.168.100.2"  # the NIC first
+    (usb4,) = usb4_paths(site, facts, plan)
+    assert usb4.transport == "usb4-tcp" and usb4.address == "10.0.0.2" and "thunderbolt0" in usb4.path
+
+
+def test_a_pair_streams_one_measurement_per_transport_and_the_document_predicts_each() -> None:
+    from strixwizard.decode.document import DecodeRun
+    from strixwizard.decode.links import TcpPath
+    from strixwizard.decode.measure import decode_pair
+    from strixwizard.live.plan import PairPlan
+
+    host = LocalHost("this machine")
+    plan = PairPlan("a", "b", "127.0.0.1", "127.0.0.1", "127.0.0.1", "a:lo -> b:lo 127.0.0.1", True, None,
+                    "no RDMA here", "ethernet")
+    shape = from_catalog("Llama-3.1-8B")
+    run = DecodeRun(shape, [1], [1, 2], 212.0, "test")
+    settings = DecodeSettings(sizes=tuple(sweep(run.messages)), primary=run.messages[0],
+                              seconds_per_size=0.2, round_trips=300, launcher="strixwizard-no-such-mpirun")
+    results = list(decode_pair({"a": host, "b": host}, plan, {}, settings,
+                               [TcpPath("usb4-tcp", "127.0.0.1", "a:thunderbolt0 -> b:thunderbolt0")]))
+    assert [(m.transport, m.status) for m in results] == \
+        [("tcp", Status.PASS), ("tcp", Status.PASS), ("rdma", Status.SKIP)]
+    document = run.document(results)
+    assert {p["transport"] for p in document["predictions"]} == {"tcp", "usb4-tcp"}
+    usb4 = [p for p in document["collectives"] if p["transport"] == "usb4-tcp"]
+    assert [p["size_bytes"] for p in usb4] == [4096, 8192, 16384]

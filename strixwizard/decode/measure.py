@@ -24,6 +24,7 @@ from strixwizard.decode.collectives import (
     from_pingpong,
 )
 from strixwizard.decode.document import KIND
+from strixwizard.decode.links import TcpPath
 from strixwizard.live.hosts import Host, HostError
 from strixwizard.live.plan import PairPlan, RdmaEnd
 from strixwizard.live.rccl import TOOL as RCCL_TOOL
@@ -126,11 +127,14 @@ def rccl_decode(head: Host, launch_hosts: Sequence[str], pair: tuple[str, str], 
 
 
 def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str],
-                settings: DecodeSettings) -> Iterator[Measurement]:
+                settings: DecodeSettings, other_paths: Sequence[TcpPath] = ()) -> Iterator[Measurement]:
+    """TCP over the plan's link (and over USB4 networking beside it), then RCCL across the pair."""
     client, server = hosts[plan.a], hosts[plan.b]
     transport = USB4 if plan.transport == "thunderbolt-net" else TCP
     note = "" if plan.over_fabric else "over the management network: the nodes share no fabric link"
     yield tcp_decode(client, server, plan.pair, plan.tcp_address, plan.tcp_path, settings, transport, note)
+    for other in other_paths:
+        yield tcp_decode(client, server, plan.pair, other.address, other.path, settings, other.transport)
     launch = [addresses.get(n, n) for n in plan.pair]
     yield rccl_decode(client, launch, plan.pair, list(plan.rdma or ()), settings,
                       rdma_link=plan.rdma is not None)

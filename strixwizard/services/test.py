@@ -178,6 +178,7 @@ def decode_stream(site: Site, nodes: Sequence[Node], pair: tuple[str, str], sett
                   ) -> Iterator[Measurement]:
     """`strixwizard test decode`: the all-reduce at a model's decode sizes, over RCCL and TCP
     (see `strixwizard.decode`); on the demo, RCCL replayed and TCP on loopback."""
+    from strixwizard.decode.links import usb4_paths
     from strixwizard.decode.measure import decode_pair, demo_decode
 
     if demo:
@@ -190,7 +191,10 @@ def decode_stream(site: Site, nodes: Sequence[Node], pair: tuple[str, str], sett
             for name in down:
                 yield unreachable("decode", pair, f"{name}: {prepared.down[name]}")
             return
-        yield from decode_pair(prepared.hosts, prepared.plans[pair], prepared.addresses, settings)
+        plan = prepared.plans[pair]
+        facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+        yield from decode_pair(prepared.hosts, plan, prepared.addresses, settings,
+                               usb4_paths(site, facts, plan))
     finally:
         prepared.close()
 
