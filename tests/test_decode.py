@@ -267,3 +267,32 @@ def test_a_pair_streams_one_measurement_per_transport_and_the_document_predicts_
     assert {p["transport"] for p in document["predictions"]} == {"tcp", "usb4-tcp"}
     usb4 = [p for p in document["collectives"] if p["transport"] == "usb4-tcp"]
     assert [p["size_bytes"] for p in usb4] == [4096, 8192, 16384]
+
+
+IB_WRITE_LAT_STAND_IN = Path(__file__).parent / "data" / "decode" / "ib_write_lat_stand_in.sh"
+
+
+def test_rccl_absent_on_an_rdma_link_estimates_from_ib_write_lat(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from strixwizard.decode.measure import decode_pair
+    from strixwizard.live.plan import PairPlan, RdmaEnd
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ib_write_lat").write_text(IB_WRITE_LAT_STAND_IN.read_text())
+    (bin_dir / "ib_write_lat").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    ends = tuple(RdmaEnd(n, "rocep194s0", 1, 1, 4096, "127.0.0.1", "enp194s0np0", 100.0, "Ethernet")
+                 for n in ("a", "b"))
+    plan = PairPlan("a", "b", "127.0.0.1", "127.0.0.1", "127.0.0.1", "lo", True, (ends[0], ends[1]), "",
+                    "roce-v2")
+    host = LocalHost("this machine")
+    settings = DecodeSettings(sizes=(8192, 16384), primary=8192, seconds_per_size=0.2, round_trips=200,
+                              launcher="strixwizard-no-such-mpirun")
+    results = list(decode_pair({"a": host, "b": host}, plan, {}, settings))
+    rccl, estimate = results[1], results[2]
+    assert rccl.status is Status.SKIP and "RCCL absent" in rccl.summary
+    assert estimate.status is Status.PASS and estimate.tool == "ib_write_lat"
+    points = estimate.detail["collectives"]
+    assert [(p["size_bytes"], p["allreduce_us"], p["source"]) for p in points] == \
+        [(8192, 12.0, "estimated"), (16384, 14.0, "estimated")]  # 2 x (5 + half/4096)

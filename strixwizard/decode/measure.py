@@ -3,7 +3,8 @@
 (the 2-rank ring estimate). Each transport is one `Measurement` of kind "decode" whose
 detail carries the times per size ("collectives"); `document` turns them into predictions.
 
-A run with RCCL absent says so (skip) and keeps the TCP estimate. On the demo the RDMA
+A run with RCCL absent says so (skip) and keeps the TCP estimate; on an RDMA link it
+estimates the RDMA all-reduce from `ib_write_lat` at the same half sizes, labelled so. On the demo the RDMA
 all-reduce is replayed from a recording (labelled "recorded") and the TCP ping-pong runs
 for real on this machine's loopback (labelled, it is no fabric link).
 """
@@ -26,6 +27,7 @@ from strixwizard.decode.collectives import (
 from strixwizard.decode.document import KIND
 from strixwizard.decode.links import TcpPath
 from strixwizard.live.hosts import Host, HostError
+from strixwizard.live.perftest import PerftestSettings, rdma_test
 from strixwizard.live.plan import PairPlan, RdmaEnd
 from strixwizard.live.rccl import TOOL as RCCL_TOOL
 from strixwizard.live.rccl import RcclSettings, rccl_measurement, rccl_test
@@ -33,6 +35,7 @@ from strixwizard.live.results import REPLAYED, Measurement
 from strixwizard.live.tcp import TOOL as TCP_TOOL
 from strixwizard.live.tcp import TcpRunError, TcpSettings, pingpong_stats
 from strixwizard.model import Status
+from strixwizard.site import Thresholds
 
 RECORDING = Path(__file__).resolve().parent.parent / "demo" / "recordings" / "all_reduce_perf_decode.txt"
 LOOPBACK = "127.0.0.1"
@@ -47,6 +50,7 @@ class DecodeSettings:
     round_trips: int = 5000
     launcher: str = "mpirun"
     rccl_timeout: float = 60.0
+    rdma_iterations: int = 1000  # ib_write_lat -n, per size, when RCCL is absent
 
     @property
     def ping_sizes(self) -> list[int]:
@@ -126,6 +130,35 @@ def rccl_decode(head: Host, launch_hosts: Sequence[str], pair: tuple[str, str], 
     return _from_rccl(m, MEASURED, settings, rdma_link)
 
 
+def rdma_pingpong_decode(client: Host, server: Host, plan: PairPlan, settings: DecodeSettings
+                         ) -> Measurement:
+    """RCCL absent on an RDMA link: `ib_write_lat -s` at half of every decode size, and the
+    2-rank all-reduce estimated from it (no RCCL overhead: a lower bound of RCCL over RDMA)."""
+    tool = "ib_write_lat"
+    assert plan.rdma is not None
+    one_way: dict[int, float] = {}
+    for size in settings.ping_sizes:
+        m = rdma_test(tool, client, server, plan.rdma, Thresholds(),
+                      PerftestSettings(size=size, iterations=settings.rdma_iterations))
+        if m.latency is None or m.latency.median_us is None or int(m.detail.get("size_bytes", -1)) != size:
+            status = Status.SKIP if "is not installed" in m.summary else Status.ERROR
+            return Measurement(KIND, "rdma", tool, plan.pair, status,
+                               f"no RDMA estimate either: {m.summary}", path=m.path, unit=UNIT,
+                               detail=_detail([]))
+        one_way[size] = m.latency.median_us
+    software = ("; software RDMA (rxe/siw): tests the setup, not production speed"
+                if plan.software_rdma else "")
+    points = from_pingpong(RDMA, one_way, tool, "2 x one-way ib_write_lat at half the size (ring on 2 "
+                           "ranks); RCCL absent, its overhead not included" + software)
+    figure = _figure(points, settings.primary)
+    at = f"{figure:.1f} µs at {settings.primary} B" if figure is not None else f"{len(points)} sizes"
+    return Measurement(KIND, "rdma", tool, plan.pair, Status.PASS,
+                       f"RDMA all-reduce estimated from ib_write_lat: {at} (no RCCL overhead: a lower "
+                       "bound)", figure=figure, unit=UNIT, threshold="timed at the decode sizes",
+                       path=f"{plan.rdma[0].label} -> {plan.rdma[1].label}",
+                       detail=_detail(points, ping_sizes=sorted(one_way)))
+
+
 def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str],
                 settings: DecodeSettings, other_paths: Sequence[TcpPath] = ()) -> Iterator[Measurement]:
     """TCP over the plan's link (and over USB4 networking beside it), then RCCL across the pair."""
@@ -136,8 +169,11 @@ def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str
     for other in other_paths:
         yield tcp_decode(client, server, plan.pair, other.address, other.path, settings, other.transport)
     launch = [addresses.get(n, n) for n in plan.pair]
-    yield rccl_decode(client, launch, plan.pair, list(plan.rdma or ()), settings,
-                      rdma_link=plan.rdma is not None)
+    rccl = rccl_decode(client, launch, plan.pair, list(plan.rdma or ()), settings,
+                       rdma_link=plan.rdma is not None)
+    yield rccl
+    if rccl.status is Status.SKIP and plan.rdma is not None:
+        yield rdma_pingpong_decode(client, server, plan, settings)
 
 
 def demo_decode(pair: tuple[str, str], settings: DecodeSettings) -> Iterator[Measurement]:
