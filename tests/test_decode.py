@@ -296,3 +296,14 @@ def test_rccl_absent_on_an_rdma_link_estimates_from_ib_write_lat(tmp_path: Path,
     points = estimate.detail["collectives"]
     assert [(p["size_bytes"], p["allreduce_us"], p["source"]) for p in points] == \
         [(8192, 12.0, "estimated"), (16384, 14.0, "estimated")]  # 2 x (5 + half/4096)
+
+
+def test_large_batches_are_bound_by_the_matrix_work_not_only_by_memory() -> None:
+    from strixwizard.decode.bandwidth import COMPUTE_TFLOPS
+    from strixwizard.decode.predict import compute_ms
+
+    shape = _shape(active_params=8e9, weight_bytes_per_token=16e9)
+    assert compute_ms(shape, 1, 1, 200.0) == pytest.approx(80.0)  # memory: 16 GB / 200 GB/s
+    flops = 2 * 8e9 * 1024 / (COMPUTE_TFLOPS * 1e12) * 1e3
+    assert compute_ms(shape, 1, 1024, 200.0) == pytest.approx(flops) and flops > 80.0
+    assert compute_ms(shape, 2, 1024, 200.0) == pytest.approx(flops / 2)

@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from strixwizard.errors import UsageError
 
+#: Matrix throughput, for large batches where a step stops being bound by memory: 36.9 BF16
+#: TFLOPS measured with hipBLASLt (mamf-finder) on the Radeon 8060S, of 59.4 theoretical.
+COMPUTE_TFLOPS = 36.9
+COMPUTE_SOURCE = ("measured: mamf-finder with hipBLASLt 36.9 BF16 TFLOPS on the Radeon 8060S, of 59.4 "
+                  "theoretical (https://llm-tracker.info/_TOORG/Strix-Halo)")
+
 THEORETICAL_GBPS = 256.0
 THEORETICAL_SOURCE = ("256-bit LPDDR5X-8000: 8000 MT/s x 32 B = 256 GB/s theoretical "
                       "(AMD Ryzen AI Max+ 395 specifications, https://www.amd.com/en/products/processors/"

@@ -26,6 +26,7 @@ from strixwizard.decode.collectives import (
 )
 from strixwizard.decode.document import KIND
 from strixwizard.decode.links import TcpPath
+from strixwizard.live import pingpong
 from strixwizard.live.hosts import Host, HostError
 from strixwizard.live.perftest import PerftestSettings, rdma_test
 from strixwizard.live.plan import PairPlan, RdmaEnd
@@ -54,7 +55,9 @@ class DecodeSettings:
 
     @property
     def ping_sizes(self) -> list[int]:
-        return sorted({max(1, s // 2) for s in self.sizes})
+        """Half of every size, up to the ping-pong's largest message (1 MiB); the all-reduce at
+        larger sizes is extrapolated from the largest ones."""
+        return sorted({max(1, s // 2) for s in self.sizes if s // 2 <= pingpong.MAX_SIZE})
 
 
 def _figure(points: Sequence[CollectivePoint], size: int) -> float | None:
@@ -81,6 +84,9 @@ def tcp_decode(client: Host, server: Host, pair: tuple[str, str], address: str, 
     except (TcpRunError, HostError) as error:
         return Measurement(KIND, "tcp", TCP_TOOL, pair, Status.ERROR, f"{transport}: {error}", path=path,
                            unit=UNIT, detail=_detail([]))
+    beyond = [s for s in settings.sizes if s // 2 > pingpong.MAX_SIZE]
+    if beyond:
+        note = "; ".join(n for n in (note, f"sizes above {2 * pingpong.MAX_SIZE} B extrapolated") if n)
     points = from_pingpong(transport, one_way, TCP_TOOL,
                            "2 x one-way ping-pong at half the size (ring on 2 ranks)"
                            + (f"; {note}" if note else ""))

@@ -6,6 +6,9 @@ Per decode step of `batch` sequences on TP ranks::
     t_comp = weight bytes read in the step / (TP · memory bandwidth per node)
     tokens/s = batch / (t_comm + t_comp)
 
+At large batches a step stops being bound by memory: t_comp is never taken below the matrix
+work, 2 · active parameters · batch FLOPs / (TP · measured TFLOPS).
+
 Left out on purpose (each makes real decode slower than predicted): kernel efficiency below
 the measured bandwidth, KV-cache reads (they grow with the context), the head/sampling and
 launch overheads, and any overlap of communication with compute (which would make it faster).
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from strixwizard.decode.bandwidth import COMPUTE_TFLOPS
 from strixwizard.decode.collectives import ESTIMATED, AllReduceCurve
 from strixwizard.decode.shapes import ModelShape
 
@@ -29,6 +33,8 @@ ASSUMPTIONS = (
     "t_comm = 2 · layers · t_allreduce(batch x hidden x dtype bytes); t_comp = weight bytes read "
     "per step / (TP x memory bandwidth); tokens/s = batch / (t_comm + t_comp)",
     "MoE: active experts for compute (uniform routing at batch > 1), every layer for communication",
+    "t_comp is at least the matrix work: 2 x active parameters x batch FLOPs / (TP x 36.9 TFLOPS "
+    "measured with hipBLASLt); attention FLOPs left out",
     "not modelled: KV-cache reads (grow with context), kernel efficiency below the measured "
     "bandwidth, launch/sampling overheads, overlap of communication and compute",
     "TP > 2 from a 2-rank measurement: ring all-reduce, (n - 1) x t₂(2m / n)",
@@ -61,8 +67,13 @@ class Prediction:
                 "source": self.source, "fits": self.fits, "note": self.note}
 
 
-def compute_ms(shape: ModelShape, tp: int, batch: int, bandwidth_gbps: float) -> float:
-    return shape.step_weight_bytes(batch) / (tp * bandwidth_gbps * 1e9) * 1e3
+def compute_ms(shape: ModelShape, tp: int, batch: int, bandwidth_gbps: float,
+               tflops: float = COMPUTE_TFLOPS) -> float:
+    """The step's compute time on each of `tp` ranks: reading its weights, or the matrix work
+    when the batch is large enough for that to take longer."""
+    memory = shape.step_weight_bytes(batch) / (tp * bandwidth_gbps * 1e9)
+    matrix = 2 * shape.active_params * batch / (tp * tflops * 1e12)
+    return max(memory, matrix) * 1e3
 
 
 def fits(shape: ModelShape, tp: int) -> bool:
@@ -75,6 +86,8 @@ def _source(curve: AllReduceCurve, size: int, tp: int) -> tuple[str, str]:
     exact = curve.exact(size)
     if exact is not None:
         return exact.source, ""
+    if curve.points and size > curve.points[-1].size_bytes:
+        return curve.source, f"extrapolated beyond the largest {curve.transport} size timed"
     return curve.source, f"interpolated between the {curve.transport} sizes timed"
 
 
