@@ -307,3 +307,26 @@ def test_large_batches_are_bound_by_the_matrix_work_not_only_by_memory() -> None
     flops = 2 * 8e9 * 1024 / (COMPUTE_TFLOPS * 1e12) * 1e3
     assert compute_ms(shape, 1, 1024, 200.0) == pytest.approx(flops) and flops > 80.0
     assert compute_ms(shape, 2, 1024, 200.0) == pytest.approx(flops / 2)
+
+
+def test_the_wizard_panel_takes_the_best_evidence_the_test_step_has() -> None:
+    from strixwizard.decode.fabric import fabric_points
+    from strixwizard.live.results import LatencyStats, Measurement
+
+    shape = from_catalog("Llama-3.1-70B")  # 16 KiB per all-reduce
+    stats = LatencyStats(None, 5.0, None, None, None, None)
+    tcp_stats = LatencyStats(None, 30.0, None, None, None, None)
+    results = [
+        Measurement("latency", "rdma", "ib_write_lat", ("a", "b"), Status.PASS, "", latency=stats,
+                    detail={"size_bytes": 64}),
+        Measurement("latency", "tcp", "strixwizard tcp ping-pong", ("a", "b"), Status.PASS, "",
+                    latency=tcp_stats),
+        Measurement("bandwidth", "rdma", "ib_write_bw", ("a", "b"), Status.PASS, "", bandwidth_gbps=50.0),
+    ]
+    rdma, tcp = fabric_points(results, shape)
+    # 2 x (one-way + 8 KiB at 50 Gb/s); TCP without a bandwidth term
+    assert rdma.allreduce_us == pytest.approx(2 * (5.0 + 8192 * 8 / 50e3))
+    assert tcp.allreduce_us == 60.0 and {rdma.source, tcp.source} == {"estimated"}
+    decode = Measurement("decode", "tcp", "t", ("a", "b"), Status.PASS, "", detail={"collectives": [
+        CollectivePoint("tcp", 16384, 40.0, "estimated", "t").to_json()]})
+    assert [p.allreduce_us for p in fabric_points([*results, decode], shape)] == [40.0]

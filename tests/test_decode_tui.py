@@ -47,7 +47,7 @@ async def _walk() -> None:
         head = str(panel.query_one(".decode-head", Static).render())
         assert "Llama-3.1-70B" in head and "16 KiB per all-reduce" in head
         note = str(panel.query_one(".decode-note", Static).render())
-        assert "RCCL all_reduce_perf" in note and "llm-tracker.info" in note
+        assert "rdma: RCCL all_reduce_perf" in note and "(recorded)" in note and "llm-tracker.info" in note
 
 
 def test_the_fabric_panel_renders_on_the_demo() -> None:

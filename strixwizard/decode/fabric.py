@@ -22,7 +22,8 @@ def _rccl_points(m: Measurement) -> list[CollectivePoint]:
     times = m.detail.get("in_place_us") or {}
     source = RECORDED if m.source == REPLAYED else MEASURED
     transport = RDMA if m.detail.get("transport") == "NET/IB" else "rccl-socket"
-    return [CollectivePoint(transport, int(size), float(us), source, m.tool, "RCCL all_reduce_perf")
+    return [CollectivePoint(transport, int(size), float(us), source, m.tool,
+                            "RCCL all_reduce_perf, 2 ranks, interpolated to the decode size")
             for size, us in sorted(times.items(), key=lambda item: int(item[0]))]
 
 

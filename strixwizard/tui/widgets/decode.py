@@ -74,7 +74,7 @@ class DecodePanel(Vertical):
             table.add_row(curve.transport, f"{curve.two_ranks(message):.1f}",
                           *[f"{p.tokens_per_s:.1f}" + ("" if p.fits else " (no fit)") for p in rows],
                           f"{last.comm_share:.0%} at TP={last.tp}", curve.source)
-        notes = sorted({p.note for p in points if p.note})
+        notes = list(dict.fromkeys(f"{p.transport}: {p.note} ({p.source})" for p in points if p.note))
         note.update("\n".join([*notes, f"memory bandwidth: {bandwidth_source}",
                                "strixwizard test decode --model NAME times the all-reduce at the "
                                "model's own decode sizes"]))
