@@ -29,6 +29,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         "Exit status: 0 pass, 1 a failure, 2 no verdict.",
     )
     test.add_argument("kind", choices=KINDS, help="what to test")
+    from strixwizard.decode.options import add_decode_options  # argparse only
+
+    add_decode_options(test)
     add_site_options(test, demo_help="TCP for real on loopback, RDMA replayed from recordings",
                      inventory=False)
     test.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")
@@ -43,15 +46,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--allow-soft-rdma", action="store_true",
                       help="test rxe/siw links too (software RDMA: tests the setup and the tool, "
                       "not production speed); as `allow_soft_rdma: true` in the site file")
-    test.add_argument("--model", metavar="config.json|file.gguf|NAME",
-                      help="decode: the model (a Hugging Face config.json, a GGUF file, or a name from "
-                      "the catalog: Llama-3.1-8B, Llama-3.1-70B, Qwen3-30B-A3B, Qwen3-235B-A22B, "
-                      "gpt-oss-120b, GLM-4.5-Air; default Llama-3.1-70B)")
-    test.add_argument("--batch", type=int, default=1, metavar="N",
-                      help="decode: largest batch; sizes 1, 2, 4 ... N are timed (default 1)")
-    test.add_argument("--tp", metavar="SIZES", help="decode: TP sizes to predict, e.g. 1,2,4 (default 1,2,4)")
-    test.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
-                      help="decode: memory bandwidth per node in GB/s (default 212, measured on Strix Halo)")
     return test
 
 
