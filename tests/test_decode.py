@@ -330,3 +330,13 @@ def test_the_wizard_panel_takes_the_best_evidence_the_test_step_has() -> None:
     decode = Measurement("decode", "tcp", "t", ("a", "b"), Status.PASS, "", detail={"collectives": [
         CollectivePoint("tcp", 16384, 40.0, "estimated", "t").to_json()]})
     assert [p.allreduce_us for p in fabric_points([*results, decode], shape)] == [40.0]
+
+
+def test_rccl_keeps_its_fixed_cost_once_when_extrapolated_to_more_ranks() -> None:
+    points = [CollectivePoint("rdma", s, t, "measured", "all_reduce_perf")
+              for s, t in ((1024, 54.0), (16384, 67.0), (32768, 78.0))]
+    curve = AllReduceCurve.of("rdma", points)
+    assert curve.fixed_floor and curve.ranks(16384, 2) == 67.0
+    assert curve.ranks(16384, 4) == pytest.approx(54.0 + 13.0 * 1.5)  # floor + rest x 2(n-1)/n
+    # in line with the ≈85 µs published for a 20 KiB all-reduce on 4 nodes over 25 GbE RoCE
+    assert 75 < curve.ranks(20480, 4) < 90

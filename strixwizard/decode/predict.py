@@ -37,7 +37,8 @@ ASSUMPTIONS = (
     "measured with hipBLASLt); attention FLOPs left out",
     "not modelled: KV-cache reads (grow with context), kernel efficiency below the measured "
     "bandwidth, launch/sampling overheads, overlap of communication and compute",
-    "TP > 2 from a 2-rank measurement: ring all-reduce, (n - 1) x t₂(2m / n)",
+    "TP > 2 from a 2-rank measurement: ring all-reduce, (n - 1) x t2(2m / n) from a ping-pong; "
+    "from RCCL, its floor once (a cost per collective) plus the rest x 2(n - 1) / n",
     "TCP all-reduce estimated from our ping-pong: no RCCL overhead, so a lower bound of RCCL "
     "over sockets (NET/Socket adds tens of µs)",
 )
