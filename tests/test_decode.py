@@ -340,3 +340,16 @@ def test_rccl_keeps_its_fixed_cost_once_when_extrapolated_to_more_ranks() -> Non
     assert curve.ranks(16384, 4) == pytest.approx(54.0 + 13.0 * 1.5)  # floor + rest x 2(n-1)/n
     # in line with the ≈85 µs published for a 20 KiB all-reduce on 4 nodes over 25 GbE RoCE
     assert 75 < curve.ranks(20480, 4) < 90
+
+
+def test_a_test_step_run_gives_the_decode_contract_too() -> None:
+    from strixwizard.decode.fabric import fabric_document
+    from strixwizard.live.demo import demo_rccl
+
+    document = {"schema_version": 1, "tool": {}, "generated_at": "", "command": "test decode", "site": "demo",
+                "demo": True, "status": "pass", "exit_code": 0, "results": [],
+                "decode": fabric_document([demo_rccl()], from_catalog("Qwen3-235B-A22B"), nodes=4)}
+    jsonschema.validate(document, SCHEMA)
+    predictions = document["decode"]["predictions"]
+    assert {(p["transport"], p["tp"]) for p in predictions} == {("rdma", 1), ("rdma", 2), ("rdma", 4)}
+    assert {p["source"] for p in document["decode"]["collectives"]} == {"recorded"}

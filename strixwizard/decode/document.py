@@ -56,7 +56,9 @@ class DecodeRun:
         return predict(self.shape, curves(points), self.tps, self.batches, self.bandwidth_gbps)
 
     def document(self, results: Iterable[Measurement]) -> dict[str, Any]:
-        points = points_of(results)
+        return self.document_of(points_of(results))
+
+    def document_of(self, points: Sequence[CollectivePoint]) -> dict[str, Any]:
         return {
             "model": model_json(self.shape),
             "batches": self.batches,

@@ -11,6 +11,7 @@ for TCP no bandwidth term: a lower bound).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from strixwizard.decode.collectives import ESTIMATED, MEASURED, RDMA, RECORDED, TCP, CollectivePoint
 from strixwizard.decode.document import points_of
@@ -61,3 +62,18 @@ def fabric_points(results: Sequence[Measurement], shape: ModelShape) -> list[Col
         if point is not None:
             points.append(point)
     return points
+
+
+def fabric_document(results: Sequence[Measurement], shape: ModelShape, nodes: int = 2) -> dict[str, Any]:
+    """The "decode" object (the contract of `test decode --json`) from a Test step's results:
+    batch 1, TP = 1, 2 and the node count, the default memory bandwidth. What the wizard's panel
+    shows, and what a report of a wizard run can chart."""
+    from strixwizard.decode.bandwidth import mem_bandwidth
+    from strixwizard.decode.document import DecodeRun
+
+    bandwidth, source = mem_bandwidth(None)
+    run = DecodeRun(shape, [1], sorted({1, 2, max(2, nodes)}), bandwidth, source)
+    if not points_of(results):
+        run.notes.append("from the Test step's own figures; `strixwizard test decode` times the "
+                         "all-reduce at the model's decode sizes")
+    return run.document_of(fabric_points(results, shape))

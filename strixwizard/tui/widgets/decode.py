@@ -10,11 +10,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from strixwizard.decode.bandwidth import mem_bandwidth
 from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog
-from strixwizard.decode.collectives import curves
-from strixwizard.decode.fabric import fabric_points
-from strixwizard.decode.predict import predict
+from strixwizard.decode.collectives import CollectivePoint, curves
+from strixwizard.decode.fabric import fabric_document
 from strixwizard.live.results import Measurement
 
 TITLE = "What this fabric buys you"
@@ -50,31 +48,31 @@ class DecodePanel(Vertical):
 
     def _draw(self) -> None:
         shape = self.shape
-        bandwidth, bandwidth_source = mem_bandwidth(None)
-        points = fabric_points(self.results, shape)
+        document = fabric_document(self.results, shape, self.nodes)
         head = self.query_one(".decode-head", Static)
         note = self.query_one(".decode-note", Static)
         table: DataTable[str] = self.query_one(DataTable)
         table.clear(columns=True)
         self.display = bool(self.results)
+        points = document["collectives"]
         if not points:
             head.update(f"{shape.name}: no all-reduce or latency figure yet: run the tests (r).")
             note.update("")
             return
-        tps = sorted({1, 2, self.nodes})
-        predictions = predict(shape, curves(points), tps, [BATCH], bandwidth)
+        tps = sorted({p["tp"] for p in document["predictions"]})
         message = shape.message_bytes(BATCH)
         head.update(f"{shape.name}, batch {BATCH} ({message // 1024} KiB per all-reduce, "
-                    f"2 x {shape.layers} per token), {bandwidth:g} GB/s per node")
+                    f"2 x {shape.layers} per token), {document['mem_bandwidth_gbps']:g} GB/s per node")
         table.add_columns("transport", "all-reduce µs", *[f"TP={tp} tok/s" for tp in tps],
                           "comm share", "source")
-        for curve in curves(points):
-            rows = [p for p in predictions if p.transport == curve.transport]
+        for curve in curves([CollectivePoint.from_json(p) for p in points]):
+            rows = [p for p in document["predictions"] if p["transport"] == curve.transport]
             last = rows[-1]
             table.add_row(curve.transport, f"{curve.two_ranks(message):.1f}",
-                          *[f"{p.tokens_per_s:.1f}" + ("" if p.fits else " (no fit)") for p in rows],
-                          f"{last.comm_share:.0%} at TP={last.tp}", curve.source)
-        notes = list(dict.fromkeys(f"{p.transport}: {p.note} ({p.source})" for p in points if p.note))
-        note.update("\n".join([*notes, f"memory bandwidth: {bandwidth_source}",
+                          *[f"{p['tokens_per_s']:.1f}" + ("" if p["fits"] else " (no fit)") for p in rows],
+                          f"{last['comm_share']:.0%} at TP={last['tp']}", curve.source)
+        notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"
+                                   for p in points if p.get("note")))
+        note.update("\n".join([*notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
                                "strixwizard test decode --model NAME times the all-reduce at the "
                                "model's own decode sizes"]))
