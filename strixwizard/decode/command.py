@@ -52,6 +52,9 @@ def decode_run(args: argparse.Namespace) -> DecodeRun:
     run = DecodeRun(shape, batches(args.batch), tp_sizes(args.tp), bandwidth, source)
     if args.model is None:
         run.notes.append(f"no --model given: {DEFAULT_MODEL} from the catalog")
+    if args.demo:
+        run.notes.append("demo: RCCL over RDMA is a recording of real nodes; TCP is this machine's "
+                         "loopback without RCCL (no wire, no RCCL overhead), so the two do not compare")
     return run
 
 
