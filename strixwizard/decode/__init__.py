@@ -14,7 +14,9 @@ config.json), `gguf_shape` (from a GGUF file's metadata, reads the file),
 `bandwidth` (the Strix Halo memory bandwidth default and its sources),
 `collectives` (all-reduce times per size and transport; the ring estimate),
 `predict` (the model), `document` (the "decode" JSON of the test report),
-`text` (the table), `measure` (runs the all-reduce and ping-pong on nodes).
+`text` (the table), `fabric` (the same from a Test step's results, for the wizard's panel),
+`links` (USB4 networking beside the NIC), `measure` (runs the all-reduce and ping-pongs on
+nodes), `options` and `command` (the CLI).
 
 The "decode" object of `strixwizard test decode --json` (schema:
 strixwizard/schema/decode.schema.json)::
