@@ -1,4 +1,4 @@
-"""`strixwizard test latency|bandwidth|rccl|matrix`: registration (cheap) and the handler.
+"""`strixwizard test latency|bandwidth|rccl|matrix|decode`: registration (cheap) and the handler.
 
 `register()` only touches argparse, so `strixwizard doctor` never imports
 paramiko or pyverbs through it; `run()` imports what the test needs.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from strixwizard.cliopts import add_site_options, add_soft_rdma_option
 
-KINDS = ("latency", "bandwidth", "rccl", "matrix")
+KINDS = ("latency", "bandwidth", "rccl", "matrix", "decode")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -24,9 +24,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         "latency: TCP ping-pong (plus sockperf/qperf) and perftest ib_write_lat, compared like for "
         "like (one-way µs, same statistics); bandwidth: ib_write_bw against the link rate; rccl: "
         "all_reduce_perf with NCCL_DEBUG=INFO, failing a NET/Socket fallback; matrix: every pair, "
-        "in rounds of disjoint pairs. Exit status: 0 pass, 1 a failure, 2 no verdict.",
+        "in rounds of disjoint pairs; decode: all-reduce at a model's decode message sizes over RCCL "
+        "and TCP, and the decode tokens/s it predicts per TP size and transport. "
+        "Exit status: 0 pass, 1 a failure, 2 no verdict.",
     )
     test.add_argument("kind", choices=KINDS, help="what to test")
+    from strixwizard.decode.options import add_decode_options  # argparse only
+
+    add_decode_options(test)
     add_site_options(test, demo_help="TCP for real on loopback, RDMA replayed from recordings",
                      inventory=False)
     test.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")

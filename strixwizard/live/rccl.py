@@ -122,7 +122,8 @@ def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Seque
         info.update({"layout": table.layout, "rccl_version": table.version or evidence.version,
                      "rows": len(table.rows),
                      "avg_busbw_gbs": table.avg_busbw_gbs, "complete": table.complete,
-                     "world_size": table.world_size, "single_rank_copies": table.single_rank_copies})
+                     "world_size": table.world_size, "single_rank_copies": table.single_rank_copies,
+                     "in_place_us": {str(r.size_bytes): r.in_time_us for r in table.rows}})
     figure = table.max_busbw_gbs if table is not None else None
     return Measurement("rccl", "rdma" if evidence.transport == "NET/IB" else "tcp", TOOL, pair, status,
                        summary, figure=figure, unit="GB/s busbw", threshold="NET/IB on the tested device",

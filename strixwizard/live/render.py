@@ -71,6 +71,10 @@ def print_summary(report: TestReport, out: TextIO) -> None:
                                                                              else "-")
                 cells.append(text.rjust(16))
             print(a.ljust(width) + "".join(cells), file=out)
+    if report.decode is not None:
+        from strixwizard.decode.text import print_decode
+
+        print_decode(report.decode, out)
     for comparison in report.comparisons:
         print(f"  history: {comparison.summary}", file=out)
     status = report.to_json()["status"]

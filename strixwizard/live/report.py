@@ -83,6 +83,7 @@ class TestReport:
     demo: bool = False
     matrix: dict[str, Any] | None = None
     history: dict[str, Any] | None = None
+    decode: dict[str, Any] | None = None  # `test decode`: see strixwizard.decode
     comparisons: list[Comparison] = field(default_factory=list)
     error: str | None = None
     generated_at: str = field(
@@ -111,6 +112,8 @@ class TestReport:
             "history": self.history,
             "counters": counter_rows(self.results),
         }
+        if self.decode is not None:
+            document["decode"] = self.decode
         if self.error:
             document["error"] = self.error
         return document

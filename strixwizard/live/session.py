@@ -10,6 +10,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from strixwizard.errors import UsageError
 from strixwizard.live.rccl import RcclSettings
@@ -22,6 +23,9 @@ from strixwizard.live.tcp import TcpSettings
 from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
+
+if TYPE_CHECKING:
+    from strixwizard.decode.document import DecodeRun
 
 MAX_SECONDS = 300.0
 
@@ -72,21 +76,47 @@ def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, ca
     return site, stream, chosen
 
 
+def _decode(args: argparse.Namespace, cancel: Cancel) -> tuple[DecodeRun, Site, Iterator[Measurement]]:
+    """`test decode`: the model and options checked first (bad input: exit 2, nothing run)."""
+    from strixwizard.decode.command import decode_run, decode_stream
+
+    run = decode_run(args)
+    if args.demo:
+        from strixwizard.targets import demo_site
+
+        site, nodes = demo_site(), []
+    else:
+        from strixwizard.services.discover import read_nodes
+        from strixwizard.targets import RunRequest
+
+        if args.site is None:
+            raise UsageError("say which site to test: --site FILE (or --demo)")
+        site, found = read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
+        nodes = list(found)
+    _settings(args, site)
+    pair = _pair(args, [spec.name for spec in site.nodes])
+    return run, site, decode_stream(args, run, site, pair, cancel, nodes)
+
+
 def run_command(args: argparse.Namespace) -> int:
     report = TestReport(command=args.kind, site="?", thresholds=TestSettings().thresholds, demo=args.demo)
     timing = MatrixTiming()
     cancel = Cancel()
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     out = sys.stdout
+    decode: DecodeRun | None = None
+    stream: Iterator[Measurement]
     try:
-        if args.demo:
+        if args.kind == "decode":
+            decode, site, stream = _decode(args, cancel)
+        elif args.demo:
             from strixwizard.targets import demo_site
 
             site = demo_site()
             settings = _settings(args, site)
             names = [spec.name for spec in site.nodes]
             chosen = list(_pair(args, names)) if args.pair or args.kind != "matrix" else names
-            stream: Iterator[Measurement] = demo_stream(args.kind, chosen, site.thresholds, settings.tcp)
+            stream = demo_stream(args.kind, chosen, site.thresholds, settings.tcp)
             timing.rounds = rounds(chosen)
         else:
             site, stream, chosen = _live(args, report, timing, cancel)
@@ -109,7 +139,9 @@ def run_command(args: argparse.Namespace) -> int:
         timing.round_seconds = [time.monotonic() - began]
     if args.kind == "matrix":
         report.matrix = matrix_json(chosen, report.results, timing.rounds, timing.round_seconds)
-    if not args.no_history and not args.demo:
+    if decode is not None:
+        report.decode = decode.document(report.results)
+    if not args.no_history and not args.demo and decode is None:
         _history(args, report, started_at)
     if args.json:
         json.dump(report.to_json(), out, indent=2)

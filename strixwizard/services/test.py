@@ -29,6 +29,7 @@ from strixwizard.node.target import LocalTarget
 from strixwizard.site import Site, Thresholds
 
 if TYPE_CHECKING:
+    from strixwizard.decode.measure import DecodeSettings
     from strixwizard.live.history import Recorded
 
 
@@ -182,6 +183,32 @@ def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
         yield from run_prepared(prepared, "matrix", names, pairs, settings)
         if not cancel.cancelled:
             yield from run_prepared(prepared, "rccl", names, chain, settings)
+    finally:
+        prepared.close()
+
+
+def decode_stream(site: Site, nodes: Sequence[Node], pair: tuple[str, str], settings: DecodeSettings,
+                  cancel: Cancel, demo: bool = False, trust_new_hosts: bool = False
+                  ) -> Iterator[Measurement]:
+    """`strixwizard test decode`: the all-reduce at a model's decode sizes, over RCCL and TCP
+    (see `strixwizard.decode`); on the demo, RCCL replayed and TCP on loopback."""
+    from strixwizard.decode.links import usb4_paths
+    from strixwizard.decode.measure import decode_pair, demo_decode
+
+    if demo:
+        yield from demo_decode(pair, settings)
+        return
+    prepared = prepare(site, nodes, [pair], cancel, trust_new_hosts)
+    try:
+        down = [n for n in pair if n in prepared.down]
+        if down:
+            for name in down:
+                yield unreachable("decode", pair, f"{name}: {prepared.down[name]}")
+            return
+        plan = prepared.plans[pair]
+        facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+        yield from decode_pair(prepared.hosts, plan, prepared.addresses, settings,
+                               usb4_paths(site, facts, plan))
     finally:
         prepared.close()
 

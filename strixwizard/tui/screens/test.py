@@ -21,6 +21,7 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.session import KEEP, StepState
+from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
@@ -78,6 +79,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
         yield Vertical(id="test-panels")
         yield Static(id="test-matrix-title", classes="section")
         yield SizedTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
+        yield DecodePanel(id="test-decode")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         testing = self.wizard.busy("tests")
@@ -108,6 +110,8 @@ class TestScreen(StepScreen, step="test", state=TestState):
         self.query_one("#test-panels").display = True
         self._draw_panels()
         self._draw_matrix()
+        state = self.session.of(TestState)
+        self.query_one(DecodePanel).show(state.results, len(state.nodes))
 
     def _say(self, notice: Notice) -> None:
         session = self.session

@@ -1,0 +1,98 @@
+"""A model's decode shape from a GGUF file: the metadata (`<arch>.block_count`,
+`<arch>.embedding_length`, `<arch>.expert_count`, `<arch>.expert_used_count`) and the
+tensors' real sizes, so the weight bytes follow the file's quantization exactly.
+
+Reads the file (with the `gguf` package, an optional dependency). Routed-expert tensors
+(`blk.N.ffn_{gate,up,down}_exps.weight`, or a fused `ffn_gate_up_exps`) count for
+`expert_used_count / expert_count` of their size per token; `token_embd` for one row.
+GGUF stores no activation dtype: the all-reduce elements are taken as 2 bytes (bf16/fp16),
+what the tensor-parallel runtimes exchange.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from strixwizard.decode.shapes import ModelShape
+from strixwizard.errors import UsageError
+
+ACTIVATION_BYTES = 2
+
+
+def _reader(path: Path) -> Any:
+    try:
+        from gguf import GGUFReader
+    except ImportError as error:
+        raise UsageError("reading a GGUF file needs the `gguf` package: pip install gguf "
+                         f"(or pass a config.json or a model name) ({error})") from error
+    if not path.is_file():
+        raise UsageError(f"--model {path}: no such file")
+    try:
+        return GGUFReader(str(path), "r")
+    except (ValueError, OSError, IndexError, KeyError) as error:
+        raise UsageError(f"--model {path}: not a readable GGUF file ({error})") from error
+
+
+def _value(reader: Any, key: str) -> Any:
+    field = reader.get_field(key)
+    if field is None:
+        return None
+    try:
+        return field.contents()
+    except (ValueError, IndexError, TypeError):
+        return None
+
+
+def _count(reader: Any, path: Path, key: str, required: bool = True) -> int:
+    value = _value(reader, key)
+    if isinstance(value, int) and value > 0:
+        return value
+    if required:
+        raise UsageError(f"--model {path}: the GGUF metadata has no {key} (a positive integer)")
+    return 0
+
+
+def shape_from_gguf(path: Path) -> ModelShape:
+    reader = _reader(path)
+    arch = _value(reader, "general.architecture")
+    if not isinstance(arch, str) or not arch:
+        raise UsageError(f"--model {path}: the GGUF metadata has no general.architecture")
+    layers = _count(reader, path, f"{arch}.block_count")
+    hidden = _count(reader, path, f"{arch}.embedding_length")
+    experts = _count(reader, path, f"{arch}.expert_count", required=False)
+    used = _count(reader, path, f"{arch}.expert_used_count", required=False) if experts else 0
+    if experts and not 0 < used <= experts:
+        raise UsageError(f"--model {path}: {arch}.expert_used_count must be between 1 and {experts}")
+    name = _value(reader, "general.name")
+    total_params = active_params = 0.0
+    total_bytes = read_bytes = expert_read = 0.0
+    embedding: tuple[int, int] | None = None
+    head_seen = False
+    for tensor in reader.tensors:
+        elements, size = float(tensor.n_elements), float(tensor.n_bytes)
+        total_params += elements
+        total_bytes += size
+        if "_exps." in tensor.name and experts:
+            active_params += elements * used / experts
+            read_bytes += size * used / experts
+            expert_read += size * used / experts
+            continue
+        active_params += elements
+        if tensor.name.startswith("token_embd."):
+            embedding = (int(elements), int(size))
+            continue
+        head_seen = head_seen or tensor.name.startswith("output.")
+        read_bytes += size
+    if total_params == 0:
+        raise UsageError(f"--model {path}: the GGUF file lists no tensors")
+    if embedding is not None:  # one row per token; the whole table when it is also the head
+        rows = embedding[0] / hidden
+        read_bytes += embedding[1] if not head_seen else embedding[1] / max(rows, 1.0)
+    return ModelShape(
+        name=name if isinstance(name, str) and name else path.stem, layers=layers, hidden=hidden,
+        dtype_bytes=ACTIVATION_BYTES, total_params=total_params, active_params=active_params,
+        weight_bytes_per_token=read_bytes, weight_bytes_total=total_bytes,
+        source=f"GGUF metadata and tensor sizes of {path}", experts=experts,
+        experts_per_token=used, expert_bytes_per_token=expert_read,
+    )

@@ -1,0 +1,166 @@
+"""A model's decode shape from a Hugging Face config.json: layers, hidden size, the bytes
+each all-reduce element takes, and the weight bytes a decode step reads. Pure.
+
+Parameters are counted from the config the way the checkpoints store them: attention
+(q, k, v, o), the MLP (dense, or routed experts + shared experts + router), the norms
+are negligible and left out, the input embedding and the output head. Real config keys
+of the families shipped in the catalog are read: `num_experts` / `num_local_experts` /
+`n_routed_experts`, `num_experts_per_tok` / `experts_per_token`, `moe_intermediate_size`,
+`n_shared_experts` or `shared_expert_intermediate_size`, `first_k_dense_replace`,
+`mlp_only_layers` and `decoder_sparse_step`; a multimodal config's `text_config`.
+
+A decode step reads every active weight once; the input embedding only one row of it,
+so it counts for the total but not for the bytes read per step (unless tied to the head).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from strixwizard.errors import UsageError
+
+DTYPE_BYTES = {"float32": 4, "float": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2,
+               "bf16": 2, "fp16": 2, "float8_e4m3fn": 1, "fp8": 1}
+#: MXFP4 (gpt-oss experts): 4-bit values plus one 8-bit scale per block of 32.
+MXFP4_BYTES = (4 + 8 / 32) / 8
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the decode model needs to know about a model."""
+
+    name: str
+    layers: int
+    hidden: int
+    dtype_bytes: int  # bytes per activation element in an all-reduce (bf16: 2)
+    total_params: float
+    active_params: float  # per token, as model cards count them (embeddings included)
+    weight_bytes_per_token: float  # read from memory per decode step at batch 1
+    weight_bytes_total: float
+    source: str
+    experts: int = 0  # routed experts per MoE layer (0: dense)
+    experts_per_token: int = 0
+    expert_bytes_per_token: float = 0.0  # the routed-expert part of weight_bytes_per_token
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 0
+
+    def message_bytes(self, batch: int) -> int:
+        """The payload of one decode all-reduce: batch x hidden x dtype bytes."""
+        return batch * self.hidden * self.dtype_bytes
+
+    def step_weight_bytes(self, batch: int) -> float:
+        """Weights read in one decode step of `batch` sequences. Dense: the same as batch 1.
+        MoE: the routed experts touched by any of the batch's tokens, assuming uniform
+        routing (expected distinct experts E·(1 - (1 - k/E)^batch))."""
+        if not self.moe or batch <= 1:
+            return self.weight_bytes_per_token
+        k, e = self.experts_per_token, self.experts
+        touched = e * (1 - (1 - k / e) ** batch)
+        return self.weight_bytes_per_token - self.expert_bytes_per_token \
+            + self.expert_bytes_per_token * touched / k
+
+
+def _int(config: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and value >= 0:
+            return value
+        if isinstance(value, float) and value.is_integer() and value >= 0:
+            return int(value)
+    if default is not None:
+        return default
+    raise UsageError(f"the config has no {' / '.join(keys)} (a positive integer)")
+
+
+def dtype_bytes_of(config: Mapping[str, Any]) -> int:
+    dtype = config.get("torch_dtype", config.get("dtype", "bfloat16"))
+    if not isinstance(dtype, str) or dtype.lower().removeprefix("torch.") not in DTYPE_BYTES:
+        raise UsageError(f"the config's torch_dtype {dtype!r} is not one of "
+                         f"{', '.join(sorted(DTYPE_BYTES))}")
+    return DTYPE_BYTES[dtype.lower().removeprefix("torch.")]
+
+
+def _weight_bytes(config: Mapping[str, Any], dtype_bytes: int) -> tuple[float, float]:
+    """Bytes per parameter of the experts and of everything else, from quantization_config."""
+    quant = config.get("quantization_config")
+    if not isinstance(quant, Mapping):
+        return float(dtype_bytes), float(dtype_bytes)
+    method = str(quant.get("quant_method", "")).lower()
+    if method == "mxfp4":  # gpt-oss: the experts in MXFP4, the rest in the checkpoint's dtype
+        return MXFP4_BYTES, float(dtype_bytes)
+    bits = quant.get("bits", quant.get("w_bit"))
+    if isinstance(bits, int) and 1 <= bits <= 16:
+        return bits / 8, bits / 8
+    if "fp8" in method:
+        return 1.0, 1.0
+    return float(dtype_bytes), float(dtype_bytes)
+
+
+def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> ModelShape:
+    """The decode shape of a Hugging Face config.json (UsageError when keys are missing)."""
+    if "num_hidden_layers" not in config and isinstance(config.get("text_config"), Mapping):
+        outer_dtype = config.get("torch_dtype", config.get("dtype"))
+        config = {**config["text_config"]}
+        if outer_dtype is not None:
+            config.setdefault("torch_dtype", outer_dtype)
+    layers = _int(config, "num_hidden_layers", "n_layer", "num_layers")
+    hidden = _int(config, "hidden_size", "n_embd", "d_model")
+    if layers == 0 or hidden == 0:
+        raise UsageError("the config says 0 layers or a hidden size of 0")
+    heads = _int(config, "num_attention_heads", "n_head")
+    if heads == 0:
+        raise UsageError("the config says 0 attention heads")
+    kv_heads = _int(config, "num_key_value_heads", default=heads)
+    head_dim = _int(config, "head_dim", default=hidden // heads)
+    vocab = _int(config, "vocab_size")
+    dense_inter = _int(config, "intermediate_size", "ffn_dim", default=4 * hidden)
+    dtype = dtype_bytes_of(config)
+    expert_bytes, other_bytes = _weight_bytes(config, dtype)
+
+    attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
+    experts = _int(config, "num_experts", "num_local_experts", "n_routed_experts", default=0)
+    per_token = _int(config, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
+                     "moe_topk", default=0)
+    if experts and not 0 < per_token <= experts:
+        raise UsageError(f"an MoE config with {experts} experts needs num_experts_per_tok "
+                         f"between 1 and {experts}")
+    moe_inter = _int(config, "moe_intermediate_size", default=dense_inter)
+    shared = _int(config, "n_shared_experts", "num_shared_experts", default=0) * moe_inter
+    shared = _int(config, "shared_expert_intermediate_size", default=shared)
+    dense_layers = set(range(_int(config, "first_k_dense_replace", default=0))) if experts else set()
+    sparse_step = _int(config, "decoder_sparse_step", default=1) or 1
+    mlp_only = config.get("mlp_only_layers") or []
+    if experts:
+        dense_layers |= {i for i in range(layers) if (i + 1) % sparse_step != 0}
+        dense_layers |= {i for i in mlp_only if isinstance(i, int)}
+    moe_layers = layers - len(dense_layers) if experts else 0
+
+    dense_mlp = 3 * hidden * dense_inter
+    expert_one = 3 * hidden * moe_inter
+    shared_mlp = 3 * hidden * shared
+    router = hidden * experts
+    embedding = vocab * hidden
+    tied = bool(config.get("tie_word_embeddings", False))
+    head = 0 if tied else vocab * hidden
+
+    other_total = layers * attention + (layers - moe_layers) * dense_mlp \
+        + moe_layers * (shared_mlp + router) + embedding + head
+    expert_total = moe_layers * experts * expert_one
+    expert_active = moe_layers * per_token * expert_one
+    read_other = other_total - (0 if tied else embedding)  # one embedding row is read, not the table
+    expert_read_bytes = expert_active * expert_bytes
+    return ModelShape(
+        name=name, layers=layers, hidden=hidden, dtype_bytes=dtype,
+        total_params=float(other_total + expert_total),
+        active_params=float(other_total + expert_active),
+        weight_bytes_per_token=read_other * other_bytes + expert_read_bytes,
+        weight_bytes_total=other_total * other_bytes + expert_total * expert_bytes,
+        source=source, experts=experts, experts_per_token=per_token if experts else 0,
+        expert_bytes_per_token=expert_read_bytes,
+    )

@@ -1,0 +1,78 @@
+"""The Test step's panel "what this fabric buys you": predicted decode tokens/s of a model on
+one node and with tensor parallelism over each measured transport, with the share of each
+token spent communicating and where every figure comes from (see strixwizard.decode)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog
+from strixwizard.decode.collectives import CollectivePoint, curves
+from strixwizard.decode.fabric import fabric_document
+from strixwizard.live.results import Measurement
+
+TITLE = "What this fabric buys you"
+BATCH = 1  # one sequence: the latency a user of a chat sees
+
+
+class DecodePanel(Vertical):
+    DEFAULT_CSS = """
+    DecodePanel { border: round $primary; padding: 0 1; height: auto; margin: 1 0; }
+    DecodePanel .decode-note { color: $text-muted; }
+    DecodePanel DataTable { height: auto; }
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, nodes: int = 2, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.shape = from_catalog(model)
+        self.nodes = max(2, nodes)
+        self.results: list[Measurement] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="decode-head")
+        yield DataTable(cursor_type="none", zebra_stripes=True)
+        yield Static(classes="decode-note")
+
+    def on_mount(self) -> None:
+        self.border_title = TITLE
+        self._draw()
+
+    def show(self, results: Sequence[Measurement], nodes: int) -> None:
+        self.results, self.nodes = list(results), max(2, nodes)
+        if self.is_mounted:
+            self._draw()
+
+    def _draw(self) -> None:
+        shape = self.shape
+        document = fabric_document(self.results, shape, self.nodes)
+        head = self.query_one(".decode-head", Static)
+        note = self.query_one(".decode-note", Static)
+        table: DataTable[str] = self.query_one(DataTable)
+        table.clear(columns=True)
+        self.display = bool(self.results)
+        points = document["collectives"]
+        if not points:
+            head.update(f"{shape.name}: no all-reduce or latency figure yet: run the tests (r).")
+            note.update("")
+            return
+        tps = sorted({p["tp"] for p in document["predictions"]})
+        message = shape.message_bytes(BATCH)
+        head.update(f"{shape.name}, batch {BATCH} ({message // 1024} KiB per all-reduce, "
+                    f"2 x {shape.layers} per token), {document['mem_bandwidth_gbps']:g} GB/s per node")
+        table.add_columns("transport", "all-reduce µs", *[f"TP={tp} tok/s" for tp in tps],
+                          "comm share", "source")
+        for curve in curves([CollectivePoint.from_json(p) for p in points]):
+            rows = [p for p in document["predictions"] if p["transport"] == curve.transport]
+            last = rows[-1]
+            table.add_row(curve.transport, f"{curve.two_ranks(message):.1f}",
+                          *[f"{p['tokens_per_s']:.1f}" + ("" if p["fits"] else " (no fit)") for p in rows],
+                          f"{last['comm_share']:.0%} at TP={last['tp']}", curve.source)
+        notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"
+                                   for p in points if p.get("note")))
+        note.update("\n".join([*notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
+                               "strixwizard test decode --model NAME times the all-reduce at the "
+                               "model's own decode sizes"]))

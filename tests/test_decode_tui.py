@@ -1,0 +1,54 @@
+"""The Test step's panel "what this fabric buys you" renders on the demo (Textual Pilot)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from strixwizard.services.facade import Services
+from strixwizard.tui.app import WizardApp
+from strixwizard.tui.widgets.decode import TITLE, DecodePanel
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+async def _walk() -> None:
+    app = WizardApp(demo=True, resume=False, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.press("6")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        panel = app.screen.query_one(DecodePanel)
+        assert not panel.display  # nothing measured yet
+        await pilot.press("r")
+        for _ in range(600):
+            await pilot.pause(0.1)
+            if not app.busy("tests"):
+                break
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.pause()
+        panel = app.screen.query_one(DecodePanel)
+        assert panel.display and panel.border_title == TITLE
+        table: DataTable[str] = panel.query_one(DataTable)
+        rows = {str(table.get_row_at(i)[0]): [str(c) for c in table.get_row_at(i)]
+                for i in range(table.row_count)}
+        assert set(rows) == {"rdma", "tcp"}
+        assert rows["rdma"][-1] == "recorded" and rows["tcp"][-1] == "estimated"
+        assert all(float(cell.split()[0]) > 0 for cell in rows["rdma"][2:4])
+        head = str(panel.query_one(".decode-head", Static).render())
+        assert "Llama-3.1-70B" in head and "16 KiB per all-reduce" in head
+        note = str(panel.query_one(".decode-note", Static).render())
+        assert "rdma: RCCL all_reduce_perf" in note and "(recorded)" in note and "llm-tracker.info" in note
+
+
+def test_the_fabric_panel_renders_on_the_demo() -> None:
+    asyncio.run(_walk())
