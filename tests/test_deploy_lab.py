@@ -52,11 +52,12 @@ def calls(host: LabHost) -> list[list[str]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def alive(pid: int | None) -> bool:
+def alive(host: LabHost, pid: int | None) -> bool:
+    """The stand-in raylet `pid` (a PID of the node's own namespace) runs on `host`."""
     if pid is None:
         return False
     try:
-        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        comm = (host.proc / str(pid) / "comm").read_text().strip()
     except OSError:
         return False
     return comm == "raylet"
@@ -72,9 +73,9 @@ def lab(deploylab2: Lab) -> Iterator[Lab]:
     yield deploylab2
     for host in deploylab2.hosts:  # stop what a failed test left, by PID, in its namespace only
         pid = raylet_pid(host)
-        if alive(pid):
-            assert pid is not None
-            _kill_in_netns([pid], [host.netns])
+        root_pid = host.root_pid(pid) if alive(host, pid) and pid is not None else None
+        if root_pid is not None:
+            _kill_in_netns([root_pid], [host.netns])
         for path in (state(host), host.home / "strixwizard-etc"):
             if path.exists():
                 for item in sorted(path.rglob("*"), reverse=True):
@@ -122,8 +123,8 @@ def test_apply_smoke_converge_and_rollback_leave_hosts_as_they_were(lab: Lab, tm
     assert (head.home / "mpirun.argv").read_text().splitlines()[:6] == [
         "--allow-run-as-root", "-np", "2", "-H", f"{head.fabric_addr}:1,{worker.fabric_addr}:1",
         "--mca"]
-    pids = [raylet_pid(h) for h in lab.hosts]
-    assert all(alive(p) for p in pids)
+    pids = [(h, raylet_pid(h)) for h in lab.hosts]
+    assert all(alive(h, p) for h, p in pids)
 
     again = deploy(site, tmp_path, "--transport", "tcp", "--json")
     assert again.rc == 0 and again.json()["plan"]["summary"]["changes"] == 0
@@ -135,7 +136,7 @@ def test_apply_smoke_converge_and_rollback_leave_hosts_as_they_were(lab: Lab, tm
     for host in lab.hosts:
         assert not (host.home / "strixwizard-etc").exists()
         assert calls(host)[-1] == ["stop"]
-    assert not any(alive(p) for p in pids)
+    assert not any(alive(h, p) for h, p in pids)
 
 
 def test_a_worker_that_cannot_start_rolls_back_the_whole_cluster(lab: Lab, tmp_path: Path) -> None:
@@ -151,4 +152,4 @@ def test_a_worker_that_cannot_start_rolls_back_the_whole_cluster(lab: Lab, tmp_p
     assert done.json()["smoke"] is None
     for host in lab.hosts:
         assert not (host.home / "strixwizard-etc").exists()
-    assert calls(head)[-1] == ["stop"] and not alive(raylet_pid(head))
+    assert calls(head)[-1] == ["stop"] and not alive(head, raylet_pid(head))

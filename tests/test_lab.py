@@ -220,6 +220,45 @@ class TestThreeHosts:
         assert victim.sshd_pid not in (None, old_pid)
         assert ssh(lab, victim, "true").returncode == 0
 
+    def test_each_node_has_its_own_process_table(self, lab: Lab) -> None:
+        node0, node1, _ = lab.hosts
+        sleeper = ssh(lab, node1, "sleep 30 >/dev/null 2>&1 & echo $!")
+        pid = int(sleeper.stdout)
+        root = node1.root_pid(pid)
+        assert root is not None and root != pid, "the node's PIDs are its own"
+        assert Path(f"/proc/{root}/cmdline").read_bytes() == b"sleep\x0030\x00"
+        assert node1.node_pids()[pid] == "sleep 30"
+        assert (node1.proc / "1" / "cmdline").read_bytes().startswith(b"/usr/bin/python3\x00-c")
+        listing = ssh(lab, node0, "ls /proc").stdout.split()
+        node0_pids = {int(e) for e in listing if e.isdigit()}
+        assert max(node0_pids) < 1000 and 1 in node0_pids
+        # pkill on node0 cannot reach node1's sleep; on node1 it does
+        assert ssh(lab, node0, "pkill -x sleep; true").returncode == 0
+        assert Path(f"/proc/{root}").exists()
+        assert ssh(lab, node1, "pkill", "-x", "sleep").returncode == 0
+        deadline = time.monotonic() + 5
+        while node1.root_pid(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert node1.root_pid(pid) is None
+
+    def test_node_processes_outlive_its_sshd_and_die_with_its_init(self, lab: Lab) -> None:
+        node = lab.hosts[2]
+        pid = int(ssh(lab, node, "setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $!").stdout)
+        root = node.root_pid(pid)
+        init = node.init_pid
+        assert root is not None and init is not None
+        node.restart_sshd()  # a real node's daemons survive an sshd restart
+        assert node.init_pid == init and node.root_pid(pid) == root
+        assert ssh(lab, node, "cat", f"/proc/{pid}/cmdline").stdout == "sleep\x0030\x00"
+        node.kill_all()
+        assert not Path(f"/proc/{root}").exists() and not Path(f"/proc/{init}").exists()
+        assert node.init_pid is None
+        node.start_sshd()  # boots a new node
+        node.wait_sshd()
+        assert node.init_pid not in (None, init)
+        assert ssh(lab, node, "true").returncode == 0
+        assert pid not in node.node_pids()
+
     def test_site_yaml(self, lab: Lab, tmp_path: Path) -> None:
         from strixwizard.site import load_site
 
@@ -248,7 +287,7 @@ def test_down_removes_everything_and_is_idempotent(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 10
-        while len(lab_module._pids_in_netns([lab.hosts[1].netns])) < 2 and time.monotonic() < deadline:
+        while lab.hosts[1].exec_count() < 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         lab.down()
         assert session.wait(timeout=10) != 0

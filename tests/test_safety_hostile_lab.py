@@ -43,8 +43,9 @@ def lab(hostilelab: Lab) -> Iterator[Lab]:
     yield hostilelab
     for host in hostilelab.hosts:
         pid = raylet(host)
-        if pid is not None and Path(f"/proc/{pid}").exists():
-            _kill_in_netns([pid], [host.netns])
+        root_pid = host.root_pid(pid) if pid is not None else None  # the node's PID, in the root's
+        if root_pid is not None:
+            _kill_in_netns([root_pid], [host.netns])
         rename(host, HOSTILE, "fab0")
 
 
