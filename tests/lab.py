@@ -19,7 +19,11 @@ Layout of one lab of two hosts (``k`` is an even number claimed per lab)::
 - Fabric: hosts are paired 0-1, 2-3, ... by a veth pair straight between the two
   namespaces (``fab0`` on both sides), one /30 per pair.  With an odd number of
   hosts the last one has no fabric link (``fabric_addr`` and ``fabric_peer`` are
-  None).
+  None).  ``Lab(..., fabric="switch")`` instead joins every host's ``fab0`` to a
+  fabric bridge ``sw<k>fb`` in the root namespace (a switch: no address on it,
+  so the root namespace still has no route to the fabric): host ``i`` has
+  ``10.99.(k+1).(1+i)/24`` and ``fabric_peer`` None; every host reaches every
+  other one, as a cluster behind one switch does.
 - Routes (bridge, mgmt0, fab0) carry ``quickack 1``: without it delayed ACKs add
   tens of milliseconds to each SSH exchange.
 - Each host runs ``/usr/sbin/sshd -D`` with a config, host key, authorized keys,
@@ -635,7 +639,10 @@ class Lab:
     unique namespace-name prefix of this instance.
     """
 
-    def __init__(self, workdir: Path, n: int, prefix: str = "swlab") -> None:
+    def __init__(self, workdir: Path, n: int, prefix: str = "swlab", fabric: str = "pairs") -> None:
+        if fabric not in ("pairs", "switch"):
+            raise ValueError(f"fabric must be 'pairs' or 'switch', not {fabric!r}")
+        self.fabric = fabric
         if not 1 <= n <= MAX_HOSTS:
             raise ValueError(f"n must be in 1..{MAX_HOSTS}, not {n}")
         if not re.fullmatch(r"[a-z][a-z0-9]{0,15}", prefix):
@@ -660,6 +667,11 @@ class Lab:
     @property
     def bridge(self) -> str | None:
         return None if self.block is None else f"sw{self.block}br"
+
+    @property
+    def fabric_bridge(self) -> str | None:
+        """The switch of a ``fabric="switch"`` lab (absent in a paired one)."""
+        return None if self.block is None else f"sw{self.block}fb"
 
     @property
     def netns_names(self) -> list[str]:
@@ -792,6 +804,7 @@ class Lab:
             "format": STATE_FORMAT,
             "workdir": str(self.workdir),
             "n": self.n,
+            "fabric": self.fabric,
             "prefix": self.prefix,
             "owner_pid": self.owner_pid,
             "block": self.block,
@@ -809,7 +822,7 @@ class Lab:
         state = json.loads(Path(path).read_text())
         if state.get("format") != STATE_FORMAT:
             raise LabError(f"{path}: not a lab state file ({STATE_FORMAT})")
-        lab = cls(Path(state["workdir"]), state["n"])
+        lab = cls(Path(state["workdir"]), state["n"], fabric=state.get("fabric", "pairs"))
         lab.prefix = state["prefix"]
         lab.owner_pid = state["owner_pid"]
         lab.block = state["block"]
@@ -862,7 +875,9 @@ class Lab:
                 mgmt_addr=f"10.99.{k}.{10 + i}",
             )
             pair, side = divmod(i, 2)
-            if pair * 2 + 1 < self.n:  # odd last host: no fabric link
+            if self.fabric == "switch":
+                host.fabric_addr = f"10.99.{k + 1}.{1 + i}"
+            elif pair * 2 + 1 < self.n:  # odd last host: no fabric link
                 host.fabric_addr = f"10.99.{k + 1}.{4 * pair + 1 + side}"
                 host.fabric_peer = f"node{i + 1 - 2 * side}"
             self.hosts.append(host)
@@ -886,6 +901,15 @@ class Lab:
                 f"link add name {veth} up master {self.bridge} type veth peer name mgmt0 netns {host.netns}"
             )
             root_cmds.append(f"link set dev {veth} alias {self.prefix}")
+        if self.fabric == "switch":
+            switch = self.fabric_bridge
+            root_cmds += [f"link add name {switch} type bridge", f"link set dev {switch} alias {self.prefix}",
+                          f"link set dev {switch} up"]
+            for host in self.hosts:
+                veth = f"sw{k}f{host.index}"
+                root_cmds.append(
+                    f"link add name {veth} up master {switch} type veth peer name fab0 netns {host.netns}")
+                root_cmds.append(f"link set dev {veth} alias {self.prefix}")
         for a, b in self._fabric_pairs():
             root_cmds.append(f"link add name fab0 netns {a.netns} type veth peer name fab0 netns {b.netns}")
         _ip_batch(root_cmds)
@@ -893,6 +917,8 @@ class Lab:
             _ip_batch(self._namespace_cmds(host), netns=host.netns)
 
     def _fabric_pairs(self) -> list[tuple[LabHost, LabHost]]:
+        if self.fabric == "switch":
+            return []
         return [(self.hosts[i], self.hosts[i + 1]) for i in range(0, self.n - 1, 2)]
 
     def _namespace_cmds(self, host: LabHost) -> list[str]:
@@ -904,9 +930,11 @@ class Lab:
             _quickack_route(f"10.99.{k}.0/24", "mgmt0", host.mgmt_addr),
         ]
         if host.fabric_addr:
-            subnet = f"10.99.{k + 1}.{4 * (host.index // 2)}/30"
+            subnet, bits = f"10.99.{k + 1}.{4 * (host.index // 2)}/30", 30
+            if self.fabric == "switch":
+                subnet, bits = f"10.99.{k + 1}.0/24", 24
             cmds += [
-                f"addr add {host.fabric_addr}/30 dev fab0",
+                f"addr add {host.fabric_addr}/{bits} dev fab0",
                 "link set dev fab0 up",
                 _quickack_route(subnet, "fab0", host.fabric_addr),
             ]
@@ -996,7 +1024,7 @@ class Lab:
         may still hold a namespace open (a pyroute2 handle, say)."""
         deadline = time.monotonic() + timeout
         while True:
-            veths = self._own_links() - {self.bridge}
+            veths = self._own_links() - {self.bridge, self.fabric_bridge}
             if not veths or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
@@ -1004,8 +1032,10 @@ class Lab:
             _run(["ip", "link", "del", "dev", name], check=False)
 
     def _delete_bridge(self) -> None:
-        if self.bridge in self._own_links():
-            _run(["ip", "link", "del", "dev", self.bridge])
+        own = self._own_links()
+        for bridge in (self.fabric_bridge, self.bridge):
+            if bridge in own:
+                _run(["ip", "link", "del", "dev", bridge])
 
     def _release_route(self) -> None:
         """Drop the unreachable route once no lab uses 10.99/16, if a lab added it.

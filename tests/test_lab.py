@@ -362,6 +362,22 @@ def test_two_labs_side_by_side(tmp_path: Path) -> None:
     assert_gone(a, before)
 
 
+def test_a_switched_fabric_joins_every_host_and_stays_off_the_root_namespace(tmp_path: Path) -> None:
+    before = root_ns_state()
+    with Lab(tmp_path, 3, fabric="switch") as lab:
+        node0, node1, node2 = lab.hosts
+        assert [h.fabric_addr for h in lab.hosts] == [f"10.99.{lab.block + 1}.{i}" for i in (1, 2, 3)]
+        assert all(h.fabric_peer is None for h in lab.hosts)
+        for src, dst in ((node0, node2), (node2, node1), (node1, node0)):
+            proc = src.run_in_ns(["ping", "-c", "1", "-W", "1", dst.fabric_addr or ""])
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        root = subprocess.run(["ping", "-c", "1", "-W", "1", node0.fabric_addr or ""],
+                              capture_output=True, text=True, timeout=10)
+        assert root.returncode != 0
+        assert Lab.from_state(lab.save_state(tmp_path / "state.json")).fabric == "switch"
+    assert_gone(lab, before)
+
+
 def test_lab_refuses_a_workdir_under_root() -> None:
     with pytest.raises(ValueError, match="/root"):
         Lab(Path("/root/lab"), 1)
