@@ -38,7 +38,8 @@ def register(commands: Any) -> argparse.ArgumentParser:
     action.add_argument("--smoke", action="store_true",
                         help="only run the smoke test on the deployed cluster")
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
-                        help="undo a deploy run (default: the last one): files removed, `ray stop`")
+                        help="undo a deploy run (default: the last one): files removed, "
+                        "strixwizard's own Ray stopped")
     deploy.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     deploy.add_argument("--break-lock", action="store_true",
                         help="replace a stale lock (its run is gone) instead of refusing")
@@ -48,6 +49,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
                         "sockets, deployed knowingly)")
     deploy.add_argument("--head", metavar="NODE", help="the Ray head (default: the first node)")
     add_llama_options(deploy)
+    add_ray_options(deploy)
     deploy.add_argument("--target-dir", default="/etc/strixwizard", metavar="DIR",
                         help="where the env file and scripts go on each node")
     deploy.add_argument("--no-smoke", action="store_true", help="--apply without the smoke test")
@@ -86,11 +88,30 @@ def add_llama_options(deploy: Any) -> None:
                        help="pid files and logs on each node (logs are kept after a rollback)")
 
 
+def add_ray_options(deploy: Any) -> None:
+    """How `ray start` runs on the nodes (the default stack)."""
+    ray = deploy.add_argument_group("Ray (--stack ray)")
+    ray.add_argument("--ray-temp-dir", default="/var/lib/strixwizard/ray", metavar="DIR",
+                     help="Ray's --temp-dir on each node: its sessions and logs, apart from any "
+                     "other Ray's (kept after a rollback)")
+    ray.add_argument("--ray-num-cpus", type=int, metavar="N",
+                     help="ray start --num-cpus (default: Ray counts the node's CPUs)")
+    ray.add_argument("--ray-object-store-bytes", type=int, metavar="BYTES",
+                     help="ray start --object-store-memory (default: Ray's, 30%% of memory)")
+
+
+def _ray_settings(args: argparse.Namespace) -> Any:
+    from strixwizard.deploy.ray import RaySettings
+
+    return RaySettings(temp_dir=args.ray_temp_dir, num_cpus=args.ray_num_cpus,
+                       object_store_bytes=args.ray_object_store_bytes)
+
+
 def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.deploy.plan import DeploySettings
 
     if args.stack != "llama-rpc":
-        return DeploySettings(target_dir=args.target_dir, model=args.model)
+        return DeploySettings(target_dir=args.target_dir, model=args.model, ray=_ray_settings(args))
     from strixwizard.deploy.llama import LlamaSettings
 
     llama = LlamaSettings(model=args.gguf or args.model, rpc_port=args.rpc_port,

@@ -58,8 +58,10 @@ def make_plan(site: Site, nodes: Sequence[Node], settings: DeploySettings, profi
 def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
     """Fill every step's `before` with what its node holds now and drop converged steps.
 
-    Refuses when Ray already runs on a node whose environment would change: its actors
-    would keep the old one (they inherit the daemon's), which is the pitfall this avoids."""
+    Refuses when a Ray that strixwizard did not start runs on a node (it is left alone; a
+    second one is never started), and when strixwizard's Ray already runs on a node whose
+    environment would change: its actors would keep the old one (they inherit the
+    daemon's), which is the pitfall this avoids."""
     observed: dict[tuple[str, str], str | None] = {}
     for p in plan.site_plan.plans:
         runner = runners.get(p.node)
@@ -72,6 +74,15 @@ def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
                 raise UsageError(f"{p.node} is unreachable: {error}") from None
             except (ReadError, StepFailed) as error:
                 raise UsageError(f"{p.node}: cannot read {step.target}: {error}") from None
+    from strixwizard.deploy.ray import another_ray
+
+    for node in plan.site_plan.nodes:
+        state = observed.get((node, _ray_target(plan, node)))
+        if another_ray(state):
+            raise DeployRefused(
+                f"{node}: {state}. The deploy leaves it alone and does not start a second Ray "
+                f"there; stop that Ray yourself (`ray stop` on {node} ends every Ray there) or "
+                "deploy on other nodes")
     site_plan = with_observed(plan.site_plan, observed)
     for node in site_plan.nodes:
         plans = site_plan.for_node(node)
@@ -87,7 +98,10 @@ def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
 
 
 def _ray_target(plan: DeployPlan, node: str) -> str:
-    steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps]
+    from strixwizard.deploy.ray import is_ray_start
+
+    steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps
+             if is_ray_start(s)]
     return steps[0].target if steps else ""
 
 
@@ -103,14 +117,22 @@ def run(runner: Runner, argv: Sequence[str]) -> tuple[int, str, str]:
 
 def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = None,
                rccl: bool = True) -> SmokeReport:
-    """Ray's node count, then a 2-rank all-reduce; both run on the head."""
+    """Ray's nodes and the environment a task sees on each, then a 2-rank all-reduce; all
+    run on the head."""
+    from strixwizard.deploy.ray import driver_argv, judge_cluster
+
     env, settings = plan.env, plan.settings
     report = SmokeReport()
     tell = say or (lambda node, message: None)
     try:
-        tell(env.head, "ray status")
-        rc, out, err = run(head_runner, ray_status_argv(env, settings))
-        report.checks.append(judge_ray(env, rc, out, err))
+        tell(env.head, "Ray: one task pinned to each node reports the environment it sees")
+        rc, out, err = run(head_runner, driver_argv(env, settings))
+        cluster = judge_cluster(env, rc, out, err)
+        if cluster is None:  # the head's `ray` has no Python module to drive: its node count
+            tell(env.head, "ray status")
+            rc, out, err = run(head_runner, ray_status_argv(env, settings))
+            cluster = [judge_ray(env, rc, out, err)]
+        report.checks += cluster
         if rccl and (refusal := mpirun_refusal(env)):
             report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
         elif rccl:
