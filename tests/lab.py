@@ -1078,7 +1078,9 @@ def sweep_stale_labs(*, include_detached: bool = False) -> list[str]:
     return swept
 
 
-def lab_fixture(n: int, *, scope: str = "session", name: str | None = None) -> Callable[..., Any]:
+def lab_fixture(
+    n: int, *, scope: str = "session", name: str | None = None, fabric: str = "pairs"
+) -> Callable[..., Any]:
     """A pytest fixture yielding an up ``Lab`` of ``n`` hosts; assign it in conftest.py.
 
     ``lab3 = lab_fixture(3)`` makes a fixture named ``lab3``.  Missing tools or
@@ -1089,7 +1091,7 @@ def lab_fixture(n: int, *, scope: str = "session", name: str | None = None) -> C
     def _lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         require_lab_tools()
         sweep_stale_labs()
-        with Lab(tmp_path_factory.mktemp("lab"), n) as lab:
+        with Lab(tmp_path_factory.mktemp("lab"), n, fabric=fabric) as lab:
             yield lab
 
     return pytest.fixture(scope=scope, name=name)(_lab)  # type: ignore[call-overload,no-any-return]
