@@ -206,6 +206,12 @@ def test_rollback_stops_only_strixwizards_ray_and_a_second_ray_is_refused(
         rolled = deploy(cluster, None, "--rollback", cluster.doc["apply"]["run_id"], "--yes",
                         "--json")
         assert rolled.rc == 0, rolled.stdout + rolled.stderr
+        (pid,) = theirs
+        nodes = {n["node"]: n for n in rolled.json()["rollback"]["nodes"]}
+        assert nodes["node2"]["state"] == (
+            "every value of this run restored; left alone: another Ray runs here "
+            f"(raylet PID {pid}, not started by strixwizard)")
+        assert "left alone" not in nodes["node0"]["state"] + nodes["node1"]["state"]
         # nothing strixwizard started is left on any node; the other Ray still runs
         for host in cluster.lab.hosts:
             assert not marked(host), f"{host.name}: {marked(host)}"
@@ -214,7 +220,6 @@ def test_rollback_stops_only_strixwizards_ray_and_a_second_ray_is_refused(
         # and the deploy will not start a second Ray next to it
         refused = deploy(cluster, None, "--apply", "--yes", "--json")
         assert refused.rc == 2, refused.stdout + refused.stderr
-        (pid,) = theirs
         assert refused.json()["reason"] == (
             f"node2: another Ray runs here (raylet PID {pid}, not started by strixwizard). "
             "The deploy leaves it alone and does not start a second Ray there; stop that Ray "

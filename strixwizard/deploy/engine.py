@@ -7,6 +7,7 @@ Deploy journals live apart from fix journals (`.../strixwizard/deploy-journal`),
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,9 +27,10 @@ from strixwizard.deploy.smoke import (
 from strixwizard.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
-from strixwizard.fixing.model import Kind
+from strixwizard.fixing.model import Kind, Read, Step
 from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
+from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
 
@@ -176,10 +178,51 @@ def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalSto
     return report, checked
 
 
+class _RayNoting(Runner):
+    """A node's runner that, after stopping strixwizard's Ray, reads the node's Ray state
+    again and keeps it when another Ray still runs there (the rollback then says so)."""
+
+    def __init__(self, inner: Runner, notes: dict[str, str]) -> None:
+        self.inner, self.notes = inner, notes
+        self.node, self.where, self.dry_run = inner.node, inner.where, inner.dry_run
+
+    def read(self, read: Read) -> str | None:
+        return self.inner.read(read)
+
+    def apply(self, step: Step) -> None:
+        self.inner.apply(step)
+
+    def undo(self, step: Step, before: str | None) -> None:
+        from strixwizard.deploy.ray import another_ray, is_ray_start
+
+        self.inner.undo(step, before)
+        if is_ray_start(step):
+            with contextlib.suppress(ReadError, StepFailed):
+                state = self.inner.read(step.read)
+                if another_ray(state):
+                    self.notes[self.node] = str(state)
+
+    def save_journal(self, run_id: str, text: str) -> str:
+        return self.inner.save_journal(run_id, text)
+
+    def probe(self) -> Probe:
+        return self.inner.probe()
+
+    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
+        self.inner.lock(holder, break_stale)
+
+    def unlock(self) -> None:
+        self.inner.unlock()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
                     say: Progress | None = None, break_lock: bool = False) -> RollbackReport:
     """Undo a deploy run from its journals: workers first, the head last, so a worker's raylet
-    is stopped while its head still answers; but llama-server first, before its RPC workers."""
+    is stopped while its head still answers; but llama-server first, before its RPC workers.
+    Only strixwizard's own Ray is stopped; a node where another Ray runs says so."""
     from strixwizard.fixing.engine import rollback_run
     from strixwizard.fixing.targets import runner_from_journal
 
@@ -187,6 +230,11 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
         targets = {r.step.target for r in journal.steps}
         return 0 if "llama-server" in targets else 2 if "ray (head)" in targets else 1
 
+    notes: dict[str, str] = {}
     ordered = sorted(journals, key=rank)
-    return rollback_run(ordered, runner_from_journal, store, say, break_lock=break_lock,
-                        command="deploy --rollback")
+    report = rollback_run(ordered, lambda journal: _RayNoting(runner_from_journal(journal), notes),
+                          store, say, break_lock=break_lock, command="deploy --rollback")
+    for outcome in report.nodes:
+        if outcome.node in notes:
+            outcome.state += f"; left alone: {notes[outcome.node]}"
+    return report
