@@ -95,20 +95,13 @@ export STRIXWIZARD_RAY="$temp"
 mkdir -p -- "$temp"
 exec "$@" </dev/null
 """
-#: `sh -c STOP TEMP`: ends every process marked with TEMP (TERM, KILL after 10 s), and
-#: only those; says when another Ray is left running.
-STOP = _SCAN + r"""pids=$(marked "$0")
-if [ -n "$pids" ]; then
-  kill $pids 2>/dev/null
-  i=0
-  while [ -n "$pids" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); pids=$(marked "$0"); done
-  if [ -n "$pids" ]; then kill -9 $pids 2>/dev/null; sleep 0.5; fi
-  left=$(marked "$0" | tr '\n' ' ')
-  if [ -n "$left" ]; then echo "Ray processes still running: $left" >&2; exit 1; fi
-fi
-theirs=$(others "$0")
-if [ -n "$theirs" ]; then echo "left alone: another Ray (raylet PID $theirs), not started by strixwizard"; fi
-exit 0
+#: `sh -c STOP TEMP`: ends every process marked with TEMP (TERM, KILL after 10 s), and only
+#: those (the rollback then reads the node's state again and names another Ray left running).
+STOP = r"""m() { grep -lzxF -e "STRIXWIZARD_RAY=$0" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3; }
+p=$(m) i=0; [ -z "$p" ] || kill $p 2>/dev/null
+while [ -n "$p" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); p=$(m); done
+[ -z "$p" ] || { kill -9 $p 2>/dev/null; sleep 0.5; p=$(m); }
+[ -z "$p" ] || { echo "Ray processes still running:" $p >&2; exit 1; }
 """
 #: `sh -c WITH_RAY_PYTHON DRIVER ARGS...`: runs the driver with the Python of the node's
 #: `ray` command (its shebang), so it imports the same Ray the daemons run.
