@@ -38,8 +38,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
     action.add_argument("--smoke", action="store_true",
                         help="only run the smoke test on the deployed cluster")
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
-                        help="undo a deploy run (default: the last one): files removed, "
-                        "strixwizard's own Ray stopped")
+                        help="undo a deploy run (default: the last one): files removed, `ray stop`")
     deploy.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     deploy.add_argument("--break-lock", action="store_true",
                         help="replace a stale lock (its run is gone) instead of refusing")
