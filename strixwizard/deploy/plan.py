@@ -44,9 +44,9 @@ class DeploySettings:
     target_dir: str = DEFAULT_TARGET_DIR
     model: str | None = None
     ray_port: int = RAY_PORT
+    ray: RaySettings | None = None  # how Ray starts (deploy/ray.py); None: its defaults
     stack: str = "ray"  # "ray" (RCCL env, Ray, the vLLM line) or "llama-rpc" (deploy/llama.py)
     llama: LlamaSettings | None = None
-    ray: RaySettings | None = None  # how Ray starts (deploy/ray.py); None: its defaults
 
     def path(self, name: str) -> str:
         return f"{self.target_dir.rstrip('/')}/{name}"
