@@ -19,29 +19,45 @@ Layout of one lab of two hosts (``k`` is an even number claimed per lab)::
 - Fabric: hosts are paired 0-1, 2-3, ... by a veth pair straight between the two
   namespaces (``fab0`` on both sides), one /30 per pair.  With an odd number of
   hosts the last one has no fabric link (``fabric_addr`` and ``fabric_peer`` are
-  None).
+  None).  ``Lab(..., fabric="switch")`` instead joins every host's ``fab0`` to a
+  fabric bridge ``sw<k>fb`` in the root namespace (a switch: no address on it,
+  so the root namespace still has no route to the fabric): host ``i`` has
+  ``10.99.(k+1).(1+i)/24`` and ``fabric_peer`` None; every host reaches every
+  other one, as a cluster behind one switch does.
 - Routes (bridge, mgmt0, fab0) carry ``quickack 1``: without it delayed ACKs add
   tens of milliseconds to each SSH exchange.
 - Each host runs ``/usr/sbin/sshd -D`` with a config, host key, authorized keys,
   pid file and log in the host's own directory; ``/etc/ssh`` is never read or
   written.  The key exchange is limited to curve25519 (the post-quantum
   sntrup/mlkem ones cost ~100 ms of CPU per connection).
-- Root's home: sshd is started as ``ip netns exec NS unshare --mount sh -c
-  'mount --bind HOSTDIR/home /root && exec sshd ...'``.  ``ip netns exec``
-  already enters a mount namespace that is a slave of the host's; ``unshare
-  --mount`` makes a further private one, so the bind mount is seen only by that
-  sshd and what it runs, and the real /root is untouched.  Commands over SSH
+- Each host is a node of its own: ``ip netns exec NS unshare --pid --fork
+  --mount-proc --kill-child python3 -c NODE_INIT HOSTDIR/home`` starts a small
+  init, PID 1 of a new PID namespace with its own /proc, in a private mount
+  namespace (``ip netns exec`` already enters one that is a slave of the host's;
+  ``unshare`` makes a further private one).  The init bind-mounts the host's
+  home on /root, then only reaps orphans; sshd is started into its namespaces
+  with ``nsenter --target INIT --pid --mount --net``.  So the bind mount is seen
+  only by that sshd and what it runs, the real /root is untouched, and a process
+  started over SSH sees only its node's processes (``ray stop``, ``pkill`` on
+  one node reach that node alone).  Killing the init (its root-namespace PID is
+  ``init_pid``) ends every process of the node; ``kill_sshd`` stops the sshd
+  alone and ``start_sshd`` starts a new one in the same node while its init
+  lives (a new node once ``kill_all`` ended it).  ``proc`` is the node's own
+  /proc seen from the root namespace, ``root_pid`` maps a PID a node reports
+  (pid files, ``$$``) to the root namespace's.  Commands over SSH
   thus run with HOME=/root being an empty per-host directory: no ``.bashrc``, no
   pyenv (which costs ~250 ms per command on this machine), PATH is sshd's
   default, so ``python3`` is the system one.  Consequence: the lab's workdir
   must not live under /root (sshd would not see its own files); ``Lab`` refuses
   such a workdir.
-- Processes: every sshd is tracked by PID.  Killing always goes through a pidfd
-  and first checks that the process is in one of this lab's namespaces, so a
-  recorded PID that was reused can never hit an unrelated process.  ``down()``
-  also ends any other process still inside the lab's namespaces (SSH sessions
-  the sshds spawned), found by comparing network-namespace inodes in /proc.
-  Namespaces share the process table: never ``pkill``.
+- Processes: every init and sshd is tracked by its root-namespace PID.  Killing
+  always goes through a pidfd and first checks that the process is in one of
+  this lab's namespaces, so a recorded PID that was reused can never hit an
+  unrelated process.  ``down()`` kills the inits (which ends their PID
+  namespaces) and then any other process still inside the lab's network
+  namespaces (``run_in_ns`` commands), found by comparing network-namespace
+  inodes in /proc.  The root namespace sees every node's processes: never
+  ``pkill`` from it.
 - Parallel labs: a lock file serialises choosing ``k`` (a free pair of /24s:
   management ``10.99.k.0/24``, fabric ``10.99.(k+1).0/24``, k even in 2..252)
   and creating its bridge.  Namespace names carry the PID and a per-process
@@ -94,6 +110,8 @@ LAB_NET_PREFIX = "10.99."
 #: Marks the unreachable route as added by a lab (not a registered protocol number).
 ROUTE_PROTO = "77"
 SSHD = "/usr/sbin/sshd"
+#: Debian's own Python runs each node's init (no virtualenv, no pyenv)
+NODE_PYTHON = "/usr/bin/python3"
 PRIVSEP_DIR = Path("/run/sshd")
 LOCK_FILE = Path("/run/lock/strixwizard-lab.lock")
 STATE_FORMAT = "strixwizard-lab/1"
@@ -112,11 +130,30 @@ REQUIRED_TOOLS: dict[str, str] = {
     "ssh-keygen": "openssh-client",
     "ssh": "openssh-client",
     "unshare": "util-linux",
+    "nsenter": "util-linux",
     "mount": "mount",
+    NODE_PYTHON: "python3",
 }
 
-#: Runs sshd with its own /root.  Positional args only: $1 home, $2 sshd, $3 config.
-_SSHD_WRAPPER = 'mount --bind "$1" /root && exec "$2" -D -e -f "$3"'
+#: PID 1 of a lab node (argv[1]: the host's home).  Mounts the home on /root, says
+#: "ready", then reaps orphans (daemons whose parent exited are re-parented to it).
+#: Its exit, on SIGTERM, makes the kernel kill every process of the namespace.
+_NODE_INIT = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+child = os.fork()
+if child == 0:
+    os.execvp("mount", ["mount", "--bind", sys.argv[1], "/root"])
+if os.waitpid(child, 0)[1] != 0:
+    sys.exit("node init: mount --bind of the home on /root failed")
+print("ready", flush=True)
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(0.2)
+"""
 
 _lab_counter = itertools.count()
 
@@ -323,7 +360,10 @@ class LabHost:
     #: the host's public key, ``ssh-ed25519 AAAA...`` (no comment)
     host_key_pub: str = ""
     sshd_pid: int | None = None
+    #: root-namespace PID of the node's init (PID 1 of its PID namespace)
+    init_pid: int | None = None
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+    _init: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def home(self) -> Path:
@@ -365,13 +405,83 @@ class LabHost:
         return path
 
     def kill_all(self) -> None:
-        """Kill this host's sshd and every session it started: the host goes down mid-run."""
+        """Kill this node's init, and so its sshd and every process of the node: the host goes
+        down mid-run.  The next ``start_sshd`` boots a new node."""
+        _kill_in_netns([self.init_pid] if self.init_pid else [], [self.netns])
         _kill_in_netns(_pids_in_netns([self.netns]), [self.netns])
-        if self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=KILL_TIMEOUT)
-        self._proc = None
-        self.sshd_pid = None
+        self._reap()
+
+    def _reap(self) -> None:
+        """Collect our dead children (bounded) and forget their PIDs."""
+        for proc in (self._proc, self._init):
+            if proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=KILL_TIMEOUT)
+        self._proc = self._init = None
+        self.sshd_pid = self.init_pid = None
+
+    @property
+    def proc(self) -> Path:
+        """The node's own /proc (its PID namespace's), seen from the root namespace."""
+        if not self.node_running():
+            raise LabError(f"{self.name}: the node is down (no init)")
+        return Path(f"/proc/{self.init_pid}/root/proc")
+
+    def node_pids(self) -> dict[int, str]:
+        """PID -> command line (space-joined) of every process of this node, as the node's
+        own /proc lists them (PIDs of the node's namespace)."""
+        found: dict[int, str] = {}
+        for entry in self.proc.iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    raw = (entry / "cmdline").read_bytes()
+                    found[int(entry.name)] = raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+        return found
+
+    def pid_alive(self, pid: int) -> bool:
+        """The node's process ``pid`` (a PID of the node's namespace) runs, not a zombie."""
+        try:
+            return _pid_alive(pid, self.proc)
+        except LabError:  # the node is down: nothing of it runs
+            return False
+
+    def root_pid(self, pid: int) -> int | None:
+        """The root-namespace PID of this node's process ``pid`` (as the node reports it:
+        a pid file, ``$$``); None if the node has no such process."""
+        if not self.node_running():
+            return None
+        try:
+            node_ns = os.stat(f"/proc/{self.init_pid}/ns/pid").st_ino
+        except OSError:
+            return None
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.stat(f"/proc/{entry}/ns/pid").st_ino != node_ns:
+                    continue
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            nspid = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [])
+            if nspid and nspid[-1] == str(pid):
+                return int(entry)
+        return None
+
+    def run_in_node(
+        self, argv: Sequence[str], *, check: bool = False, timeout: float = CMD_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` in this node's namespaces (network, PID, mounts), as an SSH session
+        would, output captured."""
+        if not self.node_running():
+            raise LabError(f"{self.name}: the node is down (no init)")
+        return subprocess.run(
+            ["nsenter", f"--target={self.init_pid}", "--pid", "--mount", "--net", "--", *argv],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )
 
     def run_in_ns(
         self, argv: Sequence[str], *, check: bool = False, timeout: float = CMD_TIMEOUT
@@ -391,34 +501,67 @@ class LabHost:
         return int(json.loads(out)[0]["mtu"])
 
     def start_sshd(self) -> None:
-        """Start sshd in the namespace; returns at once (see ``wait_sshd``)."""
+        """Start sshd in the node (booting the node first if it is down); returns once its
+        PID is known, not when it accepts connections (see ``wait_sshd``)."""
         if self.sshd_running():
             raise LabError(f"{self.name}: sshd already running (pid {self.sshd_pid})")
         PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
-        in_ns = ["ip", "netns", "exec", self.netns, "unshare", "--mount", "--propagation", "private"]
-        wrapper = ["sh", "-c", _SSHD_WRAPPER, "sh", str(self.home), SSHD, str(self.sshd_config)]
+        if not self.node_running():
+            self._boot()
+        argv = ["nsenter", f"--target={self.init_pid}", "--pid", "--mount", "--net", "--",
+                SSHD, "-D", "-e", "-f", str(self.sshd_config)]
         with open(self.sshd_log, "ab") as log:
-            # ip netns exec, unshare (without --fork) and sh all exec: the PID is sshd's.
+            # nsenter forks into the PID namespace: sshd is its child.
             self._proc = subprocess.Popen(
-                [*in_ns, *wrapper],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # no terminal signals; survives a detached script
             )
-        self.sshd_pid = self._proc.pid
+        self.sshd_pid = _child_pid(self._proc)
 
     def sshd_running(self) -> bool:
         if self._proc is not None:
             return self._proc.poll() is None
         return self.sshd_pid is not None and _pid_netns_inode(self.sshd_pid) == _netns_inode(self.netns)
 
+    def node_running(self) -> bool:
+        """The node's init lives (and so its PID namespace, its processes, its /root)."""
+        if self._init is not None:
+            return self._init.poll() is None and self.init_pid is not None
+        return self.init_pid is not None and _pid_netns_inode(self.init_pid) == _netns_inode(self.netns)
+
+    def _boot(self) -> None:
+        """Start the node's init in a new PID namespace and wait until it has mounted /root."""
+        argv = ["ip", "netns", "exec", self.netns, "unshare", "--pid", "--fork", "--mount-proc",
+                "--kill-child", "--", NODE_PYTHON, "-c", _NODE_INIT, str(self.home)]
+        with open(self.sshd_log, "ab") as log:
+            # ip netns exec execs unshare: the PID is unshare's, the init is its child.
+            self._init = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        assert self._init.stdout is not None
+        with self._init.stdout as ready:
+            readable, _, _ = select.select([ready], [], [], READY_TIMEOUT)
+            line = ready.readline() if readable else b""
+        self.init_pid = _child_pid(self._init)
+        if line != b"ready\n" or self.init_pid is None:
+            log_text = self.sshd_log.read_text(errors="replace").strip()[-2000:]
+            self.kill_all()
+            raise LabError(f"{self.name}: the node's init did not start: {log_text or '(no output)'}")
+
     def wait_sshd(self, timeout: float = READY_TIMEOUT) -> None:
         """Wait until sshd accepts TCP connections."""
         wait_for_sshds([self], timeout)
 
     def kill_sshd(self) -> None:
-        """Stop this host's sshd (by its PID only); open sessions are left alone."""
+        """Stop this host's sshd (by its PID only); open sessions and the node's other
+        processes are left alone."""
         if self.sshd_pid is not None:
             _kill_in_netns([self.sshd_pid], [self.netns])
         if self._proc is not None:
@@ -443,11 +586,27 @@ class LabHost:
             "fabric_peer": self.fabric_peer,
             "host_key_pub": self.host_key_pub,
             "sshd_pid": self.sshd_pid,
+            "init_pid": self.init_pid,
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> LabHost:
         return cls(**{**state, "dir": Path(state["dir"])})
+
+
+def _child_pid(proc: subprocess.Popen[bytes], timeout: float = READY_TIMEOUT) -> int | None:
+    """The PID of ``proc``'s first child, once it has forked; None if ``proc`` exits first."""
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            first = children.read_text().split()
+            if first:
+                return int(first[0])
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.002)
+    return None
 
 
 def wait_for_sshds(hosts: Sequence[LabHost], timeout: float = READY_TIMEOUT) -> None:
@@ -480,7 +639,10 @@ class Lab:
     unique namespace-name prefix of this instance.
     """
 
-    def __init__(self, workdir: Path, n: int, prefix: str = "swlab") -> None:
+    def __init__(self, workdir: Path, n: int, prefix: str = "swlab", fabric: str = "pairs") -> None:
+        if fabric not in ("pairs", "switch"):
+            raise ValueError(f"fabric must be 'pairs' or 'switch', not {fabric!r}")
+        self.fabric = fabric
         if not 1 <= n <= MAX_HOSTS:
             raise ValueError(f"n must be in 1..{MAX_HOSTS}, not {n}")
         if not re.fullmatch(r"[a-z][a-z0-9]{0,15}", prefix):
@@ -505,6 +667,11 @@ class Lab:
     @property
     def bridge(self) -> str | None:
         return None if self.block is None else f"sw{self.block}br"
+
+    @property
+    def fabric_bridge(self) -> str | None:
+        """The switch of a ``fabric="switch"`` lab (absent in a paired one)."""
+        return None if self.block is None else f"sw{self.block}fb"
 
     @property
     def netns_names(self) -> list[str]:
@@ -637,6 +804,7 @@ class Lab:
             "format": STATE_FORMAT,
             "workdir": str(self.workdir),
             "n": self.n,
+            "fabric": self.fabric,
             "prefix": self.prefix,
             "owner_pid": self.owner_pid,
             "block": self.block,
@@ -654,7 +822,7 @@ class Lab:
         state = json.loads(Path(path).read_text())
         if state.get("format") != STATE_FORMAT:
             raise LabError(f"{path}: not a lab state file ({STATE_FORMAT})")
-        lab = cls(Path(state["workdir"]), state["n"])
+        lab = cls(Path(state["workdir"]), state["n"], fabric=state.get("fabric", "pairs"))
         lab.prefix = state["prefix"]
         lab.owner_pid = state["owner_pid"]
         lab.block = state["block"]
@@ -707,7 +875,9 @@ class Lab:
                 mgmt_addr=f"10.99.{k}.{10 + i}",
             )
             pair, side = divmod(i, 2)
-            if pair * 2 + 1 < self.n:  # odd last host: no fabric link
+            if self.fabric == "switch":
+                host.fabric_addr = f"10.99.{k + 1}.{1 + i}"
+            elif pair * 2 + 1 < self.n:  # odd last host: no fabric link
                 host.fabric_addr = f"10.99.{k + 1}.{4 * pair + 1 + side}"
                 host.fabric_peer = f"node{i + 1 - 2 * side}"
             self.hosts.append(host)
@@ -731,6 +901,15 @@ class Lab:
                 f"link add name {veth} up master {self.bridge} type veth peer name mgmt0 netns {host.netns}"
             )
             root_cmds.append(f"link set dev {veth} alias {self.prefix}")
+        if self.fabric == "switch":
+            switch = self.fabric_bridge
+            root_cmds += [f"link add name {switch} type bridge", f"link set dev {switch} alias {self.prefix}",
+                          f"link set dev {switch} up"]
+            for host in self.hosts:
+                veth = f"sw{k}f{host.index}"
+                root_cmds.append(
+                    f"link add name {veth} up master {switch} type veth peer name fab0 netns {host.netns}")
+                root_cmds.append(f"link set dev {veth} alias {self.prefix}")
         for a, b in self._fabric_pairs():
             root_cmds.append(f"link add name fab0 netns {a.netns} type veth peer name fab0 netns {b.netns}")
         _ip_batch(root_cmds)
@@ -738,6 +917,8 @@ class Lab:
             _ip_batch(self._namespace_cmds(host), netns=host.netns)
 
     def _fabric_pairs(self) -> list[tuple[LabHost, LabHost]]:
+        if self.fabric == "switch":
+            return []
         return [(self.hosts[i], self.hosts[i + 1]) for i in range(0, self.n - 1, 2)]
 
     def _namespace_cmds(self, host: LabHost) -> list[str]:
@@ -749,9 +930,11 @@ class Lab:
             _quickack_route(f"10.99.{k}.0/24", "mgmt0", host.mgmt_addr),
         ]
         if host.fabric_addr:
-            subnet = f"10.99.{k + 1}.{4 * (host.index // 2)}/30"
+            subnet, bits = f"10.99.{k + 1}.{4 * (host.index // 2)}/30", 30
+            if self.fabric == "switch":
+                subnet, bits = f"10.99.{k + 1}.0/24", 24
             cmds += [
-                f"addr add {host.fabric_addr}/30 dev fab0",
+                f"addr add {host.fabric_addr}/{bits} dev fab0",
                 "link set dev fab0 up",
                 _quickack_route(subnet, "fab0", host.fabric_addr),
             ]
@@ -817,11 +1000,12 @@ class Lab:
     # -- down --------------------------------------------------------------
 
     def _kill_processes(self) -> None:
-        """Our sshds first (by PID), then anything else left in our namespaces."""
+        """Our inits and sshds first (by PID: an init takes its whole node with it), then
+        anything else left in our namespaces."""
         netnses = self.netns_names
-        _kill_in_netns([h.sshd_pid for h in self.hosts if h.sshd_pid], netnses)
+        _kill_in_netns([pid for h in self.hosts for pid in (h.init_pid, h.sshd_pid) if pid], netnses)
         for host in self.hosts:
-            host.kill_sshd()  # reaps our children; no-op for already-dead ones
+            host._reap()  # no-op for already-dead ones
         _kill_in_netns(_pids_in_netns(netnses), netnses)
 
     def _delete_namespaces(self) -> None:
@@ -840,7 +1024,7 @@ class Lab:
         may still hold a namespace open (a pyroute2 handle, say)."""
         deadline = time.monotonic() + timeout
         while True:
-            veths = self._own_links() - {self.bridge}
+            veths = self._own_links() - {self.bridge, self.fabric_bridge}
             if not veths or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
@@ -848,8 +1032,10 @@ class Lab:
             _run(["ip", "link", "del", "dev", name], check=False)
 
     def _delete_bridge(self) -> None:
-        if self.bridge in self._own_links():
-            _run(["ip", "link", "del", "dev", self.bridge])
+        own = self._own_links()
+        for bridge in (self.fabric_bridge, self.bridge):
+            if bridge in own:
+                _run(["ip", "link", "del", "dev", bridge])
 
     def _release_route(self) -> None:
         """Drop the unreachable route once no lab uses 10.99/16, if a lab added it.
@@ -865,9 +1051,9 @@ class Lab:
                 _run(["ip", "route", "del", "unreachable", LAB_NET, "proto", ROUTE_PROTO])
 
 
-def _pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int, proc: Path = Path("/proc")) -> bool:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = (proc / str(pid) / "stat").read_text()
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
@@ -892,7 +1078,9 @@ def sweep_stale_labs(*, include_detached: bool = False) -> list[str]:
     return swept
 
 
-def lab_fixture(n: int, *, scope: str = "session", name: str | None = None) -> Callable[..., Any]:
+def lab_fixture(
+    n: int, *, scope: str = "session", name: str | None = None, fabric: str = "pairs"
+) -> Callable[..., Any]:
     """A pytest fixture yielding an up ``Lab`` of ``n`` hosts; assign it in conftest.py.
 
     ``lab3 = lab_fixture(3)`` makes a fixture named ``lab3``.  Missing tools or
@@ -903,7 +1091,7 @@ def lab_fixture(n: int, *, scope: str = "session", name: str | None = None) -> C
     def _lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         require_lab_tools()
         sweep_stale_labs()
-        with Lab(tmp_path_factory.mktemp("lab"), n) as lab:
+        with Lab(tmp_path_factory.mktemp("lab"), n, fabric=fabric) as lab:
             yield lab
 
     return pytest.fixture(scope=scope, name=name)(_lab)  # type: ignore[call-overload,no-any-return]

@@ -60,9 +60,10 @@ def started(host: LabHost) -> dict[str, int]:
     return found
 
 
-def runs(pid: int, program: str) -> bool:
+def runs(host: LabHost, pid: int, program: str) -> bool:
+    """`program` runs as `pid` (a PID of the node's own namespace) on `host`."""
     try:
-        return os.path.basename(os.readlink(f"/proc/{pid}/exe")) == program
+        return os.path.basename(os.readlink(host.proc / str(pid) / "exe")) == program
     except OSError:
         return False
 
@@ -84,8 +85,8 @@ def lab(llamalab2: Lab, llama_bin: Path) -> Iterator[Lab]:
     (worker.bin_dir / "rpc-server").symlink_to(llama_bin / "ggml-rpc-server")
     yield llamalab2
     for host in llamalab2.hosts:  # stop what a failed test left, by PID, in its namespace only
-        pids = [pid for name, pid in started(host).items() if runs(pid, name)]
-        if pids:
+        pids = [host.root_pid(pid) for name, pid in started(host).items() if runs(host, pid, name)]
+        if pids := [pid for pid in pids if pid is not None]:
             _kill_in_netns(pids, [host.netns])
         for path in (target(host), run_dir(host), host.home / ".cache"):
             shutil.rmtree(path, ignore_errors=True)
@@ -125,13 +126,14 @@ def test_real_rpc_servers_on_fabric_addresses_serve_a_completion_then_rollback_l
     assert sorted(a for a in listening(head) if a.endswith((":50052", ":8080"))) == sorted(
         [f"{head.fabric_addr}:50052", f"{head.fabric_addr}:8080"])
     pids = {(h.name, name): pid for h in lab.hosts for name, pid in started(h).items()}
+    node = {h.name: h for h in lab.hosts}
     assert set(pids) == {("node0", "ggml-rpc-server"), ("node0", "llama-server"),
                          ("node1", "ggml-rpc-server")}
-    assert all(runs(pid, name) for (_node, name), pid in pids.items())
-    head_argv = Path(f"/proc/{pids['node0', 'llama-server']}/cmdline").read_bytes().split(b"\0")
+    assert all(runs(node[host], pid, name) for (host, name), pid in pids.items())
+    head_argv = (head.proc / str(pids["node0", "llama-server"]) / "cmdline").read_bytes().split(b"\0")
     rpc = f"{head.fabric_addr}:50052,{worker.fabric_addr}:50052".encode()
     assert head_argv[head_argv.index(b"--rpc") + 1] == rpc
-    environ = Path(f"/proc/{pids['node1', 'ggml-rpc-server']}/environ").read_bytes().split(b"\0")
+    environ = (worker.proc / str(pids["node1", "ggml-rpc-server"]) / "environ").read_bytes().split(b"\0")
     assert b"GGML_RPC_NO_RDMA=1" in environ
     assert head_argv[head_argv.index(b"-m") + 1] == str(model).encode()
     assert not any((where / "PWNED").exists() for where in (tmp_path, head.home, worker.home))
@@ -149,7 +151,7 @@ def test_real_rpc_servers_on_fabric_addresses_serve_a_completion_then_rollback_l
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     # the head (llama-server) is undone before the worker's RPC server
     assert [n["node"] for n in rolled.json()["rollback"]["nodes"]] == ["node0", "node1"]
-    assert not any(runs(pid, name) for (_node, name), pid in pids.items())
+    assert not any(runs(node[host], pid, name) for (host, name), pid in pids.items())
     for host in lab.hosts:
         assert not target(host).exists() and not started(host)
         assert not [a for a in listening(host) if a.endswith((":50052", ":8080"))]
@@ -205,13 +207,13 @@ def test_a_worker_that_died_keeps_its_log_and_the_rollback_stops_the_rest(
                      "--no-smoke")
     assert applied.rc == 0, applied.stdout + applied.stderr
     server, rpc = started(head)["llama-server"], started(worker)["ggml-rpc-server"]
-    _kill_in_netns([rpc], [worker.netns])  # the worker's RPC server dies on its own
+    _kill_in_netns([worker.root_pid(rpc) or 0], [worker.netns])  # the worker's RPC server dies on its own
     rolled = deploy(site, tmp_path, "--rollback", applied.json()["apply"]["run_id"], "--yes",
                     "--json")
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
-    assert not runs(server, "llama-server")
+    assert not runs(head, server, "llama-server")
     assert not target(head).exists() and not started(head) and not target(worker).exists()
     # what the dead program wrote stays for the user to read (its pid file names a dead PID,
     # which the next start and the state read both recognise as not running)
-    assert started(worker) == {"ggml-rpc-server": rpc} and not runs(rpc, "ggml-rpc-server")
+    assert started(worker) == {"ggml-rpc-server": rpc} and not runs(worker, rpc, "ggml-rpc-server")
     assert "Starting RPC server" in (run_dir(worker) / "ggml-rpc-server.log").read_text()

@@ -62,12 +62,18 @@ def test_demo_plan_is_what_a_rocm_engineer_writes_for_two_e810_nodes() -> None:
     assert env_step.target == "/etc/strixwizard/rccl.env" and env_step.after == DEMO_ENV_NODE_A
     assert plan.ray_argv == {
         "node-a": ("ray", "start", "--head", "--port=6379", "--node-ip-address=192.168.100.1",
-                   "--num-gpus=1", "--disable-usage-stats"),
+                   "--num-gpus=1", "--disable-usage-stats", "--temp-dir=/var/lib/strixwizard/ray",
+                   "--include-dashboard=false"),
         "node-b": ("ray", "start", "--address=192.168.100.1:6379",
-                   "--node-ip-address=192.168.100.2", "--num-gpus=1", "--disable-usage-stats")}
-    ray_b = steps[("node-b", "deploy.ray")][0]
-    assert ray_b.argv[:4] == ("sh", "-ac", '. "$0" && exec "$@"', "/etc/strixwizard/rccl.env")
-    assert ray_b.argv[4:] == plan.ray_argv["node-b"] and ray_b.undo_argv == ("ray", "stop")
+                   "--node-ip-address=192.168.100.2", "--num-gpus=1", "--disable-usage-stats",
+                   "--temp-dir=/var/lib/strixwizard/ray")}
+    launcher, ray_b = steps[("node-b", "deploy.ray")]
+    assert launcher.target == "/etc/strixwizard/ray-start.sh" and launcher.mode == 0o755
+    assert ray_b.argv[:4] == ("sh", "/etc/strixwizard/ray-start.sh", "/etc/strixwizard/rccl.env",
+                              "/var/lib/strixwizard/ray")
+    assert ray_b.argv[4:] == plan.ray_argv["node-b"]
+    # undo: exactly the processes marked with strixwizard's Ray temp dir, never `ray stop`
+    assert ray_b.undo_argv[:2] == ("sh", "-c") and ray_b.undo_argv[3:] == ("/var/lib/strixwizard/ray",)
     assert plan.vllm_argv == ("vllm", "serve", "amd/Llama-3.3-70B-Instruct-FP8-KV",
                               "--tensor-parallel-size", "2", "--distributed-executor-backend",
                               "ray", "--host", "192.168.100.1", "--port", "8000")
@@ -93,6 +99,8 @@ def test_observed_state_fills_before_and_drops_converged_steps() -> None:
     observed: dict[tuple[str, str], str | None] = {
         ("node-a", "/etc/strixwizard"): "present", ("node-a", env_file.target): env_file.after,
         ("node-a", "ray (head)"): "running", ("node-b", "/etc/strixwizard"): None}
+    launcher = next(s for p in plan.site_plan.for_node("node-a") if p.fix == "deploy.ray" for s in p.steps)
+    observed[("node-a", launcher.target)] = launcher.after
     site = with_observed(plan.site_plan, observed)
     a = [s.target for p in site.for_node("node-a") for s in p.steps]
     assert a == ["/etc/strixwizard/podman-run.sh"]
@@ -108,9 +116,9 @@ def test_cli_demo_plan_text_shows_provenance_and_exits_0() -> None:
             "gid_attrs/types/1 = RoCE v2") in done.stdout
     assert ("  VLLM_HOST_IP  per node: node-a 192.168.100.1, node-b 192.168.100.2"
             in done.stdout)
-    assert ("run:  sh -ac '. \"$0\" && exec \"$@\"' /etc/strixwizard/rccl.env ray start "
-            "--address=192.168.100.1:6379 --node-ip-address=192.168.100.2") in done.stdout
-    assert "8 change(s) planned. Apply with: strixwizard deploy --apply" in done.stdout
+    assert ("run:  sh /etc/strixwizard/ray-start.sh /etc/strixwizard/rccl.env /var/lib/strixwizard/ray "
+            "ray start --address=192.168.100.1:6379 --node-ip-address=192.168.100.2") in done.stdout
+    assert "10 change(s) planned. Apply with: strixwizard deploy --apply" in done.stdout
 
 
 def test_cli_demo_json_shape() -> None:
@@ -119,7 +127,7 @@ def test_cli_demo_json_shape() -> None:
     doc = done.json()
     assert (doc["mode"], doc["status"], doc["site"]) == ("plan", "planned", "demo")
     plan = doc["plan"]
-    assert plan["target_dir"] == "/opt/sw" and plan["summary"] == {"changes": 9, "nodes": 2}
+    assert plan["target_dir"] == "/opt/sw" and plan["summary"] == {"changes": 11, "nodes": 2}
     assert plan["vllm_line"].startswith("vllm serve m --tensor-parallel-size 2")
     node_a = plan["env"]["nodes"][0]
     assert (node_a["node"], node_a["rdma_device"], node_a["port"], node_a["gid_index"]) == (

@@ -220,6 +220,45 @@ class TestThreeHosts:
         assert victim.sshd_pid not in (None, old_pid)
         assert ssh(lab, victim, "true").returncode == 0
 
+    def test_each_node_has_its_own_process_table(self, lab: Lab) -> None:
+        node0, node1, _ = lab.hosts
+        sleeper = ssh(lab, node1, "sleep 30 >/dev/null 2>&1 & echo $!")
+        pid = int(sleeper.stdout)
+        root = node1.root_pid(pid)
+        assert root is not None and root != pid, "the node's PIDs are its own"
+        assert Path(f"/proc/{root}/cmdline").read_bytes() == b"sleep\x0030\x00"
+        assert node1.node_pids()[pid] == "sleep 30"
+        assert (node1.proc / "1" / "cmdline").read_bytes().startswith(b"/usr/bin/python3\x00-c")
+        listing = ssh(lab, node0, "ls /proc").stdout.split()
+        node0_pids = {int(e) for e in listing if e.isdigit()}
+        assert max(node0_pids) < 1000 and 1 in node0_pids
+        # pkill on node0 cannot reach node1's sleep; on node1 it does
+        assert ssh(lab, node0, "pkill -x sleep; true").returncode == 0
+        assert Path(f"/proc/{root}").exists()
+        assert ssh(lab, node1, "pkill", "-x", "sleep").returncode == 0
+        deadline = time.monotonic() + 5
+        while node1.root_pid(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert node1.root_pid(pid) is None
+
+    def test_node_processes_outlive_its_sshd_and_die_with_its_init(self, lab: Lab) -> None:
+        node = lab.hosts[2]
+        pid = int(ssh(lab, node, "setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $!").stdout)
+        root = node.root_pid(pid)
+        init = node.init_pid
+        assert root is not None and init is not None
+        node.restart_sshd()  # a real node's daemons survive an sshd restart
+        assert node.init_pid == init and node.root_pid(pid) == root
+        assert ssh(lab, node, "cat", f"/proc/{pid}/cmdline").stdout == "sleep\x0030\x00"
+        node.kill_all()
+        assert not Path(f"/proc/{root}").exists() and not Path(f"/proc/{init}").exists()
+        assert node.init_pid is None
+        node.start_sshd()  # boots a new node
+        node.wait_sshd()
+        assert node.init_pid not in (None, init)
+        assert ssh(lab, node, "true").returncode == 0
+        assert pid not in node.node_pids()
+
     def test_site_yaml(self, lab: Lab, tmp_path: Path) -> None:
         from strixwizard.site import load_site
 
@@ -248,7 +287,7 @@ def test_down_removes_everything_and_is_idempotent(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 10
-        while len(lab_module._pids_in_netns([lab.hosts[1].netns])) < 2 and time.monotonic() < deadline:
+        while lab.hosts[1].exec_count() < 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         lab.down()
         assert session.wait(timeout=10) != 0
@@ -321,6 +360,22 @@ def test_two_labs_side_by_side(tmp_path: Path) -> None:
         assert ssh(a, a.hosts[1], "true").returncode == 0
         assert any("unreachable" in r for r in root_ns_state()["routes"]), "a is still up"
     assert_gone(a, before)
+
+
+def test_a_switched_fabric_joins_every_host_and_stays_off_the_root_namespace(tmp_path: Path) -> None:
+    before = root_ns_state()
+    with Lab(tmp_path, 3, fabric="switch") as lab:
+        node0, node1, node2 = lab.hosts
+        assert [h.fabric_addr for h in lab.hosts] == [f"10.99.{lab.block + 1}.{i}" for i in (1, 2, 3)]
+        assert all(h.fabric_peer is None for h in lab.hosts)
+        for src, dst in ((node0, node2), (node2, node1), (node1, node0)):
+            proc = src.run_in_ns(["ping", "-c", "1", "-W", "1", dst.fabric_addr or ""])
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        root = subprocess.run(["ping", "-c", "1", "-W", "1", node0.fabric_addr or ""],
+                              capture_output=True, text=True, timeout=10)
+        assert root.returncode != 0
+        assert Lab.from_state(lab.save_state(tmp_path / "state.json")).fabric == "switch"
+    assert_gone(lab, before)
 
 
 def test_lab_refuses_a_workdir_under_root() -> None:

@@ -21,7 +21,7 @@ from strixwizard.model import Status
 from strixwizard.site import Thresholds, load_site
 from strixwizard.targets import ssh_target
 from tests.conftest import run_cli
-from tests.lab import Lab, lab_fixture, require_lab_tools, sweep_stale_labs
+from tests.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
 
 DATA = Path(__file__).parent / "data" / "live"
 lab4 = lab_fixture(4)
@@ -47,19 +47,12 @@ cat "$HOME/{recording}"
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def _wait_dead(pid: int, seconds: float = 8) -> bool:
+def _wait_dead(host: LabHost, pid: int, seconds: float = 8) -> bool:
+    """``pid`` (as the node reports it: its own PID namespace) has ended on ``host``."""
     deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
+    while host.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not host.pid_alive(pid)
 
 
 def _hosts(lab: Lab, tmp: Path) -> tuple[SshHost, SshHost]:
@@ -158,7 +151,7 @@ def test_perftest_pair_parses_the_client_table_and_stops_the_server(lab2: Lab, t
     assert client_argv == ["-d", "rocep194s0", "-i", "1", "-s", "64", "-n", "1000", "-p", "18515", "-F",
                            "-x", "1", "-m", "4096", str(lab2.hosts[1].fabric_addr)]
     server_pid = int((lab2.hosts[1].home / "ib_write_lat.server.pid").read_text())
-    assert _wait_dead(server_pid), "the perftest server was left running"
+    assert _wait_dead(lab2.hosts[1], server_pid), "the perftest server was left running"
 
 
 def test_perftest_port_in_use_moves_to_the_next_port(lab2: Lab, tmp_path: Path) -> None:
@@ -209,7 +202,7 @@ def test_peer_dies_mid_test_is_reported_and_the_client_is_stopped(lab2: Lab, tmp
     assert time.monotonic() - started < 20
     assert m.status is Status.ERROR
     assert "node1: connection lost while ib_write_lat server ran" in m.summary
-    assert _wait_dead(int(pid_file.read_text())), "the client on node0 was left running"
+    assert _wait_dead(lab2.hosts[0], int(pid_file.read_text())), "the client on node0 was left running"
 
 
 def test_real_perftest_on_a_node_without_rdma_says_why(lab2: Lab, tmp_path: Path) -> None:
@@ -266,7 +259,8 @@ def test_a_cancel_stops_programs_on_every_node_at_once(lab4: Lab, tmp_path: Path
         cancel.cancel()
         assert time.monotonic() - started < 10
         assert all(p.ended and p.status == 125 for p in processes), [p.status for p in processes]
-        assert all(_wait_dead(pid) for pid in pids), "a program outlived the cancel"
+        assert all(_wait_dead(host, pid) for host, pid in zip(lab4.hosts, pids, strict=False)), (
+            "a program outlived the cancel")
         with pytest.raises(Cancelled):
             hosts[0].start(["strixwizard-sleeper"], 60)
     finally:

@@ -43,15 +43,17 @@ def lab(hostilelab: Lab) -> Iterator[Lab]:
     yield hostilelab
     for host in hostilelab.hosts:
         pid = raylet(host)
-        if pid is not None and Path(f"/proc/{pid}").exists():
-            _kill_in_netns([pid], [host.netns])
+        root_pid = host.root_pid(pid) if pid is not None else None  # the node's PID, in the root's
+        if root_pid is not None:
+            _kill_in_netns([root_pid], [host.netns])
         rename(host, HOSTILE, "fab0")
 
 
 def test_deploy_with_a_hostile_interface_name_runs_nothing(lab: Lab, tmp_path: Path) -> None:
     site = lab.write_site_yaml(tmp_path / "lab.yaml")
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
-    common = ("--site", str(site), "--target-dir", TARGET, "--node-journal-dir", NODE_JOURNAL)
+    common = ("--site", str(site), "--target-dir", TARGET, "--node-journal-dir", NODE_JOURNAL,
+              "--ray-temp-dir", "/root/strixwizard-ray")
     applied = run_cli("deploy", *common, "--transport", "tcp", "--apply", "--yes", "--json",
                       "--no-smoke", env=env, timeout=120)
     assert applied.rc == 0, applied.stdout + applied.stderr

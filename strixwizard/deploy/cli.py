@@ -43,6 +43,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
     deploy.add_argument("--transport", choices=("rdma", "tcp"), default="rdma",
                         help="rdma (default; refused without an RDMA link) or tcp (RCCL over "
                         "sockets, deployed knowingly)")
+    add_ray_options(deploy)
     deploy.add_argument("--head", metavar="NODE", help="the Ray head (default: the first node)")
     add_llama_options(deploy)
     deploy.add_argument("--target-dir", default="/etc/strixwizard", metavar="DIR",
@@ -112,6 +113,30 @@ def _refused(args: argparse.Namespace, site: str, mode: str, reason: str) -> int
     return EXIT_NO_VERDICT
 
 
+def add_ray_options(deploy: Any) -> None:
+    """How `ray start` runs on the nodes (the default stack; deploy/ray.py)."""
+    ray = deploy.add_argument_group("Ray (--stack ray)")
+    ray.add_argument("--ray-temp-dir", default="/var/lib/strixwizard/ray", metavar="DIR",
+                     help="Ray's --temp-dir on each node: its sessions and logs, apart from any "
+                     "other Ray's (kept after a rollback)")
+    ray.add_argument("--ray-num-cpus", type=int, metavar="N",
+                     help="ray start --num-cpus (default: Ray counts the node's CPUs)")
+    ray.add_argument("--ray-object-store-bytes", type=int, metavar="BYTES",
+                     help="ray start --object-store-memory (default: Ray's, 30%% of memory)")
+
+
+def with_ray_options(args: argparse.Namespace, settings: Any) -> Any:
+    """The deploy settings with the `--ray-*` options (the ray stack only)."""
+    from dataclasses import replace
+
+    from strixwizard.deploy.ray import RaySettings
+
+    if settings.stack != "ray":
+        return settings
+    return replace(settings, ray=RaySettings(temp_dir=args.ray_temp_dir, num_cpus=args.ray_num_cpus,
+                                             object_store_bytes=args.ray_object_store_bytes))
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     import sys
 
@@ -126,7 +151,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     site, nodes = read_nodes(RunRequest(site_file=args.site, inventory=args.inventory,
                                         demo=args.demo, trust_new_hosts=args.trust_new_hosts))
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
-    settings = _settings(args)
+    settings = with_ray_options(args, _settings(args))
     preview = deploy.plan(site, nodes, settings, args.transport, args.head)
     if preview.plan is None:
         return _refused(args, site.name, mode, str(preview.refused))

@@ -7,6 +7,7 @@ Deploy journals live apart from fix journals (`.../strixwizard/deploy-journal`),
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,9 +27,10 @@ from strixwizard.deploy.smoke import (
 from strixwizard.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
-from strixwizard.fixing.model import Kind
+from strixwizard.fixing.model import Kind, Read, Step
 from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
+from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
 
@@ -58,8 +60,10 @@ def make_plan(site: Site, nodes: Sequence[Node], settings: DeploySettings, profi
 def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
     """Fill every step's `before` with what its node holds now and drop converged steps.
 
-    Refuses when Ray already runs on a node whose environment would change: its actors
-    would keep the old one (they inherit the daemon's), which is the pitfall this avoids."""
+    Refuses when a Ray that strixwizard did not start runs on a node (it is left alone; a
+    second one is never started), and when strixwizard's Ray already runs on a node whose
+    environment would change: its actors would keep the old one (they inherit the
+    daemon's), which is the pitfall this avoids."""
     observed: dict[tuple[str, str], str | None] = {}
     for p in plan.site_plan.plans:
         runner = runners.get(p.node)
@@ -72,6 +76,15 @@ def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
                 raise UsageError(f"{p.node} is unreachable: {error}") from None
             except (ReadError, StepFailed) as error:
                 raise UsageError(f"{p.node}: cannot read {step.target}: {error}") from None
+    from strixwizard.deploy.ray import another_ray
+
+    for node in plan.site_plan.nodes:
+        state = observed.get((node, _ray_target(plan, node)))
+        if another_ray(state):
+            raise DeployRefused(
+                f"{node}: {state}. The deploy leaves it alone and does not start a second Ray "
+                f"there; stop that Ray yourself (`ray stop` on {node} ends every Ray there) or "
+                "deploy on other nodes")
     site_plan = with_observed(plan.site_plan, observed)
     for node in site_plan.nodes:
         plans = site_plan.for_node(node)
@@ -87,7 +100,10 @@ def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
 
 
 def _ray_target(plan: DeployPlan, node: str) -> str:
-    steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps]
+    from strixwizard.deploy.ray import is_ray_start
+
+    steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps
+             if is_ray_start(s)]
     return steps[0].target if steps else ""
 
 
@@ -103,14 +119,22 @@ def run(runner: Runner, argv: Sequence[str]) -> tuple[int, str, str]:
 
 def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = None,
                rccl: bool = True) -> SmokeReport:
-    """Ray's node count, then a 2-rank all-reduce; both run on the head."""
+    """Ray's nodes and the environment a task sees on each, then a 2-rank all-reduce; all
+    run on the head."""
+    from strixwizard.deploy.ray import driver_argv, judge_cluster
+
     env, settings = plan.env, plan.settings
     report = SmokeReport()
     tell = say or (lambda node, message: None)
     try:
-        tell(env.head, "ray status")
-        rc, out, err = run(head_runner, ray_status_argv(env, settings))
-        report.checks.append(judge_ray(env, rc, out, err))
+        tell(env.head, "Ray: one task pinned to each node reports the environment it sees")
+        rc, out, err = run(head_runner, driver_argv(env, settings))
+        cluster = judge_cluster(env, rc, out, err)
+        if cluster is None:  # the head's `ray` has no Python module to drive: its node count
+            tell(env.head, "ray status")
+            rc, out, err = run(head_runner, ray_status_argv(env, settings))
+            cluster = [judge_ray(env, rc, out, err)]
+        report.checks += cluster
         if rccl and (refusal := mpirun_refusal(env)):
             report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
         elif rccl:
@@ -154,10 +178,51 @@ def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalSto
     return report, checked
 
 
+class _RayNoting(Runner):
+    """A node's runner that, after stopping strixwizard's Ray, reads the node's Ray state
+    again and keeps it when another Ray still runs there (the rollback then says so)."""
+
+    def __init__(self, inner: Runner, notes: dict[str, str]) -> None:
+        self.inner, self.notes = inner, notes
+        self.node, self.where, self.dry_run = inner.node, inner.where, inner.dry_run
+
+    def read(self, read: Read) -> str | None:
+        return self.inner.read(read)
+
+    def apply(self, step: Step) -> None:
+        self.inner.apply(step)
+
+    def undo(self, step: Step, before: str | None) -> None:
+        from strixwizard.deploy.ray import another_ray, is_ray_start
+
+        self.inner.undo(step, before)
+        if is_ray_start(step):
+            with contextlib.suppress(ReadError, StepFailed):
+                state = self.inner.read(step.read)
+                if another_ray(state):
+                    self.notes[self.node] = str(state)
+
+    def save_journal(self, run_id: str, text: str) -> str:
+        return self.inner.save_journal(run_id, text)
+
+    def probe(self) -> Probe:
+        return self.inner.probe()
+
+    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
+        self.inner.lock(holder, break_stale)
+
+    def unlock(self) -> None:
+        self.inner.unlock()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
                     say: Progress | None = None, break_lock: bool = False) -> RollbackReport:
     """Undo a deploy run from its journals: workers first, the head last, so a worker's raylet
-    is stopped while its head still answers; but llama-server first, before its RPC workers."""
+    is stopped while its head still answers; but llama-server first, before its RPC workers.
+    Only strixwizard's own Ray is stopped; a node where another Ray runs says so."""
     from strixwizard.fixing.engine import rollback_run
     from strixwizard.fixing.targets import runner_from_journal
 
@@ -165,6 +230,11 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
         targets = {r.step.target for r in journal.steps}
         return 0 if "llama-server" in targets else 2 if "ray (head)" in targets else 1
 
+    notes: dict[str, str] = {}
     ordered = sorted(journals, key=rank)
-    return rollback_run(ordered, runner_from_journal, store, say, break_lock=break_lock,
-                        command="deploy --rollback")
+    report = rollback_run(ordered, lambda journal: _RayNoting(runner_from_journal(journal), notes),
+                          store, say, break_lock=break_lock, command="deploy --rollback")
+    for outcome in report.nodes:
+        if outcome.node in notes:
+            outcome.state += f"; left alone: {notes[outcome.node]}"
+    return report

@@ -5,9 +5,10 @@ Per node, in this order (the head first, so workers find it):
 - `deploy.env`: FILE `DIR/rccl.env` (see `env.ClusterEnv.file_text`);
 - `deploy.container`: FILE `DIR/podman-run.sh`, podman with the devices and limits RCCL needs;
 - `deploy.rccl`: notes only: RCCL built for gfx1151 or not, how to build it and rccl-tests;
-- `deploy.ray`: COMMAND `ray start` (head: `--head --port=6379`; workers:
-  `--address=HEAD:6379`), run under `sh -a` after sourcing the env file, because
-  Ray actors inherit the *daemon's* environment; undo `ray stop`;
+- `deploy.ray`: FILE `DIR/ray-start.sh`, then COMMAND `ray start` through it (head:
+  `--head --port=6379`; workers: `--address=HEAD:6379`) with the env file exported,
+  because Ray actors inherit the *daemon's* environment; undo stops exactly that Ray
+  (see `deploy/ray.py`);
 - head only, `deploy.vllm`: FILE `DIR/vllm-serve.sh` with the launch line for
   `--model` (written and shown, never started by the deploy).
 
@@ -28,6 +29,7 @@ from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
 
 if TYPE_CHECKING:
     from strixwizard.deploy.llama import LlamaSettings
+    from strixwizard.deploy.ray import RaySettings
 
 DEFAULT_TARGET_DIR = "/etc/strixwizard"
 RAY_PORT = 6379
@@ -35,11 +37,6 @@ VLLM_PORT = 8000
 #: Exports every variable of the env file ($0), then runs the command ($@): one argv, no
 #: interpolation of our values into shell text.
 WITH_ENV = '. "$0" && exec "$@"'
-#: Node-local Ray state: a raylet in this node's network namespace. Always exits 0 (the
-#: fix engine treats a failing read as "cannot read"); prints `running` or `stopped`.
-RAY_STATE = ("if pgrep -x raylet --ns $$ --nslist net >/dev/null 2>&1; "
-             "then echo running; else echo stopped; fi")
-RAY_STATE_ARGV = ("sh", "-c", RAY_STATE)
 
 
 @dataclass(frozen=True)
@@ -47,6 +44,7 @@ class DeploySettings:
     target_dir: str = DEFAULT_TARGET_DIR
     model: str | None = None
     ray_port: int = RAY_PORT
+    ray: RaySettings | None = None  # how Ray starts (deploy/ray.py); None: its defaults
     stack: str = "ray"  # "ray" (RCCL env, Ray, the vLLM line) or "llama-rpc" (deploy/llama.py)
     llama: LlamaSettings | None = None
 
@@ -106,23 +104,15 @@ def mkdir_step(path: str) -> Step:
 
 
 def ray_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:
-    this = env.node(node)
-    common = (f"--node-ip-address={this.ip}", "--num-gpus=1", "--disable-usage-stats")
-    if node == env.head:
-        return ("ray", "start", "--head", f"--port={settings.ray_port}", *common)
-    return ("ray", "start", f"--address={env.head_ip}:{settings.ray_port}", *common)
+    from strixwizard.deploy.ray import start_argv
+
+    return start_argv(env, node, settings)
 
 
-def ray_step(env: ClusterEnv, node: str, settings: DeploySettings) -> Step:
-    role = "head" if node == env.head else f"worker of {env.head_ip}:{settings.ray_port}"
-    return Step(
-        kind=Kind.COMMAND, target=f"ray ({role})",
-        summary=f"start Ray {role} on {env.node(node).ip} with {settings.env_file} exported",
-        read=Read("command", argv=RAY_STATE_ARGV, parse="text"),
-        before="stopped", after="running",
-        argv=("sh", "-ac", WITH_ENV, settings.env_file, *ray_argv(env, node, settings)),
-        undo_argv=("ray", "stop"), before_known=False,
-    )
+def ray_steps(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[Step, ...]:
+    from strixwizard.deploy.ray import ray_steps as steps
+
+    return steps(env, node, settings)
 
 
 def vllm_argv(env: ClusterEnv, model: str | None, settings: DeploySettings) -> tuple[str, ...]:
@@ -195,7 +185,7 @@ def plan_deploy(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySe
         plans.append(Plan("deploy.rccl", node, "RCCL", notes=(*notes, rccl_tests_note(
             facts[node].gpu.gfx_target or "gfx1151"))))
         deploy.ray_argv[node] = ray_argv(env, node, settings)
-        plans.append(Plan("deploy.ray", node, "ray", (ray_step(env, node, settings),),
+        plans.append(Plan("deploy.ray", node, "ray", ray_steps(env, node, settings),
                           persistence="runtime only: Ray is not started at boot; run "
                           "`strixwizard deploy --apply` again after a reboot", group=group))
     head_notes = [f"vLLM launch line (run on {env.head} when `ray status` shows "

@@ -7,8 +7,10 @@ every node join the Ray cluster?
   its transport. The log is parsed with the live tests' parser
   (`strixwizard.live.rccl_output`): any `NET/Socket` channel is a TCP fallback and fails
   the RDMA profile; `NET/IB` on another device than planned fails too.
-- Ray: `ray status --address HEAD:PORT` on the head; the active (or idle) node count
-  must equal the number of deployed nodes.
+- Ray: a driver on the head asks Ray for its live nodes and runs a task pinned to each
+  that reports the environment it sees (`deploy/ray.py`: `ray.nodes`, `ray.env`); where the
+  node's `ray` has no Python module to drive, `ray status --address HEAD:PORT` on the head,
+  whose active (or idle) node count must equal the number of deployed nodes.
 """
 
 from __future__ import annotations

@@ -182,7 +182,8 @@ def smoke_on(cluster: Cluster, on_step: OnStep | None = None) -> SmokeReport:
 
 def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None = None,
              on_step: OnStep | None = None) -> RollbackReport:
-    """Ask, then undo a deploy run (None: the last one): files removed, `ray stop`."""
+    """Ask, then undo a deploy run (None: the last one): files removed, strixwizard's Ray
+    stopped (only the processes it started)."""
     from strixwizard.deploy.engine import rollback_deploy
 
     options = options or DeployOptions()
