@@ -226,7 +226,12 @@ class TestThreeHosts:
         pid = int(sleeper.stdout)
         root = node1.root_pid(pid)
         assert root is not None and root != pid, "the node's PIDs are its own"
-        assert Path(f"/proc/{root}/cmdline").read_bytes() == b"sleep\x0030\x00"
+        # bash prints $! right after fork: the child may not have exec'd sleep yet
+        cmdline = Path(f"/proc/{root}/cmdline")
+        deadline = time.monotonic() + 5
+        while cmdline.read_bytes() != b"sleep\x0030\x00" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert cmdline.read_bytes() == b"sleep\x0030\x00"
         assert node1.node_pids()[pid] == "sleep 30"
         assert (node1.proc / "1" / "cmdline").read_bytes().startswith(b"/usr/bin/python3\x00-c")
         listing = ssh(lab, node0, "ls /proc").stdout.split()
