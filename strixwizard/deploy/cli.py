@@ -47,6 +47,8 @@ def register(commands: Any) -> argparse.ArgumentParser:
                         help="rdma (default; refused without an RDMA link) or tcp (RCCL over "
                         "sockets, deployed knowingly)")
     deploy.add_argument("--head", metavar="NODE", help="the Ray head (default: the first node)")
+    deploy.add_argument("--nodes", metavar="A,B", type=node_list, default=(),
+                        help="deploy on these of the site's nodes only (default: all of them)")
     add_llama_options(deploy)
     deploy.add_argument("--target-dir", default="/etc/strixwizard", metavar="DIR",
                         help="where the env file and scripts go on each node")
@@ -57,6 +59,14 @@ def register(commands: Any) -> argparse.ArgumentParser:
     deploy.add_argument("--node-journal-dir", default="/var/lib/strixwizard/journal", metavar="DIR",
                         help="where each node keeps its copy of the journal")
     return deploy  # type: ignore[no-any-return]
+
+
+def node_list(text: str) -> tuple[str, ...]:
+    """`--nodes a,b`: the names, in the order given, each once."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one node: --nodes A,B")
+    return names
 
 
 def add_llama_options(deploy: Any) -> None:
@@ -90,7 +100,7 @@ def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.deploy.plan import DeploySettings
 
     if args.stack != "llama-rpc":
-        return DeploySettings(target_dir=args.target_dir, model=args.model)
+        return DeploySettings(target_dir=args.target_dir, model=args.model, nodes=args.nodes)
     from strixwizard.deploy.llama import LlamaSettings
 
     llama = LlamaSettings(model=args.gguf or args.model, rpc_port=args.rpc_port,
@@ -99,7 +109,8 @@ def _settings(args: argparse.Namespace) -> Any:
                           cache=not args.no_rpc_cache, devices=tuple(args.rpc_device),
                           bin_dir=args.llama_bin_dir, rpc_on_head=args.rpc_on_head,
                           run_dir=args.llama_run_dir)
-    return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama)
+    return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama,
+                          nodes=args.nodes)
 
 
 def _options(args: argparse.Namespace) -> Any:

@@ -49,6 +49,7 @@ class DeploySettings:
     ray_port: int = RAY_PORT
     stack: str = "ray"  # "ray" (RCCL env, Ray, the vLLM line) or "llama-rpc" (deploy/llama.py)
     llama: LlamaSettings | None = None
+    nodes: tuple[str, ...] = ()  # deploy on these of the site's nodes only (default: all)
 
     def path(self, name: str) -> str:
         return f"{self.target_dir.rstrip('/')}/{name}"
