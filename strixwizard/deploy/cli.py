@@ -50,6 +50,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
     deploy.add_argument("--nodes", metavar="A,B", type=node_list, default=(),
                         help="deploy on these of the site's nodes only (default: all of them)")
     add_llama_options(deploy)
+    add_serve_options(deploy)
     deploy.add_argument("--target-dir", default="/etc/strixwizard", metavar="DIR",
                         help="where the env file and scripts go on each node")
     deploy.add_argument("--no-smoke", action="store_true", help="--apply without the smoke test")
@@ -67,6 +68,25 @@ def node_list(text: str) -> tuple[str, ...]:
     if not names:
         raise argparse.ArgumentTypeError("name at least one node: --nodes A,B")
     return names
+
+
+def add_serve_options(deploy: Any) -> None:
+    """`--serve`: start `vllm serve --model` on the head, wait for /health, one completion."""
+    serve = deploy.add_argument_group("vLLM (--serve, with the ray stack)")
+    serve.add_argument("--serve", action="store_true",
+                       help="start `vllm serve MODEL` on the head (tensor parallel over the "
+                       "nodes, Ray backend), then wait for /health and time one completion")
+    serve.add_argument("--vllm-port", type=int, default=8000, metavar="PORT")
+    serve.add_argument("--max-model-len", type=int, metavar="N", help="vllm serve --max-model-len")
+    serve.add_argument("--no-enforce-eager", action="store_true",
+                       help="keep vLLM's graph capture on Strix Halo (default: --enforce-eager "
+                       "there, graph capture on gfx1151 times out)")
+    serve.add_argument("--serve-timeout", type=float, default=900.0, metavar="S",
+                       help="how long the smoke test waits for /health (default 900 s)")
+    serve.add_argument("--serve-run-dir", default="/var/lib/strixwizard/vllm", metavar="DIR",
+                       help="vLLM's pid file and log on the head (the log is kept after a rollback)")
+    serve.add_argument("--vllm-bin-dir", metavar="DIR",
+                       help="where `vllm` is on the head (default: PATH)")
 
 
 def add_llama_options(deploy: Any) -> None:
@@ -100,7 +120,22 @@ def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.deploy.plan import DeploySettings
 
     if args.stack != "llama-rpc":
-        return DeploySettings(target_dir=args.target_dir, model=args.model, nodes=args.nodes)
+        serve = None
+        if args.serve:
+            from strixwizard.deploy.serve import ServeSettings
+
+            serve = ServeSettings(port=args.vllm_port, run_dir=args.serve_run_dir,
+                                  health_timeout_s=args.serve_timeout,
+                                  max_model_len=args.max_model_len,
+                                  eager=False if args.no_enforce_eager else None,
+                                  bin_dir=args.vllm_bin_dir)
+        return DeploySettings(target_dir=args.target_dir, model=args.model, nodes=args.nodes,
+                              serve=serve)
+    if args.serve:
+        from strixwizard.errors import UsageError
+
+        raise UsageError("--serve starts vLLM on the ray stack; with --stack llama-rpc, "
+                         "--gguf PATH starts llama-server")
     from strixwizard.deploy.llama import LlamaSettings
 
     llama = LlamaSettings(model=args.gguf or args.model, rpc_port=args.rpc_port,

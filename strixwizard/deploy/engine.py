@@ -154,7 +154,13 @@ def smoke_cluster(plan: DeployPlan, runners: dict[str, Runner], say: Progress | 
         from strixwizard.deploy.llama_run import smoke_llama
 
         return smoke_llama(plan, runners, say)
-    return smoke_test(plan, runners[plan.env.head], say)
+    report = smoke_test(plan, runners[plan.env.head], say)
+    serve, model = plan.settings.serve, plan.settings.model
+    if serve is not None and model:
+        from strixwizard.deploy.serve_run import smoke_serve
+
+        report.checks += smoke_serve(plan.env, model, serve, runners[plan.env.head], say)
+    return report
 
 
 def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore, site: Site,

@@ -55,12 +55,27 @@ SERVER_BINARIES = ("llama-server",)
 SPLIT_MODES = ("layer", "row", "tensor", "none")
 RPC_TARGET = "ggml-rpc-server"
 SERVER_TARGET = "llama-server"
+#: Shell functions of the launcher and of the state/stop reads. A pid file holds the PID, the
+#: binary and the process's start time (field 22 of /proc/PID/stat, in clock ticks since
+#: boot): PID and start time together name one process, so a reused PID is never taken for
+#: ours, and a program run by an interpreter (a Python console script such as `vllm`, whose
+#: /proc/PID/exe is python) is recognised too. A pid file without a start time falls back to
+#: comparing /proc/PID/exe with the binary.
+SAME = r"""started() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+same() {
+  case $1 in ''|*[!0-9]*) return 1 ;; esac
+  if [ -n "$3" ]; then [ "$(started "$1")" = "$3" ]; return; fi
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null)
+  [ -n "$exe" ] && { [ "$exe" = "$2" ] || [ "$exe" = "$2 (deleted)" ]; }
+}
+"""
 #: Starts a program in its own session, pid file + log, then waits until it listens.
-#: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server: alive is enough, the
-#: model may still load), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
+#: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server (llama-server) and http
+#: (vllm): alive is enough, the model may still load; server also adapts -sm/--no-mmap to
+#: the build's --help), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
 #: Written to DIR/llama-start.sh by the plan (so a failing start reports a short command).
-START = r"""# Written by `strixwizard deploy --stack llama-rpc`; `deploy --rollback` removes it.
-pidfile=$1 log=$2 port=$3 mode=$4; shift 4
+START = r"""# Written by `strixwizard deploy`; `deploy --rollback` removes it.
+""" + SAME + r"""pidfile=$1 log=$2 port=$3 mode=$4; shift 4
 bin= names=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   [ -z "$bin" ] && bin=$(command -v -- "$1" 2>/dev/null)
@@ -74,9 +89,8 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
 hex=$(printf '%04X' "$port")
 listening() { grep -q ": [0-9A-F]*:$hex [0-9A-F]*:0000 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; }
 if [ -f "$pidfile" ]; then
-  old=$(head -n 1 "$pidfile") was=$(sed -n 2p "$pidfile")
-  exe=$(readlink "/proc/$old/exe" 2>/dev/null)
-  if [ -n "$old" ] && { [ "$exe" = "$was" ] || [ "$exe" = "$was (deleted)" ]; }; then
+  old=$(head -n 1 "$pidfile")
+  if same "$old" "$(sed -n 2p "$pidfile")" "$(sed -n 3p "$pidfile")"; then
     echo "already running as PID $old ($pidfile)" >&2; exit 1
   fi
 fi
@@ -98,7 +112,8 @@ if [ "$mode" = server ]; then
   done
 fi
 mkdir -p -- "$(dirname -- "$log")"
-( setsid "$bin" "$@" </dev/null >"$log" 2>&1 & printf '%s\n%s\n' "$!" "$bin" >"$pidfile" )
+( setsid "$bin" "$@" </dev/null >"$log" 2>&1 & pid=$!
+  printf '%s\n%s\n%s\n' "$pid" "$bin" "$(started "$pid")" >"$pidfile" )
 pid=$(head -n 1 "$pidfile")
 i=0
 while [ $i -lt 200 ]; do
@@ -110,22 +125,22 @@ while [ $i -lt 200 ]; do
   if listening; then echo "$pid"; exit 0; fi
   sleep 0.1; i=$((i + 1))
 done
-if [ "$mode" = server ]; then echo "$pid (still loading)"; exit 0; fi
+if [ "$mode" != rpc ]; then echo "$pid (still loading)"; exit 0; fi
 kill "$pid"; sleep 0.5; rm -f -- "$pidfile" "$log"
 echo "$bin does not listen on port $port after 20 s" >&2; exit 1
 """
-#: `running` when the pid file's PID still runs the binary it started, else `stopped`.
-STATE = r"""pid=$(head -n 1 "$0" 2>/dev/null) bin=$(sed -n 2p "$0" 2>/dev/null)
-exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
-case $pid in ''|*[!0-9]*) echo stopped; exit 0 ;; esac
-case $exe in "$bin"|"$bin (deleted)") echo running ;; *) echo stopped ;; esac
+#: `running` when the pid file's PID is still the process it started, else `stopped`.
+STATE = SAME + r"""pid=$(head -n 1 "$0" 2>/dev/null)
+if same "$pid" "$(sed -n 2p "$0" 2>/dev/null)" "$(sed -n 3p "$0" 2>/dev/null)"; then
+  echo running
+else
+  echo stopped
+fi
 """
-#: Ends the pid file's PID (TERM, then KILL after 10 s) if it still runs the binary it
+#: Ends the pid file's PID (TERM, then KILL after 10 s) if it is still the process it
 #: started, and removes the pid file. The log stays in the run directory for the user.
-STOP = r"""pid=$(head -n 1 "$0" 2>/dev/null) bin=$(sed -n 2p "$0" 2>/dev/null)
-exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
-case $pid in ''|*[!0-9]*) pid= ;; esac
-if [ -n "$pid" ] && { [ "$exe" = "$bin" ] || [ "$exe" = "$bin (deleted)" ]; }; then
+STOP = SAME + r"""pid=$(head -n 1 "$0" 2>/dev/null)
+if same "$pid" "$(sed -n 2p "$0" 2>/dev/null)" "$(sed -n 3p "$0" 2>/dev/null)"; then
   kill "$pid"
   i=0
   while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
