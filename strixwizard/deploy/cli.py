@@ -114,11 +114,21 @@ def add_llama_options(deploy: Any) -> None:
                        help="where the llama.cpp binaries are on the nodes (default: PATH)")
     llama.add_argument("--llama-run-dir", default="/var/lib/strixwizard/llama", metavar="DIR",
                        help="pid files and logs on each node (logs are kept after a rollback)")
+    llama.add_argument("--persist", action="store_true",
+                       help="a systemd unit per program (started now and at every boot) instead "
+                       "of a process for this boot only; --rollback disables and removes them")
+    llama.add_argument("--unit-dir", default="/etc/systemd/system", metavar="DIR",
+                       help="where --persist writes the units")
 
 
 def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.deploy.plan import DeploySettings
 
+    if args.persist and args.stack != "llama-rpc":
+        from strixwizard.errors import UsageError
+
+        raise UsageError("--persist is for --stack llama-rpc (the ray stack starts Ray for this "
+                         "boot only)")
     if args.stack != "llama-rpc":
         serve = None
         if args.serve:
@@ -143,7 +153,8 @@ def _settings(args: argparse.Namespace) -> Any:
                           gpu_layers=args.gpu_layers, no_mmap=args.no_mmap,
                           cache=not args.no_rpc_cache, devices=tuple(args.rpc_device),
                           bin_dir=args.llama_bin_dir, rpc_on_head=args.rpc_on_head,
-                          run_dir=args.llama_run_dir)
+                          run_dir=args.llama_run_dir, persist=args.persist,
+                          unit_dir=args.unit_dir)
     return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama,
                           nodes=args.nodes)
 

@@ -187,7 +187,8 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
 
     def rank(journal: NodeJournal) -> int:
         targets = {r.step.target for r in journal.steps}
-        return 0 if "llama-server" in targets else 2 if "ray (head)" in targets else 1
+        server = {"llama-server", "strixwizard-llama-server.service"}  # runtime, --persist
+        return 0 if targets & server else 2 if "ray (head)" in targets else 1
 
     ordered = sorted(journals, key=rank)
     return rollback_run(ordered, runner_from_journal, store, say, break_lock=break_lock,

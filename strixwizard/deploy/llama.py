@@ -55,6 +55,8 @@ SERVER_BINARIES = ("llama-server",)
 SPLIT_MODES = ("layer", "row", "tensor", "none")
 RPC_TARGET = "ggml-rpc-server"
 SERVER_TARGET = "llama-server"
+RPC_UNIT = "strixwizard-llama-rpc.service"  # --persist (deploy/llama_persist.py)
+SERVER_UNIT = "strixwizard-llama-server.service"
 #: Shell functions of the launcher and of the state/stop reads. A pid file holds the PID, the
 #: binary and the process's start time (field 22 of /proc/PID/stat, in clock ticks since
 #: boot): PID and start time together name one process, so a reused PID is never taken for
@@ -170,6 +172,8 @@ class LlamaSettings:
     #: log to be read, and the deploy's own files and directory still go on rollback
     run_dir: str = RUN_DIR
     health_timeout_s: float = 600.0
+    persist: bool = False  # systemd units instead of runtime processes (deploy/llama_persist.py)
+    unit_dir: str = "/etc/systemd/system"
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -296,6 +300,9 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     deploy = LlamaPlan(env, settings, SitePlan(env.site), (), llama=llama)
     persistence = ("runtime only: not started at boot; run `strixwizard deploy --stack "
                    "llama-rpc --apply` again after a reboot")
+    if llama.persist:
+        persistence = ("systemd units, started now and at every boot; `strixwizard deploy "
+                       "--rollback` disables and removes them")
     server = llama_server_argv(env, workers, llama)
     deploy.server_argv = server
     deploy.server_environment = rdma_environment(env, env.head)
@@ -310,39 +317,63 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
         notes.append("pass --gguf PATH (a GGUF file on the head) to start llama-server")
     plans: list[Plan] = []
     for node in order:
-        steps = [mkdir_step(settings.target_dir),
-                 file_step(launcher(settings), "write the llama.cpp launcher (pid file, log, "
-                           "waits until the program listens)", START, mode=0o755)]
+        steps: list[Step] = [] if llama.persist else [
+            mkdir_step(settings.target_dir),
+            file_step(launcher(settings), "write the llama.cpp launcher (pid file, log, "
+                      "waits until the program listens)", START, mode=0o755)]
         if node in workers:
             environment = rdma_environment(env, node)
             args = rpc_server_argv(env, node, llama)
             deploy.rpc_argv[node] = args
             deploy.rpc_environment[node] = environment
             pidfile, log = run_file(llama, f"{RPC_TARGET}.pid"), rpc_log(llama)
-            steps.append(process_step(
-                RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
-                "(fabric address only)" + (f" with {' '.join(environment)}" if environment else ""),
-                pidfile, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
-                                         candidates(RPC_BINARIES, llama.bin_dir), environment,
-                                         args)))
+            if llama.persist:
+                steps += _unit(llama, RPC_UNIT, f"ggml-rpc-server on {env.node(node).ip}:"
+                               f"{llama.rpc_port} (llama.cpp RPC worker, fabric address only)",
+                               RPC_BINARIES, args, environment, log)
+            else:
+                steps.append(process_step(
+                    RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
+                    "(fabric address only)" + (f" with {' '.join(environment)}" if environment
+                                               else ""),
+                    pidfile, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
+                                        candidates(RPC_BINARIES, llama.bin_dir), environment,
+                                        args)))
         if node == env.head and llama.model:
             pidfile, log = run_file(llama, f"{SERVER_TARGET}.pid"), server_log(llama)
-            steps.append(process_step(
-                SERVER_TARGET, f"start llama-server on {deploy.server_url} with --rpc to "
-                f"{len(workers)} worker(s)", pidfile,
-                start_argv(settings, pidfile, log, llama.server_port, "server",
-                           candidates(SERVER_BINARIES, llama.bin_dir), deploy.server_environment,
-                           server)))
-        head = node == env.head
-        plans.append(Plan("deploy.llama-server" if head else "deploy.llama-rpc", node,
-                          SERVER_TARGET if head else RPC_TARGET, tuple(steps),
-                          notes=tuple(notes) if head else (), persistence=persistence,
-                          group=group))
+            summary = f"llama-server on {deploy.server_url} with --rpc to {len(workers)} worker(s)"
+            if llama.persist:
+                steps += _unit(llama, SERVER_UNIT, summary, SERVER_BINARIES, server,
+                               deploy.server_environment, log)
+            else:
+                steps.append(process_step(
+                    SERVER_TARGET, f"start {summary}", pidfile,
+                    start_argv(settings, pidfile, log, llama.server_port, "server",
+                               candidates(SERVER_BINARIES, llama.bin_dir),
+                               deploy.server_environment, server)))
+        plans.append(_plan(node, env, steps, notes, persistence, group))
     deploy.site_plan.plans = plans
     deploy.notes = list(env.warnings)
     if env.profile != "rdma":
         deploy.notes.append("TCP profile: RDMA is switched off on every end (GGML_RPC_NO_RDMA=1)")
     return deploy
+
+
+def _plan(node: str, env: ClusterEnv, steps: list[Step], notes: list[str], persistence: str,
+          group: str) -> Plan:
+    head = node == env.head
+    return Plan("deploy.llama-server" if head else "deploy.llama-rpc", node,
+                SERVER_TARGET if head else RPC_TARGET, tuple(steps),
+                notes=tuple(notes) if head else (), persistence=persistence, group=group)
+
+
+def _unit(llama: LlamaSettings, unit: str, summary: str, names: tuple[str, ...],
+          args: tuple[str, ...], environment: tuple[str, ...], log: str) -> tuple[Step, ...]:
+    from strixwizard.deploy.llama_persist import unit_steps, unit_text
+
+    binary = candidates(names, llama.bin_dir)[0]
+    return unit_steps(llama.unit_dir, unit, summary,
+                      unit_text(summary, binary, args, environment, log, llama.run_dir))
 
 
 # -- smoke verdict ------------------------------------------------------------------------
