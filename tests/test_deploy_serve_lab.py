@@ -158,3 +158,66 @@ def test_a_server_that_never_gets_ready_fails_the_smoke_within_its_bound(
     assert serving(pid)
     rolled = deploy(site, tmp_path, "--rollback", doc["apply"]["run_id"], "--yes")
     assert rolled.rc == 0 and not serving(pid)
+
+
+def test_the_wizard_deploys_serves_shows_the_verdict_and_rolls_back(
+        lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Deploy step on the lab: the user's picks (TCP, the model, start vLLM), the same
+    confirmation, progress, smoke verdict and rollback as the CLI, through the same service."""
+    import asyncio
+
+    from strixwizard.services.deploy import DeployChoice, DeployOptions
+    from strixwizard.services.facade import Services
+    from strixwizard.tui.app import WizardApp
+    from strixwizard.tui.screens.deploy import DeployState
+    from tests.test_tui_lab import discovered
+    from tests.test_tui_walk import notice_text, settle, wait_for_modal
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    head = lab.hosts[0]
+    site = lab.write_site_yaml(tmp_path / "site.yaml")
+    services = Services(deploy_options=DeployOptions(journal_dir=tmp_path / "journal",
+                                                     node_journal_dir=NODE_JOURNAL))
+    app = WizardApp(site_file=site, services=services)
+
+    async def walk() -> None:
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.press("n")
+            await discovered(app, pilot)
+            app.session.of(DeployState).choice = DeployChoice(
+                transport="tcp", model=MODEL, serve=True, target_dir=TARGET, run_dir=RUN_DIR)
+            await pilot.press("5")
+            for _ in range(100):
+                await settle(app, pilot)
+                if app.session.of(DeployState).preview is not None:
+                    break
+                await pilot.pause(0.05)
+            assert "tcp profile" in notice_text(app, "#deploy-status")
+            await pilot.press("a")
+            modal = await wait_for_modal(app, pilot)
+            assert "vllm serve starts on the head" in modal.question
+            await pilot.press("y")
+            for _ in range(1200):  # bounded: 120 s
+                await settle(app, pilot)
+                if app.session.of(DeployState).deployed is not None and not app.busy("deploy"):
+                    break
+                await pilot.pause(0.1)
+            deployed = app.session.of(DeployState).deployed
+            assert deployed is not None and deployed.ok, deployed
+            run = notice_text(app, "#deploy-run")
+            assert "Smoke test: PASS" in run and "vllm.completion: 16 tokens, first after" in run
+            assert serving(stand_in_pid(head))
+            pid = stand_in_pid(head)
+            await pilot.press("u")
+            await wait_for_modal(app, pilot)
+            await pilot.press("y")
+            for _ in range(600):
+                await settle(app, pilot)
+                if not app.busy("deploy") and app.session.of(DeployState).rolled_back:
+                    break
+                await pilot.pause(0.1)
+            assert not serving(pid) and not listening(head)
+
+    asyncio.run(walk())
+    for host in lab.hosts:
+        assert not (host.home / "strixwizard-etc").exists()
