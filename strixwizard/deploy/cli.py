@@ -27,8 +27,13 @@ def register(commands: Any) -> argparse.ArgumentParser:
         "RCCL all-reduce that must use NET/IB on the planned device. Without an RDMA link "
         "between every pair of nodes the RDMA profile is refused. --stack llama-rpc instead starts "
         "ggml-rpc-server on each worker's fabric address and llama-server --rpc on the head, then "
-        "checks one completion and that RDMA was negotiated on both ends. Exit status: 0 done, "
-        "1 a step or the smoke test failed, 2 no verdict (refused, bad input, unreachable).",
+        "checks one completion and that RDMA was negotiated on both ends (--persist: as systemd "
+        "units). --serve also starts `vllm serve --model` on the head (tensor parallel over the "
+        "nodes, Ray backend, --enforce-eager on Strix Halo), waits for /health and times one "
+        "completion. --nodes A,B deploys on some of the site's nodes; --transport tcp goes over "
+        "the fabric's Ethernet, or over the management network when the fabric misses a pair. "
+        "Exit status: 0 done, 1 a step or the smoke test failed, 2 no verdict (refused, bad "
+        "input, unreachable).",
     )
     add_site_options(deploy, demo_help="the bundled demo site (snapshots: plan only)")
     action = deploy.add_mutually_exclusive_group()
