@@ -13,9 +13,10 @@ a usage chunk with `stream_options.include_usage`, then `data: [DONE]`) or as on
 
 Knobs, from $HOME/standin-vllm.json (the lab gives each host its own $HOME):
 `load_s` (seconds before the port opens), `token_ms` (delay per token), `exit_after_s`
-(exit with status 1 while "loading", as a crashed engine would), `never_ready` (keep the
-port closed). At start it prints its argv and the environment variables a vLLM worker needs
-as one JSON line into its log (stdout), for the tests to read.
+(exit with status 1 while "loading", as a crashed engine would), `never_ready` (the port
+opens but `/health` answers 503, as a server whose engine never gets ready). At start it
+prints its argv and the environment variables a vLLM worker needs as one JSON line into its
+log (stdout), for the tests to read.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
     return main
 
 
-def handler(model: str, token_s: float) -> type[BaseHTTPRequestHandler]:
+def handler(model: str, token_s: float, ready: bool = True) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -83,7 +84,7 @@ def handler(model: str, token_s: float) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path == "/health":
-                self.send_response(200)
+                self.send_response(200 if ready else 503)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
             elif self.path == "/v1/models":
@@ -137,15 +138,15 @@ def main(argv: list[str]) -> int:
     print(json.dumps({"stand_in": "vllm", "argv": argv,
                       "env": {k: os.environ.get(k) for k in SEEN_ENV}}), flush=True)
     begun = time.monotonic()
-    while time.monotonic() - begun < float(settings.get("load_s", 0)) or settings.get(
-            "never_ready"):
+    while time.monotonic() - begun < float(settings.get("load_s", 0)):
         if "exit_after_s" in settings and time.monotonic() - begun >= float(
                 settings["exit_after_s"]):
             print("stand-in vllm: ERROR engine core failed to start (exit_after_s)", flush=True)
             return 1
         time.sleep(0.05)
     server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port),
-                                 handler(args.model_tag, float(settings.get("token_ms", 5)) / 1000))
+                                 handler(args.model_tag, float(settings.get("token_ms", 5)) / 1000,
+                                         not settings.get("never_ready")))
     print(f"stand-in vllm: serving {args.model_tag} on {args.host}:{args.port}", flush=True)
     server.serve_forever()
     return 0

@@ -153,6 +153,7 @@ def test_a_server_that_never_gets_ready_fails_the_smoke_within_its_bound(
     assert doc["apply"]["status"] == "applied"
     health = {c["id"]: c for c in doc["smoke"]["checks"]}["vllm.health"]
     assert health["status"] == "fail" and "vllm serve runs but is not ready" in health["detail"]
+    assert health["observed"].startswith("/health: 503 after ")
     assert "vllm.completion" not in {c["id"] for c in doc["smoke"]["checks"]}
     pid = stand_in_pid(head)
     assert serving(pid)
