@@ -62,10 +62,13 @@ SERVER_UNIT = "strixwizard-llama-server.service"
 #: boot): PID and start time together name one process, so a reused PID is never taken for
 #: ours, and a program run by an interpreter (a Python console script such as `vllm`, whose
 #: /proc/PID/exe is python) is recognised too. A pid file without a start time falls back to
-#: comparing /proc/PID/exe with the binary.
+#: comparing /proc/PID/exe with the binary. A zombie (state Z: exited, not yet reaped by
+#: init) counts as gone, so a stop does not wait on a slow reaper.
 SAME = r"""started() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+alive() { s=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1); [ -n "$s" ] && [ "$s" != Z ]; }
 same() {
   case $1 in ''|*[!0-9]*) return 1 ;; esac
+  alive "$1" || return 1
   if [ -n "$3" ]; then [ "$(started "$1")" = "$3" ]; return; fi
   exe=$(readlink "/proc/$1/exe" 2>/dev/null)
   [ -n "$exe" ] && { [ "$exe" = "$2" ] || [ "$exe" = "$2 (deleted)" ]; }
@@ -119,7 +122,7 @@ mkdir -p -- "$(dirname -- "$log")"
 pid=$(head -n 1 "$pidfile")
 i=0
 while [ $i -lt 200 ]; do
-  if ! kill -0 "$pid" 2>/dev/null; then
+  if ! alive "$pid"; then
     why=$(grep -i -m 3 -e error -e failed -e cannot -e invalid "$log" | tr '\n' ' ')
     [ -n "$why" ] || why=$(tail -n 3 "$log" | tr '\n' ' ')
     echo "$bin exited at start: $why" >&2; rm -f -- "$pidfile" "$log"; exit 1
@@ -145,8 +148,8 @@ STOP = SAME + r"""pid=$(head -n 1 "$0" 2>/dev/null)
 if same "$pid" "$(sed -n 2p "$0" 2>/dev/null)" "$(sed -n 3p "$0" 2>/dev/null)"; then
   kill "$pid"
   i=0
-  while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  while alive "$pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  alive "$pid" && kill -9 "$pid"
 fi
 rm -f -- "$0"
 """
