@@ -40,11 +40,23 @@ def stand_in_pid(host: LabHost) -> int | None:
     return int(path.read_text().splitlines()[0]) if path.exists() else None
 
 
-def serving(pid: int | None) -> bool:
+def node_proc(host: LabHost) -> Path:
+    """The /proc that shows the node's PIDs (a lab whose nodes have their own PID namespace
+    has `LabHost.proc`; one without shares this machine's)."""
+    return Path(getattr(host, "proc", "/proc"))
+
+
+def root_pid(host: LabHost, pid: int) -> int | None:
+    """The PID to signal from this machine for the node's `pid`."""
+    translate = getattr(host, "root_pid", None)
+    return translate(pid) if callable(translate) else pid
+
+
+def serving(host: LabHost, pid: int | None) -> bool:
     if pid is None:
         return False
     try:
-        return STAND_IN.name.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return STAND_IN.name.encode() in (node_proc(host) / str(pid) / "cmdline").read_bytes()
     except OSError:
         return False
 
@@ -72,10 +84,10 @@ def lab(servelab2: Lab) -> Iterator[Lab]:
     yield servelab2
     for host in servelab2.hosts:  # stop what a failed test left, by PID, in its namespace only
         ray_pid = host.home / ".ray-stand-in" / "raylet.pid"
-        pids = [pid for pid in (stand_in_pid(host),) if serving(pid)]
+        node_pids = [pid for pid in (stand_in_pid(host),) if pid is not None and serving(host, pid)]
         if ray_pid.exists():
-            pids.append(int(ray_pid.read_text()))
-        if pids:
+            node_pids.append(int(ray_pid.read_text()))
+        if pids := [p for p in (root_pid(host, pid) for pid in node_pids) if p is not None]:
             _kill_in_netns(pids, [host.netns])
         for path in (host.home / "strixwizard-etc", run_dir(host), host.home / ".ray-stand-in"):
             shutil.rmtree(path, ignore_errors=True)
@@ -112,14 +124,14 @@ def test_stand_in_served_answers_then_rollback_stops_exactly_it(lab: Lab, tmp_pa
     assert started["env"]["NCCL_SOCKET_IFNAME"] == "=fab0"
     assert listening(head) == [f"{head.fabric_addr}:8000"] and not listening(worker)
     pid = stand_in_pid(head)
-    assert serving(pid)
+    assert serving(head, pid)
 
     again = deploy(site, tmp_path, "--serve", "--model", MODEL, "--json")
     assert again.rc == 0 and again.json()["plan"]["summary"]["changes"] == 0
 
     rolled = deploy(site, tmp_path, "--rollback", doc["apply"]["run_id"], "--yes", "--json")
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
-    assert not serving(pid) and not listening(head)
+    assert not serving(head, pid) and not listening(head)
     assert sorted(p.name for p in run_dir(head).iterdir()) == ["vllm.log"]  # the log stays
     for host in lab.hosts:
         assert not (host.home / "strixwizard-etc").exists()
@@ -156,9 +168,9 @@ def test_a_server_that_never_gets_ready_fails_the_smoke_within_its_bound(
     assert health["observed"].startswith("/health: 503 after ")
     assert "vllm.completion" not in {c["id"] for c in doc["smoke"]["checks"]}
     pid = stand_in_pid(head)
-    assert serving(pid)
+    assert serving(head, pid)
     rolled = deploy(site, tmp_path, "--rollback", doc["apply"]["run_id"], "--yes")
-    assert rolled.rc == 0 and not serving(pid)
+    assert rolled.rc == 0 and not serving(head, pid)
 
 
 def test_the_wizard_deploys_serves_shows_the_verdict_and_rolls_back(
@@ -207,8 +219,8 @@ def test_the_wizard_deploys_serves_shows_the_verdict_and_rolls_back(
             assert deployed is not None and deployed.ok, deployed
             run = notice_text(app, "#deploy-run")
             assert "Smoke test: PASS" in run and "vllm.completion: 16 tokens, first after" in run
-            assert serving(stand_in_pid(head))
             pid = stand_in_pid(head)
+            assert serving(head, pid)
             await pilot.press("u")
             await wait_for_modal(app, pilot)
             await pilot.press("y")
@@ -217,7 +229,7 @@ def test_the_wizard_deploys_serves_shows_the_verdict_and_rolls_back(
                 if not app.busy("deploy") and app.session.of(DeployState).rolled_back:
                     break
                 await pilot.pause(0.1)
-            assert not serving(pid) and not listening(head)
+            assert not serving(head, pid) and not listening(head)
 
     asyncio.run(walk())
     for host in lab.hosts:
