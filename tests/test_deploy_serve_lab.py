@@ -137,7 +137,7 @@ def test_stand_in_served_answers_then_rollback_stops_exactly_it(lab: Lab, tmp_pa
         assert not (host.home / "strixwizard-etc").exists()
 
 
-def test_a_server_that_dies_while_loading_rolls_the_cluster_back(lab: Lab, tmp_path: Path) -> None:
+def test_a_stand_in_server_that_dies_while_loading_rolls_the_cluster_back(lab: Lab, tmp_path: Path) -> None:
     head = lab.hosts[0]
     knobs(head, load_s=30, exit_after_s=0.5)
     site = lab.write_site_yaml(tmp_path / "lab.yaml")
@@ -153,7 +153,7 @@ def test_a_server_that_dies_while_loading_rolls_the_cluster_back(lab: Lab, tmp_p
     assert not os.path.exists(run_dir(head) / "vllm.pid")
 
 
-def test_a_server_that_never_gets_ready_fails_the_smoke_within_its_bound(
+def test_a_stand_in_server_that_never_gets_ready_fails_the_smoke_within_its_bound(
         lab: Lab, tmp_path: Path) -> None:
     head = lab.hosts[0]
     knobs(head, never_ready=True)
@@ -173,7 +173,7 @@ def test_a_server_that_never_gets_ready_fails_the_smoke_within_its_bound(
     assert rolled.rc == 0 and not serving(head, pid)
 
 
-def test_the_wizard_deploys_serves_shows_the_verdict_and_rolls_back(
+def test_the_wizard_deploys_the_stand_in_vllm_shows_the_verdict_and_rolls_back(
         lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Deploy step on the lab: the user's picks (TCP, the model, start vLLM), the same
     confirmation, progress, smoke verdict and rollback as the CLI, through the same service."""
