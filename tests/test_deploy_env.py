@@ -97,9 +97,10 @@ def test_thunderbolt_only_pair_refuses_an_rdma_profile(tmp_path: Path) -> None:
     with pytest.raises(DeployRefused) as refused:
         env_of(tmp_path, thunderbolt_only_pair())
     message = str(refused.value)
-    assert message.startswith("no RDMA profile: tb-a and tb-b share only "
-                              "tb-a:thunderbolt0 <-> tb-b:thunderbolt0 is thunderbolt-net "
-                              "(TCP only: no RDMA verbs)")
+    assert message.startswith(
+        "no RDMA profile: tb-a and tb-b share only a USB4/Thunderbolt networking link "
+        "(tb-a:thunderbolt0 ↔ tb-b:thunderbolt0) that carries TCP only, no RDMA: deploy over "
+        "TCP with --transport tcp, or fix the RDMA NIC first (`strixwizard doctor`")
     assert "--transport tcp" in message
 
 

@@ -95,8 +95,8 @@ def test_rdma_profile_is_refused_on_a_veth_fabric(lab: Lab, tmp_path: Path) -> N
     done = deploy(site, tmp_path, "--json")
     assert done.rc == 2, done.stdout + done.stderr
     assert done.json()["reason"].startswith(
-        "no RDMA profile: node0 and node1 share only node0:fab0 <-> node1:fab0 is ethernet "
-        "(TCP only: no RDMA verbs)")
+        "no RDMA profile: node0 and node1 share only an Ethernet link (node0:fab0 ↔ "
+        "node1:fab0), no RDMA: deploy over TCP with --transport tcp, or fix the RDMA NIC first")
     assert not (lab.hosts[0].home / "strixwizard-etc").exists()
 
 

@@ -76,11 +76,12 @@ def test_demo_plan_is_what_a_rocm_engineer_writes_for_two_e810_nodes() -> None:
     assert ray_b.undo_argv[:2] == ("sh", "-c") and ray_b.undo_argv[3:] == ("/var/lib/strixwizard/ray",)
     assert plan.vllm_argv == ("vllm", "serve", "amd/Llama-3.3-70B-Instruct-FP8-KV",
                               "--tensor-parallel-size", "2", "--distributed-executor-backend",
-                              "ray", "--host", "192.168.100.1", "--port", "8000")
+                              "ray", "--host", "192.168.100.1", "--port", "8000",
+                              "--enforce-eager")
     vllm = steps[("node-a", "deploy.vllm")][0]
     assert vllm.after is not None and vllm.after.endswith(
         "exec vllm serve amd/Llama-3.3-70B-Instruct-FP8-KV --tensor-parallel-size 2 "
-        "--distributed-executor-backend ray --host 192.168.100.1 --port 8000\n")
+        "--distributed-executor-backend ray --host 192.168.100.1 --port 8000 --enforce-eager\n")
     podman = steps[("node-b", "deploy.container")][0].after or ""
     for option in ("--device=/dev/infiniband", "--device=/dev/kfd", "--device=/dev/dri",
                    "--ulimit=memlock=-1:-1", "--group-add=keep-groups",

@@ -112,7 +112,7 @@ async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: L
             await pilot.pause(0.05)
         text = str(notice.render())
         assert notice.border_title == "Deploy refused", text
-        assert "ethernet" in text and "node0" in text and "node1" in text, text
+        assert "Ethernet" in text and "node0" in text and "node1" in text, text
         assert "Nothing is deployed" in text and "--transport tcp" in text
         assert not app.screen.query_one("#deploy-plan").display
 

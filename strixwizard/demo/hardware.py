@@ -4,8 +4,9 @@
 Layouts follow the kernel: the netdev and the RDMA device hang under their
 PCI function (irdma under its `ice.roce.N` auxiliary device), the class
 directories hold relative links into /sys/devices, GID tables list every
-index (empty ones as zeros), and tool outputs use the formats of
-research/domain.md.
+index (empty ones as zeros), and tool outputs use the formats the tools print (perftest,
+rdma-core's `rdma` and `ibv_devinfo`, as in
+https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/main/rdma_cluster/setup_guide.md).
 """
 
 from __future__ import annotations

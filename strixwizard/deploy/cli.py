@@ -26,8 +26,13 @@ def register(commands: Any) -> argparse.ArgumentParser:
         "RCCL all-reduce that must use NET/IB on the planned device. Without an RDMA link "
         "between every pair of nodes the RDMA profile is refused. --stack llama-rpc instead starts "
         "ggml-rpc-server on each worker's fabric address and llama-server --rpc on the head, then "
-        "checks one completion and that RDMA was negotiated on both ends. Exit status: 0 done, "
-        "1 a step or the smoke test failed, 2 no verdict (refused, bad input, unreachable).",
+        "checks one completion and that RDMA was negotiated on both ends (--persist: as systemd "
+        "units). --serve also starts `vllm serve --model` on the head (tensor parallel over the "
+        "nodes, Ray backend, --enforce-eager on Strix Halo), waits for /health and times one "
+        "completion. --nodes A,B deploys on some of the site's nodes; --transport tcp goes over "
+        "the fabric's Ethernet, or over the management network when the fabric misses a pair. "
+        "Exit status: 0 done, 1 a step or the smoke test failed, 2 no verdict (refused, bad "
+        "input, unreachable).",
     )
     add_site_options(deploy, demo_help="the bundled demo site (snapshots: plan only)")
     action = deploy.add_mutually_exclusive_group()
@@ -45,11 +50,41 @@ def register(commands: Any) -> argparse.ArgumentParser:
                         "sockets, deployed knowingly)")
     add_ray_options(deploy)
     deploy.add_argument("--head", metavar="NODE", help="the Ray head (default: the first node)")
+    deploy.add_argument("--nodes", metavar="A,B", type=node_list, default=(),
+                        help="deploy on these of the site's nodes only (default: all of them)")
     add_llama_options(deploy)
+    add_serve_options(deploy)
     deploy.add_argument("--target-dir", default="/etc/strixwizard", metavar="DIR",
                         help="where the env file and scripts go on each node")
     deploy.add_argument("--no-smoke", action="store_true", help="--apply without the smoke test")
     return deploy  # type: ignore[no-any-return]
+
+
+def node_list(text: str) -> tuple[str, ...]:
+    """`--nodes a,b`: the names, in the order given, each once."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one node: --nodes A,B")
+    return names
+
+
+def add_serve_options(deploy: Any) -> None:
+    """`--serve`: start `vllm serve --model` on the head, wait for /health, one completion."""
+    serve = deploy.add_argument_group("vLLM (--serve, with the ray stack)")
+    serve.add_argument("--serve", action="store_true",
+                       help="start `vllm serve MODEL` on the head (tensor parallel over the "
+                       "nodes, Ray backend), then wait for /health and time one completion")
+    serve.add_argument("--vllm-port", type=int, default=8000, metavar="PORT")
+    serve.add_argument("--max-model-len", type=int, metavar="N", help="vllm serve --max-model-len")
+    serve.add_argument("--no-enforce-eager", action="store_true",
+                       help="keep vLLM's graph capture on Strix Halo (default: --enforce-eager "
+                       "there, graph capture on gfx1151 times out)")
+    serve.add_argument("--serve-timeout", type=float, default=900.0, metavar="S",
+                       help="how long the smoke test waits for /health (default 900 s)")
+    serve.add_argument("--serve-run-dir", default="/var/lib/strixwizard/vllm", metavar="DIR",
+                       help="vLLM's pid file and log on the head (the log is kept after a rollback)")
+    serve.add_argument("--vllm-bin-dir", metavar="DIR",
+                       help="where `vllm` is on the head (default: PATH)")
 
 
 def add_llama_options(deploy: Any) -> None:
@@ -77,13 +112,38 @@ def add_llama_options(deploy: Any) -> None:
                        help="where the llama.cpp binaries are on the nodes (default: PATH)")
     llama.add_argument("--llama-run-dir", default="/var/lib/strixwizard/llama", metavar="DIR",
                        help="pid files and logs on each node (logs are kept after a rollback)")
+    llama.add_argument("--persist", action="store_true",
+                       help="a systemd unit per program (started now and at every boot) instead "
+                       "of a process for this boot only; --rollback disables and removes them")
+    llama.add_argument("--unit-dir", default="/etc/systemd/system", metavar="DIR",
+                       help="where --persist writes the units")
 
 
 def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.deploy.plan import DeploySettings
 
+    if args.persist and args.stack != "llama-rpc":
+        from strixwizard.errors import UsageError
+
+        raise UsageError("--persist is for --stack llama-rpc (the ray stack starts Ray for this "
+                         "boot only)")
     if args.stack != "llama-rpc":
-        return DeploySettings(target_dir=args.target_dir, model=args.model)
+        serve = None
+        if args.serve:
+            from strixwizard.deploy.serve import ServeSettings
+
+            serve = ServeSettings(port=args.vllm_port, run_dir=args.serve_run_dir,
+                                  health_timeout_s=args.serve_timeout,
+                                  max_model_len=args.max_model_len,
+                                  eager=False if args.no_enforce_eager else None,
+                                  bin_dir=args.vllm_bin_dir)
+        return DeploySettings(target_dir=args.target_dir, model=args.model, nodes=args.nodes,
+                              serve=serve)
+    if args.serve:
+        from strixwizard.errors import UsageError
+
+        raise UsageError("--serve starts vLLM on the ray stack; with --stack llama-rpc, "
+                         "--gguf PATH starts llama-server")
     from strixwizard.deploy.llama import LlamaSettings
 
     llama = LlamaSettings(model=args.gguf or args.model, rpc_port=args.rpc_port,
@@ -91,8 +151,10 @@ def _settings(args: argparse.Namespace) -> Any:
                           gpu_layers=args.gpu_layers, no_mmap=args.no_mmap,
                           cache=not args.no_rpc_cache, devices=tuple(args.rpc_device),
                           bin_dir=args.llama_bin_dir, rpc_on_head=args.rpc_on_head,
-                          run_dir=args.llama_run_dir)
-    return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama)
+                          run_dir=args.llama_run_dir, persist=args.persist,
+                          unit_dir=args.unit_dir)
+    return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama,
+                          nodes=args.nodes)
 
 
 def _options(args: argparse.Namespace) -> Any:

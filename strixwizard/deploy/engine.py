@@ -47,14 +47,32 @@ def deploy_store(root: Path | None = None) -> JournalStore:
 
 def make_plan(site: Site, nodes: Sequence[Node], settings: DeploySettings, profile: str = "rdma",
               head: str | None = None) -> DeployPlan:
-    """The deploy plan of every node of the run; all of them must be reachable."""
+    """The deploy plan of every node of the run (or of `settings.nodes`); all of them must be
+    reachable."""
+    nodes = selected(nodes, settings.nodes)
     down = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
     if down:
         raise DeployRefused("cannot deploy a cluster with nodes missing: " + "; ".join(
-            f"{name}: {why}" for name, why in down.items()))
+            f"{name}: {why}" for name, why in down.items()) + (
+            "; leave them out with --nodes A,B" if not settings.nodes else ""))
     facts = [n.facts for n in nodes if n.facts is not None]
-    env = generate_env(site.name, facts, build_topology(facts, site), profile, head)
+    management = {spec.name: spec.host for spec in site.nodes
+                  if spec.host and spec.host != "local"}
+    env = generate_env(site.name, facts, build_topology(facts, site), profile, head, management)
     return plan_deploy(env, {f.name: f for f in facts}, settings)
+
+
+def selected(nodes: Sequence[Node], names: Sequence[str]) -> list[Node]:
+    """The nodes named (in the site's order), or all of them; an unknown name is a usage
+    error that lists the site's nodes."""
+    if not names:
+        return list(nodes)
+    known = [n.report.name for n in nodes]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UsageError(f"--nodes: {', '.join(unknown)} not in the site "
+                         f"(its nodes: {', '.join(known)})")
+    return [n for n in nodes if n.report.name in names]
 
 
 def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
@@ -160,7 +178,13 @@ def smoke_cluster(plan: DeployPlan, runners: dict[str, Runner], say: Progress | 
         from strixwizard.deploy.llama_run import smoke_llama
 
         return smoke_llama(plan, runners, say)
-    return smoke_test(plan, runners[plan.env.head], say)
+    report = smoke_test(plan, runners[plan.env.head], say)
+    serve, model = plan.settings.serve, plan.settings.model
+    if serve is not None and model:
+        from strixwizard.deploy.serve_run import smoke_serve
+
+        report.checks += smoke_serve(plan.env, model, serve, runners[plan.env.head], say)
+    return report
 
 
 def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore, site: Site,
@@ -228,7 +252,8 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
 
     def rank(journal: NodeJournal) -> int:
         targets = {r.step.target for r in journal.steps}
-        return 0 if "llama-server" in targets else 2 if "ray (head)" in targets else 1
+        server = {"llama-server", "strixwizard-llama-server.service"}  # runtime, --persist
+        return 0 if targets & server else 2 if "ray (head)" in targets else 1
 
     notes: dict[str, str] = {}
     ordered = sorted(journals, key=rank)

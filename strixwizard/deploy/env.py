@@ -21,6 +21,7 @@ The same values go to every node; only what differs between nodes (always
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import re
 import shlex
@@ -41,6 +42,11 @@ IB_RETRY_CNT = "7"
 
 class DeployRefused(UsageError):
     """No honest profile can be generated; the message says why and what to do."""
+
+
+class NoCommonLink(DeployRefused):
+    """Two nodes share no fabric link at all (the TCP profile may still use the management
+    network, see `management_fabric`)."""
 
 
 @dataclass(frozen=True)
@@ -218,12 +224,22 @@ def _rate(link: Link) -> float:
     return min(rates or speeds or [0.0])
 
 
+_KIND = {"ethernet": ("an Ethernet link", "Ethernet links", ""),
+         "thunderbolt-net": ("a USB4/Thunderbolt networking link",
+                             "USB4/Thunderbolt networking links", " that carries TCP only")}
+
+
 def _describe(links: Sequence[Link]) -> str:
+    """What two nodes share, as a phrase: "only an Ethernet link (a:x ↔ b:y)"."""
     if not links:
         return "no link at all (no fabric interfaces with addresses in a common subnet)"
-    kinds = "; ".join(f"{link.id} is {link.transport}"
-                      + (" (TCP only: no RDMA verbs)" if not link.rdma else "") for link in links)
-    return "only " + kinds
+    parts = []
+    for transport in dict.fromkeys(link.transport for link in links):
+        same = [link for link in links if link.transport == transport]
+        one, many, what = _KIND.get(transport, (f"a {transport} link", f"{transport} links", ""))
+        ids = ", ".join(link.id.replace(" <-> ", " ↔ ") for link in same)
+        parts.append(f"{one if len(same) == 1 else many} ({ids}){what}")
+    return "only " + " and ".join(parts)
 
 
 def _pair_link(topology: Topology, x: str, y: str, profile: str) -> Link:
@@ -231,14 +247,23 @@ def _pair_link(topology: Topology, x: str, y: str, profile: str) -> Link:
     if profile == "tcp":
         usable = sorted(links, key=lambda link: (-_rate(link), link.id))
         if not usable:
-            raise DeployRefused(f"{x} and {y} share {_describe(links)}")
+            raise NoCommonLink(
+                f"{x} and {y} share {_describe(links)}: connect them on one fabric subnet, "
+                "deploy on the nodes that share one with --nodes A,B, or give every node its "
+                "management address in the site file so TCP can go over the management network")
         return usable[0]
     rdma = [link for link in links if link.rdma]
     if not rdma:
+        what = _describe(links)
+        next_step = ("deploy over TCP with --transport tcp, or fix the RDMA NIC first "
+                     "(`strixwizard doctor` with the same site file says why it has no RDMA)")
+        if not links:
+            next_step = ("connect a RoCE v2 or InfiniBand NIC pair, deploy on the nodes that "
+                         "share one with --nodes A,B, or deploy over TCP with --transport tcp")
         raise DeployRefused(
-            f"no RDMA profile: {x} and {y} share {_describe(links)}. RCCL would fall back to "
-            "NET/Socket (TCP, 50-130 µs instead of ~5 µs). Connect a RoCE v2 or InfiniBand NIC "
-            "pair, or deploy the TCP profile knowingly with `--transport tcp`")
+            f"no RDMA profile: {x} and {y} share {what}{', no RDMA' if links else ''}: "
+            f"{next_step}. Over TCP RCCL "
+            "uses NET/Socket: expect 50-130 µs per hop instead of ~5 µs")
     good = [link for link in rdma if link.transport in ("roce-v2", "infiniband")]
     if not good:
         kinds = ", ".join(sorted({link.transport for link in rdma}))
@@ -291,7 +316,8 @@ def _rdma_vars(end: FabricPort, transport: str) -> tuple[list[EnvVar], int | Non
                f"{end.netdev.name}, link {transport}"),
         # `=` asks NCCL/RCCL for an exact device name: a bare `mlx5_1:1` is a prefix that also
         # selects mlx5_10..mlx5_19 (and `rocep1` every rocep1*), and several selected HCAs
-        # make ncclCommInitRank fail with "internal error" (research/domain.md §4.6).
+        # make ncclCommInitRank fail with "internal error" (scripts/cluster_manager.py in
+        # https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes).
         EnvVar("NCCL_IB_HCA", f"={port.device}:{port.number}",
                "exact RDMA device:port ('=' = exact name match, never a prefix)",
                f"{node}: {base} serves {end.netdev.name} ({port.link_layer}), state {port.state}"),
@@ -346,13 +372,18 @@ def _node_vars(end: FabricPort, transport: str, profile: str
         variables.append(EnvVar(
             "NCCL_NET_GDR_LEVEL", "0",
             "no GPUDirect RDMA on the Strix Halo iGPU: stage through host memory",
-            f"{node}: iGPU {gfx or 'unknown gfx'} at {gpu.pci.address if gpu.pci else '?'} "
-            "(/sys/class/kfd topology) is an APU sharing system RAM"))
+            f"{node}: iGPU {gfx or 'unknown gfx'} at {gpu.pci.address} (/sys/class/kfd "
+            "topology) is an APU sharing system RAM" if gpu.pci is not None else
+            f"{node}: no Strix Halo iGPU found: no GPUDirect RDMA to use either"))
+    if gpu.pci is not None:
+        igpu = (f"{node}: iGPU {gpu.pci.address} is the only GPU "
+                f"({len(gpu.kfd_gpus)} KFD GPU node(s))")
+    else:
+        igpu = (f"{node}: no Strix Halo iGPU found ({len(gpu.kfd_gpus)} KFD GPU node(s)); "
+                "set for the Strix Halo nodes of a cluster, harmless here")
     variables += [
         EnvVar("RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES", "1",
-               "Ray must not hide the iGPU by setting ROCR_VISIBLE_DEVICES",
-               f"{node}: iGPU {gpu.pci.address if gpu.pci else '?'} is the only GPU "
-               f"({len(gpu.kfd_gpus)} KFD GPU node(s))"),
+               "Ray must not hide the iGPU by setting ROCR_VISIBLE_DEVICES", igpu),
         EnvVar("RAY_memory_monitor_refresh_ms", "0",
                "GPU memory is system RAM (GTT): Ray's host-memory monitor would kill model workers",
                _gtt_source(end.node)),
@@ -366,7 +397,10 @@ def _gtt_source(node: NodeFacts) -> str:
     if memory.gtt_gib is not None and memory.total_gib is not None:
         return (f"{node.name}: GTT {memory.gtt_gib:.0f} GiB of {memory.total_gib:.0f} GiB RAM "
                 "(mem_info_gtt_total, /proc/meminfo)")
-    return f"{node.name}: Strix Halo APU (GTT size not readable)"
+    if node.gpu.pci is None:
+        return (f"{node.name}: no Strix Halo iGPU found (no GTT pool); Ray's memory monitor "
+                "stays off as on the cluster's other nodes")
+    return f"{node.name}: Strix Halo iGPU {node.gpu.pci.address} (GTT size not readable)"
 
 
 def _warnings(choice: _Choice, nodes: dict[str, NodeFacts]) -> list[str]:
@@ -383,13 +417,52 @@ def _warnings(choice: _Choice, nodes: dict[str, NodeFacts]) -> list[str]:
     return found
 
 
+MANAGEMENT_TCP = "TCP over the management network: no RDMA, expect 50-130 µs per hop"
+
+
+def management_topology(nodes: Sequence[NodeFacts], management: dict[str, str]
+                        ) -> Topology | None:
+    """The management network as a fabric: on each node the interface holding its SSH address
+    (the site file's `host`), paired where two sit in one subnet. None when a node's
+    management address is not an IPv4 address one of its interfaces holds."""
+    ends: dict[str, FabricPort] = {}
+    for node in nodes:
+        address = management.get(node.name)
+        netdev = next((d for d in node.netdevs if address in {a.address for a in d.ipv4}), None)
+        if netdev is None:
+            return None
+        ends[node.name] = FabricPort(node, netdev, None, None)
+    topology = Topology(nodes=list(nodes), fabric={n: (e,) for n, e in ends.items()})
+    for a, b in itertools.combinations(ends.values(), 2):
+        x, y = a.ipv4, b.ipv4
+        assert x is not None and y is not None
+        net = ipaddress.ip_interface(x.cidr).network
+        if net == ipaddress.ip_interface(y.cidr).network:
+            topology.links.append(Link(a, b, "ethernet", False,
+                                       f"management network {net} (SSH addresses)"))
+    return topology
+
+
 def generate_env(site: str, nodes: Sequence[NodeFacts], topology: Topology,
-                 profile: str = "rdma", head: str | None = None) -> ClusterEnv:
-    """The cluster's environment, or `DeployRefused` with the reason."""
+                 profile: str = "rdma", head: str | None = None,
+                 management: dict[str, str] | None = None) -> ClusterEnv:
+    """The cluster's environment, or `DeployRefused` with the reason. `management`: each
+    node's SSH address; the TCP profile goes over the management network when the fabric
+    does not join every pair of nodes, and says so."""
     if profile not in PROFILES:
         raise UsageError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
     names = [n.name for n in nodes]
-    choice = choose_fabric(topology, names, profile)
+    notes: list[str] = []
+    try:
+        choice = choose_fabric(topology, names, profile)
+    except NoCommonLink as no_link:
+        over = management_topology(nodes, management or {}) if profile == "tcp" else None
+        if over is None or len(over.links) < len(names) * (len(names) - 1) // 2:
+            raise
+        topology = over
+        choice = choose_fabric(topology, names, profile)
+        notes.append(f"{MANAGEMENT_TCP} ({', '.join(link.id for link in topology.links)}); "
+                     f"the fabric does not join every pair: {no_link}")
     head = head or names[0]
     if head not in names:
         raise UsageError(f"--head {head!r} is not a reachable node ({', '.join(names)})")
@@ -408,4 +481,4 @@ def generate_env(site: str, nodes: Sequence[NodeFacts], topology: Topology,
                               choice.ends[e.node.name].netdev.name == e.netdev.name
                               for e in link.ends)}))
     return ClusterEnv(site, profile, choice.link.transport, head, tuple(envs), links,
-                      tuple(_warnings(choice, facts)))
+                      tuple(notes + _warnings(choice, facts)))

@@ -55,12 +55,32 @@ SERVER_BINARIES = ("llama-server",)
 SPLIT_MODES = ("layer", "row", "tensor", "none")
 RPC_TARGET = "ggml-rpc-server"
 SERVER_TARGET = "llama-server"
+RPC_UNIT = "strixwizard-llama-rpc.service"  # --persist (deploy/llama_persist.py)
+SERVER_UNIT = "strixwizard-llama-server.service"
+#: Shell functions of the launcher and of the state/stop reads. A pid file holds the PID, the
+#: binary and the process's start time (field 22 of /proc/PID/stat, in clock ticks since
+#: boot): PID and start time together name one process, so a reused PID is never taken for
+#: ours, and a program run by an interpreter (a Python console script such as `vllm`, whose
+#: /proc/PID/exe is python) is recognised too. A pid file without a start time falls back to
+#: comparing /proc/PID/exe with the binary. A zombie (state Z: exited, not yet reaped by
+#: init) counts as gone, so a stop does not wait on a slow reaper.
+SAME = r"""started() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+alive() { s=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1); [ -n "$s" ] && [ "$s" != Z ]; }
+same() {
+  case $1 in ''|*[!0-9]*) return 1 ;; esac
+  alive "$1" || return 1
+  if [ -n "$3" ]; then [ "$(started "$1")" = "$3" ]; return; fi
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null)
+  [ -n "$exe" ] && { [ "$exe" = "$2" ] || [ "$exe" = "$2 (deleted)" ]; }
+}
+"""
 #: Starts a program in its own session, pid file + log, then waits until it listens.
-#: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server: alive is enough, the
-#: model may still load), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
+#: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server (llama-server) and http
+#: (vllm): alive is enough, the model may still load; server also adapts -sm/--no-mmap to
+#: the build's --help), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
 #: Written to DIR/llama-start.sh by the plan (so a failing start reports a short command).
-START = r"""# Written by `strixwizard deploy --stack llama-rpc`; `deploy --rollback` removes it.
-pidfile=$1 log=$2 port=$3 mode=$4; shift 4
+START = r"""# Written by `strixwizard deploy`; `deploy --rollback` removes it.
+""" + SAME + r"""pidfile=$1 log=$2 port=$3 mode=$4; shift 4
 bin= names=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
   [ -z "$bin" ] && bin=$(command -v -- "$1" 2>/dev/null)
@@ -74,9 +94,8 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
 hex=$(printf '%04X' "$port")
 listening() { grep -q ": [0-9A-F]*:$hex [0-9A-F]*:0000 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; }
 if [ -f "$pidfile" ]; then
-  old=$(head -n 1 "$pidfile") was=$(sed -n 2p "$pidfile")
-  exe=$(readlink "/proc/$old/exe" 2>/dev/null)
-  if [ -n "$old" ] && { [ "$exe" = "$was" ] || [ "$exe" = "$was (deleted)" ]; }; then
+  old=$(head -n 1 "$pidfile")
+  if same "$old" "$(sed -n 2p "$pidfile")" "$(sed -n 3p "$pidfile")"; then
     echo "already running as PID $old ($pidfile)" >&2; exit 1
   fi
 fi
@@ -98,11 +117,12 @@ if [ "$mode" = server ]; then
   done
 fi
 mkdir -p -- "$(dirname -- "$log")"
-( setsid "$bin" "$@" </dev/null >"$log" 2>&1 & printf '%s\n%s\n' "$!" "$bin" >"$pidfile" )
+( setsid "$bin" "$@" </dev/null >"$log" 2>&1 & pid=$!
+  printf '%s\n%s\n%s\n' "$pid" "$bin" "$(started "$pid")" >"$pidfile" )
 pid=$(head -n 1 "$pidfile")
 i=0
 while [ $i -lt 200 ]; do
-  if ! kill -0 "$pid" 2>/dev/null; then
+  if ! alive "$pid"; then
     why=$(grep -i -m 3 -e error -e failed -e cannot -e invalid "$log" | tr '\n' ' ')
     [ -n "$why" ] || why=$(tail -n 3 "$log" | tr '\n' ' ')
     echo "$bin exited at start: $why" >&2; rm -f -- "$pidfile" "$log"; exit 1
@@ -110,26 +130,26 @@ while [ $i -lt 200 ]; do
   if listening; then echo "$pid"; exit 0; fi
   sleep 0.1; i=$((i + 1))
 done
-if [ "$mode" = server ]; then echo "$pid (still loading)"; exit 0; fi
+if [ "$mode" != rpc ]; then echo "$pid (still loading)"; exit 0; fi
 kill "$pid"; sleep 0.5; rm -f -- "$pidfile" "$log"
 echo "$bin does not listen on port $port after 20 s" >&2; exit 1
 """
-#: `running` when the pid file's PID still runs the binary it started, else `stopped`.
-STATE = r"""pid=$(head -n 1 "$0" 2>/dev/null) bin=$(sed -n 2p "$0" 2>/dev/null)
-exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
-case $pid in ''|*[!0-9]*) echo stopped; exit 0 ;; esac
-case $exe in "$bin"|"$bin (deleted)") echo running ;; *) echo stopped ;; esac
+#: `running` when the pid file's PID is still the process it started, else `stopped`.
+STATE = SAME + r"""pid=$(head -n 1 "$0" 2>/dev/null)
+if same "$pid" "$(sed -n 2p "$0" 2>/dev/null)" "$(sed -n 3p "$0" 2>/dev/null)"; then
+  echo running
+else
+  echo stopped
+fi
 """
-#: Ends the pid file's PID (TERM, then KILL after 10 s) if it still runs the binary it
+#: Ends the pid file's PID (TERM, then KILL after 10 s) if it is still the process it
 #: started, and removes the pid file. The log stays in the run directory for the user.
-STOP = r"""pid=$(head -n 1 "$0" 2>/dev/null) bin=$(sed -n 2p "$0" 2>/dev/null)
-exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
-case $pid in ''|*[!0-9]*) pid= ;; esac
-if [ -n "$pid" ] && { [ "$exe" = "$bin" ] || [ "$exe" = "$bin (deleted)" ]; }; then
+STOP = SAME + r"""pid=$(head -n 1 "$0" 2>/dev/null)
+if same "$pid" "$(sed -n 2p "$0" 2>/dev/null)" "$(sed -n 3p "$0" 2>/dev/null)"; then
   kill "$pid"
   i=0
-  while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  while alive "$pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  alive "$pid" && kill -9 "$pid"
 fi
 rm -f -- "$0"
 """
@@ -155,6 +175,8 @@ class LlamaSettings:
     #: log to be read, and the deploy's own files and directory still go on rollback
     run_dir: str = RUN_DIR
     health_timeout_s: float = 600.0
+    persist: bool = False  # systemd units instead of runtime processes (deploy/llama_persist.py)
+    unit_dir: str = "/etc/systemd/system"
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -281,6 +303,9 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     deploy = LlamaPlan(env, settings, SitePlan(env.site), (), llama=llama)
     persistence = ("runtime only: not started at boot; run `strixwizard deploy --stack "
                    "llama-rpc --apply` again after a reboot")
+    if llama.persist:
+        persistence = ("systemd units, started now and at every boot; `strixwizard deploy "
+                       "--rollback` disables and removes them")
     server = llama_server_argv(env, workers, llama)
     deploy.server_argv = server
     deploy.server_environment = rdma_environment(env, env.head)
@@ -295,39 +320,63 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
         notes.append("pass --gguf PATH (a GGUF file on the head) to start llama-server")
     plans: list[Plan] = []
     for node in order:
-        steps = [mkdir_step(settings.target_dir),
-                 file_step(launcher(settings), "write the llama.cpp launcher (pid file, log, "
-                           "waits until the program listens)", START, mode=0o755)]
+        steps: list[Step] = [] if llama.persist else [
+            mkdir_step(settings.target_dir),
+            file_step(launcher(settings), "write the llama.cpp launcher (pid file, log, "
+                      "waits until the program listens)", START, mode=0o755)]
         if node in workers:
             environment = rdma_environment(env, node)
             args = rpc_server_argv(env, node, llama)
             deploy.rpc_argv[node] = args
             deploy.rpc_environment[node] = environment
             pidfile, log = run_file(llama, f"{RPC_TARGET}.pid"), rpc_log(llama)
-            steps.append(process_step(
-                RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
-                "(fabric address only)" + (f" with {' '.join(environment)}" if environment else ""),
-                pidfile, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
-                                         candidates(RPC_BINARIES, llama.bin_dir), environment,
-                                         args)))
+            if llama.persist:
+                steps += _unit(llama, RPC_UNIT, f"ggml-rpc-server on {env.node(node).ip}:"
+                               f"{llama.rpc_port} (llama.cpp RPC worker, fabric address only)",
+                               RPC_BINARIES, args, environment, log)
+            else:
+                steps.append(process_step(
+                    RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
+                    "(fabric address only)" + (f" with {' '.join(environment)}" if environment
+                                               else ""),
+                    pidfile, start_argv(settings, pidfile, log, llama.rpc_port, "rpc",
+                                        candidates(RPC_BINARIES, llama.bin_dir), environment,
+                                        args)))
         if node == env.head and llama.model:
             pidfile, log = run_file(llama, f"{SERVER_TARGET}.pid"), server_log(llama)
-            steps.append(process_step(
-                SERVER_TARGET, f"start llama-server on {deploy.server_url} with --rpc to "
-                f"{len(workers)} worker(s)", pidfile,
-                start_argv(settings, pidfile, log, llama.server_port, "server",
-                           candidates(SERVER_BINARIES, llama.bin_dir), deploy.server_environment,
-                           server)))
-        head = node == env.head
-        plans.append(Plan("deploy.llama-server" if head else "deploy.llama-rpc", node,
-                          SERVER_TARGET if head else RPC_TARGET, tuple(steps),
-                          notes=tuple(notes) if head else (), persistence=persistence,
-                          group=group))
+            summary = f"llama-server on {deploy.server_url} with --rpc to {len(workers)} worker(s)"
+            if llama.persist:
+                steps += _unit(llama, SERVER_UNIT, summary, SERVER_BINARIES, server,
+                               deploy.server_environment, log)
+            else:
+                steps.append(process_step(
+                    SERVER_TARGET, f"start {summary}", pidfile,
+                    start_argv(settings, pidfile, log, llama.server_port, "server",
+                               candidates(SERVER_BINARIES, llama.bin_dir),
+                               deploy.server_environment, server)))
+        plans.append(_plan(node, env, steps, notes, persistence, group))
     deploy.site_plan.plans = plans
     deploy.notes = list(env.warnings)
     if env.profile != "rdma":
         deploy.notes.append("TCP profile: RDMA is switched off on every end (GGML_RPC_NO_RDMA=1)")
     return deploy
+
+
+def _plan(node: str, env: ClusterEnv, steps: list[Step], notes: list[str], persistence: str,
+          group: str) -> Plan:
+    head = node == env.head
+    return Plan("deploy.llama-server" if head else "deploy.llama-rpc", node,
+                SERVER_TARGET if head else RPC_TARGET, tuple(steps),
+                notes=tuple(notes) if head else (), persistence=persistence, group=group)
+
+
+def _unit(llama: LlamaSettings, unit: str, summary: str, names: tuple[str, ...],
+          args: tuple[str, ...], environment: tuple[str, ...], log: str) -> tuple[Step, ...]:
+    from strixwizard.deploy.llama_persist import unit_steps, unit_text
+
+    binary = candidates(names, llama.bin_dir)[0]
+    return unit_steps(llama.unit_dir, unit, summary,
+                      unit_text(summary, binary, args, environment, log, llama.run_dir))
 
 
 # -- smoke verdict ------------------------------------------------------------------------

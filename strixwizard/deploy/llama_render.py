@@ -25,8 +25,12 @@ def render_llama(plan: LlamaPlan, out: TextIO) -> None:
     out.write(f"Deploy plan for site {env.site}: llama.cpp RPC, {env.profile} profile "
               f"({env.transport}), head {env.head}, {len(plan.workers)} RPC worker(s)\n")
     out.write(f"Fabric: {', '.join(env.links)}\n")
-    out.write(f"The launcher goes to {plan.settings.target_dir} (--target-dir), pid files and "
-              f"logs to {llama.run_dir} (--llama-run-dir; logs are kept after a rollback)\n\n")
+    if llama.persist:
+        out.write(f"systemd units go to {llama.unit_dir} (--persist: started now and at every "
+                  f"boot), logs to {llama.run_dir} (--llama-run-dir; kept after a rollback)\n\n")
+    else:
+        out.write(f"The launcher goes to {plan.settings.target_dir} (--target-dir), pid files and "
+                  f"logs to {llama.run_dir} (--llama-run-dir; logs are kept after a rollback)\n\n")
     for worker in plan.workers:
         line = shlex.join(["env", *plan.rpc_environment[worker], "ggml-rpc-server",
                            *plan.rpc_argv[worker]])
@@ -42,6 +46,8 @@ def render_llama(plan: LlamaPlan, out: TextIO) -> None:
 def _step_text(step: Step) -> list[str]:
     """A step as the fix engine previews it; a started program is undone by its PID only."""
     lines = [line for line in step_lines(step) if not line.startswith(("  run:", "  undo:"))]
-    if step.argv:
-        lines.append("undo: stop exactly the PID it started (checked against /proc/PID/exe)")
+    if step.argv and step.target.endswith(".service"):
+        lines.append(f"undo: systemctl disable --now {step.target}, then the unit file is removed")
+    elif step.argv:
+        lines.append("undo: stop exactly the process it started (PID and start time)")
     return lines

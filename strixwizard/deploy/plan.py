@@ -30,10 +30,10 @@ from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
 if TYPE_CHECKING:
     from strixwizard.deploy.llama import LlamaSettings
     from strixwizard.deploy.ray import RaySettings
+    from strixwizard.deploy.serve import ServeSettings
 
 DEFAULT_TARGET_DIR = "/etc/strixwizard"
 RAY_PORT = 6379
-VLLM_PORT = 8000
 #: Exports every variable of the env file ($0), then runs the command ($@): one argv, no
 #: interpolation of our values into shell text.
 WITH_ENV = '. "$0" && exec "$@"'
@@ -47,6 +47,8 @@ class DeploySettings:
     ray: RaySettings | None = None  # how Ray starts (deploy/ray.py); None: its defaults
     stack: str = "ray"  # "ray" (RCCL env, Ray, the vLLM line) or "llama-rpc" (deploy/llama.py)
     llama: LlamaSettings | None = None
+    nodes: tuple[str, ...] = ()  # deploy on these of the site's nodes only (default: all)
+    serve: ServeSettings | None = None  # start `vllm serve` on the head (deploy/serve.py)
 
     def path(self, name: str) -> str:
         return f"{self.target_dir.rstrip('/')}/{name}"
@@ -77,6 +79,10 @@ class DeployPlan:
             "vllm_argv": list(self.vllm_argv),
             "vllm_line": shlex.join(self.vllm_argv),
             "ray_argv": {k: list(v) for k, v in self.ray_argv.items()},
+            "serve": None if self.settings.serve is None else {
+                "url": f"http://{self.env.head_ip}:{self.settings.serve.port}",
+                "pidfile": self.settings.serve.pidfile, "log": self.settings.serve.log,
+                "health_timeout_s": self.settings.serve.health_timeout_s},
             "notes": list(self.notes),
             "summary": {"changes": self.site_plan.changes,
                         "nodes": len(self.env.nodes)},
@@ -113,12 +119,6 @@ def ray_steps(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[Ste
     from strixwizard.deploy.ray import ray_steps as steps
 
     return steps(env, node, settings)
-
-
-def vllm_argv(env: ClusterEnv, model: str | None, settings: DeploySettings) -> tuple[str, ...]:
-    return ("vllm", "serve", model or "MODEL", "--tensor-parallel-size", str(len(env.nodes)),
-            "--distributed-executor-backend", "ray", "--host", env.head_ip,
-            "--port", str(VLLM_PORT))
 
 
 def vllm_script(env: ClusterEnv, argv: tuple[str, ...], settings: DeploySettings) -> str:
@@ -166,8 +166,18 @@ def plan_deploy(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySe
         from strixwizard.deploy.llama import LlamaSettings, plan_llama
 
         return plan_llama(env, facts, settings, settings.llama or LlamaSettings())
+    from strixwizard.deploy.serve import EAGER_SOURCE, ServeSettings, serve_steps, strix_nodes, vllm_argv
+
     group = group_of(env)
-    launch = vllm_argv(env, settings.model, settings)
+    serve = settings.serve or ServeSettings()
+    strix = strix_nodes(facts)
+    eager = bool(strix) if serve.eager is None else serve.eager
+    launch = vllm_argv(env, settings.model, serve.port, eager, serve.max_model_len)
+    if settings.serve is not None and not settings.model:
+        from strixwizard.deploy.env import DeployRefused
+
+        raise DeployRefused("--serve starts `vllm serve MODEL` on the head: name the model with "
+                            "--model NAME (a Hugging Face id or a path on the head)")
     plans: list[Plan] = []
     order = [env.head] + [n.node for n in env.nodes if n.node != env.head]
     deploy = DeployPlan(env, settings, SitePlan(env.site), launch)
@@ -188,18 +198,27 @@ def plan_deploy(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySe
         plans.append(Plan("deploy.ray", node, "ray", ray_steps(env, node, settings),
                           persistence="runtime only: Ray is not started at boot; run "
                           "`strixwizard deploy --apply` again after a reboot", group=group))
-    head_notes = [f"vLLM launch line (run on {env.head} when `ray status` shows "
-                  f"{len(env.nodes)} nodes): {shlex.join(launch)}"]
+    started = settings.serve is not None
+    head_notes = [f"vLLM launch line ({'started by --serve' if started else 'run'} on "
+                  f"{env.head} when `ray status` shows {len(env.nodes)} nodes): "
+                  f"{shlex.join(launch)}"]
+    if eager and strix:
+        head_notes.append(f"--enforce-eager: {', '.join(strix)} ha{'s' if len(strix) == 1 else 've'}"
+                          f" the Strix Halo iGPU; {EAGER_SOURCE}")
     steps: tuple[Step, ...] = ()
     if settings.model:
-        steps = (file_step(settings.path("vllm-serve.sh"), "write the vLLM launch script "
-                           "(not started)", vllm_script(env, launch, settings), mode=0o755),)
+        steps = (file_step(settings.path("vllm-serve.sh"), "write the vLLM launch script"
+                           + ("" if started else " (not started)"),
+                           vllm_script(env, launch, settings), mode=0o755),)
+        if settings.serve is not None:
+            steps += serve_steps(env, settings, settings.serve, launch)
     else:
         head_notes.append("pass --model NAME to write it to "
                           f"{settings.path('vllm-serve.sh')}")
     plans.append(Plan("deploy.vllm", env.head, settings.path("vllm-serve.sh"), steps,
-                      notes=tuple(head_notes), persistence="a file, kept until `deploy --rollback`",
-                      group=group))
+                      notes=tuple(head_notes),
+                      persistence="runtime only: vllm serve is not started at boot" if started
+                      else "a file, kept until `deploy --rollback`", group=group))
     plans.sort(key=lambda p: order.index(p.node))
     deploy.site_plan.plans = plans
     deploy.notes = list(env.warnings)

@@ -75,6 +75,55 @@ class Cluster:
     refused: str | None = None  # `observe` refused: the nodes' state forbids this plan
 
 
+STACKS = {"ray": "RCCL · Ray · vLLM", "llama-rpc": "llama.cpp RPC"}
+TRANSPORTS = {"rdma": "RDMA", "tcp": "TCP (no RDMA)"}
+
+
+@dataclass(frozen=True)
+class DeployChoice:
+    """What the user picks for a deploy (the CLI's --stack, --model/--gguf, --transport,
+    --nodes, --serve, --persist), as the wizard's Deploy step holds it."""
+
+    stack: str = "ray"
+    model: str | None = None  # the vLLM model (ray) or the GGUF path on the head (llama-rpc)
+    transport: str = "rdma"
+    nodes: tuple[str, ...] = ()  # empty: every node of the site
+    serve: bool = False  # ray: start `vllm serve` (needs a model)
+    persist: bool = False  # llama-rpc: systemd units
+    #: where files, pid files and logs go on the nodes (the CLI's --target-dir,
+    #: --llama-run-dir, --serve-run-dir); None: the defaults
+    target_dir: str | None = None
+    run_dir: str | None = None
+
+    def settings(self) -> DeploySettings:
+        from strixwizard.deploy.plan import DEFAULT_TARGET_DIR, DeploySettings
+
+        target = self.target_dir or DEFAULT_TARGET_DIR
+        if self.stack == "llama-rpc":
+            from strixwizard.deploy.llama import RUN_DIR, LlamaSettings
+
+            return DeploySettings(target_dir=target, stack="llama-rpc", nodes=self.nodes,
+                                  llama=LlamaSettings(model=self.model, persist=self.persist,
+                                                      run_dir=self.run_dir or RUN_DIR))
+        serve = None
+        if self.serve:
+            from strixwizard.deploy.serve import RUN_DIR as SERVE_RUN_DIR
+            from strixwizard.deploy.serve import ServeSettings
+
+            serve = ServeSettings(run_dir=self.run_dir or SERVE_RUN_DIR)
+        return DeploySettings(target_dir=target, model=self.model, nodes=self.nodes, serve=serve)
+
+
+def plan_choice(site: Site, nodes: Sequence[Node], choice: DeployChoice | None = None
+                ) -> DeployPreview:
+    """`plan` from what the user picked (the wizard's Deploy step)."""
+    choice = choice or DeployChoice()
+    try:
+        return plan(site, nodes, choice.settings(), choice.transport)
+    except UsageError as error:  # e.g. a node name the site does not have
+        return DeployPreview(None, str(error))
+
+
 def plan(site: Site, nodes: Sequence[Node], settings: DeploySettings | None = None,
          transport: str = "rdma", head: str | None = None) -> DeployPreview:
     """The engine's deploy plan (pure: no node is touched); a refusal is a reason, not an error."""
@@ -128,19 +177,25 @@ def opened(site: Site, planned: DeployPlan, options: DeployOptions | None = None
 def apply_question(planned: DeployPlan) -> Question:
     changes, nodes = planned.site_plan.changes, ", ".join(planned.site_plan.nodes)
     if planned.settings.stack == "llama-rpc":
+        llama = planned.settings.llama
+        how = ("as systemd units (started now and at every boot), " if llama and llama.persist
+               else "")
         return Question(
             "Apply the deploy", f"Deploy {changes} change(s) on {nodes}?",
             f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\n"
-            "ggml-rpc-server starts on each worker bound to its fabric address, then llama-server "
-            "--rpc on the head; a journal is written first, a failing node rolls every node back, "
-            "then the smoke test runs (one completion, RDMA on both ends from the logs).",
-            yes="Deploy (y)")
+            f"ggml-rpc-server starts {how}on each worker bound to its fabric address, then "
+            "llama-server --rpc on the head; a journal is written first, a failing node rolls "
+            "every node back, then the smoke test runs (one completion, RDMA on both ends from "
+            "the logs).", yes="Deploy (y)")
+    serve = ("; vllm serve starts on the head and the smoke test also waits for its /health "
+             "and times one completion" if planned.settings.serve is not None else "")
     return Question(
         "Apply the deploy", f"Deploy {changes} change(s) on {nodes}?",
         f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\nEach "
         "node's state is read first (refused if Ray already runs with another environment), a "
         "journal is written before the first step, a failing node rolls every node back, then the "
-        "smoke test runs (Ray's node count, a 2-rank RCCL all-reduce on NET/IB).", yes="Deploy (y)")
+        f"smoke test runs (Ray's node count, a 2-rank RCCL all-reduce on NET/IB){serve}.",
+        yes="Deploy (y)")
 
 
 def apply_on(cluster: Cluster, site: Site, confirm: Confirm, options: DeployOptions | None = None,

@@ -33,6 +33,8 @@ class Services:
     #: How every node is reached (collect, fix, test); None: SSH or this machine, as the site says.
     #: Tests pass a `strixwizard.node.replay.ReplayConnector` instead of patching modules.
     connector: Connector | None = None
+    #: What the wizard's Deploy step picked (stack, model, transport, nodes); None: defaults.
+    deploy_choice: deploy.DeployChoice | None = None
 
     # -- discover --------------------------------------------------------------
     def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
@@ -58,7 +60,7 @@ class Services:
 
     # -- deploy ----------------------------------------------------------------
     def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> deploy.DeployPreview:
-        return deploy.plan(site, nodes)
+        return deploy.plan_choice(site, nodes, self.deploy_choice)
 
     def apply_deploy(self, site: Site, preview: deploy.DeployPreview, confirm: Confirm,
                      on_step: OnStep | None) -> deploy.Deployed:

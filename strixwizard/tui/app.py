@@ -530,6 +530,7 @@ class WizardApp(App[int]):
         if not message.again and (state.preview is not None or state.error is not None):
             return
         state.error = None
+        self.services.deploy_choice = state.choice
         self._plan_deploy(self.session.of(DiscoverState).run, discovery)
         self.screen_changed()
 

@@ -21,7 +21,8 @@ from strixwizard.model import LinkEnd as ReportedEnd
 UNKNOWN = "?"
 PROBLEMS = (Status.FAIL, Status.ERROR, Status.WARN)
 
-#: Why a link's transport matters; shown beside each link (from DESIGN.md and research/domain.md).
+#: Why a link's transport matters; shown beside each link (figures from
+#: https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/main/rdma_cluster/setup_guide.md).
 TRANSPORT_NOTES = {
     "roce-v2": "hardware RDMA (RoCE v2, routable): the ~5 µs path RCCL should use",
     "roce-v1": "hardware RDMA (RoCE v1, same L2 segment only); RoCE v2 is preferred",

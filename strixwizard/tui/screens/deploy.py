@@ -1,20 +1,24 @@
-"""Step 5: the deploy plan (env with provenance, Ray, vLLM, container, RCCL notes); on real
-nodes apply it (journalled, all-or-nothing), smoke-test it, roll it back. The demo: plan only."""
+"""Step 5: pick the stack (RCCL/Ray/vLLM or llama.cpp RPC), the model, the transport and the
+nodes; see the plan the CLI shows (env with provenance, Ray, vLLM or the llama.cpp programs,
+container, RCCL notes); on real nodes apply it (journalled, all-or-nothing), smoke-test it,
+roll it back. The demo: plan only. Every pick plans again through the same deploy service
+as `strixwizard deploy` (`services.deploy.plan_choice`)."""
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Static
+from textual.widgets import Checkbox, Input, Label, Select, SelectionList, Static
 
 from strixwizard.model import Status
-from strixwizard.services.deploy import Deployed, DeployPreview
+from strixwizard.services.deploy import STACKS, TRANSPORTS, DeployChoice, Deployed, DeployPreview
 from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
@@ -24,6 +28,7 @@ from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
 
 if TYPE_CHECKING:
+    from strixwizard.deploy.llama import LlamaPlan
     from strixwizard.deploy.plan import DeployPlan
     from strixwizard.deploy.smoke import SmokeReport
 
@@ -75,6 +80,31 @@ def node_content(plan: DeployPlan, node: str) -> Content:
     return Content("\n").join([Content.styled(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
 
 
+def llama_content(plan: LlamaPlan, node: str) -> Content:
+    """What the llama.cpp stack starts on a node, with the RDMA variables from its facts."""
+    env = plan.env
+    plans = plan.site_plan.for_node(node)
+    changes = sum(len(p.steps) for p in plans)
+    how = "systemd units, started now and at boot" if plan.llama.persist else "processes for this boot"
+    lines = [Content(f"{changes} change(s), each journalled and reversible (deploy --rollback); {how}")]
+    for p in plans:
+        for step in p.steps:
+            lines.append(Content.assemble(INDENT, Content.styled(p.fix, "$text-accent"), f"  {step.summary}"))
+    if node in plan.rpc_argv:
+        lines.append(Content.styled("ggml-rpc-server (fabric address only)", HEAD))
+        lines.append(Content(INDENT + shlex.join(["env", *plan.rpc_environment[node], "ggml-rpc-server",
+                                                   *plan.rpc_argv[node]])))
+    if node == env.head:
+        lines.append(Content.styled("llama-server", HEAD))
+        lines.append(Content(INDENT + shlex.join(["env", *plan.server_environment, "llama-server",
+                                                   *plan.server_argv])))
+        if not plan.llama.model:
+            lines.append(Content.styled(f"{INDENT}not started: give the GGUF path on the head as the model",
+                                        "$text-muted"))
+    role = "head, llama-server" if node == env.head else "RPC worker"
+    return Content("\n").join([Content.styled(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
+
+
 def smoke_content(smoke: SmokeReport) -> Content:
     lines = []
     for check in smoke.checks:
@@ -98,8 +128,8 @@ def deployed_content(deployed: Deployed) -> tuple[Content, str]:
         lines.append(smoke_content(deployed.smoke))
     elif report.ok:
         lines.append(Content("no smoke test was run"))
-    lines.append(Content("u rolls this deploy back from its journals (files removed, ray stop; "
-                         "you confirm first)."))
+    lines.append(Content("u rolls this deploy back from its journals (files removed, what it "
+                         "started stopped; you confirm first)."))
     return Content("\n").join(lines), "success" if deployed.ok else "warning"
 
 
@@ -108,6 +138,7 @@ class DeployState(RunState):
     preview: DeployPreview | None = None
     error: tuple[str, str] | None = None  # reason, next step (planning failed)
     deployed: Deployed | None = None
+    choice: DeployChoice = field(default_factory=DeployChoice)  # what the pickers say
 
 
 class DeployScreen(StepScreen, step="deploy", state=DeployState):
@@ -117,8 +148,37 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         Binding("p", "plan", "Plan again"),
     ]
 
+    DEFAULT_CSS = """
+    #deploy-choice { height: auto; margin-bottom: 1; }
+    .deploy-row { height: auto; }
+    .deploy-row > Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
+    #deploy-stack, #deploy-transport { width: 1fr; margin-right: 2; }
+    #deploy-model { width: 1fr; margin-right: 2; }
+    #deploy-node-list { width: 1fr; height: auto; max-height: 4; }
+    """
+
     def compose_body(self) -> ComposeResult:
         yield Notice(id="deploy-status", title="Deploy")
+        choice = self.session.of(DeployState).choice
+        with Vertical(id="deploy-choice"):
+            with Horizontal(classes="deploy-row"):
+                yield Label("Stack")
+                yield Select([(label, key) for key, label in STACKS.items()], value=choice.stack,
+                             allow_blank=False, compact=True, id="deploy-stack")
+                yield Label("Transport")
+                yield Select([(label, key) for key, label in TRANSPORTS.items()],
+                             value=choice.transport, allow_blank=False, compact=True,
+                             id="deploy-transport")
+            with Horizontal(classes="deploy-row"):
+                yield Label("Model")
+                yield Input(choice.model or "", placeholder="vLLM model name, or GGUF path on the head",
+                            compact=True, id="deploy-model")
+                yield Checkbox("start vLLM (--serve)", choice.serve, compact=True, id="deploy-serve")
+                yield Checkbox("systemd units (--persist)", choice.persist, compact=True,
+                               id="deploy-persist")
+            with Horizontal(classes="deploy-row"):
+                yield Label("Nodes")
+                yield SelectionList[str](compact=True, id="deploy-node-list")
         yield Notice(id="deploy-run", title="Apply")
         with Vertical(id="deploy-plan"):
             yield Static(id="deploy-env", classes="deploy-box")
@@ -142,6 +202,88 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
 
     def action_plan(self) -> None:
         self.post_message(PlanDeploy())
+
+    # -- the pickers: each change plans again -----------------------------------------
+    def _pick(self, **changes: object) -> None:
+        state = self.session.of(DeployState)
+        choice = replace(state.choice, **changes)  # type: ignore[arg-type]
+        if choice == state.choice:
+            return
+        state.choice = choice
+        self._sync_pickers(choice)
+        if self.session.of(DiscoverState).discovery is not None and not self.wizard.busy("deploy"):
+            self.post_message(PlanDeploy())
+
+    @on(Select.Changed, "#deploy-stack")
+    def _picked_stack(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str):
+            self._pick(stack=event.value)
+
+    @on(Select.Changed, "#deploy-transport")
+    def _picked_transport(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str):
+            self._pick(transport=event.value)
+
+    @on(Input.Changed, "#deploy-model")
+    def _picked_model(self, event: Input.Changed) -> None:
+        self._pick(model=event.value.strip() or None)
+
+    @on(Checkbox.Changed, "#deploy-serve")
+    def _picked_serve(self, event: Checkbox.Changed) -> None:
+        self._pick(serve=event.value)
+
+    @on(Checkbox.Changed, "#deploy-persist")
+    def _picked_persist(self, event: Checkbox.Changed) -> None:
+        self._pick(persist=event.value)
+
+    @on(SelectionList.SelectedChanged, "#deploy-node-list")
+    def _picked_nodes(self, event: SelectionList.SelectedChanged[str]) -> None:
+        listed = [str(event.selection_list.get_option_at_index(i).value)
+                  for i in range(event.selection_list.option_count)]
+        picked = [name for name in listed if name in event.selection_list.selected]
+        self._pick(nodes=() if picked == listed else tuple(picked))
+
+    def _sync_pickers(self, choice: DeployChoice) -> None:
+        """Only the checkbox of the chosen stack is shown (--serve: ray, --persist: llama-rpc)."""
+        self.query_one("#deploy-serve").display = choice.stack == "ray"
+        self.query_one("#deploy-persist").display = choice.stack == "llama-rpc"
+
+    def _fill_nodes(self) -> None:
+        """The site's nodes, ticked as the choice says (all of them when it names none)."""
+        discovery = self.session.of(DiscoverState).discovery
+        listing = self.query_one("#deploy-node-list", SelectionList)
+        if discovery is None:
+            return
+        names = [spec.name for spec in discovery.site.nodes]
+        chosen = self.session.of(DeployState).choice.nodes
+        wanted = [name for name in names if not chosen or name in chosen]
+        listed = [str(listing.get_option_at_index(i).value) for i in range(listing.option_count)]
+        if listed == names and list(listing.selected) == wanted:
+            return
+        with listing.prevent(SelectionList.SelectedChanged):
+            listing.clear_options()
+            listing.add_options([(name, name, name in wanted) for name in names])
+
+    def _show_choice(self, choice: DeployChoice) -> None:
+        """The pickers show the step's state (a new discovery puts it back to the defaults)."""
+        stack = self.query_one("#deploy-stack", Select)
+        if stack.value != choice.stack:
+            with stack.prevent(Select.Changed):
+                stack.value = choice.stack
+        transport = self.query_one("#deploy-transport", Select)
+        if transport.value != choice.transport:
+            with transport.prevent(Select.Changed):
+                transport.value = choice.transport
+        model = self.query_one("#deploy-model", Input)
+        if (model.value.strip() or None) != choice.model:
+            with model.prevent(Input.Changed):
+                model.value = choice.model or ""
+        for selector, value in (("#deploy-serve", choice.serve), ("#deploy-persist", choice.persist)):
+            box = self.query_one(selector, Checkbox)
+            if box.value != value:
+                with box.prevent(Checkbox.Changed):
+                    box.value = value
+        self._sync_pickers(choice)
 
     def action_roll_back(self) -> None:
         """The deploy service asks first (a modal), then rolls the deploy back."""
@@ -170,9 +312,12 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     def refresh_view(self) -> None:
         notice = self.query_one("#deploy-status", Notice)
         self.refresh_bindings()
+        self._show_choice(self.session.of(DeployState).choice)
+        self.query_one("#deploy-choice").display = self.session.of(DiscoverState).discovery is not None
         if needs_discovery(self.wizard, notice):
             self._clear()
             return
+        self._fill_nodes()
         state = self.session.of(DeployState)
         if not self.wizard.busy("deploy-plan"):
             self.call_after_refresh(self.post_message, PlanDeploy(again=False))
@@ -188,13 +333,14 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             self._clear()
             return
         if preview.plan is None:
-            notice.say(f"{preview.refused}\n\nNothing is deployed: an RDMA profile needs a hardware "
-                       "RDMA link (RoCE v2 or InfiniBand, ports ACTIVE) between every pair of nodes. "
-                       f"Next: connect the nodes' RDMA NICs ({refer('links')} shows what links there are), "
-                       f"fix what {refer('fix')} lists, then discover again ({keys('discover', 'r')}). "
-                       "RCCL over TCP can be deployed "
-                       "knowingly with `strixwizard deploy --transport tcp`.",
-                       "warning", title="Deploy refused")
+            rdma = state.choice.transport == "rdma"
+            why = ("Nothing is deployed: an RDMA profile needs a hardware RDMA link (RoCE v2 or "
+                   "InfiniBand, ports ACTIVE) between every pair of nodes. Next: connect the nodes' "
+                   f"RDMA NICs ({refer('links')} shows what links there are), fix what {refer('fix')} "
+                   f"lists, then discover again ({keys('discover', 'r')}); or pick the TCP transport "
+                   "above (`strixwizard deploy --transport tcp`), or fewer nodes."
+                   if rdma else "Nothing is deployed. Next: pick other nodes or another stack above.")
+            notice.say(f"{preview.refused}\n\n{why}", "warning", title="Deploy refused")
             self._clear()
             return
         self._show_plan(notice, preview.plan, preview.plan_only, preview.replayed)
@@ -203,7 +349,8 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     def _show_plan(self, notice: Notice, plan: DeployPlan, plan_only: bool,
                    replayed: tuple[str, ...]) -> None:
         env = plan.env
-        head = (f"{env.profile} profile ({env.transport}) over {', '.join(env.links)}; "
+        stack = STACKS.get(plan.settings.stack, plan.settings.stack)
+        head = (f"{stack}: {env.profile} profile ({env.transport}) over {', '.join(env.links)}; "
                 f"head {env.head}, {len(env.nodes)} nodes; files go to {plan.settings.target_dir}.")
         warnings = "".join(f"\n! {w}" for w in plan.notes)
         if plan_only:
@@ -214,20 +361,28 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             notice.say(f"{head}{warnings}\n{plan.site_plan.changes} change(s) planned: a applies them "
                        "(you confirm first), then the smoke test runs; u rolls back.",
                        "warning" if plan.notes else "info", title="Deploy plan")
+        from strixwizard.deploy.llama import LlamaPlan
+
+        llama = isinstance(plan, LlamaPlan)
         self.query_one("#deploy-plan").display = True
         box = self.query_one("#deploy-env", Static)
+        box.display = not llama  # the llama.cpp stack writes no env file
         box.border_title = "Environment, and where each value comes from"
         box.update(env_content(plan))
         nodes = self.query_one("#deploy-nodes", Vertical)
         nodes.remove_children()
         views = []
         for node in plan.site_plan.nodes:
-            view = Static(node_content(plan, node), classes="deploy-box")
+            content = llama_content(plan, node) if isinstance(plan, LlamaPlan) else node_content(plan, node)
+            view = Static(content, classes="deploy-box")
             view.border_title = f"node {node}"
             views.append(view)
         nodes.mount_all(views)
         vllm = self.query_one("#deploy-vllm", Static)
-        vllm.border_title = "vLLM launch line (written, never started)"
+        vllm.display = not llama
+        started = plan.settings.serve is not None
+        vllm.border_title = ("vLLM launch line (started on the head by a, then /health and one "
+                             "completion)" if started else "vLLM launch line (written, never started)")
         notes = [n for p in plan.site_plan.for_node(env.head) if p.fix == "deploy.vllm" for n in p.notes]
         vllm.update(Content("\n").join([Content.styled(shlex.join(plan.vllm_argv), "bold"),
                                         *[Content.styled(n, "$text-muted") for n in notes[1:]]]))

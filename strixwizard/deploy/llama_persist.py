@@ -1,0 +1,89 @@
+"""`deploy --stack llama-rpc --persist`: a systemd unit per program (ggml-rpc-server on each
+worker, llama-server on the head) instead of a process started for this boot only. Pure.
+
+Per program, three steps, undone in reverse by the rollback:
+- FILE `UNIT_DIR/strixwizard-llama-rpc.service` (or `-llama-server`): a `Type=simple`
+  service whose `ExecStart=` is the same argv the runtime launcher would start, with the same
+  RDMA variables (`Environment=`), writing the same log file the smoke test reads
+  (`StandardOutput=append:`; the run directory is made by `ExecStartPre=`, so the log stays
+  after a rollback as it does without --persist); unit values go through the fix engine's
+  systemd escaping (`fixes.steps._unit_value`: `%` and, in commands, `$` kept literal);
+- COMMAND `systemctl daemon-reload && systemctl enable --now UNIT`, state read by
+  `systemctl is-active`; undo `systemctl disable --now UNIT` (stops it, removes it from boot);
+- the rollback then removes the unit file: exactly the units this deploy wrote, nothing else.
+
+The binary is the first name (`ggml-rpc-server`; an older build's `rpc-server` is found by the
+runtime launcher only): systemd resolves a bare name on its fixed search path; with
+`--llama-bin-dir` the unit names the absolute path. `--no-mmap` is passed as is (the runtime
+launcher's adaptation to `-lm none` needs the build's --help at start time).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from strixwizard.fixing.model import Kind, Read, Step
+
+UNIT_DIR = "/etc/systemd/system"
+RPC_UNIT = "strixwizard-llama-rpc.service"
+SERVER_UNIT = "strixwizard-llama-server.service"
+#: `running` while systemd has the unit active, else `stopped` (the read always exits 0).
+IS_ACTIVE = 'if systemctl is-active --quiet "$0"; then echo running; else echo stopped; fi'
+ENABLE_NOW = 'systemctl daemon-reload && exec systemctl enable --now "$0"'
+
+
+def unit_path(unit_dir: str, unit: str) -> str:
+    return f"{unit_dir.rstrip('/')}/{unit}"
+
+
+def unit_text(description: str, binary: str, args: Sequence[str], environment: Sequence[str],
+              log: str, run_dir: str) -> str:
+    """A long-running service for one llama.cpp program; every value escaped for systemd."""
+    from fixes.steps import _unit_value
+
+    def command(argv: Sequence[str]) -> str:
+        return _unit_value(shlex.join(argv), command=True)
+
+    lines = [
+        "# Written by `strixwizard deploy --stack llama-rpc --persist`; "
+        "`strixwizard deploy --rollback` removes it.",
+        "[Unit]",
+        f"Description=strixwizard: {_unit_value(description)}",
+        "After=network-online.target",
+        "Wants=network-online.target",
+        "",
+        "[Service]",
+        "Type=simple",
+    ]
+    if environment:
+        lines.append("Environment=" + " ".join(_unit_value(shlex.quote(pair))
+                                               for pair in environment))
+    lines += [
+        f"ExecStartPre={command(['/bin/mkdir', '-p', '--', run_dir])}",
+        f"ExecStart={command([binary, *args])}",
+        f"StandardOutput=append:{_unit_value(log)}",
+        "StandardError=inherit",
+        "LimitMEMLOCK=infinity",
+        "Restart=on-failure",
+        "RestartSec=5",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def unit_steps(unit_dir: str, unit: str, summary: str, text: str) -> tuple[Step, Step]:
+    """Write the unit file, then enable and start it; undone by disabling it, then removing
+    the file (the rollback undoes steps in reverse)."""
+    from strixwizard.deploy.plan import file_step
+
+    path = unit_path(unit_dir, unit)
+    return (file_step(path, f"write systemd unit {unit}", text),
+            Step(kind=Kind.COMMAND, target=unit, summary=f"enable and start {unit}: {summary}",
+                 read=Read("command", argv=("sh", "-c", IS_ACTIVE, unit), parse="text"),
+                 before="stopped", after="running", argv=("sh", "-c", ENABLE_NOW, unit),
+                 undo_argv=("systemctl", "disable", "--now", unit), before_known=False,
+                 persistence="systemd"))

@@ -1,0 +1,106 @@
+"""`deploy --stack llama-rpc --persist`: systemd units instead of runtime processes. The unit
+text is parsed back (the same argv, environment and log as the runtime launcher's) and
+checked by `systemd-analyze verify`; the plan writes, enables and undoes exactly those
+units."""
+
+from __future__ import annotations
+
+import configparser
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from strixwizard.deploy.engine import make_plan
+from strixwizard.deploy.llama import LlamaPlan, LlamaSettings
+from strixwizard.deploy.llama_persist import unit_text
+from strixwizard.deploy.plan import DeploySettings
+from strixwizard.targets import RunRequest, resolve_run
+from tests.conftest import run_cli
+
+
+def persist_plan(**llama: object) -> LlamaPlan:
+    site, nodes = resolve_run(RunRequest(demo=True))
+    options: dict[str, object] = {"model": "/models/q.gguf", **llama}
+    settings = LlamaSettings(persist=True, rpc_on_head=True, **options)  # type: ignore[arg-type]
+    plan = make_plan(site, nodes, DeploySettings(stack="llama-rpc", llama=settings))
+    assert isinstance(plan, LlamaPlan)
+    return plan
+
+
+def parse_unit(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None, strict=True)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(text)
+    return parser
+
+
+def unescape(value: str) -> str:
+    """What systemd reads from a command value we wrote: `%%` is `%`, `$$` is `$`."""
+    return value.replace("%%", "%").replace("$$", "$")
+
+
+def test_units_carry_the_runtime_argv_environment_and_log() -> None:
+    plan = persist_plan()
+    steps = {(p.node, s.target): s for p in plan.site_plan.plans for s in p.steps}
+    assert sorted(steps) == [
+        ("node-a", "/etc/systemd/system/strixwizard-llama-rpc.service"),
+        ("node-a", "/etc/systemd/system/strixwizard-llama-server.service"),
+        ("node-a", "strixwizard-llama-rpc.service"), ("node-a", "strixwizard-llama-server.service"),
+        ("node-b", "/etc/systemd/system/strixwizard-llama-rpc.service"),
+        ("node-b", "strixwizard-llama-rpc.service")]
+    worker = parse_unit(steps["node-b", "/etc/systemd/system/strixwizard-llama-rpc.service"].after or "")
+    service = worker["Service"]
+    assert shlex.split(unescape(service["ExecStart"])) == ["ggml-rpc-server",
+                                                          *plan.rpc_argv["node-b"]]
+    assert shlex.split(service["Environment"]) == list(plan.rpc_environment["node-b"])
+    assert service["StandardOutput"] == "append:/var/lib/strixwizard/llama/ggml-rpc-server.log"
+    assert (service["Type"], service["LimitMEMLOCK"]) == ("simple", "infinity")
+    assert worker["Install"]["WantedBy"] == "multi-user.target"
+    server = parse_unit(steps["node-a", "/etc/systemd/system/strixwizard-llama-server.service"]
+                        .after or "")
+    assert shlex.split(unescape(server["Service"]["ExecStart"])) == ["llama-server",
+                                                                    *plan.server_argv]
+    enable = steps["node-b", "strixwizard-llama-rpc.service"]
+    assert enable.argv == ("sh", "-c", 'systemctl daemon-reload && exec systemctl enable --now "$0"',
+                           "strixwizard-llama-rpc.service")
+    assert enable.undo_argv == ("systemctl", "disable", "--now", "strixwizard-llama-rpc.service")
+    # no runtime launcher, no pid files: systemd supervises
+    assert not any(t.endswith("llama-start.sh") for _n, t in steps)
+
+
+def test_a_hostile_model_path_stays_one_literal_argument(tmp_path: Path) -> None:
+    path = "/models/$(touch PWNED) %h 'x'.gguf"
+    plan = persist_plan(model=path, bin_dir="/opt/llama cpp/bin")
+    text = next(s.after for p in plan.site_plan.plans for s in p.steps
+                if s.target.endswith("llama-server.service") and s.after)
+    assert text is not None
+    argv = shlex.split(unescape(parse_unit(text)["Service"]["ExecStart"]))
+    assert argv[0] == "/opt/llama cpp/bin/llama-server"
+    assert argv[argv.index("-m") + 1] == path
+    assert "%%h" in text and "$$(touch" in text  # no specifier, no variable left for systemd
+
+
+def test_the_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    tool = shutil.which("systemd-analyze")
+    assert tool, "systemd-analyze not found: Debian's systemd package provides it"
+    binary = tmp_path / "ggml-rpc-server"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    unit = tmp_path / "strixwizard-llama-rpc.service"
+    unit.write_text(unit_text("ggml-rpc-server on 10.0.0.1:50052", str(binary),
+                              ("-H", "10.0.0.1", "-p", "50052", "-c"), ("GGML_RDMA_GID=3",),
+                              str(tmp_path / "run" / "ggml-rpc-server.log"), str(tmp_path / "run")))
+    done = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True,
+                          timeout=60, check=False, cwd=tmp_path)
+    assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), done.stderr
+
+
+def test_cli_persist_plan_says_units_and_how_they_are_undone() -> None:
+    done = run_cli("deploy", "--demo", "--stack", "llama-rpc", "--persist", "--gguf", "/m.gguf")
+    assert done.rc == 0, done.stderr
+    assert "systemd units go to /etc/systemd/system (--persist" in done.stdout
+    assert ("undo: systemctl disable --now strixwizard-llama-rpc.service, then the unit file "
+            "is removed") in done.stdout
+    ray = run_cli("deploy", "--demo", "--persist")
+    assert ray.rc == 2 and "--persist is for --stack llama-rpc" in ray.stderr
