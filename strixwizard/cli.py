@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="judge the reachable nodes alone: an unreachable node does not make "
                         "the run an error (exit 1)")
     doctor.add_argument("-v", "--verbose", action="store_true", help="show passing checks too")
+    doctor.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="also write the verdicts as a node_exporter textfile (replaced atomically)")
 
     capture = commands.add_parser(
         "capture",
@@ -149,6 +151,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from strixwizard.targets import RunRequest
 
     selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
+    if args.prometheus is not None:
+        from strixwizard.prometheus import check_textfile_path
+
+        check_textfile_path(args.prometheus)
     request = RunRequest(
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
@@ -169,6 +175,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         render(report, sys.stdout, verbose=args.verbose, strict=args.strict)
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
+    if args.prometheus is not None:
+        from strixwizard.prometheus import write_doctor_metrics
+
+        write_doctor_metrics(args.prometheus, report.to_json(), code)
     return code
 
 

@@ -79,6 +79,10 @@ def run_command(args: argparse.Namespace) -> int:
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     out = sys.stdout
     try:
+        if getattr(args, "prometheus", None) is not None:
+            from strixwizard.prometheus import check_textfile_path
+
+            check_textfile_path(args.prometheus)
         if args.demo:
             from strixwizard.targets import demo_site
 
@@ -116,6 +120,10 @@ def run_command(args: argparse.Namespace) -> int:
         out.write("\n")
     else:
         print_summary(report, out)
+    if getattr(args, "prometheus", None) is not None:
+        from strixwizard.prometheus import write_test_metrics
+
+        write_test_metrics(args.prometheus, report.to_json())
     return report.exit_code
 
 
