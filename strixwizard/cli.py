@@ -88,6 +88,17 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--key", metavar="PATH", help="SSH private key for the --node entries")
     init.add_argument("--inventory", type=Path, metavar="FILE",
                       help="take the nodes from an Ansible YAML inventory")
+    timer = init.add_argument_group("monitoring (--timer)")
+    timer.add_argument("--timer", action="store_true",
+                       help="write a systemd service and timer running `doctor --site FILE --prometheus "
+                       "FILE.prom` every few minutes, instead of a site file")
+    timer.add_argument("--site", type=Path, metavar="FILE", help="the site the timer checks")
+    timer.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                       help="the textfile doctor writes (default "
+                       "/var/lib/node_exporter/textfile_collector/strixwizard.prom)")
+    timer.add_argument("--every", type=int, default=5, metavar="MINUTES", help="how often (default 5)")
+    timer.add_argument("--unit-dir", type=Path, metavar="DIR",
+                       help="where to write the two units (default: this folder)")
 
     from strixwizard.fixing.cliargs import add_fix_parser  # argparse only: doctor stays light
 
@@ -212,6 +223,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from strixwizard.init import parse_node_argument, write_site_file
 
+    if args.timer:
+        from strixwizard.timer import run_init_timer
+
+        return run_init_timer(args)
     if args.node and args.inventory:
         raise UsageError("--node and --inventory are exclusive: choose one source of nodes")
     if args.inventory:
