@@ -111,6 +111,10 @@ def _parser() -> argparse.ArgumentParser:
     from strixwizard.live.cli import register as add_test_parser  # argparse only
 
     add_test_parser(commands)
+
+    from strixwizard.live.history_cli import register as add_history_parser  # argparse only
+
+    add_history_parser(commands)
     return parser
 
 
@@ -298,12 +302,18 @@ def cmd_test(args: argparse.Namespace) -> int:
     return run_test(args)
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from strixwizard.live.history_cli import run as run_history
+
+    return run_history(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
-                "deploy": cmd_deploy, "test": cmd_test}
+                "deploy": cmd_deploy, "test": cmd_test, "history": cmd_history}
     if args.command is None:
         return _wizard(parser, args)
     try:
