@@ -122,27 +122,29 @@ def doctor_registry(document: dict[str, Any], exit_code: int | None = None) -> C
     return registry
 
 
-def counter_deltas(counters: object) -> Iterator[tuple[str, str, str, float]]:
-    """(host, device, counter, delta) of a test document's `counters`, in either shape:
-    a list of `{"host", "device", "counter", "delta"}` (or `"deltas": {counter: delta}`), or
-    `{host: {device: {counter: delta}}}`. Anything else, or no `counters` at all, gives none."""
+def counter_deltas(counters: object) -> Iterator[tuple[str, str, str, str, float]]:
+    """(host, device, counter, kind, delta) of a test document's `counters`, in either shape:
+    a list of `{"host", "device", "counter", "delta", "kind"?}` (or `"deltas": {counter:
+    delta}`), or `{host: {device: {counter: delta}}}`. Anything else, or no `counters` at all,
+    gives none."""
     if isinstance(counters, dict):
         for host, devices in counters.items():
             for device, values in (devices.items() if isinstance(devices, dict) else ()):
                 for name, delta in (values.items() if isinstance(values, dict) else ()):
                     if (number := _number(delta)) is not None:
-                        yield str(host), str(device), str(name), number
+                        yield str(host), str(device), str(name), "", number
         return
     for entry in counters if isinstance(counters, list) else []:
         if not isinstance(entry, dict):
             continue
         host, device = str(entry.get("host") or ""), str(entry.get("device") or entry.get("port") or "")
+        kind = str(entry.get("kind") or "")
         deltas = entry.get("deltas")
         pairs = deltas.items() if isinstance(deltas, dict) else [
             (entry.get("counter") or entry.get("name"), entry.get("delta"))]
         for name, delta in pairs:
             if name is not None and (number := _number(delta)) is not None:
-                yield host, device, str(name), number
+                yield host, device, str(name), kind, number
 
 
 def live_test_registry(document: dict[str, Any]) -> CollectorRegistry:
@@ -176,9 +178,9 @@ def live_test_registry(document: dict[str, Any]) -> CollectorRegistry:
     deltas = list(counter_deltas(document.get("counters")))
     if deltas:
         gauge = Gauge(f"{PREFIX}_fabric_counter_delta", "growth of a fabric counter during the test",
-                      ["site", "host", "device", "counter"], registry=registry)
-        for host, device, name, delta in deltas:
-            gauge.labels(site=site, host=host, device=device, counter=name).set(delta)
+                      ["site", "host", "device", "counter", "kind"], registry=registry)
+        for host, device, name, kind, delta in deltas:
+            gauge.labels(site=site, host=host, device=device, counter=name, kind=kind).set(delta)
     return registry
 
 

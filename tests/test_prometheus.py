@@ -87,7 +87,8 @@ def test_bandwidth_and_counter_deltas_in_either_shape(tmp_path: Path) -> None:
         "results": [{"kind": "bandwidth", "transport": "rdma", "tool": "ib_write_bw", "pair": ["n1", "n2"],
                      "role": "verdict", "status": "pass", "bandwidth_gbps": 92.5, "latency_us": None,
                      "source": "measured"}],
-        "counters": [{"host": "n1", "device": "rocep1s0/1", "counter": "out_of_sequence", "delta": 3},
+        "counters": [{"host": "n1", "device": "rocep1s0/1", "counter": "out_of_sequence", "before": 1,
+                      "after": 4, "delta": 3, "kind": "sequence"},
                      {"host": "n2", "device": "enp1s0", "deltas": {"rx_prio3_pause": 12, "bad": "x"}},
                      "nonsense"],
     }
@@ -96,12 +97,13 @@ def test_bandwidth_and_counter_deltas_in_either_shape(tmp_path: Path) -> None:
     samples = _samples(path)
     assert _value(samples, "strixwizard_link_bandwidth_gbps", a="n1", b="n2") == 92.5
     assert _value(samples, "strixwizard_test_last_run_timestamp_seconds", site="lab") == 1767323045
-    assert _value(samples, "strixwizard_fabric_counter_delta", host="n1", counter="out_of_sequence") == 3
+    assert _value(samples, "strixwizard_fabric_counter_delta", host="n1", counter="out_of_sequence",
+                  kind="sequence") == 3
     assert _value(samples, "strixwizard_fabric_counter_delta", host="n2", device="enp1s0",
                   counter="rx_prio3_pause") == 12
     assert len(samples["strixwizard_fabric_counter_delta"]) == 2
     nested = {"n1": {"rocep1s0/1": {"cnpHandled": 7, "x": None}}, "n2": "junk"}
-    assert list(counter_deltas(nested)) == [("n1", "rocep1s0/1", "cnpHandled", 7.0)]
+    assert list(counter_deltas(nested)) == [("n1", "rocep1s0/1", "cnpHandled", "", 7.0)]
     assert list(counter_deltas(None)) == [] and list(counter_deltas("x")) == []
 
 
