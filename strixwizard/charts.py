@@ -175,14 +175,16 @@ def distribution_svg(pair: Sequence[str], series: Sequence[Series]) -> Svg | Non
         svg.line(x, top, x, top + plot_h, opacity=0.12)
         svg.text(x, top + plot_h + 16, label, anchor="middle", size=11, css_class="stat-label")
     svg.line(left, top + plot_h, left + plot_w, top + plot_h)
+    medians = [m for s in series if (m := dict(s.points).get("median")) is not None and m > 0]
     for n, s in enumerate(series):
         points = [(left + step * columns.index(label), y_of(value)) for label, value in s.points if value > 0]
         svg.polyline(points, s.colour, css_class="curve")
         for (x, y), (label, value) in zip(points, [p for p in s.points if p[1] > 0], strict=True):
             svg.circle(x, y, 3.5, s.colour, tooltip=f"{s.label}: {label} {value:.2f} µs")
         median = dict(s.points).get("median")
-        if median is not None and median > 0:  # the first curve's label above, the next below
-            svg.text(left + step + 6, y_of(median) + (-6 if n % 2 == 0 else 14), f"{median:.2f}", size=11,
+        if median is not None and median > 0:  # the slowest curve's label above its point, others below
+            above = median >= max(medians, default=median)
+            svg.text(left + step + 6, y_of(median) + (-6 if above else 14), f"{median:.2f}", size=11,
                      fill=s.colour, css_class="median-label")
         legend_y = top + plot_h + 38 + 18 * n
         svg.rect(left, legend_y - 9, 14, 4, s.colour)
