@@ -231,6 +231,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         from strixwizard.timer import run_init_timer
 
         return run_init_timer(args)
+    if args.site or args.prometheus or args.unit_dir:
+        raise UsageError("--site, --prometheus and --unit-dir go with --timer")
     if args.node and args.inventory:
         raise UsageError("--node and --inventory are exclusive: choose one source of nodes")
     if args.inventory:

@@ -109,6 +109,8 @@ def test_init_timer_writes_the_pair_once(tmp_path: Path) -> None:
     other = run_cli(*argv[:-4], "--every", "15")
     assert other.rc == 2 and "already exists with other content" in other.stderr
     assert run_cli("init", "--timer", "--unit-dir", str(units)).rc == 2  # which site?
+    alone = run_cli("init", "--site", str(site), "--out", str(tmp_path / "new.yaml"))
+    assert alone.rc == 2 and "go with --timer" in alone.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("site: [\n")
     assert run_cli("init", "--timer", "--site", str(bad), "--unit-dir", str(units)).rc == 2

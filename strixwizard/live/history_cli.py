@@ -20,7 +20,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         help="past test runs per link, with a sparkline and regressions; exit 0/1/2",
         description="The test history (written by `strixwizard test` on a real site): per link and "
         "measurement, the figures of past runs (median one-way µs, or Gb/s), a sparkline, and the "
-        "latest run against the last good one (10%% worse is a regression). Exit status: 0 no "
+        "latest run against the last good one (10% worse is a regression). Exit status: 0 no "
         "regression, 1 a regression, 2 no verdict (no or bad history file, nothing stored).",
     )
     history.add_argument("--site", type=Path, metavar="FILE", help="only this site's runs")
