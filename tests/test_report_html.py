@@ -102,6 +102,19 @@ def test_charts_come_from_the_saved_json(tmp_path: Path, tests_document: dict[st
     assert "\n".join(run_pictures(saved)) in written["html"].read_text()
 
 
+def test_the_wizards_test_document_gets_the_pictures(tests_document: dict[str, Any]) -> None:
+    """The Report step passes its run through `tests_document`: a matrix over three nodes."""
+    from strixwizard.live.results import Measurement
+    from strixwizard.tui.extras import tests_document as wizard_document
+
+    results = [Measurement.from_json(r) for r in tests_document["results"]]
+    document = wizard_document("demo", Thresholds(), results, True, NODES, "done")
+    assert document is not None
+    labels = [s.get("aria-label") for s in _svgs("".join(run_pictures(document)))]
+    assert labels[:2] == ["RDMA one-way latency, all pairs", "TCP one-way latency, all pairs"]
+    assert len(labels) == 5  # no decode block in this document: no decode chart
+
+
 def test_heatmap_colours_and_missing_cells() -> None:
     grid = {"a": {"b": 5.0, "c": None}, "b": {"a": 5.0, "c": 10.0}, "c": {"a": None, "b": 10.0}}
     page = "".join(run_pictures({"matrix": {"nodes": ["a", "b", "c"], "rdma_latency_us": grid}}))
