@@ -29,6 +29,7 @@ EXTRA = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 STATISTICS = (("min", "min"), ("median", "median"), ("avg", "average"), ("p99", "p99"),
               ("p99_9", "p99.9"), ("max", "max"))
 SOURCES = {"measured": "meas.", "estimated": "est.", "recorded": "rec."}
+NO_FIT = "no fit"
 NAME_CHARS = 18
 HEAT_RED_RATIO = 2.0
 FONT = 12.0
@@ -225,6 +226,8 @@ class Prediction:
     t_comm_ms: float | None
     t_comp_ms: float | None
     source: str
+    batch: int | None = None
+    fits: bool = True  # False: the model's weights do not fit in `tp` nodes' memory
 
 
 def predictions(decode: object) -> list[Prediction]:
@@ -237,12 +240,22 @@ def predictions(decode: object) -> list[Prediction]:
         tp, rate = row.get("tp"), _number(row.get("tokens_per_s"))
         if isinstance(tp, bool) or not isinstance(tp, int) or rate is None or rate < 0:
             continue
-        share = _number(row.get("comm_share"))
+        share, batch = _number(row.get("comm_share")), row.get("batch")
         out.append(Prediction(str(row.get("transport", "?")), tp, rate,
                               min(1.0, max(0.0, share)) if share is not None else None,
                               _number(row.get("t_comm_ms")), _number(row.get("t_comp_ms")),
-                              str(row.get("source", "?"))))
+                              str(row.get("source", "?")),
+                              batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
+                              row.get("fits") is not False))
     return out
+
+
+def first_batch(rows: Sequence[Prediction]) -> tuple[list[Prediction], int | None, list[int]]:
+    """The rows of the smallest batch (one user's decode speed), that batch, and every batch."""
+    batches = sorted({r.batch for r in rows if r.batch is not None})
+    if not batches:
+        return list(rows), None, []
+    return [r for r in rows if r.batch == batches[0]], batches[0], batches
 
 
 def _nice_top(value: float) -> tuple[float, float]:
@@ -294,27 +307,31 @@ def decode_svg(rows: Sequence[Prediction], title: str) -> Svg | None:
                      if row.comm_share is not None else "")
             times = (f"; t_comm {row.t_comm_ms:.3f} ms, t_comp {row.t_comp_ms:.3f} ms"
                      if row.t_comm_ms is not None and row.t_comp_ms is not None else "")
-            svg.rect(x + 2, y, bar_w - 4, top + plot_h - y, colours[transport], css_class="bar",
+            fit = "" if row.fits else "; the model does not fit in this many nodes' memory"
+            svg.rect(x + 2, y, bar_w - 4, top + plot_h - y, colours[transport] if row.fits else "none",
+                     css_class="bar" if row.fits else "bar no-fit",
                      opacity=0.55 if estimated else None, stroke=colours[transport],
-                     dash="4 2" if estimated else None,
+                     dash="4 2" if estimated else "2 3" if not row.fits else None,
                      tooltip=(f"{transport}, TP {tp}: {row.tokens_per_s:.1f} tok/s ({row.source})"
-                              f"{share}{times}"))
-            if row.comm_share:
+                              f"{share}{times}{fit}"))
+            if row.comm_share and row.fits:
                 comm_h = (top + plot_h - y) * row.comm_share
                 svg.rect(x + 2, y, bar_w - 4, comm_h, "#0006", css_class="comm-share")
             svg.text(x + bar_w / 2, y - 5, f"{row.tokens_per_s:.1f}", anchor="middle", size=11,
                      css_class="bar-value")
-            svg.text(x + bar_w / 2, top + plot_h + 14, SOURCES.get(row.source, short(row.source, 6)),
+            svg.text(x + bar_w / 2, top + plot_h + 14,
+                     SOURCES.get(row.source, short(row.source, 6)) if row.fits else NO_FIT,
                      anchor="middle", size=9, css_class="source-label")
     legend_y = top + plot_h + 60
     for n, transport in enumerate(transports):
         svg.rect(left, legend_y + 18 * n - 9, 14, 10, colours[transport])
         svg.text(left + 20, legend_y + 18 * n, short(transport, 40), size=11, css_class="legend")
     svg.text(left, legend_y + 18 * len(transports),
-             "meas. = measured fabric, est. = estimated from the ping-pong (pale, dashed), "
+             "meas. = measured, est. = estimated (pale, dashed; the JSON's notes say how), "
              "rec. = replayed recording", size=10)
     svg.text(left, legend_y + 18 * (len(transports) + 1),
-             "dark top of a bar: the share of each token spent communicating", size=10)
+             f"dark top of a bar: the share of each token spent communicating; {NO_FIT} (outline only): "
+             "the model does not fit in that many nodes' memory", size=10)
     return svg
 
 
@@ -339,15 +356,17 @@ def run_pictures(document: dict[str, Any]) -> list[str]:
             parts.append(_figure(svg, f"{pair[0]} - {pair[1]}: min, median, average, p99, p99.9 and max "
                                  "of each tool's one-way latency", "distribution"))
     decode = document.get("decode")
-    rows = predictions(decode)
+    rows, batch, batches = first_batch(predictions(decode))
     if rows:
         model = decode.get("model") if isinstance(decode, dict) else None
         name = model.get("name") if isinstance(model, dict) else model
-        title = "Predicted decode tokens per second" + (f": {short(str(name), 40)}" if name else "")
+        title = ("Predicted decode tokens per second" + (f": {short(str(name), 40)}" if name else "")
+                 + (f", batch {batch}" if batch is not None else ""))
         svg = decode_svg(rows, title)
+        others = f"; batches {', '.join(map(str, batches))} are in the JSON" if len(batches) > 1 else ""
         if svg is not None:
             parts.append(_figure(svg, "tok/s per tensor-parallel size, grouped by transport; "
-                                 "each bar says where its collective time came from", "decode"))
+                                 f"each bar says where its collective time came from{others}", "decode"))
     if not parts:
         return []
     return ['<h3 id="pictures">Pictures</h3><div class="charts">', *parts, "</div>"]

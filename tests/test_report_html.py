@@ -115,6 +115,25 @@ def test_the_wizards_test_document_gets_the_pictures(tests_document: dict[str, A
     assert len(labels) == 5  # no decode block in this document: no decode chart
 
 
+def test_decode_chart_shows_the_first_batch_and_models_that_do_not_fit() -> None:
+    """`test decode` rows also carry `batch` and `fits`: one batch is drawn (the smallest), and
+    a TP size whose nodes cannot hold the weights is an outline labelled "no fit"."""
+    def row(tp: int, batch: int, rate: float, fits: bool = True) -> dict[str, Any]:
+        return {"transport": "rdma", "tp": tp, "batch": batch, "tokens_per_s": rate, "t_comm_ms": 1.0,
+                "t_comp_ms": 9.0, "comm_share": 0.1, "source": "measured", "fits": fits}
+
+    decode = {"model": {"name": "M"}, "predictions": [row(1, 1, 1.5, False), row(2, 1, 3.0), row(2, 8, 20.0)]}
+    page = "".join(run_pictures({"decode": decode}))
+    (svg,) = _svgs(page)
+    assert svg.get("aria-label") == "Predicted decode tokens per second: M, batch 1"
+    texts = _texts(svg)
+    assert "20.0" not in texts and {"1.5", "3.0", "no fit", "meas.", "TP = 1", "TP = 2"} <= set(texts)
+    bars = [r for r in svg.iter(f"{SVG_NS}rect") if "bar" in (r.get("class") or "")]
+    assert [(b.get("class"), b.get("fill")) for b in bars] == [("bar no-fit", "none"),
+                                                             ("bar", TRANSPORT_COLOURS["rdma"])]
+    assert "batches 1, 8 are in the JSON" in page
+
+
 def test_heatmap_colours_and_missing_cells() -> None:
     grid = {"a": {"b": 5.0, "c": None}, "b": {"a": 5.0, "c": 10.0}, "c": {"a": None, "b": 10.0}}
     page = "".join(run_pictures({"matrix": {"nodes": ["a", "b", "c"], "rdma_latency_us": grid}}))
