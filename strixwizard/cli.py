@@ -52,12 +52,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="leave out this check or area (repeatable)")
     doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    doctor.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="also write the verdicts as a node_exporter textfile (replaced atomically)")
     doctor.add_argument("--allow-unreachable", action="store_true",
                         help="judge the reachable nodes alone: an unreachable node does not make "
                         "the run an error (exit 1)")
     doctor.add_argument("-v", "--verbose", action="store_true", help="show passing checks too")
-    doctor.add_argument("--prometheus", type=Path, metavar="FILE.prom",
-                        help="also write the verdicts as a node_exporter textfile (replaced atomically)")
 
     capture = commands.add_parser(
         "capture",
