@@ -175,6 +175,7 @@ def live_test_registry(document: dict[str, Any]) -> CollectorRegistry:
                 gauge.labels(**row).set(number)
         if result.get("role") == "verdict" and result.get("status"):
             verdict.labels(**labels, kind=str(result.get("kind"))).set(status_value(result["status"]))
+    _decode_metrics(registry, site, document.get("decode"))
     deltas = list(counter_deltas(document.get("counters")))
     if deltas:
         gauge = Gauge(f"{PREFIX}_fabric_counter_delta", "growth of a fabric counter during the test",
@@ -182,6 +183,30 @@ def live_test_registry(document: dict[str, Any]) -> CollectorRegistry:
         for host, device, name, kind, delta in deltas:
             gauge.labels(site=site, host=host, device=device, counter=name, kind=kind).set(delta)
     return registry
+
+
+def _decode_metrics(registry: CollectorRegistry, site: str, decode: object) -> None:
+    """`test decode`'s predictions: tok/s and the communication share, per transport and TP."""
+    from prometheus_client import Gauge
+
+    from strixwizard.charts import predictions
+
+    rows = predictions(decode)
+    if not rows:
+        return
+    model = decode.get("model") if isinstance(decode, dict) else None
+    name = str((model.get("name") if isinstance(model, dict) else model) or "")
+    names = ["site", "model", "transport", "tp", "batch", "source"]
+    rate = Gauge(f"{PREFIX}_decode_predicted_tokens_per_second", "predicted decode tokens/s", names,
+                 registry=registry)
+    share = Gauge(f"{PREFIX}_decode_comm_share", "share of each token spent communicating (0-1)", names,
+                  registry=registry)
+    for row in rows:
+        labels = {"site": site, "model": name, "transport": row.transport, "tp": str(row.tp),
+                  "batch": "" if row.batch is None else str(row.batch), "source": row.source}
+        rate.labels(**labels).set(row.tokens_per_s)
+        if row.comm_share is not None:
+            share.labels(**labels).set(row.comm_share)
 
 
 def write_metrics(path: Path, registry: CollectorRegistry) -> None:

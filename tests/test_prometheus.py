@@ -107,6 +107,23 @@ def test_bandwidth_and_counter_deltas_in_either_shape(tmp_path: Path) -> None:
     assert list(counter_deltas(None)) == [] and list(counter_deltas("x")) == []
 
 
+def test_decode_predictions_are_metrics(tmp_path: Path) -> None:
+    decode = {"model": {"name": "Llama-3.1-70B"}, "predictions": [
+        {"transport": "rdma", "tp": 2, "batch": 1, "tokens_per_s": 7.25, "t_comm_ms": 12.0,
+         "t_comp_ms": 120.0, "comm_share": 0.0909, "source": "recorded", "fits": True},
+        {"transport": "tcp", "tp": 2, "batch": 1, "tokens_per_s": 5.5, "source": "estimated"}]}
+    path = tmp_path / "t.prom"
+    write_metrics(path, live_test_registry({"site": "lab", "status": "pass", "decode": decode}))
+    samples = _samples(path)
+    assert _value(samples, "strixwizard_decode_predicted_tokens_per_second", transport="rdma", tp="2",
+                  batch="1", source="recorded", model="Llama-3.1-70B") == 7.25
+    assert _value(samples, "strixwizard_decode_predicted_tokens_per_second", transport="tcp") == 5.5
+    assert _value(samples, "strixwizard_decode_comm_share", transport="rdma") == 0.0909
+    assert len(samples["strixwizard_decode_comm_share"]) == 1  # no share given for tcp
+    write_metrics(path, live_test_registry({"site": "lab", "status": "pass"}))
+    assert "strixwizard_decode_predicted_tokens_per_second" not in _samples(path)
+
+
 def test_names_are_escaped_label_values(tmp_path: Path) -> None:
     hostile = 'n"1\\\nx{}'
     document = {"site": hostile, "status": "pass", "results": [
