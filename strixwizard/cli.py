@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="leave out this check or area (repeatable)")
     doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    doctor.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="also write the verdicts as a node_exporter textfile (replaced atomically)")
     doctor.add_argument("--allow-unreachable", action="store_true",
                         help="judge the reachable nodes alone: an unreachable node does not make "
                         "the run an error (exit 1)")
@@ -87,6 +89,17 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--key", metavar="PATH", help="SSH private key for the --node entries")
     init.add_argument("--inventory", type=Path, metavar="FILE",
                       help="take the nodes from an Ansible YAML inventory")
+    timer = init.add_argument_group("monitoring (--timer)")
+    timer.add_argument("--timer", action="store_true",
+                       help="write a systemd service and timer running `doctor --site FILE --prometheus "
+                       "FILE.prom` every few minutes, instead of a site file")
+    timer.add_argument("--site", type=Path, metavar="FILE", help="the site the timer checks")
+    timer.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                       help="the textfile doctor writes (default "
+                       "/var/lib/node_exporter/textfile_collector/strixwizard.prom)")
+    timer.add_argument("--every", type=int, default=5, metavar="MINUTES", help="how often (default 5)")
+    timer.add_argument("--unit-dir", type=Path, metavar="DIR",
+                       help="where to write the two units (default: this folder)")
 
     explain = commands.add_parser(
         "explain", help="what a check or fix is for, how to fix by hand, sources",
@@ -108,6 +121,10 @@ def _parser() -> argparse.ArgumentParser:
     from strixwizard.live.cli import register as add_test_parser  # argparse only
 
     add_test_parser(commands)
+
+    from strixwizard.live.history_cli import register as add_history_parser  # argparse only
+
+    add_history_parser(commands)
     return parser
 
 
@@ -161,6 +178,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from strixwizard.targets import RunRequest
 
     selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
+    if args.prometheus is not None:
+        from strixwizard.prometheus import check_textfile_path
+
+        check_textfile_path(args.prometheus)
     request = RunRequest(
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
@@ -182,6 +203,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         render(report, sys.stdout, verbose=args.verbose, strict=args.strict)
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
+    if args.prometheus is not None:
+        from strixwizard.prometheus import write_doctor_metrics
+
+        write_doctor_metrics(args.prometheus, report.to_json(), code)
     return code
 
 
@@ -233,6 +258,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from strixwizard.init import parse_node_argument, write_site_file
 
+    if args.timer:
+        from strixwizard.timer import run_init_timer
+
+        return run_init_timer(args)
+    if args.site or args.prometheus or args.unit_dir:
+        raise UsageError("--site, --prometheus and --unit-dir go with --timer")
     if args.node and args.inventory:
         raise UsageError("--node and --inventory are exclusive: choose one source of nodes")
     if args.inventory:
@@ -304,12 +335,19 @@ def cmd_test(args: argparse.Namespace) -> int:
     return run_test(args)
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from strixwizard.live.history_cli import run as run_history
+
+    return run_history(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
-                "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain}
+                "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain,
+                "history": cmd_history}
     if args.command is None:
         return _wizard(parser, args)
     try:

@@ -38,6 +38,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--history", type=Path, metavar="FILE",
                       help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
     test.add_argument("--no-history", action="store_true", help="neither read nor write the history")
+    test.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                      help="also write the figures as a node_exporter textfile (replaced atomically)")
     test.add_argument("--seconds", type=float, default=5.0, help="time bound of each timed loop (default 5)")
     test.add_argument("--size", type=int, default=64,
                       help="message size in bytes, for every tool (default 64)")

@@ -87,9 +87,43 @@ class Comparison:
                 "last_good_at": self.last_good_at, "change": self.change, "summary": self.summary}
 
 
+@dataclass(frozen=True)
+class StoredResult:
+    """One stored measurement with the run it belongs to."""
+
+    run_id: int
+    started_at: str
+    site: str
+    run_status: str
+    pair_key: str
+    kind: str
+    transport: str
+    tool: str
+    status: str | None
+    figure: float | None
+    unit: str
+    document: str
+
+    @property
+    def series_key(self) -> tuple[str, str, str, str, str]:
+        return (self.site, self.pair_key, self.kind, self.transport, self.tool)
+
+    @property
+    def measurement(self) -> Measurement:
+        return Measurement.from_json(json.loads(self.document))
+
+
 class History:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        """`read_only`: open an existing file and never create or change it (sqlite3.Error
+        when it is missing or not a history)."""
         self.path = path
+        if read_only:
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            self._db.execute("SELECT run_id, pair_key, kind, transport, tool, status, figure, unit, "
+                             "document FROM results LIMIT 0")
+            self._db.execute("SELECT id, started_at, site, command, status FROM runs LIMIT 0")
+            return
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # private: it names the site's hosts; SQLite gives its journal files the same mode
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -107,29 +141,44 @@ class History:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def last_good(self, site: str, m: Measurement) -> tuple[float, str] | None:
+    def last_good(self, site: str, m: Measurement, before_run: int | None = None) -> tuple[float, str] | None:
+        """The figure and time of the latest run where `m`'s measurement passed (before run
+        `before_run` when given)."""
         row = self._db.execute(
             "SELECT r.figure, runs.started_at FROM results r JOIN runs ON runs.id = r.run_id "
             "WHERE runs.site = ? AND r.pair_key = ? AND r.kind = ? AND r.transport = ? AND r.tool = ? "
             "AND r.figure IS NOT NULL AND (r.status = 'pass' OR (r.status IS NULL AND runs.status = 'pass')) "
-            "ORDER BY r.run_id DESC LIMIT 1",
-            (site, pair_key(m.pair), m.kind, m.transport, m.tool),
+            "AND (? IS NULL OR r.run_id < ?) ORDER BY r.run_id DESC LIMIT 1",
+            (site, pair_key(m.pair), m.kind, m.transport, m.tool, before_run, before_run),
         ).fetchone()
         return (float(row[0]), str(row[1])) if row else None
 
+    def compare_one(self, site: str, m: Measurement, before_run: int | None = None) -> Comparison:
+        """`m` beside the last good run of the same measurement (before run `before_run`)."""
+        found = self.last_good(site, m, before_run)
+        if found is None or m.figure is None:
+            return Comparison(m, None, None, None)
+        old, when = found
+        return Comparison(m, old, when, (m.figure / old - 1) if old else None)
+
     def compare(self, site: str, results: list[Measurement]) -> list[Comparison]:
         """Each figure of `results` beside the last good one (before this run is recorded)."""
-        out = []
-        for m in results:
-            if m.figure is None or m.source != MEASURED:
-                continue
-            found = self.last_good(site, m)
-            if found is None:
-                out.append(Comparison(m, None, None, None))
-                continue
-            old, when = found
-            out.append(Comparison(m, old, when, (m.figure / old - 1) if old else None))
-        return out
+        return [self.compare_one(site, m) for m in results if m.figure is not None and m.source == MEASURED]
+
+    def stored(self, site: str | None = None) -> list[StoredResult]:
+        """Every stored measurement (of one site), oldest run first."""
+        query = ("SELECT r.run_id, runs.started_at, runs.site, runs.status, r.pair_key, r.kind, "
+                 "r.transport, r.tool, r.status, r.figure, r.unit, r.document "
+                 "FROM results r JOIN runs ON runs.id = r.run_id")
+        args: tuple[str, ...] = ()
+        if site is not None:
+            query += " WHERE runs.site = ?"
+            args = (site,)
+        rows = self._db.execute(query + " ORDER BY r.run_id, r.rowid", args)
+        return [StoredResult(int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]), str(row[5]),
+                             str(row[6]), str(row[7]), None if row[8] is None else str(row[8]),
+                             None if row[9] is None else float(row[9]), str(row[10]), str(row[11]))
+                for row in rows]
 
     def record(self, site: str, command: str, started_at: str, status: Status,
                results: list[Measurement]) -> int | None:

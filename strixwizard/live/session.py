@@ -35,6 +35,10 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
         raise UsageError(f"--seconds must be between 0 and {MAX_SECONDS:g}")
     if not 14 <= args.size <= 1 << 20:
         raise UsageError("--size must be between 14 and 1048576 bytes (sockperf needs 14)")
+    if getattr(args, "prometheus", None) is not None:
+        from strixwizard.prometheus import check_textfile_path
+
+        check_textfile_path(args.prometheus)
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
                       reference_seconds=min(args.seconds, 3.0))
     settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher))
@@ -148,6 +152,10 @@ def run_command(args: argparse.Namespace) -> int:
         out.write("\n")
     else:
         print_summary(report, out)
+    if getattr(args, "prometheus", None) is not None:
+        from strixwizard.prometheus import write_test_metrics
+
+        write_test_metrics(args.prometheus, report.to_json())
     return report.exit_code
 
 

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from strixwizard.charts import run_pictures
 from strixwizard.engine import Report
 from strixwizard.tui.state import private_folder, write_private
 
@@ -91,6 +92,9 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #8888; padding: .3em .6em; text-align: left; vertical-align: top; }
 .fail, .error { color: #d03a3a; font-weight: bold; } .warn { color: #c98a00; font-weight: bold; }
 .pass { color: #2e9d4f; } .skip { color: #888; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
+figure { margin: 0; } figcaption { font-size: .85em; color: #888; max-width: 36em; }
+svg.chart { max-width: 100%; height: auto; overflow: visible; }
 """
 
 
@@ -117,6 +121,7 @@ def _html_sections(sections: dict[str, Any]) -> list[str]:
         parts.append("</table>")
         parts += [f"<p>like for like {html.escape('-'.join(c['pair']))}: {html.escape(c['summary'])}</p>"
                   for c in tests["like_for_like"]]
+        parts += run_pictures(tests)
     deploy = sections.get("deploy")
     if deploy:
         parts.append(f"<h2>Deploy</h2><p>Status: {html.escape(str(deploy['status']))}</p>")

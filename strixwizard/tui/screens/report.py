@@ -26,6 +26,7 @@ from strixwizard.tui.session import StepState
 from strixwizard.tui.state import display_path
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.views import fix_groups, link_views, node_rows
+from strixwizard.tui.widgets.history import HistorySparklines
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge, styled
 
@@ -50,6 +51,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             yield Static(id="report-verdict")
             yield Notice(id="report-files", title="Files")
             yield Static(id="report-body")
+            yield HistorySparklines(id="report-history")
 
     def refresh_view(self) -> None:
         notice = self.query_one("#report-status", Notice)
@@ -98,6 +100,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
                                           f"{', '.join(r.id for r in group.results)}"))
         lines += self._steps_lines()
         body.update(Content("\n").join(lines))
+        self.query_one(HistorySparklines).show(report.site, self.session.is_demo)
         self._show_files()
 
     def _steps_lines(self) -> list[Content]:

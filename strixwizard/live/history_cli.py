@@ -1,0 +1,83 @@
+"""`strixwizard history`: past test runs per link, a sparkline each, and a regression
+against the last good run. Exit status: 0 no regression, 1 a judged measurement regressed
+in its latest run, 2 no verdict (no or bad history file, bad site file, no run stored)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from strixwizard import __version__
+
+SCHEMA_VERSION = 1
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    history = commands.add_parser(
+        "history",
+        help="past test runs per link, with a sparkline and regressions; exit 0/1/2",
+        description="The test history (written by `strixwizard test` on a real site): per link and "
+        "measurement, the figures of past runs (median one-way µs, or Gb/s), a sparkline, and the "
+        "latest run against the last good one (10% worse is a regression). Exit status: 0 no "
+        "regression, 1 a regression, 2 no verdict (no or bad history file, nothing stored).",
+    )
+    history.add_argument("--site", type=Path, metavar="FILE", help="only this site's runs")
+    history.add_argument("--history", type=Path, metavar="FILE",
+                         help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
+    history.add_argument("--runs", type=int, default=20, metavar="N",
+                         help="how many of the latest runs each line shows (default 20)")
+    history.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    return history
+
+
+def run(args: argparse.Namespace) -> int:
+    from strixwizard.errors import UsageError
+    from strixwizard.live.history import HistoryError, default_history_path
+    from strixwizard.live.trends import load_trends, text_lines
+
+    if not 1 <= args.runs <= 1000:
+        raise UsageError("--runs must be between 1 and 1000")
+    site = None
+    if args.site is not None:
+        from strixwizard.site import load_site
+
+        site = load_site(args.site).name
+    path = args.history or default_history_path()
+    document: dict[str, object] = {"schema_version": SCHEMA_VERSION,
+                                   "tool": {"name": "strixwizard", "version": __version__},
+                                   "history": str(path), "site": site}
+    try:
+        trends = load_trends(path, site, args.runs)
+    except HistoryError as error:
+        return _no_verdict(args, document, str(error))
+    if not trends:
+        return _no_verdict(args, document, f"no test run stored in {path}"
+                           + (f" for site {site}" if site else ""))
+    regressions = [t for t in trends if t.regression and t.counts]
+    code = 1 if regressions else 0
+    if args.json:
+        document.update({"status": "fail" if regressions else "pass", "exit_code": code,
+                         "regressions": len(regressions), "links": [t.to_json() for t in trends]})
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+        return code
+    runs = len({p.run_id for t in trends for p in t.points})
+    sites = sorted({t.site for t in trends})
+    print(f"strixwizard history: {', '.join(sites)}: {runs} run(s) shown, from {path}")
+    for name in sites:
+        if len(sites) > 1:
+            print(f"site {name}")
+        for line in text_lines([t for t in trends if t.site == name]):
+            print(f"  {line}")
+    print(f"{len(regressions)} regression(s) against the last good run" if regressions
+          else "no regression against the last good run")
+    return code
+
+
+def _no_verdict(args: argparse.Namespace, document: dict[str, object], message: str) -> int:
+    if args.json:
+        document.update({"status": "error", "exit_code": 2, "error": message, "links": []})
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    print(f"strixwizard: error: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,63 @@
+"""The test history of the site on the Report step: a sparkline per link, as `strixwizard
+history` prints it, with the regressions against the last good run marked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.content import Content
+from textual.widgets import Static
+
+from strixwizard.live.history import HistoryError, default_history_path
+from strixwizard.live.trends import load_trends
+from strixwizard.model import Status
+from strixwizard.tui.widgets.status import styled
+
+NB = "\u00a0\u00a0"
+
+
+class HistorySparklines(Static):
+    DEFAULT_CSS = """
+    HistorySparklines { height: auto; margin-bottom: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self._shown: tuple[object, ...] | None = None
+
+    def show(self, site: str, demo: bool, path: Path | None = None) -> None:
+        """Read the history (read-only) when the site or the file changed since last shown."""
+        where = path or default_history_path()
+        try:
+            stamp = where.stat().st_mtime_ns if where.is_file() else None
+        except OSError:
+            stamp = None
+        key = (site, demo, str(where), stamp)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.update(Content("\n").join(self._lines(site, demo, where, stamp is not None)))
+
+    @staticmethod
+    def _lines(site: str, demo: bool, where: Path, exists: bool) -> list[Content]:
+        lines = [Content.styled("History", "bold $text-accent")]
+        if demo:
+            return [*lines, Content(f"{NB}demo runs replay recordings and are not stored in the history")]
+        if not exists:
+            return [*lines, Content(f"{NB}no test run stored yet: each run of the Test step is")]
+        try:
+            trends = load_trends(where, site)
+        except HistoryError as error:
+            return [*lines, styled(f"{NB}{error}", Status.ERROR)]
+        if not trends:
+            return [*lines, Content(f"{NB}no test run of site {site} stored yet")]
+        width = max(len(t.label) for t in trends)
+        for t in trends:
+            latest = t.points[-1].figure if t.points else None
+            figure = f"{latest:.2f} {t.unit}" if latest is not None else "no figure"
+            change = t.comparison.change
+            verdict = (styled(f"  regression {change:+.0%} against the last good run", Status.FAIL)
+                       if t.regression and change is not None else Content(""))
+            lines.append(Content.assemble(NB, t.label.ljust(width), "  ", Content.styled(t.sparkline, "bold"),
+                                          f"  {figure}", verdict))
+        return lines

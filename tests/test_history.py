@@ -1,0 +1,132 @@
+"""`strixwizard history`: runs recorded through the real history API (as `strixwizard test`
+records them) come back per link with their figures, a sparkline, and a regression against
+the last good run; a missing or bad history file is one clear error and exit 2."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from strixwizard.live.history import record_run
+from strixwizard.live.results import LatencyStats, Measurement
+from strixwizard.live.trends import BARS, GAP, load_trends, sparkline
+from strixwizard.model import Status
+from tests.conftest import run_cli
+
+PAIR = ("node-a", "node-b")
+
+
+def _latency(transport: str, tool: str, median: float, status: Status | None = Status.PASS,
+             role: str = "verdict") -> Measurement:
+    stats = LatencyStats(median * 0.9, median, median * 1.05, median * 1.3, median * 2, median * 4)
+    return Measurement("latency", transport, tool, PAIR, status, "", role=role, figure=median, unit="µs",
+                       latency=stats)
+
+
+def _bandwidth(gbps: float, status: Status = Status.PASS) -> Measurement:
+    return Measurement("bandwidth", "rdma", "ib_write_bw", PAIR, status, "", figure=gbps, unit="Gb/s",
+                       bandwidth_gbps=gbps)
+
+
+def _run(path: Path, day: int, rdma: float, tcp: float, gbps: float, site: str = "lab",
+         rdma_status: Status = Status.PASS) -> None:
+    results = [_latency("rdma", "ib_write_lat", rdma, rdma_status),
+               _latency("tcp", "strixwizard tcp ping-pong", tcp),
+               _latency("tcp", "sockperf ping-pong", tcp * 3, None, "reference"), _bandwidth(gbps)]
+    record_run(site, "test latency", f"2026-03-0{day}T10:00:00+00:00", results, path)
+
+
+@pytest.fixture
+def recorded_pair(tmp_path: Path) -> Path:
+    """Two runs of site `lab`, the second slower (RDMA +30%, bandwidth -33%), TCP about the same."""
+    path = tmp_path / "history.sqlite"
+    _run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
+    _run(path, 2, rdma=6.5, tcp=26.0, gbps=60.0)
+    return path
+
+
+def test_sparkline() -> None:
+    assert sparkline([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]) == BARS
+    assert sparkline([5.0, 6.5]) == "▁█"
+    assert sparkline([25.0, 26.0]) == "▁▂"  # 4% is not a wall
+    assert sparkline([3.0, None, 3.0]) == f"▁{GAP}▁" and sparkline([0.0, 0.0]) == "▄▄"
+    assert sparkline([]) == "" and sparkline([None]) == GAP
+
+
+def test_text_shows_the_trend_and_the_regression(recorded_pair: Path) -> None:
+    before = recorded_pair.read_bytes()
+    result = run_cli("history", "--history", str(recorded_pair))
+    assert result.rc == 1, result.stderr
+    lines = result.stdout.splitlines()
+    rdma = next(line for line in lines if "RDMA latency (ib_write_lat)" in line)
+    assert "▁█" in rdma and "6.50 µs" in rdma and "REGRESSION +30%" in rdma
+    assert "5.00 µs on 2026-03-01" in rdma
+    tcp = next(line for line in lines if "TCP latency (strixwizard tcp ping-pong)" in line)
+    assert "REGRESSION" not in tcp and "+4% against the last good run" in tcp
+    bandwidth = next(line for line in lines if "RDMA bandwidth" in line)
+    assert "█▁" in bandwidth and "REGRESSION -33%" in bandwidth
+    assert any("runs: #1 2026-03-01T10:00 5.00 µs pass, #2 2026-03-02T10:00 6.50 µs pass" in line
+               for line in lines)
+    assert lines[-1] == "2 regression(s) against the last good run"
+    assert recorded_pair.read_bytes() == before  # read-only
+
+
+def test_json_carries_the_same(recorded_pair: Path) -> None:
+    result = run_cli("history", "--history", str(recorded_pair), "--json")
+    doc = result.json()
+    assert result.rc == 1 and doc["exit_code"] == 1 and doc["status"] == "fail" and doc["regressions"] == 2
+    links = {(link["transport"], link["kind"], link["tool"]): link for link in doc["links"]}
+    rdma = links[("rdma", "latency", "ib_write_lat")]
+    assert [p["figure"] for p in rdma["points"]] == [5.0, 6.5] and rdma["sparkline"] == "▁█"
+    assert rdma["regression"] and rdma["last_good_figure"] == 5.0 and rdma["change"] == pytest.approx(0.3)
+    assert rdma["pair"] == list(PAIR) and rdma["unit"] == "µs"
+    assert not links[("tcp", "latency", "strixwizard tcp ping-pong")]["regression"]
+    reference = links[("tcp", "latency", "sockperf ping-pong")]
+    assert reference["role"] == "reference" and reference["points"][0]["status"] is None
+
+
+def test_last_good_run_skips_a_failed_one(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+    _run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
+    _run(path, 2, rdma=12.0, tcp=25.0, gbps=90.0, rdma_status=Status.FAIL)
+    _run(path, 3, rdma=5.2, tcp=25.0, gbps=90.0)
+    (rdma,) = [t for t in load_trends(path) if t.transport == "rdma" and t.kind == "latency"]
+    assert rdma.sparkline == "▁█▁" and not rdma.regression
+    assert rdma.comparison.last_good_at == "2026-03-01T10:00:00+00:00"  # not the failed run 2
+    assert run_cli("history", "--history", str(path)).rc == 0
+
+
+def test_site_filter_and_nothing_stored(tmp_path: Path, recorded_pair: Path) -> None:
+    _run(recorded_pair, 3, rdma=9.0, tcp=25.0, gbps=90.0, site="other")
+    site = tmp_path / "site.yaml"
+    site.write_text("site: lab\nnodes:\n  - name: node-a\n    host: local\n")
+    doc = run_cli("history", "--history", str(recorded_pair), "--site", str(site), "--json").json()
+    assert {link["site"] for link in doc["links"]} == {"lab"} and doc["site"] == "lab"
+    all_sites = run_cli("history", "--history", str(recorded_pair))
+    assert "site lab" in all_sites.stdout and "site other" in all_sites.stdout
+    site.write_text("site: empty\nnodes:\n  - name: node-a\n    host: local\n")
+    empty = run_cli("history", "--history", str(recorded_pair), "--site", str(site))
+    assert empty.rc == 2 and "no test run stored" in empty.stderr and "for site empty" in empty.stderr
+
+
+def test_missing_or_bad_history_files_are_clear_errors(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.sqlite"
+    result = run_cli("history", "--history", str(missing))
+    assert result.rc == 2 and f"no test history at {missing}" in result.stderr and not missing.exists()
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"this is not sqlite at all\n" * 100)
+    result = run_cli("history", "--history", str(garbage), "--json")
+    assert result.rc == 2 and "not a strixwizard test history" in result.stderr
+    assert result.json()["status"] == "error" and "Traceback" not in result.stderr
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE t (x)")
+    result = run_cli("history", "--history", str(other))
+    assert result.rc == 2 and "not a strixwizard test history" in result.stderr
+    bad_site = tmp_path / "bad.yaml"
+    bad_site.write_text("site: [\n")
+    assert run_cli("history", "--history", str(other), "--site", str(bad_site)).rc == 2
+    assert json.loads(run_cli("history", "--history", str(missing), "--json").stdout)["exit_code"] == 2

@@ -1,0 +1,241 @@
+"""The HTML report's pictures: an all-pairs latency heatmap, a latency distribution per link
+and the predicted decode tok/s, drawn as inline SVG from the test run's JSON, escaped, with
+no network; loaded in a real headless Chromium (DOM after load, and a screenshot that is
+not blank and shows the charts' colours)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checks import ALL
+from strixwizard.charts import TRANSPORT_COLOURS, heat_colour, predictions, run_pictures
+from strixwizard.engine import Report, select_checks
+from strixwizard.live.demo import demo_results
+from strixwizard.live.report import TestReport as RunReport
+from strixwizard.live.report import matrix_json
+from strixwizard.live.schedule import rounds
+from strixwizard.live.tcp import TcpSettings
+from strixwizard.services.discover import discover
+from strixwizard.site import Thresholds
+from strixwizard.targets import RunRequest
+from strixwizard.tui.export import save_report, to_html
+
+HOSTILE = '<b id="x">node-c</b>&"'
+NODES = ["node-a", "node-b", HOSTILE]
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _decode_block() -> dict[str, Any]:
+    rows = []
+    for transport, source, figures in (
+            ("rdma", "recorded", [(1, 4.1, 0.0, 240.0), (2, 7.6, 12.0, 120.0), (4, 13.2, 16.0, 60.0)]),
+            ("tcp", "measured", [(1, 4.1, 0.0, 240.0), (2, 5.2, 70.0, 120.0), (4, 6.0, 100.0, 60.0)]),
+            ("usb4", "estimated", [(2, 6.3, 40.0, 120.0)])):
+        for tp, rate, comm, comp in figures:
+            rows.append({"transport": transport, "tp": tp, "tokens_per_s": rate, "t_comm_ms": comm,
+                         "t_comp_ms": comp, "comm_share": comm / (comm + comp), "source": source})
+    return {"model": {"name": "Llama-3.1-70B"}, "predictions": rows}
+
+
+@pytest.fixture(scope="module")
+def tests_document() -> dict[str, Any]:
+    """A demo matrix run over three nodes (TCP on loopback, RDMA replayed), with a decode block."""
+    thresholds = Thresholds()
+    results = list(demo_results("matrix", NODES, thresholds, TcpSettings(seconds=0.2, references=False)))
+    report = RunReport(command="matrix", site="demo", thresholds=thresholds, results=results, demo=True)
+    report.matrix = matrix_json(NODES, results, rounds(NODES), [])
+    document = report.to_json()
+    document["outcome"] = "done"
+    document["decode"] = _decode_block()
+    return document
+
+
+@pytest.fixture(scope="module")
+def doctor_report() -> Report:
+    return discover(RunRequest(demo=True), None, select_checks(ALL, ["link.mtu"], []), plan=False).report
+
+
+def _svgs(page: str) -> list[ET.Element]:
+    return [ET.fromstring(m) for m in re.findall(r"<svg .*?</svg>", page, flags=re.S)]
+
+
+def _texts(svg: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in svg.iter(f"{SVG_NS}text")]
+
+
+def test_charts_are_wellformed_escaped_svg(tests_document: dict[str, Any], doctor_report: Report) -> None:
+    page = to_html(doctor_report, sections={"live_tests": tests_document})
+    svgs = _svgs(page)
+    labels = [s.get("aria-label") for s in svgs]
+    # two heatmaps (RDMA, TCP), one distribution per pair (3), the decode chart
+    assert labels[:2] == ["RDMA one-way latency, all pairs", "TCP one-way latency, all pairs"]
+    assert sum("latency distribution" in (label or "") for label in labels) == 3
+    assert labels[-1] == "Predicted decode tokens per second: Llama-3.1-70B"
+    assert len(svgs) == 6
+    # the node name is data: escaped text everywhere, never an element or a broken attribute
+    assert "<b id=" not in page and "&lt;b id=&quot;x&quot;&gt;node-c" in page
+    heat_texts = _texts(svgs[0])
+    assert "node-a" in heat_texts and any(t.startswith('<b id="x">node-') for t in heat_texts)
+    assert "<script" not in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    decode_texts = _texts(svgs[-1])
+    assert {"TP = 1", "TP = 2", "TP = 4", "13.2", "meas.", "est.", "rec.", "rdma", "tcp", "usb4"} <= set(
+        decode_texts)
+    columns = ["min", "median", "average", "p99", "p99.9", "max"]
+    assert [t for t in _texts(svgs[2]) if t in columns] == columns
+
+
+def test_charts_come_from_the_saved_json(tmp_path: Path, tests_document: dict[str, Any],
+                                         doctor_report: Report) -> None:
+    written = save_report(doctor_report, tmp_path / "out", {"source": "demo"}, {"live_tests": tests_document})
+    saved = json.loads(written["json"].read_text())["live_tests"]
+    assert saved["decode"] == tests_document["decode"]
+    assert "\n".join(run_pictures(saved)) in written["html"].read_text()
+
+
+def test_the_wizards_test_document_gets_the_pictures(tests_document: dict[str, Any]) -> None:
+    """The Report step passes its run through `tests_document`: a matrix over three nodes."""
+    from strixwizard.live.results import Measurement
+    from strixwizard.tui.extras import tests_document as wizard_document
+
+    results = [Measurement.from_json(r) for r in tests_document["results"]]
+    document = wizard_document("demo", Thresholds(), results, True, NODES, "done")
+    assert document is not None
+    labels = [s.get("aria-label") for s in _svgs("".join(run_pictures(document)))]
+    assert labels[:2] == ["RDMA one-way latency, all pairs", "TCP one-way latency, all pairs"]
+    assert len(labels) == 5  # no decode block in this document: no decode chart
+
+
+def test_decode_chart_shows_the_first_batch_and_models_that_do_not_fit() -> None:
+    """`test decode` rows also carry `batch` and `fits`: one batch is drawn (the smallest), and
+    a TP size whose nodes cannot hold the weights is an outline labelled "no fit"."""
+    def row(tp: int, batch: int, rate: float, fits: bool = True) -> dict[str, Any]:
+        return {"transport": "rdma", "tp": tp, "batch": batch, "tokens_per_s": rate, "t_comm_ms": 1.0,
+                "t_comp_ms": 9.0, "comm_share": 0.1, "source": "measured", "fits": fits}
+
+    decode = {"model": {"name": "M"}, "predictions": [row(1, 1, 1.5, False), row(2, 1, 3.0), row(2, 8, 20.0)]}
+    page = "".join(run_pictures({"decode": decode}))
+    (svg,) = _svgs(page)
+    assert svg.get("aria-label") == "Predicted decode tokens per second: M, batch 1"
+    texts = _texts(svg)
+    assert "20.0" not in texts and {"1.5", "3.0", "no fit", "meas.", "TP = 1", "TP = 2"} <= set(texts)
+    bars = [r for r in svg.iter(f"{SVG_NS}rect") if "bar" in (r.get("class") or "")]
+    assert [(b.get("class"), b.get("fill")) for b in bars] == [("bar no-fit", "none"),
+                                                             ("bar", TRANSPORT_COLOURS["rdma"])]
+    assert "batches 1, 8 are in the JSON" in page
+
+
+def test_heatmap_colours_and_missing_cells() -> None:
+    grid = {"a": {"b": 5.0, "c": None}, "b": {"a": 5.0, "c": 10.0}, "c": {"a": None, "b": 10.0}}
+    page = "".join(run_pictures({"matrix": {"nodes": ["a", "b", "c"], "rdma_latency_us": grid}}))
+    (svg,) = _svgs(page)
+    fills = [r.get("fill") for r in svg.iter(f"{SVG_NS}rect") if r.get("class") == "cell"]
+    assert fills.count(heat_colour(0.0)) == 2 and fills.count(heat_colour(1.0)) == 2
+    assert _texts(svg).count("n/a") == 2
+    # within a few percent of each other, no cell is red: red needs twice the lowest
+    close = {"a": {"b": 6.57}, "b": {"a": 6.67}}
+    (svg,) = _svgs("".join(run_pictures({"matrix": {"nodes": ["a", "b"], "tcp_latency_us": close}})))
+    assert heat_colour(1.0) not in [r.get("fill") for r in svg.iter(f"{SVG_NS}rect")]
+
+
+def test_no_decode_block_no_decode_chart_and_bad_rows_are_left_out(tests_document: dict[str, Any]) -> None:
+    without = {k: v for k, v in tests_document.items() if k != "decode"}
+    assert not any("decode" in (s.get("aria-label") or "") for s in _svgs("".join(run_pictures(without))))
+    bad = {"predictions": [{"transport": "rdma", "tp": "2", "tokens_per_s": 1.0}, "x",
+                           {"transport": "rdma", "tp": 2, "tokens_per_s": float("nan")},
+                           {"transport": "rdma", "tp": True, "tokens_per_s": 3.0},
+                           {"transport": "tcp", "tp": 2, "tokens_per_s": 3.0, "source": "measured"}]}
+    assert [(p.transport, p.tp) for p in predictions(bad)] == [("tcp", 2)]
+    assert predictions(None) == [] and predictions({"predictions": {}}) == []
+    assert run_pictures({"results": [], "matrix": None, "decode": {"predictions": []}}) == []
+
+
+# -- a real browser ------------------------------------------------------------------------------
+def _chromium() -> str:
+    found = shutil.which("chromium")
+    assert found, "chromium not found: Debian's chromium package provides it (scripts/install.sh test)"
+    return found
+
+
+def _browser(tmp_path: Path, url: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    argv = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--no-first-run", "--disable-extensions", "--disable-background-networking",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}", *flags, url]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=90, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and the RGB(A) rows of an 8-bit RGB or RGBA PNG (what Chromium writes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat = 8, bytearray()
+    width = height = depth = colour = 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+        elif kind == b"IDAT":
+            idat += body
+    assert depth == 8 and colour in (2, 6), (depth, colour)
+    bpp = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(bytes(idat)), width * bpp
+    rows: list[bytes] = []
+    prev = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind_of_filter, row = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        if kind_of_filter == 1:
+            for i in range(bpp, stride):
+                row[i] = (row[i] + row[i - bpp]) & 255
+        elif kind_of_filter == 2:
+            row = bytearray((a + b) & 255 for a, b in zip(row, prev, strict=True))
+        elif kind_of_filter == 3:
+            for i in range(stride):
+                row[i] = (row[i] + ((row[i - bpp] if i >= bpp else 0) + prev[i]) // 2) & 255
+        elif kind_of_filter == 4:
+            for i in range(stride):
+                a, b = (row[i - bpp] if i >= bpp else 0), prev[i]
+                c = prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                row[i] = (row[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(row) if bpp == 3 else bytes(v for i, v in enumerate(row) if i % 4 != 3))
+        prev = row
+    return width, height, rows
+
+
+def test_report_renders_in_headless_chromium(tmp_path: Path, tests_document: dict[str, Any],
+                                             doctor_report: Report) -> None:
+    written = save_report(doctor_report, tmp_path / "out", {"source": "demo"}, {"live_tests": tests_document})
+    url = written["html"].resolve().as_uri()
+
+    dom = _browser(tmp_path, url, "--dump-dom").stdout
+    assert dom.count("<svg") == 6
+    for label in ("RDMA one-way latency, all pairs", "TCP one-way latency, all pairs", "p99.9", "TP = 4",
+                  "Predicted decode tokens per second: Llama-3.1-70B", "est.", "rec.", "meas."):
+        assert label in dom, label
+    assert "<b id=" not in dom and "&lt;b id=\"x\"&gt;node-c" in dom  # still text after parsing
+
+    shot = tmp_path / "report.png"
+    _browser(tmp_path, url, "--window-size=1200,3600", "--force-device-scale-factor=0.5",
+             f"--screenshot={shot}")
+    width, height, rows = png_pixels(shot.read_bytes())
+    assert (width, height) == (600, 1800)
+    colours = {row[i:i + 3] for row in rows for i in range(0, len(row), 3)}
+    assert len(colours) > 100, f"{len(colours)} colours: a blank or near-blank page"
+    # the charts' own solid fills are on screen: the fastest heatmap cell, the RDMA and TCP bars
+    for hex_colour in (heat_colour(0.0), TRANSPORT_COLOURS["rdma"], TRANSPORT_COLOURS["tcp"]):
+        assert bytes.fromhex(hex_colour[1:]) in colours, hex_colour
