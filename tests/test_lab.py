@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import statistics
@@ -438,3 +439,18 @@ def test_sweep_tears_down_a_lab_whose_owner_was_killed(tmp_path: Path) -> None:
     assert prefix in sweep_stale_labs()
     assert_gone(lab, before)
     assert not any(h.sshd_pid and sshd_alive(h.sshd_pid) for h in lab.hosts)
+
+
+def test_sweep_passes_over_a_state_file_it_cannot_read() -> None:
+    """Another checkout's lab (an older or newer tests/lab.py) keeps its state in the same
+    registry; the sweep leaves it to its owner instead of failing every lab test here."""
+    REGISTRY.mkdir(mode=0o700, exist_ok=True)
+    foreign = REGISTRY / f"swlab-foreign-{os.getpid()}.json"
+    foreign.write_text(json.dumps({"format": lab_module.STATE_FORMAT, "workdir": "/nonexistent", "n": 1,
+                                   "prefix": "swlab-foreign-", "owner_pid": None, "block": 0,
+                                   "hosts": [{"index": 0, "a_field_of_another_version": 1}]}))
+    try:
+        assert "swlab-foreign-" not in sweep_stale_labs(include_detached=True)
+        assert foreign.exists()
+    finally:
+        foreign.unlink()
