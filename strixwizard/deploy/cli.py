@@ -42,7 +42,8 @@ def register(commands: Any) -> argparse.ArgumentParser:
     action.add_argument("--smoke", action="store_true",
                         help="only run the smoke test on the deployed cluster")
     action.add_argument("--rollback", nargs="?", const="latest", metavar="RUN",
-                        help="undo a deploy run (default: the last one): files removed, `ray stop`")
+                        help="undo a deploy run (default: the last one): files removed, the programs and "
+                        "Ray processes it started stopped (never another Ray)")
     add_change_options(deploy, "deploy-journal")
     deploy.add_argument("--model", metavar="NAME", help="the model for the vLLM launch line")
     deploy.add_argument("--transport", choices=("rdma", "tcp"), default="rdma",
