@@ -41,6 +41,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--allow-soft-rdma", action="store_true",
                       help="test rxe/siw links too (software RDMA: tests the setup and the tool, "
                       "not production speed); as `allow_soft_rdma: true` in the site file")
+    test.add_argument("--transport", choices=("all", "tcp"), default="all",
+                      help="latency and matrix: `tcp` measures the TCP baseline alone and judges it; "
+                      "by default RDMA is measured too, and a run that could not measure it has no "
+                      "verdict (exit 2)")
     return test
 
 

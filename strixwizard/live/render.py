@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from strixwizard.live.report import TestReport, like_for_like
-from strixwizard.live.results import REPLAYED, Measurement
+from strixwizard.live.results import REPLAYED, Measurement, no_verdict_reason, rdma_never_measured
 
 MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "skip", "error": "ERR "}
 
@@ -70,5 +70,11 @@ def print_summary(report: TestReport, out: TextIO) -> None:
             print(a.ljust(width) + "".join(cells), file=out)
     for comparison in report.comparisons:
         print(f"  history: {comparison.summary}", file=out)
+    why = report.error or no_verdict_reason(report.results)
+    if report.exit_code == 2 and why:
+        print(f"\nno verdict (exit 2): {why}", file=out)
+        if not report.error and why == rdma_never_measured(report.results):
+            print("  to judge the TCP baseline alone, run again with --transport tcp", file=out)
+        return
     status = report.to_json()["status"]
     print(f"\nverdict: {status} (exit {report.exit_code})", file=out)

@@ -33,7 +33,11 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
         raise UsageError("--size must be between 14 and 1048576 bytes (sockperf needs 14)")
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
                       reference_seconds=min(args.seconds, 3.0))
-    settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher))
+    tcp_only = getattr(args, "transport", "all") == "tcp"
+    if tcp_only and args.kind not in ("latency", "matrix"):
+        raise UsageError(f"--transport tcp applies to latency and matrix; {args.kind} measures RDMA")
+    settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher),
+                            tcp_only=tcp_only)
     settings.perftest = type(settings.perftest)(size=args.size)
     return settings
 
@@ -87,6 +91,8 @@ def run_command(args: argparse.Namespace) -> int:
             names = [spec.name for spec in site.nodes]
             chosen = list(_pair(args, names)) if args.pair or args.kind != "matrix" else names
             stream: Iterator[Measurement] = demo_stream(args.kind, chosen, site.thresholds, settings.tcp)
+            if settings.tcp_only:
+                stream = (m for m in stream if m.transport != "rdma")
             timing.rounds = rounds(chosen)
         else:
             site, stream, chosen = _live(args, report, timing, cancel)
