@@ -164,9 +164,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         emit(report.to_json())
     else:
+        from strixwizard.nextstep import site_options
         from strixwizard.textreport import render
 
-        render(report, sys.stdout, verbose=args.verbose, strict=args.strict)
+        render(report, sys.stdout, verbose=args.verbose, strict=args.strict,
+               site_options=None if args.snapshot else site_options(args))
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
     return code

@@ -56,7 +56,9 @@ def render_fix(plan: Plan, tag: str, out: TextIO,
     out.writelines(f"    note: {note}\n" for note in plan.notes)
 
 
-def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False) -> None:
+def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False,
+                apply_command: str | None = "strixwizard fix --apply") -> None:
+    """The plan per node; `apply_command` is the command that applies it (None: it is running)."""
     title = f"Fix plan for site {plan.site}"
     out.write(title + (" (snapshots: applying is a dry run on copies)" if dry_run else "") + "\n")
     for node, why in plan.unreachable.items():
@@ -72,11 +74,15 @@ def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False) -> None:
             render_fix(p, f"{tag}{group}", out)
     if plan.changes == 0:
         out.write("\nNothing to change: every selected fix is converged.\n")
+    elif apply_command is None:
+        out.write(f"\n{plan.changes} change(s) planned.\n")
     else:
-        out.write(f"\n{plan.changes} change(s) planned. Apply with: strixwizard fix --apply\n")
+        out.write(f"\n{plan.changes} change(s) planned. Apply with: {apply_command}\n")
 
 
-def render_apply(report: ApplyReport, out: TextIO) -> None:
+def render_apply(report: ApplyReport, out: TextIO,
+                 rollback_command: str = "strixwizard fix --rollback") -> None:
+    """The run's steps and verification; `rollback_command RUN` undoes it."""
     label = " (DRY RUN on snapshot copies: nothing on any machine changed)" if report.dry_run else ""
     out.write(f"\nRun {report.run_id}: {report.status}{label}\n")
     if report.message:
@@ -94,7 +100,7 @@ def render_apply(report: ApplyReport, out: TextIO) -> None:
         for verdict in report.verification:
             out.write(f"  {verdict.status:<14} {verdict.fix} on {verdict.node}: {verdict.detail}\n")
     if report.nodes and report.status not in ("aborted", "nothing-to-do"):
-        out.write(f"\nUndo this run with: strixwizard fix --rollback {report.run_id}\n")
+        out.write(f"\nUndo this run with: {rollback_command} {report.run_id}\n")
 
 
 def render_rollback(report: RollbackReport, out: TextIO) -> None:
