@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_site_options(doctor, demo_help="run on the bundled demo site")
     doctor.add_argument(
-        "--snapshot", type=Path, action="append", default=[], metavar="PATH",
-        help="a captured node (directory or .tar.gz); repeat for several nodes",
+        "--snapshot", type=Path, action="extend", nargs="+", default=[], metavar="PATH",
+        help="captured nodes (directories or .tar.gz); a site's bundle (`capture --site`) "
+        "replays as that site: `--snapshot bundle/*`",
     )
     doctor.add_argument("--only", action="append", default=[], metavar="ID",
                         help="run only this check or area (repeatable)")
@@ -185,6 +187,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from strixwizard.probe.capture import capture_site
     from strixwizard.targets import RunRequest, resolve_site
 
+    if args.tar:
+        raise UsageError("--tar writes this machine's snapshot as one archive; with --site every "
+                         "node already gets its own .tar.gz under --out (leave out --tar)")
     site = resolve_site(RunRequest(site_file=args.site, inventory=args.inventory))
     assert site is not None
     progress = node_progress(node_printer()) if sys.stderr.isatty() else None
@@ -194,8 +199,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     for name, reason in outcome.failed.items():
         print(f"{name}: not captured: {reason}", file=sys.stderr)
     if outcome.written:
-        replay = " ".join(f"--snapshot {p}" for p in outcome.written.values())
-        print(f"replay with: strixwizard doctor {replay}")
+        replay = shlex.join(["strixwizard", "doctor", "--snapshot", *map(str, outcome.written.values())])
+        print(f"replay as the site with: {replay}")
     if not outcome.written:
         return EXIT_NO_VERDICT
     return EXIT_FAIL if outcome.failed else EXIT_OK

@@ -74,6 +74,34 @@ def test_the_lab_nodes_facts_come_from_their_own_namespace(lab3: Lab, tmp_path: 
     assert replay.rc == 1
 
 
+def _but_for_source(report: dict) -> dict:
+    """A doctor report without what differs between a node read live and its snapshot."""
+    doc = {k: v for k, v in report.items() if k != "generated_at"}
+    doc["hosts"] = [{k: v for k, v in h.items() if k not in ("source", "address")} for h in doc["hosts"]]
+    return doc
+
+
+def test_a_site_bundle_replays_as_the_site(lab3: Lab, tmp_path: Path) -> None:
+    """`capture --site` then `doctor --snapshot bundle/*`: same names, links and findings."""
+    site = lab3.write_site_yaml(tmp_path / "lab.yaml")
+    live = _doctor(site)
+    capture = run_cli("capture", "--site", str(site), "--out", str(tmp_path / "bundle"))
+    assert capture.rc == 0, capture.stderr
+    archives = sorted(str(a) for a in (tmp_path / "bundle").glob("*.tar.gz"))
+    assert f"replay as the site with: strixwizard doctor --snapshot {' '.join(archives)}" in capture.stdout
+    replay = run_cli("doctor", "--json", "--snapshot", *archives)
+    assert replay.rc == live.rc
+    replayed, real = replay.json(), live.json()
+    assert [h["name"] for h in replayed["hosts"]] == ["node0", "node1", "node2"]
+    assert {h["source"] for h in replayed["hosts"]} == {"snapshot"}
+    assert [link["id"] for link in replayed["links"]] == [link["id"] for link in real["links"]]
+    assert any("fab0" in link["id"] for link in real["links"])
+    assert _but_for_source(replayed) == _but_for_source(real)
+    refused = run_cli("capture", "--site", str(site), "--tar", "--out", str(tmp_path / "b.tar.gz"))
+    assert refused.rc == 2 and "leave out --tar" in refused.stderr
+    assert not (tmp_path / "b.tar.gz").exists()
+
+
 def test_unknown_host_key_is_refused_with_its_fingerprint_then_trusted(lab3: Lab, tmp_path: Path
                                                                       ) -> None:
     known = tmp_path / "known_hosts"
