@@ -88,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--key", metavar="PATH", help="SSH private key for the --node entries")
     init.add_argument("--inventory", type=Path, metavar="FILE",
                       help="take the nodes from an Ansible YAML inventory")
+    init.add_argument("--no-probe", action="store_true",
+                      help="do not read the nodes: leave fabric_address for you to fill in")
+    init.add_argument("--trust-new-hosts", action="store_true",
+                      help="accept and remember SSH host keys not yet in known_hosts")
 
     from strixwizard.fixing.cliargs import add_fix_parser  # argparse only: doctor stays light
 
@@ -218,7 +222,16 @@ def cmd_init(args: argparse.Namespace) -> int:
     else:
         nodes = [parse_node_argument(text, args.key) for text in args.node]
     name = args.name or args.out.resolve().parent.name or "site"
-    written = write_site_file(args.out, name, nodes)
+    found = None
+    if nodes and not args.no_probe:
+        from strixwizard.init import check_site_file, probe_nodes
+
+        check_site_file(args.out, name, nodes)
+        found = probe_nodes(nodes, args.trust_new_hosts, node_printer() if sys.stderr.isatty() else None)
+        for node, what in found.items():
+            print(f"{node}: fabric_address {what.address}: {what.how}" if what.address
+                  else f"{node}: no fabric_address: {what.how}", file=sys.stderr)
+    written = write_site_file(args.out, name, nodes, found)
     print(f"site file written to {written}; edit it, then: strixwizard doctor --site {written}")
     return EXIT_OK
 
