@@ -194,3 +194,29 @@ def no_verdict_reason(results: Iterable[Measurement]) -> str | None:
     if never:
         return never
     return "nothing was measured that could be judged"
+
+
+def cause(results: Iterable[Measurement]) -> str:
+    """What decided the run's verdict, in words: the first broken or failed result's own
+    summary and where, why nothing was judged, or that every judged figure was within its limit."""
+    results = list(results)
+    judged = verdicts(results)
+
+    def where(m: Measurement) -> str:
+        return f"{m.pair_label} {m.transport.upper()} {m.kind}"
+
+    for status in (Status.ERROR, Status.FAIL) if exit_code(results) == 2 else (Status.FAIL,):
+        first = next((m for m in judged if m.status is status), None)
+        if first is not None:
+            count = sum(1 for m in judged if m.status is status)
+            more = f"; {count - 1} more" if count > 1 else ""
+            return f"{first.summary} ({where(first)}{more})"
+    never = rdma_never_measured(results)
+    if never:
+        return never
+    if exit_code(results) == 2:
+        return "nothing was measured that could be judged"
+    warned = next((m for m in judged if m.status is Status.WARN), None)
+    if warned is not None:
+        return f"{warned.summary} ({where(warned)})"
+    return f"every judged figure within its limit ({len(judged)} of {len(results)} results judged)"

@@ -43,7 +43,15 @@ from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.site import SiteState
 from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.session import NodeStatus, Session
-from strixwizard.tui.state import WizardState, load_state, save_state, state_path, user_state_dir
+from strixwizard.tui.state import (
+    WizardState,
+    load_state,
+    load_theme,
+    save_state,
+    save_theme,
+    state_path,
+    user_state_dir,
+)
 from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
@@ -172,7 +180,7 @@ class WizardApp(App[int]):
             screen.sync()
 
     def on_mount(self) -> None:
-        self.theme = "textual-dark"
+        self.theme = load_theme()
         if self.session.state.step != STEPS[0].id:
             step = BY_ID[self.session.state.step]
             self.notify(f"resumed at step {step.number} {step.title}", timeout=4)
@@ -209,8 +217,9 @@ class WizardApp(App[int]):
                             lambda: self.post_message(m.OpenSite(SiteSource(demo=True))))
         yield SystemCommand("Discover again", "probe every node and run the checks again",
                             lambda: self.post_message(m.StartDiscovery()))
-        yield SystemCommand("Cancel discovery", "stop waiting for the nodes being probed",
-                            lambda: self.post_message(m.CancelDiscovery()))
+        if self.busy("discover"):  # "Cancel …" only while something runs
+            yield SystemCommand("Cancel discovery", "stop waiting for the nodes being probed",
+                                lambda: self.post_message(m.CancelDiscovery()))
         deploy, test = refer("deploy"), refer("test")
         yield SystemCommand("Plan the deploy again", f"{deploy}: the deploy engine's plan from the facts",
                             lambda: self.post_message(m.PlanDeploy()))
@@ -222,10 +231,17 @@ class WizardApp(App[int]):
                                 lambda: self.post_message(m.RollBackDeploy()))
         yield SystemCommand("Run the live tests", f"{test}: RDMA and TCP latency, bandwidth, RCCL",
                             lambda: self._goto_and("test", m.RunTests()))
-        yield SystemCommand("Cancel the live tests", f"{test}: stop the tests and their programs",
-                            lambda: self.post_message(m.CancelTests()))
+        if self.busy("tests"):
+            yield SystemCommand("Cancel the live tests", f"{test}: stop the tests and their programs",
+                                lambda: self.post_message(m.CancelTests()))
         yield SystemCommand("Light or dark theme", "switch between textual-light and textual-dark",
                             self.action_toggle_dark)
+
+    def action_toggle_dark(self) -> None:
+        super().action_toggle_dark()
+        problem = save_theme(self.theme)  # remembered for the next start
+        if problem:
+            self.notify(problem, severity="warning", timeout=8)
 
     def _goto_and(self, step: str, message: Message) -> None:
         self.action_goto(step)

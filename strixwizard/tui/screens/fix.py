@@ -85,7 +85,7 @@ class FixState(RunState):
 
     applied: Applied | None = None
 
-    def reset(self) -> None:
+    def reset(self, new_site: bool = False) -> None:
         """Nothing is cleared (see the class docstring)."""
 
 

@@ -13,14 +13,14 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from strixwizard.live.report import like_for_like, matrix_json
-from strixwizard.live.results import Measurement, overall_status
+from strixwizard.live.results import Measurement, cause, overall_status
 from strixwizard.services.test import planned_pairs
 from strixwizard.tui.messages import CancelTests, RunTests
 from strixwizard.tui.panels import PanelView, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.session import KEEP, StepState
+from strixwizard.tui.session import KEEP, KEEP_FOR_SITE, StepState
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
@@ -38,22 +38,29 @@ class TestState(StepState):
     __test__ = False  # not a pytest test class
 
     run: int = field(default=0, metadata=KEEP)  # the run whose messages count; older ones are ignored
-    results: list[Measurement] = field(default_factory=list)
-    pairs: list[tuple[str, str]] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
+    results: list[Measurement] = field(default_factory=list, metadata=KEEP_FOR_SITE)
+    pairs: list[tuple[str, str]] = field(default_factory=list, metadata=KEEP_FOR_SITE)
+    nodes: list[str] = field(default_factory=list, metadata=KEEP_FOR_SITE)
     spark: dict[str, list[float]] = field(default_factory=dict, metadata=KEEP)  # panel -> points
     error: tuple[str, str] | None = None
-    outcome: str | None = None  # "done", "cancelled"
-    seconds: float | None = None
+    outcome: str | None = field(default=None, metadata=KEEP_FOR_SITE)  # "done", "cancelled"
+    seconds: float | None = field(default=None, metadata=KEEP_FOR_SITE)
     file: Path | None = None  # where the last results were saved (Report step)
     history: str | None = None  # where the run was stored and how it compared, in words
     #: The last run that finished (results, nodes): what the Report shows when a later run was
-    #: cancelled, since a cancelled run has no verdict. Kept across runs, reset with the step.
-    complete: tuple[list[Measurement], list[str]] | None = None
+    #: cancelled, since a cancelled run has no verdict. Kept across runs, reset with the site.
+    complete: tuple[list[Measurement], list[str]] | None = field(default=None, metadata=KEEP_FOR_SITE)
+    #: The results shown were measured before the nodes were discovered again
+    earlier: bool = False
+
+    def reset(self, new_site: bool = False) -> None:
+        had = bool(self.results) and not self.earlier
+        super().reset(new_site)
+        self.earlier = (had or self.earlier) and bool(self.results)
 
     def begin(self, pairs: list[tuple[str, str]], nodes: list[str]) -> None:
         run, complete = self.run, self.complete
-        self.reset()
+        self.reset(new_site=True)
         self.run, self.pairs, self.nodes, self.complete = run, pairs, nodes, complete
 
     def finish(self, outcome: str) -> None:
@@ -135,8 +142,11 @@ class TestScreen(StepScreen, step="test", state=TestState):
             seconds = f" in {state.seconds:.1f} s" if state.seconds is not None else ""
             kind = {"pass": "success", "fail": "error", "error": "error"}.get(status.value, "warning")
             stored = f"\n{state.history}" if state.history else ""
-            notice.say(f"{status.value.upper()}: {len(results)} result(s){seconds}. r runs again.\n"
-                       f"{SPARK_NOTE}{demo}{stored}", kind, title=f"Tests: {status.value.upper()}")
+            earlier = ("\nMeasured before the nodes were discovered again: r tests what was found now."
+                       if state.earlier else "")
+            notice.say(f"{status.value.upper()}: {cause(results)}\n{len(results)} result(s){seconds}. "
+                       f"r runs again.{earlier}\n{SPARK_NOTE}{demo}{stored}", kind,
+                       title=f"Tests: {status.value.upper()}")
         else:
             pairs = ", ".join(f"{a}-{b}" for a, b in planned_pairs(discovery.site))
             notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "

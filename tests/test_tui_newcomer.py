@@ -1,0 +1,118 @@
+"""The wizard as a newcomer meets it at 80 by 24: tables that fit, a headline that names the cause,
+results kept when the nodes are read again, no "Cancel …" with nothing running, the theme kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from strixwizard.live.results import Measurement, cause
+from strixwizard.model import Status
+from strixwizard.tui.fit import Column, fitting, short_kernel, short_sku, short_state
+from strixwizard.tui.screens.discover import NODE_COLUMNS
+from tests.test_tui_walk import cells, make_app, notice_text, settle, sync, wait_for_tests
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+def test_columns_are_left_out_by_their_rank_until_the_rest_fit() -> None:
+    columns = [Column("node", 0), Column("a", 1), Column("b", 3), Column("c", 2)]
+    rows = [("node-a", "x" * 10, "y" * 10, "z" * 10)]
+    assert fitting(columns, rows, 100) == [0, 1, 2, 3]
+    assert fitting(columns, rows, 30) == [0, 2]
+    assert fitting(columns, rows, 5) == [0]  # the node column always stays
+    assert short_kernel("6.18.5-200.fc43.x86_64") == "6.18.5-200.fc43"
+    assert short_sku("AMD Ryzen AI Max+ 395") == "AI Max+ 395"
+    assert short_state("✗ unknown host key for 10.99.2.10: ssh-ed25519 SHA256:abc") == "✗ host key?"
+
+
+@sync
+async def test_discover_at_80_columns_fits_and_shows_the_rest_for_the_selected_row() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await settle(app, pilot)
+        for table_id in ("nodes", "ports"):
+            table = app.screen.query_one(f"#{table_id}", DataTable)
+            assert table.virtual_size.width <= table.size.width, table_id  # no sideways scrolling
+            details = str(app.screen.query_one(f"#{table_id}-details", Static).render())
+            assert details and app.screen.query_one(f"#{table_id}-details").display
+        nodes = app.screen.query_one("#nodes", DataTable)
+        assert len(nodes.columns) < len(NODE_COLUMNS)
+        assert "kernel 6.18.5-200.fc43.x86_64" in str(app.screen.query_one("#nodes-details", Static).render())
+        nodes.focus()
+        await pilot.press("down")
+        await pilot.pause()
+        assert str(app.screen.query_one("#nodes-details", Static).render()).startswith("node-b")
+        assert "1 links" not in notice_text(app, "#discover-status")
+    wide = make_app(demo=True)
+    async with wide.run_test(size=(200, 40)) as pilot:
+        await pilot.press("2")
+        await settle(wide, pilot)
+        nodes = wide.screen.query_one("#nodes", DataTable)
+        assert len(nodes.columns) == len(NODE_COLUMNS)
+        assert any("Ryzen AI Max+ 395" in row for row in cells(nodes))
+        assert not wide.screen.query_one("#nodes-details").display
+
+
+def _m(status: Status, summary: str, transport: str = "tcp", kind: str = "latency",
+       figure: float | None = 1.0) -> Measurement:
+    return Measurement(kind, transport, "t", ("node0", "node1"), status, summary, figure=figure)
+
+
+def test_the_headline_names_the_cause() -> None:
+    broken = [_m(Status.PASS, "ok"), _m(Status.ERROR, "mpirun is not installed on node0", "rdma", "rccl",
+                                        None)]
+    assert cause(broken).startswith("mpirun is not installed on node0 (node0-node1 RDMA rccl")
+    assert cause([_m(Status.PASS, "ok"), _m(Status.FAIL, "RDMA: 12 µs, over", "rdma")]).startswith(
+        "RDMA: 12 µs, over (node0-node1 RDMA latency")
+    never = [_m(Status.PASS, "ok"), _m(Status.SKIP, "RDMA not measured: no link", "rdma", figure=None)]
+    assert cause(never).startswith("RDMA was never measured")
+    assert cause([_m(Status.PASS, "ok")]).startswith("every judged figure within its limit")
+
+
+@sync
+async def test_test_step_keeps_its_results_when_the_nodes_are_read_again() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("6")
+        await settle(app, pilot)
+        assert "Cancel the live tests" not in [c.title for c in app.get_system_commands(app.screen)]
+        await pilot.press("r")
+        await pilot.pause()
+        await wait_for_tests(app, pilot)
+        results = len(app.session.of(type(app.session.states["test"])).results)  # type: ignore[arg-type]
+        headline = notice_text(app, "#test-status").splitlines()[0]  # the demo's bandwidth fails:
+        assert results and headline.startswith("FAIL: 50.64 Gb/s is 51% of the 100 Gb/s link rate")
+        await pilot.press("2")
+        await settle(app, pilot)
+        await pilot.press("r")
+        await settle(app, pilot)
+        await pilot.press("6")
+        await settle(app, pilot)
+        text = notice_text(app, "#test-status")
+        assert "Measured before the nodes were discovered again" in text, text
+        assert len(app.session.states["test"].results) == results  # type: ignore[attr-defined]
+
+
+@sync
+async def test_the_theme_is_remembered_privately(state_home: Path) -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.theme == "textual-dark"
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme == "textual-light"
+    saved = state_home / "strixwizard" / "wizard-preferences.json"
+    assert saved.stat().st_mode & 0o777 == 0o600
+    again = make_app(demo=True)
+    async with again.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert again.theme == "textual-light"
