@@ -116,3 +116,76 @@ async def test_the_theme_is_remembered_privately(state_home: Path) -> None:
     async with again.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert again.theme == "textual-light"
+
+
+def _refused(node: str, address: str, fingerprint: str) -> object:
+    from strixwizard.engine import Node
+    from strixwizard.model import HostReport
+
+    error = (f"unknown host key for {address}: ssh-ed25519 {fingerprint}; if that is the node's key, "
+             "trust it with --trust-new-hosts (it is added to known_hosts)")
+    return Node(HostReport(node, f"root@{address}", "ssh", reachable=False, error=error), None)
+
+
+@sync
+async def test_every_new_host_key_is_in_one_dialog_with_a_choice_per_key() -> None:
+    from textual.widgets import Checkbox
+
+    from strixwizard.tui.messages import SshTested
+    from strixwizard.tui.screens.site import SiteState
+    from strixwizard.tui.widgets.hostkeys import HostKeysModal
+
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(SshTested([_refused("node-x", "10.99.2.10", "SHA256:AAAA"),  # type: ignore[list-item]
+                                    _refused("node-y", "10.99.2.11", "SHA256:BBBB")], None))
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, HostKeysModal)
+        assert "SHA256:AAAA" in modal.question and "SHA256:BBBB" in modal.question
+        assert "--trust-new-hosts" not in modal.question
+        modal.query_one("#key-1", Checkbox).value = False  # node-y's key is not trusted
+        await pilot.press("y")
+        await pilot.pause()
+        assert not isinstance(app.screen, HostKeysModal)
+        ssh = app.session.of(SiteState).ssh
+        assert "not trusted" in ssh["node-y"].text
+        assert "not trusted" not in ssh["node-x"].text  # tested again with its confirmed key
+
+
+@sync
+async def test_a_bad_site_file_keeps_the_site_that_is_open(tmp_path: Path) -> None:
+    from strixwizard.services.discover import SiteSource
+    from strixwizard.tui.messages import OpenSite
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("site: x\nnodes: [\n")
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.post_message(OpenSite(SiteSource(site_file=bad)))
+        await pilot.pause()
+        assert app.session.site is not None and app.session.site.name == "demo"
+        assert app.session.source is not None and app.session.source.demo
+
+
+@sync
+async def test_the_site_hint_says_what_ssh_reached(tmp_path: Path) -> None:
+    from strixwizard.node.replay import ReplayConnector
+    from strixwizard.probe.snapshot import SnapshotProbe
+    from strixwizard.services.discover import SiteSource
+    from strixwizard.services.facade import Services
+
+    demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text("site: replayed\nnodes:\n  - name: node-a\n    host: 10.99.250.1\n"
+                         "  - name: node-b\n    host: 10.99.250.2\n")
+    connector = ReplayConnector(probes={name: SnapshotProbe.load(demo / f"{name}.tar.gz")
+                                        for name in ("node-a", "node-b")})
+    app = make_app(Services(connector=connector), source=SiteSource(site_file=site_file), resume=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        hint = app.screen.query_one("#site-hint", Static)
+        assert str(hint.render()).startswith("s tests SSH")
+        await pilot.press("s")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert str(hint.render()).startswith("SSH reaches 2 of 2 remote nodes"), str(hint.render())

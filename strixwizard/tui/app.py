@@ -55,6 +55,7 @@ from strixwizard.tui.state import (
 from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
+from strixwizard.tui.widgets.hostkeys import HostKeysModal
 
 LAST_SITE_FILE = "last-site.json"
 MAX_SPARK = 120  # points kept per panel across runs
@@ -145,6 +146,14 @@ class WizardApp(App[int]):
 
     def on_open_site(self, message: m.OpenSite) -> None:
         """Switch to another site (from the Site step); progress of the new site is resumed."""
+        if self.session.site is not None:  # a bad file never replaces the site that is open
+            try:
+                message.source.load()
+            except Exception as error:  # never a traceback on screen
+                reason = str(error) if isinstance(error, UsageError) else f"cannot read the site: {error!r}"
+                self.notify(f"{reason}\nStill on site {self.session.site.name}.", severity="error",
+                            timeout=10)
+                return
         self.workers.cancel_group(self, "discover")
         self._cancel_tests()
         self._open(message.source, resume=True)
@@ -395,24 +404,24 @@ class WizardApp(App[int]):
     def on_test_ssh(self, message: m.TestSsh) -> None:
         self.test_ssh(message.names)
 
-    def test_ssh(self, names: list[str], trust: UnknownHostKey | None = None) -> None:
+    def test_ssh(self, names: list[str], trust: list[UnknownHostKey] | None = None) -> None:
         session = self.session
         if session.site is None or not names:
             return
         ssh = session.of(SiteState).ssh
         for name in names:
             ssh[name] = NodeStatus("start", "connecting…")
-        self._test_ssh(session.site, names, trust)
+        self._test_ssh(session.site, names, trust or [])
         self.screen_changed()
 
     @work(thread=True, group="ssh", exit_on_error=False)
-    def _test_ssh(self, site: Site, names: list[str], trust: UnknownHostKey | None) -> None:
+    def _test_ssh(self, site: Site, names: list[str], trust: list[UnknownHostKey]) -> None:
         def progress(event: NodeEvent) -> None:
             self.call_from_thread(self._ssh_progress, event.node, event.event, event.text)
 
-        trusted = {trust.node: trust.fingerprint} if trust else {}
+        trusted = {key.node: key.fingerprint for key in trust}
         nodes = self.services.reach(site, names, trusted, progress)
-        self.post_message(m.SshTested(nodes, trust.node if trust else None))
+        self.post_message(m.SshTested(nodes, [key.node for key in trust] or None))
 
     def _ssh_progress(self, node: str, event: str, text: str) -> None:
         self.session.of(SiteState).ssh[node] = NodeStatus(event, for_the_wizard(text))
@@ -428,44 +437,43 @@ class WizardApp(App[int]):
             else:
                 ssh[report.name] = NodeStatus("failed", for_the_wizard(report.error or "unreachable"))
         if message.trusted:
-            self.notify(f"host key of {message.trusted} trusted and saved to known_hosts")
+            self.notify(f"host key{'s' if len(message.trusted) > 1 else ''} of "
+                        f"{', '.join(message.trusted)} trusted and saved to known_hosts")
         session.forget_after("site")  # the answers may have changed
         self.screen_changed()
-        asked = set(self._key_queue) | ({message.trusted} if message.trusted else set())
+        asked = set(self._key_queue) | set(message.trusted or ())
         for node in message.nodes:
             key = unknown_host_key(node.report.name, node.report.error)
             if key is not None and key.node not in asked:
                 self._key_queue.append(key.node)
                 self._keys[key.node] = key
         if not self._asking:
-            self._ask_next_key()
+            self._ask_keys()
 
-    def _ask_next_key(self) -> None:
+    def _ask_keys(self) -> None:
+        """Every new host key waiting, in one dialog; each can be unchecked before trusting."""
         if not self._key_queue:
             self._asking = False
             return
         self._asking = True
-        key = self._keys[self._key_queue.pop(0)]
+        keys = [self._keys[node] for node in self._key_queue]
+        self._key_queue = []
         site = self.session.site
-        known_hosts = site.resolve(site.ssh.known_hosts) if site else "known_hosts"
-        question = (
-            f"Node {key.node} ({key.host}) offered a host key that is not in {known_hosts}:\n\n"
-            f"    {key.key_type}\n    {key.fingerprint}\n\n"
-            "Compare it with the node's own key (on the node: ssh-keygen -lf "
-            "/etc/ssh/ssh_host_ed25519_key.pub). Trust it and add it to known_hosts?"
-        )
+        known_hosts = str(site.resolve(site.ssh.known_hosts)) if site else "known_hosts"
+        modal = HostKeysModal(keys, known_hosts)
 
         def answered(yes: bool | None) -> None:
-            if yes:
-                self.test_ssh([key.node], trust=key)
-            else:
-                self.session.of(SiteState).ssh[key.node] = NodeStatus(
-                    "failed", f"host key {key.fingerprint} not trusted; SSH to this node is refused")
-                self.screen_changed()
-            self._ask_next_key()
+            chosen = modal.picked if yes else []
+            for key in keys:
+                if key not in chosen:
+                    self.session.of(SiteState).ssh[key.node] = NodeStatus(
+                        "failed", f"host key {key.fingerprint} not trusted; SSH to this node is refused")
+            if chosen:
+                self.test_ssh([key.node for key in chosen], trust=chosen)
+            self.screen_changed()
+            self._ask_keys()
 
-        self.push_screen(ConfirmationModal("Unknown SSH host key", question,
-                                           yes="Trust it (y)", no="Do not trust (n)"), answered)
+        self.push_screen(modal, answered)
 
     # -- fix and deploy runs: apply and roll back, each asked first -----------------------
     def _say(self, group: str) -> Callable[[StepEvent], None]:

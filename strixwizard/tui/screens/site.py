@@ -130,8 +130,16 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
         if site is None:
             hint.update("")
         elif remote:
-            hint.update("s tests SSH to every remote node (unknown host keys are shown for you to "
-                        "confirm) · n goes on to Discover")
+            tested = [session.of(SiteState).ssh.get(s.name) for s in remote]
+            reached = sum(1 for t in tested if t is not None and t.event == "done")
+            if all(t is not None and t.event in ("done", "failed") for t in tested):
+                hint.update(f"SSH reaches {reached} of {len(remote)} remote nodes"
+                            + (" · n goes on to Discover" if reached == len(remote) else
+                               " · s tests them again (unknown host keys are shown for you to confirm) "
+                               "· n goes on to Discover"))
+            else:
+                hint.update("s tests SSH to every remote node (unknown host keys are shown for you to "
+                            "confirm) · n goes on to Discover")
         else:
             hint.update("No node is reached over SSH here · n goes on to Discover")
         self.refresh_bindings()
