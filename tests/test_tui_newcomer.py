@@ -189,3 +189,46 @@ async def test_the_site_hint_says_what_ssh_reached(tmp_path: Path) -> None:
         await settle(app, pilot)
         await settle(app, pilot)
         assert str(hint.render()).startswith("SSH reaches 2 of 2 remote nodes"), str(hint.render())
+
+
+def test_a_pair_without_a_fabric_link_is_titled_as_measured_over_management() -> None:
+    from strixwizard.tui.screens.test import link_title
+
+    tcp = Measurement("latency", "tcp", "strixwizard tcp ping-pong", ("node2", "node1"), Status.PASS, "ok",
+                      path="node1 -> node2 10.99.2.12 (management network: no fabric link found)")
+    assert link_title("node1-node2", [tcp]) == ("node1-node2: no fabric link; TCP measured over the "
+                                                "management network")
+    assert link_title("node0-node1", [tcp]) == "link node0-node1"
+
+
+@sync
+async def test_home_reaches_the_top_and_the_applied_panel_scrolls_into_view() -> None:
+    from textual.containers import VerticalScroll
+
+    from tests.test_tui_walk import wait_for_modal
+
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        await settle(app, pilot)
+        body = app.screen.query_one("#body", VerticalScroll)
+        await pilot.press("end")
+        await pilot.pause()
+        assert body.scroll_y > 0
+        await pilot.press("home")
+        await pilot.pause()
+        assert body.scroll_y == 0
+        await pilot.press("end")
+        await pilot.pause()
+        await pilot.press("a")
+        modal = await wait_for_modal(app, pilot)
+        assert modal is app.screen
+        await pilot.press("y")
+        for _ in range(100):  # bounded: the dry run ends in a second or two
+            await settle(app, pilot)
+            if not app.busy("fix"):
+                break
+        await settle(app, pilot)
+        run = app.screen.query_one("#fix-run")
+        assert "Applied" in str(run.border_title or "")
+        assert body.scroll_y <= run.virtual_region.y, (body.scroll_y, run.virtual_region)

@@ -69,6 +69,16 @@ class TestState(StepState):
             self.complete = (list(self.results), list(self.nodes))
 
 
+def link_title(link: str, results: list[Measurement]) -> str:
+    """`link node0-node1`, or, for a pair the TCP baseline reached over the management network
+    (no fabric link between them), what was measured instead, as the CLI says it."""
+    tcp = next((m for m in results if m.transport == "tcp" and m.kind == "latency" and m.role == "verdict"
+                and "-".join(sorted(m.pair)) == link), None)
+    if tcp is not None and "management network" in tcp.path:
+        return f"{link}: no fabric link; TCP measured over the management network"
+    return f"link {link}"
+
+
 class TestScreen(StepScreen, step="test", state=TestState):
     __test__ = False  # not a pytest test class
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -163,7 +173,8 @@ class TestScreen(StepScreen, step="test", state=TestState):
             box.remove_children()
             rows: list[Vertical | Horizontal | Static] = []
             for link in links_of(views):
-                rows.append(Static(f"link {link}", classes="section"))
+                rows.append(Static(link_title(link, state.results), classes="section",
+                                   id=f"title-{link}".replace(":", "_")))
                 pair = [v for v in views.values() if v.link == link]
                 first, rest = pair[:2], pair[2:]
                 rows.append(Horizontal(*[self._panel(v) for v in first], classes="panel-row"))
@@ -192,6 +203,8 @@ class TestScreen(StepScreen, step="test", state=TestState):
                 panel.show(view, state.spark.get(view.key, []), testing)
         ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
         for link in links_of(views):
+            for title in box.query(f"#title-{link}".replace(":", "_")).results(Static):
+                title.update(link_title(link, state.results))
             for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
                 c = ratios.get(link)
                 ratio.update(f"like for like: {c.summary}" if c else "")
