@@ -232,3 +232,26 @@ async def test_home_reaches_the_top_and_the_applied_panel_scrolls_into_view() ->
         run = app.screen.query_one("#fix-run")
         assert "Applied" in str(run.border_title or "")
         assert body.scroll_y <= run.virtual_region.y, (body.scroll_y, run.virtual_region)
+
+
+@sync
+async def test_the_site_form_answers_inside_the_form_never_under_a_toast(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.widgets import Input
+
+    monkeypatch.chdir(tmp_path)  # no ./site.yaml: the form is shown
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        node = screen.query_one("#create-node", Input)
+        node.focus()
+        await pilot.press(*"just-a-name", "enter")
+        await pilot.pause()
+        said = str(screen.query_one("#create-said", Static).render())
+        assert "expected NAME=[USER@]HOST[:PORT]" in said
+        await pilot.press("escape")
+        app.set_focus(None)
+        await pilot.press("n")
+        await pilot.pause()
+        assert "open or create a site first" in str(screen.query_one("#create-said", Static).render())
+        assert len(app._notifications) == 0

@@ -201,7 +201,12 @@ class WizardApp(App[int]):
             return
         session = self.session
         if step != STEPS[0].id and session.site is None:
-            self.notify("open or create a site first (or press d for the demo)", severity="warning")
+            text = "open or create a site first (or press d for the demo)"
+            screen = self.screen
+            if isinstance(screen, StepScreen):
+                screen.tell(text, "warning")  # the Site form says it there: a toast would cover it
+            else:
+                self.notify(text, severity="warning")
             return
         session.state.step = step
         if step not in session.state.visited:

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, cast
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input
 
@@ -55,6 +56,10 @@ class StepScreen(Screen[None]):
 
     def compose_body(self) -> ComposeResult:
         yield from ()
+
+    def tell(self, text: str, severity: SeverityLevel = "information") -> None:
+        """A short answer to the user (a step with a form says it in the form instead)."""
+        self.notify(text, severity=severity, timeout=8)
 
     def action_body_edge(self, edge: str) -> None:
         focused = self.focused
