@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import TestReport, like_for_like
-from strixwizard.live.results import REPLAYED, Measurement, no_verdict_reason, rdma_never_measured
+from strixwizard.live.results import MEASURED, Measurement, no_verdict_reason, rdma_never_measured
 
 MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "skip", "error": "ERR "}
 
@@ -25,7 +26,7 @@ def _latency_line(m: Measurement) -> str:
 
 def result_lines(m: Measurement) -> list[str]:
     mark = MARKS.get(m.status.value, "?") if m.status else "ref "
-    label = " [replayed recording]" if m.source == REPLAYED else ""
+    label = f" [{m.source}]" if m.source not in ("", MEASURED) else ""
     lines = [f"  {mark}  {m.pair_label}  {m.transport.upper()} {m.kind}  {m.tool}{label}: {m.summary}"]
     latency = _latency_line(m)
     if latency:
@@ -45,8 +46,14 @@ def print_result(m: Measurement, out: TextIO) -> None:
 
 def print_summary(report: TestReport, out: TextIO) -> None:
     comparisons = like_for_like(report.results)
+    published = published_comparison(report.results) if report.demo else None
+    if published:
+        print("\nAgainst the same kind of cluster without RDMA (one-way):", file=out)
+        print(f"  {published}", file=out)
     if comparisons:
-        print("\nLike for like (one-way, median, same statistics):", file=out)
+        heading = ("Extra, live on this machine (TCP over loopback, not a network; one-way, median):"
+                   if report.demo else "Like for like (one-way, median, same statistics):")
+        print(f"\n{heading}", file=out)
         for c in comparisons:
             print(f"  {c.pair[0]}-{c.pair[1]}: {c.summary}", file=out)
     if report.matrix:

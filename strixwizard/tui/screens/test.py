@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
+from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import like_for_like, matrix_json
 from strixwizard.live.results import Measurement, cause, overall_status
 from strixwizard.services.test import planned_pairs
@@ -202,12 +203,17 @@ class TestScreen(StepScreen, step="test", state=TestState):
             for panel in box.query(f"#{panel_id(view.key)}").results(TestPanel):
                 panel.show(view, state.spark.get(view.key, []), testing)
         ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
+        published = published_comparison(state.results) if self.session.is_demo else None
         for link in links_of(views):
             for title in box.query(f"#title-{link}".replace(":", "_")).results(Static):
                 title.update(link_title(link, state.results))
             for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
                 c = ratios.get(link)
-                ratio.update(f"like for like: {c.summary}" if c else "")
+                lines = [f"without RDMA on the same NIC: {published}"] if published else []
+                if c:
+                    lines.append(f"extra, TCP on this machine's loopback: {c.summary}" if published
+                                 else f"like for like: {c.summary}")
+                ratio.update("\n".join(lines))
 
     def _panel(self, view: PanelView) -> TestPanel:
         state = self.session.of(TestState)
