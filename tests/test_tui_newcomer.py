@@ -255,3 +255,17 @@ async def test_the_site_form_answers_inside_the_form_never_under_a_toast(
         await pilot.pause()
         assert "open or create a site first" in str(screen.query_one("#create-said", Static).render())
         assert len(app._notifications) == 0
+
+
+@sync
+async def test_report_lines_wrap_under_their_start_at_80_columns() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("7")
+        await settle(app, pilot)
+        body = app.screen.query_one("#report-body")
+        lines = ["".join(s.text for s in body.render_line(y)).rstrip() for y in range(body.size.height)]
+        at = next(i for i, line in enumerate(lines) if line.startswith("  node-a: Ryzen AI Max+ 395"))
+        assert lines[at + 1].startswith("    ") and lines[at + 1].strip() == "125.4 GiB", lines[at:at + 2]
+        problem = next(i for i, line in enumerate(lines) if "node node-b: dcb.pause_and_pfc" in line)
+        assert lines[problem + 1].startswith(" " * 10) and lines[problem + 1][10] != " "

@@ -294,16 +294,16 @@ class WizardApp(App[int]):
             held.run_error = refused
             self.notify(refused, severity="error", timeout=10)
         elif group == "fix":
-            session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; journals are "
-                                              "kept for `strixwizard fix --rollback`.")
+            session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
+                                              f"kept: {keys('fix', 'u')} rolls the run back.")
         elif group == "deploy-plan":
             session.of(DeployState).error = (
                 f"planning the deploy failed: {error!r}",
-                "press p to plan again; if it repeats, report it with `strixwizard deploy --plan` "
-                "and `strixwizard capture`")
+                "press p to plan again; if it repeats, report it with `strixwizard capture` (the "
+                "nodes' snapshots)")
         elif group == "deploy":
             session.of(DeployState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
-                                                 "kept for `strixwizard deploy --rollback`.")
+                                                 f"kept: {keys('deploy', 'u')} rolls the run back.")
         elif group == "tests":
             state = session.of(TestState)
             state.error = (f"the tests stopped: {error!r}",

@@ -67,3 +67,16 @@ def short_state(state: str, limit: int = 16) -> str:
 def details(labels: Sequence[str], cells: Sequence[str]) -> str:
     """Every field of one row as `label value · label value`, for the line under a table."""
     return " · ".join(f"{label} {cell}" for label, cell in zip(labels, cells, strict=True) if cell)
+
+
+def hang(text: str, width: int, first: int, rest: int) -> list[str]:
+    """`text` wrapped at word boundaries within `width`: the first line for a place `first`
+    columns in (after a badge or an indent), the others for `rest` columns in; the caller puts
+    each line at its place, so a wrapped line stays under its start."""
+    import textwrap
+
+    lines = textwrap.wrap(text, max(10, width - first), break_long_words=False, break_on_hyphens=False)
+    if not lines:
+        return [text]
+    return [lines[0], *textwrap.wrap(" ".join(lines[1:]), max(10, width - rest), break_long_words=False,
+                                     break_on_hyphens=False)]
