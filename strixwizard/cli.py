@@ -296,6 +296,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what was run, for next-step commands
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
                 "deploy": cmd_deploy, "test": cmd_test}

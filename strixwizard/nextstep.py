@@ -36,3 +36,10 @@ def journal_options(args: argparse.Namespace) -> list[str]:
     """--journal-dir DIR when the run used one other than the default."""
     directory: Path | None = getattr(args, "journal_dir", None)
     return ["--journal-dir", str(directory)] if directory is not None else []
+
+
+def same_command(argv: Sequence[str], drop: Sequence[str] = (), add: Sequence[str] = ()) -> str:
+    """The command that was run (`argv` without the program), without the flags in `drop` and
+    with those in `add`: every option that chose the site and the plan repeated as given."""
+    kept = [word for word in argv if word not in drop and word not in add]
+    return shlex.join(["strixwizard", *kept, *add])

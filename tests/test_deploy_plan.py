@@ -110,7 +110,8 @@ def test_cli_demo_plan_text_shows_provenance_and_exits_0() -> None:
             in done.stdout)
     assert ("run:  sh -ac '. \"$0\" && exec \"$@\"' /etc/strixwizard/rccl.env ray start "
             "--address=192.168.100.1:6379 --node-ip-address=192.168.100.2") in done.stdout
-    assert "8 change(s) planned. Apply with: strixwizard deploy --apply" in done.stdout
+    assert "8 change(s) planned.\nThe nodes are snapshots: this plan is shown, it cannot be applied." \
+        in done.stdout  # no apply command that would be refused
 
 
 def test_cli_demo_json_shape() -> None:

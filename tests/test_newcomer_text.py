@@ -104,3 +104,13 @@ def test_runtime_only_persistence_says_what_is_true_in_plain_words() -> None:
 
     assert no_systemd("process_api") == "the node does not run systemd (its first process is process_api)"
     assert "could not be read" in no_systemd(None)
+
+
+def test_deploy_plan_names_the_apply_of_the_same_command(site_copy: Path, tmp_path: Path) -> None:
+    from strixwizard.nextstep import same_command
+
+    assert same_command(["deploy", "--site", "a b.yaml", "--plan", "--stack", "llama-rpc"], drop=("--plan",),
+                        add=("--apply",)) == "strixwizard deploy --site 'a b.yaml' --stack llama-rpc --apply"
+    demo = run_cli("deploy", "--demo", env=_state(tmp_path))
+    assert "Apply with" not in demo.stdout  # snapshots: an apply would be refused
+    assert _lines(demo)[-1] == "The nodes are snapshots: this plan is shown, it cannot be applied."
