@@ -40,6 +40,18 @@ def journal_options(args: argparse.Namespace) -> list[str]:
 
 def same_command(argv: Sequence[str], drop: Sequence[str] = (), add: Sequence[str] = ()) -> str:
     """The command that was run (`argv` without the program), without the flags in `drop` and
-    with those in `add`: every option that chose the site and the plan repeated as given."""
-    kept = [word for word in argv if word not in drop and word not in add]
+    with `add` (a flag, or an option and its value, replacing the one given): every option that
+    chose the site and the plan repeated as given."""
+    option, takes_value = (add[0], len(add) == 2) if add else ("", False)
+    kept: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in drop or word == option:
+            skip = takes_value and word == option
+        elif option and word.startswith(option + "="):
+            continue
+        else:
+            kept.append(word)
     return shlex.join(["strixwizard", *kept, *add])

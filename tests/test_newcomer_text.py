@@ -114,3 +114,15 @@ def test_deploy_plan_names_the_apply_of_the_same_command(site_copy: Path, tmp_pa
     demo = run_cli("deploy", "--demo", env=_state(tmp_path))
     assert "Apply with" not in demo.stdout  # snapshots: an apply would be refused
     assert _lines(demo)[-1] == "The nodes are snapshots: this plan is shown, it cannot be applied."
+
+
+def test_a_suggested_rerun_replaces_the_option_it_changes() -> None:
+    from strixwizard.nextstep import same_command
+
+    argv = ["test", "latency", "--transport", "all", "--site", "x y"]
+    rerun = same_command(argv, add=("--transport", "tcp"))
+    assert rerun == "strixwizard test latency --site 'x y' --transport tcp"
+    assert same_command(["test", "matrix", "--transport=all"], add=("--transport", "tcp")) \
+        == "strixwizard test matrix --transport tcp"
+    assert same_command(["deploy", "--apply", "--site", "s"], add=("--yes",)) \
+        == "strixwizard deploy --apply --site s --yes"

@@ -44,7 +44,9 @@ def print_result(m: Measurement, out: TextIO) -> None:
         print(line, file=out, flush=True)
 
 
-def print_summary(report: TestReport, out: TextIO) -> None:
+def print_summary(report: TestReport, out: TextIO, tcp_only_command: str | None = None) -> None:
+    """Comparisons, the matrix, history, then the verdict; `tcp_only_command` is this command
+    with `--transport tcp`, suggested when RDMA was never measured."""
     comparisons = like_for_like(report.results)
     published = published_comparison(report.results) if report.demo else None
     if published:
@@ -81,7 +83,8 @@ def print_summary(report: TestReport, out: TextIO) -> None:
     if report.exit_code == 2 and why:
         print(f"\nno verdict (exit 2): {why}", file=out)
         if not report.error and why == rdma_never_measured(report.results):
-            print("  to judge the TCP baseline alone, run again with --transport tcp", file=out)
+            print("  to judge the TCP baseline alone: "
+                  + (tcp_only_command or "run again with --transport tcp"), file=out)
         return
     status = report.to_json()["status"]
     print(f"\nverdict: {status} (exit {report.exit_code})", file=out)

@@ -19,6 +19,7 @@ from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
+from strixwizard.nextstep import same_command
 from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
@@ -121,7 +122,8 @@ def run_command(args: argparse.Namespace) -> int:
         json.dump(report.to_json(), out, indent=2)
         out.write("\n")
     else:
-        print_summary(report, out)
+        argv = getattr(args, "argv", None)
+        print_summary(report, out, same_command(argv, add=("--transport", "tcp")) if argv else None)
     return report.exit_code
 
 
