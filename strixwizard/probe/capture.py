@@ -1,7 +1,7 @@
 """`strixwizard capture`: write a snapshot of this machine, or of every node of a site.
 
 A site's support bundle replays as the site it came from: each node's `meta.json`
-carries a `site` object (the site's name, the node's name in it and its
+carries a `site` object (the site's name, the node's name in it, its management `host` and
 `fabric_address`, the fabric's wanted state and the thresholds), and
 `doctor --snapshot` over the bundle's archives rebuilds that site from them (see
 `replayed_site`), so the nodes, links and findings are the same as on the real nodes.
@@ -115,7 +115,7 @@ def _write_private(path: Path, data: bytes) -> None:
 
 def site_meta(site: Site, spec: NodeSpec) -> dict[str, Any]:
     """What meta.json says of the site a node's snapshot was captured from."""
-    return {"name": site.name, "node": spec.name, "fabric_address": spec.fabric_address,
+    return {"name": site.name, "node": spec.name, "host": spec.host, "fabric_address": spec.fabric_address,
             "fabric": dataclasses.asdict(site.fabric), "thresholds": dataclasses.asdict(site.thresholds),
             "allow_soft_rdma": site.allow_soft_rdma}
 
@@ -162,8 +162,9 @@ def replayed_site(snapshots: Sequence[tuple[Path, SnapshotProbe]]) -> Site | Non
             name = meta.get("node")
             if not isinstance(name, str) or name_problem(name) is not None:
                 raise UsageError(f"{path}: meta.json names its node {name!r}, which is not a node name")
-            address = meta.get("fabric_address")
-            nodes.append(NodeSpec(name=name, fabric_address=address if isinstance(address, str) else None,
+            address, host = meta.get("fabric_address"), meta.get("host")
+            nodes.append(NodeSpec(name=name, host=host if isinstance(host, str) else None,  # its SSH address
+                                  fabric_address=address if isinstance(address, str) else None,
                                   snapshot=str(path)))
         return Site(name=str(first.get("name") or "snapshots"), nodes=tuple(nodes),
                     fabric=Fabric(**(first.get("fabric") or {})),
