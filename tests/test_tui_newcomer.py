@@ -269,3 +269,21 @@ async def test_report_lines_wrap_under_their_start_at_80_columns() -> None:
         assert lines[at + 1].startswith("    ") and lines[at + 1].strip() == "125.4 GiB", lines[at:at + 2]
         problem = next(i for i, line in enumerate(lines) if "node node-b: dcb.pause_and_pfc" in line)
         assert lines[problem + 1].startswith(" " * 10) and lines[problem + 1][10] != " "
+
+
+@pytest.mark.parametrize("count", [3, 6, 12])
+def test_the_matrix_fits_80_columns_and_no_cell_is_cut(count: int) -> None:
+    from strixwizard.tui.fit import cell_width
+    from strixwizard.tui.screens.test import matrix_view
+
+    nodes = [f"strix-node{i}" for i in range(count)]
+    tcp = {a: {b: 123.4 for b in nodes if b != a} for a in nodes}
+    rdma = {a: {b: 5.19 for b in nodes if b != a} for a in nodes}
+    title, labels, rows = matrix_view(nodes, {"tcp_latency_us": tcp, "rdma_latency_us": rdma}, 76)
+    widths = [cell_width(label, [r[i] for r in rows]) for i, label in enumerate(labels)]
+    assert sum(widths) <= 76 or count == 12  # 12 numbered columns still need their width
+    assert all("5.19" in cell for row in rows for cell in row[1:] if cell != "—")  # whole figures
+    if count == 3:
+        assert "TCP / RDMA" in title and rows[0][2] == "123.4 / 5.19"
+    else:
+        assert "TCP: in the panels above" in title

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,6 +16,7 @@ from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import like_for_like, matrix_json
 from strixwizard.live.results import Measurement, cause, overall_status
 from strixwizard.services.test import planned_pairs
+from strixwizard.tui.fit import cell_width
 from strixwizard.tui.messages import CancelTests, RunTests
 from strixwizard.tui.panels import PanelView, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
@@ -78,6 +79,29 @@ def link_title(link: str, results: list[Measurement]) -> str:
     if tcp is not None and "management network" in tcp.path:
         return f"{link}: no fabric link; TCP measured over the management network"
     return f"link {link}"
+
+
+def matrix_view(nodes: list[str], grid: dict[str, Any], width: int
+                ) -> tuple[str, list[str], list[list[str]]]:
+    """The all-pairs grid as it fits `width`, never a cut cell: "TCP / RDMA" medians; if that is
+    too wide, RDMA alone (TCP stays in the panels); then numbered columns with a legend."""
+    def cell(a: str, b: str, both: bool) -> str:
+        if a == b:
+            return "—"
+        tcp, rdma = grid["tcp_latency_us"][a].get(b), grid["rdma_latency_us"][a].get(b)
+        r = f"{rdma:.2f}" if rdma is not None else "…"
+        return (f"{tcp:.1f}" if tcp is not None else "…") + " / " + r if both else r
+
+    for both, title in ((True, "All pairs: median one-way µs, TCP / RDMA"),
+                        (False, "All pairs: median one-way RDMA µs (TCP: in the panels above)")):
+        rows = [[a, *(cell(a, b, both) for b in nodes)] for a in nodes]
+        labels = ["", *nodes]
+        if sum(cell_width(label, [r[i] for r in rows]) for i, label in enumerate(labels)) <= width:
+            return title, labels, rows
+    legend = " · ".join(f"{i} {n}" for i, n in enumerate(nodes, 1))
+    rows = [[f"{i} {a}", *(cell(a, b, False) for b in nodes)] for i, a in enumerate(nodes, 1)]
+    return (f"All pairs: median one-way RDMA µs (TCP: in the panels above); columns: {legend}",
+            ["", *(str(i) for i in range(1, len(nodes) + 1))], rows)
 
 
 class TestScreen(StepScreen, step="test", state=TestState):
@@ -231,18 +255,11 @@ class TestScreen(StepScreen, step="test", state=TestState):
             return
         self._show_matrix(True)
         grid = matrix_json(nodes, state.results, [], [])
+        title_text, labels, rows = matrix_view(nodes, grid, max(40, self.size.width - 4))
         title = self.query_one("#test-matrix-title", Static)
-        title.update("All pairs: median one-way µs, TCP / RDMA")
+        title.update(title_text)
         table: DataTable[str] = self.query_one("#test-matrix", DataTable)
         table.clear(columns=True)
-        table.add_columns("", *nodes)
-        for a in nodes:
-            cells = []
-            for b in nodes:
-                if a == b:
-                    cells.append("—")
-                    continue
-                tcp, rdma = grid["tcp_latency_us"][a].get(b), grid["rdma_latency_us"][a].get(b)
-                cells.append((f"{tcp:.1f}" if tcp is not None else "…") + " / "
-                             + (f"{rdma:.2f}" if rdma is not None else "…"))
-            table.add_row(a, *cells)
+        table.add_columns(*labels)
+        for row in rows:
+            table.add_row(*row)
