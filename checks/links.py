@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from ipaddress import ip_network
 
 from checks.lossless import effective_trust
 from checks.scope import ROCE_LINK
@@ -150,6 +151,37 @@ def same_roce_version(link: Link, site: Site) -> Iterator[Finding]:
                      "default_roce_mode to RoCE v2 on both.")
 
 
+def _no_link_detail(topology: Topology, site: Site, x: str, y: str) -> str:
+    """What is true when two nodes have no fabric link: which interfaces were taken as fabric
+    ones, and which others do share a subnet (a fabric the site file does not name yet)."""
+    def fabric(name: str) -> str:
+        ports = topology.fabric.get(name, ())
+        return f"{name}: " + (", ".join(p.netdev.name for p in ports) if ports else "none")
+
+    management = {spec.host for spec in site.nodes if spec.host}
+    facts = {node.name: node for node in topology.nodes}
+    counted = {(n, p.netdev.name) for n in (x, y) for p in topology.fabric.get(n, ())}
+    shared = []
+    for a in facts[x].netdevs:
+        for b in facts[y].netdevs:
+            if (x, a.name) in counted and (y, b.name) in counted:
+                continue
+            for ax in a.ipv4:
+                for by in b.ipv4:
+                    if ax.address in management or by.address in management or ax.scope == "host":
+                        continue
+                    if ax.address != by.address and ip_network(ax.cidr, strict=False) == ip_network(
+                            by.cidr, strict=False):
+                        shared.append(f"{x}:{a.name} {ax.cidr} and {y}:{b.name} {by.cidr}")
+    taken = (f"Fabric interfaces (an RDMA port, an RDMA-capable NIC, InfiniBand, Thunderbolt, or the "
+             f"site file's fabric_address): {fabric(x)}; {fabric(y)}; no two of them share a subnet.")
+    if shared:
+        return (f"{taken} {'; '.join(shared)} do share a subnet, but they are not fabric interfaces: "
+                "if that is the fabric, set fabric_address in site.yaml to their addresses "
+                "(`strixwizard init` with the nodes writes them).")
+    return f"{taken} Cable the RDMA NICs and give both ends addresses in one subnet."
+
+
 @site_check("site.rdma_path")
 def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
     """For each node pair, passes when a link with rdma=true joins them; Thunderbolt-only fails clearly."""
@@ -193,6 +225,4 @@ def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
                              "device on both ends; see nic.rdma_capable.")
             else:
                 yield failed(entity, observed="no fabric link found",
-                             expected="a hardware RDMA link",
-                             detail="No fabric interfaces of these nodes share a subnet: cable them "
-                             "and give both ends addresses in one subnet (site.yaml fabric_address).")
+                             expected="a hardware RDMA link", detail=_no_link_detail(topology, site, x, y))

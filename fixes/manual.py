@@ -56,8 +56,8 @@ rccl_gfx1151 = manual_fix(
     summary="Install an RCCL built with gfx1151 code objects (RCCL >= 2.28.3)",
     reversible=True,
     reboot=False,
-    how="install RCCL >= 2.28.3 (ROCm/rocm-systems PR #3415) or a gfx1151 build (e.g. kyuz0's "
-    "gfx1151-rccl), or run vLLM in a container that has one",
+    how="install RCCL >= 2.28.3 (ROCm/rocm-systems PR #3415) or a gfx1151 build (e.g. the "
+    "gfx1151-rccl branch of https://github.com/kyuz0/rocm-systems), or run vLLM in a container that has one",
 )
 
 _RDMA_NICS = rdma_nic_families()

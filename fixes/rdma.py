@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from checks.scope import roce_fabric
 from fixes.declare import fix
 from fixes.lossless import roce_dscp
-from fixes.steps import command_step, file_step, mkdir_step, unit_steps, write_step
+from fixes.steps import command_step, file_step, mkdir_step, no_systemd, unit_steps, write_step
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.devlink import DEVLINK_PARAMS
 from strixwizard.fixing.context import PlanContext
@@ -86,7 +86,7 @@ def _persist_configfs(ctx: PlanContext, node: NodeFacts, device: str, number: in
                       tos: int, steps: list[Step]) -> tuple[list[Step], str]:
     facts = node.persistence
     if not facts.systemd:
-        return steps, f"runtime only: init is {facts.init or 'unknown'!r}, not systemd"
+        return steps, f"runtime only: {no_systemd(facts.init)}, so nothing re-applies it at boot"
     if not device.isprintable():
         return steps, (f"runtime only: the RDMA device name {device!r} cannot be written on a "
                        "tmpfiles.d line")

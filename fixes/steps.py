@@ -58,6 +58,13 @@ def file_step(path: str, summary: str, before: str | None, content: str, persist
                 before=before, after=content, persistence=persistence, reboot=reboot)
 
 
+def no_systemd(init: str | None) -> str:
+    """Why a node gets no boot-time unit, in plain words (`init` is the name of its PID 1)."""
+    if not init:
+        return "the node does not run systemd (its first process could not be read)"
+    return f"the node does not run systemd (its first process is {init})"
+
+
 def unit_name(fix_id: str, entity: str) -> str:
     """`strixwizard-<fix>-<entity>.service`; `entity` "*" gives the pattern of them all."""
     clean = entity if entity == "*" else re.sub(r"[^A-Za-z0-9:_.-]", "-", entity)
@@ -111,9 +118,8 @@ def unit_steps(node: NodeFacts, fix_id: str, entity: str, description: str,
     persistence sentence; without systemd, no steps and a sentence saying it is runtime only."""
     facts = node.persistence
     if not facts.systemd:
-        init = facts.init or "unknown"
-        return [], (f"runtime only: the node's init is {init!r}, not systemd; re-run these "
-                    "commands at boot with your init system")
+        return [], (f"runtime only: {no_systemd(facts.init)}, so no unit can replay these "
+                    "commands at boot; run them at boot from your init system")
     name = unit_name(fix_id, entity)
     path = f"{UNIT_DIR}/{name}"
     content = unit_text(fix_id, description, commands, netdev)

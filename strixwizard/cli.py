@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_site_options(doctor, demo_help="run on the bundled demo site")
     doctor.add_argument(
-        "--snapshot", type=Path, action="append", default=[], metavar="PATH",
-        help="a captured node (directory or .tar.gz); repeat for several nodes",
+        "--snapshot", type=Path, action="extend", nargs="+", default=[], metavar="PATH",
+        help="captured nodes (directories or .tar.gz); a site's bundle (`capture --site`) "
+        "replays as that site: `--snapshot bundle/*`",
     )
     doctor.add_argument("--only", action="append", default=[], metavar="ID",
                         help="run only this check or area (repeatable)")
@@ -89,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--key", metavar="PATH", help="SSH private key for the --node entries")
     init.add_argument("--inventory", type=Path, metavar="FILE",
                       help="take the nodes from an Ansible YAML inventory")
+    init.add_argument("--no-probe", action="store_true",
+                      help="do not read the nodes: leave fabric_address for you to fill in")
+    init.add_argument("--trust-new-hosts", action="store_true",
+                      help="accept and remember SSH host keys not yet in known_hosts")
+
     timer = init.add_argument_group("monitoring (--timer)")
     timer.add_argument("--timer", action="store_true",
                        help="write a systemd service and timer running `doctor --site FILE --prometheus "
@@ -198,9 +205,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         emit(report.to_json())
     else:
+        from strixwizard.nextstep import site_options
         from strixwizard.textreport import render
 
-        render(report, sys.stdout, verbose=args.verbose, strict=args.strict)
+        render(report, sys.stdout, verbose=args.verbose, strict=args.strict,
+               site_options=None if args.snapshot else site_options(args))
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
     if args.prometheus is not None:
@@ -239,6 +248,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from strixwizard.probe.capture import capture_site
     from strixwizard.targets import RunRequest, resolve_site
 
+    if args.tar:
+        raise UsageError("--tar writes this machine's snapshot as one archive; with --site every "
+                         "node already gets its own .tar.gz under --out (leave out --tar)")
     site = resolve_site(RunRequest(site_file=args.site, inventory=args.inventory))
     assert site is not None
     progress = node_progress(node_printer()) if sys.stderr.isatty() else None
@@ -248,8 +260,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     for name, reason in outcome.failed.items():
         print(f"{name}: not captured: {reason}", file=sys.stderr)
     if outcome.written:
-        replay = " ".join(f"--snapshot {p}" for p in outcome.written.values())
-        print(f"replay with: strixwizard doctor {replay}")
+        replay = shlex.join(["strixwizard", "doctor", "--snapshot", *map(str, outcome.written.values())])
+        print(f"replay as the site with: {replay}")
     if not outcome.written:
         return EXIT_NO_VERDICT
     return EXIT_FAIL if outcome.failed else EXIT_OK
@@ -273,7 +285,16 @@ def cmd_init(args: argparse.Namespace) -> int:
     else:
         nodes = [parse_node_argument(text, args.key) for text in args.node]
     name = args.name or args.out.resolve().parent.name or "site"
-    written = write_site_file(args.out, name, nodes)
+    found = None
+    if nodes and not args.no_probe:
+        from strixwizard.init import check_site_file, probe_nodes
+
+        check_site_file(args.out, name, nodes)
+        found = probe_nodes(nodes, args.trust_new_hosts, node_printer() if sys.stderr.isatty() else None)
+        for node, what in found.items():
+            print(f"{node}: fabric_address {what.address}: {what.how}" if what.address
+                  else f"{node}: no fabric_address: {what.how}", file=sys.stderr)
+    written = write_site_file(args.out, name, nodes, found)
     print(f"site file written to {written}; edit it, then: strixwizard doctor --site {written}")
     return EXIT_OK
 
@@ -344,6 +365,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what was run, for next-step commands
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
                 "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain,

@@ -1,14 +1,36 @@
-"""`strixwizard init`: write a site file for a new site, commented, ready to edit."""
+"""`strixwizard init`: write a site file for a new site, commented, ready to edit.
+
+With nodes given, each is read once (one collection, as `doctor` reads it) and the
+address of its fabric interface is written as `fabric_address`: the end of a link the
+topology found (RDMA links first), else an interface sharing a subnet with another
+node's that is not the management network. A node that could not be read, or has no
+such interface, keeps a commented line saying so.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from strixwizard.errors import UsageError
-from strixwizard.site import Fabric, NodeSpec, Thresholds, parse_site
+from strixwizard.site import Fabric, NodeSpec, Site, Thresholds, parse_site
+
+if TYPE_CHECKING:
+    from strixwizard.engine import Node
+    from strixwizard.services.common import OnNode
+
+
+@dataclass(frozen=True)
+class Found:
+    """The fabric address found on a node, where, and why; or why none was written."""
+
+    address: str | None
+    how: str
 
 _NODE = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)=(?:(?P<user>[^@\s]+)@)?(?P<host>[^:\s]+)(?::(?P<port>\d+))?$")
 
@@ -27,7 +49,70 @@ def parse_node_argument(text: str, key: str | None) -> NodeSpec:
     )
 
 
-def _node_yaml(node: NodeSpec) -> str:
+def _shared_subnets(nodes: Sequence[Node], management: set[str]) -> dict[str, Found]:
+    """Per node, an address in a subnet another node also has (not loopback, link-local or a
+    management address): a fabric the topology does not know as one (no RDMA device)."""
+    found: dict[str, Found] = {}
+    for i, x in enumerate(nodes):
+        for y in nodes[i + 1:]:
+            if x.facts is None or y.facts is None:
+                continue
+            for a in x.facts.netdevs:
+                for b in y.facts.netdevs:
+                    for ax in a.ipv4:
+                        for by in b.ipv4:
+                            net = ipaddress.ip_network(ax.cidr, strict=False)
+                            usable = not ({ax.address, by.address} & management) and ax.scope != "host" \
+                                and ax.address != by.address and not net.is_loopback \
+                                and not net.is_link_local
+                            if usable and net == ipaddress.ip_network(by.cidr, strict=False):
+                                found.setdefault(x.report.name, Found(ax.address, f"{a.name}, shares {net} "
+                                                 f"with {y.report.name}:{b.name}"))
+                                found.setdefault(y.report.name, Found(by.address, f"{b.name}, shares {net} "
+                                                 f"with {x.report.name}:{a.name}"))
+    return found
+
+
+def fabric_addresses(site: Site, nodes: Sequence[Node]) -> dict[str, Found]:
+    """What `init` writes as each node's fabric_address (see the module docstring)."""
+    from strixwizard.topology import build_topology
+
+    facts = [n.facts for n in nodes if n.facts is not None]
+    topology = build_topology(facts, site)
+    found: dict[str, Found] = {}
+    for link in sorted(topology.links, key=lambda link: not link.rdma):
+        for end, other in ((link.a, link.b), (link.b, link.a)):
+            if end.ipv4 is not None and end.node.name not in found:
+                found[end.node.name] = Found(end.ipv4.address, f"{end.netdev.name}, {link.transport} "
+                                             f"link to {other.label}")
+    management = {spec.host for spec in site.nodes if spec.host}
+    for name, shared in _shared_subnets(nodes, management).items():
+        found.setdefault(name, shared)
+    for node in nodes:
+        if node.facts is None:
+            found[node.report.name] = Found(None, f"not read: {node.report.error or 'unreachable'}")
+        else:
+            found.setdefault(node.report.name, Found(None, "no interface shares a subnet with another "
+                                                     "node's (other than the management network)"))
+    return found
+
+
+def probe_nodes(nodes: Sequence[NodeSpec], trust_new_hosts: bool = False,
+                on_node: OnNode | None = None) -> dict[str, Found]:
+    """Read each node once and find its fabric address (nodes whose address is given keep it)."""
+    from strixwizard.services.discover import reach
+
+    site = Site(name="init", nodes=tuple(nodes))
+    read = reach(site, [n.name for n in nodes], on_node=on_node, trust_new_hosts=trust_new_hosts)
+    found = fabric_addresses(site, read)
+    return {n.name: found[n.name] for n in nodes if n.fabric_address is None and n.name in found}
+
+
+def with_fabric_addresses(nodes: Sequence[NodeSpec], found: dict[str, Found]) -> list[NodeSpec]:
+    return [replace(n, fabric_address=found[n.name].address) if n.name in found else n for n in nodes]
+
+
+def _node_yaml(node: NodeSpec, found: Found | None = None) -> str:
     lines = [f"  - name: {node.name}", f"    host: {node.host}"]
     if not node.is_local:
         lines.append(f"    user: {node.user}")
@@ -35,15 +120,22 @@ def _node_yaml(node: NodeSpec) -> str:
             lines.append(f"    port: {node.port}")
         if node.key:
             lines.append(f"    key: {node.key}")
-    lines.append("    # fabric_address: 192.168.100.1   # the node's address on the RDMA link")
+    if node.fabric_address and found is not None:
+        lines.append(f"    fabric_address: {node.fabric_address}   # found by init: {found.how}")
+    elif node.fabric_address:
+        lines.append(f"    fabric_address: {node.fabric_address}")
+    elif found is not None:
+        lines.append(f"    # fabric_address: none written: {found.how}")
+    else:
+        lines.append("    # fabric_address: 192.168.100.1   # the node's address on the RDMA link")
     return "\n".join(lines)
 
 
-def site_yaml(name: str, nodes: Sequence[NodeSpec]) -> str:
+def site_yaml(name: str, nodes: Sequence[NodeSpec], found: dict[str, Found] | None = None) -> str:
     fabric, thresholds = Fabric(), Thresholds()
     if not nodes:
         nodes = [NodeSpec(name=socket.gethostname(), host="local")]
-    body = "\n".join(_node_yaml(n) for n in nodes)
+    body = "\n".join(_node_yaml(n, (found or {}).get(n.name)) for n in nodes)
     return f"""\
 # strixwizard site file. `strixwizard doctor --site THIS_FILE` checks every node.
 site: {name}
@@ -80,12 +172,21 @@ ssh:
 """
 
 
-def write_site_file(out: Path, name: str, nodes: Sequence[NodeSpec]) -> Path:
+def check_site_file(out: Path, name: str, nodes: Sequence[NodeSpec]) -> None:
+    """Refuse before anything is read: an existing file, a missing folder, nodes that do not
+    make a site (a name used twice...)."""
     if out.exists():
         raise UsageError(f"{out}: already exists; edit it, or choose another path with --out")
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent}: no such directory")
-    text = site_yaml(name, nodes)
+    parse_site(site_yaml(name, nodes), str(out), out)
+
+
+def write_site_file(out: Path, name: str, nodes: Sequence[NodeSpec],
+                    found: dict[str, Found] | None = None) -> Path:
+    check_site_file(out, name, nodes)
+    nodes = with_fabric_addresses(nodes, found or {})
+    text = site_yaml(name, nodes, found)
     parse_site(text, str(out), out)  # what we write must read back
     out.write_text(text, encoding="utf-8")
     return out

@@ -176,13 +176,16 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     """The site and its nodes; with nothing given, this machine is the one node."""
     site = resolve_site(request)
     nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector) if site else []
+    from strixwizard.probe.capture import replayed_site
+
     taken = {n.report.name for n in nodes}
-    for path in request.snapshots:
-        probe = _load_snapshot(path)
-        name = _unique(probe.host or path.name, taken)
+    loaded = [(path, _load_snapshot(path)) for path in request.snapshots]
+    bundle = replayed_site(loaded) if site is None else None  # a site's bundle: the same site
+    for index, (path, probe) in enumerate(loaded):
+        name = _unique(bundle.nodes[index].name if bundle else probe.host or path.name, taken)
         nodes.append(local_node(name, probe, str(path), "snapshot"))
     if site is None:
-        site = Site(name="snapshots" if request.snapshots else "local")
+        site = bundle or Site(name="snapshots" if request.snapshots else "local")
     if request.allow_soft_rdma:
         site = replace(site, allow_soft_rdma=True)
     if not nodes:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
 from strixwizard.engine import Report
@@ -58,8 +62,75 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _result_lines(result: CheckResult, paint: _Painter, width: int) -> list[str]:
-    lines = [f"  {paint.status(result.status)} {result.id.ljust(width)} {result.entity}"]
+def terminal_width(fallback: int = 100) -> int:
+    """The terminal's width (COLUMNS first, as `shutil.get_terminal_size` reads it), at least 40."""
+    return max(40, shutil.get_terminal_size((fallback, 24)).columns)
+
+
+def wrap(line: str, width: int) -> list[str]:
+    """One line wrapped at word boundaries within `width`, every part at the line's indent (a
+    heading or list line's rest a little deeper, so it does not read as a line of its own)."""
+    indent = line[:len(line) - len(line.lstrip(" "))]
+    if len(line) <= width or not line.strip():
+        return [line]
+    hanging = indent + "    " if len(indent) <= 2 else indent  # a list line: its rest hangs under it
+    return textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=hanging,
+                         break_long_words=False, break_on_hyphens=False) or [line]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding as the text report shows it: identical results on several nodes are one."""
+
+    result: CheckResult
+    hosts: tuple[str, ...]
+    entity: str  # the entity without its node, when it names one
+
+    @property
+    def where(self) -> str:
+        if len(self.hosts) < 2:
+            return self.result.entity
+        on = "on nodes " + ", ".join(self.hosts)
+        return f"{self.entity} {on}" if self.entity else on
+
+
+def _without_host(result: CheckResult) -> str:
+    """`node-a/0000:c2:00.0` → `0000:c2:00.0`, `node-b:enp194s0np0` → `enp194s0np0`, `node-b` → ``."""
+    host, entity = result.host, result.entity
+    if not host or not entity.startswith(host):
+        return entity
+    rest = entity[len(host):]
+    if rest and rest[0] in "/:":
+        return rest[1:]
+    return "" if not rest else entity
+
+
+def group(results: Sequence[CheckResult]) -> list[Finding]:
+    """Results that say the same thing (check, status, observed, expected, detail, fix) about the
+    same kind of entity on different nodes become one finding listing the nodes."""
+    groups: dict[tuple[object, ...], list[CheckResult]] = {}
+    for result in results:
+        entity = _without_host(result) if result.host else result.entity
+        key: tuple[object, ...] = (result.id, result.status, entity if result.host else result.entity,
+                                   result.observed, result.expected, result.detail, result.fix,
+                                   result.host is None)
+        groups.setdefault(key, []).append(result)
+    findings = []
+    for members in groups.values():
+        first = members[0]
+        hosts = tuple(dict.fromkeys(m.host for m in members if m.host))
+        findings.append(Finding(first, hosts, _without_host(first) if first.host else first.entity))
+    return findings
+
+
+def finding_footer(result: CheckResult) -> list[str]:
+    """Lines closing a finding's block: where to read more about it."""
+    return [f"more: strixwizard explain {result.id}"]
+
+
+def _result_lines(finding: Finding, paint: _Painter, width: int) -> list[str]:
+    result = finding.result
+    lines = [f"  {paint.status(result.status)} {result.id.ljust(width)} {finding.where}"]
     if result.observed or result.expected:
         observed = result.observed or "?"
         want = f" (want {result.expected})" if result.expected and result.status != Status.PASS else ""
@@ -69,8 +140,25 @@ def _result_lines(result: CheckResult, paint: _Painter, width: int) -> list[str]
     if result.fix is not None:
         reboot = ", needs a reboot" if result.fix.reboot else ""
         lines.append(f"        fix {result.fix.id}: {result.fix.summary}{reboot}")
-    lines.append(f"        more: strixwizard explain {result.id}")
+    lines += [f"        {line}" for line in finding_footer(result)]
     return lines
+
+
+def next_command(report: Report, site_options: Sequence[str] | None) -> str | None:
+    """The one command to run next, with the options that chose this site; None when there is
+    none to suggest (no verdict, or snapshots given with --snapshot, which `fix` cannot take)."""
+    if site_options is None or report.no_verdict is not None:
+        return None
+    import shlex
+
+    fixable = any(r.fix is not None and r.status in (Status.FAIL, Status.WARN, Status.ERROR)
+                  for r in report.checks)
+    if fixable:
+        return shlex.join(["strixwizard", "fix", *site_options])
+    if report.summary["fail"] or report.summary["error"] or len(report.hosts) < 2:
+        return None
+    kind = "latency" if len(report.hosts) == 2 else "matrix"
+    return shlex.join(["strixwizard", "test", kind, *site_options])
 
 
 def _unreachable_part(report: Report, paint: _Painter) -> str | None:
@@ -82,10 +170,20 @@ def _unreachable_part(report: Report, paint: _Painter) -> str | None:
     return f"{text}, allowed" if report.allow_unreachable else paint(text, "31")
 
 
-def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool = False) -> None:
+def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool = False,
+           site_options: Sequence[str] | None = None, width: int | None = None) -> None:
+    """The report for a terminal, wrapped within `width` (default: the terminal's); it ends with
+    the one command to run next when there is one (see `next_command`)."""
+    columns = width or terminal_width()
+
+    def write(text: str) -> None:
+        for line in text.rstrip("\n").split("\n"):
+            stream.write("\n".join(wrap(line, columns)) + "\n")
+
     paint = _Painter(use_colour(stream))
     reachable = [h for h in report.hosts if h.reachable]
     counts = report.summary
+    following = next_command(report, site_options)
     shown = [
         r for r in report.checks
         if verbose or r.status in (Status.FAIL, Status.ERROR, Status.WARN)
@@ -93,27 +191,35 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
     quiet = not shown and all(h.reachable for h in report.hosts) and report.checks
     if quiet:
         skipped = f", {counts['skip']} skipped (-v lists them)" if counts["skip"] else ""
-        stream.write(
-            paint("✓", "32")
-            + f" {_plural(counts['pass'], 'check')} passed on {_plural(len(reachable), 'node')}"
-            + f" of site {report.site}{skipped}\n"
-        )
+        write(paint("✓", "32")
+              + f" {_plural(counts['pass'], 'check')} passed on {_plural(len(reachable), 'node')}"
+              + f" of site {report.site}{skipped}")
+        if following:
+            stream.write(f"next: {following}\n")  # a command to copy: never wrapped
         return
-    stream.write(f"site {report.site}: {_plural(len(report.hosts), 'node')}\n")
+    write(f"site {report.site}: {_plural(len(report.hosts), 'node')}")
     for host in report.hosts:
-        line = _host_line(host)
-        stream.write(f"  {paint(line, '31') if not host.reachable else line}\n")
+        line = "  " + _host_line(host)
+        write(paint(line, "31") if not host.reachable else line)
     if report.links:
-        stream.write(f"links: {len(report.links)}\n")
+        write(f"links: {len(report.links)}")
         for link in report.links:
-            stream.write(_link_line(link, paint) + "\n")
+            write(_link_line(link, paint))
     if shown:
         stream.write("\n")
-        width = max(len(r.id) for r in shown)
-        order = sorted(shown, key=lambda r: (-r.status.rank, r.id, r.host or ""))
-        for result in order:
-            stream.write("\n".join(_result_lines(result, paint, width)) + "\n")
+        findings = group(shown)
+        id_width = max(len(f.result.id) for f in findings)
+        order = sorted(findings, key=lambda f: (-f.result.status.rank, f.result.id, f.hosts))
+        for finding in order:
+            for line in _result_lines(finding, paint, id_width):
+                write(line)
     stream.write("\n")
+    if report.no_verdict is not None:
+        down = _unreachable_part(report, paint)
+        if down:
+            write(down)
+        write(paint(f"{report.no_verdict}: no verdict", "31"))
+        return
     parts = [
         paint(f"{counts['fail']} failed", "31") if counts["fail"] else "0 failed",
         paint(f"{counts['error']} errors", "35") if counts["error"] else None,
@@ -122,12 +228,12 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
         f"{counts['skip']} skipped" if counts["skip"] else None,
         _unreachable_part(report, paint),
     ]
-    stream.write(" · ".join(p for p in parts if p) + "\n")
-    if report.no_verdict is not None:
-        stream.write(paint(f"{report.no_verdict}: no verdict\n", "31"))
-    elif report.counts_unreachable:
+    write(" · ".join(p for p in parts if p))
+    if report.counts_unreachable:
         names = ", ".join(h.name for h in report.unreachable)
-        stream.write(paint(f"not judged: {names}: the run is an error until every node is "
-                           "reached (--allow-unreachable judges the reachable nodes alone)\n", "31"))
+        write(paint(f"not judged: {names}: the run is an error until every node is "
+                    "reached (--allow-unreachable judges the reachable nodes alone)", "31"))
     elif strict and counts["warn"] and not counts["fail"]:
-        stream.write("--strict: warnings count as failures\n")
+        write("--strict: warnings count as failures")
+    if following:
+        stream.write(f"next: {following}\n")  # a command to copy: never wrapped

@@ -195,7 +195,7 @@ def test_fix_demo_shows_the_plan_per_node_with_before_and_after(cli, state) -> N
     assert "node-b:" in out and "enp194s0np0: 1500 → 9000" in out
     assert "run:  ethtool -A enp194s0np0 rx off tx off" in out
     assert "undo: ethtool -A enp194s0np0 rx on tx on" in out
-    assert "Apply with: strixwizard fix --apply" in out
+    assert "Apply with: strixwizard fix --demo --apply" in out
 
 
 def test_fix_json_is_one_document_with_plans_and_steps(cli, state) -> None:

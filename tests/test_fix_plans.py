@@ -107,7 +107,7 @@ def test_runtime_only_plans_no_persistence_and_no_systemd_says_so(tmp_path: Path
     plan = plan_of(tmp_path / "x", pair(RoceSetup(mtu=1500, roce_mode="RoCE v2"), init=False),
                    ("net.mtu",))
     (mtu,) = steps_of(plan, "net.mtu", "node-b")
-    assert mtu.persistence.startswith("runtime only: the node's init is 'unknown'")
+    assert mtu.persistence.startswith("runtime only: the node does not run systemd")
 
 
 def test_pfc_plans_the_site_priority_only_and_its_own_traffic_class(tmp_path: Path) -> None:

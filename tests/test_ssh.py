@@ -74,6 +74,69 @@ def test_the_lab_nodes_facts_come_from_their_own_namespace(lab3: Lab, tmp_path: 
     assert replay.rc == 1
 
 
+def _but_for_source(report: dict) -> dict:
+    """A doctor report without what differs between a node read live and its snapshot."""
+    doc = {k: v for k, v in report.items() if k != "generated_at"}
+    doc["hosts"] = [{k: v for k, v in h.items() if k not in ("source", "address")} for h in doc["hosts"]]
+    return doc
+
+
+def test_a_site_bundle_replays_as_the_site(lab3: Lab, tmp_path: Path) -> None:
+    """`capture --site` then `doctor --snapshot bundle/*`: same names, links and findings."""
+    site = lab3.write_site_yaml(tmp_path / "lab.yaml")
+    live = _doctor(site)
+    capture = run_cli("capture", "--site", str(site), "--out", str(tmp_path / "bundle"))
+    assert capture.rc == 0, capture.stderr
+    archives = sorted(str(a) for a in (tmp_path / "bundle").glob("*.tar.gz"))
+    assert f"replay as the site with: strixwizard doctor --snapshot {' '.join(archives)}" in capture.stdout
+    replay = run_cli("doctor", "--json", "--snapshot", *archives)
+    assert replay.rc == live.rc
+    replayed, real = replay.json(), live.json()
+    assert [h["name"] for h in replayed["hosts"]] == ["node0", "node1", "node2"]
+    assert {h["source"] for h in replayed["hosts"]} == {"snapshot"}
+    assert [link["id"] for link in replayed["links"]] == [link["id"] for link in real["links"]]
+    assert any("fab0" in link["id"] for link in real["links"])
+    assert _but_for_source(replayed) == _but_for_source(real)
+    refused = run_cli("capture", "--site", str(site), "--tar", "--out", str(tmp_path / "b.tar.gz"))
+    assert refused.rc == 2 and "leave out --tar" in refused.stderr
+    assert not (tmp_path / "b.tar.gz").exists()
+
+
+def test_init_reads_the_nodes_and_writes_their_fabric_addresses(lab3: Lab, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "known_hosts").write_text(lab3.known_hosts.read_text())
+    out = tmp_path / "site.yaml"
+    nodes = [arg for h in lab3.hosts for arg in ("--node", f"{h.name}=root@{h.mgmt_addr}")]
+    before = [host.exec_count() for host in lab3.hosts]
+    result = run_cli("init", "--out", str(out), *nodes, "--key", str(lab3.client_key),
+                     env={"HOME": str(home)})
+    assert result.rc == 0, result.stderr
+    assert [host.exec_count() - b for host, b in zip(lab3.hosts, before, strict=True)] == [1, 1, 1]
+    from strixwizard.site import load_site
+
+    written = {n.name: n.fabric_address for n in load_site(out).nodes}
+    with_fabric = [h for h in lab3.hosts if h.fabric_addr]
+    assert with_fabric and all(written[h.name] == h.fabric_addr for h in with_fabric)
+    assert all(written[h.name] is None for h in lab3.hosts if not h.fabric_addr)
+    text = out.read_text()
+    assert "found by init: fab0" in text
+    report = run_cli("doctor", "--site", str(out), "--json", env={"HOME": str(home)}).json()
+    assert any("fab0" in link["id"] for link in report["links"])
+    paths = [c for c in report["checks"] if c["id"] == "site.rdma_path"]
+    for check in paths:
+        assert "No fabric interfaces of these nodes share a subnet" not in check["detail"]
+    # without the addresses, doctor says what is true: fab0 on both ends does share a subnet
+    bare = tmp_path / "bare.yaml"
+    assert run_cli("init", "--out", str(bare), *nodes, "--key", str(lab3.client_key), "--no-probe").rc == 0
+    report = run_cli("doctor", "--site", str(bare), "--json", env={"HOME": str(home)}).json()
+    a, b = with_fabric[:2]
+    (pair,) = [c for c in report["checks"]
+               if c["id"] == "site.rdma_path" and c["entity"] == f"{a.name} <-> {b.name}"]
+    assert f"{a.name}:fab0 {a.fabric_addr}/30 and {b.name}:fab0 {b.fabric_addr}/30 do share a subnet" \
+        in pair["detail"], pair["detail"]
+
+
 def test_unknown_host_key_is_refused_with_its_fingerprint_then_trusted(lab3: Lab, tmp_path: Path
                                                                       ) -> None:
     known = tmp_path / "known_hosts"

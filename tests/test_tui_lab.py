@@ -65,6 +65,12 @@ async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_pa
         assert sorted(tuple(sorted(m.pair)) for m in tcp) == [
             ("node0", "node1"), ("node0", "node2"), ("node1", "node2")]
         assert all(m.status is Status.PASS for m in tcp), [m.summary for m in tcp]
+        # node2 has no fabric veth: its panels say the TCP baseline went over the management network
+        from textual.widgets import Static
+
+        title = str(app.screen.query_one("#title-node0-node2", Static).render())
+        assert title == "node0-node2: no fabric link; TCP measured over the management network", title
+        assert str(app.screen.query_one("#title-node0-node1", Static).render()) == "link node0-node1"
 
         grid = app.screen.query_one("#test-matrix", DataTable)
         assert grid.display

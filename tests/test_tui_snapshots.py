@@ -22,7 +22,9 @@ SnapCompare = Callable[..., bool]
 
 @pytest.fixture(autouse=True)
 def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    """A home of its own: paths on screen read `~/.local/state/...` in every run."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
 
 
 def go_to(step: str, theme: str | None = None) -> Callable[[Pilot[Any]], Any]:
@@ -71,3 +73,15 @@ def test_deploy_screen(snap_compare: SnapCompare) -> None:
 
 def test_test_screen_before_a_run(snap_compare: SnapCompare) -> None:
     assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("6"))
+
+
+def test_site_screen(snap_compare: SnapCompare) -> None:
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("1"))
+
+
+def test_fix_screen(snap_compare: SnapCompare) -> None:
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("4"))
+
+
+def test_report_screen_before_a_test_run(snap_compare: SnapCompare) -> None:
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("7"))

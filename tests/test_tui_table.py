@@ -46,3 +46,37 @@ def test_cells_painted_before_the_columns_widen_are_drawn_again() -> None:
 @pytest.mark.xfail(reason="Textual's own DataTable keeps cells drawn at the old width", strict=False)
 def test_textual_datatable_keeps_stale_cells() -> None:
     assert "Ryzen AI Max+ 395" in asyncio.run(drawn_before_sized(DataTable()))
+
+
+class LongTable(App[None]):
+    CSS_PATH = str(__import__("pathlib").Path(__file__).resolve().parent.parent / "strixwizard" / "tui"
+                   / "app.tcss")
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import VerticalScroll
+
+        with VerticalScroll(id="body"):
+            yield SizedTable(id="long", cursor_type="row")
+
+
+def test_a_long_table_has_no_scrollbar_of_its_own_and_the_body_follows_its_cursor() -> None:
+    async def run() -> tuple[bool, int, int, int]:
+        app = LongTable()
+        async with app.run_test(size=(80, 15)) as pilot:
+            table = app.query_one("#long", SizedTable)
+            table.add_columns("node", "state")
+            for i in range(40):
+                table.add_row(f"node{i}", "ok")
+            await pilot.pause()
+            table.focus()
+            for _ in range(30):
+                await pilot.press("down")
+            await pilot.pause()
+            body = app.query_one("#body")
+            _, y, _, _ = table._get_row_region(table.cursor_row)
+            return (table.show_vertical_scrollbar, int(body.scroll_y), table.virtual_region.y + y,
+                    body.scrollable_content_region.height)
+
+    own_scrollbar, scrolled, row_at, visible = asyncio.run(run())
+    assert not own_scrollbar
+    assert scrolled <= row_at < scrolled + visible  # the cursor row is on screen

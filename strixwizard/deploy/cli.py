@@ -221,7 +221,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if preview.replayed:
         if mode != "plan":
             deploy.refuse_replayed(preview)
-        return _show(args, site.name, preview.plan)
+        return _show(args, site.name, preview.plan, applicable=False)
     with deploy.opened(site, preview.plan, _options(args)) as cluster:
         if cluster.refused is not None:
             return _refused(args, site.name, mode, cluster.refused)
@@ -232,7 +232,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         return _apply(args, site, cluster, on_step)
 
 
-def _show(args: argparse.Namespace, site: str, plan: Any) -> int:
+def _show(args: argparse.Namespace, site: str, plan: Any, applicable: bool = True) -> int:
+    """The plan; with the command that applies it, unless it cannot be applied (snapshots)."""
     import sys
 
     from strixwizard.services.output import EXIT_OK, emit, envelope
@@ -241,8 +242,12 @@ def _show(args: argparse.Namespace, site: str, plan: Any) -> int:
         emit(envelope(site, mode="plan", status="planned", plan=plan.to_json()))
     else:
         from strixwizard.deploy.llama_render import render_plan
+        from strixwizard.nextstep import same_command
 
-        render_plan(plan, sys.stdout)
+        render_plan(plan, sys.stdout, same_command(args.argv, drop=("--plan",), add=("--apply",))
+                    if applicable else None)
+        if not applicable:
+            print("The nodes are snapshots: this plan is shown, it cannot be applied.")
     return EXIT_OK
 
 
@@ -273,8 +278,14 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
     from strixwizard.services.output import emit, envelope, exit_code
 
     plan = cluster.plan
+    if plan.site_plan.changes and not args.yes and not sys.stdin.isatty():  # the refusal alone, first
+        from strixwizard.errors import UsageError
+        from strixwizard.nextstep import same_command
+
+        raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; pass "
+                         f"--yes to apply from a script: {same_command(args.argv, add=('--yes',))}")
     if not args.json:
-        render_deploy(plan, sys.stdout)
+        render_deploy(plan, sys.stdout, None)
     deployed = apply_on(cluster, site, terminal_confirm(args.yes), _options(args), on_step,
                         smoke=not args.no_smoke)
     report, smoke = deployed.report, deployed.smoke
@@ -286,7 +297,12 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
     else:
         render_apply(report, sys.stdout)
         if report.nodes and report.status not in ("aborted", "nothing-to-do"):
-            print(f"Undo this deploy with: strixwizard deploy --rollback {report.run_id}")
+            import shlex
+
+            from strixwizard.nextstep import journal_options
+
+            print("Undo this deploy with: " + shlex.join(["strixwizard", "deploy", *journal_options(args),
+                                                         "--rollback", report.run_id]))
         if smoke is not None:
             render_smoke(smoke, sys.stdout)
     return exit_code(deployed.ok)

@@ -12,15 +12,16 @@ from strixwizard.fixing.model import Step
 from strixwizard.fixing.render import step_lines
 
 
-def render_plan(plan: DeployPlan, out: TextIO) -> None:
-    """Either stack's plan: the llama.cpp one here, the Ray one in deploy/render.py."""
+def render_plan(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
+    """Either stack's plan: the llama.cpp one here, the Ray one in deploy/render.py.
+    `apply_command`: the command that applies it ("": the default; None: it is running)."""
     if isinstance(plan, LlamaPlan):
-        render_llama(plan, out)
+        render_llama(plan, out, apply_command)
     else:
-        render_deploy(plan, out)
+        render_deploy(plan, out, apply_command)
 
 
-def render_llama(plan: LlamaPlan, out: TextIO) -> None:
+def render_llama(plan: LlamaPlan, out: TextIO, apply_command: str | None = "") -> None:
     env, llama = plan.env, plan.llama
     out.write(f"Deploy plan for site {env.site}: llama.cpp RPC, {env.profile} profile "
               f"({env.transport}), head {env.head}, {len(plan.workers)} RPC worker(s)\n")
@@ -40,7 +41,8 @@ def render_llama(plan: LlamaPlan, out: TextIO) -> None:
               + ("" if llama.model else "  (not started: no --model)") + "\n")
     out.write("  RDMA: negotiated by llama.cpp itself at each connection; GGML_RDMA_DEV and "
               "GGML_RDMA_GID come from each node's RDMA port and GID table\n")
-    render_changes(plan, out, _step_text, "strixwizard deploy --stack llama-rpc --apply")
+    render_changes(plan, out, _step_text, "strixwizard deploy --stack llama-rpc --apply"
+                   if apply_command == "" else apply_command)
 
 
 def _step_text(step: Step) -> list[str]:

@@ -43,18 +43,19 @@ def render_env(plan: DeployPlan, out: TextIO) -> None:
         out.writelines(f"      ← {source}\n" for source in distinct)
 
 
-def render_deploy(plan: DeployPlan, out: TextIO) -> None:
+def render_deploy(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
     env = plan.env
     out.write(f"Deploy plan for site {env.site}: {env.profile} profile ({env.transport}), "
               f"head {env.head}, {len(env.nodes)} nodes\n")
     out.write(f"Fabric: {', '.join(env.links)}\n")
     out.write(f"Files go to {plan.settings.target_dir} (--target-dir)\n\n")
     render_env(plan, out)
-    render_changes(plan, out, lines_of, "strixwizard deploy --apply")
+    render_changes(plan, out, lines_of,
+                   "strixwizard deploy --apply" if apply_command == "" else apply_command)
 
 
 def render_changes(plan: DeployPlan, out: TextIO, step_text: Callable[[Step], list[str]],
-                   apply_command: str) -> None:
+                   apply_command: str | None) -> None:
     """Either stack's warnings and changes per node, then how to apply and undo them."""
     if plan.notes:
         out.write("\nWarnings:\n")
@@ -66,7 +67,9 @@ def render_changes(plan: DeployPlan, out: TextIO, step_text: Callable[[Step], li
         for p in plans:
             tag = "notes" if not p.steps else "reversible" if p.reversible else "NOT reversible"
             render_fix(p, tag, out, step_text)
-    if site.changes:
+    if site.changes and apply_command is None:  # it is being applied
+        out.write(f"\n{site.changes} change(s) planned.\n")
+    elif site.changes:
         out.write(f"\n{site.changes} change(s) planned. Apply with: {apply_command}; "
                   "undo with: strixwizard deploy --rollback\n")
     else:

@@ -7,6 +7,7 @@ anything through the prompt (or `--yes`) given here.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from typing import Any
 from strixwizard.cliopts import step_printer, terminal_confirm
 from strixwizard.errors import UsageError
 from strixwizard.fixing.model import SitePlan
+from strixwizard.nextstep import command, journal_options
 from strixwizard.services import fix as fixing
 from strixwizard.services.output import EXIT_OK, emit, envelope, exit_code
 
@@ -97,9 +99,18 @@ def _fix_site(args: argparse.Namespace, request: Any, on_step: Any) -> int:
         else:
             from strixwizard.fixing.render import render_plan
 
-            render_plan(planned, sys.stdout, dry_run)
+            render_plan(planned, sys.stdout, dry_run, _apply_command(args))
         return EXIT_OK
     return _apply(args, site, nodes, planned, dry_run, on_step)
+
+
+def _apply_command(args: argparse.Namespace) -> str:
+    """The `fix --apply` that applies the plan just shown: same site, same selection."""
+    extra = [word for fix_id in args.only for word in ("--only", fix_id)]
+    flags = (("allow_soft_rdma", "--allow-soft-rdma"), ("runtime_only", "--runtime-only"),
+             ("with_reboot_steps", "--with-reboot-steps"))
+    extra += [flag for name, flag in flags if getattr(args, name, False)]
+    return command(args, ["fix"], *extra, *journal_options(args), "--apply")
 
 
 def _emit(args: argparse.Namespace, site: Any, planned: SitePlan) -> int:
@@ -121,15 +132,19 @@ def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], planned: SiteP
            dry_run: bool, on_step: Any) -> int:
     from strixwizard.fixing.render import render_apply, render_plan
 
+    if fixing.changed_nodes(planned) and not args.yes and not sys.stdin.isatty():  # alone, first
+        raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
+                         f"pass --yes to apply from a script: {_apply_command(args)} --yes")
     if not args.json:
-        render_plan(planned, sys.stdout, dry_run)
+        render_plan(planned, sys.stdout, dry_run, apply_command=None)
     applied = fixing.apply(site, nodes, planned, terminal_confirm(args.yes), _options(args), on_step)
     report = applied.report
     if args.json:
         emit(envelope(site.name, mode="apply", dry_run=report.dry_run, **_plan_json(planned),
                       apply=report.to_json()))
     else:
-        render_apply(report, sys.stdout)
+        render_apply(report, sys.stdout, shlex.join(["strixwizard", "fix", *journal_options(args),
+                                                     "--rollback"]))
         if applied.dry_run_copies is not None:
             print(f"The changed snapshot copies are in {applied.dry_run_copies}: "
                   f"strixwizard doctor --snapshot {applied.dry_run_copies}/NODE")

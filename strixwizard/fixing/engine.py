@@ -320,6 +320,14 @@ def _keep_links_consistent(journals: dict[str, NodeJournal], runners: dict[str, 
 
 # -- verification ------------------------------------------------------------
 
+#: Fixes that take effect in sessions started after them: the checks, run in a session that
+#: may be older, cannot judge them; what the user does instead.
+AFTER_NEW_SESSIONS = {
+    "limits.memlock": "new sessions pick it up: log in again (services: restart them), then run "
+                      "strixwizard doctor",
+}
+
+
 def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict[str, NodeFacts],
            journals_ok: set[str] | None = None) -> list[Verdict]:
     """Re-run the checks that name each applied fix on the re-probed nodes."""
@@ -355,12 +363,18 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
                                     "skipped: " + "; ".join(
                                         f"{r.id} skip: {r.detail or r.observed}"
                                         for r in relevant)))
+        elif bad and fix in AFTER_NEW_SESSIONS:
+            verdicts.append(Verdict(fix, node, "not-verified", f"{AFTER_NEW_SESSIONS[fix]} (the checks "
+                                    "ran in a session that still sees "
+                                    + "; ".join(r.observed or r.detail for r in bad) + ")"))
         elif bad:
-            verdicts.append(Verdict(fix, node, "not-cured", "; ".join(
-                f"{r.id} {r.status.value}: {r.observed or r.detail}" for r in bad)))
+            verdicts.append(Verdict(fix, node, "not-cured", "still " + "; ".join(
+                f"{r.id} {r.status.value}: {r.observed or '?'}" + (f" (want {r.expected})" if r.expected
+                                                                    else "")
+                + (f"; what to do: {r.detail}" if r.detail else "") for r in bad)))
         else:
-            verdicts.append(Verdict(fix, node, "cured", ", ".join(
-                sorted({f"{r.id} {r.status.value}" for r in relevant}))))
+            verdicts.append(Verdict(fix, node, "cured", "now passing: " + ", ".join(
+                sorted({r.id for r in judged}))))
     return verdicts
 
 
@@ -371,12 +385,24 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
 UNDONE_BY_ROLLBACK = ("applied", "applying", "unknown", "undo-failed")
 
 
+def shown(value: str | None) -> str:
+    """A value as a person reads it: never Python's None."""
+    return "(absent)" if value is None else repr(value)
+
+
+def restoring(target: str, kind: Kind, before: str | None) -> str:
+    if before is None:
+        return f"removing {target}, the file strixwizard created" if kind is Kind.FILE else \
+            f"removing {target}, which strixwizard created"
+    return f"restoring {target} to {before!r}"
+
+
 def _found(journal: NodeJournal, record: StepRecord, now: str | None, before: str | None) -> str:
     number = journal.steps.index(record) + 1
     what = ("it had not landed" if now == before else
             "it had landed" if now == record.step.after else "neither value: restored")
     return (f"step {number} ({record.step.summary}) was in progress when the run stopped: "
-            f"found {now!r} ({what}; before {before!r})")
+            f"found {shown(now)} ({what}; before {shown(before)})")
 
 
 @dataclass
@@ -463,10 +489,11 @@ def _rollback_node(journal: NodeJournal, runner: Runner | Unreachable | None,
                     continue
                 if now != step.after and not possibly:
                     record.status = "undo-failed"
-                    record.error = f"now {now!r}, not what this run set ({step.after!r}): left alone"
+                    record.error = (f"now {shown(now)}, not what this run set ({shown(step.after)}): "
+                                    "left alone")
                     kept.append(f"{step.target}: {record.error}")
                     continue
-                say(journal.node, f"restoring {step.target} to {before!r}")
+                say(journal.node, restoring(step.target, step.kind, before))
                 runner.undo(step, before)
                 record.status, record.error = "rolled-back", None
             except (StepFailed, ReadError) as error:

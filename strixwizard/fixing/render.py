@@ -12,6 +12,19 @@ from strixwizard.fixing.model import Kind, Plan, SitePlan, Step
 MARK = {"applied": "✓", "rolled-back": "↺", "failed": "✗", "undo-failed": "!", "unknown": "?",
         "skipped": "-", "pending": "·"}
 
+#: A verification verdict as words (the JSON keeps the status itself).
+VERDICT_WORDS = {"cured": "✓ cured", "not-cured": "✗ not cured", "pending-reboot": "· after a reboot",
+                 "not-verified": "? not verified"}
+
+#: A run's or node's status as words.
+STATUS_WORDS = {"applied": "applied", "rolled-back": "rolled back", "failed": "failed",
+                "aborted": "aborted", "nothing-to-do": "nothing to do", "unknown": "unknown",
+                "partial": "partly applied", "undo-failed": "undo failed"}
+
+
+def words(status: str) -> str:
+    return STATUS_WORDS.get(status, status.replace("-", " "))
+
 
 def _value(value: str | None) -> str:
     return "(absent)" if value is None else repr(value) if value == "" else value
@@ -56,7 +69,9 @@ def render_fix(plan: Plan, tag: str, out: TextIO,
     out.writelines(f"    note: {note}\n" for note in plan.notes)
 
 
-def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False) -> None:
+def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False,
+                apply_command: str | None = "strixwizard fix --apply") -> None:
+    """The plan per node; `apply_command` is the command that applies it (None: it is running)."""
     title = f"Fix plan for site {plan.site}"
     out.write(title + (" (snapshots: applying is a dry run on copies)" if dry_run else "") + "\n")
     for node, why in plan.unreachable.items():
@@ -72,35 +87,42 @@ def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False) -> None:
             render_fix(p, f"{tag}{group}", out)
     if plan.changes == 0:
         out.write("\nNothing to change: every selected fix is converged.\n")
+    elif apply_command is None:
+        out.write(f"\n{plan.changes} change(s) planned.\n")
     else:
-        out.write(f"\n{plan.changes} change(s) planned. Apply with: strixwizard fix --apply\n")
+        out.write(f"\n{plan.changes} change(s) planned. Apply with: {apply_command}\n")
 
 
-def render_apply(report: ApplyReport, out: TextIO) -> None:
+def render_apply(report: ApplyReport, out: TextIO,
+                 rollback_command: str = "strixwizard fix --rollback") -> None:
+    """The run's steps and verification; `rollback_command RUN` undoes it."""
     label = " (DRY RUN on snapshot copies: nothing on any machine changed)" if report.dry_run else ""
-    out.write(f"\nRun {report.run_id}: {report.status}{label}\n")
+    out.write(f"\nRun {report.run_id}: {words(report.status)}{label}\n")
     if report.message:
         out.write(f"  {report.message}\n")
     for node in report.nodes:
-        out.write(f"\n{node.node} ({node.where}): {node.status}: {node.state}\n")
+        out.write(f"\n{node.node} ({node.where}): {node.state}\n")
         for record in node.steps:
             error = f" — {record.error}" if record.error else ""
-            out.write(f"  {MARK.get(record.status, ' ')} {record.status:<11} {record.step.summary}{error}\n")
+            out.write(f"  {MARK.get(record.status, ' ')} {words(record.status):<11} "
+                      f"{record.step.summary}{error}\n")
         if node.journal:
             out.write(f"  journal: {node.journal}" + (f" (on the node: {node.journal_on_node})"
                                                      if node.journal_on_node else "") + "\n")
     if report.verification:
         out.write("\nVerification (checks re-run on a fresh probe):\n")
         for verdict in report.verification:
-            out.write(f"  {verdict.status:<14} {verdict.fix} on {verdict.node}: {verdict.detail}\n")
+            said = VERDICT_WORDS.get(verdict.status, words(verdict.status))
+            out.write(f"  {said:<16} {verdict.fix} on {verdict.node}: {verdict.detail}\n")
     if report.nodes and report.status not in ("aborted", "nothing-to-do"):
-        out.write(f"\nUndo this run with: strixwizard fix --rollback {report.run_id}\n")
+        out.write(f"\nUndo this run with: {rollback_command} {report.run_id}\n")
 
 
 def render_rollback(report: RollbackReport, out: TextIO) -> None:
     out.write(f"Rollback of run {report.run_id}: {'done' if report.ok else 'INCOMPLETE'}\n")
     for node in report.nodes:
-        out.write(f"\n{node.node} ({node.where}): {node.status}: {node.state}\n")
+        out.write(f"\n{node.node} ({node.where}): {node.state}\n")
         for record in reversed(node.steps):
             error = f" — {record.error}" if record.error else ""
-            out.write(f"  {MARK.get(record.status, ' ')} {record.status:<11} {record.step.summary}{error}\n")
+            out.write(f"  {MARK.get(record.status, ' ')} {words(record.status):<11} "
+                      f"{record.step.summary}{error}\n")

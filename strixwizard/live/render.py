@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TextIO
 
 from strixwizard.live.counters import KIND, delta_lines
+from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import TestReport, like_for_like
-from strixwizard.live.results import REPLAYED, Measurement
+from strixwizard.live.results import MEASURED, Measurement, no_verdict_reason, rdma_never_measured
 
 MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "skip", "error": "ERR "}
 
@@ -26,7 +27,7 @@ def _latency_line(m: Measurement) -> str:
 
 def result_lines(m: Measurement) -> list[str]:
     mark = MARKS.get(m.status.value, "?") if m.status else "ref "
-    label = " [replayed recording]" if m.source == REPLAYED else ""
+    label = f" [{m.source}]" if m.source not in ("", MEASURED) else ""
     lines = [f"  {mark}  {m.pair_label}  {m.transport.upper()} {m.kind}  {m.tool}{label}: {m.summary}"]
     latency = _latency_line(m)
     if latency:
@@ -46,10 +47,18 @@ def print_result(m: Measurement, out: TextIO) -> None:
         print(line, file=out, flush=True)
 
 
-def print_summary(report: TestReport, out: TextIO) -> None:
+def print_summary(report: TestReport, out: TextIO, tcp_only_command: str | None = None) -> None:
+    """Comparisons, the matrix, history, then the verdict; `tcp_only_command` is this command
+    with `--transport tcp`, suggested when RDMA was never measured."""
     comparisons = like_for_like(report.results)
+    published = published_comparison(report.results) if report.demo else None
+    if published:
+        print("\nAgainst the same kind of cluster without RDMA (one-way):", file=out)
+        print(f"  {published}", file=out)
     if comparisons:
-        print("\nLike for like (one-way, median, same statistics):", file=out)
+        heading = ("Extra, live on this machine (TCP over loopback, not a network; one-way, median):"
+                   if report.demo else "Like for like (one-way, median, same statistics):")
+        print(f"\n{heading}", file=out)
         for c in comparisons:
             print(f"  {c.pair[0]}-{c.pair[1]}: {c.summary}", file=out)
     if report.matrix:
@@ -77,5 +86,12 @@ def print_summary(report: TestReport, out: TextIO) -> None:
         print_decode(report.decode, out)
     for comparison in report.comparisons:
         print(f"  history: {comparison.summary}", file=out)
+    why = report.error or no_verdict_reason(report.results)
+    if report.exit_code == 2 and why:
+        print(f"\nno verdict (exit 2): {why}", file=out)
+        if not report.error and why == rdma_never_measured(report.results):
+            print("  to judge the TCP baseline alone: "
+                  + (tcp_only_command or "run again with --transport tcp"), file=out)
+        return
     status = report.to_json()["status"]
     print(f"\nverdict: {status} (exit {report.exit_code})", file=out)

@@ -138,19 +138,85 @@ def verdicts(results: Iterable[Measurement]) -> list[Measurement]:
     return [r for r in results if r.role == "verdict" and r.status is not None]
 
 
+def rdma_never_measured(results: Iterable[Measurement]) -> str | None:
+    """Why a run that was asked to measure RDMA has no RDMA figure at all, or None.
+
+    A run asked for RDMA (it has RDMA verdicts) and measured none of them judged
+    nothing it was asked to judge: it has no verdict, whatever TCP gave. A run asked
+    for TCP only (`--transport tcp`) has no RDMA verdict, so this never applies."""
+    rdma = [r for r in verdicts(results) if r.transport == "rdma"]
+    if not rdma or any(r.figure is not None or r.status in (Status.PASS, Status.WARN, Status.FAIL)
+                       for r in rdma):
+        return None
+    reasons = list(dict.fromkeys(f"{r.pair_label}: {r.summary}" for r in rdma))
+    return "RDMA was never measured (" + "; ".join(reasons) + ")"
+
+
 def overall_status(results: Iterable[Measurement]) -> Status:
-    """fail > error > warn > skip > pass; with nothing judged at all, skip."""
+    """fail > error > warn > skip > pass; with nothing judged at all, skip; a run asked for
+    RDMA that measured none has no verdict (error)."""
+    results = list(results)
     judged = [r.status for r in verdicts(results) if r.status is not None]
     if not judged:
         return Status.SKIP
-    return max(judged, key=lambda s: s.rank)
+    worst = max(judged, key=lambda s: s.rank)
+    if worst is not Status.FAIL and rdma_never_measured(results):
+        return Status.ERROR
+    return worst
 
 
 def exit_code(results: Iterable[Measurement]) -> int:
-    """0 pass, 1 at least one fail, 2 no verdict (nothing measured, or an error and no fail)."""
+    """0 pass, 1 at least one fail, 2 no verdict (nothing measured, an error and no fail, or
+    RDMA asked for and never measured)."""
+    results = list(results)
     statuses = [r.status for r in verdicts(results)]
     if Status.FAIL in statuses:
         return 1
     if Status.ERROR in statuses or not any(s in (Status.PASS, Status.WARN) for s in statuses):
         return 2
+    if rdma_never_measured(results):
+        return 2
     return 0
+
+
+def no_verdict_reason(results: Iterable[Measurement]) -> str | None:
+    """Why a run's exit status is 2 (no verdict), in words, or None when it has a verdict."""
+    results = list(results)
+    if exit_code(results) != 2:
+        return None
+    judged = verdicts(results)
+    broken = [r for r in judged if r.status is Status.ERROR]
+    if broken:
+        first = broken[0]
+        more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+        return f"{first.pair_label} {first.transport.upper()} {first.kind}: {first.summary}{more}"
+    never = rdma_never_measured(results)
+    if never:
+        return never
+    return "nothing was measured that could be judged"
+
+
+def cause(results: Iterable[Measurement]) -> str:
+    """What decided the run's verdict, in words: the first broken or failed result's own
+    summary and where, why nothing was judged, or that every judged figure was within its limit."""
+    results = list(results)
+    judged = verdicts(results)
+
+    def where(m: Measurement) -> str:
+        return f"{m.pair_label} {m.transport.upper()} {m.kind}"
+
+    for status in (Status.ERROR, Status.FAIL) if exit_code(results) == 2 else (Status.FAIL,):
+        first = next((m for m in judged if m.status is status), None)
+        if first is not None:
+            count = sum(1 for m in judged if m.status is status)
+            more = f"; {count - 1} more" if count > 1 else ""
+            return f"{first.summary} ({where(first)}{more})"
+    never = rdma_never_measured(results)
+    if never:
+        return never
+    if exit_code(results) == 2:
+        return "nothing was measured that could be judged"
+    warned = next((m for m in judged if m.status is Status.WARN), None)
+    if warned is not None:
+        return f"{warned.summary} ({where(warned)})"
+    return f"every judged figure within its limit ({len(judged)} of {len(results)} results judged)"

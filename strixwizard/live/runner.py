@@ -39,6 +39,7 @@ class TestSettings:
     rccl: RcclSettings = field(default_factory=RcclSettings)
     latency_tool: str = "ib_write_lat"
     bandwidth_tool: str = "ib_write_bw"
+    tcp_only: bool = False  # `--transport tcp`: the TCP baseline alone, no RDMA asked for
 
 
 def _skip(kind: str, tool: str, plan: PairPlan, why: str) -> Measurement:
@@ -53,6 +54,8 @@ def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings)
     if settings.tcp.references:
         yield sockperf_reference(client, server, plan.pair, plan.tcp_address, plan.tcp_path, settings.tcp)
         yield qperf_reference(client, server, plan.pair, plan.tcp_address, plan.tcp_path, settings.tcp)
+    if settings.tcp_only:
+        return
     if plan.rdma is None:
         yield _skip("latency", settings.latency_tool, plan, plan.rdma_why_not)
         return
@@ -155,7 +158,7 @@ def run_tests(kind: str, hosts: dict[str, Host], plans: dict[tuple[str, str], Pa
                 def run_pair() -> Iterator[Measurement]:
                     plan = plans[pair]
                     yield from latency_pair(tracked, plan, settings)
-                    if matrix_bandwidth and plan.rdma is not None:
+                    if matrix_bandwidth and plan.rdma is not None and not settings.tcp_only:
                         yield from bandwidth_pair(tracked, plan, settings)
                 return run_pair
 

@@ -20,6 +20,7 @@ from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
+from strixwizard.nextstep import same_command
 from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
@@ -41,7 +42,11 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
         check_textfile_path(args.prometheus)
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
                       reference_seconds=min(args.seconds, 3.0))
-    settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher))
+    tcp_only = getattr(args, "transport", "all") == "tcp"
+    if tcp_only and args.kind not in ("latency", "matrix"):
+        raise UsageError(f"--transport tcp applies to latency and matrix; {args.kind} measures RDMA")
+    settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher),
+                            tcp_only=tcp_only)
     settings.perftest = type(settings.perftest)(size=args.size)
     return settings
 
@@ -121,6 +126,8 @@ def run_command(args: argparse.Namespace) -> int:
             names = [spec.name for spec in site.nodes]
             chosen = list(_pair(args, names)) if args.pair or args.kind != "matrix" else names
             stream = demo_stream(args.kind, chosen, site.thresholds, settings.tcp)
+            if settings.tcp_only:
+                stream = (m for m in stream if m.transport != "rdma")
             timing.rounds = rounds(chosen)
         else:
             site, stream, chosen = _live(args, report, timing, cancel)
@@ -151,7 +158,8 @@ def run_command(args: argparse.Namespace) -> int:
         json.dump(report.to_json(), out, indent=2)
         out.write("\n")
     else:
-        print_summary(report, out)
+        argv = getattr(args, "argv", None)
+        print_summary(report, out, same_command(argv, add=("--transport", "tcp")) if argv else None)
     if getattr(args, "prometheus", None) is not None:
         from strixwizard.prometheus import write_test_metrics
 

@@ -1,18 +1,33 @@
-"""`strixwizard capture`: write a snapshot of this machine."""
+"""`strixwizard capture`: write a snapshot of this machine, or of every node of a site.
+
+A site's support bundle replays as the site it came from: each node's `meta.json`
+carries a `site` object (the site's name, the node's name in it, its management `host` and
+`fabric_address`, the fabric's wanted state and the thresholds), and
+`doctor --snapshot` over the bundle's archives rebuilds that site from them (see
+`replayed_site`), so the nodes, links and findings are the same as on the real nodes.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import json
 import os
-from collections.abc import Callable
+import tarfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from strixwizard import __version__
 from strixwizard.errors import UsageError
 from strixwizard.probe.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.probe.spec import SPEC
-from strixwizard.site import NodeSpec, Site, name_problem
+from strixwizard.site import Fabric, FieldError, NodeSpec, Site, Thresholds, name_problem
+
+#: The key of meta.json that says which site, and which node of it, a snapshot is.
+SITE_KEY = "site"
 
 
 def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
@@ -65,21 +80,24 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
             outcome.failed[spec.name] = f"already a snapshot ({site.resolve(spec.snapshot)})"
             return
         if spec.is_local:
-            capture_local(path, as_tar=True)
+            local = capture_local(out / f".{spec.name}.local.tar.gz", as_tar=True)
+            data = with_site_meta(local.read_bytes(), site_meta(site, spec))
+            local.unlink()
+            _write_private(path, data)
             outcome.written[spec.name] = path
             return
         if progress:
             progress(spec.name, "start", f"capturing over SSH from {spec.host}")
         try:
-            data = collect_ssh_archive(ssh_target(site, spec, trust_new_hosts))
+            data = with_site_meta(collect_ssh_archive(ssh_target(site, spec, trust_new_hosts)),
+                                  site_meta(site, spec))
             SnapshotProbe.from_bytes(data, spec.name)  # refuse to write what would not load
         except (SshError, SnapshotError) as error:
             outcome.failed[spec.name] = str(error)
             if progress:
                 progress(spec.name, "failed", str(error))
             return
-        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out_:
-            out_.write(data)
+        _write_private(path, data)
         outcome.written[spec.name] = path
         if progress:
             progress(spec.name, "done", f"written to {path}")
@@ -88,3 +106,69 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
         list(pool.map(one, site.nodes))
     outcome.written = {n.name: outcome.written[n.name] for n in site.nodes if n.name in outcome.written}
     return outcome
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as stream:
+        stream.write(data)
+
+
+def site_meta(site: Site, spec: NodeSpec) -> dict[str, Any]:
+    """What meta.json says of the site a node's snapshot was captured from."""
+    return {"name": site.name, "node": spec.name, "host": spec.host, "fabric_address": spec.fabric_address,
+            "fabric": dataclasses.asdict(site.fabric), "thresholds": dataclasses.asdict(site.thresholds),
+            "allow_soft_rdma": site.allow_soft_rdma}
+
+
+def with_site_meta(archive: bytes, site: dict[str, Any]) -> bytes:
+    """The .tar.gz `archive` with `site` added to its meta.json (every other entry as it was)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as source, \
+            tarfile.open(fileobj=out, mode="w:gz") as target:
+        for member in source:
+            if member.isfile() and member.name.strip("./").split("/")[-1] == "meta.json" \
+                    and member.name.strip("./").count("/") <= 1:
+                handle = source.extractfile(member)
+                meta = json.loads(handle.read() if handle else b"{}")
+                meta[SITE_KEY] = site
+                payload = (json.dumps(meta, indent=1) + "\n").encode()
+                member.size = len(payload)
+                target.addfile(member, io.BytesIO(payload))
+            elif member.isfile():
+                target.addfile(member, source.extractfile(member))
+            else:
+                target.addfile(member)
+    return out.getvalue()
+
+
+def replayed_site(snapshots: Sequence[tuple[Path, SnapshotProbe]]) -> Site | None:
+    """The site a bundle's snapshots were captured from, when every one says the same site
+    (name, fabric, thresholds) and names a different node of it; otherwise None (snapshots
+    from here and there replay as plain snapshots, named by their hosts)."""
+    metas = [probe.meta.get(SITE_KEY) for _, probe in snapshots]
+    if not metas or not all(isinstance(m, dict) for m in metas):
+        return None
+    shared = {json.dumps({k: m.get(k) for k in ("name", "fabric", "thresholds", "allow_soft_rdma")},
+                         sort_keys=True) for m in metas if isinstance(m, dict)}
+    names = [m.get("node") for m in metas if isinstance(m, dict)]
+    if len(shared) != 1 or len(set(names)) != len(names):
+        return None
+    first = metas[0]
+    assert isinstance(first, dict)
+    try:
+        nodes = []
+        for (path, _), meta in zip(snapshots, metas, strict=True):
+            assert isinstance(meta, dict)
+            name = meta.get("node")
+            if not isinstance(name, str) or name_problem(name) is not None:
+                raise UsageError(f"{path}: meta.json names its node {name!r}, which is not a node name")
+            address, host = meta.get("fabric_address"), meta.get("host")
+            nodes.append(NodeSpec(name=name, host=host if isinstance(host, str) else None,  # its SSH address
+                                  fabric_address=address if isinstance(address, str) else None,
+                                  snapshot=str(path)))
+        return Site(name=str(first.get("name") or "snapshots"), nodes=tuple(nodes),
+                    fabric=Fabric(**(first.get("fabric") or {})),
+                    thresholds=Thresholds(**(first.get("thresholds") or {})),
+                    allow_soft_rdma=first.get("allow_soft_rdma") is True)
+    except (FieldError, TypeError, ValueError) as error:
+        raise UsageError(f"{snapshots[0][0]}: meta.json's site is not a site ({error})") from None

@@ -89,9 +89,10 @@ def discover(request: RunRequest, on_node: OnNode | None = None,
 
 
 def reach(site: Site, names: Sequence[str], trusted: Mapping[str, str] | None = None,
-          on_node: OnNode | None = None, connector: Connector | None = None) -> list[Node]:
+          on_node: OnNode | None = None, connector: Connector | None = None,
+          trust_new_hosts: bool = False) -> list[Node]:
     """Collect the named nodes over SSH. `trusted` (node → SHA256 fingerprint) accepts exactly
-    the unknown host keys the user confirmed, and no other."""
+    the unknown host keys the user confirmed, and no other (`trust_new_hosts`: any new one)."""
     specs = tuple(spec for spec in site.nodes if spec.name in names)
-    return site_nodes(replace(site, nodes=specs), False, node_progress(on_node), trusted,
+    return site_nodes(replace(site, nodes=specs), trust_new_hosts, node_progress(on_node), trusted,
                       connector=connector)

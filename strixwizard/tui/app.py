@@ -43,10 +43,19 @@ from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.site import SiteState
 from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.session import NodeStatus, Session
-from strixwizard.tui.state import WizardState, load_state, save_state, state_path, user_state_dir
+from strixwizard.tui.state import (
+    WizardState,
+    load_state,
+    load_theme,
+    save_state,
+    save_theme,
+    state_path,
+    user_state_dir,
+)
 from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
+from strixwizard.tui.widgets.hostkeys import HostKeysModal
 
 LAST_SITE_FILE = "last-site.json"
 MAX_SPARK = 120  # points kept per panel across runs
@@ -137,6 +146,14 @@ class WizardApp(App[int]):
 
     def on_open_site(self, message: m.OpenSite) -> None:
         """Switch to another site (from the Site step); progress of the new site is resumed."""
+        if self.session.site is not None:  # a bad file never replaces the site that is open
+            try:
+                message.source.load()
+            except Exception as error:  # never a traceback on screen
+                reason = str(error) if isinstance(error, UsageError) else f"cannot read the site: {error!r}"
+                self.notify(f"{reason}\nStill on site {self.session.site.name}.", severity="error",
+                            timeout=10)
+                return
         self.workers.cancel_group(self, "discover")
         self._cancel_tests()
         self._open(message.source, resume=True)
@@ -172,7 +189,7 @@ class WizardApp(App[int]):
             screen.sync()
 
     def on_mount(self) -> None:
-        self.theme = "textual-dark"
+        self.theme = load_theme()
         if self.session.state.step != STEPS[0].id:
             step = BY_ID[self.session.state.step]
             self.notify(f"resumed at step {step.number} {step.title}", timeout=4)
@@ -184,7 +201,12 @@ class WizardApp(App[int]):
             return
         session = self.session
         if step != STEPS[0].id and session.site is None:
-            self.notify("open or create a site first (or press d for the demo)", severity="warning")
+            text = "open or create a site first (or press d for the demo)"
+            screen = self.screen
+            if isinstance(screen, StepScreen):
+                screen.tell(text, "warning")  # the Site form says it there: a toast would cover it
+            else:
+                self.notify(text, severity="warning")
             return
         session.state.step = step
         if step not in session.state.visited:
@@ -209,8 +231,9 @@ class WizardApp(App[int]):
                             lambda: self.post_message(m.OpenSite(SiteSource(demo=True))))
         yield SystemCommand("Discover again", "probe every node and run the checks again",
                             lambda: self.post_message(m.StartDiscovery()))
-        yield SystemCommand("Cancel discovery", "stop waiting for the nodes being probed",
-                            lambda: self.post_message(m.CancelDiscovery()))
+        if self.busy("discover"):  # "Cancel …" only while something runs
+            yield SystemCommand("Cancel discovery", "stop waiting for the nodes being probed",
+                                lambda: self.post_message(m.CancelDiscovery()))
         deploy, test = refer("deploy"), refer("test")
         yield SystemCommand("Plan the deploy again", f"{deploy}: the deploy engine's plan from the facts",
                             lambda: self.post_message(m.PlanDeploy()))
@@ -222,10 +245,17 @@ class WizardApp(App[int]):
                                 lambda: self.post_message(m.RollBackDeploy()))
         yield SystemCommand("Run the live tests", f"{test}: RDMA and TCP latency, bandwidth, RCCL",
                             lambda: self._goto_and("test", m.RunTests()))
-        yield SystemCommand("Cancel the live tests", f"{test}: stop the tests and their programs",
-                            lambda: self.post_message(m.CancelTests()))
+        if self.busy("tests"):
+            yield SystemCommand("Cancel the live tests", f"{test}: stop the tests and their programs",
+                                lambda: self.post_message(m.CancelTests()))
         yield SystemCommand("Light or dark theme", "switch between textual-light and textual-dark",
                             self.action_toggle_dark)
+
+    def action_toggle_dark(self) -> None:
+        super().action_toggle_dark()
+        problem = save_theme(self.theme)  # remembered for the next start
+        if problem:
+            self.notify(problem, severity="warning", timeout=8)
 
     def _goto_and(self, step: str, message: Message) -> None:
         self.action_goto(step)
@@ -264,16 +294,16 @@ class WizardApp(App[int]):
             held.run_error = refused
             self.notify(refused, severity="error", timeout=10)
         elif group == "fix":
-            session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; journals are "
-                                              "kept for `strixwizard fix --rollback`.")
+            session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
+                                              f"kept: {keys('fix', 'u')} rolls the run back.")
         elif group == "deploy-plan":
             session.of(DeployState).error = (
                 f"planning the deploy failed: {error!r}",
-                "press p to plan again; if it repeats, report it with `strixwizard deploy --plan` "
-                "and `strixwizard capture`")
+                "press p to plan again; if it repeats, report it with `strixwizard capture` (the "
+                "nodes' snapshots)")
         elif group == "deploy":
             session.of(DeployState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
-                                                 "kept for `strixwizard deploy --rollback`.")
+                                                 f"kept: {keys('deploy', 'u')} rolls the run back.")
         elif group == "tests":
             state = session.of(TestState)
             state.error = (f"the tests stopped: {error!r}",
@@ -379,24 +409,24 @@ class WizardApp(App[int]):
     def on_test_ssh(self, message: m.TestSsh) -> None:
         self.test_ssh(message.names)
 
-    def test_ssh(self, names: list[str], trust: UnknownHostKey | None = None) -> None:
+    def test_ssh(self, names: list[str], trust: list[UnknownHostKey] | None = None) -> None:
         session = self.session
         if session.site is None or not names:
             return
         ssh = session.of(SiteState).ssh
         for name in names:
             ssh[name] = NodeStatus("start", "connecting…")
-        self._test_ssh(session.site, names, trust)
+        self._test_ssh(session.site, names, trust or [])
         self.screen_changed()
 
     @work(thread=True, group="ssh", exit_on_error=False)
-    def _test_ssh(self, site: Site, names: list[str], trust: UnknownHostKey | None) -> None:
+    def _test_ssh(self, site: Site, names: list[str], trust: list[UnknownHostKey]) -> None:
         def progress(event: NodeEvent) -> None:
             self.call_from_thread(self._ssh_progress, event.node, event.event, event.text)
 
-        trusted = {trust.node: trust.fingerprint} if trust else {}
+        trusted = {key.node: key.fingerprint for key in trust}
         nodes = self.services.reach(site, names, trusted, progress)
-        self.post_message(m.SshTested(nodes, trust.node if trust else None))
+        self.post_message(m.SshTested(nodes, [key.node for key in trust] or None))
 
     def _ssh_progress(self, node: str, event: str, text: str) -> None:
         self.session.of(SiteState).ssh[node] = NodeStatus(event, for_the_wizard(text))
@@ -412,44 +442,43 @@ class WizardApp(App[int]):
             else:
                 ssh[report.name] = NodeStatus("failed", for_the_wizard(report.error or "unreachable"))
         if message.trusted:
-            self.notify(f"host key of {message.trusted} trusted and saved to known_hosts")
+            self.notify(f"host key{'s' if len(message.trusted) > 1 else ''} of "
+                        f"{', '.join(message.trusted)} trusted and saved to known_hosts")
         session.forget_after("site")  # the answers may have changed
         self.screen_changed()
-        asked = set(self._key_queue) | ({message.trusted} if message.trusted else set())
+        asked = set(self._key_queue) | set(message.trusted or ())
         for node in message.nodes:
             key = unknown_host_key(node.report.name, node.report.error)
             if key is not None and key.node not in asked:
                 self._key_queue.append(key.node)
                 self._keys[key.node] = key
         if not self._asking:
-            self._ask_next_key()
+            self._ask_keys()
 
-    def _ask_next_key(self) -> None:
+    def _ask_keys(self) -> None:
+        """Every new host key waiting, in one dialog; each can be unchecked before trusting."""
         if not self._key_queue:
             self._asking = False
             return
         self._asking = True
-        key = self._keys[self._key_queue.pop(0)]
+        keys = [self._keys[node] for node in self._key_queue]
+        self._key_queue = []
         site = self.session.site
-        known_hosts = site.resolve(site.ssh.known_hosts) if site else "known_hosts"
-        question = (
-            f"Node {key.node} ({key.host}) offered a host key that is not in {known_hosts}:\n\n"
-            f"    {key.key_type}\n    {key.fingerprint}\n\n"
-            "Compare it with the node's own key (on the node: ssh-keygen -lf "
-            "/etc/ssh/ssh_host_ed25519_key.pub). Trust it and add it to known_hosts?"
-        )
+        known_hosts = str(site.resolve(site.ssh.known_hosts)) if site else "known_hosts"
+        modal = HostKeysModal(keys, known_hosts)
 
         def answered(yes: bool | None) -> None:
-            if yes:
-                self.test_ssh([key.node], trust=key)
-            else:
-                self.session.of(SiteState).ssh[key.node] = NodeStatus(
-                    "failed", f"host key {key.fingerprint} not trusted; SSH to this node is refused")
-                self.screen_changed()
-            self._ask_next_key()
+            chosen = modal.picked if yes else []
+            for key in keys:
+                if key not in chosen:
+                    self.session.of(SiteState).ssh[key.node] = NodeStatus(
+                        "failed", f"host key {key.fingerprint} not trusted; SSH to this node is refused")
+            if chosen:
+                self.test_ssh([key.node for key in chosen], trust=chosen)
+            self.screen_changed()
+            self._ask_keys()
 
-        self.push_screen(ConfirmationModal("Unknown SSH host key", question,
-                                           yes="Trust it (y)", no="Do not trust (n)"), answered)
+        self.push_screen(modal, answered)
 
     # -- fix and deploy runs: apply and roll back, each asked first -----------------------
     def _say(self, group: str) -> Callable[[StepEvent], None]:

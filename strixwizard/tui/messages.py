@@ -94,7 +94,7 @@ class DiscoveryDone(Message):
 @dataclass
 class SshTested(Message):
     nodes: list[Node]
-    trusted: str | None
+    trusted: list[str] | None  # the nodes whose host keys the user just trusted
 
 
 @dataclass

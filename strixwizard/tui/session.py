@@ -15,9 +15,12 @@ from typing import TypeVar
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import Site
 from strixwizard.tui.state import WizardState, display_path, output_dir
-from strixwizard.tui.steps import STEPS, later_steps
+from strixwizard.tui.steps import later_steps
 
 KEEP = {"keep": True}  # field metadata: kept when the step is reset (e.g. sparkline history)
+#: field metadata: kept when an earlier step has a new result, cleared for a new site
+#: (the Test step keeps its earlier results when the nodes are discovered again)
+KEEP_FOR_SITE = {"keep_for_site": True}
 
 
 @dataclass
@@ -31,9 +34,9 @@ class StepState:
     """A step's own state. `reset()` puts every field back to its default (fields marked
     with `KEEP` metadata stay); a new result of an earlier step resets the later ones."""
 
-    def reset(self) -> None:
+    def reset(self, new_site: bool = False) -> None:
         for f in dataclasses.fields(self):
-            if f.metadata.get("keep"):
+            if f.metadata.get("keep") or (f.metadata.get("keep_for_site") and not new_site):
                 continue
             if f.default_factory is not dataclasses.MISSING:
                 setattr(self, f.name, f.default_factory())
@@ -74,10 +77,8 @@ class Session:
 
     def forget_all(self) -> None:
         """A new site: no step's state applies."""
-        self.forget_after(STEPS[0].id)
-        first = self.states.get(STEPS[0].id)
-        if first is not None:
-            first.reset()
+        for state in self.states.values():
+            state.reset(new_site=True)
 
     @property
     def is_demo(self) -> bool:

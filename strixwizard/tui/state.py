@@ -126,3 +126,26 @@ def save_state(path: Path, state: WizardState) -> str | None:
     except OSError as error:
         return f"cannot save the wizard's progress to {path}: {error.strerror or error}"
     return None
+
+
+PREFERENCES_FILE = "wizard-preferences.json"
+THEMES = ("textual-dark", "textual-light")
+
+
+def load_theme(default: str = THEMES[0]) -> str:
+    """The theme the user chose last (`$XDG_STATE_HOME/strixwizard/wizard-preferences.json`)."""
+    try:
+        data = json.loads((user_state_dir() / PREFERENCES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+    theme = data.get("theme") if isinstance(data, dict) else None
+    return theme if theme in THEMES else default
+
+
+def save_theme(theme: str) -> str | None:
+    """Remember the theme (0600, like every file of the wizard); returns why it could not be."""
+    try:
+        write_private(user_state_dir() / PREFERENCES_FILE, json.dumps({"theme": theme}) + "\n")
+    except OSError as error:
+        return f"cannot remember the theme in {user_state_dir()}: {error.strerror or error}"
+    return None

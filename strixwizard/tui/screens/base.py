@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any, ClassVar, cast
 
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Footer, Header, Input
 
 from strixwizard.tui.session import Session, StepState
 from strixwizard.tui.steps import BY_ID
@@ -20,6 +22,11 @@ class StepScreen(Screen[None]):
     `class FixScreen(StepScreen, step="fix", state=FixState)`."""
 
     STEP: ClassVar[str]
+    #: Home and End move the whole step, whichever table has the focus (text fields keep theirs)
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("home", "body_edge('home')", "Top", show=False, priority=True),
+        Binding("end", "body_edge('end')", "Bottom", show=False, priority=True),
+    ]
     #: The step's own state (the session keeps one instance per step; `reset()` clears it).
     State: ClassVar[type[StepState]]
 
@@ -49,6 +56,18 @@ class StepScreen(Screen[None]):
 
     def compose_body(self) -> ComposeResult:
         yield from ()
+
+    def tell(self, text: str, severity: SeverityLevel = "information") -> None:
+        """A short answer to the user (a step with a form says it in the form instead)."""
+        self.notify(text, severity=severity, timeout=8)
+
+    def action_body_edge(self, edge: str) -> None:
+        focused = self.focused
+        if isinstance(focused, Input):
+            focused.action_home() if edge == "home" else focused.action_end()
+            return
+        body = self.query_one("#body", VerticalScroll)
+        body.scroll_home(animate=False) if edge == "home" else body.scroll_end(animate=False)
 
     def on_mount(self) -> None:
         self.sync()

@@ -85,7 +85,7 @@ class FixState(RunState):
 
     applied: Applied | None = None
 
-    def reset(self) -> None:
+    def reset(self, new_site: bool = False) -> None:
         """Nothing is cleared (see the class docstring)."""
 
 
@@ -123,6 +123,10 @@ class FixScreen(StepScreen, step="fix", state=FixState):
 
     def _show_run(self) -> None:
         state = self.session.of(FixState)
+        run = self.query_one("#fix-run", Notice)
+        if state.applied is not None and state.applied is not getattr(self, "_scrolled_to", None):
+            self._scrolled_to = state.applied  # a new result: bring the Applied panel into view
+            self.call_after_refresh(run.scroll_visible, animate=False, top=True)
         show_run(self.query_one("#fix-run", Notice), state, self.wizard.busy("fix"),
                  running_title="Running",
                  note="(this finishes or rolls back on its own; it cannot be interrupted halfway)",

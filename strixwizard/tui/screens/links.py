@@ -67,7 +67,7 @@ class LinksScreen(StepScreen, step="links"):
                        "warning",
                        title="No links")
             return
-        summary = f"{len(links)} links, {rdma} with hardware RDMA."
+        summary = f"{len(links)} {'link' if len(links) == 1 else 'links'}, {rdma} with hardware RDMA."
         if site_problems:
             summary += "\n" + "\n".join(f"{r.status.value.upper()} {r.id}: {r.observed or r.detail}"
                                         for r in site_problems)

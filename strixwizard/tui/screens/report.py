@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -15,6 +16,7 @@ from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
 from strixwizard.tui.extras import deploy_document, reported_run, tests_document
+from strixwizard.tui.fit import hang
 from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import SaveProgress
 from strixwizard.tui.screens.base import StepScreen
@@ -30,7 +32,7 @@ from strixwizard.tui.widgets.history import HistorySparklines
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge, styled
 
-NB = "\u00a0\u00a0"
+NB = "  "
 
 
 @dataclass
@@ -44,6 +46,9 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
     def __init__(self) -> None:
         super().__init__()
         self.saved_for: tuple[object, ...] | None = None
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.refresh_view()  # lines are wrapped to the width
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="report-status", title="Report")
@@ -82,22 +87,36 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             styled(f"{counts['warn']} warnings", Status.WARN if counts["warn"] else Status.PASS),
             f", {counts['pass']} passed, {counts['skip']} skipped",
         ))
+        width = max(40, self.size.width - 4)  # the body's padding and scrollbar
+        after_badge = len(NB) + 8  # "  ✗ FAIL  " then the text
+
+        def item(text: str, status: Status | None = None) -> Content:
+            """A line of its own; wrapped, its rest stays under its first word."""
+            def look(part: str) -> Content:
+                return Content(part) if status is None else styled(part, status)
+
+            first, *more = hang(text, width, len(NB), len(NB) + 2)
+            return Content("\n").join([Content.assemble(NB, look(first)),
+                                       *(Content.assemble(NB + "  ", look(m)) for m in more)])
+
+        def badged(status: Status, text: str) -> Content:
+            first, *more = hang(text, width, after_badge, after_badge)
+            return Content("\n").join([Content.assemble(NB, badge(status), " ", first),
+                                       *(Content.assemble(" " * after_badge, m) for m in more)])
+
         lines: list[Content] = [Content.styled("Nodes", "bold $text-accent")]
         for row in node_rows(report):
             if row.state == "ok":
-                lines.append(Content(f"{NB}{row.name}: {row.sku} · {row.gfx} · kernel {row.kernel} · "
-                                     f"{row.memory}"))
+                lines.append(item(f"{row.name}: {row.sku} · {row.gfx} · kernel {row.kernel} · {row.memory}"))
             else:
-                lines.append(styled(f"{NB}{row.name}: unreachable: {for_the_wizard(row.error or '')}",
-                                    Status.FAIL))
+                lines.append(item(f"{row.name}: unreachable: {for_the_wizard(row.error or '')}", Status.FAIL))
         lines.append(Content.styled("Links", "bold $text-accent"))
         for link in link_views(report):
-            lines.append(Content.assemble(NB, badge(link.status), f" {link.id} ({link.transport})"))
+            lines.append(badged(link.status, f"{link.id} ({link.transport})"))
         lines.append(Content.styled("Problems", "bold $text-accent"))
         for group in fix_groups(report):
             worst = max(group.results, key=lambda r: r.status.rank).status
-            lines.append(Content.assemble(NB, badge(worst), f" {group.title}: "
-                                          f"{', '.join(r.id for r in group.results)}"))
+            lines.append(badged(worst, f"{group.title}: {', '.join(r.id for r in group.results)}"))
         lines += self._steps_lines()
         body.update(Content("\n").join(lines))
         self.query_one(HistorySparklines).show(report.site, self.session.is_demo)

@@ -9,6 +9,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.notifications import SeverityLevel
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from strixwizard.errors import UsageError
@@ -75,6 +76,7 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
                 yield Button("Write site file (w)", id="write", variant="primary", compact=True)
                 yield Button("Open… (o)", id="open", compact=True)
                 yield Button("Demo (d)", id="demo", compact=True)
+            yield Static("", id="create-said", markup=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#site-nodes", DataTable)
@@ -86,6 +88,15 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
     @property
     def creating(self) -> bool:
         return self.session.site is None
+
+    def tell(self, text: str, severity: SeverityLevel = "information") -> None:
+        """What the form answers, inside the form: a notification would cover its fields."""
+        if not self.creating:
+            self.notify(text, severity=severity, timeout=8)
+            return
+        said = self.query_one("#create-said", Static)
+        said.set_class(severity == "error", "error")
+        said.update(text)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "write":
@@ -130,8 +141,16 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
         if site is None:
             hint.update("")
         elif remote:
-            hint.update("s tests SSH to every remote node (unknown host keys are shown for you to "
-                        "confirm) · n goes on to Discover")
+            tested = [session.of(SiteState).ssh.get(s.name) for s in remote]
+            reached = sum(1 for t in tested if t is not None and t.event == "done")
+            if all(t is not None and t.event in ("done", "failed") for t in tested):
+                hint.update(f"SSH reaches {reached} of {len(remote)} remote nodes"
+                            + (" · n goes on to Discover" if reached == len(remote) else
+                               " · s tests them again (unknown host keys are shown for you to confirm) "
+                               "· n goes on to Discover"))
+            else:
+                hint.update("s tests SSH to every remote node (unknown host keys are shown for you to "
+                            "confirm) · n goes on to Discover")
         else:
             hint.update("No node is reached over SSH here · n goes on to Discover")
         self.refresh_bindings()
@@ -171,10 +190,10 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
         try:
             written = write_site_file(path, name, self.pending)
         except UsageError as error:
-            self.notify(f"{error}", severity="error", timeout=10)
+            self.tell(f"{error}", "error")
             return
         except OSError as error:
-            self.notify(f"cannot write {path}: {error.strerror or error}", severity="error", timeout=10)
+            self.tell(f"cannot write {path}: {error.strerror or error}", "error")
             return
         self.notify(f"site file written to {written}")
         self.pending = []
@@ -185,12 +204,13 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
         try:
             spec = parse_node_argument(text, key)
         except UsageError as error:
-            self.notify(str(error), severity="error", timeout=8)
+            self.tell(str(error), "error")
             return False
         if any(p.name == spec.name for p in self.pending):
-            self.notify(f"there is already a node named {spec.name}", severity="error")
+            self.tell(f"there is already a node named {spec.name}", "error")
             return False
         self.pending.append(spec)
+        self.tell(f"{spec.name} added; Write (w) writes the file")
         self.query_one("#create-node", Input).value = ""
         self.session.changed()
         self.sync()

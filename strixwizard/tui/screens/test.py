@@ -5,22 +5,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
+from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import like_for_like, matrix_json
-from strixwizard.live.results import Measurement, overall_status
+from strixwizard.live.results import Measurement, cause, overall_status
 from strixwizard.services.test import planned_pairs
+from strixwizard.tui.fit import cell_width
 from strixwizard.tui.messages import CancelTests, RunTests
 from strixwizard.tui.panels import PanelView, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.session import KEEP, StepState
+from strixwizard.tui.session import KEEP, KEEP_FOR_SITE, StepState
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
@@ -39,28 +41,68 @@ class TestState(StepState):
     __test__ = False  # not a pytest test class
 
     run: int = field(default=0, metadata=KEEP)  # the run whose messages count; older ones are ignored
-    results: list[Measurement] = field(default_factory=list)
-    pairs: list[tuple[str, str]] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
+    results: list[Measurement] = field(default_factory=list, metadata=KEEP_FOR_SITE)
+    pairs: list[tuple[str, str]] = field(default_factory=list, metadata=KEEP_FOR_SITE)
+    nodes: list[str] = field(default_factory=list, metadata=KEEP_FOR_SITE)
     spark: dict[str, list[float]] = field(default_factory=dict, metadata=KEEP)  # panel -> points
     error: tuple[str, str] | None = None
-    outcome: str | None = None  # "done", "cancelled"
-    seconds: float | None = None
+    outcome: str | None = field(default=None, metadata=KEEP_FOR_SITE)  # "done", "cancelled"
+    seconds: float | None = field(default=None, metadata=KEEP_FOR_SITE)
     file: Path | None = None  # where the last results were saved (Report step)
     history: str | None = None  # where the run was stored and how it compared, in words
     #: The last run that finished (results, nodes): what the Report shows when a later run was
-    #: cancelled, since a cancelled run has no verdict. Kept across runs, reset with the step.
-    complete: tuple[list[Measurement], list[str]] | None = None
+    #: cancelled, since a cancelled run has no verdict. Kept across runs, reset with the site.
+    complete: tuple[list[Measurement], list[str]] | None = field(default=None, metadata=KEEP_FOR_SITE)
+    #: The results shown were measured before the nodes were discovered again
+    earlier: bool = False
+
+    def reset(self, new_site: bool = False) -> None:
+        had = bool(self.results) and not self.earlier
+        super().reset(new_site)
+        self.earlier = (had or self.earlier) and bool(self.results)
 
     def begin(self, pairs: list[tuple[str, str]], nodes: list[str]) -> None:
         run, complete = self.run, self.complete
-        self.reset()
+        self.reset(new_site=True)
         self.run, self.pairs, self.nodes, self.complete = run, pairs, nodes, complete
 
     def finish(self, outcome: str) -> None:
         self.outcome = outcome
         if outcome == "done":
             self.complete = (list(self.results), list(self.nodes))
+
+
+def link_title(link: str, results: list[Measurement]) -> str:
+    """`link node0-node1`, or, for a pair the TCP baseline reached over the management network
+    (no fabric link between them), what was measured instead, as the CLI says it."""
+    tcp = next((m for m in results if m.transport == "tcp" and m.kind == "latency" and m.role == "verdict"
+                and "-".join(sorted(m.pair)) == link), None)
+    if tcp is not None and "management network" in tcp.path:
+        return f"{link}: no fabric link; TCP measured over the management network"
+    return f"link {link}"
+
+
+def matrix_view(nodes: list[str], grid: dict[str, Any], width: int
+                ) -> tuple[str, list[str], list[list[str]]]:
+    """The all-pairs grid as it fits `width`, never a cut cell: "TCP / RDMA" medians; if that is
+    too wide, RDMA alone (TCP stays in the panels); then numbered columns with a legend."""
+    def cell(a: str, b: str, both: bool) -> str:
+        if a == b:
+            return "—"
+        tcp, rdma = grid["tcp_latency_us"][a].get(b), grid["rdma_latency_us"][a].get(b)
+        r = f"{rdma:.2f}" if rdma is not None else "…"
+        return (f"{tcp:.1f}" if tcp is not None else "…") + " / " + r if both else r
+
+    for both, title in ((True, "All pairs: median one-way µs, TCP / RDMA"),
+                        (False, "All pairs: median one-way RDMA µs (TCP: in the panels above)")):
+        rows = [[a, *(cell(a, b, both) for b in nodes)] for a in nodes]
+        labels = ["", *nodes]
+        if sum(cell_width(label, [r[i] for r in rows]) for i, label in enumerate(labels)) <= width:
+            return title, labels, rows
+    legend = " · ".join(f"{i} {n}" for i, n in enumerate(nodes, 1))
+    rows = [[f"{i} {a}", *(cell(a, b, False) for b in nodes)] for i, a in enumerate(nodes, 1)]
+    return (f"All pairs: median one-way RDMA µs (TCP: in the panels above); columns: {legend}",
+            ["", *(str(i) for i in range(1, len(nodes) + 1))], rows)
 
 
 class TestScreen(StepScreen, step="test", state=TestState):
@@ -139,8 +181,11 @@ class TestScreen(StepScreen, step="test", state=TestState):
             seconds = f" in {state.seconds:.1f} s" if state.seconds is not None else ""
             kind = {"pass": "success", "fail": "error", "error": "error"}.get(status.value, "warning")
             stored = f"\n{state.history}" if state.history else ""
-            notice.say(f"{status.value.upper()}: {len(results)} result(s){seconds}. r runs again.\n"
-                       f"{SPARK_NOTE}{demo}{stored}", kind, title=f"Tests: {status.value.upper()}")
+            earlier = ("\nMeasured before the nodes were discovered again: r tests what was found now."
+                       if state.earlier else "")
+            notice.say(f"{status.value.upper()}: {cause(results)}\n{len(results)} result(s){seconds}. "
+                       f"r runs again.{earlier}\n{SPARK_NOTE}{demo}{stored}", kind,
+                       title=f"Tests: {status.value.upper()}")
         else:
             pairs = ", ".join(f"{a}-{b}" for a, b in planned_pairs(discovery.site))
             notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "
@@ -157,7 +202,8 @@ class TestScreen(StepScreen, step="test", state=TestState):
             box.remove_children()
             rows: list[Vertical | Horizontal | Static] = []
             for link in links_of(views):
-                rows.append(Static(f"link {link}", classes="section"))
+                rows.append(Static(link_title(link, state.results), classes="section",
+                                   id=f"title-{link}".replace(":", "_")))
                 pair = [v for v in views.values() if v.link == link]
                 first, rest = pair[:2], pair[2:]
                 rows.append(Horizontal(*[self._panel(v) for v in first], classes="panel-row"))
@@ -185,10 +231,17 @@ class TestScreen(StepScreen, step="test", state=TestState):
             for panel in box.query(f"#{panel_id(view.key)}").results(TestPanel):
                 panel.show(view, state.spark.get(view.key, []), testing)
         ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
+        published = published_comparison(state.results) if self.session.is_demo else None
         for link in links_of(views):
+            for title in box.query(f"#title-{link}".replace(":", "_")).results(Static):
+                title.update(link_title(link, state.results))
             for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
                 c = ratios.get(link)
-                ratio.update(f"like for like: {c.summary}" if c else "")
+                lines = [f"without RDMA on the same NIC: {published}"] if published else []
+                if c:
+                    lines.append(f"extra, TCP on this machine's loopback: {c.summary}" if published
+                                 else f"like for like: {c.summary}")
+                ratio.update("\n".join(lines))
 
     def _panel(self, view: PanelView) -> TestPanel:
         state = self.session.of(TestState)
@@ -206,18 +259,11 @@ class TestScreen(StepScreen, step="test", state=TestState):
             return
         self._show_matrix(True)
         grid = matrix_json(nodes, state.results, [], [])
+        title_text, labels, rows = matrix_view(nodes, grid, max(40, self.size.width - 4))
         title = self.query_one("#test-matrix-title", Static)
-        title.update("All pairs: median one-way µs, TCP / RDMA")
+        title.update(title_text)
         table: DataTable[str] = self.query_one("#test-matrix", DataTable)
         table.clear(columns=True)
-        table.add_columns("", *nodes)
-        for a in nodes:
-            cells = []
-            for b in nodes:
-                if a == b:
-                    cells.append("—")
-                    continue
-                tcp, rdma = grid["tcp_latency_us"][a].get(b), grid["rdma_latency_us"][a].get(b)
-                cells.append((f"{tcp:.1f}" if tcp is not None else "…") + " / "
-                             + (f"{rdma:.2f}" if rdma is not None else "…"))
-            table.add_row(a, *cells)
+        table.add_columns(*labels)
+        for row in rows:
+            table.add_row(*row)

@@ -14,10 +14,24 @@ from __future__ import annotations
 from typing import Any
 
 from textual import events
+from textual.containers import ScrollableContainer
+from textual.geometry import Region
 from textual.widgets import DataTable
 
 
 class SizedTable(DataTable[Any]):
+    """Also grows with its rows (no scrollbar of its own inside the step's scrolling body): the
+    body scrolls, and follows the cursor row."""
+
+    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        super()._scroll_cursor_into_view(animate)
+        body = self.parent
+        if self.cursor_type != "row" or not self.row_count or not isinstance(body, ScrollableContainer):
+            return
+        _, y, _, height = self._get_row_region(self.cursor_row)
+        top = self.virtual_region.y + y - int(self.scroll_y)  # y counts the header already
+        body.scroll_to_region(Region(0, top, 1, height), animate=animate, force=True)
+
     async def _on_idle(self, event: events.Idle) -> None:
         widths = [column.content_width for column in self.ordered_columns]
         await super()._on_idle(event)

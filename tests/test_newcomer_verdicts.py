@@ -1,0 +1,66 @@
+"""A test run that measured nothing it was asked to judge has no verdict (exit 2), in words."""
+
+from __future__ import annotations
+
+import io
+
+from strixwizard.live.render import print_summary
+from strixwizard.live.report import TestReport as RunReport
+from strixwizard.live.results import Measurement, exit_code, overall_status
+from strixwizard.model import Status
+from strixwizard.site import Thresholds
+from tests.conftest import run_cli
+
+NO_LINK = "no fabric link found between node1 and node2 (no interfaces in a shared subnet)"
+
+
+def _tcp(status: Status = Status.PASS) -> Measurement:
+    return Measurement("latency", "tcp", "strixwizard tcp ping-pong", ("node1", "node2"), status,
+                       "TCP: median one-way 30.00 µs, within the 150 µs limit", figure=30.0, unit="µs")
+
+
+def _rdma_skip() -> Measurement:
+    return Measurement("latency", "rdma", "ib_write_lat", ("node1", "node2"), Status.SKIP,
+                       f"RDMA not measured: {NO_LINK}", unit="µs")
+
+
+def _rdma_pass() -> Measurement:
+    return Measurement("latency", "rdma", "ib_write_lat", ("node0", "node1"), Status.PASS,
+                       "RDMA: median one-way 5.19 µs", figure=5.19, unit="µs")
+
+
+def test_rdma_never_measured_is_no_verdict_not_skip() -> None:
+    results = [_tcp(), _rdma_skip()]
+    assert exit_code(results) == 2
+    assert overall_status(results) is Status.ERROR
+    report = RunReport("latency", "lab", Thresholds(), results)
+    out = io.StringIO()
+    print_summary(report, out)
+    text = out.getvalue()
+    assert "verdict: skip" not in text and "exit 0" not in text
+    assert f"no verdict (exit 2): RDMA was never measured (node1-node2: RDMA not measured: {NO_LINK})" in text
+    assert "--transport tcp" in text
+    assert report.to_json()["status"] == "error" and report.to_json()["exit_code"] == 2
+
+
+def test_rdma_measured_on_one_pair_keeps_the_verdict() -> None:
+    results = [_tcp(), _rdma_skip(), _rdma_pass()]
+    assert exit_code(results) == 0 and overall_status(results) is Status.SKIP
+    assert exit_code([_tcp(Status.FAIL), _rdma_skip()]) == 1
+
+
+def test_tcp_only_run_is_judged_on_tcp() -> None:
+    assert exit_code([_tcp()]) == 0 and overall_status([_tcp()]) is Status.PASS
+
+
+def test_demo_transport_tcp_measures_tcp_alone() -> None:
+    result = run_cli("test", "latency", "--demo", "--seconds", "0.5", "--no-references", "--json",
+                     "--transport", "tcp")
+    doc = result.json()
+    assert result.rc == 0 and doc["status"] == "pass"
+    assert {r["transport"] for r in doc["results"]} == {"tcp"}
+
+
+def test_transport_tcp_is_refused_for_bandwidth() -> None:
+    result = run_cli("test", "bandwidth", "--demo", "--transport", "tcp")
+    assert result.rc == 2 and "--transport tcp applies to latency and matrix" in result.stderr
