@@ -34,11 +34,12 @@ def _judge(component: str, entity: str, observed: str, version_text: str,
     if entry is None:
         return passed(entity, observed=observed, expected=expected,
                       detail=f"thresholds from {_sources(entries)}")
-    detail = (f"{entry.what}. {entry.advice}. Threshold from {entry.source.url}: "
-              f"{entry.source.says}.")
+    # the source's own words stay in the data file and on the explain page; the user reads
+    # what happens, what to do, and where that comes from
+    detail = f"{entry.what}. {entry.advice}. Source: {entry.source.url}"
     found = failed if entry.status == "fail" else warned
-    return found(entity, observed=observed, expected=f"not {entry.threshold} ({entry.source.url})",
-                 detail=detail, fixable=False)
+    return found(entity, observed=observed, expected=f"not {entry.threshold}", detail=detail,
+                 fixable=False)
 
 
 def _applying(component: str, key: str) -> set[Any]:

@@ -22,7 +22,8 @@ def test_decode_over_tcp_between_two_lab_nodes(decodelab2: Lab, tmp_path: Path) 
                      "--model", "Llama-3.1-8B", "--batch", "4", timeout=120)
     document = result.json()
     jsonschema.validate(document, SCHEMA)
-    assert result.rc == 0, document
+    # RDMA (here: RCCL) was asked for and never measured: no verdict, the TCP figures still given
+    assert (result.rc, document["status"]) == (2, "error"), document
     by_tool = {r["tool"]: r for r in document["results"]}
     tcp = by_tool["strixwizard tcp ping-pong"]
     assert tcp["status"] == "pass" and tcp["source"] == "measured"
@@ -37,3 +38,14 @@ def test_decode_over_tcp_between_two_lab_nodes(decodelab2: Lab, tmp_path: Path) 
     tps = {(p["tp"], p["batch"]) for p in decode["predictions"] if p["transport"] == "tcp"}
     assert tps == {(tp, b) for tp in (1, 2, 4) for b in (1, 2, 4)}
     assert all(p["tokens_per_s"] > 0 for p in decode["predictions"])
+
+
+def test_decode_over_tcp_alone_is_judged(decodelab2: Lab, tmp_path: Path) -> None:
+    site = decodelab2.write_site_yaml(tmp_path / "lab.yaml")
+    result = run_cli("test", "decode", "--site", str(site), "--pair", "node0,node1", "--json",
+                     "--model", "Llama-3.1-8B", "--transport", "tcp", timeout=120)
+    document = result.json()
+    jsonschema.validate(document, SCHEMA)
+    assert (result.rc, document["status"]) == (0, "pass"), document
+    assert {r["transport"] for r in document["results"] if r["kind"] == "decode"} == {"tcp"}
+    assert {p["transport"] for p in document["decode"]["predictions"]} == {"tcp"}

@@ -20,8 +20,8 @@ TOOL = "strixwizard tcp ping-pong"
 def test_two_real_runs_reach_the_textfile_the_history_and_the_heatmap(lab3: Lab, tmp_path: Path) -> None:
     site = lab3.write_site_yaml(tmp_path / "lab.yaml")
     history, prom = tmp_path / "history.sqlite", tmp_path / "strixwizard.prom"
-    argv = ("test", "matrix", "--site", str(site), "--json", "--seconds", "0.3", "--no-references",
-            "--history", str(history), "--prometheus", str(prom))
+    argv = ("test", "matrix", "--site", str(site), "--json", "--transport", "tcp", "--seconds", "0.3",
+            "--no-references", "--history", str(history), "--prometheus", str(prom))
     runs = [run_cli(*argv, timeout=180) for _ in range(2)]
     docs = [r.json() for r in runs]
     assert all(r.rc == 0 for r in runs), [r.stderr for r in runs]

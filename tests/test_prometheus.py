@@ -75,8 +75,10 @@ def test_test_textfile_carries_the_links_figures(tmp_path: Path) -> None:
         labels = {"a": r["pair"][0], "b": r["pair"][1], "transport": r["transport"], "tool": r["tool"]}
         stats = r["latency_us"]
         assert _value(samples, "strixwizard_link_latency_median_microseconds", **labels) == stats["median"]
-        assert _value(samples, "strixwizard_link_latency_p99_microseconds", **labels) == stats["p99"]
-        assert _value(samples, "strixwizard_test_result_status", **labels) == STATUS_VALUES[r["status"]]
+        if stats["p99"] is not None:  # a published reference gives its average alone
+            assert _value(samples, "strixwizard_link_latency_p99_microseconds", **labels) == stats["p99"]
+        if r["role"] == "verdict":
+            assert _value(samples, "strixwizard_test_result_status", **labels) == STATUS_VALUES[r["status"]]
     assert "strixwizard_fabric_counter_delta" not in samples  # no counters in this document
 
 

@@ -190,6 +190,9 @@ async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
         assert saved["json"].parent == state_home / "strixwizard" / "demo"
         assert "# strixwizard report: site demo" in saved["md"].read_text()
         assert "<html" in saved["html"].read_text()
+        # the Test step's "what this fabric buys you" is in the document, and charted in the HTML
+        assert {p["transport"] for p in live["decode"]["predictions"]} >= {"rdma"}
+        assert "tok/s" in saved["html"].read_text()
         assert "failed" in str(app.screen.query_one("#report-verdict").render())
 
         await pilot.press("b")

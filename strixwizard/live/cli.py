@@ -47,7 +47,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--launcher", default="mpirun", help="MPI launcher for rccl (default mpirun)")
     add_soft_rdma_option(test, "test links over")
     test.add_argument("--transport", choices=("all", "tcp"), default="all",
-                      help="latency and matrix: `tcp` measures the TCP baseline alone and judges it; "
+                      help="latency, matrix and decode: `tcp` measures the TCP baseline alone and judges it; "
                       "by default RDMA is measured too, and a run that could not measure it has no "
                       "verdict (exit 2)")
     return test

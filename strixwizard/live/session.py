@@ -43,8 +43,9 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
                       reference_seconds=min(args.seconds, 3.0))
     tcp_only = getattr(args, "transport", "all") == "tcp"
-    if tcp_only and args.kind not in ("latency", "matrix"):
-        raise UsageError(f"--transport tcp applies to latency and matrix; {args.kind} measures RDMA")
+    if tcp_only and args.kind not in ("latency", "matrix", "decode"):
+        raise UsageError(f"--transport tcp applies to latency, matrix and decode; {args.kind} "
+                         "measures RDMA")
     settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher),
                             tcp_only=tcp_only)
     settings.perftest = type(settings.perftest)(size=args.size)
@@ -118,6 +119,8 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         if args.kind == "decode":
             decode, site, stream = _decode(args, cancel)
+            if getattr(args, "transport", "all") == "tcp":  # TCP alone, judged: no RDMA asked for
+                stream = (m for m in stream if m.transport != "rdma")
         elif args.demo:
             from strixwizard.targets import demo_site
 

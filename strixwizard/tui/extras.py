@@ -29,6 +29,13 @@ def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurem
     if len(nodes) > 2:
         report.matrix = matrix_json(list(nodes), list(results), rounds(list(nodes)), [])
     document = report.to_json()
+    from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog
+    from strixwizard.decode.fabric import fabric_document
+
+    # what the Test step's panel shows ("what this fabric buys you"); the HTML report charts it
+    decode = fabric_document(results, from_catalog(DEFAULT_MODEL), len(nodes))
+    if decode["collectives"]:
+        document["decode"] = decode
     document["outcome"] = outcome or "running"
     if outcome != "done":  # a run that did not finish judged nothing: no verdict
         document["status"], document["exit_code"] = "error", 2
