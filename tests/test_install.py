@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, run_cli, validate_report
+from tests.pythons import HEAD_VERSIONS, available
 
 pytestmark = pytest.mark.packaging
 
@@ -69,23 +70,10 @@ def clean_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def newest_python() -> str | None:
-    """The newest Python 3.12+ on this machine (on PATH or in pyenv), for a second install the way
-    a head on Ubuntu 24.04 or Fedora would run it; None when there is none."""
-    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for version in ("3.14", "3.13", "3.12"):
-        found = shutil.which(f"python{version}")
-        if found and subprocess.run([found, "-c", ""], capture_output=True, timeout=30).returncode == 0:
-            return found
-        builds = sorted(pyenv.glob(f"{version}.*/bin/python{version}"),
-                        key=lambda path: [int(n) for n in re.findall(r"\d+", path.parts[-3])])
-        if builds:
-            return str(builds[-1])
-    return None
-
-
-#: The interpreters the wheel is installed with: .venv's (Debian's python3) and the newest other.
-PYTHONS = [sys.executable, *filter(None, [newest_python()])]
+#: The interpreters the wheel is installed with: .venv's (Debian's python3) and the newest 3.12+
+#: (the head of an Ubuntu 24.04 or Fedora site), when this machine has one.
+NEWER = [python for version, python in available(HEAD_VERSIONS).items() if version != "3.11"][-1:]
+PYTHONS = [sys.executable, *NEWER]
 
 
 @dataclass(frozen=True)
