@@ -35,6 +35,7 @@ from tests.pythons import NODE_VERSIONS, available
 #: The node's python3 the lab and the VM lab run: Debian's.
 REFERENCE = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3"
 PYTHONS = available(NODE_VERSIONS)
+pytestmark = pytest.mark.pythons
 Entries = dict[str, Any]
 
 

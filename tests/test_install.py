@@ -31,7 +31,7 @@ import pytest
 from tests.conftest import ROOT, run_cli, validate_report
 from tests.pythons import HEAD_VERSIONS, available
 
-pytestmark = pytest.mark.packaging
+pytestmark = pytest.mark.pythons
 
 PACKAGES = ("strixwizard", "checks", "fixes")
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

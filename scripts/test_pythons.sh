@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The unit tests (all but the root-only lab and the tests that start other Pythons) on every newer Python
+# the head node may run: one ./.venv-3.X per interpreter, found on PATH or in pyenv.
+# A version with no interpreter on this machine is named and left out; none at all fails.
+# Usage: bash scripts/test_pythons.sh [VERSION...] [-- PYTEST-ARGS...]   (default: 3.12 3.13 3.14)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+versions=()
+while (($#)) && [[ "$1" != "--" ]]; do versions+=("$1"); shift; done
+(($#)) && shift
+((${#versions[@]})) || versions=(3.12 3.13 3.14)
+
+# The interpreter for version $1: python3.X on PATH, else the newest pyenv build of it.
+find_python() {
+    local version=$1 candidate
+    if candidate=$(command -v "python$version") && "$candidate" -c '' 2>/dev/null; then
+        echo "$candidate"
+        return 0
+    fi
+    for candidate in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$version".* 2>/dev/null | sort -rV); do
+        if [[ -x "$candidate/bin/python$version" ]]; then
+            echo "$candidate/bin/python$version"
+            return 0
+        fi
+    done
+    return 1
+}
+
+tested=0
+for version in "${versions[@]}"; do
+    if ! python=$(find_python "$version"); then
+        echo "test_pythons: no Python $version on this machine: not tested"
+        continue
+    fi
+    venv=".venv-$version"
+    started=$SECONDS
+    [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
+    echo "test_pythons: $("$venv/bin/python" -V) ($python), installed in $((SECONDS - started)) s:" \
+         "unit tests"
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not lab and not pythons" "$@"
+    tested=$((tested + 1))
+done
+if ((tested == 0)); then
+    echo "test_pythons: none of Python ${versions[*]} is installed" >&2
+    exit 1
+fi
