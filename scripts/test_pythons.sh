@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The unit tests (all but the root-only lab and the tests that start other Pythons) on every newer Python
-# the head node may run: one ./.venv-3.X per interpreter, found on PATH or in pyenv.
+# The unit tests (all but the root-only lab and the tests that start other Pythons) on every
+# newer Python the head node may run: one ./.venv-3.X per interpreter, found on PATH or in pyenv,
+# with the package and its test extra (less the lint's and the lab's own tools).
 # A version with no interpreter on this machine is named and left out; none at all fails.
 # Usage: bash scripts/test_pythons.sh [VERSION...] [-- PYTEST-ARGS...]   (default: 3.12 3.13 3.14)
 set -euo pipefail
@@ -27,9 +28,24 @@ find_python() {
     return 1
 }
 
+# The test extra less what only the lint (ruff, mypy, type stubs) and the lab's tests (ray) use.
+unit_requirements() {
+    "$1" - <<'PY'
+import re
+import tomllib
+
+with open("pyproject.toml", "rb") as handle:
+    extra = tomllib.load(handle)["project"]["optional-dependencies"]["test"]
+for requirement in extra:
+    name = re.split(r"[\s<>=!~\[;]", requirement, maxsplit=1)[0].lower()
+    if name not in {"ruff", "mypy", "ray"} and not name.startswith("types-"):
+        print(requirement)
+PY
+}
+
 # Install one after another (each editable install writes the checkout's metadata), then test
 # side by side: the runs wait more than they compute, so two of them on two cores take little
-# longer than one. Each run's output is shown whole, in version order, when it has ended.
+# longer than one. Each run's output is shown whole, in version order, once all have ended.
 venvs=()
 for version in "${versions[@]}"; do
     if ! python=$(find_python "$version"); then
@@ -39,7 +55,9 @@ for version in "${versions[@]}"; do
     venv=".venv-$version"
     started=$SECONDS
     [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]"
+    requirements=$(unit_requirements "$venv/bin/python")
+    # shellcheck disable=SC2086  # one requirement a line, none with spaces
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e . $requirements
     echo "test_pythons: $("$venv/bin/python" -V) ($python) installed in $((SECONDS - started)) s"
     venvs+=("$venv")
 done
