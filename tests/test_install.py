@@ -189,13 +189,14 @@ def test_installed_doctor_on_the_demo_reports_as_the_checkout_does(installed: In
 
 
 class Tmux:
-    """A tmux server of its own (`-L`), so nothing is shared with other tmux users."""
+    """A tmux server of its own (`-S`, its socket in the test's directory): nothing is shared
+    with other tmux users, and nothing is left behind."""
 
-    def __init__(self, socket: str, env: dict[str, str]) -> None:
+    def __init__(self, socket: Path, env: dict[str, str]) -> None:
         self.socket, self.env = socket, env
 
     def __call__(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
+        return subprocess.run(["tmux", "-S", str(self.socket), *args], capture_output=True, text=True,
                               timeout=10, check=True, env=self.env).stdout
 
     def wait(self, predicate: Any, what: str, timeout: float) -> None:
@@ -217,12 +218,13 @@ class Tmux:
 
 @pytest.fixture
 def tmux(installed: Installed) -> Iterator[Tmux]:
-    server = Tmux(f"strixwizard-install-{os.getpid()}", installed.env)
+    server = Tmux(installed.elsewhere.parent / "tmux.socket", installed.env)
     try:
         yield server
     finally:
-        subprocess.run(["tmux", "-L", server.socket, "kill-server"], capture_output=True, timeout=10,
-                       check=False)
+        subprocess.run(["tmux", "-S", str(server.socket), "kill-server"], capture_output=True,
+                       timeout=10, check=False)
+        server.socket.unlink(missing_ok=True)
 
 
 #: Runs argv[2:] and writes its exit status to argv[1]: tmux can take long to reap a pane's
