@@ -2,7 +2,8 @@
 the collector, exactly as the SSH session sends it (`python3 -` with the source on stdin), collects
 this machine with every interpreter the machine has, and the snapshot is the one Debian's python3
 collects: the same files, links and command outputs with the same readings, and the same doctor
-report. The step runner and the program supervisor answer on each interpreter too.
+report. The step runner, the program supervisor and the TCP ping-pong run on each interpreter
+too.
 
 What may differ between two collections is what the machine changed meanwhile, never the
 interpreter: each collection is bracketed by two with the reference interpreter, and only what
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from strixwizard.fixing import ops
+from strixwizard.live import pingpong
 from strixwizard.node.process import supervised_argv
 from strixwizard.node.ssh import OPS_BOOTSTRAP, collector_script
 from strixwizard.probe.snapshot import SnapshotProbe
@@ -178,3 +180,28 @@ def test_the_supervisor_runs_a_program_on_each_python(version: str, tmp_path: Pa
     assert (status, out) == (0, b"hi\n"), err.decode()
     status, out, err = supervise(PYTHONS[version], ["sleep", "30"], 0.5, tmp_path)
     assert status == 124, err.decode()
+
+
+@pytest.mark.parametrize("version", list(PYTHONS))
+def test_the_tcp_ping_pong_runs_on_each_python(version: str, tmp_path: Path) -> None:
+    """Both ends on `version`, on loopback: the baseline `strixwizard test` measures beside RDMA."""
+    python, source = PYTHONS[version], Path(pingpong.__file__).read_text(encoding="utf-8")
+    with subprocess.Popen([python, "-c", source, "server", "127.0.0.1", "0", "20"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                          env=node_env()) as server:
+        try:
+            assert server.stdout is not None
+            listening = json.loads(server.stdout.readline())
+            assert listening["event"] == "listening", listening
+            client = subprocess.run([python, "-c", source, "client", "127.0.0.1", str(listening["port"]),
+                                     "64", "50", "5", "10"], capture_output=True, timeout=60,
+                                    cwd=tmp_path, env=node_env(), check=False)
+            done = json.loads(server.stdout.readline())
+            assert server.wait(timeout=30) == 0
+        finally:
+            server.kill()
+    assert client.returncode == 0, client.stderr.decode()
+    result = json.loads(client.stdout)
+    assert (result["event"], len(result["rtt_ns"]), result["stopped_early"]) == ("result", 50, False)
+    assert all(rtt > 0 for rtt in result["rtt_ns"])
+    assert done == {"event": "done", "echoed": 55}
