@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -69,3 +70,23 @@ def validate_report(document: Any, schema: dict[str, Any]) -> None:
     import jsonschema
 
     jsonschema.validate(document, schema, format_checker=jsonschema.FormatChecker())
+
+
+#: The modules that start the root-only lab: a test module that uses them is marked `lab`.
+LAB_MODULES = frozenset({"tests.lab", "tests.vmlab"})
+
+
+def _uses_the_lab(module: ModuleType) -> bool:
+    return any(
+        (value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None))
+        in LAB_MODULES
+        for value in vars(module).values()
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of a module that imports the lab `lab` (`-m "not lab"`: the unit tests)."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and _uses_the_lab(module):
+            item.add_marker(pytest.mark.lab)

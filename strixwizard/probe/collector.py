@@ -256,7 +256,8 @@ class Collector:
         meta = {
             "format": SNAPSHOT_FORMAT,
             "host": self.hostname(),
-            "captured_at": datetime.datetime.now(datetime.UTC).isoformat(
+            # timezone.utc, not datetime.UTC (3.11+): the node's own python3 may be 3.8.
+            "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"
             ),
             "tool_version": tool_version,

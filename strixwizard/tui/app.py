@@ -188,6 +188,17 @@ class WizardApp(App[int]):
         if isinstance(screen, StepScreen):
             screen.sync()
 
+    def clear_selection(self) -> None:
+        """An Input composed on a mode's first screen clears the selection before that screen is
+        on the stack (Textual issue 6444): on Python 3.12+ the wizard died at start. Nothing is
+        selected then, so there is nothing to clear."""
+        from contextlib import suppress
+
+        from textual.app import ScreenStackError
+
+        with suppress(ScreenStackError):
+            super().clear_selection()
+
     def on_mount(self) -> None:
         self.theme = load_theme()
         if self.session.state.step != STEPS[0].id:
