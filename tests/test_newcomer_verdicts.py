@@ -63,4 +63,4 @@ def test_demo_transport_tcp_measures_tcp_alone() -> None:
 
 def test_transport_tcp_is_refused_for_bandwidth() -> None:
     result = run_cli("test", "bandwidth", "--demo", "--transport", "tcp")
-    assert result.rc == 2 and "--transport tcp applies to latency and matrix" in result.stderr
+    assert result.rc == 2 and "--transport tcp applies to latency, matrix and decode" in result.stderr

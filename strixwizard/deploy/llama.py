@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strixwizard.deploy.env import ClusterEnv
+from strixwizard.deploy.health import probe_source
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, file_step, group_of, mkdir_step
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.facts import NodeFacts
@@ -465,21 +466,8 @@ def judge_devices(plan: LlamaPlan, head_log: str) -> SmokeCheck:
 
 #: Run on the head: wait for /health, then one completion; prints one JSON line.
 #: argv: URL, prompt, n_predict, seconds to wait for /health.
-HTTP_PROBE = r"""import json, sys, time, urllib.error, urllib.request
-url, prompt, n, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-deadline = time.monotonic() + wait
-status = None
-while True:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=5) as r:
-            status = r.status
-    except urllib.error.HTTPError as e:
-        status = e.code
-    except OSError as e:
-        status = str(e)
-    if status == 200 or time.monotonic() > deadline:
-        break
-    time.sleep(0.2)
+HTTP_PROBE = probe_source(r"""url, prompt, n, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+status = wait_for_health(url, float(wait), 0.2)
 if status != 200:
     print(json.dumps({"health": status}))
     sys.exit(0)
@@ -491,7 +479,7 @@ with urllib.request.urlopen(request, timeout=120) as r:
 print(json.dumps({"health": 200, "seconds": time.monotonic() - started,
                   "predicted": answer.get("tokens_predicted"),
                   "timings": answer.get("timings", {}), "content": answer.get("content", "")}))
-"""
+""")
 
 
 def http_probe_argv(plan: LlamaPlan, wait_s: float, prompt: str = "Hello",

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from strixwizard.deploy.env import ClusterEnv
+from strixwizard.deploy.health import probe_source
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.facts import NodeFacts
 
@@ -124,21 +125,8 @@ def server_url(env: ClusterEnv, serve: ServeSettings) -> str:
 #: Run on the head: poll /health for up to `wait` seconds; when it answers 200 and `ask` is
 #: 1, one streamed completion, timed. Prints one JSON line. argv: URL, model, prompt,
 #: max_tokens, wait, ask.
-PROBE = r"""import json, sys, time, urllib.error, urllib.request
-url, model, prompt, n, wait, ask = sys.argv[1:7]
-deadline = time.monotonic() + float(wait)
-status = None
-while True:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=5) as r:
-            status = r.status
-    except urllib.error.HTTPError as e:
-        status = e.code
-    except OSError as e:
-        status = str(getattr(e, "reason", e))
-    if status == 200 or time.monotonic() > deadline:
-        break
-    time.sleep(0.5)
+PROBE = probe_source(r"""url, model, prompt, n, wait, ask = sys.argv[1:7]
+status = wait_for_health(url, float(wait), 0.5)
 if status != 200 or ask != "1":
     print(json.dumps({"health": status}))
     sys.exit(0)
@@ -173,7 +161,7 @@ print(json.dumps({"health": 200, "ttft": None if first is None else first - star
                   "span": None if first is None else last - first, "chunks": chunks,
                   "usage": usage, "text": text[:200], "error": error,
                   "seconds": time.monotonic() - started}))
-"""
+""")
 
 
 def probe_argv(env: ClusterEnv, model: str, serve: ServeSettings, wait_s: float, ask: bool
