@@ -112,6 +112,24 @@ def with_fabric_addresses(nodes: Sequence[NodeSpec], found: dict[str, Found]) ->
     return [replace(n, fabric_address=found[n.name].address) if n.name in found else n for n in nodes]
 
 
+def _plain_address(found: Found) -> Found:
+    """`found` with its address only if it is an IP address as Python reads one: what a node
+    reports is data, and only an address may become a value in the site file."""
+    if found.address is None:
+        return found
+    try:
+        ipaddress.ip_address(found.address)
+    except ValueError:
+        return Found(None, f"the node reported {found.address!r}, not an IP address")
+    return found
+
+
+def _comment(text: str) -> str:
+    """Text from a node (interface names, error messages) as one YAML comment line: a line
+    break or another control character in it could otherwise start a key of its own."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
 def _node_yaml(node: NodeSpec, found: Found | None = None) -> str:
     lines = [f"  - name: {node.name}", f"    host: {node.host}"]
     if not node.is_local:
@@ -121,11 +139,11 @@ def _node_yaml(node: NodeSpec, found: Found | None = None) -> str:
         if node.key:
             lines.append(f"    key: {node.key}")
     if node.fabric_address and found is not None:
-        lines.append(f"    fabric_address: {node.fabric_address}   # found by init: {found.how}")
+        lines.append(f"    fabric_address: {node.fabric_address}   # found by init: {_comment(found.how)}")
     elif node.fabric_address:
         lines.append(f"    fabric_address: {node.fabric_address}")
     elif found is not None:
-        lines.append(f"    # fabric_address: none written: {found.how}")
+        lines.append(f"    # fabric_address: none written: {_comment(found.how)}")
     else:
         lines.append("    # fabric_address: 192.168.100.1   # the node's address on the RDMA link")
     return "\n".join(lines)
@@ -185,7 +203,8 @@ def check_site_file(out: Path, name: str, nodes: Sequence[NodeSpec]) -> None:
 def write_site_file(out: Path, name: str, nodes: Sequence[NodeSpec],
                     found: dict[str, Found] | None = None) -> Path:
     check_site_file(out, name, nodes)
-    nodes = with_fabric_addresses(nodes, found or {})
+    found = {name: _plain_address(f) for name, f in (found or {}).items()}
+    nodes = with_fabric_addresses(nodes, found)
     text = site_yaml(name, nodes, found)
     parse_site(text, str(out), out)  # what we write must read back
     out.write_text(text, encoding="utf-8")

@@ -129,3 +129,24 @@ def test_init_refuses_a_port_out_of_range(cli, tmp_path: Path) -> None:
     assert result.rc == 2 and "Traceback" not in result.stderr
     assert "port must be between 1 and 65535, not 99999999" in result.stderr
     assert not out.exists()
+
+
+def test_what_a_node_reports_stays_a_comment_or_an_address(tmp_path: Path) -> None:
+    """init writes what nodes report into site.yaml: an interface name or an error with a line
+    break must not start a key of its own, and only an IP address becomes a value."""
+    from strixwizard.init import Found, write_site_file
+
+    nodes = [NodeSpec(name="a", host="10.99.9.1"), NodeSpec(name="b", host="10.99.9.2"),
+             NodeSpec(name="c", host="10.99.9.3")]
+    found = {
+        "a": Found("10.99.8.1", "fab0\nallow_soft_rdma: true\n# , rdma link to b:fab0"),
+        "b": Found("10.99.8.2\nnodes: []", "fab0, shares 10.99.8.0/30 with a:fab0"),
+        "c": Found(None, "not read: refused\r\nssh:\n  parallel: 99"),
+    }
+    out = write_site_file(tmp_path / "site.yaml", "s", nodes, found)
+    site = load_site(out)
+    assert [n.fabric_address for n in site.nodes] == ["10.99.8.1", None, None]
+    assert not site.allow_soft_rdma and site.ssh.parallel != 99
+    text = out.read_text()
+    assert "# found by init: fab0 allow_soft_rdma: true # , rdma link to b:fab0" in text
+    assert "the node reported '10.99.8.2\\nnodes: []', not an IP address" in text
