@@ -5,6 +5,7 @@ pinned to each node saw). The real Ray runs in tests/test_deploy_ray_lab.py."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 import pytest
@@ -121,3 +122,13 @@ def test_the_driver_gets_every_value_as_an_argument(plan: DeployPlan) -> None:
 def test_only_a_state_naming_another_ray_refuses() -> None:
     assert another_ray("another Ray runs here (raylet PID 42, not started by strixwizard)")
     assert not any(another_ray(s) for s in ("running", "stopped", None, ""))
+
+
+def test_the_wizard_shows_the_launcher_line_the_deploy_runs(plan: DeployPlan) -> None:
+    """The Deploy step's node view names the command the start step really runs."""
+    from strixwizard.tui.screens.deploy import node_content
+
+    steps = [s for p in plan.site_plan.for_node("node-b") for s in p.steps]
+    start = next(s for s in steps if s.target.startswith("ray ("))
+    shown = node_content(plan, "node-b").plain
+    assert shlex.join(start.argv or ()) in shown and "sh -ac" not in shown

@@ -183,6 +183,13 @@ def start_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[st
     return ("ray", "start", f"--address={env.head_ip}:{settings.ray_port}", *common)
 
 
+def launch_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:
+    """What the deploy runs on the node: the launcher, the env file, Ray's temp dir (the
+    marker), then `ray start`."""
+    return ("sh", settings.path(LAUNCHER), settings.env_file, ray_settings(settings).temp_dir,
+            *start_argv(env, node, settings))
+
+
 def ray_steps(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[Step, ...]:
     """The launcher file, then starting Ray through it (undo: stop exactly that Ray)."""
     from strixwizard.deploy.plan import file_step
@@ -195,7 +202,7 @@ def ray_steps(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[Ste
         summary=f"start Ray {role} on {env.node(node).ip} with {settings.env_file} exported",
         read=Read("command", argv=("sh", "-c", STATE, temp), parse="text"),
         before="stopped", after="running",
-        argv=("sh", launcher, settings.env_file, temp, *start_argv(env, node, settings)),
+        argv=launch_argv(env, node, settings),
         undo_argv=("sh", "-c", STOP, temp), before_known=False,
     )
     return (file_step(launcher, "write the Ray launcher (marks every process of this Ray)",

@@ -61,10 +61,11 @@ def node_content(plan: DeployPlan, node: str) -> Content:
     for p in plans:
         for step in p.steps:
             lines.append(Content.assemble(INDENT, Content.styled(p.fix, "$text-accent"), f"  {step.summary}"))
-    ray = plan.ray_argv.get(node)
-    if ray:
+    if plan.ray_argv.get(node):
+        from strixwizard.deploy.ray import launch_argv
+
         lines.append(Content.styled("Ray", HEAD))
-        lines.append(Content(f"{INDENT}sh -ac '. {settings.env_file}' {shlex.join(ray)}"))
+        lines.append(Content(f"{INDENT}{shlex.join(launch_argv(env, node, settings))}"))
     lines.append(Content.styled("Container (podman-run.sh)", HEAD))
     for p in plans:
         if p.fix == "deploy.container":
