@@ -12,7 +12,15 @@ from strixwizard.live.results import Measurement, cause
 from strixwizard.model import Status
 from strixwizard.tui.fit import Column, fitting, short_kernel, short_sku, short_state
 from strixwizard.tui.screens.discover import NODE_COLUMNS
-from tests.test_tui_walk import cells, make_app, notice_text, settle, sync, wait_for_tests
+from tests.test_tui_walk import (
+    cells,
+    make_app,
+    notice_text,
+    replayed_ssh_app,
+    settle,
+    sync,
+    wait_for_tests,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -170,18 +178,7 @@ async def test_a_bad_site_file_keeps_the_site_that_is_open(tmp_path: Path) -> No
 
 @sync
 async def test_the_site_hint_says_what_ssh_reached(tmp_path: Path) -> None:
-    from strixwizard.node.replay import ReplayConnector
-    from strixwizard.probe.snapshot import SnapshotProbe
-    from strixwizard.services.discover import SiteSource
-    from strixwizard.services.facade import Services
-
-    demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
-    site_file = tmp_path / "site.yaml"
-    site_file.write_text("site: replayed\nnodes:\n  - name: node-a\n    host: 10.99.250.1\n"
-                         "  - name: node-b\n    host: 10.99.250.2\n")
-    connector = ReplayConnector(probes={name: SnapshotProbe.load(demo / f"{name}.tar.gz")
-                                        for name in ("node-a", "node-b")})
-    app = make_app(Services(connector=connector), source=SiteSource(site_file=site_file), resume=False)
+    app = replayed_ssh_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         hint = app.screen.query_one("#site-hint", Static)
         assert str(hint.render()).startswith("s tests SSH")

@@ -69,6 +69,21 @@ def make_app(services: Services | None = None, **kwargs: Any) -> WizardApp:
     return WizardApp(services=services or QUICK, **kwargs)
 
 
+def replayed_ssh_app(tmp_path: Path) -> WizardApp:
+    """The wizard on a site of two SSH nodes (lab addresses) answered by the demo's snapshots
+    through a replay connector: the SSH code path, no network, no patching."""
+    from strixwizard.node.replay import ReplayConnector
+    from strixwizard.probe.snapshot import SnapshotProbe
+
+    demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text("site: replayed\nnodes:\n  - name: node-a\n    host: 10.99.250.1\n"
+                         "  - name: node-b\n    host: 10.99.250.2\n")
+    connector = ReplayConnector(probes={name: SnapshotProbe.load(demo / f"{name}.tar.gz")
+                                        for name in ("node-a", "node-b")})
+    return make_app(Services(connector=connector), source=SiteSource(site_file=site_file), resume=False)
+
+
 def live_state(app: WizardApp) -> TestState:
     return app.session.of(TestState)
 
@@ -615,22 +630,16 @@ async def test_palette_has_the_test_and_deploy_commands() -> None:
 async def test_the_wizard_reaches_nodes_through_an_injected_session(tmp_path: Path) -> None:
     """A site of two SSH nodes, read through a replay connector: no network, no patching."""
     from strixwizard.node.replay import ReplayConnector
-    from strixwizard.probe.snapshot import SnapshotProbe
 
-    demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
-    site_file = tmp_path / "site.yaml"
-    site_file.write_text("site: replayed\nnodes:\n  - name: node-a\n    host: 10.99.250.1\n"
-                         "  - name: node-b\n    host: 10.99.250.2\n")
-    connector = ReplayConnector(probes={name: SnapshotProbe.load(demo / f"{name}.tar.gz")
-                                        for name in ("node-a", "node-b")})
-    app = make_app(Services(connector=connector), source=SiteSource(site_file=site_file), resume=False)
+    app = replayed_ssh_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         await settle(app, pilot)
         discovery = discovery_of(app)
         assert discovery is not None
         assert [h.reachable for h in discovery.report.hosts] == [True, True]
-        assert sorted(connector.sessions) == ["node-a", "node-b"]
+        connector = app.services.connector
+        assert isinstance(connector, ReplayConnector) and sorted(connector.sessions) == ["node-a", "node-b"]
         rows = cells(app.screen.query_one("#nodes", DataTable))
         assert any("AI Max+ 395" in row for row in rows)  # shortened at 80 columns
         details = str(app.screen.query_one("#nodes-details", Static).render())
