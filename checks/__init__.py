@@ -4,7 +4,7 @@ and has its entry (title, severity, fix, explain text) in `checks/catalog.yaml`.
 from __future__ import annotations
 
 from checks import counters, e810, links, lossless, nic, node, platform, rdma, usb4, versions
-from strixwizard.checking import Check
+from strixwizard.checking.declare import Check
 
 ALL: tuple[Check, ...] = (
     # node

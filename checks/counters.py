@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import vendor_of
-from strixwizard.checking import Each, node_check, passed, skipped, warned
+from strixwizard.checking.declare import Each, node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.counters import ERROR_KINDS, KINDS, CounterSet, counter_kind
 from strixwizard.model import Finding

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import FW_LLDP_INTERFACES, PFC_TC_LIMITED_PORTS, ROCE_SWITCH_NICS, vendor_of
-from strixwizard.checking import failed, node_check, passed, skipped, verdict
+from strixwizard.checking.declare import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import priv_flags_argv
 from strixwizard.facts.nic import Nic

@@ -7,7 +7,7 @@ from ipaddress import ip_network
 
 from checks.lossless import effective_trust
 from checks.scope import ROCE_LINK
-from strixwizard.checking import (
+from strixwizard.checking.declare import (
     Requires,
     failed,
     link_check,

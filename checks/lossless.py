@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import ROCE_INTERFACES, vendor_of
-from strixwizard.checking import failed, node_check, passed, skipped, verdict
+from strixwizard.checking.declare import failed, node_check, passed, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import pause_argv
 from strixwizard.model import Finding, Status

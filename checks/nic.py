@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import PCI_CAPTURED, RDMA_NICS, rdma_nics
-from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
+from strixwizard.checking.declare import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import driver_info_argv
 from strixwizard.facts.nic import Nic

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import CPU_CAPTURED, PCI_CAPTURED
-from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
+from strixwizard.checking.declare import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.cpu import STRIX_HALO_FAMILY, STRIX_HALO_MODEL, CpuInfo
 from strixwizard.model import Finding, Status

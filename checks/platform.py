@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import IOMMU_CAPTURED, MEMLOCK_CAPTURED, STRIX_HALO
-from strixwizard.checking import node_check, skipped, verdict
+from strixwizard.checking.declare import node_check, skipped, verdict
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.iommu import IommuMode
 from strixwizard.facts.limits import Memlock

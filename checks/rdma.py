@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from checks.scope import RDMA_PORTS, RDMA_PORTS_IN_USE, ROCE_PORTS, ROCE_PORTS_IN_USE, HardwarePort
-from strixwizard.checking import failed, node_check, passed, skipped, verdict, warned
+from strixwizard.checking.declare import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, Status
 from strixwizard.site import Site

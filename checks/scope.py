@@ -1,4 +1,4 @@
-"""What checks run over and what they require, declared once (see `strixwizard.checking`).
+"""What checks run over and what they require, declared once (see `strixwizard.checking.declare`).
 
 `Each` values pick the items a per-item check judges on a node (RoCE ports,
 RDMA NICs...) with the skip reason for a node that has none; `Requires` values
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from strixwizard.checking import Each, Requires
+from strixwizard.checking.declare import Each, Requires
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.nic import Nic
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from strixwizard.checking import node_check, passed, skipped, verdict, warned
+from strixwizard.checking.declare import node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding
 from strixwizard.site import Site

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from checks.scope import STRIX_HALO
-from strixwizard.checking import failed, node_check, passed, skipped, warned
+from strixwizard.checking.declare import failed, node_check, passed, skipped, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.packages import LINUX_FIRMWARE, RDMA_CORE
 from strixwizard.known_bad import Entry, entries_for, first_match, version_tuple

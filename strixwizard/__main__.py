@@ -1,3 +1,3 @@
-from strixwizard.cli import main
+from strixwizard.cli.main import main
 
 raise SystemExit(main())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.engine import Node, local_node
+from strixwizard.checking.engine import Node, local_node
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
 from strixwizard.model import HostReport

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from checks import ALL as ALL_CHECKS
 from fixes import BY_ID as FIXES
+from strixwizard.checking.engine import Node, Report, local_node, run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import (
     PCIE4_X4_OF_X16,
@@ -22,7 +23,6 @@ from strixwizard.demo.hardware import (
     usb4_routers,
 )
 from strixwizard.demo.scenarios import strix_halo_node
-from strixwizard.engine import Node, Report, local_node, run_doctor
 from strixwizard.facts import NodeFacts
 from strixwizard.model import CheckResult, Status
 from strixwizard.probe.snapshot import SnapshotProbe

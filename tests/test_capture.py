@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.facts import NodeFacts
-from strixwizard.probe.collector import DirSink, collect
+from strixwizard.onnode.collector import DirSink, collect
 from strixwizard.probe.local import LocalProbe
 from strixwizard.probe.snapshot import SnapshotProbe
 
@@ -113,7 +113,7 @@ def test_empty_gid_slots_are_not_listed_as_unreadable(tmp_path: Path, monkeypatc
     failed read is still listed, with its errno text."""
     import errno
 
-    from strixwizard.probe import collector
+    from strixwizard.onnode import collector
 
     root = tmp_path / "root"
     port = root / "sys/class/infiniband/rxe0/ports/1"
@@ -145,7 +145,7 @@ def test_empty_gid_slots_are_not_listed_as_unreadable(tmp_path: Path, monkeypatc
 def test_commands_find_sbin_tools_from_a_login_without_sbin_on_path(monkeypatch: Any) -> None:
     """A non-root SSH login on Debian has PATH=/usr/local/bin:/usr/bin:/bin: ethtool, dcb and
     rdma (in /usr/sbin) must still be found; the user's own PATH keeps its order."""
-    from strixwizard.probe.collector import run_command, search_path
+    from strixwizard.onnode.collector import run_command, search_path
 
     assert search_path("/usr/bin:/sbin") == "/usr/bin:/sbin:/usr/local/sbin:/usr/sbin"
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")

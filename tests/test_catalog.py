@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import checks
-from strixwizard.checking import ENTRY_FIELDS, CatalogError, _entry, catalog, node_check
+from strixwizard.checking.declare import ENTRY_FIELDS, CatalogError, _entry, catalog, node_check
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, Severity
 from strixwizard.site import Site

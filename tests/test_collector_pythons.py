@@ -26,10 +26,9 @@ from typing import Any
 
 import pytest
 
-from strixwizard.fixing import ops
-from strixwizard.live import pingpong
 from strixwizard.node.process import supervised_argv
 from strixwizard.node.ssh import OPS_BOOTSTRAP, collector_script
+from strixwizard.onnode import ops, pingpong
 from strixwizard.probe.snapshot import SnapshotProbe
 from tests.conftest import run_cli
 from tests.pythons import NODE_VERSIONS, available

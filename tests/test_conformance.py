@@ -12,7 +12,7 @@ import pytest
 
 import checks
 import fixes
-from strixwizard.checking import Check
+from strixwizard.checking.declare import Check
 from strixwizard.fixing.context import Fix
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,8 +25,8 @@ from strixwizard.live.counters import (
 from strixwizard.live.render import result_lines
 from strixwizard.live.results import Measurement
 from strixwizard.model import Status
+from strixwizard.onnode.collector import DirSink, collect
 from strixwizard.probe import Probe
-from strixwizard.probe.collector import DirSink, collect
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import Thresholds
 from strixwizard.tui.panels import panel_views

@@ -164,8 +164,8 @@ def test_cli_thunderbolt_only_site_is_refused_with_exit_2(tmp_path: Path) -> Non
 def test_doctor_does_not_import_the_deploy_engine() -> None:
     import subprocess
 
-    code = ("import sys, io, contextlib\nfrom strixwizard.cli import main\n"
+    code = ("import sys, io, contextlib\nfrom strixwizard.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['doctor', '--demo', '--json'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('strixwizard.deploy')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['strixwizard.deploy', 'strixwizard.deploy.cli']"
+    assert done.stdout.strip() == "['strixwizard.deploy', 'strixwizard.cli.deploy']"

@@ -142,7 +142,7 @@ def test_demo_and_site_are_exclusive(cli, tmp_path: Path) -> None:
 def test_doctor_does_not_import_textual_or_paramiko() -> None:
     code = (
         "import sys, io, contextlib\n"
-        "from strixwizard.cli import main\n"
+        "from strixwizard.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['doctor', '--demo', '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "

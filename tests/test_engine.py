@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import fixes
 from checks import ALL
-from strixwizard.checking import Entry, node_check
+from strixwizard.checking.declare import Entry, node_check
+from strixwizard.checking.engine import Report, local_node, run_doctor, select_checks
 from strixwizard.demo.scenarios import strix_halo_node
-from strixwizard.engine import Report, local_node, run_doctor, select_checks
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, HostReport, Severity, Status
 from strixwizard.probe.snapshot import SnapshotProbe

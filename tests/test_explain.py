@@ -10,7 +10,7 @@ import pytest
 import checks
 import fixes
 from fixes.declare import DeclaredFix
-from strixwizard import explain
+from strixwizard.cli import explain
 from strixwizard.demo.hardware import RoceSetup
 from strixwizard.fixing.model import Kind
 from tests import scenarios

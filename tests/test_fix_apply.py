@@ -270,11 +270,11 @@ def test_doctor_does_not_import_the_fix_engine() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, io, contextlib\nfrom strixwizard.cli import main\n"
+    code = ("import sys, io, contextlib\nfrom strixwizard.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['doctor', '--demo', '--json'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('strixwizard.fixing')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ("['strixwizard.fixing', 'strixwizard.fixing.cliargs', "
+    assert done.stdout.strip() == ("['strixwizard.fixing', 'strixwizard.cli.fix_args', "
                                    "'strixwizard.fixing.context', 'strixwizard.fixing.model', "
                                    "'strixwizard.fixing.readers']")
 

@@ -36,7 +36,7 @@ def hook(event, args):
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
         opened.append([os.fsdecode(args[0]), str(args[1]), int(args[2] or 0)])
 sys.addaudithook(hook)
-from strixwizard.cli import main
+from strixwizard.cli.main import main
 code = main(sys.argv[1:])
 import json
 log = json.dumps(opened)

@@ -134,7 +134,7 @@ def test_init_refuses_a_port_out_of_range(cli, tmp_path: Path) -> None:
 def test_what_a_node_reports_stays_a_comment_or_an_address(tmp_path: Path) -> None:
     """init writes what nodes report into site.yaml: an interface name or an error with a line
     break must not start a key of its own, and only an IP address becomes a value."""
-    from strixwizard.init import Found, write_site_file
+    from strixwizard.cli.init import Found, write_site_file
 
     nodes = [NodeSpec(name="a", host="10.99.9.1"), NodeSpec(name="b", host="10.99.9.2"),
              NodeSpec(name="c", host="10.99.9.3")]

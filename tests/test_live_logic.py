@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from strixwizard.live import verbs_pingpong
 from strixwizard.live.history import History
 from strixwizard.live.hosts import LocalHost
 from strixwizard.live.results import (
@@ -28,6 +27,7 @@ from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings, tcp_latency
 from strixwizard.live.verdict import judge_bandwidth, judge_rdma_latency, judge_tcp_latency, ratio_text
 from strixwizard.model import Status
+from strixwizard.onnode import verbs_pingpong
 from strixwizard.site import Thresholds
 from tests.conftest import run_cli
 
@@ -318,8 +318,8 @@ def test_bad_pair_is_no_verdict_with_a_clear_message() -> None:
 
 
 def test_doctor_does_not_import_the_live_tests_heavy_parts() -> None:
-    code = ("import sys; from strixwizard.cli import _parser; _parser(); "
-            "bad = [m for m in ('paramiko', 'pyverbs', 'strixwizard.live.hosts', 'strixwizard.live.session') "
+    code = ("import sys; from strixwizard.cli.main import _parser; _parser(); "
+            "bad = [m for m in ('paramiko', 'pyverbs', 'strixwizard.live.hosts', 'strixwizard.cli.live_run') "
             "if m in sys.modules]; print(bad)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           timeout=60)

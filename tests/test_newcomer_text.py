@@ -110,7 +110,7 @@ def test_runtime_only_persistence_says_what_is_true_in_plain_words() -> None:
 
 
 def test_deploy_plan_names_the_apply_of_the_same_command(site_copy: Path, tmp_path: Path) -> None:
-    from strixwizard.nextstep import same_command
+    from strixwizard.cli.nextstep import same_command
 
     assert same_command(["deploy", "--site", "a b.yaml", "--plan", "--stack", "llama-rpc"], drop=("--plan",),
                         add=("--apply",)) == "strixwizard deploy --site 'a b.yaml' --stack llama-rpc --apply"
@@ -120,7 +120,7 @@ def test_deploy_plan_names_the_apply_of_the_same_command(site_copy: Path, tmp_pa
 
 
 def test_a_suggested_rerun_replaces_the_option_it_changes() -> None:
-    from strixwizard.nextstep import same_command
+    from strixwizard.cli.nextstep import same_command
 
     argv = ["test", "latency", "--transport", "all", "--site", "x y"]
     rerun = same_command(argv, add=("--transport", "tcp"))

@@ -6,9 +6,9 @@ import pytest
 
 import fixes
 from checks import BY_ID
+from strixwizard.checking.engine import local_node, run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.scenarios import strix_halo_node
-from strixwizard.engine import local_node, run_doctor
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.cpu import parse_cpuinfo
 from strixwizard.facts.gpu import gfx_name

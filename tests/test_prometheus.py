@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from strixwizard import __version__
-from strixwizard.prometheus import STATUS_VALUES, counter_deltas, live_test_registry, write_metrics
+from strixwizard.cli.prometheus import STATUS_VALUES, counter_deltas, live_test_registry, write_metrics
 from tests.conftest import run_cli
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
@@ -151,7 +151,7 @@ def test_file_is_replaced_atomically_and_bad_paths_are_refused(tmp_path: Path) -
 
 
 def test_doctor_does_not_import_prometheus_client_without_the_flag() -> None:
-    code = ("import sys, io, contextlib\nfrom strixwizard.cli import main\n"
+    code = ("import sys, io, contextlib\nfrom strixwizard.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['doctor', '--demo', '--json'])\n"
             "print('prometheus_client' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

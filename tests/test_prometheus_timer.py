@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.cli.timer import DEFAULT_TEXTFILE, doctor_argv, timer_units
 from strixwizard.errors import UsageError
-from strixwizard.timer import DEFAULT_TEXTFILE, doctor_argv, timer_units
 from tests.conftest import run_cli
 
 SITE_TEXT = "site: lab\nnodes:\n  - name: n1\n    host: local\n"

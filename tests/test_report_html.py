@@ -19,7 +19,7 @@ import pytest
 
 from checks import ALL
 from strixwizard.charts import TRANSPORT_COLOURS, heat_colour, predictions, run_pictures
-from strixwizard.engine import Report, select_checks
+from strixwizard.checking.engine import Report, select_checks
 from strixwizard.live.demo import demo_results
 from strixwizard.live.report import TestReport as RunReport
 from strixwizard.live.report import matrix_json

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from strixwizard.fixing import ops
 from strixwizard.fixing.lock import LockHeld, site_lock
+from strixwizard.onnode import ops
 from tests.conftest import run_cli
 from tests.lab import Lab, lab_fixture
 
@@ -128,7 +128,7 @@ def test_stale_lock_is_reported_and_broken_only_with_the_flag(tmp_path: Path) ->
               "host": os.uname().nodename, "started": "2026-01-01T00:00:00+00:00"}
     keeper = subprocess.Popen(
         [sys.executable, "-c", f"import sys, json; sys.path.insert(0, {str(Path.cwd())!r})\n"
-         "from strixwizard.fixing import ops\n"
+         "from strixwizard.onnode import ops\n"
          f"print(ops.handle({{'op': 'lock', 'path': {lock!r}, 'holder': json.loads("
          f"{json.dumps(json.dumps(holder))})}}), flush=True)\nsys.stdin.read()\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

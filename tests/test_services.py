@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 ENGINE_ASSEMBLY = {
     "strixwizard.fixing.targets", "strixwizard.fixing.engine", "strixwizard.deploy.engine",
     "strixwizard.fixing.planning.plan_site", "strixwizard.live.runner.run_tests",
-    "strixwizard.live.plan", "strixwizard.engine.run_doctor", "strixwizard.targets.resolve_run",
+    "strixwizard.live.plan", "strixwizard.checking.engine.run_doctor", "strixwizard.targets.resolve_run",
     "strixwizard.live.hosts",
 }
-FRONT_ENDS = ["strixwizard/cli.py", "strixwizard/fixing/cli.py", "strixwizard/deploy/cli.py",
-              "strixwizard/live/cli.py", "strixwizard/live/session.py",
+FRONT_ENDS = ["strixwizard/cli/main.py", "strixwizard/cli/fix.py", "strixwizard/cli/deploy.py",
+              "strixwizard/cli/live.py", "strixwizard/cli/live_run.py",
               *[str(p.relative_to(ROOT)) for p in sorted((ROOT / "strixwizard" / "tui").rglob("*.py"))]]
 
 

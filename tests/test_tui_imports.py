@@ -37,7 +37,7 @@ def test_nothing_under_tui_imports_io_modules() -> None:
 def test_doctor_and_the_tui_helpers_do_not_load_textual() -> None:
     code = (
         "import sys\n"
-        "from strixwizard.cli import main\n"
+        "from strixwizard.cli.main import main\n"
         "import strixwizard.tui, strixwizard.tui.export, strixwizard.tui.views, strixwizard.tui.state\n"
         "main(['doctor', '--demo', '--json'])\n"
         "print('textual' in sys.modules, file=sys.stderr)\n"

@@ -127,7 +127,7 @@ async def test_the_theme_is_remembered_privately(state_home: Path) -> None:
 
 
 def _refused(node: str, address: str, fingerprint: str) -> object:
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.model import HostReport
 
     error = (f"unknown host key for {address}: ssh-ed25519 {fingerprint}; if that is the node's key, "

@@ -9,7 +9,7 @@ import pytest
 
 from checks import ALL
 from fixes import BY_ID
-from strixwizard.engine import Node, Report, run_doctor
+from strixwizard.checking.engine import Node, Report, run_doctor
 from strixwizard.model import HostReport, Status
 from strixwizard.targets import RunRequest, resolve_run
 from strixwizard.tui.export import save_report, to_html, to_markdown

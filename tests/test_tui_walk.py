@@ -318,7 +318,7 @@ async def test_create_a_site_file_from_the_form(tmp_path: Path, monkeypatch: pyt
 
 @sync
 async def test_unknown_host_key_is_shown_and_needs_confirmation() -> None:
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.model import HostReport
     from strixwizard.tui.messages import SshTested
 
@@ -458,7 +458,7 @@ async def test_fix_on_the_demo_is_a_dry_run_that_verifies_and_rolls_back(state_h
 async def test_cancel_the_tests_closes_the_stream() -> None:
     from collections.abc import Iterator, Sequence
 
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
     from strixwizard.services.test import Cancel
@@ -500,7 +500,7 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
 async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_reported() -> None:
     from collections.abc import Iterator, Sequence
 
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
     from strixwizard.services.test import Cancel
@@ -563,7 +563,7 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
 async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
     from collections.abc import Sequence
 
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.services.deploy import DeployPreview
     from strixwizard.site import Site
 
@@ -587,7 +587,7 @@ async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
 async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback() -> None:
     from collections.abc import Sequence
 
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.services.deploy import DeployPreview
     from strixwizard.site import Site
 

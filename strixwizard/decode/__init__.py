@@ -16,7 +16,7 @@ config.json), `gguf_shape` (from a GGUF file's metadata, reads the file),
 `predict` (the model), `document` (the "decode" JSON of the test report),
 `text` (the table), `fabric` (the same from a Test step's results, for the wizard's panel),
 `links` (USB4 networking beside the NIC), `measure` (runs the all-reduce and ping-pongs on
-nodes), `options` and `command` (the CLI).
+nodes). The command line is `cli/decode.py` and `cli/decode_options.py`.
 
 The "decode" object of `strixwizard test decode --json` (schema:
 strixwizard/schema/decode.schema.json)::

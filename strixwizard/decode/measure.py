@@ -26,7 +26,6 @@ from strixwizard.decode.collectives import (
 )
 from strixwizard.decode.document import KIND
 from strixwizard.decode.links import TcpPath
-from strixwizard.live import pingpong
 from strixwizard.live.hosts import Host, HostError
 from strixwizard.live.perftest import PerftestSettings, rdma_test
 from strixwizard.live.plan import PairPlan, RdmaEnd
@@ -36,6 +35,7 @@ from strixwizard.live.results import REPLAYED, Measurement
 from strixwizard.live.tcp import TOOL as TCP_TOOL
 from strixwizard.live.tcp import TcpRunError, TcpSettings, pingpong_stats
 from strixwizard.model import Status
+from strixwizard.onnode import pingpong
 from strixwizard.site import Thresholds
 
 RECORDING = Path(__file__).resolve().parent.parent / "demo" / "recordings" / "all_reduce_perf_decode.txt"

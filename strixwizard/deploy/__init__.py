@@ -3,6 +3,6 @@
 Modules: `env` (the NCCL/RCCL/Ray environment from facts, each value with its
 provenance; refuses an RDMA profile without an RDMA path), `rccl` (RCCL and
 rccl-tests presence, build guidance), `plan` (fix-engine `Plan`s per node),
-`smoke` (the 2-rank all-reduce and `ray status` verdicts), `render` (text),
-`cli` (`strixwizard deploy`). This `__init__` imports nothing: `doctor` stays light.
+`smoke` (the 2-rank all-reduce and `ray status` verdicts), `render` (text);
+`strixwizard deploy` itself is `cli/deploy.py`. This `__init__` imports nothing: `doctor` stays light.
 """

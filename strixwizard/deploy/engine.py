@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from strixwizard.checking.engine import Node
 from strixwizard.deploy.env import DeployRefused, generate_env
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, plan_deploy, with_observed
 from strixwizard.deploy.smoke import (
@@ -24,7 +25,6 @@ from strixwizard.deploy.smoke import (
     mpirun_refusal,
     ray_status_argv,
 )
-from strixwizard.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
 from strixwizard.fixing.model import Kind, Read, Step

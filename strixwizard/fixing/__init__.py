@@ -1,8 +1,8 @@
 """The fix engine: plans (pure data) from fixes/, previews, the executor, journals, rollback.
 
 Modules: `model` (Step, Plan), `readers` (values), `planning` (plan_site),
-`runner`/`ssh`/`ops` (the only code that writes), `journal`, `engine`
+`runner`/`ssh` and `onnode/ops.py` (the only code that writes), `journal`, `engine`
 (apply_plan, verify, rollback_run), `targets` (a runner per node), `render`
-(text), `ansible` (fleet export), `cliargs`/`cli` (`strixwizard fix`).
+(text), `ansible` (fleet export); `strixwizard fix` itself is `cli/fix.py`.
 This package's `__init__` imports nothing, so `strixwizard doctor` stays light.
 """

@@ -333,7 +333,7 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
     """Re-run the checks that name each applied fix on the re-probed nodes."""
     from checks import ALL as ALL_CHECKS
     from fixes import BY_ID as FIXES
-    from strixwizard.engine import Node, run_doctor
+    from strixwizard.checking.engine import Node, run_doctor
     from strixwizard.model import HostReport
 
     facts = {**before, **after}

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strixwizard.fixing import ops
 from strixwizard.fixing.model import Plan, Step
+from strixwizard.onnode import ops
 from strixwizard.site import name_problem
 
 FORMAT = "strixwizard-journal/1"

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.errors import UsageError
-from strixwizard.fixing import ops
 from strixwizard.fixing.journal import file_name
+from strixwizard.onnode import ops
 
 NODE_LOCK = ".lock"
 

@@ -13,7 +13,7 @@ from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 
 if TYPE_CHECKING:
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.fixing.engine import ApplyReport
     from strixwizard.fixing.journal import JournalStore
     from strixwizard.fixing.model import SitePlan

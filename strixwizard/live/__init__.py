@@ -1,16 +1,15 @@
 """Live tests: RDMA and TCP latency/bandwidth, RCCL, all-pairs matrices, judged and streamed.
 
 Importing this package is cheap (nothing below is imported here); `doctor`
-never loads it, and `strixwizard test` registers through `live.cli` which
-only touches argparse.
+never loads it; the `strixwizard test` command itself is `cli/live.py`.
 
 Modules: parsers (`perftest_output`, `tcp_tools_output`, `rccl_output`, pure),
 `verdict` (thresholds, pure), `plan` (pair endpoints from facts, pure),
 `schedule` (rounds of disjoint pairs), `hosts` (supervised programs over SSH
 or locally), `tcp` / `perftest` / `native` / `rccl` (orchestration), `runner`
-(streaming), `history` (SQLite), `demo`, `report`, `render`, `session`, `cli`.
-Programs sent to nodes (standard library, Python 3.8+): `supervisor.py`,
-`pingpong.py`, `verbs_pingpong.py` (plus pyverbs).
+(streaming), `history` (SQLite), `demo`, `report`, `render`.
+The programs sent to nodes (`pingpong.py`, `verbs_pingpong.py`, the supervisor) are in
+`strixwizard/onnode/`.
 
 `strixwizard test KIND --json` prints one document (exit 0 pass, 1 a fail,
 2 no verdict; `exit_code` repeats it)::

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strixwizard.live import verbs_pingpong
 from strixwizard.live.hosts import Host, HostError, Process, output_of, stop_all
 from strixwizard.live.plan import RdmaEnd
 from strixwizard.live.results import Measurement, stats_from_samples
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.live.verdict import judge_rdma_latency
 from strixwizard.model import Status
+from strixwizard.onnode import verbs_pingpong
 from strixwizard.site import Thresholds
 
 VERBS_SOURCE = Path(verbs_pingpong.__file__).read_text(encoding="utf-8")

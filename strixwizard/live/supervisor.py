@@ -1,8 +1,8 @@
 """The supervisor every test program runs under lives with the node seam:
-`strixwizard/node/supervisor.py` (sent to nodes as `python3 -c SOURCE ARGV_JSON SECONDS`)."""
+`strixwizard/onnode/supervisor.py` (sent to nodes as `python3 -c SOURCE ARGV_JSON SECONDS`)."""
 
 from __future__ import annotations
 
-from strixwizard.node.supervisor import MARK, main
+from strixwizard.onnode.supervisor import MARK, main
 
 __all__ = ["MARK", "main"]

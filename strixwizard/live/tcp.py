@@ -13,12 +13,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from strixwizard.live import pingpong
 from strixwizard.live.hosts import NOT_INSTALLED, Host, HostError, Process, output_of, stop_all
 from strixwizard.live.results import LatencyStats, Measurement, stats_from_samples
 from strixwizard.live.tcp_tools_output import ToolOutputError, parse_qperf_latency, parse_sockperf
 from strixwizard.live.verdict import judge_tcp_latency
 from strixwizard.model import Status
+from strixwizard.onnode import pingpong
 from strixwizard.site import Thresholds
 
 PINGPONG_SOURCE = Path(pingpong.__file__).read_text(encoding="utf-8")

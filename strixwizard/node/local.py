@@ -46,7 +46,7 @@ class LocalOps:
             ipr.close()
 
     def request(self, request: dict[str, Any]) -> dict[str, Any]:
-        from strixwizard.fixing import ops
+        from strixwizard.onnode import ops
 
         if request.get("op") == "mtu_get":
             return self._mtu(str(request["ifname"]), None)
@@ -75,7 +75,7 @@ class LocalSession:
 
     def collect_archive(self, spec: Spec | None = None) -> bytes:
         from strixwizard import __version__
-        from strixwizard.probe.collector import TarSink, collect
+        from strixwizard.onnode.collector import TarSink, collect
         from strixwizard.probe.spec import SPEC
 
         buffer = io.BytesIO()

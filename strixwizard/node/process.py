@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from strixwizard.node import supervisor
+from strixwizard.onnode import supervisor
 
 MAX_CAPTURE = 16 * 1024 * 1024
 STOP_GRACE_S = 4.0

@@ -3,7 +3,7 @@
 Three things a session does, each the only way the rest of the code does it:
 - `collect(spec)`: a snapshot of the node (one exec over SSH), as a read-only `Probe`;
   `collect_archive(spec)` gives the snapshot's `.tar.gz` bytes;
-- `ops()`: the fix engine's channel: one JSON request, one JSON answer (`fixing/ops.py`);
+- `ops()`: the fix engine's channel: one JSON request, one JSON answer (`onnode/ops.py`);
 - `start(argv, limit_s)`: a program under the supervisor, as a `Process`.
 
 Implementations: `LocalSession` (this machine, optionally a network namespace),

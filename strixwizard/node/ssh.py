@@ -3,7 +3,7 @@
 - Host keys are verified against a known_hosts file. An unknown key is refused with
   its fingerprint unless the user trusts new hosts explicitly or confirmed exactly
   that fingerprint; a changed key is always refused. No key material is ever logged.
-- `collect`: the collector's source (`probe/collector.py`, standard library only) goes
+- `collect`: the collector's source (`onnode/collector.py`, standard library only) goes
   on stdin to `python3 -`, with the spec appended; its stdout is a snapshot `.tar.gz`,
   read until the channel's end of file and exit status, the deadline the only bound.
 - `ops`: `ops.py`'s source goes to `python3 -c BOOTSTRAP`, then one JSON line each way.
@@ -187,7 +187,7 @@ def _socket_reason(error: BaseException) -> str:
 def collector_script(spec: Spec | None = None) -> bytes:
     """The program sent to the node: the collector's source, then a call to its main()."""
     from strixwizard import __version__
-    from strixwizard.probe import collector
+    from strixwizard.onnode import collector
     from strixwizard.probe.spec import SPEC
 
     source = Path(collector.__file__).read_text(encoding="utf-8")
@@ -250,7 +250,7 @@ class SshOps:
     """The fix engine's channel over SSH: `ops.serve()` on the node, one JSON line each way."""
 
     def __init__(self, session: SshSession) -> None:
-        from strixwizard.fixing import ops
+        from strixwizard.onnode import ops
 
         self.host = session.target.host
         #: Longest a single operation may take before the node counts as unreachable.

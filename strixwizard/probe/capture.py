@@ -21,7 +21,7 @@ from typing import Any
 
 from strixwizard import __version__
 from strixwizard.errors import UsageError
-from strixwizard.probe.collector import DirSink, Sink, TarSink, collect
+from strixwizard.onnode.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.probe.spec import SPEC
 from strixwizard.site import Fabric, FieldError, NodeSpec, Site, Thresholds, name_problem

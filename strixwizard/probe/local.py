@@ -6,8 +6,8 @@ import os
 import socket
 from collections.abc import Sequence
 
+from strixwizard.onnode.collector import read_bounded, run_command
 from strixwizard.probe import CmdResult
-from strixwizard.probe.collector import read_bounded, run_command
 
 
 class LocalProbe:

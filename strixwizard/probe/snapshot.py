@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strixwizard.onnode.collector import MAX_SYMLINK_DEPTH, SNAPSHOT_FORMAT
 from strixwizard.probe import CmdResult, NotCaptured
-from strixwizard.probe.collector import MAX_SYMLINK_DEPTH, SNAPSHOT_FORMAT
 
 #: A snapshot larger than this (uncompressed) is refused rather than loaded.
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from strixwizard.engine import Node
+from strixwizard.checking.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
 from strixwizard.services.fix import NODE_JOURNAL_DIR, held_unless, roll_back_run

@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.engine import Node, Report, run_doctor
+from strixwizard.checking.engine import Node, Report, run_doctor
 from strixwizard.services.common import OnNode, node_progress
 from strixwizard.site import Site, load_site
 from strixwizard.targets import RunRequest, demo_site, resolve_run, site_nodes
 
 if TYPE_CHECKING:
-    from strixwizard.checking import Check
+    from strixwizard.checking.declare import Check
     from strixwizard.fixing.model import SitePlan
     from strixwizard.node.session import Connector
 

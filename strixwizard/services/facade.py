@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from strixwizard.engine import Node
+from strixwizard.checking.engine import Node
 from strixwizard.live.results import Measurement
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.services import deploy, fix, test

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.engine import Node
+from strixwizard.checking.engine import Node
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
 from strixwizard.site import Site
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.engine import Node
+from strixwizard.checking.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.live.counters import Target, sampled
 from strixwizard.live.counters import targets as counter_targets

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.charts import run_pictures
-from strixwizard.engine import Report
+from strixwizard.checking.engine import Report
 from strixwizard.tui.state import private_folder, write_private
 
 FORMATS = ("json", "md", "html")

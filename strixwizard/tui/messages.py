@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from strixwizard.engine import Node
+from strixwizard.checking.engine import Node
 from strixwizard.live.results import Measurement
 from strixwizard.services.deploy import DeployPreview
 from strixwizard.services.discover import Discovery, SiteSource

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from strixwizard.engine import Node, Report
+from strixwizard.checking.engine import Node, Report
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.netdev import Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort

@@ -12,8 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.widgets import Button, DataTable, Input, Label, Static
 
+from strixwizard.cli.init import parse_node_argument, write_site_file
 from strixwizard.errors import UsageError
-from strixwizard.init import parse_node_argument, write_site_file
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import NodeSpec
 from strixwizard.tui.messages import OpenSite, TestSsh

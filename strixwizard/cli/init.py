@@ -21,7 +21,7 @@ from strixwizard.errors import UsageError
 from strixwizard.site import Fabric, NodeSpec, Site, Thresholds, parse_site
 
 if TYPE_CHECKING:
-    from strixwizard.engine import Node
+    from strixwizard.checking.engine import Node
     from strixwizard.services.common import OnNode
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from strixwizard.cliopts import add_change_options, add_site_options
+from strixwizard.cli.options import add_change_options, add_site_options
 
 
 def register(commands: Any) -> argparse.ArgumentParser:
@@ -203,7 +203,7 @@ def with_ray_options(args: argparse.Namespace, settings: Any) -> Any:
 def cmd_deploy(args: argparse.Namespace) -> int:
     import sys
 
-    from strixwizard.cliopts import step_printer
+    from strixwizard.cli.options import step_printer
     from strixwizard.services import deploy
     from strixwizard.services.discover import read_nodes
     from strixwizard.targets import RunRequest
@@ -241,8 +241,8 @@ def _show(args: argparse.Namespace, site: str, plan: Any, applicable: bool = Tru
     if args.json:
         emit(envelope(site, mode="plan", status="planned", plan=plan.to_json()))
     else:
+        from strixwizard.cli.nextstep import same_command
         from strixwizard.deploy.llama_render import render_plan
-        from strixwizard.nextstep import same_command
 
         render_plan(plan, sys.stdout, same_command(args.argv, drop=("--plan",), add=("--apply",))
                     if applicable else None)
@@ -270,7 +270,7 @@ def _smoke_only(args: argparse.Namespace, site: str, cluster: Any, on_step: Any)
 def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> int:
     import sys
 
-    from strixwizard.cliopts import terminal_confirm
+    from strixwizard.cli.options import terminal_confirm
     from strixwizard.deploy.llama_render import render_plan as render_deploy
     from strixwizard.deploy.render import render_smoke
     from strixwizard.fixing.render import render_apply
@@ -279,8 +279,8 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
 
     plan = cluster.plan
     if plan.site_plan.changes and not args.yes and not sys.stdin.isatty():  # the refusal alone, first
+        from strixwizard.cli.nextstep import same_command
         from strixwizard.errors import UsageError
-        from strixwizard.nextstep import same_command
 
         raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; pass "
                          f"--yes to apply from a script: {same_command(args.argv, add=('--yes',))}")
@@ -299,7 +299,7 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
         if report.nodes and report.status not in ("aborted", "nothing-to-do"):
             import shlex
 
-            from strixwizard.nextstep import journal_options
+            from strixwizard.cli.nextstep import journal_options
 
             print("Undo this deploy with: " + shlex.join(["strixwizard", "deploy", *journal_options(args),
                                                          "--rollback", report.run_id]))
@@ -311,7 +311,7 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
 def _rollback(args: argparse.Namespace, on_step: Any) -> int:
     import sys
 
-    from strixwizard.cliopts import terminal_confirm
+    from strixwizard.cli.options import terminal_confirm
     from strixwizard.services import deploy
     from strixwizard.services.fix import load_run
     from strixwizard.services.output import emit, envelope, exit_code

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strixwizard.checking import Check
+from strixwizard.checking.declare import Check
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
 from strixwizard.model import (

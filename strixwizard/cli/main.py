@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from strixwizard import __version__
-from strixwizard.cliopts import add_site_options, add_soft_rdma_option, node_printer
+from strixwizard.cli.options import add_site_options, add_soft_rdma_option, node_printer
 from strixwizard.errors import UsageError
 from strixwizard.services.common import node_progress
 from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
@@ -117,19 +117,19 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--list", action="store_true", help="list every check and fix id")
     explain.add_argument("--json", action="store_true", help="the page as JSON")
 
-    from strixwizard.fixing.cliargs import add_fix_parser  # argparse only: doctor stays light
+    from strixwizard.cli.fix_args import add_fix_parser  # argparse only: doctor stays light
 
     add_fix_parser(commands)
 
-    from strixwizard.deploy.cli import register as add_deploy_parser  # argparse only
+    from strixwizard.cli.deploy import register as add_deploy_parser  # argparse only
 
     add_deploy_parser(commands)
 
-    from strixwizard.live.cli import register as add_test_parser  # argparse only
+    from strixwizard.cli.live import register as add_test_parser  # argparse only
 
     add_test_parser(commands)
 
-    from strixwizard.live.history_cli import register as add_history_parser  # argparse only
+    from strixwizard.cli.history import register as add_history_parser  # argparse only
 
     add_history_parser(commands)
     return parser
@@ -149,7 +149,7 @@ def _split_ids(values: Sequence[str], flag: str) -> list[str]:
 
 
 def _error_document(message: str) -> dict[str, object]:
-    from strixwizard.engine import SCHEMA_VERSION
+    from strixwizard.checking.engine import SCHEMA_VERSION
     from strixwizard.model import Status
 
     return envelope(None, SCHEMA_VERSION, status="error",
@@ -161,7 +161,7 @@ def _list_checks(as_json: bool) -> int:
     from checks import ALL
 
     if as_json:
-        from strixwizard.explain import list_fields
+        from strixwizard.cli.explain import list_fields
 
         rows = [
             {"id": c.id, "title": c.title, "why": c.why, "severity": c.severity.value,
@@ -180,13 +180,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.list_checks:
         return _list_checks(args.json)
     from checks import ALL
-    from strixwizard.engine import select_checks
+    from strixwizard.checking.engine import select_checks
     from strixwizard.services.discover import discover
     from strixwizard.targets import RunRequest
 
     selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
     if args.prometheus is not None:
-        from strixwizard.prometheus import check_textfile_path
+        from strixwizard.cli.prometheus import check_textfile_path
 
         check_textfile_path(args.prometheus)
     request = RunRequest(
@@ -205,22 +205,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         emit(report.to_json())
     else:
-        from strixwizard.nextstep import site_options
-        from strixwizard.textreport import render
+        from strixwizard.cli.doctor_text import render
+        from strixwizard.cli.nextstep import site_options
 
         render(report, sys.stdout, verbose=args.verbose, strict=args.strict,
                site_options=None if args.snapshot else site_options(args))
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
     if args.prometheus is not None:
-        from strixwizard.prometheus import write_doctor_metrics
+        from strixwizard.cli.prometheus import write_doctor_metrics
 
         write_doctor_metrics(args.prometheus, report.to_json(), code)
     return code
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from strixwizard import explain
+    from strixwizard.cli import explain
     from strixwizard.services.output import SCHEMA_VERSION
 
     if args.list or args.id is None:
@@ -268,10 +268,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from strixwizard.init import parse_node_argument, write_site_file
+    from strixwizard.cli.init import parse_node_argument, write_site_file
 
     if args.timer:
-        from strixwizard.timer import run_init_timer
+        from strixwizard.cli.timer import run_init_timer
 
         return run_init_timer(args)
     if args.site or args.prometheus or args.unit_dir:
@@ -287,7 +287,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     name = args.name or args.out.resolve().parent.name or "site"
     found = None
     if nodes and not args.no_probe:
-        from strixwizard.init import check_site_file, probe_nodes
+        from strixwizard.cli.init import check_site_file, probe_nodes
 
         check_site_file(args.out, name, nodes)
         found = probe_nodes(nodes, args.trust_new_hosts, node_printer() if sys.stderr.isatty() else None)
@@ -337,27 +337,27 @@ def _check_folders(args: argparse.Namespace) -> None:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
-    from strixwizard.deploy.cli import cmd_deploy as run_deploy
+    from strixwizard.cli.deploy import cmd_deploy as run_deploy
 
     _check_folders(args)
     return run_deploy(args)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
-    from strixwizard.fixing.cli import cmd_fix as run_fix
+    from strixwizard.cli.fix import cmd_fix as run_fix
 
     _check_folders(args)
     return run_fix(args)
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    from strixwizard.live.cli import run as run_test
+    from strixwizard.cli.live import run as run_test
 
     return run_test(args)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from strixwizard.live.history_cli import run as run_history
+    from strixwizard.cli.history import run as run_history
 
     return run_history(args)
 

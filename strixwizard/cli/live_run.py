@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from strixwizard.cli.nextstep import same_command
 from strixwizard.errors import UsageError
 from strixwizard.live.rccl import RcclSettings
 from strixwizard.live.render import print_result, print_summary
@@ -20,7 +21,6 @@ from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
-from strixwizard.nextstep import same_command
 from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
@@ -37,7 +37,7 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
     if not 14 <= args.size <= 1 << 20:
         raise UsageError("--size must be between 14 and 1048576 bytes (sockperf needs 14)")
     if getattr(args, "prometheus", None) is not None:
-        from strixwizard.prometheus import check_textfile_path
+        from strixwizard.cli.prometheus import check_textfile_path
 
         check_textfile_path(args.prometheus)
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
@@ -88,7 +88,7 @@ def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, ca
 
 def _decode(args: argparse.Namespace, cancel: Cancel) -> tuple[DecodeRun, Site, Iterator[Measurement]]:
     """`test decode`: the model and options checked first (bad input: exit 2, nothing run)."""
-    from strixwizard.decode.command import decode_run, decode_stream
+    from strixwizard.cli.decode import decode_run, decode_stream
 
     run = decode_run(args)
     if args.demo:
@@ -164,7 +164,7 @@ def run_command(args: argparse.Namespace) -> int:
         argv = getattr(args, "argv", None)
         print_summary(report, out, same_command(argv, add=("--transport", "tcp")) if argv else None)
     if getattr(args, "prometheus", None) is not None:
-        from strixwizard.prometheus import write_test_metrics
+        from strixwizard.cli.prometheus import write_test_metrics
 
         write_test_metrics(args.prometheus, report.to_json())
     return report.exit_code

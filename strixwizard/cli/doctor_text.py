@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from strixwizard.engine import Report
+from strixwizard.checking.engine import Report
 from strixwizard.model import CheckResult, HostReport, LinkReport, Status
 
 _COLOURS = {

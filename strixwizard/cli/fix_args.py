@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from strixwizard.cliopts import add_change_options, add_site_options, add_soft_rdma_option
+from strixwizard.cli.options import add_change_options, add_site_options, add_soft_rdma_option
 
 
 def add_fix_parser(commands: Any) -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from strixwizard.cliopts import add_site_options, add_soft_rdma_option
+from strixwizard.cli.options import add_site_options, add_soft_rdma_option
 
 KINDS = ("latency", "bandwidth", "rccl", "matrix", "decode")
 
@@ -29,7 +29,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         "Exit status: 0 pass, 1 a failure, 2 no verdict.",
     )
     test.add_argument("kind", choices=KINDS, help="what to test")
-    from strixwizard.decode.options import add_decode_options  # argparse only
+    from strixwizard.cli.decode_options import add_decode_options  # argparse only
 
     add_decode_options(test)
     add_site_options(test, demo_help="TCP for real on loopback, RDMA replayed from recordings",
@@ -54,7 +54,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
 
 
 def run(args: argparse.Namespace) -> int:
-    from strixwizard.live.session import run_command
+    from strixwizard.cli.live_run import run_command
 
     code: int = run_command(args)
     return code

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator, Sequence
 
+from strixwizard.checking.engine import Node
 from strixwizard.decode.bandwidth import mem_bandwidth
 from strixwizard.decode.catalog import DEFAULT_MODEL, resolve
 from strixwizard.decode.collectives import sweep
 from strixwizard.decode.document import DecodeRun
 from strixwizard.decode.measure import DecodeSettings
-from strixwizard.engine import Node
 from strixwizard.errors import UsageError
 from strixwizard.live.results import Measurement
 from strixwizard.node.cancel import Cancel

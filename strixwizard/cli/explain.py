@@ -14,7 +14,7 @@ import difflib
 import textwrap
 from typing import Any
 
-from strixwizard.checking import Check
+from strixwizard.checking.declare import Check
 from strixwizard.errors import UsageError
 from strixwizard.fixing.context import Fix
 

@@ -15,10 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from strixwizard.cliopts import step_printer, terminal_confirm
+from strixwizard.cli.nextstep import command, journal_options
+from strixwizard.cli.options import step_printer, terminal_confirm
 from strixwizard.errors import UsageError
 from strixwizard.fixing.model import SitePlan
-from strixwizard.nextstep import command, journal_options
 from strixwizard.services import fix as fixing
 from strixwizard.services.output import EXIT_OK, emit, envelope, exit_code
 
