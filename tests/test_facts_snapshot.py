@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.spec import SPEC
 from strixwizard.probe import CmdResult
 from strixwizard.probe.snapshot import SnapshotProbe
-from strixwizard.probe.spec import SPEC
 from tests import scenarios
 
 

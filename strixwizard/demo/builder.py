@@ -24,8 +24,8 @@ from strixwizard.facts.devlink import DEVLINK_PARAMS
 from strixwizard.facts.ethtool import DRIVER_INFO, PAUSE, PRIV_FLAGS
 from strixwizard.facts.netdev import IP_ADDR
 from strixwizard.facts.rdma import IBV_DEVINFO
+from strixwizard.facts.spec import SPEC
 from strixwizard.onnode.collector import DirSink, TarSink, collect
-from strixwizard.probe.spec import SPEC
 
 #: /proc/self/limits as Linux writes it (memlock unlimited), the base of `FakeNode.limits`.
 LIMITS_FILE = Path(__file__).with_name("proc_self_limits.txt")

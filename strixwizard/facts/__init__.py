@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from typing import Any
 
 from strixwizard.facts import ethtool
 from strixwizard.facts.counters import FabricCounters, fabric_counters
@@ -32,7 +33,7 @@ from strixwizard.facts.limits import Memlock, memlock
 from strixwizard.facts.memory import MemoryInfo, memory_info
 from strixwizard.facts.netdev import Netdev, netdevs
 from strixwizard.facts.nic import Nic, nics
-from strixwizard.facts.outputs import Reading, read_output, run_output
+from strixwizard.facts.outputs import DECLARED, Output, Reading, read_output, run_output
 from strixwizard.facts.packages import Packages, packages
 from strixwizard.facts.pci import PciDevice, pci_devices
 from strixwizard.facts.persistence import Persistence, persistence
@@ -195,7 +196,32 @@ class NodeFacts:
         return usb4_info(self._probe, self.pci)
 
 
+def declared() -> tuple[Output[Any], ...]:
+    """Every declared output, in declaration order (importing this package imported every fact
+    module, which declared its outputs)."""
+    return tuple(DECLARED.values())
+
+
+def output(name: str) -> Output[Any]:
+    return DECLARED[name]
+
+
 __all__ = [
-    "CpuInfo", "DcbInfo", "GpuInfo", "IommuMode", "KernelInfo", "Memlock", "MemoryInfo",
-    "Netdev", "Nic", "NodeFacts", "PciDevice", "RdmaDevice", "RdmaPort", "RocmInfo", "Usb4Info",
+    "CpuInfo",
+    "DcbInfo",
+    "GpuInfo",
+    "IommuMode",
+    "KernelInfo",
+    "Memlock",
+    "MemoryInfo",
+    "Netdev",
+    "Nic",
+    "NodeFacts",
+    "PciDevice",
+    "RdmaDevice",
+    "RdmaPort",
+    "RocmInfo",
+    "Usb4Info",
+    "declared",
+    "output",
 ]

@@ -9,7 +9,7 @@ listed in `over` take each of the listed values, and in a path any `{name}`
 matches any entry.
 
 Everything else derives from these declarations:
-- `probe/spec.py` collects every declared output (unless `collect=False`);
+- `facts/spec.py` collects every declared output (unless `collect=False`);
 - fact functions read one with `run_output` / `read_output`;
 - the fix engine's read-back and the dry run (`fixing/readers.py`) parse and
   render through it;
@@ -90,7 +90,7 @@ class Output(Generic[T]):
         return _fill(self.path, names)
 
     def spec_commands(self) -> Iterator[dict[str, Any]]:
-        """Entries of the collector's `commands` list (see probe/spec.py)."""
+        """Entries of the collector's `commands` list (see facts/spec.py)."""
         keys = list(self.over)
         for values in product(*(self.over[k] for k in keys)):
             fixed = dict(zip(keys, values, strict=True))
@@ -104,13 +104,14 @@ class Output(Generic[T]):
         return _PLACEHOLDER.sub("*", self.path)
 
 
-_DECLARED: dict[str, Output[Any]] = {}
+#: Every output declared so far (`strixwizard.facts.declared()`: all of them).
+DECLARED: dict[str, Output[Any]] = {}
 
 
 def _declare(output: Output[T]) -> Output[T]:
-    if output.name in _DECLARED:
+    if output.name in DECLARED:
         raise ValueError(f"output {output.name} is declared twice")
-    _DECLARED[output.name] = output
+    DECLARED[output.name] = output
     return output
 
 
@@ -127,18 +128,6 @@ def file_output(name: str, path: str, parse: Callable[[str], T], *,
                 ) -> Output[T]:
     """Declare a file (module level, in the fact module that reads it)."""
     return _declare(Output(name, parse, path=path, render=render, collect=collect))
-
-
-def declared() -> tuple[Output[Any], ...]:
-    """Every declared output, in declaration order (all fact modules are imported first)."""
-    import strixwizard.facts  # noqa: F401 - importing the facts declares their outputs
-
-    return tuple(_DECLARED.values())
-
-
-def output(name: str) -> Output[Any]:
-    declared()
-    return _DECLARED[name]
 
 
 @dataclass(frozen=True)

@@ -75,8 +75,8 @@ class LocalSession:
 
     def collect_archive(self, spec: Spec | None = None) -> bytes:
         from strixwizard import __version__
+        from strixwizard.facts.spec import SPEC
         from strixwizard.onnode.collector import TarSink, collect
-        from strixwizard.probe.spec import SPEC
 
         buffer = io.BytesIO()
         collect(dict(spec or SPEC), TarSink(buffer), __version__)

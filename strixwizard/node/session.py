@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from strixwizard.node.target import Target
     from strixwizard.probe import Probe
 
-#: The collection spec (`probe/spec.py` SPEC): files, trees and argvs to gather.
+#: The collection spec (`facts/spec.py` SPEC): files, trees and argvs to gather.
 Spec = Mapping[str, Any]
 
 

@@ -187,8 +187,8 @@ def _socket_reason(error: BaseException) -> str:
 def collector_script(spec: Spec | None = None) -> bytes:
     """The program sent to the node: the collector's source, then a call to its main()."""
     from strixwizard import __version__
+    from strixwizard.facts.spec import SPEC
     from strixwizard.onnode import collector
-    from strixwizard.probe.spec import SPEC
 
     source = Path(collector.__file__).read_text(encoding="utf-8")
     call = f"\nmain({json.dumps(json.dumps(dict(spec or SPEC)))}, {json.dumps(__version__)})\n"

@@ -21,9 +21,9 @@ from typing import Any
 
 from strixwizard import __version__
 from strixwizard.errors import UsageError
+from strixwizard.facts.spec import SPEC
 from strixwizard.onnode.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
-from strixwizard.probe.spec import SPEC
 from strixwizard.site import Fabric, FieldError, NodeSpec, Site, Thresholds, name_problem
 
 #: The key of meta.json that says which site, and which node of it, a snapshot is.

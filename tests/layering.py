@@ -1,0 +1,177 @@
+"""The product's import graph, read from the source (every `import`, top level and deferred
+inside functions; `if TYPE_CHECKING:` blocks left out, they never run), and the layer rules
+it is held to. `scripts/layers.py` prints the same figures for a person.
+
+Layers, top down (DESIGN.md "Where the layout is going"): a module may import its own layer
+and any layer below it; an import of a higher layer "runs back up".
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("strixwizard", "checks", "fixes")
+
+#: Top down. Each layer is the module prefixes it holds.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("entry", ("strixwizard.__main__",)),
+    ("tui", ("strixwizard.tui",)),
+    ("cli", ("strixwizard.cli",)),
+    ("services", ("strixwizard.services",)),
+    ("deploy", ("strixwizard.deploy",)),
+    ("fixes", ("fixes",)),
+    ("fixing", ("strixwizard.fixing",)),
+    ("checks", ("checks",)),
+    ("checking", ("strixwizard.checking",)),
+    ("measure", ("strixwizard.live", "strixwizard.decode", "strixwizard.demo", "strixwizard.charts",
+                 "strixwizard.svg")),
+    ("nodes", ("strixwizard.targets", "strixwizard.topology")),
+    ("seam", ("strixwizard.node", "strixwizard.facts")),
+    ("probe", ("strixwizard.probe",)),
+    ("site", ("strixwizard.site", "strixwizard.inventory")),
+    ("base", ("strixwizard.model", "strixwizard.vendors", "strixwizard.onnode", "strixwizard.errors",
+              "strixwizard.known_bad", "strixwizard")),
+)
+
+#: The layers the engines live in: none of them may import `cli`, `services` or `tui`.
+FRONT = ("entry", "tui", "cli", "services")
+
+
+@dataclass(frozen=True, order=True)
+class Edge:
+    source: str
+    target: str
+    line: int
+    deferred: bool  # inside a function: runs when called, not when imported
+
+    def __str__(self) -> str:
+        return f"{self.source} -> {self.target} (line {self.line}{', deferred' if self.deferred else ''})"
+
+
+def module_files(root: Path = ROOT) -> dict[str, Path]:
+    modules: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
+    return modules
+
+
+def layer_of(module: str) -> int:
+    """The index of a module's layer (0 is the top); the longest matching prefix wins."""
+    best, best_len = len(LAYERS), -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
+
+
+def layer_name(module: str) -> str:
+    index = layer_of(module)
+    return LAYERS[index][0] if index < len(LAYERS) else "unplaced"
+
+
+def _type_checking_blocks(tree: ast.Module) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skipped.update(id(n) for n in ast.walk(child))
+    return skipped
+
+
+def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom,
+             modules: dict[str, Path]) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            package = module.split(".") if is_package else module.split(".")[:-1]
+            package = package[: len(package) - node.level + 1]
+            base = ".".join([*package, *([node.module] if node.module else [])])
+        else:
+            base = node.module or ""
+        names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+    for name in names:
+        # `from a.b import c`: the module a.b.c if it is one, else a.b itself
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            yield name
+
+
+@cache
+def edges(root: Path = ROOT) -> tuple[Edge, ...]:
+    modules = module_files(root)
+    found: set[Edge] = set()
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skipped = _type_checking_blocks(tree)
+        in_function: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                in_function.update(id(n) for n in ast.walk(node) if n is not node)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skipped:
+                for target in set(_targets(module, path.name == "__init__.py", node, modules)):
+                    found.add(Edge(module, target, node.lineno, id(node) in in_function))
+    return tuple(sorted(found))
+
+
+def up_imports(root: Path = ROOT) -> list[Edge]:
+    """Imports of a higher layer than the importer's own."""
+    return [e for e in edges(root) if layer_of(e.target) < layer_of(e.source)]
+
+
+def front_imports_from_engines(root: Path = ROOT) -> list[Edge]:
+    """Engine modules importing `cli`, `services` or `tui`."""
+    front = {LAYERS.index(next(layer for layer in LAYERS if layer[0] == name)) for name in FRONT}
+    return [e for e in edges(root) if layer_of(e.source) not in front and layer_of(e.target) in front]
+
+
+def cycles(root: Path = ROOT) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), deferred imports included:
+    a loop that closes only when a function runs is still a loop a reader must untie."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges(root):
+        graph.setdefault(edge.source, set()).add(edge.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(groups)
