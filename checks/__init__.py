@@ -3,7 +3,7 @@ and has its entry (title, severity, fix, explain text) in `checks/catalog.yaml`.
 
 from __future__ import annotations
 
-from checks import counters, e810, links, lossless, nic, node, platform, rdma, usb4, versions
+from checks import counters, family, links, lossless, nic, node, platform, rdma, usb4, versions
 from strixwizard.checking.declare import Check
 
 ALL: tuple[Check, ...] = (
@@ -28,15 +28,15 @@ ALL: tuple[Check, ...] = (
     rdma.roce_v2_gid,
     rdma.active_mtu,
     rdma.roce_v2_default,
-    # lossless RoCE and E810 rules
+    # lossless RoCE, and the rules a NIC family declares (vendors/)
     lossless.flow_control,
     lossless.pause_and_pfc,
     lossless.pfc_priority,
     lossless.trust,
     lossless.ecn_congestion,
-    e810.roce_enabled,
-    e810.fw_lldp_off,
-    e810.one_pfc_tc,
+    family.roce_enabled,
+    family.fw_lldp_off,
+    family.one_pfc_tc,
     # fabric health counters, and rdma link against sysfs
     counters.fabric_counters,
     counters.rdma_link_cross_check,

@@ -67,7 +67,7 @@ def _tool_note(vendor: Vendor, netdev: str, args: str) -> tuple[str, ...]:
             f"DCB netlink); with {vendor.qos.tool_package} tools the equivalent is `{command}`",)
 
 
-@fix("e810.fw_lldp_off",
+@fix("dcb.fw_lldp_off",
      summary="Turn off the E810 firmware LLDP agent (ethtool --set-priv-flags IF fw-lldp-agent "
      "off) so Linux owns DCB",
      reversible=True, reboot=False,
@@ -87,7 +87,7 @@ def plan_fw_lldp_off(ctx: PlanContext) -> Iterator[Plan]:
             ("ethtool", "--set-priv-flags", name, flag, "off"),
             ("ethtool", "--set-priv-flags", name, flag, "on"),
             priv_flags_argv(name), f"ethtool.flag:{flag}", "on", "off")
-        yield Plan("e810.fw_lldp_off", node.name, port.label, (step,), notes=(
+        yield Plan("dcb.fw_lldp_off", node.name, port.label, (step,), notes=(
             "the port stops answering the switch's DCBX: set PFC from Linux on both ends "
             "(dcb.pfc)",), persistence=f"the {vendor.short} firmware keeps this flag across "
             "reboots (NVM)", group=group)

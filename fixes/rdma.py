@@ -105,7 +105,7 @@ def _persist_configfs(ctx: PlanContext, node: NodeFacts, device: str, number: in
     return steps + more + unit, sentence
 
 
-@fix("e810.enable_roce",
+@fix("roce.enable",
      summary="Switch E810 irdma to RoCE: devlink enable_roce true (runtime) or irdma roce_ena=1 "
      "for Intel's out-of-tree driver",
      reversible=True, reboot=False, writes=(f"{MODPROBE_DIR}/strixwizard-irdma.conf",), unit=True,
@@ -137,12 +137,12 @@ def plan_enable_roce(ctx: PlanContext) -> Iterator[Plan]:
                 persistence = "runtime only (--runtime-only)"
                 if ctx.persist:
                     more, persistence = unit_steps(
-                        node, "e810.enable_roce", nic.address,
+                        node, "roce.enable", nic.address,
                         f"RoCE on {nic.vendor.short} {nic.address}", [s.argv for s in steps], None)
                     steps += more
             else:
                 path = f"{MODPROBE_DIR}/strixwizard-{switch.module}.conf"
-                content = (f"# Written by strixwizard (fix e810.enable_roce)\n"
+                content = (f"# Written by strixwizard (fix roce.enable)\n"
                            f"options {switch.module} {switch.module_option}\n")
                 current = node.persistence.file(path)
                 if current != content:
@@ -152,7 +152,7 @@ def plan_enable_roce(ctx: PlanContext) -> Iterator[Plan]:
                 persistence = f"{path} (modprobe.d)"
                 notes.append(f"not automated: reload {switch.module} to apply (`modprobe -r "
                              f"{switch.module} && modprobe {switch.module}`) or reboot")
-            yield Plan("e810.enable_roce", node.name, entity, tuple(steps), tuple(notes), persistence)
+            yield Plan("roce.enable", node.name, entity, tuple(steps), tuple(notes), persistence)
 
 
 def _devlink_step(handle: str, name: str, before: str, after: str) -> Step:

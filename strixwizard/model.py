@@ -49,6 +49,34 @@ class Finding:
     fixable: bool = True
 
 
+#: Check and fix ids renamed to say what they judge rather than the first vendor they were
+#: written for (old → new). The old ids stay accepted (`doctor --only/--skip`, `explain`) and
+#: are listed as `aliases` in JSON documents until release 0.3.
+RENAMED_IDS: dict[str, str] = {
+    "e810.roce_enabled": "roce.enabled",
+    "e810.fw_lldp": "dcb.fw_lldp",
+    "e810.one_pfc_tc": "dcb.pfc_tc_limit",
+    "e810.enable_roce": "roce.enable",
+    "e810.fw_lldp_off": "dcb.fw_lldp_off",
+}
+
+
+def current_id(item_id: str) -> str:
+    """The id a check or fix has now, for an id given by a user or an older document."""
+    return RENAMED_IDS.get(item_id, item_id)
+
+
+def aliases_of(item_id: str) -> list[str]:
+    """The older ids of a check or fix (empty for most)."""
+    return [old for old, new in RENAMED_IDS.items() if new == item_id]
+
+
+def with_aliases(document: dict[str, Any], item_id: str) -> dict[str, Any]:
+    """`document` with `aliases` added when the id has older names."""
+    old = aliases_of(item_id)
+    return {**document, "aliases": old} if old else document
+
+
 @dataclass(frozen=True)
 class FixRef:
     id: str
@@ -72,8 +100,9 @@ class CheckResult:
     fix: FixRef | None
 
     def to_json(self) -> dict[str, Any]:
-        return fields_json(self, status=self.status.value, severity=self.severity.value,
-                           fix=None if self.fix is None else fields_json(self.fix))
+        fix = None if self.fix is None else with_aliases(fields_json(self.fix), self.fix.id)
+        return with_aliases(fields_json(self, status=self.status.value, severity=self.severity.value,
+                                        fix=fix), self.id)
 
 
 @dataclass

@@ -118,7 +118,7 @@ def test_dcb_checks_on_the_misconfigured_node(root: Path) -> None:
     assert statuses(report, "dcb.flow_control") == {E810_A: Status.PASS, E810_B: Status.PASS}
     assert statuses(report, "dcb.pfc_priority") == {E810_A: Status.PASS, E810_B: Status.WARN}
     assert statuses(report, "dcb.pause_and_pfc") == {E810_A: Status.PASS, E810_B: Status.PASS}
-    assert statuses(report, "e810.fw_lldp") == {E810_A: Status.PASS, E810_B: Status.WARN}
+    assert statuses(report, "dcb.fw_lldp") == {E810_A: Status.PASS, E810_B: Status.WARN}
 
 
 def test_dcb_pause_and_pfc_fails_in_the_demo(tmp_path: Path) -> None:
@@ -166,16 +166,16 @@ def test_e810_one_pfc_tc(tmp_path: Path, root: Path) -> None:
     node = strix_halo_node("strix-2tc")
     e810(node, "192.168.100.1/30", "b4:96:91:9c:3a:10",
          setup=RoceSetup(pfc=(3, 5), prio_tc=(0, 0, 0, 1, 0, 2, 0, 0)))
-    (result,) = results(run_site(tmp_path, {"strix-2tc": node}), "e810.one_pfc_tc")
+    (result,) = results(run_site(tmp_path, {"strix-2tc": node}), "dcb.pfc_tc_limit")
     assert result.status == Status.FAIL and result.observed == "2 PFC traffic class(es): TC 1,2"
-    assert set(statuses(report_of(root, "healthy"), "e810.one_pfc_tc").values()) == {Status.PASS}
+    assert set(statuses(report_of(root, "healthy"), "dcb.pfc_tc_limit").values()) == {Status.PASS}
 
 
 def test_e810_roce_enabled(root: Path) -> None:
-    (bad,) = results(report_of(root, "platform"), "e810.roce_enabled")
+    (bad,) = results(report_of(root, "platform"), "roce.enabled")
     assert bad.status == Status.FAIL and "RNIC" in bad.observed
-    assert bad.fix is not None and bad.fix.id == "e810.enable_roce"
-    assert set(statuses(report_of(root, "healthy"), "e810.roce_enabled").values()) == {Status.PASS}
+    assert bad.fix is not None and bad.fix.id == "roce.enable"
+    assert set(statuses(report_of(root, "healthy"), "roce.enabled").values()) == {Status.PASS}
 
 
 def test_usb4_soft_rdma(root: Path) -> None:

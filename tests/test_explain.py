@@ -78,13 +78,13 @@ def test_unknown_id_is_exit_2_naming_close_matches(cli) -> None:
 
 
 def test_explain_text_json_and_list(cli) -> None:
-    text = cli("explain", "e810.fw_lldp")
-    assert text.rc == 0 and text.stdout.startswith("e810.fw_lldp: E810 firmware LLDP agent is off")
+    text = cli("explain", "dcb.fw_lldp")
+    assert text.rc == 0 and text.stdout.startswith("dcb.fw_lldp: The NIC's firmware LLDP agent is off")
     assert "ethtool --set-priv-flags IF fw-lldp-agent off" in text.stdout
-    document = cli("explain", "e810.fw_lldp", "--json").json()
+    document = cli("explain", "dcb.fw_lldp", "--json").json()
     [page] = document["pages"]
     assert document["tool"]["name"] == "strixwizard"
-    assert page == explain.pages("e810.fw_lldp")[0]
+    assert page == explain.pages("dcb.fw_lldp")[0]
     listed = cli("explain", "--list", "--json").json()
     assert [row["id"] for row in listed["checks"]] == [c.id for c in checks.ALL]
     assert [row["id"] for row in listed["fixes"]] == [f.id for f in fixes.FIXES]

@@ -2,7 +2,7 @@
 
 Regressions: `{"prio_pfc": {"3": true}}` and devlink output with only driverinit/permanent
 values once read differently in the fact and in the fix read-back; the latter made the
-`e810.enable_roce` step abort with a false drift.
+`roce.enable` step abort with a false drift.
 """
 
 from __future__ import annotations
@@ -138,8 +138,8 @@ def _driverinit_e810(tmp_path: Path) -> tuple[Site, Path]:
 def test_enable_roce_on_driverinit_only_output_applies_without_a_false_drift(tmp_path: Path) -> None:
     site, root = _driverinit_e810(tmp_path)
     facts = NodeFacts("strix-c", SnapshotProbe.load(root))
-    plan = plan_site(site, [facts], ("e810.enable_roce",))
-    (roce,) = [p for p in plan.plans if p.fix == "e810.enable_roce"]
+    plan = plan_site(site, [facts], ("roce.enable",))
+    (roce,) = [p for p in plan.plans if p.fix == "roce.enable"]
     devlink_steps = [s for s in roce.steps if s.read.parse.startswith("devlink:")]
     assert [(s.read.parse.rsplit("/", 1)[1], s.before, s.after) for s in devlink_steps] == [
         ("enable_iwarp", "true", "false"), ("enable_roce", "false", "true")]

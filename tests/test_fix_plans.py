@@ -135,8 +135,8 @@ def test_pfc_unknown_because_the_driver_has_no_dcb_is_not_automated(tmp_path: Pa
 
 def test_fw_lldp_and_pause_are_planned_where_they_are_on(tmp_path: Path) -> None:
     bad = RoceSetup(fw_lldp=True, pause=(True, True), roce_mode="RoCE v2")
-    plan = plan_of(tmp_path, pair(bad), ("e810.fw_lldp_off", "ethtool.pause_off"))
-    (lldp,) = steps_of(plan, "e810.fw_lldp_off")
+    plan = plan_of(tmp_path, pair(bad), ("dcb.fw_lldp_off", "ethtool.pause_off"))
+    (lldp,) = steps_of(plan, "dcb.fw_lldp_off")
     assert lldp.steps[0].argv == ("ethtool", "--set-priv-flags", "enp194s0np0", "fw-lldp-agent", "off")
     assert "NVM" in lldp.persistence and len(lldp.steps) == 1
     (pause,) = steps_of(plan, "ethtool.pause_off")
@@ -171,8 +171,8 @@ def test_roce_v2_default_creates_configfs_and_sets_mode_and_tos(tmp_path: Path) 
 
 
 def test_e810_in_iwarp_gets_devlink_enable_roce(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, scenarios.platform_faults_node(), ("e810.enable_roce",))
-    (roce,) = steps_of(plan, "e810.enable_roce")
+    plan = plan_of(tmp_path, scenarios.platform_faults_node(), ("roce.enable",))
+    (roce,) = steps_of(plan, "roce.enable")
     assert [s.argv[-5:-2] for s in roce.steps[:2]] == [("enable_iwarp", "value", "false"),
                                                        ("enable_roce", "value", "true")]
     assert roce.steps[1].undo_argv[-3] == "false"
@@ -247,7 +247,7 @@ def test_thunderbolt_links_keep_their_mtu(tmp_path: Path) -> None:
 @pytest.mark.parametrize("scenario", ["healthy_e810_pair", "connectx6dx_pair", "infiniband_cx3_pair"])
 def test_detection_scenarios_without_network_faults_plan_no_network_change(tmp_path: Path,
                                                                           scenario: str) -> None:
-    network = ("net.mtu", "dcb", "ethtool", "e810")
+    network = ("net.mtu", "dcb", "ethtool", "roce")
     plan = plan_of(tmp_path, getattr(scenarios, scenario)(), network)
     assert plan.changes == 0, [(p.fix, p.node, [s.summary for s in p.steps]) for p in plan.plans]
 
@@ -257,7 +257,7 @@ def test_the_misconfigured_scenario_plans_a_fix_for_every_failing_network_check(
     nodes = scenarios.misconfigured_e810_pair()
     report = scenarios.run_site(tmp_path / "doctor", nodes)
     named = {r.fix.id for r in scenarios.bad(report) if r.fix is not None
-             and r.id.split(".")[0] in ("link", "dcb", "e810", "rdma")}
+             and r.id.split(".")[0] in ("link", "dcb", "roce", "rdma")}
     plan = plan_of(tmp_path / "plan", scenarios.misconfigured_e810_pair())
     planned = {p.fix for p in plan.plans if p.steps}
     assert named and named <= planned, named - planned

@@ -226,8 +226,8 @@ def parse_modprobe_conf(text: str) -> list[tuple[str, str, list[str]]]:
 
 @pytest.mark.parametrize("netdev", ["enp194s0np0", "f;id>PWNED0"])
 def test_modprobe_file_parses_and_modprobe_reads_it(tmp_path: Path, netdev: str) -> None:
-    plan = _plan(tmp_path, netdev, only=("e810.enable_roce",), out_of_tree=True)
-    step = _file_step(plan, "e810.enable_roce", "/etc/modprobe.d/")
+    plan = _plan(tmp_path, netdev, only=("roce.enable",), out_of_tree=True)
+    step = _file_step(plan, "roce.enable", "/etc/modprobe.d/")
     assert step.target.endswith(".conf")  # modprobe reads only *.conf in modprobe.d
     assert parse_modprobe_conf(step.after or "") == [("options", "irdma", ["roce_ena=1"])]
     path = _install(tmp_path / "node", step)

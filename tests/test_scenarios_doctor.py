@@ -39,7 +39,7 @@ def test_misconfigured_pair_reports_exactly_the_faults(root: Path) -> None:
     assert findings(root, "misconfigured") == {
         ("warn", "rdma.active_mtu", "node-b:rocep194s0/1 (enp194s0np0)"),
         ("warn", "dcb.pfc_priority", "node-b:enp194s0np0"),
-        ("warn", "e810.fw_lldp", "node-b:enp194s0np0"),
+        ("warn", "dcb.fw_lldp", "node-b:enp194s0np0"),
         ("fail", "link.mtu", "node-a:enp194s0np0 <-> node-b:enp194s0np0"),
         ("fail", "link.pfc", "node-a:enp194s0np0 <-> node-b:enp194s0np0"),
     }
@@ -96,7 +96,7 @@ def test_demo_doctor_text_shows_node_nic_link_and_usb4_findings() -> None:
     assert "links: 2" in out
     assert "FAIL  node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)" in out
     assert "WARN  node-a:thunderbolt0 <-> node-b:thunderbolt0  thunderbolt-net (no RDMA)" in out
-    for check_id in ("node.gtt", "nic.pcie_link", "link.mtu", "dcb.pause_and_pfc", "e810.fw_lldp",
+    for check_id in ("node.gtt", "nic.pcie_link", "link.mtu", "dcb.pause_and_pfc", "dcb.fw_lldp",
                      "rdma.active_mtu", "link.transport", "node.rdma_core_version", "fabric.counters"):
         assert check_id in out
     assert "3 failed · 7 warnings" in out

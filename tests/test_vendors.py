@@ -142,9 +142,9 @@ def test_a_registered_family_is_recognised_judged_and_planned(tmp_path: Path,
     assert {r.status for r in drivers} == {Status.WARN}  # the vendor's firmware rule
     assert drivers[0].expected == "bnxt firmware 230 or newer"
     assert drivers[0].observed.startswith("Broadcom BCM57508 NetXtreme-E: bnxt_en")
-    one_tc = results(report, "e810.one_pfc_tc")  # the vendor's PFC traffic class limit
+    one_tc = results(report, "dcb.pfc_tc_limit")  # the vendor's PFC traffic class limit
     assert {r.status for r in one_tc} == {Status.FAIL} and one_tc[0].expected == "<= 1"
-    assert {r.status for r in results(report, "e810.fw_lldp")} == {Status.SKIP}  # no such agent
+    assert {r.status for r in results(report, "dcb.fw_lldp")} == {Status.SKIP}  # no such agent
 
     facts = facts_of(tmp_path / "plan", thor_pair(two_tcs))
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts),

@@ -19,6 +19,7 @@ from strixwizard.model import (
     LinkReport,
     Severity,
     Status,
+    aliases_of,
     document_header,
     worst,
 )
@@ -120,8 +121,9 @@ def select_checks(all_checks: Sequence[Check], only: Iterable[str], skip: Iterab
     """Apply --only/--skip. An id may name one check or an area (`node` = every `node.*`)."""
     ids = [c.id for c in all_checks]
 
-    def matches(check: Check, wanted: str) -> bool:
-        return check.id == wanted or check.id.startswith(wanted + ".")
+    def matches(check: Check, wanted: str) -> bool:  # the id, its area, or an older id or area
+        return any(name == wanted or name.startswith(wanted + ".")
+                   for name in (check.id, *aliases_of(check.id)))
 
     for wanted in [*only, *skip]:
         if not any(matches(c, wanted) for c in all_checks):

@@ -17,6 +17,7 @@ from typing import Any
 from strixwizard.checking.declare import Check
 from strixwizard.errors import UsageError
 from strixwizard.fixing.context import Fix
+from strixwizard.model import aliases_of, current_id
 
 WIDTH = 92
 SCOPES = {"node": "once per node", "link": "once per link between two nodes (both ends at once)",
@@ -64,7 +65,7 @@ def fix_page(fix: Fix, cures: list[str]) -> dict[str, Any]:
         "changes": " ".join((fix.plan.__doc__ or "").split()),
         "writes": list(declared.writes) if declared else [],
         "persistence": declared.persists if declared else "",
-        "undo": _undo(fix), "cures": cures, "explain": command(fix.id),
+        "undo": _undo(fix), "cures": cures, "explain": command(fix.id), "aliases": aliases_of(fix.id),
     }
 
 
@@ -79,7 +80,7 @@ def check_page(check: Check, fixes: dict[str, Fix] | None = None) -> dict[str, A
         "skips": _skips(check), "reads": check.reads, "matters": check.matters,
         "manual": check.manual, "sources": list(check.sources),
         "fix_page": None if fix is None else fix_page(fix, _cures(fix.id)),
-        "explain": command(check.id),
+        "explain": command(check.id), "aliases": aliases_of(check.id),
     }
 
 
@@ -87,7 +88,7 @@ def list_fields(check: Check) -> dict[str, Any]:
     """What `doctor --list-checks --json` adds to each check's row: its page's text."""
     page = check_page(check)
     return {key: page[key] for key in ("checks", "runs", "skips", "reads", "matters", "manual",
-                                       "sources", "explain")}
+                                       "sources", "explain", "aliases")}
 
 
 def _cures(fix_id: str) -> list[str]:
@@ -100,6 +101,7 @@ def pages(item_id: str) -> list[dict[str, Any]]:
     An unknown id is a usage error naming the ids closest to it."""
     checks, fixes = _registries()
     found: list[dict[str, Any]] = []
+    item_id = current_id(item_id)  # an older id shows the page of the check or fix it became
     check = checks.get(item_id)
     if check is not None:
         found.append(check_page(check, fixes))
@@ -156,18 +158,23 @@ def _fix_lines(page: dict[str, Any], heading: str) -> list[str]:
     return lines
 
 
+def _formerly(page: dict[str, Any]) -> list[str]:
+    old = page.get("aliases") or []
+    return [f"formerly {', '.join(old)} (still accepted until release 0.3)"] if old else []
+
+
 def render(page: dict[str, Any]) -> str:
     """A page as text for a terminal (ruff's and ShellCheck's rule pages are the model)."""
     if page["kind"] == "fix":
         cures = f" for {', '.join(page['cures'])}" if page["cures"] else ""
-        lines = [f"{page['id']}: fix{cures}", *_fix_lines(page, "What it does")]
+        lines = [f"{page['id']}: fix{cures}", *_formerly(page), *_fix_lines(page, "What it does")]
         if page["cures"]:
             lines += _section("Cures", ", ".join(page["cures"]) + " (`strixwizard explain "
                               "CHECK` for the why and the sources).")
         return "\n".join(lines) + "\n"
     head = f"{page['id']}: {page['title']}"
     fix = f"fix {page['fix']}" if page["fix"] else "no automated fix"
-    lines = [head, f"check · severity {page['severity']} · {page['scope']} · {fix}"]
+    lines = [head, f"check · severity {page['severity']} · {page['scope']} · {fix}", *_formerly(page)]
     runs = f"Runs {page['runs']}."
     skips = ("Skips when: " + "; ".join(page["skips"]) + ".") if page["skips"] else ""
     lines += _section("What it checks", page["checks"], runs, skips)

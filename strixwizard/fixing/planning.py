@@ -10,6 +10,7 @@ from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.context import Fix, PlanContext
 from strixwizard.fixing.model import Plan, SitePlan
+from strixwizard.model import aliases_of
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
 
@@ -20,17 +21,22 @@ def registered() -> tuple[Fix, ...]:
     return FIXES
 
 
+def _named(fix: Fix, wanted: str) -> bool:
+    """`wanted` is the fix's id or area (`dcb` = every `dcb.*`), or an older id or area of it."""
+    return any(name == wanted or name.startswith(wanted + ".")
+               for name in (fix.id, *aliases_of(fix.id)))
+
+
 def select(fixes: Sequence[Fix], only: Iterable[str]) -> tuple[Fix, ...]:
     """--only: a fix id, or an area (`dcb` = every `dcb.*`)."""
     wanted = list(only)
     ids = [f.id for f in fixes]
     for w in wanted:
-        if not any(f.id == w or f.id.startswith(w + ".") for f in fixes):
+        if not any(_named(f, w) for f in fixes):
             close = difflib.get_close_matches(w, ids, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise UsageError(f"unknown fix id {w!r}{hint} (known: {', '.join(ids)})")
-    return tuple(f for f in fixes
-                 if not wanted or any(f.id == w or f.id.startswith(w + ".") for w in wanted))
+    return tuple(f for f in fixes if not wanted or any(_named(f, w) for w in wanted))
 
 
 def plan_site(site: Site, facts: Sequence[NodeFacts], only: Iterable[str] = (),

@@ -19,7 +19,7 @@ from strixwizard.site import Site
 from strixwizard.topology import FabricPort
 
 
-@node_check("e810.roce_enabled", per=ROCE_SWITCH_NICS)
+@node_check("roce.enabled", per=ROCE_SWITCH_NICS)
 def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
     """Uses devlink enable_roce when captured, else the irdma node type (CA = RoCE, RNIC = iWARP)."""
     switch = nic.vendor.roce_switch
@@ -44,7 +44,7 @@ def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
         yield passed(entity, observed=f"{device.name}: RoCE ({source})", expected="RoCE")
 
 
-@node_check("e810.fw_lldp", per=FW_LLDP_INTERFACES)
+@node_check("dcb.fw_lldp", per=FW_LLDP_INTERFACES)
 def fw_lldp_off(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Reads the fw-lldp-agent flag from `ethtool --show-priv-flags` on E810 RoCE interfaces."""
     flag = vendor_of(fabric).qos.fw_lldp_flag
@@ -60,7 +60,7 @@ def fw_lldp_off(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fin
                       "per port), then set PFC from Linux on both ends.")
 
 
-@node_check("e810.one_pfc_tc", per=PFC_TC_LIMITED_PORTS)
+@node_check("dcb.pfc_tc_limit", per=PFC_TC_LIMITED_PORTS)
 def one_pfc_tc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Maps PFC-enabled priorities to TCs through the ETS prio-tc table and counts them."""
     limit = vendor_of(fabric).qos.max_pfc_tcs
