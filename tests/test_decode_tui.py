@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Static
 
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
+from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import TITLE, DecodePanel
 
 
@@ -23,7 +24,7 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def _walk() -> None:
     app = WizardApp(demo=True, resume=False, services=Services(demo_seconds=0.3))
     async with app.run_test(size=(120, 60)) as pilot:
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await app.workers.wait_for_complete()
         await pilot.pause()
         panel = app.screen.query_one(DecodePanel)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.tui.steps import key_of
 from tests.conftest import CliResult, run_cli
 from tests.lab import Lab, LabHost, _kill_in_netns, lab_fixture
 
@@ -199,7 +200,7 @@ def test_the_wizard_deploys_the_stand_in_vllm_shows_the_verdict_and_rolls_back(
             await discovered(app, pilot)
             app.session.of(DeployState).choice = DeployChoice(
                 transport="tcp", model=MODEL, serve=True, target_dir=TARGET, run_dir=RUN_DIR)
-            await pilot.press("5")
+            await pilot.press(key_of("deploy"))
             for _ in range(100):
                 await settle(app, pilot)
                 if app.session.of(DeployState).preview is not None:

@@ -9,6 +9,7 @@ from textual.widgets import Checkbox, Input, Select, SelectionList, Static
 from strixwizard.services.deploy import DeployChoice
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.deploy import DeployState
+from strixwizard.tui.steps import key_of
 from tests.test_tui_walk import SIZE, make_app, notice_text, settle, sync
 
 
@@ -29,7 +30,7 @@ def node_boxes(app: WizardApp) -> str:
 async def test_pickers_start_as_the_cli_defaults_and_list_the_site_nodes() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         await replanned(app, pilot)
         assert app.screen.query_one("#deploy-stack", Select).value == "ray"
         assert app.screen.query_one("#deploy-transport", Select).value == "rdma"
@@ -44,7 +45,7 @@ async def test_pickers_start_as_the_cli_defaults_and_list_the_site_nodes() -> No
 async def test_the_llama_stack_shows_what_starts_where() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         await replanned(app, pilot)
         app.screen.query_one("#deploy-stack", Select).value = "llama-rpc"
         await replanned(app, pilot)
@@ -68,7 +69,7 @@ async def test_the_llama_stack_shows_what_starts_where() -> None:
 async def test_tcp_and_serve_reach_the_plan() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         await replanned(app, pilot)
         app.screen.query_one("#deploy-transport", Select).value = "tcp"
         app.screen.query_one("#deploy-model", Input).value = "amd/Llama-3.3-70B-Instruct-FP8-KV"
@@ -87,7 +88,7 @@ async def test_tcp_and_serve_reach_the_plan() -> None:
 async def test_one_node_is_refused_with_the_reason_and_a_next_step() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         await replanned(app, pilot)
         app.screen.query_one("#deploy-node-list", SelectionList).deselect("node-b")
         await replanned(app, pilot)

@@ -19,6 +19,7 @@ from strixwizard.fixing.model import Plan
 from strixwizard.services import deploy as deploying
 from strixwizard.services import fix as fixing
 from strixwizard.services.common import Question
+from strixwizard.tui.steps import key_of
 
 
 @contextmanager
@@ -143,7 +144,7 @@ def test_the_wizard_shows_the_refusal(tmp_path: Path, monkeypatch: pytest.Monkey
     async def walk() -> None:
         app = WizardApp(services=Locked(demo_seconds=0.3), demo=True)
         async with app.run_test(size=(100, 40)) as pilot:
-            await pilot.press("4")
+            await pilot.press(key_of("fix"))
             await app.workers.wait_for_complete()
             await pilot.pause()
             await pilot.press("a")

@@ -17,6 +17,7 @@ from strixwizard.model import Status
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.notice import Notice
 from tests.lab import Lab, lab_fixture
 from tests.test_tui_walk import cells, live_state, settle, sync, wait_for_tests
@@ -52,7 +53,7 @@ async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_pa
         assert [r[0] for r in rows] == ["node0", "node1", "node2"]
         assert all(r[1].startswith("✓") for r in rows), rows  # every node read over SSH
 
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(app, pilot)
         assert app.screen.id == "step-test"
         await pilot.press("r")
@@ -108,7 +109,7 @@ async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: L
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("n")
         await discovered(app, pilot)
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         # the screen starts the planning worker once it is mounted: wait (bounded) for its answer
         notice = app.screen.query_one("#deploy-status", Notice)
         for _ in range(200):

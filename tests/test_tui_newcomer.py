@@ -12,6 +12,7 @@ from strixwizard.live.results import Measurement, cause
 from strixwizard.model import Status
 from strixwizard.tui.fit import Column, fitting, short_kernel, short_sku, short_state
 from strixwizard.tui.screens.discover import NODE_COLUMNS
+from strixwizard.tui.steps import key_of
 from tests.test_tui_walk import (
     cells,
     make_app,
@@ -45,7 +46,7 @@ def test_columns_are_left_out_by_their_rank_until_the_rest_fit() -> None:
 async def test_discover_at_80_columns_fits_and_shows_the_rest_for_the_selected_row() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("2")
+        await pilot.press(key_of("discover"))
         await settle(app, pilot)
         for table_id in ("nodes", "ports"):
             table = app.screen.query_one(f"#{table_id}", DataTable)
@@ -62,7 +63,7 @@ async def test_discover_at_80_columns_fits_and_shows_the_rest_for_the_selected_r
         assert "1 links" not in notice_text(app, "#discover-status")
     wide = make_app(demo=True)
     async with wide.run_test(size=(200, 40)) as pilot:
-        await pilot.press("2")
+        await pilot.press(key_of("discover"))
         await settle(wide, pilot)
         nodes = wide.screen.query_one("#nodes", DataTable)
         assert len(nodes.columns) == len(NODE_COLUMNS)
@@ -90,7 +91,7 @@ def test_the_headline_names_the_cause() -> None:
 async def test_test_step_keeps_its_results_when_the_nodes_are_read_again() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(app, pilot)
         assert "Cancel the live tests" not in [c.title for c in app.get_system_commands(app.screen)]
         await pilot.press("r")
@@ -99,11 +100,11 @@ async def test_test_step_keeps_its_results_when_the_nodes_are_read_again() -> No
         results = len(app.session.of(type(app.session.states["test"])).results)  # type: ignore[arg-type]
         headline = notice_text(app, "#test-status").splitlines()[0]  # the demo's bandwidth fails:
         assert results and headline.startswith("FAIL: 50.64 Gb/s is 51% of the 100 Gb/s link rate")
-        await pilot.press("2")
+        await pilot.press(key_of("discover"))
         await settle(app, pilot)
         await pilot.press("r")
         await settle(app, pilot)
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(app, pilot)
         text = notice_text(app, "#test-status")
         assert "Measured before the nodes were discovered again" in text, text
@@ -206,7 +207,7 @@ async def test_home_reaches_the_top_and_the_applied_panel_scrolls_into_view() ->
 
     app = make_app(demo=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4")
+        await pilot.press(key_of("fix"))
         await settle(app, pilot)
         body = app.screen.query_one("#body", VerticalScroll)
         await pilot.press("end")
@@ -258,7 +259,7 @@ async def test_the_site_form_answers_inside_the_form_never_under_a_toast(
 async def test_report_lines_wrap_under_their_start_at_80_columns() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("7")
+        await pilot.press(key_of("report"))
         await settle(app, pilot)
         body = app.screen.query_one("#report-body")
         lines = ["".join(s.text for s in body.render_line(y)).rstrip() for y in range(body.size.height)]

@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from strixwizard.tui.app import WizardApp
+from strixwizard.tui.steps import key_of
 
 SnapCompare = Callable[..., bool]
 
@@ -31,7 +32,7 @@ def go_to(step: str, theme: str | None = None) -> Callable[[Pilot[Any]], Any]:
     async def run_before(pilot: Pilot[Any]) -> None:
         if theme:
             pilot.app.theme = theme
-        await pilot.press(step)
+        await pilot.press(key_of(step))
         await pilot.app.workers.wait_for_complete()
         # Let the results reach the tables and the tables settle their column widths. A
         # DataTable sizes its columns on an Idle event, which a loaded machine can delay past
@@ -55,33 +56,33 @@ def go_to(step: str, theme: str | None = None) -> Callable[[Pilot[Any]], Any]:
 
 
 def test_discover_screen(snap_compare: SnapCompare) -> None:
-    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("2"))
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("discover"))
 
 
 def test_links_screen(snap_compare: SnapCompare) -> None:
-    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("3"))
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("links"))
 
 
 def test_links_screen_light_and_wide(snap_compare: SnapCompare) -> None:
     assert snap_compare(WizardApp(demo=True), terminal_size=(120, 36),
-                        run_before=go_to("3", theme="textual-light"))
+                        run_before=go_to("links", theme="textual-light"))
 
 
 def test_deploy_screen(snap_compare: SnapCompare) -> None:
-    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("5"))
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("deploy"))
 
 
 def test_test_screen_before_a_run(snap_compare: SnapCompare) -> None:
-    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("6"))
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("test"))
 
 
 def test_site_screen(snap_compare: SnapCompare) -> None:
-    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("1"))
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("site"))
 
 
 def test_fix_screen(snap_compare: SnapCompare) -> None:
-    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("4"))
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("fix"))
 
 
 def test_report_screen_before_a_test_run(snap_compare: SnapCompare) -> None:
-    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("7"))
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("report"))

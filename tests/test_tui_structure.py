@@ -154,3 +154,21 @@ def test_every_step_names_a_screen_that_owns_a_state(step_id: str) -> None:
     screen = screen_class(BY_ID[step_id])
     assert step_id == screen.STEP
     assert issubclass(screen.State, StepState)
+
+
+def test_no_test_reaches_a_step_by_its_number() -> None:
+    """Tests open steps with `key_of(step id)`, so a new step changes no test's key presses
+    (this file's own numbering test is the one place that presses numbers on purpose)."""
+    import ast
+
+    pressed = []
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        if path.name == Path(__file__).name:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "press"
+                    and any(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                            and a.value.isdigit() for a in node.args)):
+                pressed.append(f"{path.name}:{node.lineno}")
+    assert pressed == []

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.links import LinkCard
 from strixwizard.tui.screens.site import SiteState
 from strixwizard.tui.screens.test import TestState
+from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
@@ -51,6 +54,21 @@ async def settle(app: WizardApp, pilot: Pilot[int]) -> None:
     await app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.pause()
+
+
+async def settle_until(app: WizardApp, pilot: Pilot[int], done: Callable[[], bool],
+                       seconds: float = 60) -> None:
+    """Settle until `done()` holds: a step whose job starts another job (discover, then plan)
+    needs as many rounds as the chain is long, more on a loaded machine."""
+    from textual.worker import WorkerFailed
+
+    deadline = time.monotonic() + seconds
+    while True:
+        with contextlib.suppress(WorkerFailed):  # a job that fails on purpose is still awaited
+            await settle(app, pilot)
+        if done() or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.05)
 
 
 def cells(table: DataTable[object]) -> list[list[str]]:
@@ -213,7 +231,7 @@ async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
         await pilot.press("b")
         await pilot.pause()
         assert app.screen.id == "step-test"
-        await pilot.press("1")
+        await pilot.press(key_of("site"))
         await pilot.pause()
         assert app.screen.id == "step-site"
 
@@ -224,13 +242,13 @@ async def test_report_json_validates_against_the_doctor_schema(report_schema: di
 
     app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(app, pilot)
         await pilot.press("r")
         await wait_for_tests(app, pilot)
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         await settle(app, pilot)
-        await pilot.press("7")
+        await pilot.press(key_of("report"))
         await settle(app, pilot)
         await pilot.pause()
         assert "live_tests" in json.loads(app.session.saved["json"].read_text())
@@ -241,7 +259,7 @@ async def test_report_json_validates_against_the_doctor_schema(report_schema: di
 async def test_reopening_resumes_at_the_same_step(state_home: Path) -> None:
     app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3")
+        await pilot.press(key_of("links"))
         await settle(app, pilot)
         assert app.screen.id == "step-links"
     saved = json.loads((state_home / "strixwizard" / "demo-state.json").read_text())
@@ -406,7 +424,7 @@ async def test_light_theme_and_a_large_terminal() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.press("ctrl+t")
-        await pilot.press("2")
+        await pilot.press(key_of("discover"))
         await settle(app, pilot)
         assert app.theme == "textual-light"
         assert app.screen.query_one("#nodes", DataTable).row_count == 2
@@ -416,7 +434,7 @@ async def test_light_theme_and_a_large_terminal() -> None:
 async def test_fix_on_the_demo_is_a_dry_run_that_verifies_and_rolls_back(state_home: Path) -> None:
     app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("4")
+        await pilot.press(key_of("fix"))
         await settle(app, pilot)
         discovery = discovery_of(app)
         assert discovery is not None and discovery.plan is not None
@@ -479,7 +497,7 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
 
     app = make_app(Stalling(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(app, pilot)
         await pilot.press("r")
         for _ in range(50):
@@ -527,7 +545,7 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
         assert live_state(app).outcome == "cancelled"
 
     async def live_section(app: WizardApp, pilot: Pilot[int]) -> tuple[dict[str, Any], str]:
-        await pilot.press("7")
+        await pilot.press(key_of("report"))
         await settle(app, pilot)
         await pilot.pause()
         body = str(app.screen.query_one("#report-body", Static).render())
@@ -537,7 +555,7 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
     calls.append(1)  # the first call of this app already counts as a second run: it stalls
     app = make_app(SecondRunStalls(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(app, pilot)
         await cancelled_run(app, pilot)
         live, body = await live_section(app, pilot)
@@ -548,7 +566,7 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
     calls.clear()
     app = make_app(SecondRunStalls(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(app, pilot)
         await pilot.press("r")
         await wait_for_tests(app, pilot)
@@ -573,7 +591,7 @@ async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
 
     app = make_app(Refusing(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         await settle(app, pilot)
         await settle(app, pilot)
         notice = app.screen.query_one("#deploy-status", Notice)
@@ -597,9 +615,8 @@ async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback() -> None:
 
     app = make_app(Broken(), demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("5")
-        await settle(app, pilot)
-        await settle(app, pilot)
+        await pilot.press(key_of("deploy"))
+        await settle_until(app, pilot, lambda: "boom" in notice_text(app, "#deploy-status"))
         text = notice_text(app, "#deploy-status")
         assert "RuntimeError('boom')" in text and "Next:" in text
 
@@ -608,7 +625,7 @@ async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback() -> None:
 async def test_palette_has_the_test_and_deploy_commands() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("5")
+        await pilot.press(key_of("deploy"))
         await settle(app, pilot)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Run the live tests" in titles
@@ -633,7 +650,7 @@ async def test_the_wizard_reaches_nodes_through_an_injected_session(tmp_path: Pa
 
     app = replayed_ssh_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("2")
+        await pilot.press(key_of("discover"))
         await settle(app, pilot)
         discovery = discovery_of(app)
         assert discovery is not None

@@ -66,6 +66,11 @@ def later_steps(step_id: str) -> tuple[Step, ...]:
     return STEPS[index + 1:]
 
 
+def key_of(step_id: str) -> str:
+    """The key that opens a step, by its id (tests and texts never hard-code the number)."""
+    return BY_ID[step_id].key
+
+
 def refer(step_id: str) -> str:
     """How a text names another step: "step 2, Discover"."""
     step = BY_ID[step_id]
