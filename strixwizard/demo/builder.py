@@ -28,6 +28,9 @@ from strixwizard.facts.spec import SPEC
 from strixwizard.onnode.collector import DirSink, TarSink, collect
 
 #: /proc/self/limits as Linux writes it (memlock unlimited), the base of `FakeNode.limits`.
+#: The demo's snapshots carry a fixed capture time, so rebuilding them changes no byte.
+CAPTURED_AT = "2026-11-20T09:30:00+00:00"
+DEMO_MTIME = 1795167000  # CAPTURED_AT as a Unix time
 LIMITS_FILE = Path(__file__).with_name("proc_self_limits.txt")
 
 STRIX_HALO_395 = "AMD RYZEN AI MAX+ 395 w/ Radeon 8060S"
@@ -398,13 +401,14 @@ class FakeNode:
     def capture(self, out: Path, as_tar: bool = False) -> Path:
         """Write this node as a snapshot (directory, or .tar.gz) through the real collector."""
         # Fixed time and a label: built from real formats, not read off a machine.
-        meta = {"captured_at": "2026-11-20T09:30:00+00:00", "synthesized": True}
+        meta = {"captured_at": CAPTURED_AT, "synthesized": True}
         self.finish()
         with tempfile.TemporaryDirectory(prefix="strixwizard-fake-") as root:
             self.write_root(Path(root))
             if as_tar:
                 with open(out, "wb") as stream:
-                    collect(dict(SPEC), TarSink(stream), __version__, root, self._answer, meta)
+                    tar = TarSink(stream, mtime=DEMO_MTIME)
+                    collect(dict(SPEC), tar, __version__, root, self._answer, meta)
             else:
                 sink = DirSink(os.fspath(out))
                 collect(dict(SPEC), sink, __version__, root, self._answer, meta)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import errno
 import glob
+import gzip
 import io
 import json
 import os
@@ -118,11 +119,15 @@ class DirSink(Sink):
 
 
 class TarSink(Sink):
-    def __init__(self, stream: BinaryIO) -> None:
+    """A `.tar.gz` on `stream`. With `mtime`, every time stamp (the gzip header's too) is that
+    one, so the same node gives the same bytes (the demo's snapshots, rebuilt by a script)."""
+
+    def __init__(self, stream: BinaryIO, mtime: int | None = None) -> None:
+        self.gzip = gzip.GzipFile(fileobj=stream, mode="wb", mtime=mtime) if mtime is not None else None
         self.tar = tarfile.open(  # noqa: SIM115 - closed by close(), like the stream it wraps
-            fileobj=stream, mode="w|gz", format=tarfile.PAX_FORMAT
+            fileobj=self.gzip or stream, mode="w|" if self.gzip else "w|gz", format=tarfile.PAX_FORMAT
         )
-        self.mtime = time.time()
+        self.mtime = time.time() if mtime is None else mtime
 
     def add_file(self, name: str, data: bytes) -> None:
         info = tarfile.TarInfo(name)
@@ -141,6 +146,8 @@ class TarSink(Sink):
 
     def close(self) -> None:
         self.tar.close()
+        if self.gzip is not None:
+            self.gzip.close()
 
 
 def _empty_gid_slot(path: str, error: OSError) -> bool:
