@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.tui import steps
 from tests.test_tui_imports import _imports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,13 +140,14 @@ def test_a_new_step_is_one_entry_in_the_step_list_and_its_screen(tmp_path: Path)
                           timeout=120, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[0] == "step-notes site demo · step 2/8 Notes"
-    assert "Notes" in lines[1] and "8" in lines[1]
-    assert lines[2] == "step-discover site demo · step 3/8 Discover"
+    total = len(steps.STEPS) + 1  # with the extra step
+    assert lines[0] == f"step-notes site demo · step 2/{total} Notes"
+    assert "Notes" in lines[1] and str(total) in lines[1]
+    assert lines[2] == f"step-discover site demo · step 3/{total} Discover"
     assert lines[3] == "[]"  # a new site step result resets the later steps' state, the new one too
 
 
-@pytest.mark.parametrize("step_id", ["site", "discover", "links", "fix", "deploy", "test", "report"])
+@pytest.mark.parametrize("step_id", [step.id for step in steps.STEPS])
 def test_every_step_names_a_screen_that_owns_a_state(step_id: str) -> None:
     from strixwizard.tui.app import screen_class
     from strixwizard.tui.session import StepState
