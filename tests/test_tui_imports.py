@@ -38,7 +38,7 @@ def test_doctor_and_the_tui_helpers_do_not_load_textual() -> None:
     code = (
         "import sys\n"
         "from strixwizard.cli.main import main\n"
-        "import strixwizard.tui, strixwizard.tui.export, strixwizard.tui.views, strixwizard.tui.state\n"
+        "import strixwizard.tui, strixwizard.tui.export, strixwizard.tui.views, strixwizard.tui.saved\n"
         "main(['doctor', '--demo', '--json'])\n"
         "print('textual' in sys.modules, file=sys.stderr)\n"
     )

@@ -78,7 +78,7 @@ def test_step_numbers_are_written_only_in_the_step_list() -> None:
 
 
 def test_session_has_no_busy_flags() -> None:
-    from strixwizard.tui.session import Session
+    from strixwizard.tui.workspace import Session
 
     fields = set(Session.__dataclass_fields__)
     assert not fields & {"discovering", "ssh_testing", "fixing", "deploy_planning", "deploying",
@@ -98,7 +98,7 @@ def test_a_new_step_is_one_entry_in_the_step_list_and_its_screen(tmp_path: Path)
         from textual.app import ComposeResult
         from textual.widgets import Static
         from strixwizard.tui.screens.base import StepScreen
-        from strixwizard.tui.session import StepState
+        from strixwizard.tui.workspace import StepState
 
         @dataclass
         class NotesState(StepState):
@@ -150,8 +150,8 @@ def test_a_new_step_is_one_entry_in_the_step_list_and_its_screen(tmp_path: Path)
 @pytest.mark.parametrize("step_id", [step.id for step in steps.STEPS])
 def test_every_step_names_a_screen_that_owns_a_state(step_id: str) -> None:
     from strixwizard.tui.app import screen_class
-    from strixwizard.tui.session import StepState
     from strixwizard.tui.steps import BY_ID
+    from strixwizard.tui.workspace import StepState
 
     screen = screen_class(BY_ID[step_id])
     assert step_id == screen.STEP

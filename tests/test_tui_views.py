@@ -14,7 +14,7 @@ from strixwizard.model import HostReport, Status
 from strixwizard.targets import RunRequest, resolve_run
 from strixwizard.tui.export import save_report, to_html, to_markdown
 from strixwizard.tui.hostkeys import changed_host_key, unknown_host_key
-from strixwizard.tui.state import WizardState, load_state, save_state, state_path
+from strixwizard.tui.saved import WizardState, load_state, save_state, state_path
 from strixwizard.tui.steps import STEPS, step_after
 from strixwizard.tui.views import all_ports, fix_groups, link_views, node_rows
 

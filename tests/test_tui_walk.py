@@ -274,7 +274,7 @@ async def test_reopening_resumes_at_the_same_step(state_home: Path) -> None:
 
 @sync
 async def test_site_file_progress_is_saved_beside_it(tmp_path: Path) -> None:
-    from strixwizard.tui.state import STATE_FILE_NAME
+    from strixwizard.tui.saved import STATE_FILE_NAME
 
     site = tmp_path / "lab" / "site.yaml"
     site.parent.mkdir()

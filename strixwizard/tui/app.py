@@ -36,14 +36,7 @@ from strixwizard.site import Site
 from strixwizard.tui import messages as m
 from strixwizard.tui.hostkeys import UnknownHostKey, for_the_wizard, unknown_host_key
 from strixwizard.tui.panels import panel_key, spark_points
-from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.screens.deploy import DeployState
-from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.screens.fix import FixState
-from strixwizard.tui.screens.site import SiteState
-from strixwizard.tui.screens.test import TestState
-from strixwizard.tui.session import NodeStatus, Session
-from strixwizard.tui.state import (
+from strixwizard.tui.saved import (
     WizardState,
     load_state,
     load_theme,
@@ -52,10 +45,17 @@ from strixwizard.tui.state import (
     state_path,
     user_state_dir,
 )
+from strixwizard.tui.screens.base import StepScreen
+from strixwizard.tui.screens.deploy import DeployState
+from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.screens.fix import FixState
+from strixwizard.tui.screens.site import SiteState
+from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.hostkeys import HostKeysModal
+from strixwizard.tui.workspace import NodeStatus, Session
 
 LAST_SITE_FILE = "last-site.json"
 MAX_SPARK = 120  # points kept per panel across runs

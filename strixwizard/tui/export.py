@@ -14,7 +14,7 @@ from typing import Any
 
 from strixwizard.charts import run_pictures
 from strixwizard.checking.engine import Report
-from strixwizard.tui.state import private_folder, write_private
+from strixwizard.tui.saved import private_folder, write_private
 
 FORMATS = ("json", "md", "html")
 _ORDER = {"fail": 0, "error": 1, "warn": 2, "skip": 3, "pass": 4}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from strixwizard.tui.session import Session
+from strixwizard.tui.workspace import Session
 
 
 class Wizard(Protocol):

@@ -11,10 +11,10 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input
 
-from strixwizard.tui.session import Session, StepState
 from strixwizard.tui.steps import BY_ID
 from strixwizard.tui.widgets.stepbar import StepBar
 from strixwizard.tui.wizard import Wizard
+from strixwizard.tui.workspace import Session, StepState
 
 
 class StepScreen(Screen[None]):

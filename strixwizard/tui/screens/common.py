@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from textual.content import Content
 
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.session import StepState
 from strixwizard.tui.steps import BY_ID, refer
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.wizard import Wizard
+from strixwizard.tui.workspace import StepState
 
 
 def needs_discovery(wizard: Wizard, notice: Notice) -> bool:

@@ -15,11 +15,11 @@ from strixwizard.tui.fit import Column, cell_width, details, fitting, short_kern
 from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import CancelDiscovery, StartDiscovery
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.session import KEEP, NodeStatus, StepState
 from strixwizard.tui.steps import keys
 from strixwizard.tui.views import NodePorts, node_rows
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
+from strixwizard.tui.workspace import KEEP, NodeStatus, StepState
 
 _MARKS = {"waiting": "·", "start": "…", "done": "✓", "failed": "✗"}
 NODE_COLUMNS = ("node", "state", "SKU", "gfx", "ROCm", "kernel", "memory")

@@ -14,10 +14,10 @@ from textual.widgets import Static
 from strixwizard.model import CheckResult
 from strixwizard.services.fix import Applied
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
+from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.state import display_path
 from strixwizard.tui.steps import keys
 from strixwizard.tui.views import PlanView, fix_groups, plan_views
 from strixwizard.tui.widgets.notice import Notice

@@ -19,18 +19,18 @@ from strixwizard.tui.extras import deploy_document, reported_run, tests_document
 from strixwizard.tui.fit import hang
 from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import SaveProgress
+from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.screens.test import TestState
-from strixwizard.tui.session import StepState
-from strixwizard.tui.state import display_path
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.views import fix_groups, link_views, node_rows
 from strixwizard.tui.widgets.history import HistorySparklines
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge, styled
+from strixwizard.tui.workspace import StepState
 
 NB = "  "
 

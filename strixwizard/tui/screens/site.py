@@ -17,12 +17,12 @@ from strixwizard.errors import UsageError
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import NodeSpec
 from strixwizard.tui.messages import OpenSite, TestSsh
+from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
-from strixwizard.tui.session import NodeStatus, StepState
-from strixwizard.tui.state import display_path
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.opensite import OpenSiteModal
 from strixwizard.tui.widgets.table import SizedTable
+from strixwizard.tui.workspace import NodeStatus, StepState
 
 _MARKS = {"waiting": "·", "start": "…", "done": "✓", "failed": "✗"}
 

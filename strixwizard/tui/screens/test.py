@@ -22,11 +22,11 @@ from strixwizard.tui.panels import PanelView, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.session import KEEP, KEEP_FOR_SITE, StepState
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
+from strixwizard.tui.workspace import KEEP, KEEP_FOR_SITE, StepState
 
 DEMO_NOTE = ("Demo: the TCP baseline is measured for real on this machine's loopback (bounded, a "
              "few seconds per tool); RDMA latency, bandwidth and RCCL are replayed from recordings "

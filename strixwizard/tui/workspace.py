@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import Site
-from strixwizard.tui.state import WizardState, display_path, output_dir
+from strixwizard.tui.saved import WizardState, display_path, output_dir
 from strixwizard.tui.steps import later_steps
 
 KEEP = {"keep": True}  # field metadata: kept when the step is reset (e.g. sparkline history)
