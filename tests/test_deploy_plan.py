@@ -7,7 +7,7 @@ from pathlib import Path
 
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
-from strixwizard.targets import RunRequest, resolve_run
+from strixwizard.run_nodes import RunRequest, resolve_run
 from tests.conftest import run_cli
 from tests.scenarios import capture, thunderbolt_only_pair
 
@@ -168,4 +168,4 @@ def test_doctor_does_not_import_the_deploy_engine() -> None:
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['doctor', '--demo', '--json'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('strixwizard.deploy')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['strixwizard.deploy', 'strixwizard.cli.deploy']"
+    assert done.stdout.strip() == "[]"

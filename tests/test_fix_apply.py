@@ -18,7 +18,7 @@ from strixwizard.fixing.journal import JournalStore
 from strixwizard.fixing.model import Step
 from strixwizard.fixing.planning import plan_site
 from strixwizard.fixing.runner import SnapshotRunner, StepFailed, Unreachable, with_active_mtu
-from strixwizard.fixing.targets import runner_from_journal
+from strixwizard.fixing.site_apply import runner_from_journal
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 from tests.test_fix_plans import SITE_FABRIC, pair
@@ -274,7 +274,7 @@ def test_doctor_does_not_import_the_fix_engine() -> None:
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['doctor', '--demo', '--json'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('strixwizard.fixing')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ("['strixwizard.fixing', 'strixwizard.cli.fix_args', "
+    assert done.stdout.strip() == ("['strixwizard.fixing', "
                                    "'strixwizard.fixing.context', 'strixwizard.fixing.model', "
                                    "'strixwizard.fixing.readers']")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import fixes
-from fixes.plans import PLANS
+from fixes import PLANS
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, connectx, e810
 from strixwizard.demo.scenarios import strix_halo_node

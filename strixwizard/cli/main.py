@@ -181,8 +181,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return _list_checks(args.json)
     from checks import ALL
     from strixwizard.checking.engine import select_checks
+    from strixwizard.run_nodes import RunRequest
     from strixwizard.services.discover import discover
-    from strixwizard.targets import RunRequest
 
     selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
     if args.prometheus is not None:
@@ -246,7 +246,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         print(f"replay it with: strixwizard doctor --snapshot {written}")
         return EXIT_OK
     from strixwizard.probe.capture import capture_site
-    from strixwizard.targets import RunRequest, resolve_site
+    from strixwizard.run_nodes import RunRequest, resolve_site
 
     if args.tar:
         raise UsageError("--tar writes this machine's snapshot as one archive; with --site every "

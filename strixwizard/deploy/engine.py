@@ -248,7 +248,7 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
     is stopped while its head still answers; but llama-server first, before its RPC workers.
     Only strixwizard's own Ray is stopped; a node where another Ray runs says so."""
     from strixwizard.fixing.engine import rollback_run
-    from strixwizard.fixing.targets import runner_from_journal
+    from strixwizard.fixing.site_apply import runner_from_journal
 
     def rank(journal: NodeJournal) -> int:
         targets = {r.step.target for r in journal.steps}

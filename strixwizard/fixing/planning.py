@@ -15,7 +15,7 @@ from strixwizard.topology import build_topology
 
 
 def registered() -> tuple[Fix, ...]:
-    from fixes.plans import FIXES
+    from fixes import FIXES
 
     return FIXES
 

@@ -90,7 +90,7 @@ def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
           options: FixOptions | None = None, on_step: OnStep | None = None) -> Applied:
     """Ask, then apply the plan with the fix engine. Raises NotConfirmed when the answer is no."""
     from strixwizard.fixing.journal import new_run_id
-    from strixwizard.fixing.targets import apply_site
+    from strixwizard.fixing.site_apply import apply_site
 
     options = options or FixOptions()
     dry_run = is_dry_run(site, nodes)
@@ -148,7 +148,7 @@ def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = 
              on_step: OnStep | None = None) -> RollbackReport:
     """Ask, then restore every value a run changed (None: the last run), from its journals."""
     from strixwizard.fixing.engine import rollback_run
-    from strixwizard.fixing.targets import runner_from_journal
+    from strixwizard.fixing.site_apply import runner_from_journal
 
     options = options or FixOptions()
     connector = options.connector
