@@ -20,8 +20,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from strixwizard.deploy.base import WITH_ENV, DeploySettings
 from strixwizard.deploy.env import ClusterEnv
-from strixwizard.deploy.plan import WITH_ENV, DeploySettings
 from strixwizard.live.rccl_output import RcclOutputError, parse_all_reduce, parse_transport
 
 SMOKE_SIZES = ("-b", "8", "-e", "128M", "-f", "2", "-g", "1")
