@@ -149,10 +149,9 @@ def _split_ids(values: Sequence[str], flag: str) -> list[str]:
 
 
 def _error_document(message: str) -> dict[str, object]:
-    from strixwizard.checking.engine import SCHEMA_VERSION
     from strixwizard.model import Status
 
-    return envelope(None, SCHEMA_VERSION, status="error",
+    return envelope(None, status="error",
                     summary={status.value: 0 for status in Status}, hosts=[], checks=[], links=[],
                     error=message)
 
@@ -221,11 +220,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from strixwizard.cli import explain
-    from strixwizard.services.output import SCHEMA_VERSION
-
     if args.list or args.id is None:
         if args.json:
-            emit(envelope(None, SCHEMA_VERSION, **explain.listing()))
+            emit(envelope(None, **explain.listing()))
         else:
             print(explain.render_listing(explain.listing()), end="")
         return EXIT_OK

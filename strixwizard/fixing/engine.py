@@ -21,10 +21,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from strixwizard.facts import NodeFacts
-from strixwizard.fixing.journal import JournalStore, NodeJournal, StepRecord, new_run_id
+from strixwizard.fixing.journal import (
+    JournalStatus,
+    JournalStore,
+    NodeJournal,
+    StepRecord,
+    StepStatus,
+    new_run_id,
+)
 from strixwizard.fixing.lock import site_lock
 from strixwizard.fixing.model import Kind, SitePlan
 from strixwizard.fixing.readers import ReadError
@@ -34,12 +41,19 @@ from strixwizard.site import Site
 
 Progress = Callable[[str, str], None]  # (node, message)
 
+#: What became of a node in a run or a rollback: its journal's status, or one of these.
+NodeStatus = JournalStatus | Literal["nothing-to-do", "unreachable"]
+#: Whether an applied fix cured what its checks found.
+VerdictStatus = Literal["cured", "not-cured", "pending-reboot", "not-verified"]
+#: A run as a whole.
+RunStatus = Literal["applied", "failed", "aborted", "nothing-to-do", "partial"]
+
 
 @dataclass
 class NodeOutcome:
     node: str
     where: str
-    status: str  # applied, nothing-to-do, rolled-back, failed, unreachable, aborted
+    status: NodeStatus
     state: str  # the node's state, in words
     journal: str | None = None  # on the head
     journal_on_node: str | None = None
@@ -55,7 +69,7 @@ class NodeOutcome:
 class Verdict:
     fix: str
     node: str
-    status: str  # cured, not-cured, pending-reboot, not-verified
+    status: VerdictStatus
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -66,7 +80,7 @@ class Verdict:
 class ApplyReport:
     run_id: str
     dry_run: bool
-    status: str  # applied, failed, aborted, nothing-to-do, partial
+    status: RunStatus
     message: str = ""
     nodes: list[NodeOutcome] = field(default_factory=list)
     verification: list[Verdict] = field(default_factory=list)
@@ -382,7 +396,7 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
 
 #: Step states a rollback looks at: "applying"/"unknown" may or may not have landed (the run
 #: stopped during the step), so their value is read again and `before` restored if it differs.
-UNDONE_BY_ROLLBACK = ("applied", "applying", "unknown", "undo-failed")
+UNDONE_BY_ROLLBACK: tuple[StepStatus, ...] = ("applied", "applying", "unknown", "undo-failed")
 
 
 def shown(value: str | None) -> str:
