@@ -33,9 +33,9 @@ def _plan_json(plan: SitePlan) -> dict[str, Any]:
 
 
 def _list() -> int:
-    from strixwizard.fixing.planning import registered
+    from fixes import FIXES
 
-    for fix in registered():
+    for fix in FIXES:
         kind = "automated" if fix.automated else "manual"
         pairs = (("reboot", fix.ref.reboot), ("reversible", fix.ref.reversible))
         flags = ", ".join(name for name, on in pairs if on)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.journal import (
@@ -38,6 +38,10 @@ from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
 from strixwizard.model import Status
 from strixwizard.site import Site
+
+if TYPE_CHECKING:
+    from strixwizard.checking.declare import Check
+    from strixwizard.model import FixRef
 
 Progress = Callable[[str, str], None]  # (node, message)
 
@@ -343,10 +347,10 @@ AFTER_NEW_SESSIONS = {
 
 
 def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict[str, NodeFacts],
-           journals_ok: set[str] | None = None) -> list[Verdict]:
-    """Re-run the checks that name each applied fix on the re-probed nodes."""
-    from checks import ALL as ALL_CHECKS
-    from fixes import BY_ID as FIXES
+           journals_ok: set[str] | None = None, *, checks: Sequence[Check],
+           fixes: dict[str, FixRef]) -> list[Verdict]:
+    """Re-run the checks (of the registry `checks`, `checks.ALL`) that name each applied fix
+    on the re-probed nodes; `fixes` is the fix registry doctor shows (`fixes.BY_ID`)."""
     from strixwizard.checking.engine import Node, run_doctor
     from strixwizard.model import HostReport
 
@@ -355,8 +359,8 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
     verdicts: list[Verdict] = []
     applied = [(p.fix, p.node, p.reboot) for p in plan.plans if p.steps and p.node in after]
     fix_ids = {fix for fix, _, _ in applied}
-    checks = [c for c in ALL_CHECKS if c.fix in fix_ids]
-    report = run_doctor(site, nodes, checks, FIXES)
+    naming = [c for c in checks if c.fix in fix_ids]
+    report = run_doctor(site, nodes, naming, fixes)
     seen: set[tuple[str, str]] = set()
     for fix, node, reboot in applied:
         if (fix, node) in seen:
@@ -365,7 +369,7 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
         if reboot:
             verdicts.append(Verdict(fix, node, "pending-reboot", "takes effect at the next boot"))
             continue
-        names = {c.id for c in checks if c.fix == fix}
+        names = {c.id for c in naming if c.fix == fix}
         relevant = [r for r in report.checks if r.id in names and (
             r.host == node or (r.host is None and f"{node}:" in r.entity))]
         bad = [r for r in relevant if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]

@@ -29,10 +29,12 @@ from strixwizard.node.target import (
 from strixwizard.site import NodeSpec, Site
 
 if TYPE_CHECKING:
+    from strixwizard.checking.declare import Check
     from strixwizard.checking.engine import Node
     from strixwizard.fixing.engine import ApplyReport
     from strixwizard.fixing.journal import JournalStore
     from strixwizard.fixing.model import SitePlan
+    from strixwizard.model import FixRef
     from strixwizard.node.session import Connector, NodeSession
 
 
@@ -86,10 +88,12 @@ def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: Journal
                node_journal_dir: str, dry_run_root: Path, run_id: str | None = None,
                trust_new_hosts: bool = False, with_reboot: bool = False,
                progress: Callable[[str, str], None] | None = None,
-               connector: Connector | None = None, break_lock: bool = False) -> ApplyReport:
+               connector: Connector | None = None, break_lock: bool = False,
+               checks: Sequence[Check], fixes: dict[str, FixRef]) -> ApplyReport:
     """Apply a site's plan the one way the CLI and the wizard both use: a runner per node with
     changes (snapshot nodes get a dry run under `dry_run_root`), the engine's drift check,
-    journal and steps, then verification against the facts seen before; runners closed."""
+    journal and steps, then verification against the facts seen before by the registry's
+    `checks` (`checks.ALL`; `fixes` is `fixes.BY_ID`); runners closed."""
     from strixwizard.fixing.engine import apply_plan, verify
     from strixwizard.fixing.journal import new_run_id
 
@@ -101,8 +105,9 @@ def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: Journal
         for name in [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]:
             spec = specs.get(name)
             if spec is None:  # this machine, run without a site file
-                runners[name] = LocalRunner(name, journal_dir=node_journal_dir)
-                descriptors[name] = descriptor(LocalTarget(name), node_journal_dir)
+                here = LocalTarget(name)
+                runners[name] = runner_for_session(here, (connector or connect)(here), node_journal_dir)
+                descriptors[name] = descriptor(here, node_journal_dir)
             else:
                 runners[name], descriptors[name] = runner_for(
                     site, spec, trust_new_hosts=trust_new_hosts, node_journal_dir=node_journal_dir,
@@ -110,7 +115,8 @@ def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: Journal
         before = {n.report.name: n.facts for n in nodes if n.facts is not None}
         return apply_plan(plan, runners, store, site, descriptors, with_reboot=with_reboot,
                           run_id=run_id, progress=progress, break_lock=break_lock,
-                          verify_with=lambda after: verify(site, plan, before, after))
+                          verify_with=lambda after: verify(site, plan, before, after,
+                                                          checks=checks, fixes=fixes))
     finally:
         for runner in runners.values():
             runner.close()
