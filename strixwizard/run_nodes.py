@@ -21,7 +21,7 @@ from strixwizard.errors import UsageError
 from strixwizard.model import HostReport
 from strixwizard.node.connect import connect
 from strixwizard.node.errors import NodeError
-from strixwizard.node.target import SshTarget, Target, target_for
+from strixwizard.node.target import SshTarget, Target, ssh_parallel, target_for
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.site import Site, load_site
 
@@ -30,14 +30,8 @@ if TYPE_CHECKING:
 
 DEMO_SITE = Path(__file__).parent / "demo" / "site.yaml"
 
-
-def ssh_parallel(site: Site | None = None) -> int:
-    """How many nodes are collected at once: `ssh: {parallel: N}` when the site says, else a
-    pool sized for the head's CPUs (`node.target.default_parallel`)."""
-    from strixwizard.node.target import default_parallel
-
-    wanted = site.ssh.parallel if site is not None else None
-    return wanted if wanted is not None else default_parallel()
+__all__ = ["DEMO_SITE", "MAX_PARALLEL_SSH", "Progress", "RunRequest", "collect_node", "demo_site",
+           "resolve_run", "resolve_site", "site_nodes", "ssh_parallel"]
 
 
 MAX_PARALLEL_SSH = 32  # the largest default pool (node.target.default_parallel)

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from strixwizard.facts.outputs import Output, declared, output
+from strixwizard.facts import declared, output
+from strixwizard.facts.outputs import Output
 
 CASES_DIR = Path(__file__).resolve().parent / "data" / "fact_cases"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from strixwizard.facts.outputs import Output, command_output, output, run_output
+from strixwizard.facts import output
+from strixwizard.facts.outputs import Output, command_output, run_output
 from strixwizard.facts.rocm import RCCL_GREP, RCCL_LIBRARIES
 from strixwizard.probe import CmdResult, NotCaptured
 

@@ -9,8 +9,7 @@ from functools import cached_property
 from pathlib import Path
 
 from strixwizard.demo.scenarios import demo_nodes
-from strixwizard.facts import NodeFacts
-from strixwizard.facts.outputs import declared
+from strixwizard.facts import NodeFacts, declared
 from strixwizard.probe import CmdResult, NotCaptured
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.probe.spec import SPEC

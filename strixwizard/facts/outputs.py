@@ -129,16 +129,10 @@ def file_output(name: str, path: str, parse: Callable[[str], T], *,
     return _declare(Output(name, parse, path=path, render=render, collect=collect))
 
 
-def declared() -> tuple[Output[Any], ...]:
-    """Every declared output, in declaration order (all fact modules are imported first)."""
-    import strixwizard.facts  # noqa: F401 - importing the facts declares their outputs
-
+def declared_so_far() -> tuple[Output[Any], ...]:
+    """The outputs declared by the fact modules imported so far, in declaration order; every
+    one of them: `strixwizard.facts.declared()` (the package imports every fact module)."""
     return tuple(_DECLARED.values())
-
-
-def output(name: str) -> Output[Any]:
-    declared()
-    return _DECLARED[name]
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,13 @@ def default_parallel() -> int:
     return max(8, min(32, 8 * (os.cpu_count() or 1)))
 
 
+def ssh_parallel(site: Site | None = None) -> int:
+    """How many nodes are collected at once: `ssh: {parallel: N}` when the site says, else a
+    pool sized for the head's CPUs (`default_parallel`)."""
+    wanted = site.ssh.parallel if site is not None else None
+    return wanted if wanted is not None else default_parallel()
+
+
 @dataclass(frozen=True)
 class SshTarget:
     name: str

@@ -64,8 +64,7 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
 
     from strixwizard.node.connect import connect
     from strixwizard.node.errors import NodeError
-    from strixwizard.node.target import target_for
-    from strixwizard.run_nodes import ssh_parallel
+    from strixwizard.node.target import ssh_parallel, target_for
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new directory so nothing is overwritten")

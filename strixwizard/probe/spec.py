@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from strixwizard.facts.outputs import declared
+from strixwizard.facts import declared
 from strixwizard.facts.persistence import OWNED_DIRS
 
 
