@@ -67,7 +67,7 @@ def test_a_target_reads_back_from_what_it_writes(target: SshTarget | LocalTarget
 
 
 def test_journals_written_before_targets_serialised_themselves_still_read() -> None:
-    """The descriptors `fixing/targets.py runner_for` wrote field by field."""
+    """The descriptors journals held before targets wrote themselves (field by field)."""
     old_ssh = {"kind": "ssh", "host": "10.0.0.2", "user": "root", "port": 22, "key_file": None,
                "known_hosts": "/root/.ssh/known_hosts", "connect_timeout": 5.0, "deadline": 60.0,
                "journal_dir": "/var/lib/strixwizard/journal"}

@@ -72,7 +72,7 @@ class NodeJournal:
     node: str
     site: str
     where: str
-    runner: dict[str, Any]  # how to reach the node again (see fixing/runners_for.py)
+    runner: dict[str, Any]  # how to reach the node again: the target (`node/target.py` to_json)
     dry_run: bool
     plans: list[Plan]
     steps: list[StepRecord]
