@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from strixwizard.live.hosts import Host, SshHost
+from strixwizard.live.hosts import Host
 from strixwizard.live.plan import plan_pair
 from strixwizard.live.runner import MatrixTiming, TestSettings, latency_pair, run_tests
 from strixwizard.live.schedule import rounds
@@ -35,13 +35,14 @@ from strixwizard.live.tcp import (
     qperf_reference,
     sockperf_reference,
 )
-from strixwizard.targets import RunRequest, resolve_run, ssh_target
+from strixwizard.node import connect, target_for
+from strixwizard.run_nodes import RunRequest, resolve_run
 from tests.lab import Lab, require_lab_tools, sweep_stale_labs
 
 
 def _hosts(site_file: Path) -> tuple[dict[str, Host], object, dict[str, object]]:
     site, nodes = resolve_run(RunRequest(site_file=site_file))
-    hosts: dict[str, Host] = {s.name: SshHost(ssh_target(site, s, False)) for s in site.nodes}
+    hosts: dict[str, Host] = {s.name: connect(target_for(site, s)) for s in site.nodes}
     facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
     return hosts, site, facts
 

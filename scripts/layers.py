@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.layering import LAYERS, cycles, edges, layer_name, module_files, up_imports  # noqa: E402
+from tests.layering import LAYERS, cycles, edges, layer_name, module_files, up_imports
 
 
 def main() -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final, Literal
 
 from strixwizard import __version__
 
@@ -130,11 +130,28 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def document_header(site: str | None, schema_version: int = 1, generated_at: str | None = None
-                    ) -> dict[str, Any]:
+#: The version of every JSON document strixwizard writes (doctor, fix, deploy, test, history,
+#: explain, errors): one number for all of them.
+SCHEMA_VERSION: Final = 1
+
+#: The one exit-code rule of every command: 0 done without a failure, 1 a failure, 2 no verdict.
+ExitCode = Literal[0, 1, 2]
+EXIT_OK: Final = 0
+EXIT_FAIL: Final = 1
+EXIT_NO_VERDICT: Final = 2
+
+
+def exit_code(ok: bool | None) -> ExitCode:
+    """The exit code of a verdict: passed (True), failed (False) or none reached (None)."""
+    if ok is None:
+        return EXIT_NO_VERDICT
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+def document_header(site: str | None, generated_at: str | None = None) -> dict[str, Any]:
     """The fields every JSON document starts with (doctor, fix, deploy, errors)."""
     return {
-        "schema_version": schema_version,
+        "schema_version": SCHEMA_VERSION,
         "tool": {"name": "strixwizard", "version": __version__},
         "generated_at": generated_at or now(),
         "site": site,

@@ -20,8 +20,8 @@ from strixwizard.decode.measure import DecodeSettings, rccl_decode
 from strixwizard.decode.predict import predict_layer_split, predict_tp
 from strixwizard.decode.shapes import ModelShape, shape_from_config
 from strixwizard.errors import UsageError
-from strixwizard.live.hosts import LocalHost
 from strixwizard.model import Status
+from strixwizard.node.local import LocalSession
 from tests.conftest import run_cli
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "strixwizard" / "schema" / "decode.schema.json")
@@ -177,7 +177,7 @@ def test_bandwidth_default_and_override() -> None:
 
 
 def test_rccl_absent_is_a_skip_that_says_so() -> None:
-    host = LocalHost("this machine")
+    host = LocalSession("this machine")
     settings = DecodeSettings(sizes=(8192, 16384), primary=8192, launcher="strixwizard-no-such-mpirun")
     m = rccl_decode(host, ["127.0.0.1", "127.0.0.1"], ("a", "b"), [], settings)
     assert m.status is Status.SKIP and "RCCL absent" in m.summary and "estimated" in m.summary
@@ -252,7 +252,7 @@ def test_a_pair_streams_one_measurement_per_transport_and_the_document_predicts_
     from strixwizard.decode.measure import decode_pair
     from strixwizard.live.plan import PairPlan
 
-    host = LocalHost("this machine")
+    host = LocalSession("this machine")
     plan = PairPlan("a", "b", "127.0.0.1", "127.0.0.1", "127.0.0.1", "a:lo -> b:lo 127.0.0.1", True, None,
                     "no RDMA here", "ethernet")
     shape = from_catalog("Llama-3.1-8B")
@@ -286,7 +286,7 @@ def test_rccl_absent_on_an_rdma_link_estimates_from_ib_write_lat(tmp_path: Path,
                  for n in ("a", "b"))
     plan = PairPlan("a", "b", "127.0.0.1", "127.0.0.1", "127.0.0.1", "lo", True, (ends[0], ends[1]), "",
                     "roce-v2")
-    host = LocalHost("this machine")
+    host = LocalSession("this machine")
     settings = DecodeSettings(sizes=(8192, 16384), primary=8192, seconds_per_size=0.2, round_trips=200,
                               launcher="strixwizard-no-such-mpirun")
     results = list(decode_pair({"a": host, "b": host}, plan, {}, settings))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fixes import FIXES
 from strixwizard.demo.builder import FakeNode
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.dcb import PFC
@@ -138,7 +139,7 @@ def _driverinit_e810(tmp_path: Path) -> tuple[Site, Path]:
 def test_enable_roce_on_driverinit_only_output_applies_without_a_false_drift(tmp_path: Path) -> None:
     site, root = _driverinit_e810(tmp_path)
     facts = NodeFacts("strix-c", SnapshotProbe.load(root))
-    plan = plan_site(site, [facts], ("roce.enable",))
+    plan = plan_site(site, [facts], ("roce.enable",), fixes=FIXES)
     (roce,) = [p for p in plan.plans if p.fix == "roce.enable"]
     devlink_steps = [s for s in roce.steps if s.read.parse.startswith("devlink:")]
     assert [(s.read.parse.rsplit("/", 1)[1], s.before, s.after) for s in devlink_steps] == [

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from checks import ALL
+from fixes import BY_ID, FIXES
 from strixwizard.demo.hardware import RoceSetup
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.engine import apply_plan, rollback_run, verify
@@ -18,7 +20,7 @@ from strixwizard.fixing.journal import JournalStore
 from strixwizard.fixing.model import Step
 from strixwizard.fixing.planning import plan_site
 from strixwizard.fixing.runner import SnapshotRunner, StepFailed, Unreachable, with_active_mtu
-from strixwizard.fixing.targets import runner_from_journal
+from strixwizard.fixing.site_apply import runner_from_journal
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 from tests.test_fix_plans import SITE_FABRIC, pair
@@ -43,11 +45,12 @@ def facts(roots: dict[str, Path]) -> dict[str, NodeFacts]:
 
 def run(site: Site, roots: dict[str, Path], store: JournalStore, runners=None, only=()):
     before = facts(roots)
-    plan = plan_site(site, list(before.values()), only)
+    plan = plan_site(site, list(before.values()), only, fixes=FIXES)
     runners = runners or {n: SnapshotRunner(n, p) for n, p in roots.items()}
     descriptors = {n: {"kind": "snapshot", "root": str(p)} for n, p in roots.items()}
     report = apply_plan(plan, runners, store, site, descriptors,
-                        verify_with=lambda after: verify(site, plan, before, after))
+                        verify_with=lambda after: verify(site, plan, before, after,
+                                                          checks=ALL, fixes=BY_ID))
     return plan, report
 
 
@@ -99,7 +102,7 @@ def test_rollback_restores_the_tree_exactly(tmp_path: Path) -> None:
 def test_drift_aborts_before_anything_is_touched(tmp_path: Path) -> None:
     site, roots = build(tmp_path)
     before = facts(roots)
-    plan = plan_site(site, list(before.values()), ("net.mtu", "ethtool.pause_off"))
+    plan = plan_site(site, list(before.values()), ("net.mtu", "ethtool.pause_off"), fixes=FIXES)
     # someone changes the MTU of node-b after the plan was made
     mtu = next(roots["node-b"].glob("fs/sys/devices/**/net/enp194s0np0/mtu"))
     mtu.write_text("4000\n")

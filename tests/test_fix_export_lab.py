@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.node import SshTarget, connect
 from strixwizard.probe.snapshot import SnapshotProbe
-from strixwizard.probe.ssh import SshTarget, collect_ssh
 from tests.conftest import run_cli
 from tests.lab import Lab, LabHost, lab_fixture
 
@@ -66,8 +66,14 @@ def test_exported_playbook_runs_on_lab_hosts(lab: Lab, tmp_path: Path) -> None:
 
 
 def _capture(lab: Lab, host: LabHost) -> SnapshotProbe:
-    return collect_ssh(SshTarget(name=host.name, host=host.mgmt_addr, key_file=str(lab.client_key),
-                                 known_hosts=lab.known_hosts))
+    session = connect(SshTarget(name=host.name, host=host.mgmt_addr, key_file=str(lab.client_key),
+                                known_hosts=lab.known_hosts))
+    try:
+        probe = session.collect()
+    finally:
+        session.close()
+    assert isinstance(probe, SnapshotProbe)
+    return probe
 
 
 def _network_state(probe: SnapshotProbe) -> dict[str, object]:

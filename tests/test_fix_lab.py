@@ -23,7 +23,7 @@ from strixwizard.fixing.journal import JournalStore
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.runner import LocalRunner
 from strixwizard.fixing.ssh import SshRunner
-from strixwizard.probe.ssh import SshTarget
+from strixwizard.node.target import SshTarget
 from strixwizard.site import Site
 from tests.conftest import run_cli
 from tests.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs

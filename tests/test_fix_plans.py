@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import fixes
-from fixes.plans import PLANS
+from fixes import PLANS
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, connectx, e810
 from strixwizard.demo.scenarios import strix_halo_node
@@ -50,7 +50,7 @@ def plan_of(tmp_path: Path, nodes: dict[str, FakeNode], only: tuple[str, ...] = 
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts),
                 fabric=SITE_FABRIC)
-    return plan_site(site, list(facts.values()), only, persist=persist)
+    return plan_site(site, list(facts.values()), only, persist=persist, fixes=fixes.FIXES)
 
 
 def steps_of(plan: SitePlan, fix: str, node: str | None = None) -> list[Plan]:

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from strixwizard.live.hosts import SshHost
 from strixwizard.live.perftest import PerftestSettings, rdma_test
 from strixwizard.live.plan import RdmaEnd
 from strixwizard.model import Status
+from strixwizard.node import NodeSession, connect, target_for
 from strixwizard.site import Thresholds, load_site
-from strixwizard.targets import ssh_target
 from tests.conftest import run_cli
 from tests.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
 
@@ -55,9 +54,9 @@ def _wait_dead(host: LabHost, pid: int, seconds: float = 8) -> bool:
     return not host.pid_alive(pid)
 
 
-def _hosts(lab: Lab, tmp: Path) -> tuple[SshHost, SshHost]:
+def _hosts(lab: Lab, tmp: Path) -> tuple[NodeSession, NodeSession]:
     site = load_site(lab.write_site_yaml(tmp / "lab.yaml"))
-    return (SshHost(ssh_target(site, site.nodes[0], False)), SshHost(ssh_target(site, site.nodes[1], False)))
+    return (connect(target_for(site, site.nodes[0])), connect(target_for(site, site.nodes[1])))
 
 
 def _ends(lab: Lab) -> tuple[RdmaEnd, RdmaEnd]:

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from strixwizard.live.history import History
-from strixwizard.live.hosts import LocalHost
 from strixwizard.live.results import (
     REPLAYED,
     LatencyStats,
@@ -27,6 +26,7 @@ from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings, tcp_latency
 from strixwizard.live.verdict import judge_bandwidth, judge_rdma_latency, judge_tcp_latency, ratio_text
 from strixwizard.model import Status
+from strixwizard.node.local import LocalSession
 from strixwizard.onnode import verbs_pingpong
 from strixwizard.site import Thresholds
 from tests.conftest import run_cli
@@ -152,7 +152,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_stop_ends_the_supervised_program() -> None:
-    host = LocalHost()
+    host = LocalSession()
     process = host.start(["sleep", "30"], 60, "sleep")
     deadline = time.monotonic() + 5
     while not process.supervisor_notes and time.monotonic() < deadline:
@@ -171,19 +171,19 @@ def test_stop_ends_the_supervised_program() -> None:
 
 
 def test_the_time_limit_ends_a_hung_program() -> None:
-    process = LocalHost().start(["sleep", "30"], 0.5, "sleep")
+    process = LocalSession().start(["sleep", "30"], 0.5, "sleep")
     assert process.wait(10)
     assert process.status == 124
     assert any("time limit" in n for n in process.supervisor_notes)
 
 
 def test_a_missing_program_is_reported_not_installed() -> None:
-    process = LocalHost().start(["strixwizard-no-such-tool"], 5)
+    process = LocalSession().start(["strixwizard-no-such-tool"], 5)
     assert process.wait(10) and process.status == 127
 
 
 def test_tcp_pingpong_on_loopback_reports_one_way_percentiles() -> None:
-    host = LocalHost()
+    host = LocalSession()
     m = tcp_latency(host, host, ("a", "b"), "127.0.0.1", "loopback", T,
                     TcpSettings(round_trips=2000, warmup=100, seconds=3))
     assert m.status is Status.PASS, m.summary
@@ -198,7 +198,7 @@ def test_tcp_fixed_port_in_use_falls_back_and_says_so() -> None:
     busy.listen(1)
     port = busy.getsockname()[1]
     try:
-        host = LocalHost()
+        host = LocalSession()
         m = tcp_latency(host, host, ("a", "b"), "127.0.0.1", "loopback", T,
                         TcpSettings(round_trips=200, warmup=10, seconds=2, port=port))
     finally:
@@ -209,7 +209,7 @@ def test_tcp_fixed_port_in_use_falls_back_and_says_so() -> None:
 
 
 def test_tcp_to_nobody_is_an_error_not_a_pass() -> None:
-    host = LocalHost()
+    host = LocalSession()
     m = tcp_latency(host, host, ("a", "b"), "127.0.0.2", "loopback", T,
                     TcpSettings(round_trips=10, warmup=1, seconds=1, start_timeout=3))
     # 127.0.0.2 is loopback too: the server listens there and it works; a bad address must not

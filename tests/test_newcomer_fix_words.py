@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from checks import ALL
+from fixes import BY_ID
 from strixwizard.demo.hardware import RoceSetup
 from strixwizard.fixing.engine import restoring, shown, verify
 from strixwizard.fixing.model import Kind
@@ -18,7 +20,7 @@ def test_memlock_left_limited_in_the_checking_session_says_log_in_again(tmp_path
     plan = plan_of(tmp_path, nodes, ("limits.memlock",))
     facts = scenarios.facts_of(tmp_path / "f", nodes)
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts), fabric=SITE_FABRIC)
-    (verdict,) = verify(site, plan, facts, facts)
+    (verdict,) = verify(site, plan, facts, facts, checks=ALL, fixes=BY_ID)
     assert verdict.status == "not-verified"
     assert verdict.detail.startswith("new sessions pick it up: log in again")
 
@@ -29,11 +31,11 @@ def test_a_fix_not_cured_says_what_still_fails_and_what_to_do(tmp_path: Path) ->
     assert steps_of(plan, "net.mtu")
     facts = scenarios.facts_of(tmp_path / "f", nodes)
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts), fabric=SITE_FABRIC)
-    verdicts = verify(site, plan, facts, facts)  # nothing changed: not cured
+    verdicts = verify(site, plan, facts, facts, checks=ALL, fixes=BY_ID)  # nothing changed: not cured
     (bad,) = [v for v in verdicts if v.status == "not-cured"]
     assert bad.detail.startswith("still ") and "(want " in bad.detail and "what to do: " in bad.detail
     fixed = scenarios.facts_of(tmp_path / "g", pair(RoceSetup(roce_mode="RoCE v2")))
-    cured = verify(site, plan, facts, fixed)
+    cured = verify(site, plan, facts, fixed, checks=ALL, fixes=BY_ID)
     assert any(v.status == "cured" for v in cured)
     for verdict in cured:
         if verdict.status == "cured":

@@ -228,8 +228,8 @@ def _two_node_site(tmp_path: Path) -> Path:
 
 
 def test_site_nodes_collect_through_an_injected_connector(tmp_path: Path) -> None:
+    from strixwizard.run_nodes import site_nodes
     from strixwizard.site import load_site
-    from strixwizard.targets import site_nodes
 
     site = load_site(_two_node_site(tmp_path))
     connector = ReplayConnector(
@@ -244,9 +244,9 @@ def test_site_nodes_collect_through_an_injected_connector(tmp_path: Path) -> Non
 
 def test_every_kind_of_node_goes_through_the_injected_connector(tmp_path: Path) -> None:
     """Local nodes too: the wizard injects one connector and nothing reaches a real node."""
+    from strixwizard.run_nodes import site_nodes
     from strixwizard.services.test import site_hosts
     from strixwizard.site import load_site
-    from strixwizard.targets import site_nodes
 
     path = tmp_path / "site.yaml"
     path.write_text("site: mixed\nnodes:\n  - name: here\n    host: local\n"
@@ -265,10 +265,8 @@ def test_every_kind_of_node_goes_through_the_injected_connector(tmp_path: Path) 
 
 
 def test_an_archive_is_collected_through_the_injected_connector() -> None:
-    from strixwizard.probe.ssh import collect_ssh_archive
-
     connector = ReplayConnector(probes={"node-a": SnapshotProbe.load(DEMO / "node-a.tar.gz")})
-    data = collect_ssh_archive(SshTarget("node-a", "10.99.250.1"), connector=connector)
+    data = connector(SshTarget("node-a", "10.99.250.1")).collect_archive()
     again = SnapshotProbe.from_bytes(data, "node-a")
     assert again.read("/proc/cpuinfo") == SnapshotProbe.load(DEMO / "node-a.tar.gz").read("/proc/cpuinfo")
 
@@ -277,8 +275,8 @@ def test_collection_runs_at_most_parallel_nodes_at_once(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from strixwizard.node.target import default_parallel
+    from strixwizard.run_nodes import site_nodes, ssh_parallel
     from strixwizard.site import load_site
-    from strixwizard.targets import site_nodes, ssh_parallel
 
     path = tmp_path / "site.yaml"
     path.write_text("site: many\nnodes:\n" + "".join(
@@ -337,12 +335,11 @@ def test_replayed_programs_answer_from_recordings() -> None:
     assert missing.not_found and missing.program == "qperf"
 
 
-def test_old_import_names_still_work() -> None:
+def test_the_live_tests_names_are_the_node_seams() -> None:
     from strixwizard.live.hosts import Host, HostError, Process  # noqa: F401
-    from strixwizard.probe.ssh import SshError, UnknownHostKey
-    from strixwizard.probe.ssh import SshTarget as ProbeTarget
+    from strixwizard.node import UnknownHostKey
 
-    assert ProbeTarget is SshTarget and SshError is NodeError and HostError is NodeError
+    assert HostError is NodeError
     assert issubclass(UnknownHostKey, Unreachable)
 
 

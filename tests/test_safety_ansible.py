@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from fixes import FIXES
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.ansible import emit
@@ -45,7 +46,7 @@ def test_hostile_connection_name_is_never_templated(tmp_path: Path) -> None:
     facts = scenarios.facts_of(tmp_path / "facts", {"node-b": node})
     site = Site(name="t", nodes=(NodeSpec(name="node-b", snapshot="node-b"),),
                 fabric=Fabric(mtu=9000))
-    plan = plan_site(site, list(facts.values()), ("net.mtu",))
+    plan = plan_site(site, list(facts.values()), ("net.mtu",), fixes=FIXES)
     argvs = [s.argv for p in plan.plans for s in p.steps]
     assert any(hostile in argv for argv in argvs), argvs  # the plan carries the name as data
 

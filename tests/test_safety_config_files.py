@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from fixes import FIXES
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import strix_halo_node
@@ -69,7 +70,7 @@ def _plan(tmp_path: Path, netdev: str = "enp194s0np0", rdmadev: str = "rocep194s
     }
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts), fabric=FABRIC)
-    return plan_site(site, list(facts.values()), only, persist=True)
+    return plan_site(site, list(facts.values()), only, persist=True, fixes=FIXES)
 
 
 def _file_steps(plan: SitePlan, fix: str, node: str = "node-a") -> list[Step]:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from checks import ALL
+from fixes import BY_ID
 from fixes.steps import mtu_step
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import strix_halo_node
@@ -118,7 +120,7 @@ def test_a_fix_whose_checks_all_skip_is_not_verified(tmp_path: Path) -> None:
     node = strix_halo_node("strix-b")  # no fabric NIC: the MTU checks skip
     facts = facts_of(tmp_path, {"node-b": node})
     plan = SitePlan("t", [Plan("net.mtu", "node-b", "node-b:fab0", (mtu_step("fab0", 1500, 9000),))])
-    verdicts = verify(Site("t"), plan, facts, facts)
+    verdicts = verify(Site("t"), plan, facts, facts, checks=ALL, fixes=BY_ID)
     assert [(v.fix, v.status) for v in verdicts] == [("net.mtu", "not-verified")]
     assert "skip" in verdicts[0].detail
     assert json.dumps([v.to_json() for v in verdicts])

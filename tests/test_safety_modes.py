@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from strixwizard.live.history import History
+from strixwizard.node import NodeError, SshTarget
 from strixwizard.node.ssh import open_client
 from strixwizard.probe.capture import capture_local
-from strixwizard.probe.ssh import SshError, SshTarget
 
 
 def mode(path: Path) -> int:
@@ -40,5 +40,5 @@ def test_private_key_readable_by_others_is_refused(tmp_path: Path, key_mode: int
     key.chmod(key_mode)
     target = SshTarget(name="n", host="10.99.255.254", key_file=str(key),
                        known_hosts=tmp_path / "known_hosts", connect_timeout=0.1)
-    with pytest.raises(SshError, match=rf"permissions 0{key_mode:o}: .*chmod 600 {key}"):
+    with pytest.raises(NodeError, match=rf"permissions 0{key_mode:o}: .*chmod 600 {key}"):
         open_client(target)

@@ -6,20 +6,20 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.run_nodes import RunRequest
 from strixwizard.services import deploy, fix, test
 from strixwizard.services.common import NotConfirmed, Question
 from strixwizard.services.discover import Discovery, discover
 from strixwizard.services.output import emit, envelope, exit_code
-from strixwizard.targets import RunRequest
 from tests.test_tui_imports import _imports
 
 ROOT = Path(__file__).resolve().parent.parent
 
 #: What assembles the engines; front ends reach it only through strixwizard.services.
 ENGINE_ASSEMBLY = {
-    "strixwizard.fixing.targets", "strixwizard.fixing.engine", "strixwizard.deploy.engine",
+    "strixwizard.fixing.site_apply", "strixwizard.fixing.engine", "strixwizard.deploy.engine",
     "strixwizard.fixing.planning.plan_site", "strixwizard.live.runner.run_tests",
-    "strixwizard.live.plan", "strixwizard.checking.engine.run_doctor", "strixwizard.targets.resolve_run",
+    "strixwizard.live.plan", "strixwizard.checking.engine.run_doctor", "strixwizard.run_nodes.resolve_run",
     "strixwizard.live.hosts",
 }
 FRONT_ENDS = ["strixwizard/cli/main.py", "strixwizard/cli/fix.py", "strixwizard/cli/deploy.py",

@@ -289,8 +289,8 @@ def test_progress_goes_to_stderr_on_a_terminal_only(lab3: Lab, tmp_path: Path) -
 
 def test_a_confirmed_fingerprint_trusts_that_key_only(lab3: Lab, tmp_path: Path) -> None:
     """The wizard pins the key the user saw: a different key is refused even when trusting."""
+    from strixwizard.run_nodes import site_nodes
     from strixwizard.site import load_site
-    from strixwizard.targets import site_nodes
 
     host = lab3.hosts[0]
     known = tmp_path / "known_hosts"
@@ -333,11 +333,13 @@ def test_an_unreadable_key_file_is_named(lab3: Lab, tmp_path: Path) -> None:
 def test_one_connection_serves_collection_ops_and_programs(lab3: Lab, tmp_path: Path) -> None:
     """The session keeps one SSH connection per node for everything it does there."""
     from strixwizard.node.ssh import SshSession
+    from strixwizard.node.target import SshTarget, target_for
     from strixwizard.site import load_site
-    from strixwizard.targets import ssh_target
 
     site = load_site(lab3.write_site_yaml(tmp_path / "lab.yaml", hosts=lab3.hosts[:1]))
-    session = SshSession(ssh_target(site, site.nodes[0], False))
+    target = target_for(site, site.nodes[0])
+    assert isinstance(target, SshTarget)
+    session = SshSession(target)
     host = lab3.hosts[0]
     before = host.sshd_log.read_text().count("Accepted publickey")
     try:

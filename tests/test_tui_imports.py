@@ -9,7 +9,7 @@ from pathlib import Path
 
 TUI = Path(__file__).resolve().parent.parent / "strixwizard" / "tui"
 FORBIDDEN = {"subprocess", "paramiko", "pyroute2", "pyverbs", "socket", "strixwizard.probe.local",
-             "strixwizard.probe.ssh"}
+             "strixwizard.node.ssh"}
 
 
 def _imports(path: Path) -> set[str]:

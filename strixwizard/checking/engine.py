@@ -21,13 +21,12 @@ from strixwizard.model import (
     Status,
     aliases_of,
     document_header,
+    exit_code,
     worst,
 )
 from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import Link, build_topology, link_end
-
-SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -95,16 +94,14 @@ class Report:
         """0 no fail, 1 a fail, a broken check or an unreachable node (with --strict a warn
         too), 2 no verdict."""
         if self.no_verdict is not None:
-            return 2
-        if self.counts_unreachable:
-            return 1
+            return exit_code(None)
         bad = {Status.FAIL, Status.ERROR} | ({Status.WARN} if strict else set())
-        return 1 if any(r.status in bad for r in self.checks) else 0
+        return exit_code(not self.counts_unreachable and not any(r.status in bad for r in self.checks))
 
     def to_json(self) -> dict[str, Any]:
         reason = self.no_verdict
         return {
-            **document_header(self.site, SCHEMA_VERSION, self.generated_at),
+            **document_header(self.site, self.generated_at),
             "status": self.status.value,
             **({"error": reason} if reason is not None else {}),
             "unreachable": [host.name for host in self.unreachable],

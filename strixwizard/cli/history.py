@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 from strixwizard import __version__
-
-SCHEMA_VERSION = 1
+from strixwizard.services.output import EXIT_NO_VERDICT, SCHEMA_VERSION, exit_code
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         return _no_verdict(args, document, f"no test run stored in {path}"
                            + (f" for site {site}" if site else ""))
     regressions = [t for t in trends if t.regression and t.counts]
-    code = 1 if regressions else 0
+    code = exit_code(not regressions)
     if args.json:
         document.update({"status": "fail" if regressions else "pass", "exit_code": code,
                          "regressions": len(regressions), "links": [t.to_json() for t in trends]})
@@ -77,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _no_verdict(args: argparse.Namespace, document: dict[str, object], message: str) -> int:
     if args.json:
-        document.update({"status": "error", "exit_code": 2, "error": message, "links": []})
+        document.update({"status": "error", "exit_code": EXIT_NO_VERDICT, "error": message, "links": []})
         print(json.dumps(document, indent=2, ensure_ascii=False))
     print(f"strixwizard: error: {message}", file=sys.stderr)
-    return 2
+    return EXIT_NO_VERDICT

@@ -149,10 +149,9 @@ def _split_ids(values: Sequence[str], flag: str) -> list[str]:
 
 
 def _error_document(message: str) -> dict[str, object]:
-    from strixwizard.checking.engine import SCHEMA_VERSION
     from strixwizard.model import Status
 
-    return envelope(None, SCHEMA_VERSION, status="error",
+    return envelope(None, status="error",
                     summary={status.value: 0 for status in Status}, hosts=[], checks=[], links=[],
                     error=message)
 
@@ -181,8 +180,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return _list_checks(args.json)
     from checks import ALL
     from strixwizard.checking.engine import select_checks
+    from strixwizard.run_nodes import RunRequest
     from strixwizard.services.discover import discover
-    from strixwizard.targets import RunRequest
 
     selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
     if args.prometheus is not None:
@@ -221,11 +220,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from strixwizard.cli import explain
-    from strixwizard.services.output import SCHEMA_VERSION
-
     if args.list or args.id is None:
         if args.json:
-            emit(envelope(None, SCHEMA_VERSION, **explain.listing()))
+            emit(envelope(None, **explain.listing()))
         else:
             print(explain.render_listing(explain.listing()), end="")
         return EXIT_OK
@@ -246,7 +243,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         print(f"replay it with: strixwizard doctor --snapshot {written}")
         return EXIT_OK
     from strixwizard.probe.capture import capture_site
-    from strixwizard.targets import RunRequest, resolve_site
+    from strixwizard.run_nodes import RunRequest, resolve_site
 
     if args.tar:
         raise UsageError("--tar writes this machine's snapshot as one archive; with --site every "

@@ -184,9 +184,10 @@ def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str
 
 def demo_decode(pair: tuple[str, str], settings: DecodeSettings) -> Iterator[Measurement]:
     from strixwizard.live.demo import recorded_ends
-    from strixwizard.live.hosts import LocalHost
+    from strixwizard.node.connect import connect
+    from strixwizard.node.target import LocalTarget
 
-    host = LocalHost("this machine")
+    host = connect(LocalTarget("this machine"))
     path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
     yield tcp_decode(host, host, pair, LOOPBACK, path, settings,
                      note="loopback on this machine, not a fabric link")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from strixwizard.checking.engine import Node
 from strixwizard.deploy.env import DeployRefused, generate_env
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, plan_deploy, with_observed
+from strixwizard.deploy.remote import run
 from strixwizard.deploy.smoke import (
     ERROR,
     SmokeCheck,
@@ -29,7 +30,7 @@ from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
 from strixwizard.fixing.model import Kind, Read, Step
 from strixwizard.fixing.readers import ReadError
-from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
+from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
 from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
@@ -123,16 +124,6 @@ def _ray_target(plan: DeployPlan, node: str) -> str:
     steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps
              if is_ray_start(s)]
     return steps[0].target if steps else ""
-
-
-def run(runner: Runner, argv: Sequence[str]) -> tuple[int, str, str]:
-    """Run argv on a node through its runner's executor (no shell)."""
-    if not isinstance(runner, OpsRunner):
-        raise UsageError(f"{runner.node}: commands cannot run on {runner.where}")
-    answer: dict[str, Any] = runner.op({"op": "run", "argv": list(argv)})
-    if not answer.get("ok"):
-        raise Unreachable(str(answer.get("error")))
-    return int(answer.get("rc", 1)), str(answer.get("stdout", "")), str(answer.get("stderr", ""))
 
 
 def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = None,
@@ -248,7 +239,7 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
     is stopped while its head still answers; but llama-server first, before its RPC workers.
     Only strixwizard's own Ray is stopped; a node where another Ray runs says so."""
     from strixwizard.fixing.engine import rollback_run
-    from strixwizard.fixing.targets import runner_from_journal
+    from strixwizard.fixing.site_apply import runner_from_journal
 
     def rank(journal: NodeJournal) -> int:
         targets = {r.step.target for r in journal.steps}

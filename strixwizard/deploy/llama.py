@@ -40,9 +40,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from strixwizard.deploy.base import DeployPlan, DeploySettings, Stack, file_step, group_of, mkdir_step
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.health import probe_source
-from strixwizard.deploy.plan import DeployPlan, DeploySettings, file_step, group_of, mkdir_step
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
@@ -510,3 +510,11 @@ def judge_completion(plan: LlamaPlan, rc: int, stdout: str, stderr: str) -> list
                 + (f", {rate:.1f} tokens/s" if isinstance(rate, (int, float)) else ""))
     return [SmokeCheck("llama.completion", status, observed, expected,
                        "" if predicted else "the completion returned no tokens")]
+
+
+def plan_llama_stack(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
+                     ) -> LlamaPlan:
+    return plan_llama(env, facts, settings, settings.llama or LlamaSettings())
+
+
+LLAMA = Stack(STACK, plan_llama_stack)  # llama.cpp RPC

@@ -78,7 +78,7 @@ def unit_text(description: str, binary: str, args: Sequence[str], environment: S
 def unit_steps(unit_dir: str, unit: str, summary: str, text: str) -> tuple[Step, Step]:
     """Write the unit file, then enable and start it; undone by disabling it, then removing
     the file (the rollback undoes steps in reverse)."""
-    from strixwizard.deploy.plan import file_step
+    from strixwizard.deploy.base import file_step
 
     path = unit_path(unit_dir, unit)
     return (file_step(path, f"write systemd unit {unit}", text),

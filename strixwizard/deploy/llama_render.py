@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 from typing import TextIO
 
+from strixwizard.deploy.base import DeployPlan
 from strixwizard.deploy.llama import SERVER_TARGET, LlamaPlan, rpc_log, server_log
-from strixwizard.deploy.plan import DeployPlan
 from strixwizard.deploy.render import render_changes, render_deploy
 from strixwizard.fixing.model import Step
 from strixwizard.fixing.render import step_lines

@@ -28,7 +28,7 @@ PROBE_SLICE_S = 20.0  # one probe run stays under the executor's 30 s command li
 
 
 def read_log(runner: Runner, path: str) -> str:
-    from strixwizard.deploy.engine import run
+    from strixwizard.deploy.remote import run
 
     rc, out, _err = run(runner, ("tail", "-c", str(LOG_TAIL_BYTES), path))
     return out if rc == 0 else ""
@@ -36,7 +36,7 @@ def read_log(runner: Runner, path: str) -> str:
 
 def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | None = None
                 ) -> SmokeReport:
-    from strixwizard.deploy.engine import run
+    from strixwizard.deploy.remote import run
 
     env = plan.env
     tell = say or (lambda node, message: None)

@@ -32,8 +32,8 @@ from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.fixing.model import Kind, Read, Step
 
 if TYPE_CHECKING:
+    from strixwizard.deploy.base import DeploySettings
     from strixwizard.deploy.env import ClusterEnv
-    from strixwizard.deploy.plan import DeploySettings
 
 RAY_TEMP_DIR = "/var/lib/strixwizard/ray"
 MARKER = "STRIXWIZARD_RAY"
@@ -192,7 +192,7 @@ def launch_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[s
 
 def ray_steps(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[Step, ...]:
     """The launcher file, then starting Ray through it (undo: stop exactly that Ray)."""
-    from strixwizard.deploy.plan import file_step
+    from strixwizard.deploy.base import file_step
 
     temp = ray_settings(settings).temp_dir
     launcher = settings.path(LAUNCHER)

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Callable
 from typing import TextIO
 
-from strixwizard.deploy.plan import DeployPlan
+from strixwizard.deploy.base import DeployPlan
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.fixing.model import Kind, Step
 from strixwizard.fixing.render import render_fix, step_lines

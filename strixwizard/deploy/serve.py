@@ -38,7 +38,7 @@ from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.facts import NodeFacts
 
 if TYPE_CHECKING:
-    from strixwizard.deploy.plan import DeploySettings
+    from strixwizard.deploy.base import DeploySettings
     from strixwizard.fixing.model import Step
 
 VLLM_PORT = 8000  # FrontendArgs.port
@@ -102,8 +102,8 @@ def serve_steps(env: ClusterEnv, settings: DeploySettings, serve: ServeSettings,
                 argv: tuple[str, ...]) -> tuple[Step, ...]:
     """The launcher file, then `vllm serve` started under the env file (its Ray and RCCL
     variables exported), in its own session, with its pid file and log."""
+    from strixwizard.deploy.base import WITH_ENV, file_step
     from strixwizard.deploy.llama import START, candidates, process_step
-    from strixwizard.deploy.plan import WITH_ENV, file_step
 
     names = candidates(("vllm",), serve.bin_dir)
     start = ("sh", "-ac", WITH_ENV, settings.env_file, "sh", launcher(settings), serve.pidfile,

@@ -24,15 +24,15 @@ LOG_TAIL_BYTES = 65536
 
 
 def _alive(head: Runner, serve: ServeSettings) -> bool:
-    from strixwizard.deploy.engine import run
     from strixwizard.deploy.llama import STATE
+    from strixwizard.deploy.remote import run
 
     rc, out, _err = run(head, ("sh", "-c", STATE, serve.pidfile))
     return rc == 0 and out.strip() == "running"
 
 
 def _log_tail(head: Runner, serve: ServeSettings) -> str:
-    from strixwizard.deploy.engine import run
+    from strixwizard.deploy.remote import run
 
     rc, out, _err = run(head, ("tail", "-c", str(LOG_TAIL_BYTES), serve.log))
     return out if rc == 0 else ""
@@ -41,7 +41,7 @@ def _log_tail(head: Runner, serve: ServeSettings) -> str:
 def smoke_serve(env: ClusterEnv, model: str, serve: ServeSettings, head: Runner,
                 say: Progress | None = None, clock: Callable[[], float] = time.monotonic
                 ) -> list[SmokeCheck]:
-    from strixwizard.deploy.engine import run
+    from strixwizard.deploy.remote import run
 
     tell = say or (lambda node, message: None)
     begun = clock()

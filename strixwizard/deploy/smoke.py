@@ -20,9 +20,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from strixwizard.deploy.base import WITH_ENV, DeploySettings
 from strixwizard.deploy.env import ClusterEnv
-from strixwizard.deploy.plan import WITH_ENV, DeploySettings
 from strixwizard.live.rccl_output import RcclOutputError, parse_all_reduce, parse_transport
+from strixwizard.model import exit_code
 
 SMOKE_SIZES = ("-b", "8", "-e", "128M", "-f", "2", "-g", "1")
 PASS, FAIL, ERROR = "pass", "fail", "error"
@@ -53,7 +54,7 @@ class SmokeReport:
 
     @property
     def exit_code(self) -> int:
-        return {PASS: 0, FAIL: 1}.get(self.status, 2)
+        return exit_code({PASS: True, FAIL: False}.get(self.status))
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "checks": [c.to_json() for c in self.checks]}

@@ -33,7 +33,7 @@ from strixwizard.facts.limits import Memlock, memlock
 from strixwizard.facts.memory import MemoryInfo, memory_info
 from strixwizard.facts.netdev import Netdev, netdevs
 from strixwizard.facts.nic import Nic, nics
-from strixwizard.facts.outputs import DECLARED, Output, Reading, read_output, run_output
+from strixwizard.facts.outputs import Output, Reading, declared_so_far, read_output, run_output
 from strixwizard.facts.packages import Packages, packages
 from strixwizard.facts.pci import PciDevice, pci_devices
 from strixwizard.facts.persistence import Persistence, persistence
@@ -197,31 +197,17 @@ class NodeFacts:
 
 
 def declared() -> tuple[Output[Any], ...]:
-    """Every declared output, in declaration order (importing this package imported every fact
-    module, which declared its outputs)."""
-    return tuple(DECLARED.values())
+    """Every declared output, in declaration order: every fact module is imported above."""
+    return declared_so_far()
 
 
 def output(name: str) -> Output[Any]:
-    return DECLARED[name]
+    """The declared output `name` (KeyError when no fact module declares it)."""
+    return {o.name: o for o in declared()}[name]
 
 
 __all__ = [
-    "CpuInfo",
-    "DcbInfo",
-    "GpuInfo",
-    "IommuMode",
-    "KernelInfo",
-    "Memlock",
-    "MemoryInfo",
-    "Netdev",
-    "Nic",
-    "NodeFacts",
-    "PciDevice",
-    "RdmaDevice",
-    "RdmaPort",
-    "RocmInfo",
-    "Usb4Info",
-    "declared",
-    "output",
+    "CpuInfo", "DcbInfo", "GpuInfo", "IommuMode", "KernelInfo", "Memlock", "MemoryInfo",
+    "Netdev", "Nic", "NodeFacts", "PciDevice", "RdmaDevice", "RdmaPort", "RocmInfo", "Usb4Info",
+    "declared", "output",
 ]

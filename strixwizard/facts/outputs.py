@@ -9,7 +9,7 @@ listed in `over` take each of the listed values, and in a path any `{name}`
 matches any entry.
 
 Everything else derives from these declarations:
-- `facts/spec.py` collects every declared output (unless `collect=False`);
+- `probe/spec.py` collects every declared output (unless `collect=False`);
 - fact functions read one with `run_output` / `read_output`;
 - the fix engine's read-back and the dry run (`fixing/readers.py`) parse and
   render through it;
@@ -90,7 +90,7 @@ class Output(Generic[T]):
         return _fill(self.path, names)
 
     def spec_commands(self) -> Iterator[dict[str, Any]]:
-        """Entries of the collector's `commands` list (see facts/spec.py)."""
+        """Entries of the collector's `commands` list (see probe/spec.py)."""
         keys = list(self.over)
         for values in product(*(self.over[k] for k in keys)):
             fixed = dict(zip(keys, values, strict=True))
@@ -104,14 +104,13 @@ class Output(Generic[T]):
         return _PLACEHOLDER.sub("*", self.path)
 
 
-#: Every output declared so far (`strixwizard.facts.declared()`: all of them).
-DECLARED: dict[str, Output[Any]] = {}
+_DECLARED: dict[str, Output[Any]] = {}
 
 
 def _declare(output: Output[T]) -> Output[T]:
-    if output.name in DECLARED:
+    if output.name in _DECLARED:
         raise ValueError(f"output {output.name} is declared twice")
-    DECLARED[output.name] = output
+    _DECLARED[output.name] = output
     return output
 
 
@@ -128,6 +127,12 @@ def file_output(name: str, path: str, parse: Callable[[str], T], *,
                 ) -> Output[T]:
     """Declare a file (module level, in the fact module that reads it)."""
     return _declare(Output(name, parse, path=path, render=render, collect=collect))
+
+
+def declared_so_far() -> tuple[Output[Any], ...]:
+    """The outputs declared by the fact modules imported so far, in declaration order; every
+    one of them: `strixwizard.facts.declared()` (the package imports every fact module)."""
+    return tuple(_DECLARED.values())
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from strixwizard.facts import NodeFacts
-from strixwizard.fixing.journal import JournalStore, NodeJournal, StepRecord, new_run_id
+from strixwizard.fixing.journal import (
+    JournalStatus,
+    JournalStore,
+    NodeJournal,
+    StepRecord,
+    StepStatus,
+    new_run_id,
+)
 from strixwizard.fixing.lock import site_lock
 from strixwizard.fixing.model import Kind, SitePlan
 from strixwizard.fixing.readers import ReadError
@@ -32,14 +39,25 @@ from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
 from strixwizard.model import Status
 from strixwizard.site import Site
 
+if TYPE_CHECKING:
+    from strixwizard.checking.declare import Check
+    from strixwizard.model import FixRef
+
 Progress = Callable[[str, str], None]  # (node, message)
+
+#: What became of a node in a run or a rollback: its journal's status, or one of these.
+NodeStatus = JournalStatus | Literal["nothing-to-do", "unreachable"]
+#: Whether an applied fix cured what its checks found.
+VerdictStatus = Literal["cured", "not-cured", "pending-reboot", "not-verified"]
+#: A run as a whole.
+RunStatus = Literal["applied", "failed", "aborted", "nothing-to-do", "partial"]
 
 
 @dataclass
 class NodeOutcome:
     node: str
     where: str
-    status: str  # applied, nothing-to-do, rolled-back, failed, unreachable, aborted
+    status: NodeStatus
     state: str  # the node's state, in words
     journal: str | None = None  # on the head
     journal_on_node: str | None = None
@@ -55,7 +73,7 @@ class NodeOutcome:
 class Verdict:
     fix: str
     node: str
-    status: str  # cured, not-cured, pending-reboot, not-verified
+    status: VerdictStatus
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -66,7 +84,7 @@ class Verdict:
 class ApplyReport:
     run_id: str
     dry_run: bool
-    status: str  # applied, failed, aborted, nothing-to-do, partial
+    status: RunStatus
     message: str = ""
     nodes: list[NodeOutcome] = field(default_factory=list)
     verification: list[Verdict] = field(default_factory=list)
@@ -329,10 +347,10 @@ AFTER_NEW_SESSIONS = {
 
 
 def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict[str, NodeFacts],
-           journals_ok: set[str] | None = None) -> list[Verdict]:
-    """Re-run the checks that name each applied fix on the re-probed nodes."""
-    from checks import ALL as ALL_CHECKS
-    from fixes import BY_ID as FIXES
+           journals_ok: set[str] | None = None, *, checks: Sequence[Check],
+           fixes: dict[str, FixRef]) -> list[Verdict]:
+    """Re-run the checks (of the registry `checks`, `checks.ALL`) that name each applied fix
+    on the re-probed nodes; `fixes` is the fix registry doctor shows (`fixes.BY_ID`)."""
     from strixwizard.checking.engine import Node, run_doctor
     from strixwizard.model import HostReport
 
@@ -341,8 +359,8 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
     verdicts: list[Verdict] = []
     applied = [(p.fix, p.node, p.reboot) for p in plan.plans if p.steps and p.node in after]
     fix_ids = {fix for fix, _, _ in applied}
-    checks = [c for c in ALL_CHECKS if c.fix in fix_ids]
-    report = run_doctor(site, nodes, checks, FIXES)
+    naming = [c for c in checks if c.fix in fix_ids]
+    report = run_doctor(site, nodes, naming, fixes)
     seen: set[tuple[str, str]] = set()
     for fix, node, reboot in applied:
         if (fix, node) in seen:
@@ -351,7 +369,7 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
         if reboot:
             verdicts.append(Verdict(fix, node, "pending-reboot", "takes effect at the next boot"))
             continue
-        names = {c.id for c in checks if c.fix == fix}
+        names = {c.id for c in naming if c.fix == fix}
         relevant = [r for r in report.checks if r.id in names and (
             r.host == node or (r.host is None and f"{node}:" in r.entity))]
         bad = [r for r in relevant if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
@@ -382,7 +400,7 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
 
 #: Step states a rollback looks at: "applying"/"unknown" may or may not have landed (the run
 #: stopped during the step), so their value is read again and `before` restored if it differs.
-UNDONE_BY_ROLLBACK = ("applied", "applying", "unknown", "undo-failed")
+UNDONE_BY_ROLLBACK: tuple[StepStatus, ...] = ("applied", "applying", "unknown", "undo-failed")
 
 
 def shown(value: str | None) -> str:

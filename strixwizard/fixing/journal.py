@@ -17,13 +17,21 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from strixwizard.fixing.model import Plan, Step
 from strixwizard.onnode import ops
 from strixwizard.site import name_problem
 
 FORMAT = "strixwizard-journal/1"
+
+#: A step's state in a journal; "applying" is saved before the step runs: after a crash it
+#: means "may or may not have landed".
+StepStatus = Literal["pending", "applying", "applied", "failed", "rolled-back", "undo-failed",
+                     "unknown", "skipped"]
+#: A node's journal as a whole.
+JournalStatus = Literal["planned", "applying", "applied", "failed", "rolled-back", "interrupted",
+                        "aborted"]
 
 
 def default_journal_dir() -> Path:
@@ -44,9 +52,7 @@ def _now() -> str:
 class StepRecord:
     plan_index: int
     step: Step
-    #: pending applying applied failed rolled-back undo-failed unknown skipped; "applying" is
-    #: saved before the step runs: after a crash it means "may or may not have landed".
-    status: str = "pending"
+    status: StepStatus = "pending"
     observed_before: str | None = None
     error: str | None = None
 
@@ -66,11 +72,11 @@ class NodeJournal:
     node: str
     site: str
     where: str
-    runner: dict[str, Any]  # how to reach the node again (see fixing/runners_for.py)
+    runner: dict[str, Any]  # how to reach the node again: the target (`node/target.py` to_json)
     dry_run: bool
     plans: list[Plan]
     steps: list[StepRecord]
-    status: str = "planned"  # planned applying applied failed rolled-back interrupted aborted
+    status: JournalStatus = "planned"
     state: str = ""  # the node's state in words, after the run
     on_node: str | None = None
     created_at: str = field(default_factory=_now)

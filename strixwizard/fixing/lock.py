@@ -117,12 +117,12 @@ def site_lock(store_root: Path, site: str, command: str, break_stale: bool = Fal
         yield _HELD[key]
         return
     holder = holder_record(command, site)
-    answer = ops.handle({"op": "lock", "path": path, "holder": holder})
+    answer = ops.handle(ops.request("lock", path=path, holder=holder))
     if not answer.get("ok") and "holder" in answer:
         held = parse_holder(str(answer["holder"]))
         if not (break_stale and may_break(held)):
             raise LockHeld(f"site {site!r} ({path})", held)
-        answer = ops.handle({"op": "lock", "path": path, "holder": holder, "take_over": True})
+        answer = ops.handle(ops.request("lock", path=path, holder=holder, take_over=True))
     if not answer.get("ok"):
         raise UsageError(f"cannot lock site {site!r}: {answer.get('error')}")
     _HELD[key] = holder
@@ -130,4 +130,4 @@ def site_lock(store_root: Path, site: str, command: str, break_stale: bool = Fal
         yield holder
     finally:
         del _HELD[key]
-        ops.handle({"op": "unlock", "path": path})
+        ops.handle(ops.request("unlock", path=path))

@@ -1,4 +1,5 @@
-"""Planning: every registered fix's plan function over the site's facts. Pure: no I/O."""
+"""Planning: the plan function of every fix of the registry the caller gives (`fixes.FIXES`,
+passed by the services) over the site's facts. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -13,12 +14,6 @@ from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.model import aliases_of
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
-
-
-def registered() -> tuple[Fix, ...]:
-    from fixes.plans import FIXES
-
-    return FIXES
 
 
 def _named(fix: Fix, wanted: str) -> bool:
@@ -40,9 +35,11 @@ def select(fixes: Sequence[Fix], only: Iterable[str]) -> tuple[Fix, ...]:
 
 
 def plan_site(site: Site, facts: Sequence[NodeFacts], only: Iterable[str] = (),
-              persist: bool = True, unreachable: dict[str, str] | None = None) -> SitePlan:
-    """The plans of every selected fix; converged nodes plan to nothing."""
-    chosen = select(registered(), only)
+              persist: bool = True, unreachable: dict[str, str] | None = None, *,
+              fixes: Sequence[Fix]) -> SitePlan:
+    """The plans of every selected fix of `fixes` (in their order); converged nodes plan to
+    nothing."""
+    chosen = select(fixes, only)
     ctx = PlanContext(site=site, nodes=tuple(facts), topology=build_topology(list(facts), site),
                       persist=persist)
     order = {node.name: i for i, node in enumerate(facts)}

@@ -30,6 +30,7 @@ from strixwizard.node.command import not_installed
 from strixwizard.node.errors import NodeError
 from strixwizard.node.errors import Unreachable as Unreachable  # the name engines import
 from strixwizard.node.session import NodeSession, OpsChannel
+from strixwizard.onnode import ops
 from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
@@ -105,23 +106,23 @@ class OpsRunner(Runner):
         return answer
 
     def _run(self, argv: tuple[str, ...]) -> None:
-        answer = self._must({"op": "run", "argv": list(argv)})
+        answer = self._must(ops.request("run", argv=list(argv)))
         if answer.get("rc") != 0:
             raise StepFailed(command_error(argv, answer))
 
     def read(self, read: Read) -> str | None:
         if read.source == "mtu":
-            answer = self.op({"op": "mtu_get", "ifname": read.path})
+            answer = self.op(ops.request("mtu_get", ifname=read.path))
             if not answer.get("ok"):
                 raise ReadError(str(answer.get("error")))
             return str(answer["value"])
         if read.source in ("file", "exists"):
-            answer = self.op({"op": "read" if read.source == "file" else "exists", "path": read.path})
+            answer = self.op(ops.request("read" if read.source == "file" else "exists", path=read.path))
             if not answer.get("ok"):
                 raise ReadError(str(answer.get("error")))
             value = answer.get("value")
             return value if value is None or read.source == "exists" else parse(read.parse, value)
-        answer = self.op({"op": "run", "argv": list(read.argv)})
+        answer = self.op(ops.request("run", argv=list(read.argv)))
         if not answer.get("ok"):
             raise ReadError(str(answer.get("error")))
         if answer.get("rc") != 0:
@@ -132,17 +133,17 @@ class OpsRunner(Runner):
         if step.kind is Kind.MTU:
             if value is None:
                 raise StepFailed(f"no MTU to set on {step.target}")
-            self._must({"op": "mtu_set", "ifname": step.target, "mtu": int(value)})
+            self._must(ops.request("mtu_set", ifname=step.target, mtu=int(value)))
         elif step.kind is Kind.WRITE:
             if value is not None:  # None: the attribute goes with its configfs directory
-                self._must({"op": "write", "path": step.target, "data": value})
+                self._must(ops.request("write", path=step.target, data=value))
         elif step.kind is Kind.MKDIR:
-            self._must({"op": "mkdir" if value else "rmdir", "path": step.target})
+            self._must(ops.request("mkdir" if value else "rmdir", path=step.target))
         elif step.kind is Kind.FILE:
             if value is None:
-                self._must({"op": "delete", "path": step.target})
+                self._must(ops.request("delete", path=step.target))
             else:
-                self._must({"op": "replace", "path": step.target, "data": value, "mode": step.mode})
+                self._must(ops.request("replace", path=step.target, data=value, mode=step.mode))
         else:
             self._run(argv)
 
@@ -155,8 +156,8 @@ class OpsRunner(Runner):
     def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
         from strixwizard.fixing.lock import NODE_LOCK, LockHeld, may_break, parse_holder
 
-        request = {"op": "lock", "path": f"{self.journal_dir.rstrip('/')}/{NODE_LOCK}",
-                   "holder": holder}
+        request = ops.request("lock", path=f"{self.journal_dir.rstrip('/')}/{NODE_LOCK}",
+                              holder=holder)
         answer = self.op(request)
         if not answer.get("ok") and "holder" in answer:
             held = parse_holder(str(answer["holder"]))
@@ -167,11 +168,11 @@ class OpsRunner(Runner):
             raise StepFailed(f"cannot lock {request['path']}: {answer.get('error')}")
 
     def unlock(self) -> None:
-        self.op({"op": "unlock", "path": f"{self.journal_dir.rstrip('/')}/.lock"})
+        self.op(ops.request("unlock", path=f"{self.journal_dir.rstrip('/')}/.lock"))
 
     def save_journal(self, run_id: str, text: str) -> str:
         path = f"{self.journal_dir.rstrip('/')}/{run_id}.json"
-        answer = self.op({"op": "replace", "path": path, "data": text, "mode": 0o600})
+        answer = self.op(ops.request("replace", path=path, data=text, mode=0o600))
         if not answer.get("ok"):
             raise StepFailed(f"cannot write the journal on the node: {answer.get('error')}")
         return path

@@ -13,7 +13,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from strixwizard.live.hosts import LocalHost
 from strixwizard.live.perftest import bandwidth_measurement, latency_measurement
 from strixwizard.live.perftest_output import parse_perftest
 from strixwizard.live.plan import RdmaEnd
@@ -21,6 +20,8 @@ from strixwizard.live.rccl import rccl_measurement
 from strixwizard.live.results import REPLAYED, LatencyStats, Measurement
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
+from strixwizard.node.connect import connect
+from strixwizard.node.target import LocalTarget
 from strixwizard.site import Thresholds
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "demo" / "recordings"
@@ -58,7 +59,7 @@ def _path(ends: tuple[RdmaEnd, RdmaEnd]) -> str:
 
 
 def demo_tcp(pair: tuple[str, str], thresholds: Thresholds, settings: TcpSettings) -> Iterator[Measurement]:
-    host = LocalHost("this machine")
+    host = connect(LocalTarget("this machine"))
     path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
     yield tcp_latency(host, host, pair, LOOPBACK, path, thresholds, settings)
     if settings.references:

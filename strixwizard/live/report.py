@@ -12,9 +12,8 @@ from strixwizard.live.counters import counter_rows
 from strixwizard.live.history import Comparison
 from strixwizard.live.results import Measurement, exit_code, overall_status, verdicts
 from strixwizard.live.verdict import ratio_text
+from strixwizard.model import EXIT_NO_VERDICT, SCHEMA_VERSION
 from strixwizard.site import Thresholds
-
-SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ class TestReport:
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.error else exit_code(self.results)
+        return EXIT_NO_VERDICT if self.error else exit_code(self.results)
 
     def to_json(self) -> dict[str, Any]:
         t = self.thresholds

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from strixwizard import model
 from strixwizard.model import Status
 
 #: Where a figure came from: measured now, or replayed from a recording (demo).
@@ -171,12 +172,12 @@ def exit_code(results: Iterable[Measurement]) -> int:
     results = list(results)
     statuses = [r.status for r in verdicts(results)]
     if Status.FAIL in statuses:
-        return 1
+        return model.exit_code(False)
     if Status.ERROR in statuses or not any(s in (Status.PASS, Status.WARN) for s in statuses):
-        return 2
+        return model.exit_code(None)
     if rdma_never_measured(results):
-        return 2
-    return 0
+        return model.exit_code(None)
+    return model.exit_code(True)
 
 
 def no_verdict_reason(results: Iterable[Measurement]) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from strixwizard.node.cancel import Cancel
 from strixwizard.node.command import program_name, remote_command
+from strixwizard.node.connect import connect
 from strixwizard.node.errors import (
     AuthFailed,
     Cancelled,
@@ -25,13 +26,37 @@ from strixwizard.node.errors import (
     Unreachable,
 )
 from strixwizard.node.process import Process
-from strixwizard.node.session import Connector, NodeSession, OpsChannel, ProgramRunner, Spec, connect
-from strixwizard.node.target import LocalTarget, SshTarget, Target
+from strixwizard.node.session import Connector, NodeSession, OpsChannel, ProgramRunner, Spec
+from strixwizard.node.target import LocalTarget, SnapshotTarget, SshTarget, Target, target_for
 
 __all__ = [
-    "AuthFailed", "Cancel", "Cancelled", "ChangedHostKey", "CollectionFailed", "ConnectFailed",
-    "ConnectionLost", "Connector", "DeadlineExceeded", "HostKeyError", "LocalTarget", "NodeError",
-    "NodeSession", "OpsChannel", "PassphraseNeeded", "Process", "ProgramNotFound", "ProgramRunner",
-    "RuntimeMissing", "Spec", "SshTarget", "Target", "UnknownHostKey", "Unreachable", "connect",
-    "program_name", "remote_command",
+    "AuthFailed",
+    "Cancel",
+    "Cancelled",
+    "ChangedHostKey",
+    "CollectionFailed",
+    "ConnectFailed",
+    "ConnectionLost",
+    "Connector",
+    "DeadlineExceeded",
+    "HostKeyError",
+    "LocalTarget",
+    "NodeError",
+    "NodeSession",
+    "OpsChannel",
+    "PassphraseNeeded",
+    "Process",
+    "ProgramNotFound",
+    "ProgramRunner",
+    "RuntimeMissing",
+    "SnapshotTarget",
+    "Spec",
+    "SshTarget",
+    "Target",
+    "UnknownHostKey",
+    "Unreachable",
+    "connect",
+    "program_name",
+    "remote_command",
+    "target_for",
 ]

@@ -1,5 +1,10 @@
 """The node session that replays: snapshots for collection and the fix engine's reads,
-recorded outputs for programs. For tests and the demo; it never changes anything.
+recorded outputs for programs. For tests and the demo; it never changes the node it replays.
+
+`SnapshotSession` is the session of a `SnapshotTarget` (what `connect` gives for a site's
+snapshot node): it reads the snapshot, and for a dry run holds the private copy that the
+dry-run runner changes (`fixing/runner.py` `SnapshotRunner`); the snapshot itself is never
+written.
 
     connector = ReplayConnector({"node0": SnapshotProbe.load(path)},
                                 programs={"ib_write_lat": Recording(stdout=text)},
@@ -10,17 +15,19 @@ recorded outputs for programs. For tests and the demo; it never changes anything
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from strixwizard.node.command import program_name
 from strixwizard.node.errors import ConnectFailed, NodeError, Unreachable
 from strixwizard.node.process import NOT_INSTALLED, Process
 from strixwizard.node.session import Spec
-from strixwizard.node.target import Target
+from strixwizard.node.target import SnapshotTarget, Target
 from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
@@ -137,9 +144,43 @@ class ReplaySession:
         self.closed = True
 
 
+def copy_snapshot(source: Path, destination: Path) -> Path:
+    """A private copy of a snapshot (directory or .tar.gz) for a dry run."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, destination, symlinks=True)
+    else:
+        # Through the snapshot loader rather than tarfile.extractall: paths are normalised
+        # inside the snapshot, and Debian 12's Python 3.11.2 has no extraction filters.
+        SnapshotProbe.load(source).write_dir(destination)
+    return destination
+
+
+class SnapshotSession(ReplaySession):
+    """A snapshot as a node: collected by loading it (`SnapshotError` when it does not load);
+    programs are not recorded. With the target's `copy`, that private copy is made on connect
+    (unless it is there: a journal's copy, which must still be there) and is `self.copy`, the
+    only tree a dry run may write; without one, nothing may be written."""
+
+    def __init__(self, target: SnapshotTarget) -> None:
+        copy = target.copy
+        if copy is not None and not copy.is_dir():
+            if copy == target.snapshot:
+                raise Unreachable(f"the dry-run copy {copy} is gone")
+            copy_snapshot(target.snapshot, copy)
+        self.root = copy if copy is not None else target.snapshot
+        self.copy = copy
+        super().__init__(target.name, None)
+        self.where = f"snapshot {self.root}"
+
+    def _usable(self) -> Probe:
+        return SnapshotProbe.load(self.root)
+
+
 @dataclass
 class ReplayConnector:
-    """A `Connector` answering from recordings, by node name; remembers the sessions it made."""
+    """A `Connector` answering from recordings, by node name (a snapshot target it has nothing
+for replays its snapshot); remembers the sessions it made."""
 
     probes: Mapping[str, Probe] = field(default_factory=dict)
     programs: Mapping[str, Recordings] | Recordings = field(default_factory=dict)
@@ -154,6 +195,11 @@ class ReplayConnector:
         return {k: v for k, v in self.programs.items() if isinstance(v, Recording)}
 
     def __call__(self, target: Target) -> ReplaySession:
+        if isinstance(target, SnapshotTarget) and target.name not in self.probes:
+            snapshot: ReplaySession = SnapshotSession(target)  # a snapshot replays itself
+            with self._lock:
+                self.sessions.setdefault(target.name, []).append(snapshot)
+            return snapshot
         session = ReplaySession(target.name, self.probes.get(target.name),
                                 self._programs_for(target.name),
                                 unreachable=self.unreachable.get(target.name))

@@ -10,7 +10,8 @@ Implementations: `LocalSession` (this machine, optionally a network namespace),
 `SshSession` (paramiko; one connection per node, opened on first use and shared by
 the three), `ReplaySession` (snapshots and recorded outputs). Failures are
 `NodeError`s (`node/errors.py`). Engines take a `Connector` (target -> session) so
-tests and the wizard inject one instead of patching module functions.
+tests and the wizard inject one instead of patching module functions; the default one is
+`node.connect.connect`.
 """
 
 from __future__ import annotations
@@ -61,15 +62,3 @@ class NodeSession(ProgramRunner, Protocol):
 
 Connector = Callable[["Target"], NodeSession]
 
-
-def connect(target: Target) -> NodeSession:
-    """The default connector: SSH for an `SshTarget`, this machine for a `LocalTarget`."""
-    from strixwizard.node.target import SshTarget
-
-    if isinstance(target, SshTarget):
-        from strixwizard.node.ssh import SshSession
-
-        return SshSession(target)
-    from strixwizard.node.local import LocalSession
-
-    return LocalSession(target.name, netns=target.netns)

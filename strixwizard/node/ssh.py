@@ -266,7 +266,7 @@ class SshOps:
             raise ConnectionLost(f"{self.host}: cannot start the step runner ({error})") from None
         self._channel: paramiko.Channel | None = channel
         self._reader: paramiko.ChannelFile | None = channel.makefile("rb")
-        if not self.request({"op": "ping"}).get("ok"):
+        if not self.request(ops.request("ping")).get("ok"):
             raise ConnectionLost(f"{self.host}: the step runner did not start")
 
     def request(self, request: dict[str, Any]) -> dict[str, Any]:

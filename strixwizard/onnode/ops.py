@@ -5,8 +5,9 @@ remote node, where the SSH executor sends its source to `python3 -c` and then
 talks to `serve()` with one JSON request per line and one JSON answer per line,
 so the result of every single operation is known on the head as it happens.
 
-Requests: {"op": "read"|"exists"|"write"|"replace"|"delete"|"mkdir"|"rmdir"|"run"
-|"mtu_get"|"mtu_set"|"lock"|"unlock", ...}. Answers: {"ok": true, ...} or {"ok": false, "error": "..."}.
+Requests: {"op": OP, ...}, OP one of `Op` (the one declaration of the op names; the head
+builds requests with `request(op, ...)`, so mypy checks every name it sends). Answers:
+{"ok": true, ...} or {"ok": false, "error": "..."}.
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from typing import Any, Literal
 
 COMMAND_TIMEOUT_S = 30.0
+
+Op = Literal["read", "exists", "write", "replace", "delete", "mkdir", "rmdir", "run", "mtu_get",
+             "mtu_set", "lock", "unlock", "ping"]
+
+
+def request(op: Op, **fields: Any) -> dict[str, Any]:
+    """A request for `handle` (here, or `serve` on a node)."""
+    return {"op": op, **fields}
 
 
 #: Admin tools (ip, dcb, ethtool, devlink) live here on Debian; a non-login SSH PATH lacks them.

@@ -62,8 +62,9 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
     """One `<node>.tar.gz` per node of the site under `out`, through the same SSH collector."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from strixwizard.probe.ssh import SshError, collect_ssh_archive
-    from strixwizard.targets import ssh_parallel, ssh_target
+    from strixwizard.node.connect import connect
+    from strixwizard.node.errors import NodeError
+    from strixwizard.node.target import ssh_parallel, target_for
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out}: already exists; choose a new directory so nothing is overwritten")
@@ -89,10 +90,14 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
         if progress:
             progress(spec.name, "start", f"capturing over SSH from {spec.host}")
         try:
-            data = with_site_meta(collect_ssh_archive(ssh_target(site, spec, trust_new_hosts)),
-                                  site_meta(site, spec))
+            session = connect(target_for(site, spec, trust_new_hosts=trust_new_hosts))
+            try:
+                archive = session.collect_archive()
+            finally:
+                session.close()
+            data = with_site_meta(archive, site_meta(site, spec))
             SnapshotProbe.from_bytes(data, spec.name)  # refuse to write what would not load
-        except (SshError, SnapshotError) as error:
+        except (NodeError, SnapshotError) as error:
             outcome.failed[spec.name] = str(error)
             if progress:
                 progress(spec.name, "failed", str(error))

@@ -154,7 +154,7 @@ def opened(site: Site, planned: DeployPlan, options: DeployOptions | None = None
     """Reach every node of the plan and read its state (`observe`); runners closed on exit."""
     from strixwizard.deploy.engine import observe
     from strixwizard.deploy.env import DeployRefused
-    from strixwizard.fixing.targets import runner_for
+    from strixwizard.fixing.site_apply import runner_for
 
     options = options or DeployOptions()
     specs = {spec.name: spec for spec in site.nodes}

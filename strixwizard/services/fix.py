@@ -56,11 +56,12 @@ class Applied:
 def plan(site: Site, nodes: Sequence[Node], only: Sequence[str] = (), persist: bool = True
          ) -> SitePlan:
     """The fix engine's plan (before → after) for every reachable node; pure, no change is made."""
+    from fixes import FIXES
     from strixwizard.fixing.planning import plan_site
 
     facts = [n.facts for n in nodes if n.facts is not None]
     unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
-    return plan_site(site, facts, list(only), persist=persist, unreachable=unreachable)
+    return plan_site(site, facts, list(only), persist=persist, unreachable=unreachable, fixes=FIXES)
 
 
 def changed_nodes(plan: SitePlan) -> list[str]:
@@ -89,8 +90,10 @@ def apply_question(plan: SitePlan, dry_run: bool) -> Question:
 def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
           options: FixOptions | None = None, on_step: OnStep | None = None) -> Applied:
     """Ask, then apply the plan with the fix engine. Raises NotConfirmed when the answer is no."""
+    from checks import ALL
+    from fixes import BY_ID
     from strixwizard.fixing.journal import new_run_id
-    from strixwizard.fixing.targets import apply_site
+    from strixwizard.fixing.site_apply import apply_site
 
     options = options or FixOptions()
     dry_run = is_dry_run(site, nodes)
@@ -105,7 +108,8 @@ def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
                             dry_run_root=dry_root, run_id=run_id,
                             trust_new_hosts=options.trust_new_hosts,
                             with_reboot=options.with_reboot, progress=step_progress(on_step),
-                            connector=options.connector, break_lock=options.break_lock)
+                            connector=options.connector, break_lock=options.break_lock,
+                            checks=ALL, fixes=BY_ID)
     return Applied(report, dry_root / run_id if report.dry_run else None)
 
 
@@ -148,7 +152,7 @@ def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = 
              on_step: OnStep | None = None) -> RollbackReport:
     """Ask, then restore every value a run changed (None: the last run), from its journals."""
     from strixwizard.fixing.engine import rollback_run
-    from strixwizard.fixing.targets import runner_from_journal
+    from strixwizard.fixing.site_apply import runner_from_journal
 
     options = options or FixOptions()
     connector = options.connector

@@ -1,7 +1,9 @@
 """The one JSON envelope and the one exit-code rule of every command.
 
 Every `--json` document starts with the same header (schema version, tool, time,
-site); every command exits 0 (done, no failure), 1 (a failure) or 2 (no verdict).
+site); every command exits 0 (done, no failure), 1 (a failure) or 2 (no verdict). The rule
+and the version are defined once in `strixwizard/model.py`, where the engines' own
+documents (doctor's report, the test report) take them too; front ends take them here.
 """
 
 from __future__ import annotations
@@ -10,23 +12,24 @@ import json
 import sys
 from typing import Any, TextIO
 
-from strixwizard.model import document_header
+from strixwizard.model import (
+    EXIT_FAIL,
+    EXIT_NO_VERDICT,
+    EXIT_OK,
+    SCHEMA_VERSION,
+    ExitCode,
+    document_header,
+    exit_code,
+)
 
-EXIT_OK, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
-SCHEMA_VERSION = 1
+__all__ = ["EXIT_FAIL", "EXIT_NO_VERDICT", "EXIT_OK", "SCHEMA_VERSION", "ExitCode", "emit", "envelope",
+           "exit_code"]
 
 
-def exit_code(ok: bool | None) -> int:
-    """0 done without a failure, 1 a failure, 2 no verdict (None)."""
-    if ok is None:
-        return EXIT_NO_VERDICT
-    return EXIT_OK if ok else EXIT_FAIL
-
-
-def envelope(site: str | None, schema_version: int = SCHEMA_VERSION, **fields: Any) -> dict[str, Any]:
-    """The header every JSON document shares (`model.document_header`), then the command's
-    own fields."""
-    return {**document_header(site, schema_version), **fields}
+def envelope(site: str | None, **fields: Any) -> dict[str, Any]:
+    """The header every JSON document shares (`model.document_header`: the schema version, the
+    tool, the time, the site), then the command's own fields."""
+    return {**document_header(site), **fields}
 
 
 def emit(document: dict[str, Any], stream: TextIO | None = None) -> None:

@@ -24,8 +24,9 @@ from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
 from strixwizard.node.cancel import Cancel as Cancel  # the one cancel of a test run
+from strixwizard.node.connect import connect
 from strixwizard.node.session import Connector
-from strixwizard.node.target import LocalTarget
+from strixwizard.node.target import LocalTarget, SnapshotTarget, target_for
 from strixwizard.site import Site, Thresholds
 
 if TYPE_CHECKING:
@@ -61,21 +62,17 @@ def unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
 
 def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
                connector: Connector | None = None) -> tuple[dict[str, Host], dict[str, str]]:
-    """Where tests can run: a host per reachable node (local or over SSH), and for every other
-    node the reason it cannot take part (unreachable, or a snapshot with nothing to run on)."""
-    from strixwizard.live.hosts import LocalHost, SshHost
-    from strixwizard.targets import ssh_target
-
+    """Where tests can run: a session from `connector` (`connect` by default) per reachable
+    node (local or over SSH), and for every other node the reason it cannot take part
+    (unreachable, or a snapshot with nothing to run on)."""
     down = {n.report.name: n.report.error or "unreachable" for n in nodes if not n.report.reachable}
     hosts: dict[str, Host] = {}
     for spec in site.nodes:
-        if spec.snapshot is not None:
+        target = target_for(site, spec, trust_new_hosts=trust_new_hosts)
+        if isinstance(target, SnapshotTarget):
             down[spec.name] = f"{spec.name} is a snapshot: there is nothing to run a test on"
-        elif spec.is_local:
-            hosts[spec.name] = LocalHost(spec.name) if connector is None \
-                else connector(LocalTarget(spec.name))
-        elif spec.name not in down:
-            hosts[spec.name] = SshHost(ssh_target(site, spec, trust_new_hosts), connector)
+        elif isinstance(target, LocalTarget) or spec.name not in down:
+            hosts[spec.name] = (connector or connect)(target)
     return hosts, down
 
 

@@ -55,6 +55,7 @@ from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.hostkeys import HostKeysModal
+from strixwizard.tui.wizard import RunAction, RunGroup, WorkerGroup
 from strixwizard.tui.workspace import NodeStatus, Session
 
 LAST_SITE_FILE = "last-site.json"
@@ -108,11 +109,11 @@ class WizardApp(App[int]):
         super().__init__()
 
     # -- what screens may ask (tui.wizard.Wizard) ----------------------------------
-    def busy(self, group: str) -> bool:
+    def busy(self, group: WorkerGroup) -> bool:
         return any(w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
                    for w in self.workers)
 
-    def cancelling(self, group: str) -> bool:
+    def cancelling(self, group: WorkerGroup) -> bool:
         if group == "tests":
             return self.busy("tests") and self.test_cancel.cancelled
         return False
@@ -492,20 +493,20 @@ class WizardApp(App[int]):
         self.push_screen(modal, answered)
 
     # -- fix and deploy runs: apply and roll back, each asked first -----------------------
-    def _say(self, group: str) -> Callable[[StepEvent], None]:
+    def _say(self, group: RunGroup) -> Callable[[StepEvent], None]:
         def say(event: StepEvent) -> None:
             self.post_message(m.JobSaid(group, f"{event.node}: {event.message}"))
 
         return say
 
-    def _run_state(self, group: str) -> FixState | DeployState:
+    def _run_state(self, group: RunGroup) -> FixState | DeployState:
         return self.session.of(FixState) if group == "fix" else self.session.of(DeployState)
 
     def on_job_said(self, message: m.JobSaid) -> None:
         self._run_state(message.group).log.append(message.line)
         self.screen_changed()
 
-    def _start_run(self, group: str, action: str,
+    def _start_run(self, group: RunGroup, action: RunAction,
                    job: Callable[[Callable[[StepEvent], None]], object]) -> None:
         """A fix or deploy run ("apply" or "rollback") in a worker of `group`: `job` asks first
         (`confirm_in_modal`), says its steps through the callback it is given (JobSaid), and what

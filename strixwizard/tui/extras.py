@@ -13,6 +13,7 @@ from typing import Any
 
 from strixwizard.live.results import Measurement
 from strixwizard.services.deploy import Deployed, DeployPreview
+from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.site import Thresholds
 
 
@@ -38,7 +39,7 @@ def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurem
         document["decode"] = decode
     document["outcome"] = outcome or "running"
     if outcome != "done":  # a run that did not finish judged nothing: no verdict
-        document["status"], document["exit_code"] = "error", 2
+        document["status"], document["exit_code"] = "error", EXIT_NO_VERDICT
         document["error"] = (f"the run was {outcome or 'still running'} before it finished: "
                              "no verdict")
     return document

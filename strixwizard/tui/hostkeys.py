@@ -1,7 +1,7 @@
 """Read the question out of an SSH refusal: which host offered which unknown key.
 
-The SSH probe refuses an unknown host key with a message naming the key's
-type and SHA256 fingerprint (strixwizard/probe/ssh.py). The wizard shows that
+The SSH session refuses an unknown host key with a message naming the key's
+type and SHA256 fingerprint (strixwizard/node/ssh.py). The wizard shows that
 fingerprint and asks before trusting it.
 """
 

@@ -16,6 +16,7 @@ from strixwizard.live.results import Measurement
 from strixwizard.services.deploy import DeployPreview
 from strixwizard.services.discover import Discovery, SiteSource
 from strixwizard.tui.views import NodePorts
+from strixwizard.tui.wizard import RunAction, RunGroup
 
 # -- requests, from the screens ------------------------------------------------------
 
@@ -99,9 +100,9 @@ class SshTested(Message):
 
 @dataclass
 class JobSaid(Message):
-    """A fix or deploy run says what it does on a node (group: "fix" or "deploy")."""
+    """A fix or deploy run says what it does on a node."""
 
-    group: str
+    group: RunGroup
     line: str
 
 
@@ -109,8 +110,8 @@ class JobSaid(Message):
 class JobDone(Message):
     """A fix or deploy apply/rollback finished; `result` is the service's typed result."""
 
-    group: str
-    action: str  # "apply" or "rollback"
+    group: RunGroup
+    action: RunAction
     result: object
 
 

@@ -1,6 +1,7 @@
 """Turn the command line (site file, inventory, snapshots, demo) into the nodes of a run.
 
-Remote nodes are collected over SSH in parallel, one exec each; a node that
+Every node is collected through a session for its target (`node.target.target_for`);
+remote nodes over SSH in parallel, one exec each; a node that
 cannot be reached becomes an unreachable host with the reason, and the others
 still get their verdicts.
 """
@@ -17,25 +18,20 @@ from typing import TYPE_CHECKING
 
 from strixwizard.checking.engine import Node, local_node
 from strixwizard.errors import UsageError
-from strixwizard.facts import NodeFacts
 from strixwizard.model import HostReport
+from strixwizard.node.connect import connect
+from strixwizard.node.errors import NodeError
+from strixwizard.node.target import SshTarget, Target, ssh_parallel, target_for
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
-from strixwizard.site import NodeSpec, Site, load_site
+from strixwizard.site import Site, load_site
 
 if TYPE_CHECKING:
     from strixwizard.node.session import Connector
-    from strixwizard.probe.ssh import SshTarget
 
 DEMO_SITE = Path(__file__).parent / "demo" / "site.yaml"
 
-
-def ssh_parallel(site: Site | None = None) -> int:
-    """How many nodes are collected at once: `ssh: {parallel: N}` when the site says, else a
-    pool sized for the head's CPUs (`node.target.default_parallel`)."""
-    from strixwizard.node.target import default_parallel
-
-    wanted = site.ssh.parallel if site is not None else None
-    return wanted if wanted is not None else default_parallel()
+__all__ = ["DEMO_SITE", "MAX_PARALLEL_SSH", "Progress", "RunRequest", "collect_node", "demo_site",
+           "resolve_run", "resolve_site", "site_nodes", "ssh_parallel"]
 
 
 MAX_PARALLEL_SSH = 32  # the largest default pool (node.target.default_parallel)
@@ -74,83 +70,59 @@ def _load_snapshot(path: Path) -> SnapshotProbe:
         raise UsageError(str(error)) from None
 
 
-def ssh_target(site: Site, spec: NodeSpec, trust_new_hosts: bool,
-               trust_fingerprint: str | None = None) -> SshTarget:
-    """How to reach a node; `trust_fingerprint` accepts an unknown key only if it is that one."""
-    from strixwizard.probe.ssh import SshTarget
-
-    return SshTarget(
-        name=spec.name,
-        host=spec.host or spec.name,
-        user=spec.user,
-        port=spec.port,
-        key_file=str(site.resolve(spec.key)) if spec.key else None,
-        known_hosts=site.resolve(site.ssh.known_hosts),
-        trust_new_hosts=trust_new_hosts,
-        trust_fingerprint=trust_fingerprint,
-        connect_timeout=site.ssh.connect_timeout,
-        deadline=site.ssh.deadline,
-    )
+def collect_node(target: Target, connector: Connector = connect) -> Node:
+    """A node's facts through one session of `connector`, closed after. A node that cannot be
+    reached is an unreachable host with the reason; a snapshot that does not load is a usage
+    error."""
+    session = connector(target)
+    try:
+        probe = session.collect()
+    except NodeError as error:
+        return Node(HostReport(target.name, target.address, target.kind, reachable=False,
+                               error=str(error)), None)
+    except SnapshotError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        session.close()
+    return local_node(target.name, probe, target.address, target.kind)
 
 
-def _collect_remote(site: Site, specs: Sequence[NodeSpec], trust_new_hosts: bool,
-                    progress: Progress | None, fingerprints: Mapping[str, str],
-                    connector: Connector | None = None, parallel: int | None = None
-                    ) -> dict[str, Node]:
-    if not specs:
-        return {}  # and paramiko is never imported
-    from strixwizard.probe.ssh import SshError, collect_ssh
-
-    def one(spec: NodeSpec) -> Node:
-        target = ssh_target(site, spec, trust_new_hosts, fingerprints.get(spec.name))
-        address = f"{target.user}@{target.host}" + (f":{target.port}" if target.port != 22 else "")
+def _collect_remote(targets: Sequence[Target], progress: Progress | None, connector: Connector,
+                    workers: int) -> dict[str, Node]:
+    def one(target: Target) -> Node:
         if progress:
-            progress(spec.name, "start", f"collecting over SSH from {address}")
+            progress(target.name, "start", f"collecting over SSH from {target.address}")
         started = time.monotonic()
-        try:
-            probe = collect_ssh(target, connector=connector)
-        except SshError as error:
-            if progress:
-                progress(spec.name, "failed", str(error))
-            return Node(HostReport(spec.name, address, "ssh", reachable=False, error=str(error)), None)
-        if progress:
-            progress(spec.name, "done", f"collected in {time.monotonic() - started:.1f} s")
-        return Node(HostReport(spec.name, address, "ssh", reachable=True), NodeFacts(spec.name, probe))
+        node = collect_node(target, connector)
+        if progress and not node.report.reachable:
+            progress(target.name, "failed", node.report.error or "unreachable")
+        elif progress:
+            progress(target.name, "done", f"collected in {time.monotonic() - started:.1f} s")
+        return node
 
-    workers = max(1, min(parallel or ssh_parallel(site), len(specs)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip([s.name for s in specs], pool.map(one, specs), strict=True))
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets)))) as pool:
+        return dict(zip([t.name for t in targets], pool.map(one, targets), strict=True))
 
 
 def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | None = None,
                trusted_fingerprints: Mapping[str, str] | None = None,
                connector: Connector | None = None, parallel: int | None = None) -> list[Node]:
-    """The nodes of a site, remote ones collected over SSH in parallel (at most `parallel` at
-    once; see `ssh_parallel`), each through a session from `connector` (SSH by default).
+    """The nodes of a site, each collected through a session from `connector` (`connect` by
+    default) for its target (`target_for`); remote ones over SSH in parallel (at most
+    `parallel` at once; see `ssh_parallel`).
 
     `trusted_fingerprints` (node name → SHA256 fingerprint) trusts exactly the unknown host
     keys a user confirmed, and nothing else.
     """
-    remote = [s for s in site.nodes if s.snapshot is None and not s.is_local]
-    collected = _collect_remote(site, remote, trust_new_hosts, progress, trusted_fingerprints or {},
-                                connector, parallel)
-    nodes: list[Node] = []
-    for spec in site.nodes:
-        if spec.snapshot is not None:
-            path = site.resolve(spec.snapshot)
-            nodes.append(local_node(spec.name, _load_snapshot(path), str(path), "snapshot"))
-        elif spec.is_local and connector is not None:
-            from strixwizard.node.target import LocalTarget
-
-            probe = connector(LocalTarget(spec.name)).collect()
-            nodes.append(local_node(spec.name, probe, "local", "local"))
-        elif spec.is_local:
-            from strixwizard.probe.local import LocalProbe
-
-            nodes.append(local_node(spec.name, LocalProbe(spec.name), "local", "local"))
-        else:
-            nodes.append(collected[spec.name])
-    return nodes
+    fingerprints = trusted_fingerprints or {}
+    targets = [target_for(site, spec, trust_new_hosts=trust_new_hosts,
+                          trust_fingerprint=fingerprints.get(spec.name)) for spec in site.nodes]
+    connector = connector or connect
+    remote = [t for t in targets if isinstance(t, SshTarget)]
+    collected = _collect_remote(remote, progress, connector, parallel or ssh_parallel(site)) \
+        if remote else {}
+    return [collected[t.name] if isinstance(t, SshTarget) else collect_node(t, connector)
+            for t in targets]
 
 
 def resolve_site(request: RunRequest) -> Site | None:
@@ -189,8 +161,7 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     if request.allow_soft_rdma:
         site = replace(site, allow_soft_rdma=True)
     if not nodes:
-        from strixwizard.probe.local import LocalProbe
+        from strixwizard.node.target import LocalTarget
 
-        host = socket.gethostname()
-        nodes.append(local_node(host, LocalProbe(host), "local", "local"))
+        nodes.append(collect_node(LocalTarget(socket.gethostname())))
     return site, nodes
