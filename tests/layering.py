@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("checking", ("strixwizard.checking",)),
     ("measure", ("strixwizard.live", "strixwizard.decode", "strixwizard.demo", "strixwizard.charts",
                  "strixwizard.svg")),
-    ("nodes", ("strixwizard.targets", "strixwizard.topology")),
+    ("topology", ("strixwizard.topology",)),
     ("seam", ("strixwizard.node", "strixwizard.facts")),
     ("probe", ("strixwizard.probe",)),
     ("site", ("strixwizard.site", "strixwizard.inventory")),

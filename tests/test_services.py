@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from strixwizard.run_nodes import RunRequest
 from strixwizard.services import deploy, fix, test
 from strixwizard.services.common import NotConfirmed, Question
 from strixwizard.services.discover import Discovery, discover
+from strixwizard.services.nodes import RunRequest
 from strixwizard.services.output import emit, envelope, exit_code
 from tests.test_tui_imports import _imports
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ENGINE_ASSEMBLY = {
     "strixwizard.fixing.site_apply", "strixwizard.fixing.engine", "strixwizard.deploy.engine",
     "strixwizard.fixing.planning.plan_site", "strixwizard.live.runner.run_tests",
-    "strixwizard.live.plan", "strixwizard.checking.engine.run_doctor", "strixwizard.run_nodes.resolve_run",
+    "strixwizard.live.plan", "strixwizard.checking.engine.run_doctor",
     "strixwizard.live.hosts",
 }
 FRONT_ENDS = ["strixwizard/cli/main.py", "strixwizard/cli/fix.py", "strixwizard/cli/deploy.py",

@@ -204,9 +204,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     import sys
 
     from strixwizard.cli.options import step_printer
-    from strixwizard.run_nodes import RunRequest
     from strixwizard.services import deploy
     from strixwizard.services.discover import read_nodes
+    from strixwizard.services.nodes import RunRequest
 
     on_step = step_printer(not args.json and sys.stderr.isatty())
     if args.rollback:

@@ -57,7 +57,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     on_step = step_printer(not args.json and sys.stderr.isatty())
     if args.rollback:
         return _rollback(args, on_step)
-    from strixwizard.run_nodes import RunRequest
+    from strixwizard.services.nodes import RunRequest
 
     request = RunRequest(site_file=args.site, inventory=args.inventory, demo=args.demo,
                          trust_new_hosts=args.trust_new_hosts)
@@ -70,7 +70,7 @@ def _held_for_apply(args: argparse.Namespace, request: Any) -> Iterator[None]:
     """`fix --apply` on real nodes holds the site's lock from before the nodes are read, so a
     second run is refused at once, before it reads or asks anything (the engine holds it
     again, re-entrantly, around the steps). Dry runs on snapshots take no lock."""
-    from strixwizard.run_nodes import resolve_site
+    from strixwizard.services.nodes import resolve_site
 
     site = resolve_site(request) if args.apply and not args.emit else None
     real = site is not None and any(spec.snapshot is None for spec in site.nodes)

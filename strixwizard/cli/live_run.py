@@ -68,8 +68,8 @@ def _pair(args: argparse.Namespace, names: list[str]) -> tuple[str, str]:
 
 def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, cancel: Cancel
           ) -> tuple[Site, Iterator[Measurement], list[str]]:
-    from strixwizard.run_nodes import RunRequest
     from strixwizard.services.discover import read_nodes
+    from strixwizard.services.nodes import RunRequest
 
     if args.site is None:
         raise UsageError("say which site to test: --site FILE (or --demo)")
@@ -92,12 +92,12 @@ def _decode(args: argparse.Namespace, cancel: Cancel) -> tuple[DecodeRun, Site, 
 
     run = decode_run(args)
     if args.demo:
-        from strixwizard.run_nodes import demo_site
+        from strixwizard.services.nodes import demo_site
 
         site, nodes = demo_site(), []
     else:
-        from strixwizard.run_nodes import RunRequest
         from strixwizard.services.discover import read_nodes
+        from strixwizard.services.nodes import RunRequest
 
         if args.site is None:
             raise UsageError("say which site to test: --site FILE (or --demo)")
@@ -122,7 +122,7 @@ def run_command(args: argparse.Namespace) -> int:
             if getattr(args, "transport", "all") == "tcp":  # TCP alone, judged: no RDMA asked for
                 stream = (m for m in stream if m.transport != "rdma")
         elif args.demo:
-            from strixwizard.run_nodes import demo_site
+            from strixwizard.services.nodes import demo_site
 
             site = demo_site()
             settings = _settings(args, site)

@@ -180,8 +180,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return _list_checks(args.json)
     from checks import ALL
     from strixwizard.checking.engine import select_checks
-    from strixwizard.run_nodes import RunRequest
     from strixwizard.services.discover import discover
+    from strixwizard.services.nodes import RunRequest
 
     selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
     if args.prometheus is not None:
@@ -236,14 +236,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     if args.site is None and args.inventory is None:
-        from strixwizard.probe.capture import capture_local
+        from strixwizard.services.capture import capture_local
 
         written = capture_local(args.out, args.tar)
         print(f"snapshot written to {written}")
         print(f"replay it with: strixwizard doctor --snapshot {written}")
         return EXIT_OK
-    from strixwizard.probe.capture import capture_site
-    from strixwizard.run_nodes import RunRequest, resolve_site
+    from strixwizard.services.capture import capture_site
+    from strixwizard.services.nodes import RunRequest, resolve_site
 
     if args.tar:
         raise UsageError("--tar writes this machine's snapshot as one archive; with --site every "

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strixwizard.checking.engine import Node, Report, run_doctor
-from strixwizard.run_nodes import RunRequest, demo_site, resolve_run, site_nodes
 from strixwizard.services.common import OnNode, node_progress
+from strixwizard.services.nodes import RunRequest, demo_site, resolve_run, site_nodes
 from strixwizard.site import Site, load_site
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from strixwizard.site import Site, load_site
 if TYPE_CHECKING:
     from strixwizard.node.session import Connector
 
-DEMO_SITE = Path(__file__).parent / "demo" / "site.yaml"
+DEMO_SITE = Path(__file__).resolve().parent.parent / "demo" / "site.yaml"
 
 __all__ = ["DEMO_SITE", "MAX_PARALLEL_SSH", "Progress", "RunRequest", "collect_node", "demo_site",
            "resolve_run", "resolve_site", "site_nodes", "ssh_parallel"]
@@ -148,7 +148,7 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     """The site and its nodes; with nothing given, this machine is the one node."""
     site = resolve_site(request)
     nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector) if site else []
-    from strixwizard.probe.capture import replayed_site
+    from strixwizard.services.capture import replayed_site
 
     taken = {n.report.name for n in nodes}
     loaded = [(path, _load_snapshot(path)) for path in request.snapshots]
