@@ -36,7 +36,7 @@ from strixwizard.live.tcp import (
     sockperf_reference,
 )
 from strixwizard.node import connect, target_for
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.lab import Lab, require_lab_tools, sweep_stale_labs
 
 

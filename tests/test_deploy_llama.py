@@ -26,7 +26,7 @@ from strixwizard.deploy.llama import (
 from strixwizard.deploy.plan import DeploySettings
 from strixwizard.deploy.smoke import FAIL, PASS
 from strixwizard.fixing.model import Kind
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.conftest import run_cli
 
 LOGS = Path(__file__).parent / "data" / "deploy" / "llama"

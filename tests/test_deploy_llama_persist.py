@@ -15,7 +15,7 @@ from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.llama import LlamaPlan, LlamaSettings
 from strixwizard.deploy.llama_persist import unit_text
 from strixwizard.deploy.plan import DeploySettings
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.conftest import run_cli
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.conftest import run_cli
 from tests.scenarios import capture, thunderbolt_only_pair
 

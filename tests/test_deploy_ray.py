@@ -22,7 +22,7 @@ from strixwizard.deploy.ray import (
     judge_cluster,
     start_argv,
 )
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 
 
 @pytest.fixture(scope="module")

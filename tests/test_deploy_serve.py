@@ -25,7 +25,7 @@ from strixwizard.deploy.serve import (
     probe_argv,
     vllm_argv,
 )
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.conftest import run_cli
 
 DATA = Path(__file__).parent / "data" / "deploy"

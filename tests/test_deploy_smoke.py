@@ -17,7 +17,7 @@ from strixwizard.deploy.smoke import (
     judge_rccl,
     parse_ray_status,
 )
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 
 DATA = Path(__file__).parent / "data"
 

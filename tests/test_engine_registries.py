@@ -30,7 +30,7 @@ def test_the_engines_import_no_registry() -> None:
 def test_a_registry_of_ones_own_plans_only_its_fixes(tmp_path: Path) -> None:
     import fixes
     from strixwizard.fixing.planning import plan_site
-    from strixwizard.run_nodes import RunRequest, resolve_run
+    from strixwizard.services.nodes import RunRequest, resolve_run
 
     site, nodes = resolve_run(RunRequest(demo=True))
     facts = [n.facts for n in nodes if n.facts is not None]

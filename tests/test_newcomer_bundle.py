@@ -9,8 +9,8 @@ import pytest
 
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.errors import UsageError
-from strixwizard.probe.capture import replayed_site, with_site_meta
 from strixwizard.probe.snapshot import SnapshotProbe
+from strixwizard.services.capture import replayed_site, with_site_meta
 from tests.conftest import run_cli
 
 

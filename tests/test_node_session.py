@@ -228,7 +228,7 @@ def _two_node_site(tmp_path: Path) -> Path:
 
 
 def test_site_nodes_collect_through_an_injected_connector(tmp_path: Path) -> None:
-    from strixwizard.run_nodes import site_nodes
+    from strixwizard.services.nodes import site_nodes
     from strixwizard.site import load_site
 
     site = load_site(_two_node_site(tmp_path))
@@ -244,7 +244,7 @@ def test_site_nodes_collect_through_an_injected_connector(tmp_path: Path) -> Non
 
 def test_every_kind_of_node_goes_through_the_injected_connector(tmp_path: Path) -> None:
     """Local nodes too: the wizard injects one connector and nothing reaches a real node."""
-    from strixwizard.run_nodes import site_nodes
+    from strixwizard.services.nodes import site_nodes
     from strixwizard.services.test import site_hosts
     from strixwizard.site import load_site
 
@@ -275,7 +275,7 @@ def test_collection_runs_at_most_parallel_nodes_at_once(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from strixwizard.node.target import default_parallel
-    from strixwizard.run_nodes import site_nodes, ssh_parallel
+    from strixwizard.services.nodes import site_nodes, ssh_parallel
     from strixwizard.site import load_site
 
     path = tmp_path / "site.yaml"

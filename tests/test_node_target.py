@@ -17,7 +17,7 @@ from strixwizard.node import LocalTarget, SnapshotTarget, SshTarget, connect, ta
 from strixwizard.node.local import LocalSession
 from strixwizard.node.replay import ReplayConnector, SnapshotSession
 from strixwizard.node.target import target_from_json
-from strixwizard.run_nodes import site_nodes
+from strixwizard.services.nodes import site_nodes
 from strixwizard.site import Site, load_site
 
 DEMO = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"

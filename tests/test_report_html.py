@@ -25,8 +25,8 @@ from strixwizard.live.report import TestReport as RunReport
 from strixwizard.live.report import matrix_json
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
-from strixwizard.run_nodes import RunRequest
 from strixwizard.services.discover import discover
+from strixwizard.services.nodes import RunRequest
 from strixwizard.site import Thresholds
 from strixwizard.tui.export import save_report, to_html
 

@@ -11,7 +11,7 @@ import pytest
 from strixwizard.live.history import History
 from strixwizard.node import NodeError, SshTarget
 from strixwizard.node.ssh import open_client
-from strixwizard.probe.capture import capture_local
+from strixwizard.services.capture import capture_local
 
 
 def mode(path: Path) -> int:

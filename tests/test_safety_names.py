@@ -10,7 +10,7 @@ import pytest
 
 from strixwizard.fixing.journal import JournalStore
 from strixwizard.inventory import parse_inventory
-from strixwizard.probe.capture import capture_site
+from strixwizard.services.capture import capture_site
 from strixwizard.site import NodeSpec, Site, SiteError, parse_site
 from tests.conftest import run_cli
 

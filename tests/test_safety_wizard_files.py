@@ -14,7 +14,7 @@ import pytest
 from checks import ALL
 from fixes import BY_ID
 from strixwizard.checking.engine import Report, run_doctor
-from strixwizard.run_nodes import RunRequest, resolve_run
+from strixwizard.services.nodes import RunRequest, resolve_run
 from strixwizard.tui.export import FORMATS, save_report
 from strixwizard.tui.saved import WizardState, load_state, output_dir, save_state, state_path
 

@@ -99,7 +99,7 @@ def test_doctor_on_a_bad_site_file_exits_2_with_file_and_line(cli, tmp_path: Pat
 
 
 def test_ssh_parallel_is_a_field_the_collection_uses() -> None:
-    from strixwizard.run_nodes import ssh_parallel
+    from strixwizard.services.nodes import ssh_parallel
 
     site = parse_site("site: x\nnodes:\n  - name: a\n    host: h\nssh:\n  parallel: 4\n", "s.yaml")
     assert site.ssh.parallel == 4 and ssh_parallel(site) == 4

@@ -289,7 +289,7 @@ def test_progress_goes_to_stderr_on_a_terminal_only(lab3: Lab, tmp_path: Path) -
 
 def test_a_confirmed_fingerprint_trusts_that_key_only(lab3: Lab, tmp_path: Path) -> None:
     """The wizard pins the key the user saw: a different key is refused even when trusting."""
-    from strixwizard.run_nodes import site_nodes
+    from strixwizard.services.nodes import site_nodes
     from strixwizard.site import load_site
 
     host = lab3.hosts[0]
