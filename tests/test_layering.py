@@ -1,0 +1,155 @@
+"""The architecture as tests: layers, loops and purity, read from the source (tests/layering.py).
+
+Each rule is also run once on a small tree with a deliberate violation, so a rule that
+stopped seeing anything would fail here rather than pass forever.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests import layering
+from tests.layering import ROOT, Edge, cycles, edges, front_imports_from_engines, module_files, up_imports
+
+#: The imports that run back up the layers, each with why it stays. At most four.
+ALLOWED_UP = {
+    # `strixwizard` with no command opens the wizard: the one front door that starts the other.
+    ("strixwizard.cli.main", "strixwizard.tui.app"),
+}
+
+#: What the pure modules (they observe or plan: checks/, fixes/, strixwizard/facts/) may import
+#: from the standard library: nothing that reads, writes, starts or connects.
+PURE_STDLIB = {
+    "__future__", "abc", "bisect", "collections", "collections.abc", "copy", "dataclasses",
+    "datetime", "decimal", "enum", "fnmatch", "fractions", "functools", "heapq", "ipaddress",
+    "itertools", "json", "math", "operator", "posixpath", "re", "shlex", "statistics", "string",
+    "textwrap", "types", "typing", "unicodedata",
+}
+#: ... and from the project: types and data, never a session, a probe implementation or the
+#: programs that change a node. `site`, `known_bad` and `checking.declare` read the tool's own
+#: files (the site file's types, the shipped known-bad list, the check catalog) — never a node.
+PURE_PROJECT = {
+    "strixwizard.checking.declare", "strixwizard.errors", "strixwizard.fixing.context",
+    "strixwizard.fixing.model", "strixwizard.fixing.readers", "strixwizard.known_bad",
+    "strixwizard.model", "strixwizard.node.command", "strixwizard.probe", "strixwizard.site",
+    "strixwizard.topology", "strixwizard.vendors", "strixwizard",
+}
+PURE_PREFIXES = ("checks", "fixes", "strixwizard.facts", "strixwizard.vendors")
+#: Builtins that reach files, code or modules by name.
+FORBIDDEN_NAMES = {"open", "exec", "eval", "compile", "__import__", "input", "print", "globals",
+                   "vars", "breakpoint", "__builtins__", "__loader__", "__spec__"}
+
+
+def _is_pure(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in PURE_PREFIXES)
+
+
+def test_no_import_loop_in_the_product() -> None:
+    assert cycles() == [], "modules that import each other (deferred imports included)"
+
+
+def test_only_the_allowed_imports_run_back_up_the_layers() -> None:
+    found = {(e.source, e.target) for e in up_imports()}
+    assert len(ALLOWED_UP) <= 4
+    assert found <= ALLOWED_UP, "\n".join(str(e) for e in up_imports()
+                                          if (e.source, e.target) not in ALLOWED_UP)
+
+
+def test_engines_never_import_the_front_ends() -> None:
+    assert front_imports_from_engines() == []
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in module_files() if layering.layer_name(m) == "unplaced"] == []
+
+
+def _stdlib_imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.lineno, node.module))
+    return [(line, name) for line, name in found if not name.startswith(("strixwizard", "checks", "fixes"))]
+
+
+def purity_violations(root: Path = ROOT) -> list[str]:
+    """Everything a pure module reaches that could do I/O: a standard-library module outside
+    the allow-list (importlib and os included), a project module outside the allow-list (a
+    session, a probe implementation, the fix ops), or a builtin that opens or evaluates."""
+    modules = module_files(root)
+    problems = []
+    for module, path in modules.items():
+        if not _is_pure(module):
+            continue
+        problems += [f"{module}:{line} imports {name}" for line, name in _stdlib_imports(path)
+                     if name not in PURE_STDLIB]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+                problems.append(f"{module}:{node.lineno} uses {node.id}")
+    graph: dict[str, set[str]] = {}
+    for edge in edges(root):
+        graph.setdefault(edge.source, set()).add(edge.target)
+    for module in [m for m in modules if _is_pure(m)]:
+        for target in sorted(graph.get(module, ())):
+            if not _is_pure(target) and target not in PURE_PROJECT:
+                problems.append(f"{module} imports {target}")
+    return problems
+
+
+def test_checks_facts_and_plans_reach_no_io() -> None:
+    assert purity_violations() == []
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    for package in ("strixwizard", "checks", "fixes"):
+        (tmp_path / package).mkdir(exist_ok=True)
+        (tmp_path / package / "__init__.py").touch()
+    return tmp_path
+
+
+@pytest.fixture
+def violating_tree(tmp_path: Path) -> Path:
+    return _tree(tmp_path, {
+        "strixwizard/cli/__init__.py": "",
+        "strixwizard/cli/fix.py": "",
+        "strixwizard/fixing/__init__.py": "",
+        # an engine reaching a front end, inside a function
+        "strixwizard/fixing/engine.py": "def f():\n    from strixwizard.cli import fix\n",
+        # a loop closed only when a function runs
+        "strixwizard/node/__init__.py": "",
+        "strixwizard/node/a.py": "from strixwizard.node import b\n",
+        "strixwizard/node/b.py": "def g():\n    import strixwizard.node.a\n",
+        # a check that loads subprocess by name, and one that calls the fix ops
+        "checks/sneaky.py": "import importlib\nrun = importlib.import_module('subprocess').run\n",
+        "checks/direct.py": "from strixwizard.onnode import ops\n",
+        "strixwizard/onnode/__init__.py": "",
+        "strixwizard/onnode/ops.py": "",
+        # and a builtin that opens a file
+        "strixwizard/facts/__init__.py": "",
+        "strixwizard/facts/bad.py": "def read():\n    return open('/proc/cpuinfo').read()\n",
+    })
+
+
+def test_the_rules_see_a_deliberate_violation(violating_tree: Path) -> None:
+    up = up_imports(violating_tree)
+    assert Edge("strixwizard.fixing.engine", "strixwizard.cli.fix", 2, True) in up
+    assert front_imports_from_engines(violating_tree)
+    assert cycles(violating_tree) == [["strixwizard.node.a", "strixwizard.node.b"]]
+    problems = purity_violations(violating_tree)
+    assert "checks.sneaky:1 imports importlib" in problems
+    assert "checks.direct imports strixwizard.onnode.ops" in problems
+    assert "strixwizard.facts.bad:2 uses open" in problems
+
+
+def test_the_layers_named_in_the_design_are_the_ones_tested() -> None:
+    design = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "python scripts/layers.py" in design
