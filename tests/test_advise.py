@@ -14,7 +14,6 @@ from strixwizard.cli.main import main
 from strixwizard.decode.advise import (
     LAYER,
     SINGLE,
-    TENSOR,
     Inputs,
     advice_document,
     explicit_shape,
