@@ -174,3 +174,23 @@ def test_control_characters_in_a_model_name_are_not_printed(tmp_path: Path,
                  "--name", "evil\x1b[2Jname"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "evil?[2Jname" in out
+
+
+def test_test_decode_shows_the_same_advice_from_measured_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    """`test decode --demo`: RCCL over RDMA replayed from a recording, TCP measured on this
+    machine's loopback; the advice beside the TP table comes from those figures."""
+    decode_schema = json.loads((ROOT / "strixwizard" / "schema" / "decode.schema.json")
+                               .read_text(encoding="utf-8"))
+    assert main(["test", "decode", "--demo", "--model", "Qwen3-235B-A22B", "--seconds", "0.2",
+                 "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    jsonschema.validate(document, decode_schema)
+    advice = document["decode"]["advice"]
+    assert {link["name"] for link in advice["links"]} == {"rdma", "tcp"}
+    rdma = next(link for link in advice["links"] if link["name"] == "rdma")
+    assert rdma["transport"] == "rdma" and rdma["allreduce_us"] > rdma["rtt_us"] > 0
+    rec = advice["recommendation"]
+    assert rec["split"] == LAYER and rec["nodes"] == 4  # 438 GiB of bf16 weights: not 1 or 2 nodes
+    assert main(["test", "decode", "--demo", "--model", "Qwen3-235B-A22B", "--seconds", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "advice: fastest is layer on 4 node(s)" in out and "advice: does RDMA help?" in out

@@ -409,3 +409,64 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
             "sources": [RPC_SOURCE, TENSOR_SYNC_SOURCE, TENSOR_SOURCE, MOE_SOURCE, VLLM_SOURCE]},
         "notes": [*inputs.notes, *load_notes],
     }
+
+
+#: RCCL's cost over a round trip of the same transport (wkljohn: a 286 µs all-reduce on a
+#: 130 µs TCP link, 100 µs on a 22 µs RDMA link), to turn an RCCL floor back into an RTT.
+RCCL_OVER_RTT_US = {TCP: 156.0, RDMA: 78.0}
+#: No bandwidth is measured by `test decode`; the activations a layer split sends (tens of KB
+#: per token) make it matter little, so a stand-in is used and said.
+MEASURED_LINK_GBPS = 10.0
+
+
+def links_from_points(points: Sequence[Any]) -> list[Link]:
+    """Links from measured all-reduce times (`decode.collectives.CollectivePoint`s, the figures
+    of `test decode` or of a Test step): the all-reduce at the model's batch-1 size is what TP
+    pays, and the RTT is the smallest size's time (2 x one-way for a ping-pong estimate; for
+    RCCL its floor less RCCL's own overhead)."""
+    from strixwizard.decode.collectives import RCCL_TOOL, curves
+
+    out = []
+    for curve in curves(list(points)):
+        if not curve.points:
+            continue
+        transport = RDMA if curve.transport == RDMA else TCP
+        floor = curve.points[0].allreduce_us
+        rccl = curve.fixed_floor or curve.points[0].tool == RCCL_TOOL
+        rtt = max(floor - RCCL_OVER_RTT_US[transport], 1.0) if rccl else floor
+        out.append(Link(curve.transport, f"{curve.transport} as measured ({curve.source})", transport,
+                        round(rtt, 2), MEASURED_LINK_GBPS, round(floor, 2), False,
+                        (f"{curve.source}: {curve.points[0].tool}; RTT from the smallest size "
+                         f"({'RCCL floor less its overhead' if rccl else '2 x one-way'}); bandwidth "
+                         f"{MEASURED_LINK_GBPS:g} Gb/s stand-in (not measured by this run)",),
+                        medium="measured"))
+    return out
+
+
+def fabric_advice(shape: ModelShape, points: Sequence[Any], nodes: int, bandwidth_gbps: float
+                  ) -> dict[str, Any] | None:
+    """The advice of `strixwizard advise` from measured figures: what `test decode` and the
+    wizard's Test step show beside their TP table (None: nothing measured)."""
+    links = links_from_points(points)
+    if not links:
+        return None
+    inputs = Inputs(shape, bandwidth_gbps)
+    predictions = predict_all(inputs, sorted({1, 2, max(2, nodes)}), links)
+    return {"links": [link.to_json() for link in links],
+            "predictions": [p.to_json() for p in predictions],
+            "recommendation": recommend(shape, predictions, links)}
+
+
+def advice_lines(advice: dict[str, Any]) -> list[str]:
+    """Three lines: the fastest way, does RDMA help, layer or tensor."""
+    rec = advice["recommendation"]
+    if rec["split"] is None:
+        lines = [f"advice: nothing fits: {rec['reason']}"]
+    else:
+        where = f" over {rec['interconnect']}" if rec["interconnect"] else ""
+        lines = [f"advice: fastest is {rec['split']} on {rec['nodes']} node(s){where}, "
+                 f"{rec['tok_s']:.2f} tok/s: {rec['reason']}"]
+    lines.append(f"advice: does RDMA help? {rec['rdma_reason']}")
+    if rec.get("layer_vs_tensor"):
+        lines.append(f"advice: {rec['layer_vs_tensor']} (llama.cpp; `strixwizard advise` for every way)")
+    return lines

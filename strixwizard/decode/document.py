@@ -59,6 +59,9 @@ class DecodeRun:
         return self.document_of(points_of(results))
 
     def document_of(self, points: Sequence[CollectivePoint]) -> dict[str, Any]:
+        from strixwizard.decode.advise import fabric_advice
+
+        nodes = max(self.tps, default=2)
         return {
             "model": model_json(self.shape),
             "batches": self.batches,
@@ -70,4 +73,5 @@ class DecodeRun:
             "predictions": [p.to_json() for p in self.predictions(points)],
             "assumptions": list(ASSUMPTIONS),
             "notes": list(self.notes),
+            "advice": fabric_advice(self.shape, points, nodes, self.bandwidth_gbps),
         }
