@@ -53,6 +53,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     advise.add_argument("--measured-tok-s", type=float, metavar="TOK_S",
                         help="your measured single-node decode speed of this model (llama-bench tg): "
                         "used as the compute term instead of the bandwidth estimate")
+    advise.add_argument("--rpc-round-trips", type=int, metavar="N",
+                        help="llama.cpp RPC round trips per token and remote node (default 38, fitted "
+                        "to the published builds; 1 measured on a current llama.cpp)")
     advise.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return advise
 
@@ -106,7 +109,7 @@ def _links(args: argparse.Namespace) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from strixwizard.decode.advise import Inputs, advice_document, named_links
+    from strixwizard.decode.advise import RPC_ROUND_TRIPS, Inputs, advice_document, named_links
     from strixwizard.decode.bandwidth import mem_bandwidth
     from strixwizard.errors import UsageError
     from strixwizard.services.output import emit, envelope
@@ -126,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
     shape = _shape(args)
     links = _links(args)
     bandwidth, _source = mem_bandwidth(args.mem_bandwidth)
-    inputs = Inputs(shape, bandwidth, args.measured_tok_s)
+    trips = RPC_ROUND_TRIPS if args.rpc_round_trips is None else args.rpc_round_trips
+    if not 0 <= trips <= 10000:
+        raise UsageError("--rpc-round-trips: give 0 to 10000")
+    inputs = Inputs(shape, bandwidth, args.measured_tok_s, rpc_round_trips=trips)
     body = advice_document(inputs, counts, links)
     if args.json:
         emit(envelope(None, command="advise", **body))

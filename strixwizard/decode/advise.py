@@ -46,6 +46,13 @@ NO_MMAP_BYTES = 100 * 2**30
 #: on llama.cpp#20590 (RDMA saves 2.0 ms per token over 25 GbE; the model says 2.2 ms).
 RPC_ROUND_TRIPS = 38
 RPC_FIXED_MS = 3.07
+#: What the llama.cpp of llama-cpp-python 0.3.36 does, measured here with the real
+#: ggml-rpc-server and llama-server through a counting proxy (benchmarks/rpc_roundtrips.py):
+#: one blocking round trip per token and remote node (GET_TENSOR of its output; SET_TENSOR and
+#: GRAPH_RECOMPUTE are one-way on its asynchronous dispatcher), whatever the layer count.
+#: Older builds waited far more often: 558 round trips per token at b7991 (mostly
+#: GET_ALLOC_SIZE, https://github.com/michaelneale/decentralized-inference), 38 fitted above.
+RPC_ROUND_TRIPS_MEASURED = 1
 RPC_SOURCE = ("fitted to wkljohn's -sm layer TCP/RDMA pair (https://github.com/wkljohn/"
               "llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/RESULTS.md); checked on "
               "https://github.com/ggml-org/llama.cpp/pull/20590")
@@ -183,6 +190,7 @@ class Inputs:
     bandwidth_gbps: float
     measured_tok_s: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    rpc_round_trips: int = RPC_ROUND_TRIPS
 
     @property
     def efficiency(self) -> float:
@@ -217,21 +225,25 @@ def predict_single(inputs: Inputs) -> Advice:
                   (*ASSUMPTIONS_COMMON, inputs.compute_assumption()))
 
 
-def rpc_ms_per_node(shape: ModelShape, link: Link) -> float:
+def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = RPC_ROUND_TRIPS) -> float:
     """llama.cpp RPC's network cost per token for one remote node of a layer split."""
     wire = 2 * shape.hidden * ACTIVATION_BYTES * 8 / (link.gbps * 1e9) * 1e3
-    return RPC_FIXED_MS + RPC_ROUND_TRIPS * link.rtt_us / 1e3 + wire
+    return RPC_FIXED_MS + round_trips * link.rtt_us / 1e3 + wire
 
 
 def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
     t_comp = inputs.single_ms()
-    t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link)
+    trips = inputs.rpc_round_trips
+    t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link, trips)
+    which = (f"{trips} round trips (fitted to the published builds; a current llama.cpp waits "
+             f"{RPC_ROUND_TRIPS_MEASURED}, measured: --rpc-round-trips {RPC_ROUND_TRIPS_MEASURED})"
+             if trips == RPC_ROUND_TRIPS else f"{trips} round trips (--rpc-round-trips)")
     return Advice(LAYER, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
                   fits(inputs.shape, nodes), t_comm, t_comp,
                   (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
                    "pipeline: weights read one node at a time, so t_comp is one node's",
-                   f"per remote node and token: {RPC_FIXED_MS:g} ms fixed + {RPC_ROUND_TRIPS} round trips "
-                   f"x {link.rtt_us:g} µs + activations at {link.gbps:g} Gb/s ({RPC_SOURCE})"))
+                   f"per remote node and token: {RPC_FIXED_MS:g} ms fixed + {which} x {link.rtt_us:g} µs "
+                   f"+ activations at {link.gbps:g} Gb/s ({RPC_SOURCE})"))
 
 
 def predict_tensor(inputs: Inputs, nodes: int, link: Link) -> Advice:
@@ -284,8 +296,8 @@ def _best(predictions: Iterable[Advice]) -> Advice | None:
     return max(predictions, key=lambda p: p.tok_s, default=None)
 
 
-def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: str, nodes: int
-                 ) -> tuple[bool | None, str]:
+def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: str, nodes: int,
+                 trips: int = RPC_ROUND_TRIPS) -> tuple[bool | None, str]:
     """Does RDMA help `split` on `nodes`: the best RDMA link against the best TCP link over the
     same medium (cable or NIC class), else against the best TCP link of all."""
     same = [p for p in predictions if p.split == split and p.nodes == nodes]
@@ -308,14 +320,16 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
         if gain < 0:
             why += ", and the RDMA transport busy-polls, taking CPU from dispatch"
     elif split == LAYER:
-        why = (f"{RPC_ROUND_TRIPS} RPC round trips per token: RDMA saves {saved:.1f} ms of {total:.0f} ms")
+        why = (f"{trips} RPC round trip{'' if trips == 1 else 's'} per token: RDMA saves {saved:.1f} ms "
+               f"of {total:.0f} ms")
     else:
         why = f"RDMA saves {saved:.1f} ms of {total:.0f} ms per token"
     helps = gain > 0.01
     return helps, f"{'yes' if helps else 'no'}: {head}; {why}"
 
 
-def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link]) -> dict[str, Any]:
+def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link],
+              trips: int = RPC_ROUND_TRIPS) -> dict[str, Any]:
     """The fastest way that fits, why, and whether RDMA helps it."""
     fitting = [p for p in predictions if p.fits]
     best = _best(fitting)
@@ -330,7 +344,7 @@ def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[
         reason = "the model fits one node: no network on the token path, so one node is fastest"
         multi = _best(p for p in fitting if p.nodes > 1 and p.split == LAYER)
         if multi is not None:
-            helps, line = _rdma_answer(predictions, links, LAYER, multi.nodes)
+            helps, line = _rdma_answer(predictions, links, LAYER, multi.nodes, trips)
             rdma_reason = f"not for this model (one node is faster); for a layer split, {line}"
             helps = False
         else:
@@ -342,7 +356,7 @@ def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[
                VLLM: "vLLM's TP split wins here"}[best.split]
         reason = (f"{shape.weight_bytes_total / 2**30:.0f} GiB does not fit one node; " if
                   (single is not None and not single.fits) else "") + why
-        helps, rdma_reason = _rdma_answer(predictions, links, best.split, best.nodes)
+        helps, rdma_reason = _rdma_answer(predictions, links, best.split, best.nodes, trips)
     tensor = _best(p for p in fitting if p.split == TENSOR)
     layer = _best(p for p in fitting if p.split == LAYER)
     versus = (f"layer split {layer.tok_s:.2f} vs tensor split {tensor.tok_s:.2f} tok/s at best"
@@ -400,9 +414,10 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
         "nodes": sorted(set(node_counts)),
         "interconnects": [link.to_json() for link in links],
         "predictions": [p.to_json() for p in predictions],
-        "recommendation": recommend(shape, predictions, links),
+        "recommendation": recommend(shape, predictions, links, inputs.rpc_round_trips),
         "constants": {
-            "rpc_round_trips": RPC_ROUND_TRIPS, "rpc_fixed_ms": RPC_FIXED_MS,
+            "rpc_round_trips": inputs.rpc_round_trips, "rpc_fixed_ms": RPC_FIXED_MS,
+            "rpc_round_trips_measured": RPC_ROUND_TRIPS_MEASURED,
             "tensor_syncs_per_layer": TENSOR_SYNCS_PER_LAYER, "tensor_dispatch_ms": TENSOR_DISPATCH_MS,
             "busy_poll_steal": BUSY_POLL_STEAL, "moe_efficiency": MOE_EFFICIENCY,
             "vllm_efficiency": VLLM_EFFICIENCY,
