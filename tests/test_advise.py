@@ -194,3 +194,35 @@ def test_test_decode_shows_the_same_advice_from_measured_figures(capsys: pytest.
     assert main(["test", "decode", "--demo", "--model", "Qwen3-235B-A22B", "--seconds", "0.2"]) == 0
     out = capsys.readouterr().out
     assert "advice: fastest is layer on 4 node(s)" in out and "advice: does RDMA help?" in out
+
+
+def test_links_from_the_sites_own_test_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--history`: the latest figures `strixwizard test` stored (through the real history
+    API), turned into all-reduce estimates as the wizard's Test step does."""
+    from strixwizard.live.history import record_run
+    from strixwizard.live.results import LatencyStats, Measurement
+    from strixwizard.model import Status
+
+    def latency(transport: str, tool: str, median: float) -> Measurement:
+        stats = LatencyStats(median * 0.9, median, median * 1.05, median * 1.3, median * 2, median * 4)
+        return Measurement("latency", transport, tool, ("node-a", "node-b"), Status.PASS, "",
+                           figure=median, unit="µs", latency=stats)
+
+    path = tmp_path / "history.sqlite"
+    record_run("lab", "test latency", "2026-03-01T10:00:00+00:00",
+               [latency("rdma", "ib_write_lat", 5.0), latency("tcp", "strixwizard tcp ping-pong", 30.0),
+                Measurement("bandwidth", "rdma", "ib_write_bw", ("node-a", "node-b"), Status.PASS, "",
+                            figure=50.0, unit="Gb/s", bandwidth_gbps=50.0)], path)
+    code, doc = _advise(capsys, "--history", str(path), "--layers", "92", "--hidden", "5120",
+                        "--weight-gib", "189.69", "--active-fraction", "0.09")
+    assert code == 0
+    jsonschema.validate(doc, SCHEMA)
+    links = {link["name"]: link for link in doc["interconnects"]}
+    assert set(links) == {"rdma", "tcp"}
+    assert links["rdma"]["transport"] == "rdma" and 10.0 < links["rdma"]["rtt_us"] < 12.0
+    assert links["tcp"]["rtt_us"] == pytest.approx(60.0)  # 2 x the 30 µs one-way median
+    assert any("test history" in note for note in doc["notes"])
+    rec = doc["recommendation"]
+    assert rec["split"] == LAYER and rec["interconnect"] == "rdma" and rec["rdma_helps"] is True
+    assert main(["advise", "--history", str(tmp_path / "none.sqlite"), "--model", "Llama-3.1-8B"]) == 2
+    assert "no test history there" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 MAX_NODES = 64
@@ -47,6 +48,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                         help="your own link: 2-rank RCCL all-reduce in µs (default: estimated)")
     fabric.add_argument("--busy-poll", action="store_true",
                         help="your own link's transport spins a CPU core while it waits")
+    fabric.add_argument("--history", nargs="?", const="", default=None, metavar="FILE",
+                        help="your own links, from the latest figures of `strixwizard test` in the "
+                        "test history (default file ~/.local/state/strixwizard/history.sqlite)")
+    fabric.add_argument("--site", type=Path, metavar="FILE",
+                        help="with --history: only this site's runs")
     fabric.add_argument("--list-links", action="store_true", help="list the named interconnects and exit")
     advise.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
                         help="memory bandwidth per node in GB/s (default 212, measured on Strix Halo)")
@@ -95,6 +101,46 @@ def _shape(args: argparse.Namespace) -> Any:
     return explicit_shape(name, args.layers, args.hidden, weight, args.active_fraction)
 
 
+def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str]:
+    """Links from the latest measured figures of each series in the test history, turned into
+    all-reduce times the way the wizard's Test step does (decode.fabric)."""
+    import sqlite3
+
+    from strixwizard.decode.advise import links_from_points
+    from strixwizard.decode.fabric import fabric_points
+    from strixwizard.errors import UsageError
+    from strixwizard.live.history import History, default_history_path
+
+    site = None
+    if args.site is not None:
+        from strixwizard.site import load_site
+
+        site = load_site(args.site).name
+    path = Path(args.history) if args.history else default_history_path()
+    if not path.is_file():
+        raise UsageError(f"--history {path}: no test history there (`strixwizard test` on a real "
+                         "site writes it)")
+    try:
+        history = History(path, read_only=True)
+    except sqlite3.Error as error:
+        raise UsageError(f"--history {path}: not a strixwizard test history ({error})") from None
+    try:
+        latest: dict[tuple[str, str, str, str, str], Any] = {}
+        for row in history.stored(site):
+            latest[row.series_key] = row
+        results = [row.measurement for row in latest.values()]
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"--history {path}: cannot read it ({error})") from None
+    finally:
+        history.close()
+    links = links_from_points(fabric_points(results, shape))
+    if not links:
+        raise UsageError(f"--history {path}: no latency, RCCL or decode figure stored"
+                         + (f" for site {site}" if site else ""))
+    runs = sorted({row.started_at for row in latest.values()})
+    return links, f"links from the test history {path} (latest runs {runs[0]} … {runs[-1]})"
+
+
 def _links(args: argparse.Namespace) -> list[Any]:
     from strixwizard.decode.advise import custom_link, resolve_links
     from strixwizard.errors import UsageError
@@ -127,12 +173,20 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--measured-tok-s: give tokens/s between 0.01 and 100000")
     counts = node_counts(args.nodes)
     shape = _shape(args)
-    links = _links(args)
+    notes: tuple[str, ...] = ()
+    if args.history is not None:
+        links, note = _history_links(args, shape)
+        links += _links(args) if (args.link or args.rtt_us is not None) else []
+        notes = (note,)
+    else:
+        if args.site is not None:
+            raise UsageError("--site picks the site of --history")
+        links = _links(args)
     bandwidth, _source = mem_bandwidth(args.mem_bandwidth)
     trips = RPC_ROUND_TRIPS if args.rpc_round_trips is None else args.rpc_round_trips
     if not 0 <= trips <= 10000:
         raise UsageError("--rpc-round-trips: give 0 to 10000")
-    inputs = Inputs(shape, bandwidth, args.measured_tok_s, rpc_round_trips=trips)
+    inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_round_trips=trips)
     body = advice_document(inputs, counts, links)
     if args.json:
         emit(envelope(None, command="advise", **body))
