@@ -317,8 +317,9 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
             f"{tcp.tok_s:.2f} tok/s ({gain:+.1%})")
     if split == TENSOR:
         why = "host dispatch per sync point, not the wire, sets the cost"
-        if gain < 0:
-            why += ", and the RDMA transport busy-polls, taking CPU from dispatch"
+        polls = {link.name for link in links if link.busy_poll}
+        if gain < 0 and rdma.interconnect in polls:
+            why += f", and {rdma.interconnect} busy-polls, taking CPU from dispatch"
     elif split == LAYER:
         why = (f"{trips} RPC round trip{'' if trips == 1 else 's'} per token: RDMA saves {saved:.1f} ms "
                f"of {total:.0f} ms")
@@ -389,6 +390,8 @@ def explicit_shape(name: str, layers: int, hidden: int, weight_bytes: float, act
         raise UsageError(f"--active-fraction {active_fraction:g}: give a fraction above 0, at most 1")
     moe = experts or active_fraction < 1.0
     read = weight_bytes * active_fraction
+    # Only batch 1 is predicted here, so the expert counts just mark the model as MoE (for
+    # MOE_EFFICIENCY); every byte a token reads counts as expert bytes.
     return ModelShape(name, layers, hidden, 2, weight_bytes, weight_bytes * active_fraction, read,
                       weight_bytes, "given: --layers, --hidden, --weight-gib, --active-fraction",
                       experts=8 if moe else 0, experts_per_token=1 if moe else 0,
