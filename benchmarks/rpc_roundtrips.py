@@ -12,8 +12,9 @@ pipeline boundary, as a 2-node `-sm layer`).
 
     python benchmarks/rpc_roundtrips.py [--layers 2,4,8,16] [--json FILE]
 
-Then fits round trips and bytes per token = a + b x (layers on the remote) and prints what
-that gives for a link's RTT and bandwidth (`strixwizard advise`'s RPC term).
+Then the same over two RPC servers with `-sm layer` and with `-sm tensor` (its all-reduce is
+the host butterfly of ggml-backend-meta.cpp over RPC), and a straight-line fit per layout:
+round trips and bytes per token and server = a + b x layers.
 """
 
 from __future__ import annotations
@@ -189,33 +190,50 @@ def _health(port: int, proc: subprocess.Popen[bytes]) -> None:
 
 
 def measure(bin_dir: Path, model: Path, layers: int, gpu_layers: int, n1: int, n2: int,
-            log_dir: Path, delay_ms: float = 0.0) -> dict[str, Any]:
-    rpc_port, http_port = _free_port(), _free_port()
+            log_dir: Path, delay_ms: float = 0.0, servers: int = 1, split: str = "layer"
+            ) -> dict[str, Any]:
+    """One llama-server and `servers` ggml-rpc-servers, each behind its own counting proxy;
+    the counts are summed over the servers (per remote node: divide by `servers`)."""
     procs: list[subprocess.Popen[bytes]] = []
-    proxy = None
+    proxies: list[CountingProxy] = []
     logs = contextlib.ExitStack()
+    tag = f"{layers}-{gpu_layers}-{servers}-{split}"
     try:
-        rpc_log = logs.enter_context((log_dir / f"rpc-{layers}-{gpu_layers}.log").open("wb"))
-        procs.append(subprocess.Popen([str(bin_dir / "ggml-rpc-server"), "-H", "127.0.0.1",
-                                       "-p", str(rpc_port)], stdout=rpc_log, stderr=subprocess.STDOUT))
-        _wait_port(rpc_port, procs[0], "ggml-rpc-server")
-        proxy = CountingProxy(rpc_port, delay_ms / 1e3)
-        server_log = logs.enter_context((log_dir / f"server-{layers}-{gpu_layers}.log").open("wb"))
+        for index in range(servers):
+            rpc_port = _free_port()
+            rpc_log = logs.enter_context((log_dir / f"rpc-{tag}-{index}.log").open("wb"))
+            procs.append(subprocess.Popen([str(bin_dir / "ggml-rpc-server"), "-H", "127.0.0.1",
+                                           "-p", str(rpc_port)], stdout=rpc_log, stderr=subprocess.STDOUT))
+            _wait_port(rpc_port, procs[-1], "ggml-rpc-server")
+            proxies.append(CountingProxy(rpc_port, delay_ms / 1e3))
+        http_port = _free_port()
+        server_log = logs.enter_context((log_dir / f"server-{tag}.log").open("wb"))
+        rpc = ",".join(f"127.0.0.1:{proxy.port}" for proxy in proxies)
+        extra = ["-sm", split] + (["-fa", "on"] if split == "tensor" else [])
         procs.append(subprocess.Popen(
-            [str(bin_dir / "llama-server"), "-m", str(model), "--rpc", f"127.0.0.1:{proxy.port}",
-             "-ngl", str(gpu_layers), "--host", "127.0.0.1", "--port", str(http_port), "-c", "256",
-             "-np", "1", "-t", "1", "--no-warmup"],
-            stdout=server_log, stderr=subprocess.STDOUT))
-        _health(http_port, procs[1])
+            [str(bin_dir / "llama-server"), "-m", str(model), "--rpc", rpc, "-ngl", str(gpu_layers),
+             *extra, "--host", "127.0.0.1", "--port", str(http_port), "-c", "256", "-np", "1", "-t", "1",
+             "--no-warmup"], stdout=server_log, stderr=subprocess.STDOUT))
+        _health(http_port, procs[-1])
         _complete(http_port, 2)  # settle: first-token allocations out of the way
-        before = proxy.snapshot()
+
+        def total() -> Counts:
+            out = Counts()
+            for proxy in proxies:
+                c = proxy.snapshot()
+                out = Counts(out.to_server + c.to_server, out.to_client + c.to_client,
+                             out.round_trips + c.round_trips, out.commands + c.commands)
+            return out
+
+        before = total()
         short = _complete(http_port, n1)
-        middle = proxy.snapshot()
+        middle = total()
         long = _complete(http_port, n2)
-        after = proxy.snapshot()
+        after = total()
         per = after.minus(middle).minus(middle.minus(before))
         tokens = n2 - n1
-        return {"layers": layers, "gpu_layers": gpu_layers, "tokens": tokens, "delay_ms": delay_ms,
+        return {"layers": layers, "gpu_layers": gpu_layers, "servers": servers, "split": split,
+                "tokens": tokens, "delay_ms": delay_ms,
                 "round_trips_per_token": per.round_trips / tokens,
                 "bytes_to_server_per_token": per.to_server / tokens,
                 "bytes_to_client_per_token": per.to_client / tokens,
@@ -230,7 +248,7 @@ def measure(bin_dir: Path, model: Path, layers: int, gpu_layers: int, n1: int, n
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
-        if proxy is not None:
+        for proxy in proxies:
             proxy.close()
         logs.close()
 
@@ -245,6 +263,22 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     return my - b * mx, b
 
 
+def fit_quadratic(points: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Least squares y = a + b x + c x^2 (normal equations, 3 x 3)."""
+    sums = [sum(x**k for x, _ in points) for k in range(5)]
+    rhs = [sum(y * x**k for x, y in points) for k in range(3)]
+    m = [[sums[i + j] for j in range(3)] + [rhs[i]] for i in range(3)]
+    for col in range(3):
+        pivot = max(range(col, 3), key=lambda r: abs(m[r][col]))
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(3):
+            if r != col and m[col][col]:
+                f = m[r][col] / m[col][col]
+                m[r] = [v - f * w for v, w in zip(m[r], m[col], strict=True)]
+    a, b, c = (m[i][3] / m[i][i] if m[i][i] else 0.0 for i in range(3))
+    return a, b, c
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--layers", default="2,4,8,16")
@@ -254,6 +288,8 @@ def main() -> int:
                         help="also run with this much added to every reply that ends a wait "
                         "(0: skip): the ms per token it adds, divided by it, is the number of "
                         "waits per token that the link's RTT multiplies")
+    parser.add_argument("--no-tensor", action="store_true",
+                        help="skip the runs over 2 RPC servers (-sm layer and -sm tensor)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     bin_dir = build()
@@ -283,15 +319,36 @@ def main() -> int:
                       + (f", +{args.delay_ms:g} ms per reply -> {row['delayed_ms_per_token']:.2f} ms/token "
                          f"({waits:.2f} waits per token)" if waits is not None else "")
                       + f"; {json.dumps(row['commands_per_token'])}", flush=True)
-    for layout in ("all layers remote", "half remote"):
+        if not args.no_tensor:
+            for layers in (int(x) for x in args.layers.split(",")):
+                model = Path(tmp) / f"tiny-{layers}.gguf"
+                for split in ("layer", "tensor"):
+                    row = measure(bin_dir, model, layers, 99, args.n1, args.n2, Path(tmp), servers=2,
+                                  split=split)
+                    row["layout"] = f"2 RPC servers, -sm {split}"
+                    row["remote_layers"] = layers
+                    rows.append(row)
+                    per_server = row["round_trips_per_token"] / 2
+                    print(f"{layers:>3} layers, 2 servers -sm {split:<6}: {per_server:5.1f} round trips per "
+                          f"server, {row['bytes_to_server_per_token'] / 2:9.0f} B out per server per token, "
+                          f"{row['llama_ms_per_token'] or 0:.2f} ms/token; "
+                          f"{json.dumps(row['commands_per_token'])}", flush=True)
+    for layout in ("all layers remote", "half remote", "2 RPC servers, -sm layer",
+                   "2 RPC servers, -sm tensor"):
         mine = [r for r in rows if r["layout"] == layout]
         if len(mine) < 2:
             continue
-        a, b = fit([(r["remote_layers"], r["round_trips_per_token"]) for r in mine])
-        c, d = fit([(r["remote_layers"], r["bytes_to_server_per_token"] + r["bytes_to_client_per_token"])
-                    for r in mine])
-        print(f"{layout}: round trips per token = {a:.2f} + {b:.3f} x remote layers; "
-              f"bytes per token = {c:.0f} + {d:.1f} x remote layers")
+        servers = mine[0].get("servers", 1)
+        a, b = fit([(r["remote_layers"], r["round_trips_per_token"] / servers) for r in mine])
+        c, d = fit([(r["remote_layers"], (r["bytes_to_server_per_token"] + r["bytes_to_client_per_token"])
+                     / servers) for r in mine])
+        print(f"{layout}: round trips per token and server = {a:.2f} + {b:.3f} x layers; "
+              f"bytes = {c:.0f} + {d:.1f} x layers (a straight-line fit)")
+        if len(mine) >= 3 and layout.endswith("tensor"):
+            q = fit_quadratic([(r["remote_layers"], r["bytes_to_server_per_token"] / servers) for r in mine])
+            print(f"{layout}: bytes out per token and server = {q[0]:.0f} + {q[1]:.0f} x layers + "
+                  f"{q[2]:.0f} x layers^2 (each piece of the graph is serialized with every tensor it "
+                  "reaches, across the earlier pieces: ggml-rpc.cpp serialize_graph/add_tensor)")
     if args.json:
         args.json.write_text(json.dumps({"pid": os.getpid(), "rows": rows}, indent=2) + "\n",
                              encoding="utf-8")

@@ -46,3 +46,22 @@ def test_one_wait_per_token_whatever_the_layer_count(layers: int, tmp_path: Path
         assert commands.get("GRAPH_RECOMPUTE") == pytest.approx(1.0)  # the graph is reused
         assert "GRAPH_COMPUTE" not in commands and "GET_ALLOC_SIZE" not in commands
         assert 0 < row["bytes_to_server_per_token"] < 8192
+
+
+@pytest.mark.parametrize("layers", [2, 4])
+def test_sm_tensor_waits_twice_per_layer_on_every_server(layers: int, tmp_path: Path) -> None:
+    """`-sm tensor` over two RPC servers: one GET_TENSOR wait per sync point and server, and
+    2 sync points per layer (+1 for the output) — the count `advise` takes from
+    ggml-backend-meta.cpp; each piece of the graph is sent anew (GRAPH_COMPUTE, no reuse)."""
+    from strixwizard.decode.advise import TENSOR_SYNCS_PER_LAYER
+
+    bench = _bench()
+    bin_dir = build()
+    model = write_tiny_model(tmp_path / f"tiny-{layers}.gguf", layers=layers)
+    row = bench.measure(bin_dir, model, layers, 99, 4, 12, tmp_path, servers=2, split="tensor")
+    per_server = row["round_trips_per_token"] / 2
+    assert per_server == pytest.approx(TENSOR_SYNCS_PER_LAYER * layers + 1)
+    commands = row["commands_per_token"]
+    assert commands.get("GRAPH_COMPUTE", 0) > 2 * layers and "GRAPH_RECOMPUTE" not in commands
+    layer = bench.measure(bin_dir, model, layers, 99, 4, 12, tmp_path, servers=2, split="layer")
+    assert layer["round_trips_per_token"] / 2 == pytest.approx(RPC_ROUND_TRIPS_MEASURED)
