@@ -84,11 +84,15 @@ class Row:
         return Link(str(given["name"]), str(given["name"]), str(given["transport"]), float(given["rtt_us"]),
                     float(given["gbps"]), float(given["allreduce_us"]))
 
-    def predict(self, links: dict[str, Link]) -> Advice:
+    def predict(self, links: dict[str, Link], rows: dict[str, Row] | None = None) -> Advice:
         shape = self.data["shape"]
         model = explicit_shape(self.data["model"], int(shape["layers"]), int(shape["hidden"]),
                                float(shape["weight_gib"]) * GIB, float(shape["active_fraction"]))
-        inputs = Inputs(model, MEASURED_GBPS)
+        measured = None
+        if self.data.get("measured_from"):
+            assert rows is not None, self.id
+            measured = float(rows[self.data["measured_from"]].data["tok_s"])
+        inputs = Inputs(model, MEASURED_GBPS, measured)
         nodes, split, link = int(self.data["nodes"]), self.data["split"], self.link(links)
         if split == SINGLE:
             return predict_single(inputs)
@@ -109,6 +113,8 @@ def load() -> tuple[list[Row], list[dict[str, Any]]]:
 
 def _kind(row: Row) -> str:
     split = row.data["split"]
+    if row.data.get("measured_from"):
+        return f"RPC layer split, compute measured ({row.data['measured_from']})"
     if split == SINGLE:
         return "MoE, 1 node" if row.moe else "dense, 1 node"
     return {LAYER: "RPC layer split", TENSOR: "-sm tensor", VLLM: "vLLM"}[split]
@@ -117,7 +123,8 @@ def _kind(row: Row) -> str:
 def markdown() -> str:
     rows, pairs = load()
     links = {link.name: link for link in named_links()}
-    predicted = {row.id: row.predict(links).tok_s for row in rows if row.verifiable}
+    by_id = {row.id: row for row in rows}
+    predicted = {row.id: row.predict(links, by_id).tok_s for row in rows if row.verifiable}
     out = ["| row | kind | model, quant | nodes, link | published | predicted | ratio | aim | role "
            "| source |",
            "|---|---|---|---|---:|---:|---:|---|---|---|"]
@@ -148,7 +155,6 @@ def markdown() -> str:
         out.append("")
         out.append("| A/B pair | published | predicted | same answer |")
         out.append("|---|---|---|---|")
-        by_id = {r.id: r for r in rows}
         for pair in pairs:
             a, b = by_id[pair["a"]], by_id[pair["b"]]
             pub = float(a.data["tok_s"]) / float(b.data["tok_s"])
