@@ -461,14 +461,14 @@ def links_from_points(points: Sequence[Any]) -> list[Link]:
     return out
 
 
-def fabric_advice(shape: ModelShape, points: Sequence[Any], nodes: int, bandwidth_gbps: float
-                  ) -> dict[str, Any] | None:
+def fabric_advice(shape: ModelShape, points: Sequence[Any], nodes: int, bandwidth_gbps: float,
+                  measured_tok_s: float | None = None) -> dict[str, Any] | None:
     """The advice of `strixwizard advise` from measured figures: what `test decode` and the
     wizard's Test step show beside their TP table (None: nothing measured)."""
     links = links_from_points(points)
     if not links:
         return None
-    inputs = Inputs(shape, bandwidth_gbps)
+    inputs = Inputs(shape, bandwidth_gbps, measured_tok_s)
     predictions = predict_all(inputs, sorted({1, 2, max(2, nodes)}), links)
     return {"links": [link.to_json() for link in links],
             "predictions": [p.to_json() for p in predictions],
