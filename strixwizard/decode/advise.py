@@ -259,7 +259,11 @@ def predict_tensor(inputs: Inputs, nodes: int, link: Link) -> Advice:
                    f"{syncs} sync points per token ({TENSOR_SYNC_SOURCE})",
                    f"per sync: {TENSOR_DISPATCH_MS:g} ms host dispatch per remote node{poll} + a "
                    f"{link.allreduce_us:g} µs all-reduce x {_butterfly_steps(nodes)} butterfly step(s) "
-                   f"({TENSOR_SOURCE})"))
+                   f"({TENSOR_SOURCE})",
+                   "the dispatch floor is one figure, fitted on a 64-layer, hidden-5120 model with an "
+                   "in-graph RCCL all-reduce; mainline's host butterfly also resends a graph that grows "
+                   "with the square of the layers (measured: benchmarks/rpc_roundtrips.py), so other "
+                   "shapes are an extrapolation"))
 
 
 def predict_vllm(inputs: Inputs, nodes: int, link: Link | None) -> Advice:
