@@ -174,10 +174,13 @@ def run(args: argparse.Namespace) -> int:
     counts = node_counts(args.nodes)
     shape = _shape(args)
     notes: tuple[str, ...] = ()
+    if args.model is not None and args.weight_gib is None and not str(args.model).lower().endswith(".gguf"):
+        notes = (f"weights at the checkpoint's own precision ({shape.weight_bytes_total / 2**30:.0f} GiB); "
+                 "for a GGUF quantization pass its file size with --weight-gib",)
     if args.history is not None:
         links, note = _history_links(args, shape)
         links += _links(args) if (args.link or args.rtt_us is not None) else []
-        notes = (note,)
+        notes = (*notes, note)
     else:
         if args.site is not None:
             raise UsageError("--site picks the site of --history")
