@@ -41,3 +41,41 @@ def test_a_missing_server_and_a_missing_model_say_so(tmp_path: Path) -> None:
     assert code == 127 and "is not installed" in str(events[-1]["error"])
     code, events = _run(python, str(build() / "llama-server"), str(tmp_path / "none.gguf"), "99", "8", "60")
     assert code == 3 and "did not become healthy" in str(events[-1]["error"])
+
+
+def _servers_of(model: Path) -> list[int]:
+    """PIDs of processes whose command line names `model` (a path unique to this test)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"llama-server") and str(model).encode() in argv:
+            found.append(int(proc.name))
+    return found
+
+
+def test_stopping_the_program_stops_its_llama_server(tmp_path: Path) -> None:
+    """Under the real supervisor (as on a node): ending the program ends the server it started."""
+    import time
+
+    from strixwizard.live.hosts import LocalHost
+
+    model = write_tiny_model(tmp_path / "tiny-stop.gguf", layers=2)
+    host = LocalHost("this machine")
+    process = host.start([host.python, "-c", SOURCE, str(build() / "llama-server"), str(model), "99",
+                          "100000", "120"], 120, "llama-server calibration")
+    try:
+        deadline = time.monotonic() + 60
+        while not _servers_of(model) and time.monotonic() < deadline and not process.ended:
+            time.sleep(0.2)
+        assert _servers_of(model), "the server never started"
+    finally:
+        process.stop()
+    deadline = time.monotonic() + 15
+    while _servers_of(model) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _servers_of(model) == []

@@ -6,7 +6,8 @@ Sent to a node and run as `python3 -c SOURCE SERVER MODEL NGL TOKENS LIMIT_S`. I
 `SERVER -m MODEL -ngl NGL` on 127.0.0.1 at a free port (no network beyond this node), waits
 for /health, asks for a few tokens (first allocations out of the way), then for TOKENS tokens
 with `ignore_eos`, and reports llama.cpp's own timing of them; the server is stopped on every
-path (its process group, by the PID this program started). Every wait is bounded by LIMIT_S.
+path by the PID this program started, and it stays in this program's process group, so the
+supervisor that ends this program ends it too. Every wait is bounded by LIMIT_S.
 
 Prints JSON lines on stdout:
   {"event": "result", "predicted_n": N, "predicted_per_token_ms": T, "prompt_n": P}
@@ -16,7 +17,6 @@ Prints JSON lines on stdout:
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -70,12 +70,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is not None:
         return
     try:
-        os.killpg(proc.pid, signal.SIGTERM)  # the group this program made for the server
-        proc.wait(timeout=10)
+        proc.terminate()  # the server this program started, by its PID
+        proc.wait(timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+            proc.kill()
+            proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             pass
 
@@ -93,8 +93,7 @@ def main(argv: list[str]) -> int:
         try:
             proc = subprocess.Popen([server, "-m", model, "-ngl", ngl, "--host", "127.0.0.1", "--port",
                                      str(port), "-c", "512", "-np", "1", "--no-warmup"],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         except FileNotFoundError:
             _emit(event="error", error=f"{server} is not installed")
             return 127
