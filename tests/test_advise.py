@@ -226,3 +226,26 @@ def test_links_from_the_sites_own_test_history(tmp_path: Path, capsys: pytest.Ca
     assert rec["split"] == LAYER and rec["interconnect"] == "rdma" and rec["rdma_helps"] is True
     assert main(["advise", "--history", str(tmp_path / "none.sqlite"), "--model", "Llama-3.1-8B"]) == 2
     assert "no test history there" in capsys.readouterr().err
+
+
+def test_a_stored_calibration_of_the_same_model_is_the_compute_term(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from strixwizard.live.history import record_run
+    from strixwizard.live.results import LatencyStats, Measurement
+    from strixwizard.model import Status
+    from tests.llama_parts import write_tiny_model
+
+    model = write_tiny_model(tmp_path / "tiny.gguf", layers=2)
+    pair = ("node-a", "node-b")
+    stats = LatencyStats(9.0, 10.0, 10.5, 13.0, 20.0, 40.0)
+    record_run("lab", "test decode", "2026-03-01T10:00:00+00:00", [
+        Measurement("latency", "tcp", "strixwizard tcp ping-pong", pair, Status.PASS, "", figure=10.0,
+                    unit="µs", latency=stats),
+        Measurement("calibration", "none", "llama-server", pair, Status.PASS, "", figure=20.0,
+                    unit="ms/token", detail={"tok_s": 50.0, "model": str(model), "node": "node-a"})],
+        tmp_path / "history.sqlite")
+    code, doc = _advise(capsys, "--history", str(tmp_path / "history.sqlite"), "--model", str(model))
+    assert code == 0
+    single = next(p for p in doc["predictions"] if p["split"] == "single")
+    assert single["tok_s"] == pytest.approx(50.0)
+    assert any("stored `test decode --calibrate`" in note for note in doc["notes"])

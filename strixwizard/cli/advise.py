@@ -101,9 +101,10 @@ def _shape(args: argparse.Namespace) -> Any:
     return explicit_shape(name, args.layers, args.hidden, weight, args.active_fraction)
 
 
-def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str]:
+def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str, float | None]:
     """Links from the latest measured figures of each series in the test history, turned into
-    all-reduce times the way the wizard's Test step does (decode.fabric)."""
+    all-reduce times the way the wizard's Test step does (decode.fabric); and the latest
+    `test decode --calibrate` speed of this same model file, if one is stored."""
     import sqlite3
 
     from strixwizard.decode.advise import links_from_points
@@ -138,7 +139,11 @@ def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str
         raise UsageError(f"--history {path}: no latency, RCCL or decode figure stored"
                          + (f" for site {site}" if site else ""))
     runs = sorted({row.started_at for row in latest.values()})
-    return links, f"links from the test history {path} (latest runs {runs[0]} … {runs[-1]})"
+    from strixwizard.decode.calibrate import measured_tok_s
+
+    same_model = [m for m in results if m.detail.get("model") == args.model]
+    return (links, f"links from the test history {path} (latest runs {runs[0]} … {runs[-1]})",
+            measured_tok_s(same_model) if args.model else None)
 
 
 def _links(args: argparse.Namespace) -> list[Any]:
@@ -178,9 +183,13 @@ def run(args: argparse.Namespace) -> int:
         notes = (f"weights at the checkpoint's own precision ({shape.weight_bytes_total / 2**30:.0f} GiB); "
                  "for a GGUF quantization pass its file size with --weight-gib",)
     if args.history is not None:
-        links, note = _history_links(args, shape)
+        links, note, calibrated = _history_links(args, shape)
         links += _links(args) if (args.link or args.rtt_us is not None) else []
         notes = (*notes, note)
+        if calibrated is not None and args.measured_tok_s is None:
+            args.measured_tok_s = calibrated
+            notes = (*notes, f"compute from the stored `test decode --calibrate` of {args.model}: "
+                     f"{calibrated:.2f} tok/s")
     else:
         if args.site is not None:
             raise UsageError("--site picks the site of --history")
