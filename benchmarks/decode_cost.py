@@ -6,7 +6,10 @@ loopback at every decode size. With `--lab` also between two nodes of a namespac
 SSH (needs root). Prints the wall-clock seconds of each run and the median; the bound the
 issue sets is 30 s for one pair. A figure, not a pass/fail test.
 
-    python benchmarks/decode_cost.py [--runs 3] [--lab]
+    python benchmarks/decode_cost.py [--runs 3] [--lab] [--calibrate]
+
+`--calibrate` (root) times only `test decode --calibrate` on the lab: node0 runs the real
+llama-server (scripts/build_llama.sh) on a tiny GGUF through its node session.
 """
 
 from __future__ import annotations
@@ -46,7 +49,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lab", action="store_true", help="also on a 2-node namespace lab (root)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="only `test decode --calibrate` on a 2-node namespace lab (root)")
     options = parser.parse_args()
+    if options.calibrate:
+        return calibrate_on_lab(options.runs)
     for model in MODELS:
         report(f"demo, {model}, defaults", [timed(["--demo", "--model", model])
                                              for _ in range(options.runs)])
@@ -63,6 +70,27 @@ def main() -> int:
                 report(f"lab (SSH, TCP only), {model}, defaults",
                        [timed(["--site", str(site), "--pair", "node0,node1", "--no-history",
                                "--model", model]) for _ in range(options.runs)])
+    return 0
+
+
+def calibrate_on_lab(runs: int) -> int:
+    import shutil
+
+    from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+    from tests.llama_parts import build, write_tiny_model
+
+    require_lab_tools()
+    sweep_stale_labs()
+    with tempfile.TemporaryDirectory() as work, Lab(Path(work) / "lab", 2) as lab:
+        bin_dir = Path(work) / "bin"  # out of /root: lab sessions see their own /root
+        bin_dir.mkdir()
+        shutil.copy2(build() / "llama-server", bin_dir / "llama-server")
+        model = write_tiny_model(Path(work) / "tiny.gguf", layers=4)
+        site = lab.write_site_yaml(Path(work) / "lab.yaml")
+        report("lab, --calibrate (real llama-server, tiny GGUF)",
+               [timed(["--site", str(site), "--pair", "node0,node1", "--no-history", "--transport", "tcp",
+                       "--calibrate", "--model", str(model), "--llama-bin-dir", str(bin_dir)])
+                for _ in range(runs)])
     return 0
 
 

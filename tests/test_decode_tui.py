@@ -49,6 +49,8 @@ async def _walk() -> None:
         assert "Llama-3.1-70B" in head and "16 KiB per all-reduce" in head
         note = str(panel.query_one(".decode-note", Static).render())
         assert "rdma: RCCL all_reduce_perf" in note and "(recorded)" in note and "llm-tracker.info" in note
+        # the advice of `strixwizard advise`, from the figures this run measured
+        assert "advice: fastest is " in note and " on 2 node(s)" in note and "advice: does RDMA help?" in note
 
 
 def test_the_fabric_panel_renders_on_the_demo() -> None:

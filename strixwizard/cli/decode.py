@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 
 from strixwizard.checking.engine import Node
 from strixwizard.decode.bandwidth import mem_bandwidth
+from strixwizard.decode.calibrate import CalibrationSettings
 from strixwizard.decode.catalog import DEFAULT_MODEL, resolve
 from strixwizard.decode.collectives import sweep
 from strixwizard.decode.document import DecodeRun
@@ -58,9 +59,20 @@ def decode_run(args: argparse.Namespace) -> DecodeRun:
     return run
 
 
+def calibration_settings(args: argparse.Namespace) -> CalibrationSettings | None:
+    """--calibrate: the GGUF (read here for the shape) timed on the first node of the pair."""
+    if not getattr(args, "calibrate", False):
+        return None
+    if args.model is None or not str(args.model).lower().endswith(".gguf"):
+        raise UsageError("--calibrate times a GGUF file: give --model PATH.gguf (the same path on "
+                         "the first node of the pair)")
+    return CalibrationSettings(model=str(args.model), bin_dir=getattr(args, "llama_bin_dir", None))
+
+
 def decode_settings(run: DecodeRun, args: argparse.Namespace) -> DecodeSettings:
     return DecodeSettings(sizes=tuple(sweep(run.messages)), primary=run.messages[0],
-                          seconds_per_size=min(1.0, args.seconds), launcher=args.launcher)
+                          seconds_per_size=min(1.0, args.seconds), launcher=args.launcher,
+                          calibration=calibration_settings(args))
 
 
 def decode_stream(args: argparse.Namespace, run: DecodeRun, site: Site, pair: tuple[str, str],

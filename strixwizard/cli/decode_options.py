@@ -15,6 +15,11 @@ def add_decode_options(parser: argparse.ArgumentParser) -> None:
                         help="decode: largest batch; sizes 1, 2, 4 ... N are timed (default 1)")
     parser.add_argument("--tp", metavar="SIZES",
                         help="decode: TP sizes to predict, e.g. 1,2,4 (default 1,2,4)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="decode: also time the model (a .gguf --model, at the same path on the "
+                        "first node) with that node's llama-server, and advise from that speed")
+    parser.add_argument("--llama-bin-dir", metavar="DIR",
+                        help="decode --calibrate: where llama-server is on the node (default: PATH)")
     parser.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
                         help="decode: memory bandwidth per node in GB/s (default 212, measured on "
                         "Strix Halo)")

@@ -132,6 +132,10 @@ def _parser() -> argparse.ArgumentParser:
     from strixwizard.cli.history import register as add_history_parser  # argparse only
 
     add_history_parser(commands)
+
+    from strixwizard.cli.advise import register as add_advise_parser  # argparse only
+
+    add_advise_parser(commands)
     return parser
 
 
@@ -359,6 +363,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     return run_history(args)
 
 
+def cmd_advise(args: argparse.Namespace) -> int:
+    from strixwizard.cli.advise import run as run_advise
+
+    return run_advise(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -366,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
                 "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain,
-                "history": cmd_history}
+                "history": cmd_history, "advise": cmd_advise}
     if args.command is None:
         return _wizard(parser, args)
     try:

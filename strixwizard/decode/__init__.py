@@ -16,7 +16,9 @@ config.json), `gguf_shape` (from a GGUF file's metadata, reads the file),
 `predict` (the model), `document` (the "decode" JSON of the test report),
 `text` (the table), `fabric` (the same from a Test step's results, for the wizard's panel),
 `links` (USB4 networking beside the NIC), `measure` (runs the all-reduce and ping-pongs on
-nodes). The command line is `cli/decode.py` and `cli/decode_options.py`.
+nodes), `advise` (`strixwizard advise`: one node, llama.cpp RPC layer split, `-sm tensor` or
+vLLM TP per interconnect, and does RDMA help; also the "advice" of a decode report). The
+command lines are `cli/decode.py`, `cli/decode_options.py` and `cli/advise.py`.
 
 The "decode" object of `strixwizard test decode --json` (schema:
 strixwizard/schema/decode.schema.json)::

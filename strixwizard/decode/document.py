@@ -28,8 +28,8 @@ def points_of(results: Iterable[Measurement]) -> list[CollectivePoint]:
 
 def model_json(shape: ModelShape) -> dict[str, Any]:
     return {"name": shape.name, "layers": shape.layers, "hidden": shape.hidden,
-            "dtype_bytes": shape.dtype_bytes, "active_params_b": round(shape.active_params / 1e9, 3),
-            "total_params_b": round(shape.total_params / 1e9, 3),
+            "dtype_bytes": shape.dtype_bytes, "active_params_b": round(shape.active_params / 1e9, 6),
+            "total_params_b": round(shape.total_params / 1e9, 6),
             "weight_bytes_per_token": round(shape.weight_bytes_per_token),
             "weight_bytes_total": round(shape.weight_bytes_total),
             "moe": {"experts": shape.experts, "experts_per_token": shape.experts_per_token}
@@ -56,9 +56,21 @@ class DecodeRun:
         return predict(self.shape, curves(points), self.tps, self.batches, self.bandwidth_gbps)
 
     def document(self, results: Iterable[Measurement]) -> dict[str, Any]:
-        return self.document_of(points_of(results))
+        from strixwizard.decode.calibrate import measured_tok_s
 
-    def document_of(self, points: Sequence[CollectivePoint]) -> dict[str, Any]:
+        results = list(results)
+        return self.document_of(points_of(results), measured_tok_s(results))
+
+    def document_of(self, points: Sequence[CollectivePoint], measured_tok_s: float | None = None
+                    ) -> dict[str, Any]:
+        from strixwizard.decode.advise import fabric_advice
+
+        nodes = max(self.tps, default=2)
+        bound = self.shape.weight_bytes_per_token / (self.bandwidth_gbps * 1e9)
+        calibration = None if measured_tok_s is None else {
+            "tok_s": round(measured_tok_s, 4), "bandwidth_bound_tok_s": round(1 / bound, 4),
+            "note": "measured on one node with llama-server (test decode --calibrate); the advice "
+                    "uses it as the compute term, the bandwidth bound is beside it"}
         return {
             "model": model_json(self.shape),
             "batches": self.batches,
@@ -70,4 +82,6 @@ class DecodeRun:
             "predictions": [p.to_json() for p in self.predictions(points)],
             "assumptions": list(ASSUMPTIONS),
             "notes": list(self.notes),
+            "calibration": calibration,
+            "advice": fabric_advice(self.shape, points, nodes, self.bandwidth_gbps, measured_tok_s),
         }

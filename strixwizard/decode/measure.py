@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from strixwizard.decode.calibrate import CalibrationSettings, calibrate
 from strixwizard.decode.collectives import (
     MEASURED,
     RDMA,
@@ -52,6 +53,7 @@ class DecodeSettings:
     launcher: str = "mpirun"
     rccl_timeout: float = 60.0
     rdma_iterations: int = 1000  # ib_write_lat -n, per size, when RCCL is absent
+    calibration: CalibrationSettings | None = None  # --calibrate: one node's measured speed
 
     @property
     def ping_sizes(self) -> list[int]:
@@ -169,6 +171,8 @@ def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str
                 settings: DecodeSettings, other_paths: Sequence[TcpPath] = ()) -> Iterator[Measurement]:
     """TCP over the plan's link (and over USB4 networking beside it), then RCCL across the pair."""
     client, server = hosts[plan.a], hosts[plan.b]
+    if settings.calibration is not None:
+        yield calibrate(client, plan.pair, settings.calibration)
     transport = USB4 if plan.transport == "thunderbolt-net" else TCP
     note = "" if plan.over_fabric else "over the management network: the nodes share no fabric link"
     yield tcp_decode(client, server, plan.pair, plan.tcp_address, plan.tcp_path, settings, transport, note)
@@ -188,6 +192,13 @@ def demo_decode(pair: tuple[str, str], settings: DecodeSettings) -> Iterator[Mea
     from strixwizard.node.target import LocalTarget
 
     host = connect(LocalTarget("this machine"))
+    if settings.calibration is not None:
+        from strixwizard.decode.calibrate import KIND as CALIBRATION
+        from strixwizard.decode.calibrate import TOOL as LLAMA_SERVER
+
+        yield Measurement(CALIBRATION, "none", LLAMA_SERVER, pair, Status.SKIP,
+                          "demo: no calibration (the demo nodes are snapshots, nothing runs a model)",
+                          unit="ms/token")
     path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
     yield tcp_decode(host, host, pair, LOOPBACK, path, settings,
                      note="loopback on this machine, not a fabric link")

@@ -42,6 +42,14 @@ def decode_lines(decode: dict[str, Any]) -> list[str]:
             lines.append(f"    {p['transport']:<12} {p['batch']:>5} {p['tp']:>3} {p['tokens_per_s']:9.1f} "
                          f"{p['t_comm_ms']:10.3f} {p['t_comp_ms']:10.3f} {p['comm_share']:6.0%}  "
                          f"{p['source']}{fit}")
+    if decode.get("calibration"):
+        c = decode["calibration"]
+        lines.append(f"  calibration: {c['tok_s']:.2f} tok/s measured on one node (the bandwidth bound: "
+                     f"{c['bandwidth_bound_tok_s']:.2f} tok/s); the advice uses the measured figure")
+    if decode.get("advice"):
+        from strixwizard.decode.advise import advice_lines
+
+        lines.extend(f"  {line}" for line in advice_lines(decode["advice"]))
     for note in decode.get("notes", []):
         lines.append(f"  note: {note}")
     lines.append("  the model leaves out: KV-cache reads, kernel efficiency, launch overheads "

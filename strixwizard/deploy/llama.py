@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strixwizard.deploy.base import DeployPlan, DeploySettings, Stack, file_step, group_of, mkdir_step
@@ -301,6 +301,12 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     if not workers:
         raise ValueError("no RPC worker: the cluster has only its head")
     order = [w for w in workers if w != env.head] + [env.head]
+    from strixwizard.deploy.llama_load import load_notes, model_bytes, needs_no_mmap
+
+    size = model_bytes(llama.model)
+    no_mmap_given = llama.no_mmap
+    if needs_no_mmap(size) and not llama.no_mmap:
+        llama = replace(llama, no_mmap=True)  # llama.cpp#19745: see deploy/llama_load.py
     deploy = LlamaPlan(env, settings, SitePlan(env.site), (), llama=llama)
     persistence = ("runtime only: not started at boot; run `strixwizard deploy --stack "
                    "llama-rpc --apply` again after a reboot")
@@ -319,6 +325,7 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
                                           "-ngl", llama.gpu_layers])]
     if not llama.model:
         notes.append("pass --gguf PATH (a GGUF file on the head) to start llama-server")
+    notes += load_notes(size, len([w for w in workers if w != env.head]) or 1, no_mmap_given)
     plans: list[Plan] = []
     for node in order:
         steps: list[Step] = [] if llama.persist else [

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from strixwizard.decode.advise import advice_lines
 from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog
 from strixwizard.decode.collectives import CollectivePoint, curves
 from strixwizard.decode.fabric import fabric_document
@@ -73,6 +74,7 @@ class DecodePanel(Vertical):
                           f"{last['comm_share']:.0%} at TP={last['tp']}", curve.source)
         notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"
                                    for p in points if p.get("note")))
-        note.update("\n".join([*notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
+        advice = advice_lines(document["advice"]) if document.get("advice") else []
+        note.update("\n".join([*advice, *notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
                                "strixwizard test decode --model NAME times the all-reduce at the "
                                "model's own decode sizes"]))

@@ -1,0 +1,251 @@
+"""`strixwizard advise`: offline, no nodes: predicted decode tok/s for one node, a llama.cpp
+RPC layer split, `-sm tensor` and vLLM TP over each interconnect, the fastest that fits, and
+whether RDMA helps. Exit status: 0 advice given, 2 bad input. Registering the options is
+argparse only; the model is imported when the command runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+MAX_NODES = 64
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    advise = commands.add_parser(
+        "advise",
+        help="one box or two, layer or tensor split, does RDMA help? (offline, no nodes)",
+        description="Predict decode tokens/s of a model for one node, a llama.cpp RPC layer split, "
+        "llama.cpp -sm tensor and vLLM TP over Ray, on each interconnect (named kinds with "
+        "published figures, or your own latency and bandwidth); say which is fastest and whether "
+        "RDMA helps, with the reason and the assumptions. Exit status: 0 advice, 2 bad input.")
+    model = advise.add_argument_group("the model (a name, a file, or its shape)")
+    model.add_argument("--model", metavar="config.json|file.gguf|NAME",
+                       help="a Hugging Face config.json, a GGUF file, or a catalog name "
+                       "(Llama-3.1-8B, Llama-3.1-70B, Qwen3-30B-A3B, Qwen3-235B-A22B, gpt-oss-120b, "
+                       "GLM-4.5-Air); or give --layers, --hidden and --weight-gib instead")
+    model.add_argument("--layers", type=int, metavar="N", help="transformer layers (block count)")
+    model.add_argument("--hidden", type=int, metavar="N", help="hidden size (embedding length)")
+    model.add_argument("--weight-gib", type=float, metavar="GIB",
+                       help="the weights' size in GiB (the GGUF file); with --model: that model at "
+                       "this quantization")
+    model.add_argument("--active-fraction", type=float, default=1.0, metavar="F",
+                       help="the share of the weights a token reads: 1 for dense, active / total "
+                       "parameters for MoE (default 1)")
+    model.add_argument("--name", default=None, help="a label for a model given by its shape")
+    fabric = advise.add_argument_group("nodes and interconnects")
+    fabric.add_argument("--nodes", default="1,2", metavar="COUNTS",
+                        help="node counts to compare, e.g. 1,2,4 (default 1,2)")
+    fabric.add_argument("--link", action="append", default=[], metavar="NAME",
+                        help="a named interconnect (repeatable; default: every one, see --list-links)")
+    fabric.add_argument("--rtt-us", type=float, metavar="US",
+                        help="your own link: small-message round trip in µs (with --gbps, --transport)")
+    fabric.add_argument("--gbps", type=float, metavar="GBPS", help="your own link: bandwidth in Gb/s")
+    fabric.add_argument("--transport", choices=("tcp", "rdma"), help="your own link: tcp or rdma")
+    fabric.add_argument("--allreduce-us", type=float, metavar="US",
+                        help="your own link: 2-rank RCCL all-reduce in µs (default: estimated)")
+    fabric.add_argument("--busy-poll", action="store_true",
+                        help="your own link's transport spins a CPU core while it waits")
+    fabric.add_argument("--history", nargs="?", const="", default=None, metavar="FILE",
+                        help="your own links, from the latest figures of `strixwizard test` in the "
+                        "test history (default file ~/.local/state/strixwizard/history.sqlite)")
+    fabric.add_argument("--site", type=Path, metavar="FILE",
+                        help="with --history: only this site's runs")
+    fabric.add_argument("--list-links", action="store_true", help="list the named interconnects and exit")
+    advise.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
+                        help="memory bandwidth per node in GB/s (default 212, measured on Strix Halo)")
+    advise.add_argument("--measured-tok-s", type=float, metavar="TOK_S",
+                        help="your measured single-node decode speed of this model (llama-bench tg): "
+                        "used as the compute term instead of the bandwidth estimate")
+    advise.add_argument("--rpc-round-trips", type=int, metavar="N",
+                        help="llama.cpp RPC round trips per token and remote node (default 38, fitted "
+                        "to the published builds; 1 measured on a current llama.cpp)")
+    advise.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    return advise
+
+
+def node_counts(text: str) -> list[int]:
+    from strixwizard.errors import UsageError
+
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError as error:
+        raise UsageError(f"--nodes wants node counts such as 1,2,4 (got {text!r})") from error
+    if not counts or not all(1 <= n <= MAX_NODES for n in counts):
+        raise UsageError(f"--nodes counts must be between 1 and {MAX_NODES} (got {text!r})")
+    return counts
+
+
+def _shape(args: argparse.Namespace) -> Any:
+    from strixwizard.decode.advise import explicit_shape, with_weight_bytes
+    from strixwizard.errors import UsageError
+
+    weight = args.weight_gib * 2**30 if args.weight_gib is not None else None
+    if args.model is not None:
+        from strixwizard.decode.catalog import resolve
+
+        if args.layers is not None or args.hidden is not None:
+            raise UsageError("give either --model or --layers/--hidden, not both")
+        shape = resolve(args.model)
+        if weight is not None:
+            if not 1e6 <= weight <= 1e14:
+                raise UsageError("--weight-gib: give the weights' size, 0.001 to 90000 GiB")
+            shape = with_weight_bytes(shape, weight)
+        return shape
+    if args.layers is None or args.hidden is None or weight is None:
+        raise UsageError("give --model NAME|config.json|file.gguf, or the shape: --layers, --hidden "
+                         "and --weight-gib (and --active-fraction for MoE)")
+    name = args.name or f"{args.layers} layers, hidden {args.hidden}, {args.weight_gib:g} GiB"
+    return explicit_shape(name, args.layers, args.hidden, weight, args.active_fraction)
+
+
+def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str, float | None]:
+    """Links from the latest measured figures of each series in the test history, turned into
+    all-reduce times the way the wizard's Test step does (decode.fabric); and the latest
+    `test decode --calibrate` speed of this same model file, if one is stored."""
+    import sqlite3
+
+    from strixwizard.decode.advise import links_from_points
+    from strixwizard.decode.fabric import fabric_points
+    from strixwizard.errors import UsageError
+    from strixwizard.live.history import History, default_history_path
+
+    site = None
+    if args.site is not None:
+        from strixwizard.site import load_site
+
+        site = load_site(args.site).name
+    path = Path(args.history) if args.history else default_history_path()
+    if not path.is_file():
+        raise UsageError(f"--history {path}: no test history there (`strixwizard test` on a real "
+                         "site writes it)")
+    try:
+        history = History(path, read_only=True)
+    except sqlite3.Error as error:
+        raise UsageError(f"--history {path}: not a strixwizard test history ({error})") from None
+    try:
+        latest: dict[tuple[str, str, str, str, str], Any] = {}
+        for row in history.stored(site):
+            latest[row.series_key] = row
+        results = [row.measurement for row in latest.values()]
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"--history {path}: cannot read it ({error})") from None
+    finally:
+        history.close()
+    links = links_from_points(fabric_points(results, shape))
+    if not links:
+        raise UsageError(f"--history {path}: no latency, RCCL or decode figure stored"
+                         + (f" for site {site}" if site else ""))
+    runs = sorted({row.started_at for row in latest.values()})
+    from strixwizard.decode.calibrate import measured_tok_s
+
+    same_model = [m for m in results if m.detail.get("model") == args.model]
+    return (links, f"links from the test history {path} (latest runs {runs[0]} … {runs[-1]})",
+            measured_tok_s(same_model) if args.model else None)
+
+
+def _links(args: argparse.Namespace) -> list[Any]:
+    from strixwizard.decode.advise import custom_link, resolve_links
+    from strixwizard.errors import UsageError
+
+    given = [args.rtt_us, args.gbps, args.transport]
+    if any(v is not None for v in given):
+        if not all(v is not None for v in given):
+            raise UsageError("your own link needs --rtt-us, --gbps and --transport together")
+        mine = custom_link(args.rtt_us, args.gbps, args.transport, args.allreduce_us, args.busy_poll)
+        return [*(resolve_links(args.link) if args.link else []), mine]
+    return resolve_links(args.link)
+
+
+def run(args: argparse.Namespace) -> int:
+    from strixwizard.decode.advise import RPC_ROUND_TRIPS, Inputs, advice_document, named_links
+    from strixwizard.decode.bandwidth import mem_bandwidth
+    from strixwizard.errors import UsageError
+    from strixwizard.services.output import emit, envelope
+
+    if args.list_links:
+        links = named_links()
+        if args.json:
+            emit(envelope(None, command="advise", interconnects=[link.to_json() for link in links]))
+        else:
+            for link in links:
+                print(f"{link.name:<14} {link.transport:<5} {link.rtt_us:>7g} µs RTT {link.gbps:>6g} Gb/s  "
+                      f"{link.label}")
+        return 0
+    if args.measured_tok_s is not None and not 0.01 <= args.measured_tok_s <= 100000:
+        raise UsageError("--measured-tok-s: give tokens/s between 0.01 and 100000")
+    counts = node_counts(args.nodes)
+    shape = _shape(args)
+    notes: tuple[str, ...] = ()
+    if args.model is not None and args.weight_gib is None and not str(args.model).lower().endswith(".gguf"):
+        notes = (f"weights at the checkpoint's own precision ({shape.weight_bytes_total / 2**30:.0f} GiB); "
+                 "for a GGUF quantization pass its file size with --weight-gib",)
+    if args.history is not None:
+        links, note, calibrated = _history_links(args, shape)
+        links += _links(args) if (args.link or args.rtt_us is not None) else []
+        notes = (*notes, note)
+        if calibrated is not None and args.measured_tok_s is None:
+            args.measured_tok_s = calibrated
+            notes = (*notes, f"compute from the stored `test decode --calibrate` of {args.model}: "
+                     f"{calibrated:.2f} tok/s")
+    else:
+        if args.site is not None:
+            raise UsageError("--site picks the site of --history")
+        links = _links(args)
+    bandwidth, _source = mem_bandwidth(args.mem_bandwidth)
+    trips = RPC_ROUND_TRIPS if args.rpc_round_trips is None else args.rpc_round_trips
+    if not 0 <= trips <= 10000:
+        raise UsageError("--rpc-round-trips: give 0 to 10000")
+    inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_round_trips=trips)
+    body = advice_document(inputs, counts, links)
+    if args.json:
+        emit(envelope(None, command="advise", **body))
+    else:
+        print_advice(body, sys.stdout)
+    return 0
+
+
+def safe(text: str) -> str:
+    """Names and notes come from files (GGUF metadata, config.json): no control character
+    reaches the terminal raw."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
+
+
+def advice_lines(body: dict[str, Any]) -> list[str]:
+    """The advice as text: the table, the fastest, does RDMA help, the assumptions."""
+    model = body["model"]
+    lines = [f"Model: {safe(model['name'])} ({model['layers']} layers, hidden {model['hidden']}, "
+             f"{model['weight_bytes_total'] / 2**30:.1f} GiB, {model['weight_bytes_per_token'] / 1e9:.2f} GB "
+             f"read per token{', MoE' if model['moe'] else ''})",
+             f"  {'split':<8} {'nodes':>5}  {'interconnect':<14} {'transport':<9} {'tok/s':>8} "
+             f"{'t_comp ms':>10} {'t_comm ms':>10}  fits"]
+    for p in body["predictions"]:
+        lines.append(f"  {p['split']:<8} {p['nodes']:>5}  {safe(p['interconnect'] or '-'):<14} "
+                     f"{p['transport']:<9} {p['tok_s']:8.2f} {p['t_comp_ms']:10.1f} {p['t_comm_ms']:10.1f}  "
+                     f"{'yes' if p['fits'] else 'NO'}")
+    rec = body["recommendation"]
+    if rec["split"] is None:
+        lines.append(f"Fastest: nothing fits — {rec['reason']}")
+    else:
+        where = f" over {safe(rec['interconnect'])}" if rec["interconnect"] else ""
+        lines.append(f"Fastest: {rec['split']} on {rec['nodes']} node(s){where}, {rec['tok_s']:.2f} tok/s — "
+                     f"{rec['reason']}")
+    lines.append(f"Does RDMA help? {rec['rdma_reason']}")
+    if rec.get("layer_vs_tensor"):
+        lines.append(f"Layer or tensor? {rec['layer_vs_tensor']}")
+    for note in body["notes"]:
+        lines.append(f"note: {safe(note)}")
+    lines.append("Assumptions (the fastest way's; every row's are in --json):")
+    best = next((p for p in body["predictions"] if p["split"] == rec["split"] and p["nodes"] == rec["nodes"]
+                 and p["interconnect"] == rec["interconnect"]), None)
+    for item in (best or body["predictions"][0])["assumptions"]:
+        lines.append(f"  - {item}")
+    return lines
+
+
+def print_advice(body: dict[str, Any], out: TextIO) -> None:
+    for line in advice_lines(body):
+        print(line, file=out)
+

@@ -1,0 +1,494 @@
+"""`strixwizard advise`: one box or two, layer or tensor split, and does RDMA help? Pure.
+
+For a model shape and a set of links, decode tok/s (one sequence) is predicted for each way
+to run it, per token:
+
+- ``single``: one node reads every weight once: t_comp = bytes read / bandwidth / efficiency.
+- ``layer`` (llama.cpp RPC ``-sm layer``, a pipeline): the weights are still read one node at
+  a time (t_comp as one node), plus per remote node a fixed cost, ``RPC_ROUND_TRIPS`` round
+  trips and the activations over the link: (N - 1) x (fixed + n_rt x RTT + bytes / bandwidth).
+- ``tensor`` (llama.cpp ``-sm tensor``): t_comp / N, plus per sync point a host-dispatch floor
+  and an all-reduce; llama.cpp syncs ``TENSOR_SYNCS_PER_LAYER`` times per layer.
+- ``vllm-tp`` (vLLM TP over Ray): t_comp / (N x vLLM efficiency) plus 2 all-reduces per layer.
+
+Every constant below names where it comes from; the ones fitted to published rows say which
+rows (the validation table marks those rows "calibration", the others are checks).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from strixwizard.decode.shapes import ModelShape
+from strixwizard.errors import UsageError
+
+INTERCONNECTS = Path(__file__).resolve().parent.parent / "data" / "interconnects.json"
+
+SINGLE, LAYER, TENSOR, VLLM = "single", "layer", "tensor", "vllm-tp"
+SPLITS = (SINGLE, LAYER, TENSOR, VLLM)
+TCP, RDMA, NONE = "tcp", "rdma", "none"
+
+#: The GPU memory pool of one node (amdgpu.gttsize=126976 MiB, kyuz0's setup guide), as in
+#: `predict.NODE_MEMORY_BYTES`.
+NODE_MEMORY_BYTES = 126976 * 2**20
+#: Above this much weight llama.cpp RPC needs --no-mmap (https://github.com/ggml-org/llama.cpp/issues/19745).
+NO_MMAP_BYTES = 100 * 2**30
+
+#: llama.cpp RPC `-sm layer`, per remote node and token. Fitted to the one published TCP/RDMA
+#: pair on the same nodes and model (wkljohn, Qwen3.6-27B Q6_K: 1 node 9.50, 2 nodes 8.83 over a
+#: TCP USB4 bond, 9.16 over OdinLink RDMA): +7.99 ms and +3.91 ms per token; with the links'
+#: 130 µs and 22 µs round trips that is 38 round trips and 3.07 ms fixed. Checked, not fitted,
+#: on llama.cpp#20590 (RDMA saves 2.0 ms per token over 25 GbE; the model says 2.2 ms).
+RPC_ROUND_TRIPS = 38
+RPC_FIXED_MS = 3.07
+#: What the llama.cpp of llama-cpp-python 0.3.36 does, measured here with the real
+#: ggml-rpc-server and llama-server through a counting proxy (benchmarks/rpc_roundtrips.py):
+#: one blocking round trip per token and remote node (GET_TENSOR of its output; SET_TENSOR and
+#: GRAPH_RECOMPUTE are one-way on its asynchronous dispatcher), whatever the layer count.
+#: Older builds waited far more often: 558 round trips per token at b7991 (mostly
+#: GET_ALLOC_SIZE, https://github.com/michaelneale/decentralized-inference), 38 fitted above.
+RPC_ROUND_TRIPS_MEASURED = 1
+RPC_SOURCE = ("fitted to wkljohn's -sm layer TCP/RDMA pair (https://github.com/wkljohn/"
+              "llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/RESULTS.md); checked on "
+              "https://github.com/ggml-org/llama.cpp/pull/20590")
+#: Activations cross a boundary as f32 rows of `hidden` elements, there and back.
+ACTIVATION_BYTES = 4
+
+#: `-sm tensor`: ggml-backend-meta.cpp, ggml_backend_meta_graph_compute() cuts the graph at
+#: every node whose split state is PARTIAL (the attention output and the FFN down projection
+#: of each layer: 2 per layer; a shared-expert and routed-expert pair is merged into one by
+#: get_i_delayed) and all-reduces between the subgraphs, each subgraph a separate graph
+#: compute on every backend (an RPC command for a remote one).
+TENSOR_SYNCS_PER_LAYER = 2
+TENSOR_SYNC_SOURCE = ("ggml/src/ggml-backend-meta.cpp, ggml_backend_meta_graph_compute(): one "
+                      "all-reduce per PARTIAL node, 2 per layer (llama.cpp as vendored by "
+                      "llama-cpp-python 0.3.36)")
+#: The host-dispatch floor per sync point, fitted to wkljohn's -sm tensor TCP row (3.50 tok/s:
+#: 285.7 ms per token, of which 52.9 ms compute and 128 x 0.286 ms all-reduce) = 1.53 ms; and
+#: the CPU a busy-polling transport steals from it, fitted to the RDMA row of the same A/B
+#: (3.30 tok/s with a 100 µs all-reduce): 21 % (wkljohn: "the plugin busy-spins").
+TENSOR_DISPATCH_MS = 1.53
+BUSY_POLL_STEAL = 0.21
+TENSOR_SOURCE = ("fitted to wkljohn's -sm tensor TCP/RDMA A/B (https://github.com/wkljohn/"
+                 "llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/RESULTS.md)")
+
+#: MoE in llama.cpp reaches less of the bandwidth than a dense model (routing, per-expert small
+#: GEMVs, launches): published / predicted on one node is 0.75 (Qwen3-30B-A3B), 0.84
+#: (Qwen3-235B-A22B) and 0.70 (gpt-oss-120b) in visorcraft's table: their mean, 0.77.
+MOE_EFFICIENCY = 0.77
+MOE_SOURCE = ("fitted: mean of published/predicted of visorcraft's three single-node MoE rows "
+              "(https://github.com/visorcraft/strix-halo-llm-perf)")
+#: vLLM on gfx1151 for one stream: 7.5 tok/s for gpt-oss-120b where llama.cpp gives 50, and
+#: 4 vs 30 for Qwen 3.6 (https://github.com/vllm-project/vllm/issues/34579): 0.13-0.15 of
+#: llama.cpp's speed. The factor applies to llama.cpp's predicted compute.
+VLLM_EFFICIENCY = 0.15
+VLLM_SOURCE = "published: vLLM single-stream 7.5 vs llama.cpp 50 tok/s (https://github.com/vllm-project/vllm/issues/34579)"
+
+ASSUMPTIONS_COMMON = (
+    "one sequence (batch 1), short context: KV-cache reads left out",
+    "t_comp = weight bytes read per token / memory bandwidth (x efficiency); 124 GiB GPU pool per node",
+)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One interconnect between two nodes (named in interconnects.json, or given)."""
+
+    name: str
+    label: str
+    transport: str  # tcp | rdma
+    rtt_us: float
+    gbps: float
+    allreduce_us: float
+    busy_poll: bool = False
+    sources: tuple[str, ...] = ()
+    medium: str = "custom"  # links over the same cable or NIC class compare for "does RDMA help"
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Link:
+        return Link(str(data["name"]), str(data["label"]), str(data["transport"]),
+                    float(data["rtt_us"]), float(data["gbps"]), float(data["allreduce_us"]),
+                    bool(data.get("busy_poll", False)), tuple(str(s) for s in data.get("sources", [])),
+                    str(data.get("medium", "custom")))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "label": self.label, "transport": self.transport,
+                "rtt_us": self.rtt_us, "gbps": self.gbps, "allreduce_us": self.allreduce_us,
+                "busy_poll": self.busy_poll, "medium": self.medium, "sources": list(self.sources)}
+
+
+def named_links() -> list[Link]:
+    data = json.loads(INTERCONNECTS.read_text(encoding="utf-8"))
+    return [Link.from_json(entry) for entry in data["interconnects"]]
+
+
+def resolve_links(names: Sequence[str]) -> list[Link]:
+    """The named links (all of them when `names` is empty); UsageError on an unknown one."""
+    known = {link.name: link for link in named_links()}
+    if not names:
+        return list(known.values())
+    out = []
+    for name in names:
+        if name not in known:
+            raise UsageError(f"--link {name}: not a known interconnect ({', '.join(known)}); "
+                             "or give --rtt-us, --gbps and --transport")
+        out.append(known[name])
+    return out
+
+
+def custom_link(rtt_us: float, gbps: float, transport: str, allreduce_us: float | None,
+                busy_poll: bool) -> Link:
+    """A link from explicit figures (UsageError when out of range)."""
+    if transport not in (TCP, RDMA):
+        raise UsageError(f"--transport {transport}: give tcp or rdma")
+    if not 0.1 <= rtt_us <= 1e6:
+        raise UsageError(f"--rtt-us {rtt_us:g}: give a round trip between 0.1 and 1000000 µs")
+    if not 0.01 <= gbps <= 10000:
+        raise UsageError(f"--gbps {gbps:g}: give Gb/s between 0.01 and 10000")
+    if allreduce_us is not None and not 0.1 <= allreduce_us <= 1e6:
+        raise UsageError(f"--allreduce-us {allreduce_us:g}: give µs between 0.1 and 1000000")
+    # Without an all-reduce time: the RTT plus RCCL's overhead over it on the same kind of
+    # transport (wkljohn: 286 µs on a 130 µs TCP link, 100 µs on a 22 µs RDMA link).
+    ar = allreduce_us if allreduce_us is not None else rtt_us + (156.0 if transport == TCP else 78.0)
+    how = "given" if allreduce_us is not None else "estimated as RTT + RCCL's overhead (wkljohn)"
+    return Link("custom", f"given: {rtt_us:g} µs RTT, {gbps:g} Gb/s, {transport}", transport,
+                rtt_us, gbps, ar, busy_poll, (f"--rtt-us/--gbps/--transport (given); all-reduce {how}",))
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One way to run the model: a split over N nodes on one link."""
+
+    split: str
+    nodes: int
+    transport: str
+    interconnect: str | None
+    tok_s: float
+    fits: bool
+    t_comm_ms: float
+    t_comp_ms: float
+    assumptions: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"split": self.split, "nodes": self.nodes, "transport": self.transport,
+                "interconnect": self.interconnect, "tok_s": round(self.tok_s, 3), "fits": self.fits,
+                "t_comm_ms": round(self.t_comm_ms, 3), "t_comp_ms": round(self.t_comp_ms, 3),
+                "assumptions": list(self.assumptions)}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a prediction needs besides the split: the shape, the bandwidth, and optionally a
+    measured single-node speed that replaces the bandwidth estimate of the compute."""
+
+    shape: ModelShape
+    bandwidth_gbps: float
+    measured_tok_s: float | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    rpc_round_trips: int = RPC_ROUND_TRIPS
+
+    @property
+    def efficiency(self) -> float:
+        return MOE_EFFICIENCY if self.shape.moe else 1.0
+
+    def single_ms(self) -> float:
+        """llama.cpp's time per token on one node, measured or estimated."""
+        if self.measured_tok_s:
+            return 1e3 / self.measured_tok_s
+        bound = self.shape.weight_bytes_per_token / (self.bandwidth_gbps * 1e9) * 1e3
+        return bound / self.efficiency
+
+    def compute_assumption(self) -> str:
+        if self.measured_tok_s:
+            return f"compute from the measured single-node speed, {self.measured_tok_s:g} tok/s"
+        if self.shape.moe:
+            return (f"MoE: {MOE_EFFICIENCY:g} of the bandwidth bound ({MOE_SOURCE})")
+        return f"dense: the bandwidth bound at {self.bandwidth_gbps:g} GB/s"
+
+
+def fits(shape: ModelShape, nodes: int) -> bool:
+    return shape.weight_bytes_total / nodes <= NODE_MEMORY_BYTES
+
+
+def _butterfly_steps(nodes: int) -> int:
+    return max(1, math.ceil(math.log2(nodes)))
+
+
+def predict_single(inputs: Inputs) -> Advice:
+    t = inputs.single_ms()
+    return Advice(SINGLE, 1, NONE, None, 1e3 / t, fits(inputs.shape, 1), 0.0, t,
+                  (*ASSUMPTIONS_COMMON, inputs.compute_assumption()))
+
+
+def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = RPC_ROUND_TRIPS) -> float:
+    """llama.cpp RPC's network cost per token for one remote node of a layer split."""
+    wire = 2 * shape.hidden * ACTIVATION_BYTES * 8 / (link.gbps * 1e9) * 1e3
+    return RPC_FIXED_MS + round_trips * link.rtt_us / 1e3 + wire
+
+
+def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
+    t_comp = inputs.single_ms()
+    trips = inputs.rpc_round_trips
+    t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link, trips)
+    which = (f"{trips} round trips (fitted to the published builds; a current llama.cpp waits "
+             f"{RPC_ROUND_TRIPS_MEASURED}, measured: --rpc-round-trips {RPC_ROUND_TRIPS_MEASURED})"
+             if trips == RPC_ROUND_TRIPS else f"{trips} round trips (--rpc-round-trips)")
+    return Advice(LAYER, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
+                  fits(inputs.shape, nodes), t_comm, t_comp,
+                  (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
+                   "pipeline: weights read one node at a time, so t_comp is one node's",
+                   f"per remote node and token: {RPC_FIXED_MS:g} ms fixed + {which} x {link.rtt_us:g} µs "
+                   f"+ activations at {link.gbps:g} Gb/s ({RPC_SOURCE})"))
+
+
+def predict_tensor(inputs: Inputs, nodes: int, link: Link) -> Advice:
+    t_comp = inputs.single_ms() / nodes
+    syncs = TENSOR_SYNCS_PER_LAYER * inputs.shape.layers
+    dispatch = TENSOR_DISPATCH_MS * (nodes - 1) * (1 + (BUSY_POLL_STEAL if link.busy_poll else 0.0))
+    allreduce = link.allreduce_us / 1e3 * _butterfly_steps(nodes)
+    t_comm = syncs * (dispatch + allreduce)
+    poll = (f"; the transport busy-polls: +{BUSY_POLL_STEAL:.0%} on dispatch" if link.busy_poll else "")
+    return Advice(TENSOR, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
+                  fits(inputs.shape, nodes), t_comm, t_comp,
+                  (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
+                   f"{syncs} sync points per token ({TENSOR_SYNC_SOURCE})",
+                   f"per sync: {TENSOR_DISPATCH_MS:g} ms host dispatch per remote node{poll} + a "
+                   f"{link.allreduce_us:g} µs all-reduce x {_butterfly_steps(nodes)} butterfly step(s) "
+                   f"({TENSOR_SOURCE})",
+                   "the dispatch floor is one figure, fitted on a 64-layer, hidden-5120 model with an "
+                   "in-graph RCCL all-reduce; mainline's host butterfly also resends a graph that grows "
+                   "with the square of the layers (measured: benchmarks/rpc_roundtrips.py), so other "
+                   "shapes are an extrapolation"))
+
+
+def predict_vllm(inputs: Inputs, nodes: int, link: Link | None) -> Advice:
+    t_comp = inputs.single_ms() / (VLLM_EFFICIENCY * nodes)
+    allreduce_us = link.allreduce_us * _butterfly_steps(nodes) if link is not None else 0.0
+    t_comm = 2 * inputs.shape.layers * allreduce_us / 1e3 if nodes > 1 else 0.0
+    transport = link.transport if link is not None and nodes > 1 else NONE
+    notes = [*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
+             f"vLLM on gfx1151 reaches {VLLM_EFFICIENCY:g} of llama.cpp's single-stream speed "
+             f"({VLLM_SOURCE})"]
+    if nodes > 1 and link is not None:
+        notes.append(f"2 all-reduces per layer at {link.allreduce_us:g} µs (RCCL) x "
+                     f"{_butterfly_steps(nodes)} step(s)")
+    return Advice(VLLM, nodes, transport, link.name if link is not None and nodes > 1 else None,
+                  1e3 / (t_comp + t_comm), fits(inputs.shape, nodes), t_comm, t_comp, tuple(notes))
+
+
+def predict_all(inputs: Inputs, node_counts: Iterable[int], links: Sequence[Link]) -> list[Advice]:
+    """Every split for every node count and link: one node once per engine, multi-node per link."""
+    out: list[Advice] = []
+    counts = sorted(set(node_counts))
+    if 1 in counts:
+        out.append(predict_single(inputs))
+        out.append(predict_vllm(inputs, 1, None))
+    for nodes in (n for n in counts if n > 1):
+        for link in links:
+            out.append(predict_layer(inputs, nodes, link))
+            out.append(predict_tensor(inputs, nodes, link))
+            out.append(predict_vllm(inputs, nodes, link))
+    return out
+
+
+def _best(predictions: Iterable[Advice]) -> Advice | None:
+    return max(predictions, key=lambda p: p.tok_s, default=None)
+
+
+def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: str, nodes: int,
+                 trips: int = RPC_ROUND_TRIPS) -> tuple[bool | None, str]:
+    """Does RDMA help `split` on `nodes`: the best RDMA link against the best TCP link over the
+    same medium (cable or NIC class), else against the best TCP link of all."""
+    same = [p for p in predictions if p.split == split and p.nodes == nodes]
+    medium = {link.name: link.medium for link in links}
+    rdma = _best(p for p in same if p.transport == RDMA)
+    if rdma is None:
+        return None, "no RDMA link to compare"
+    tcp = (_best(p for p in same if p.transport == TCP
+                 and medium.get(p.interconnect or "") == medium.get(rdma.interconnect or ""))
+           or _best(p for p in same if p.transport == TCP))
+    if tcp is None:
+        return None, "no TCP link to compare"
+    gain = rdma.tok_s / tcp.tok_s - 1
+    saved = tcp.t_comm_ms - rdma.t_comm_ms
+    total = tcp.t_comm_ms + tcp.t_comp_ms
+    head = (f"{split} on {nodes} nodes: {rdma.interconnect} {rdma.tok_s:.2f} vs {tcp.interconnect} "
+            f"{tcp.tok_s:.2f} tok/s ({gain:+.1%})")
+    if split == TENSOR:
+        why = "host dispatch per sync point, not the wire, sets the cost"
+        polls = {link.name for link in links if link.busy_poll}
+        if gain < 0 and rdma.interconnect in polls:
+            why += f", and {rdma.interconnect} busy-polls, taking CPU from dispatch"
+    elif split == LAYER:
+        why = (f"{trips} RPC round trip{'' if trips == 1 else 's'} per token: RDMA saves {saved:.1f} ms "
+               f"of {total:.0f} ms")
+    else:
+        why = f"RDMA saves {saved:.1f} ms of {total:.0f} ms per token"
+    helps = gain > 0.01
+    return helps, f"{'yes' if helps else 'no'}: {head}; {why}"
+
+
+def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link],
+              trips: int = RPC_ROUND_TRIPS) -> dict[str, Any]:
+    """The fastest way that fits, why, and whether RDMA helps it."""
+    fitting = [p for p in predictions if p.fits]
+    best = _best(fitting)
+    single = next((p for p in predictions if p.split == SINGLE), None)
+    if best is None:
+        most = max((p.nodes for p in predictions), default=1)
+        return {"split": None, "nodes": None, "interconnect": None, "transport": None, "tok_s": None,
+                "reason": (f"{shape.weight_bytes_total / 2**30:.0f} GiB of weights do not fit on "
+                           f"{most} node(s) of {NODE_MEMORY_BYTES / 2**30:.0f} GiB: add nodes (--nodes)"),
+                "rdma_helps": None, "rdma_reason": "nothing fits"}
+    if best.split == SINGLE:
+        reason = "the model fits one node: no network on the token path, so one node is fastest"
+        multi = _best(p for p in fitting if p.nodes > 1 and p.split == LAYER)
+        if multi is not None:
+            helps, line = _rdma_answer(predictions, links, LAYER, multi.nodes, trips)
+            rdma_reason = f"not for this model (one node is faster); for a layer split, {line}"
+            helps = False
+        else:
+            helps, rdma_reason = False, "no: one node needs no network"
+    else:
+        why = {LAYER: "a pipeline reads the weights one node at a time but crosses the wire only a "
+                      "few dozen round trips per token",
+               TENSOR: "the tensor split halves the weights read per node, and that outweighs its syncs",
+               VLLM: "vLLM's TP split wins here"}[best.split]
+        reason = (f"{shape.weight_bytes_total / 2**30:.0f} GiB does not fit one node; " if
+                  (single is not None and not single.fits) else "") + why
+        helps, rdma_reason = _rdma_answer(predictions, links, best.split, best.nodes, trips)
+    tensor = _best(p for p in fitting if p.split == TENSOR)
+    layer = _best(p for p in fitting if p.split == LAYER)
+    versus = (f"layer split {layer.tok_s:.2f} vs tensor split {tensor.tok_s:.2f} tok/s at best"
+              if tensor is not None and layer is not None else None)
+    return {"split": best.split, "nodes": best.nodes, "interconnect": best.interconnect,
+            "transport": best.transport, "tok_s": round(best.tok_s, 3), "reason": reason,
+            "rdma_helps": helps, "rdma_reason": rdma_reason, "layer_vs_tensor": versus}
+
+
+def with_weight_bytes(shape: ModelShape, total_bytes: float) -> ModelShape:
+    """The same model at another quantization: the bytes read scale with the file."""
+    ratio = total_bytes / shape.weight_bytes_total
+    return replace(shape, weight_bytes_total=total_bytes,
+                   weight_bytes_per_token=shape.weight_bytes_per_token * ratio,
+                   expert_bytes_per_token=shape.expert_bytes_per_token * ratio)
+
+
+def explicit_shape(name: str, layers: int, hidden: int, weight_bytes: float, active_fraction: float,
+                   experts: bool = False) -> ModelShape:
+    """A model from its published figures: layers, hidden size, the weights' bytes (the GGUF
+    file's size) and the fraction of them a token reads (1 for dense; active / total
+    parameters for MoE)."""
+    if not 1 <= layers <= 1000:
+        raise UsageError(f"--layers {layers}: give 1 to 1000")
+    if not 64 <= hidden <= 131072:
+        raise UsageError(f"--hidden {hidden}: give 64 to 131072")
+    if not 1e6 <= weight_bytes <= 1e14:
+        raise UsageError("--weight-gib: give the weights' size, 0.001 to 90000 GiB")
+    if not 0.0 < active_fraction <= 1.0:
+        raise UsageError(f"--active-fraction {active_fraction:g}: give a fraction above 0, at most 1")
+    moe = experts or active_fraction < 1.0
+    read = weight_bytes * active_fraction
+    # Only batch 1 is predicted here, so the expert counts just mark the model as MoE (for
+    # MOE_EFFICIENCY); every byte a token reads counts as expert bytes.
+    return ModelShape(name, layers, hidden, 2, weight_bytes, weight_bytes * active_fraction, read,
+                      weight_bytes, "given: --layers, --hidden, --weight-gib, --active-fraction",
+                      experts=8 if moe else 0, experts_per_token=1 if moe else 0,
+                      expert_bytes_per_token=read if moe else 0.0)
+
+
+def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[Link]) -> dict[str, Any]:
+    """The `advise --json` body (schema: strixwizard/schema/advise.schema.json)."""
+    shape = inputs.shape
+    predictions = predict_all(inputs, node_counts, links)
+    load_notes = []
+    if shape.weight_bytes_total > NO_MMAP_BYTES:
+        load_notes.append(f"{shape.weight_bytes_total / 2**30:.0f} GiB of weights: run llama.cpp with "
+                          "--no-mmap (-mmp 0) over RPC, or the load hangs or faults "
+                          "(https://github.com/ggml-org/llama.cpp/issues/19745)")
+    return {
+        "model": {"name": shape.name, "layers": shape.layers, "hidden": shape.hidden,
+                  "weight_bytes_total": round(shape.weight_bytes_total),
+                  "weight_bytes_per_token": round(shape.weight_bytes_per_token),
+                  "moe": shape.moe, "source": shape.source},
+        "mem_bandwidth_gbps": inputs.bandwidth_gbps,
+        "measured_tok_s": inputs.measured_tok_s,
+        "nodes": sorted(set(node_counts)),
+        "interconnects": [link.to_json() for link in links],
+        "predictions": [p.to_json() for p in predictions],
+        "recommendation": recommend(shape, predictions, links, inputs.rpc_round_trips),
+        "constants": {
+            "rpc_round_trips": inputs.rpc_round_trips, "rpc_fixed_ms": RPC_FIXED_MS,
+            "rpc_round_trips_measured": RPC_ROUND_TRIPS_MEASURED,
+            "tensor_syncs_per_layer": TENSOR_SYNCS_PER_LAYER, "tensor_dispatch_ms": TENSOR_DISPATCH_MS,
+            "busy_poll_steal": BUSY_POLL_STEAL, "moe_efficiency": MOE_EFFICIENCY,
+            "vllm_efficiency": VLLM_EFFICIENCY,
+            "sources": [RPC_SOURCE, TENSOR_SYNC_SOURCE, TENSOR_SOURCE, MOE_SOURCE, VLLM_SOURCE]},
+        "notes": [*inputs.notes, *load_notes],
+    }
+
+
+#: RCCL's cost over a round trip of the same transport (wkljohn: a 286 µs all-reduce on a
+#: 130 µs TCP link, 100 µs on a 22 µs RDMA link), to turn an RCCL floor back into an RTT.
+RCCL_OVER_RTT_US = {TCP: 156.0, RDMA: 78.0}
+#: No bandwidth is measured by `test decode`; the activations a layer split sends (tens of KB
+#: per token) make it matter little, so a stand-in is used and said.
+MEASURED_LINK_GBPS = 10.0
+
+
+def links_from_points(points: Sequence[Any]) -> list[Link]:
+    """Links from measured all-reduce times (`decode.collectives.CollectivePoint`s, the figures
+    of `test decode` or of a Test step): the all-reduce at the model's batch-1 size is what TP
+    pays, and the RTT is the smallest size's time (2 x one-way for a ping-pong estimate; for
+    RCCL its floor less RCCL's own overhead)."""
+    from strixwizard.decode.collectives import RCCL_TOOL, curves
+
+    out = []
+    for curve in curves(list(points)):
+        if not curve.points:
+            continue
+        transport = RDMA if curve.transport == RDMA else TCP
+        floor = curve.points[0].allreduce_us
+        rccl = curve.fixed_floor or curve.points[0].tool == RCCL_TOOL
+        rtt = max(floor - RCCL_OVER_RTT_US[transport], 1.0) if rccl else floor
+        out.append(Link(curve.transport, f"{curve.transport} as measured ({curve.source})", transport,
+                        round(rtt, 2), MEASURED_LINK_GBPS, round(floor, 2), False,
+                        (f"{curve.source}: {curve.points[0].tool}; RTT from the smallest size "
+                         f"({'RCCL floor less its overhead' if rccl else '2 x one-way'}); bandwidth "
+                         f"{MEASURED_LINK_GBPS:g} Gb/s stand-in (not measured by this run)",),
+                        medium="measured"))
+    return out
+
+
+def fabric_advice(shape: ModelShape, points: Sequence[Any], nodes: int, bandwidth_gbps: float,
+                  measured_tok_s: float | None = None) -> dict[str, Any] | None:
+    """The advice of `strixwizard advise` from measured figures: what `test decode` and the
+    wizard's Test step show beside their TP table (None: nothing measured)."""
+    links = links_from_points(points)
+    if not links:
+        return None
+    inputs = Inputs(shape, bandwidth_gbps, measured_tok_s)
+    predictions = predict_all(inputs, sorted({1, 2, max(2, nodes)}), links)
+    return {"links": [link.to_json() for link in links],
+            "predictions": [p.to_json() for p in predictions],
+            "recommendation": recommend(shape, predictions, links)}
+
+
+def advice_lines(advice: dict[str, Any]) -> list[str]:
+    """Three lines: the fastest way, does RDMA help, layer or tensor."""
+    rec = advice["recommendation"]
+    if rec["split"] is None:
+        lines = [f"advice: nothing fits: {rec['reason']}"]
+    else:
+        where = f" over {rec['interconnect']}" if rec["interconnect"] else ""
+        lines = [f"advice: fastest is {rec['split']} on {rec['nodes']} node(s){where}, "
+                 f"{rec['tok_s']:.2f} tok/s: {rec['reason']}"]
+    lines.append(f"advice: does RDMA help? {rec['rdma_reason']}")
+    if rec.get("layer_vs_tensor"):
+        lines.append(f"advice: {rec['layer_vs_tensor']} (llama.cpp; `strixwizard advise` for every way)")
+    return lines

@@ -1,0 +1,68 @@
+"""`deploy --stack llama-rpc` plans `--no-mmap` above 100 GiB of weights (llama.cpp#19745) and
+says how long the load may take. The "large model" is a sparse file (no disk used): only its
+size is read."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from strixwizard.targets import RunRequest, resolve_run
+
+from strixwizard.deploy.engine import make_plan
+from strixwizard.deploy.llama import LlamaPlan, LlamaSettings
+from strixwizard.deploy.llama_load import NO_MMAP_BYTES, load_notes, model_bytes, needs_no_mmap
+from strixwizard.deploy.plan import DeploySettings
+
+GIB = 2**30
+
+
+def _plan(model: Path, **llama: object) -> LlamaPlan:
+    site, nodes = resolve_run(RunRequest(demo=True))
+    settings = DeploySettings(stack="llama-rpc",
+                              llama=LlamaSettings(model=str(model), **llama))  # type: ignore[arg-type]
+    plan = make_plan(site, nodes, settings)
+    assert isinstance(plan, LlamaPlan)
+    return plan
+
+
+def _sparse(path: Path, size: int) -> Path:
+    with path.open("wb") as file:
+        os.ftruncate(file.fileno(), size)
+    return path
+
+
+def _head_notes(plan: LlamaPlan) -> str:
+    return " ".join(note for p in plan.site_plan.plans for note in p.notes)
+
+
+def test_a_model_over_100_gib_gets_no_mmap_planned_and_said_why(tmp_path: Path) -> None:
+    model = _sparse(tmp_path / "GLM-4.6-UD-Q4_K_XL.gguf", int(189.69 * GIB))
+    plan = _plan(model)
+    assert "--no-mmap" in plan.server_argv
+    notes = _head_notes(plan)
+    assert "--no-mmap planned: the model is 190 GiB" in notes and "issues/19745" in notes
+    assert "load: 189.7 GiB read on the head" in notes and "RPC cache (-c" in notes
+
+
+def test_a_small_model_keeps_mmap_and_a_given_no_mmap_is_kept(tmp_path: Path) -> None:
+    small = _sparse(tmp_path / "Qwen3.6-27B-Q6_K.gguf", int(20.88 * GIB))
+    plan = _plan(small)
+    assert "--no-mmap" not in plan.server_argv
+    assert "--no-mmap planned" not in _head_notes(plan)
+    assert "load: 20.9 GiB" in _head_notes(plan)
+    assert "--no-mmap" in _plan(small, no_mmap=True).server_argv
+
+
+def test_a_model_not_on_this_machine_is_not_guessed() -> None:
+    plan = _plan(Path("/models/not-here.gguf"))
+    assert "--no-mmap" not in plan.server_argv and "load:" not in _head_notes(plan)
+
+
+def test_the_rule() -> None:
+    assert not needs_no_mmap(None) and not needs_no_mmap(NO_MMAP_BYTES)
+    assert needs_no_mmap(NO_MMAP_BYTES + 1)
+    assert load_notes(None, 1, False) == [] and load_notes(2**20, 1, False) == []
+    assert model_bytes(None) is None and model_bytes("") is None
+    notes = load_notes(287 * GIB, 3, False)
+    assert notes[0].startswith("--no-mmap planned") and "215.2 GiB sent to the workers" in notes[1]
