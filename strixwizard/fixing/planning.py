@@ -36,9 +36,11 @@ def select(fixes: Sequence[Fix], only: Iterable[str]) -> tuple[Fix, ...]:
 def plan_site(site: Site, facts: Sequence[NodeFacts], only: Iterable[str] = (),
               persist: bool = True, unreachable: dict[str, str] | None = None) -> SitePlan:
     """The plans of every selected fix; converged nodes plan to nothing."""
+    only = tuple(only)
     chosen = select(registered(), only)
     ctx = PlanContext(site=site, nodes=tuple(facts), topology=build_topology(list(facts), site),
-                      persist=persist)
+                      persist=persist,
+                      asked=frozenset(f.id for f in chosen) if only else frozenset())
     order = {node.name: i for i, node in enumerate(facts)}
     result = SitePlan(site=site.name, unreachable=dict(unreachable or {}))
     for fix in chosen:
