@@ -244,3 +244,56 @@ def test_duration_mode_latency_is_judged_on_its_average() -> None:
     assert status is Status.PASS and "average (no median printed)" in summary
     garbage = LatencyStats(None, float("nan"), 2.5, None, None, None)
     assert judge_latency(garbage, 8.0, "RDMA")[0] is Status.ERROR
+
+
+# -- RCCL 7 / NCCL 2.23+ device lines; `Using network` words; perftest row shapes ------------
+
+#: The device lines of NCCL's net_ib (`NET/IB: [%d] %s:%s:%d/%s provider=...`) and its
+#: makeVDevice (`NET/IB : Made virtual device [%d] name=%s speed=%d ndevs=%d`), which RCCL
+#: prints since ROCm/rccl PR #2110; CONSTRUCTED from those format strings with an E810's names.
+RCCL7_DEVICES = (
+    "strix-a:4242:4242 [0] NCCL INFO NET/IB: [0] rocep194s0:uverbs0:1/RoCE provider=None "
+    "speed=100000 context=0x55d0c0a0 pciPath=/sys/devices/pci0000:00/0000:00:01.1/0000:c2:00.0 ar=0\n"
+    "strix-a:4242:4242 [0] NCCL INFO NET/IB : Made virtual device [0] name=rocep194s0 "
+    "speed=100000 ndevs=1\n"
+)
+
+
+def test_rccl7_device_lines_name_the_device_in_use() -> None:
+    evidence = parse_transport(RCCL7_DEVICES + "strix-a:4242:4242 [0] NCCL INFO Using network IB\n")
+    assert evidence.ib_devices == ("rocep194s0:1",)
+    assert evidence.virtual_devices == ("rocep194s0",)
+    assert evidence.transport == "NET/IB"
+    # so the wrong-device verdict can fire on current RCCL
+    status, summary = judge_rccl(None, evidence, ["mlx5_0:1"])
+    assert status is Status.FAIL and "rocep194s0:1" in summary
+
+
+@pytest.mark.parametrize(("line", "network"), [
+    ("h:1:1 [0] NCCL INFO Using network IB", "IB"),
+    ("h:1:1 [0] NCCL INFO Using network Socket (plugin v8)", "Socket"),
+    ("h:1:1 [0] NCCL INFO Using network IBext_v8, GDR off", "IBext_v8"),
+    ("h:1:1 [0] NCCL INFO Using network AWS Libfabric", "AWS Libfabric"),
+    ("h:1:1 [0] NCCL INFO Assigned NET plugin IB to comm", "IB"),
+])
+def test_the_network_is_the_first_word_after_using_network(line: str, network: str) -> None:
+    assert parse_transport(line + "\n").networks == (network,)
+
+
+def test_a_perftest_row_with_more_cells_than_its_header_is_refused() -> None:
+    text = (" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+            " 65536      5000             11030.07            11029.34           0.176470     7\n"
+            "---------------------------------------------------------------------------------------\n")
+    table = parse_perftest(text)
+    assert table.rows == () and not table.complete
+    assert table.refused_rows == ("65536      5000             11030.07            11029.34"
+                                  "           0.176470     7",)
+
+
+def test_duration_mode_header_keeps_its_unbracketed_last_column() -> None:
+    text = (" #bytes #iterations    t_avg[usec]    tps average\n"
+            " 2       1234567         1.62           617283.95\n"
+            "---------------------------------------------------------------------------------------\n")
+    table = parse_perftest(text)
+    assert [c.name for c in table.columns] == ["#bytes", "#iterations", "t_avg", "tps average"]
+    assert table.complete and table.rows[0]["t_avg"] == 1.62 and not table.refused_rows

@@ -149,6 +149,10 @@ def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, ser
         if client_proc.status == TIMED_OUT or not client_proc.ended:
             raise PerftestError(f"{client.name}: {tool} did not finish within {settings.run_timeout:g} s"
                                 + ("; output cut short" if not table.complete else ""))
+        if table.refused_rows:
+            raise PerftestError(f"{client.name}: {tool} printed a row with more cells than its "
+                                f"header has columns: {table.refused_rows[0]!r}; not read (the "
+                                "figures would sit under the wrong names)")
         if not table.complete or not table.rows:
             raise PerftestError(f"{client.name}: {tool} output cut short"
                                 + (f" in the row {table.truncated_row!r}" if table.truncated_row else

@@ -17,7 +17,9 @@ contain spaces (`99% percentile[usec]`, `BW average[MiB/sec]`). Layouts seen:
 
 Anything else (the parameter block, `Conflicting CPU frequency values
 detected...`, `Warning:` lines) is skipped. A table whose closing dashes
-never came, or a row with too few cells, means the output was cut short.
+never came, or a row with too few cells, means the output was cut short; a row
+with more cells than its header has columns is refused (`refused_rows`), never read
+shifted.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class PerftestTable:
     params: dict[str, str] = field(default_factory=dict)  # "Device" -> "rxe0", "GID index" -> "1"
     warnings: tuple[str, ...] = ()
     truncated_row: str | None = None
+    #: rows with more cells than the header has columns: not read (a shifted reading would
+    #: put each figure under the wrong name), and the table is not complete
+    refused_rows: tuple[str, ...] = ()
 
     def unit(self, name: str) -> str | None:
         return next((c.unit for c in self.columns if c.name == name), None)
@@ -72,13 +77,18 @@ def parse_header(line: str) -> tuple[Column, ...] | None:
     if not stripped.startswith("#bytes"):
         return None
     columns = []
-    for cell in _CELL.findall(stripped):
-        cell = cell.strip()
+    end = 0
+    for match in _CELL.finditer(stripped):
+        cell = match.group(0).strip()
+        end = match.end()
         if "[" in cell:
             name, unit = cell[:-1].split("[", 1)
             columns.append(Column(name.strip(), unit.strip()))
         else:
             columns.append(Column(cell, None))
+    rest = stripped[end:].strip()
+    if rest:  # duration mode's unbracketed last column, `tps average`: one column, no unit
+        columns.append(Column(rest, None))
     return tuple(columns)
 
 
@@ -98,13 +108,14 @@ def parse_perftest(text: str) -> PerftestTable:
     warnings: list[str] = []
     test: str | None = None
     truncated: str | None = None
+    refused: list[str] = []
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
             continue
         header = parse_header(line)
         if header is not None:
-            columns, rows, complete, truncated = header, [], False, None
+            columns, rows, complete, truncated, refused = header, [], False, None, []
             continue
         if _DASHES.match(line):
             if columns is not None and rows:
@@ -121,6 +132,9 @@ def parse_perftest(text: str) -> PerftestTable:
             if len(cells) < len(columns):
                 truncated = line
                 continue
+            if len(cells) > len(columns):
+                refused.append(line)
+                continue
             rows.append({c.name: float(v) for c, v in zip(columns, cells, strict=False)})
             complete = False
         else:
@@ -129,8 +143,9 @@ def parse_perftest(text: str) -> PerftestTable:
         last = next((w for w in reversed(text.strip().splitlines()) if w.strip()), "")
         raise PerftestParseError(f"no result table in the output (last line: {last.strip()!r})"
                                  if last else "the output is empty")
-    return PerftestTable(test, columns, tuple(rows), complete and truncated is None, params,
-                         tuple(warnings), truncated)
+    return PerftestTable(test, columns, tuple(rows),
+                         complete and truncated is None and not refused, params,
+                         tuple(warnings), truncated, tuple(refused))
 
 
 def _usec(value: float | None, unit: str | None) -> float | None:
