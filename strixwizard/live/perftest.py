@@ -24,7 +24,7 @@ from strixwizard.live.perftest_output import (
 )
 from strixwizard.live.plan import RdmaEnd
 from strixwizard.live.results import MEASURED, Measurement
-from strixwizard.live.verdict import judge_bandwidth, judge_rdma_latency
+from strixwizard.live.verdict import bandwidth_band, judge_bandwidth, judge_rdma_latency
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
 
@@ -183,13 +183,20 @@ def latency_measurement(tool: str, pair: tuple[str, str], table: PerftestTable, 
 
 def bandwidth_measurement(tool: str, pair: tuple[str, str], table: PerftestTable, path: str,
                           link_rate_gbps: float | None, thresholds: Thresholds, source: str = MEASURED,
-                          detail: dict[str, object] | None = None) -> Measurement:
+                          detail: dict[str, object] | None = None,
+                          pcie_gbps: float | None = None) -> Measurement:
     row = max(table.rows, key=lambda r: r.get("#bytes", 0))
     gbps = bandwidth_gbps(table, row)
-    status, summary = judge_bandwidth(gbps, link_rate_gbps, thresholds)
+    status, summary = judge_bandwidth(gbps, link_rate_gbps, thresholds, pcie_gbps)
+    band = bandwidth_band(gbps, link_rate_gbps, thresholds, pcie_gbps)
     info: dict[str, object] = {"size_bytes": int(row["#bytes"]), "unit_in_output": table.unit("BW average"),
                                "peak_gbps": bandwidth_gbps(table, row, "BW peak"),
                                "warnings": list(table.warnings), **(detail or {})}
+    if band is not None:
+        info["band"] = band.name
+        info["ceiling_gbps"] = round(band.ceiling_gbps, 2)
+        if pcie_gbps:
+            info["pcie_gbps"] = round(pcie_gbps, 2)
     return Measurement("bandwidth", "rdma", tool, pair, status, summary, figure=gbps, unit="Gb/s",
                        threshold=f"≥ {thresholds.bandwidth_fraction:.0%} of the link rate",
                        bandwidth_gbps=gbps, link_rate_gbps=link_rate_gbps, path=path, source=source,
@@ -198,7 +205,7 @@ def bandwidth_measurement(tool: str, pair: tuple[str, str], table: PerftestTable
 
 def rdma_test(tool: str, client: Host, server: Host, ends: tuple[RdmaEnd, RdmaEnd],
               thresholds: Thresholds, settings: PerftestSettings = PerftestSettings(),
-              link_rate_gbps: float | None = None) -> Measurement:
+              link_rate_gbps: float | None = None, pcie_gbps: float | None = None) -> Measurement:
     """One perftest measurement between the pair's ends, judged; never raises for a node's fault."""
     client_end, server_end = ends
     pair = (client_end.node, server_end.node)
@@ -213,5 +220,6 @@ def rdma_test(tool: str, client: Host, server: Host, ends: tuple[RdmaEnd, RdmaEn
     if run.notes:
         detail["notes"] = list(run.notes)
     if kind == "bandwidth":
-        return bandwidth_measurement(tool, pair, run.table, path, link_rate_gbps, thresholds, detail=detail)
+        return bandwidth_measurement(tool, pair, run.table, path, link_rate_gbps, thresholds, detail=detail,
+                                     pcie_gbps=pcie_gbps)
     return latency_measurement(tool, pair, run.table, path, thresholds, detail=detail, size=settings.size)
