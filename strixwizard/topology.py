@@ -18,8 +18,10 @@ Which programs can use a link follows from its transport, once (`STACKS`): RCCL/
 GID, which RoCE v2 and InfiniBand give and iWARP does not: an iWARP RC queue pair is
 connected through rdma_cm only (UCX's maintainers on its missing iWARP support:
 "bootstrap RC transport over rdma_cm", https://github.com/openucx/ucx/issues/2507;
-perftest needs `-R` on irdma/cxgb4 iWARP ports). perftest's default exchange is the same
-GID-addressed one. `Link.rdma` is true when those verbs stacks
+perftest needs `-R` on irdma/cxgb4 iWARP ports; llama.cpp's RDMA probe finds no
+IP-mapped GID on iWARP and RPC silently stays on TCP, an rdma_cm path being proposed in
+https://github.com/ggml-org/llama.cpp/pull/28494, not released). perftest's default
+exchange is the same GID-addressed one. `Link.rdma` is true when those verbs stacks
 can run over the link; `link.transport`, `site.rdma_path`, the report's `links[]` and
 `deploy` all read it from here.
 """
