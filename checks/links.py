@@ -131,8 +131,7 @@ def same_link_layer(link: Link, site: Site) -> Iterator[Finding]:
     if layers[0] == layers[1]:
         yield passed(link.id, observed=observed, expected="the same link layer on both ends")
         return
-    # the site's fabric is RoCE (roce_version), so the InfiniBand end is the one to switch,
-    # unless the Ethernet end is the one without any RDMA port (then it cannot become IB)
+    # the site's fabric is RoCE (its roce_version), so the InfiniBand end is the one to switch
     odd = [end for end, layer in zip(link.ends, layers, strict=True) if layer == "InfiniBand"]
     cures = "; ".join(_link_type_cure(end, "Ethernet") for end in odd)
     yield failed(link.id, observed=observed,
