@@ -297,3 +297,95 @@ def test_duration_mode_header_keeps_its_unbracketed_last_column() -> None:
     table = parse_perftest(text)
     assert [c.name for c in table.columns] == ["#bytes", "#iterations", "t_avg", "tps average"]
     assert table.complete and table.rows[0]["t_avg"] == 1.62 and not table.refused_rows
+
+
+#: `ib_write_lat --out_json` / `ib_write_bw --report_gbits --out_json` reports CONSTRUCTED from
+#: perftest's own format strings (src/perftest_parameters.c write_test_info_to_file,
+#: REPORT_FMT_LAT_JSON and REPORT_FMT_JSON in src/perftest_parameters.h, linux-rdma/perftest).
+PERFTEST_LAT_JSON = """{
+"test_info": {
+"test": "RDMA_Write_Latency_Test",
+"Dual_port": "OFF",
+"Device": "rocep194s0",
+"Number_of_qps": 1,
+"Transport_type": "IB",
+"Connection_type": "RC",
+"Using_SRQ": "OFF",
+"Mtu": 4096,
+"Link_type": "Ethernet",
+"GID_index": 1,
+"Data_ex_method": "Ethernet"
+},
+"results": {
+"MsgSize": 64,
+"n_iterations": 1000,
+"t_min": 4.91,
+"t_max": 9.72,
+"t_typical": 5.19,
+"t_avg": 5.23,
+"t_stdev": 0.21,
+"percentile_99": 6.02,
+"percentile_99.9": 9.72
+}
+}
+"""
+PERFTEST_BW_JSON = """{
+"test_info": {
+"test": "RDMA_Write_BW_Test",
+"Device": "rocep194s0",
+"Number_of_qps": 1,
+"Link_type": "Ethernet"
+},
+"results": {
+"MsgSize": 65536,
+"n_iterations": 5000,
+"BW_peak": 50.71,
+"BW_average": 50.64,
+"MsgRate": 0.096585
+}
+}
+"""
+
+
+def test_perftest_out_json_reads_as_the_text_table() -> None:
+    from strixwizard.live.perftest_output import parse_perftest_json
+
+    lat = parse_perftest_json(PERFTEST_LAT_JSON)
+    stats = latency_stats(lat, lat.rows[0])
+    assert (stats.median_us, stats.avg_us, stats.p99_us, stats.samples) == (5.19, 5.23, 6.02, 1000)
+    assert lat.is_latency and lat.complete and lat.params["Device"] == "rocep194s0"
+    bw = parse_perftest_json(PERFTEST_BW_JSON)
+    assert bw.is_bandwidth and bandwidth_gbps(bw, bw.rows[0]) == 50.64
+    assert bandwidth_gbps(parse_perftest_json(PERFTEST_BW_JSON, report_gbits=False),
+                          bw.rows[0]) == pytest.approx(50.64 * 2**20 * 8 / 1e9)
+
+
+def test_perftest_out_json_refuses_what_is_not_its_report() -> None:
+    from strixwizard.live.perftest_output import parse_perftest_json
+
+    qos = PERFTEST_BW_JSON.replace('"MsgSize": 65536,\n', '"MsgSize": 65536,\nsl: 3,\n')
+    for text in ("", "{}", '{"results": {"avg_lat": 5.2}}', qos):  # raw-QoS: `sl` unquoted
+        with pytest.raises(PerftestParseError):
+            parse_perftest_json(text)
+
+
+def test_out_json_is_detected_from_help() -> None:
+    from strixwizard.live.perftest_output import supports_json
+
+    # perftest 4.5's usage lines (src/perftest_parameters.c usage())
+    assert supports_json("      --out_json  Save the report in a json file\n")
+    assert not supports_json(" -F, --CPU-freq  Do not show a warning even if cpufreq_ondemand ...\n")
+
+
+def test_out_json_is_detected_on_the_installed_perftest() -> None:
+    """The real `ib_write_bw --help` of this machine's perftest (Debian 4.5+0.17 here)."""
+    import shutil
+    import subprocess
+
+    from strixwizard.live.perftest_output import supports_json
+
+    tool = shutil.which("ib_write_bw")
+    if tool is None:
+        pytest.skip("perftest is not installed here")
+    done = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30, check=False)
+    assert supports_json(done.stdout + done.stderr)

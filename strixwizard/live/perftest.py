@@ -11,16 +11,20 @@ never turned into a figure.
 
 from __future__ import annotations
 
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from strixwizard.live.hosts import NOT_INSTALLED, TIMED_OUT, Host, HostError, Process, stop_all
 from strixwizard.live.perftest_output import (
+    JSON_OPTION,
     PerftestParseError,
     PerftestTable,
     bandwidth_gbps,
     latency_stats,
     parse_perftest,
+    parse_perftest_json,
+    supports_json,
 )
 from strixwizard.live.plan import RdmaEnd
 from strixwizard.live.results import MEASURED, Measurement
@@ -46,6 +50,10 @@ class PerftestSettings:
     port_attempts: int = 3
     start_timeout: float = 10.0
     run_timeout: float = 60.0
+    #: also read the figures from `--out_json` where the client's perftest offers it (its
+    #: `--help` says so); the text table is read and checked either way
+    json_report: bool = True
+    help_timeout: float = 3.0
 
 
 class PerftestError(Exception):
@@ -115,6 +123,39 @@ def _start_server(tool: str, server: Host, end: RdmaEnd, settings: PerftestSetti
                         f"{settings.tcp_port + settings.port_attempts - 1} are all in use")
 
 
+def _json_report_path(tool: str, client: Host, settings: PerftestSettings) -> str | None:
+    """A fresh path for the client's `--out_json` report, or None when its perftest is older
+    than the option (feature-detected from `--help`, never from a version number)."""
+    if not settings.json_report:
+        return None
+    helper = client.start([tool, "--help"], settings.help_timeout + 2, f"{tool} --help")
+    try:
+        helper.wait(settings.help_timeout)
+        offered = supports_json(helper.stdout + "\n" + helper.stderr)
+    finally:
+        helper.stop()
+    return f"/tmp/strixwizard-{tool}-{secrets.token_hex(6)}.json" if offered else None
+
+
+def _json_table(client: Host, path: str, text: PerftestTable) -> PerftestTable | None:
+    """The `--out_json` report read back (then removed), with the text table's warnings and
+    parameters; None when it cannot be read or parsed (the text table stands)."""
+    reader = client.start(["cat", path], 10, "perftest --out_json report")
+    try:
+        reader.wait(10)
+        body = reader.stdout if reader.status == 0 else ""
+    finally:
+        reader.stop()
+        client.start(["rm", "-f", path], 10, "remove the perftest report").wait(10)
+    try:
+        table = parse_perftest_json(body, report_gbits=text.unit("BW average") == "Gb/sec"
+                                    if text.is_bandwidth else True)
+    except PerftestParseError:
+        return None
+    return replace(table, test=table.test or text.test, params={**text.params, **table.params},
+                   warnings=text.warnings)
+
+
 def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, server_end: RdmaEnd,
                  settings: PerftestSettings = PerftestSettings()) -> PerftestRun:
     """Run one perftest pair to its end and parse the client's table; raises PerftestError."""
@@ -126,7 +167,10 @@ def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, ser
                             "to exchange its connection data")
     try:
         server_proc, port, server_argv, notes = _start_server(tool, server, server_end, settings)
+        json_path = _json_report_path(tool, client, settings)
         client_argv = perftest_argv(tool, client_end, settings, port, address)
+        if json_path is not None:  # before the server's address, which stays last
+            client_argv[-1:-1] = [JSON_OPTION, f"--out_json_file={json_path}"]
         client_proc = client.start(client_argv, settings.run_timeout, f"{tool} client")
         deadline = time.monotonic() + settings.run_timeout + 5
         while not client_proc.wait(0.1):
@@ -158,6 +202,11 @@ def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, ser
                                 + (f" in the row {table.truncated_row!r}" if table.truncated_row else
                                    " before its table was complete")
                                 + (f" (exit status {client_proc.status})" if client_proc.status else ""))
+        if json_path is not None:
+            from_json = _json_table(client, json_path, table)
+            if from_json is not None:
+                table = from_json
+                notes.append(f"figures read from {tool} {JSON_OPTION}")
         return PerftestRun(table, tuple(server_argv), tuple(client_argv), tuple(notes))
     finally:
         stop_all([client_proc, server_proc])

@@ -176,3 +176,58 @@ def bandwidth_gbps(table: PerftestTable, row: dict[str, float], which: str = "BW
     if unit not in _BW_UNITS:
         raise PerftestParseError(f"unknown bandwidth unit [{unit}] in column {which!r}")
     return row[which] * _BW_UNITS[unit]
+
+
+# -- perftest --out_json ----------------------------------------------------------------
+
+#: perftest ≥ 4.5-0.2 (linux-rdma/perftest commit 45e574b, 2021) writes its report as JSON with
+#: `--out_json --out_json_file=FILE`: {"test_info": {...}, "results": {...}}, the results keys
+#: those of REPORT_FMT_JSON / REPORT_FMT_LAT_JSON / REPORT_FMT_LAT_DUR_JSON in
+#: src/perftest_parameters.h. No units are written: latency is in usec, bandwidth in Gb/s with
+#: --report_gbits (which strixwizard always passes), MB/s (2^20 bytes) without.
+JSON_OPTION = "--out_json"
+_JSON_COLUMNS = {
+    "MsgSize": Column("#bytes", None), "n_iterations": Column("#iterations", None),
+    "t_min": Column("t_min", "usec"), "t_max": Column("t_max", "usec"),
+    "t_typical": Column("t_typical", "usec"), "t_avg": Column("t_avg", "usec"),
+    "t_stdev": Column("t_stdev", "usec"), "percentile_99": Column("99% percentile", "usec"),
+    "percentile_99.9": Column("99.9% percentile", "usec"),
+    "tps_average": Column("tps average", None), "MsgRate": Column("MsgRate", "Mpps"),
+}
+
+
+def supports_json(help_text: str) -> bool:
+    """Whether a perftest tool's `--help` offers `--out_json` (older releases do not)."""
+    return re.search(rf"(?m)^\s*{JSON_OPTION}\b", help_text) is not None
+
+
+def parse_perftest_json(text: str, report_gbits: bool = True) -> PerftestTable:
+    """A `--out_json` report as the table the text reader gives; PerftestParseError on
+    anything else (perftest's raw-QoS layout writes `sl: N` unquoted: not JSON, refused)."""
+    import json
+
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise PerftestParseError(f"the --out_json report is not JSON: {error}") from None
+    results = document.get("results") if isinstance(document, dict) else None
+    info = document.get("test_info", {}) if isinstance(document, dict) else {}
+    if not isinstance(results, dict) or not isinstance(info, dict):
+        raise PerftestParseError("the --out_json report has no `results` object")
+    bw_unit = "Gb/sec" if report_gbits else "MB/sec"
+    columns: list[Column] = []
+    row: dict[str, float] = {}
+    for key, value in results.items():
+        column = (Column(key.replace("_", " ", 1), bw_unit) if key in ("BW_peak", "BW_average")
+                  else _JSON_COLUMNS.get(key))
+        if column is None or isinstance(value, bool) or not isinstance(value, int | float):
+            continue  # avg_lat / bw_avg (the -o output modes), CPU_util: not table columns
+        columns.append(column)
+        row[column.name] = float(value)
+    if "#bytes" not in row or not any(c.name.startswith(("t_", "BW ")) for c in columns):
+        raise PerftestParseError(f"the --out_json report holds no result row: {sorted(results)}")
+    test = info.get("test")
+    params = {str(k).replace("_", " "): str(v) for k, v in info.items()
+              if isinstance(v, str | int) and not isinstance(v, bool)}
+    return PerftestTable(str(test).replace("_", " ") if test else None, tuple(columns), (row,),
+                         True, params)
