@@ -18,8 +18,6 @@ from strixwizard.model import Finding, Status
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort
 
-ICE_DEVLINK_DOC = "https://docs.kernel.org/networking/devlink/ice.html"
-
 
 @node_check("e810.roce_enabled", per=ROCE_SWITCH_NICS)
 def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
@@ -40,7 +38,7 @@ def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
                      detail=f"`devlink dev param set pci/{nic.address} name {switch.other_param} "
                      f"value false cmode runtime`, then `devlink dev param set pci/{nic.address} "
                      f"name {param} value true cmode runtime` (in-tree {switch.module}, "
-                     f"{ICE_DEVLINK_DOC}) or `options {switch.module} {switch.module_option}` "
+                     f"{switch.doc}) or `options {switch.module} {switch.module_option}` "
                      "(Intel's out-of-tree driver). RCCL/NCCL and llama.cpp RDMA cannot use "
                      "iWARP (see link.transport).")
     else:

@@ -43,8 +43,6 @@ def value_of(end: FabricPort, what: object) -> object:
     return what(end) if callable(what) else what
 
 
-ICE_DEVLINK_DOC = "https://docs.kernel.org/networking/devlink/ice.html"
-MLXCONFIG_DOC = "https://docs.nvidia.com/networking/display/mftv4320/using+mlxconfig"
 
 
 def _roce_cure(end: FabricPort) -> tuple[str, bool]:
@@ -57,7 +55,7 @@ def _roce_cure(end: FabricPort) -> tuple[str, bool]:
     handle = f"pci/{nic.address}"
     return (f"{end.label}: `devlink dev param set {handle} name {switch.other_param} value false "
             f"cmode runtime` then `devlink dev param set {handle} name {switch.devlink_param} value "
-            f"true cmode runtime` (in-tree {switch.module}, {ICE_DEVLINK_DOC}), or `options "
+            f"true cmode runtime` (in-tree {switch.module}, {switch.doc}), or `options "
             f"{switch.module} {switch.module_option}` for Intel's out-of-tree driver", True)
 
 
@@ -109,16 +107,17 @@ def transport(link: Link, site: Site) -> Iterator[Finding]:
 
 
 def _link_type_cure(end: FabricPort, wanted: str) -> str:
-    """The firmware setting that gives `end` the `wanted` link layer (ConnectX VPI)."""
+    """The firmware setting that gives `end` the `wanted` link layer (its vendor's switch)."""
     nic = end.node.nic_of(end.netdev)
-    value = {"Ethernet": "2", "InfiniBand": "1"}[wanted]
+    switch = nic.vendor.link_type_switch if nic is not None else None
+    if nic is None or switch is None:
+        what = f"its NIC ({nic.model})" if nic is not None else "its NIC"
+        return f"{end.label}: {what} offers no link-type switch strixwizard knows"
+    value = switch.ethernet if wanted == "Ethernet" else switch.infiniband
     port = end.port.number if end.port else 1
-    device = nic.address if nic is not None else (end.netdev.pci_address or "PCI_ADDRESS")
-    if nic is not None and nic.vendor.family not in ("connectx", "connectx3"):
-        return f"{end.label}: its NIC ({nic.model}) offers no link-type switch strixwizard knows"
-    return (f"{end.label}: `mlxconfig -d {device} set LINK_TYPE_P{port}={value}` ({value} = "
-            f"{'ETH' if value == '2' else 'IB'}; NVIDIA MFT, {MLXCONFIG_DOC}), then reboot or "
-            f"`mlxfwreset -d {device} reset` — the firmware reads it at start")
+    command = switch.command.format(device=nic.address, port=port, value=value)
+    return (f"{end.label}: `{command}` ({wanted}; {switch.doc}), then "
+            f"{switch.apply.format(device=nic.address)} — the firmware reads it at start")
 
 
 @link_check("link.link_layer")

@@ -209,3 +209,15 @@ def test_ipoib_snapshot_is_an_infiniband_netdev_in_datagram_mode(tmp_path: Path)
 
 def test_same_link_layer_passes_on_a_roce_pair(root: Path) -> None:
     assert statuses(report_of(root, "healthy"), "link.link_layer") == {E810_LINK: Status.PASS}
+
+
+@pytest.mark.parametrize("name", ["iwarp", "ib_vs_eth", "healthy"])
+def test_link_json_of_every_transport_validates_against_the_shipped_schema(
+        root: Path, name: str, report_schema: dict[str, object]) -> None:
+    from tests.conftest import validate_report
+
+    document = report_of(root, name).to_json()
+    validate_report(document, report_schema)
+    (link,) = document["links"]
+    assert link["stacks"] == {"iwarp": ["rdma_cm"], "ib_vs_eth": [],
+                              "healthy": ["rccl", "llama-rdma", "perftest", "rdma_cm"]}[name]
