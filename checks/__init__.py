@@ -45,6 +45,7 @@ ALL: tuple[Check, ...] = (
     usb4.link_rate,
     # links (both ends) and the site
     links.transport,
+    links.same_link_layer,
     links.same_mtu,
     links.same_speed,
     links.same_pfc,

@@ -35,9 +35,12 @@ def roce_enabled(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
         observed = f"{device.name}: node type {device.node_type}" + (
             f", devlink {param} {str(value).lower()}" if value is not None else "")
         yield failed(entity, observed=observed, expected=f"RoCE ({param} true, node type CA)",
-                     detail=f"`devlink dev param set pci/{nic.address} name {param} value true "
-                     f"cmode runtime` (in-tree {switch.module}) or `options {switch.module} "
-                     f"{switch.module_option}` (Intel's).")
+                     detail=f"`devlink dev param set pci/{nic.address} name {switch.other_param} "
+                     f"value false cmode runtime`, then `devlink dev param set pci/{nic.address} "
+                     f"name {param} value true cmode runtime` (in-tree {switch.module}, "
+                     f"{switch.doc}) or `options {switch.module} {switch.module_option}` "
+                     "(Intel's out-of-tree driver). RCCL/NCCL and llama.cpp RDMA cannot use "
+                     "iWARP (see link.transport).")
     else:
         source = (f"devlink {param} {str(value).lower()}" if value is not None
                   else f"node type {device.node_type}")

@@ -19,7 +19,16 @@ from strixwizard.checking.declare import (
 )
 from strixwizard.model import Finding, Status
 from strixwizard.site import Site
-from strixwizard.topology import FabricPort, Link, Topology
+from strixwizard.topology import (
+    MISMATCH,
+    RCCL,
+    RDMA_TRANSPORTS,
+    FabricPort,
+    Link,
+    Topology,
+    link_layer,
+    stack_names,
+)
 from strixwizard.vendors import usb4net
 
 
@@ -34,24 +43,103 @@ def value_of(end: FabricPort, what: object) -> object:
     return what(end) if callable(what) else what
 
 
+
+
+def _roce_cure(end: FabricPort) -> tuple[str, bool]:
+    """How to switch an iWARP end to RoCE (its vendor's switch), and whether `fix` can do it."""
+    nic = end.node.nic_of(end.netdev)
+    switch = nic.vendor.roce_switch if nic is not None else None
+    if nic is None or switch is None:
+        return (f"{end.label}: its NIC has no RoCE mode strixwizard knows; use a RoCE v2 or "
+                "InfiniBand NIC", False)
+    handle = f"pci/{nic.address}"
+    return (f"{end.label}: `devlink dev param set {handle} name {switch.other_param} value false "
+            f"cmode runtime` then `devlink dev param set {handle} name {switch.devlink_param} value "
+            f"true cmode runtime` (in-tree {switch.module}, {switch.doc}), or `options "
+            f"{switch.module} {switch.module_option}` for Intel's out-of-tree driver", True)
+
+
 @link_check("link.transport")
 def transport(link: Link, site: Site) -> Iterator[Finding]:
-    """Passes for roce-v2/roce-v1/infiniband/iwarp; warns for thunderbolt-net and plain Ethernet."""
+    """Passes when RCCL/NCCL, llama.cpp RDMA and perftest can use the link (RoCE v2,
+    InfiniBand); fails for iWARP (rdma_cm only) and a link-layer mismatch (nothing passes);
+    warns for RoCE v1, thunderbolt-net and plain Ethernet."""
     observed = f"{link.transport} ({link.evidence})"
+    if link.transport in RDMA_TRANSPORTS | {MISMATCH} and not link.carries(RCCL):
+        observed += f"; carries: {stack_names(link.stacks)}"
     expected = "roce-v2 or infiniband"
-    if link.rdma:
+    if link.carries(RCCL):
         yield passed(link.id, observed=observed, expected=expected)
+    elif link.transport == "iwarp":
+        ends = [end for end in link.ends if end.device is not None and end.device.is_iwarp]
+        cures = [_roce_cure(end) for end in ends]
+        yield failed(
+            link.id, observed, expected,
+            "iWARP connects queue pairs through rdma_cm only: RCCL/NCCL, llama.cpp's RDMA "
+            "transport and perftest address the peer's GID over RC queue pairs they connect "
+            "themselves, so none of them runs here (RCCL falls back to NET/Socket). Switch "
+            "to RoCE v2: " + "; ".join(cure for cure, _ in cures) + ".",
+            fixable=any(ok for _, ok in cures))
+    elif link.transport == MISMATCH:
+        layers = " vs ".join(f"{end.label} {link_layer(end)}" for end in link.ends)
+        yield failed(
+            link.id, observed, expected,
+            f"The two ends run different link layers ({layers}): no frame of either passes, "
+            "RDMA or IP. See link.link_layer for the port to switch.", fixable=False)
+    elif link.transport == "roce-v1":
+        yield warned(
+            link.id, observed, expected,
+            "Both ends offer RoCE v1 only: perftest and rdma_cm programs run on one L2 segment, "
+            "but strixwizard's RCCL and llama.cpp environments address peers by their RoCE v2 "
+            "GID. See link.roce_version.", fixable=False)
     elif link.transport == "thunderbolt-net":
         yield warned(
             link.id, observed=observed, expected=expected,
-            detail=usb4net.TCP_ONLY,
+            detail=usb4net.TCP_ONLY, fixable=False,
         )
     else:
         missing = [end.label for end in link.ends if end.port is None]
         yield warned(
             link.id, observed=observed, expected=expected,
             detail=f"No hardware RDMA port on {', '.join(missing)}: traffic on this link is TCP.",
+            fixable=False,
         )
+
+
+def _link_type_cure(end: FabricPort, wanted: str) -> str:
+    """The firmware setting that gives `end` the `wanted` link layer (its vendor's switch)."""
+    nic = end.node.nic_of(end.netdev)
+    switch = nic.vendor.link_type_switch if nic is not None else None
+    if nic is None or switch is None:
+        what = f"its NIC ({nic.model})" if nic is not None else "its NIC"
+        return f"{end.label}: {what} offers no link-type switch strixwizard knows"
+    value = switch.ethernet if wanted == "Ethernet" else switch.infiniband
+    port = end.port.number if end.port else 1
+    command = switch.command.format(device=nic.address, port=port, value=value)
+    return (f"{end.label}: `{command}` ({wanted}; {switch.doc}), then "
+            f"{switch.apply.format(device=nic.address)} — the firmware reads it at start")
+
+
+@link_check("link.link_layer")
+def same_link_layer(link: Link, site: Site) -> Iterator[Finding]:
+    """Compares the link layer of both ends (RDMA port `link_layer`, else the netdev type:
+    32 = IPoIB) with each other and with what the site wants (RoCE: Ethernet)."""
+    layers = [link_layer(end) for end in link.ends]
+    observed = " vs ".join(f"{end.label} {layer}" for end, layer in zip(link.ends, layers,
+                                                                          strict=True))
+    if layers[0] == layers[1]:
+        yield passed(link.id, observed=observed, expected="the same link layer on both ends")
+        return
+    # the site's fabric is RoCE (its roce_version), so the InfiniBand end is the one to switch
+    odd = [end for end, layer in zip(link.ends, layers, strict=True) if layer == "InfiniBand"]
+    cures = "; ".join(_link_type_cure(end, "Ethernet") for end in odd)
+    yield failed(link.id, observed=observed,
+                 expected=f"the same link layer on both ends (the site wants RoCE v"
+                 f"{site.fabric.roce_version}: Ethernet)",
+                 detail=f"An InfiniBand port cabled to an Ethernet one never links (the IB end "
+                 f"stays DOWN / Polling, the Ethernet end sees no link partner). Switch "
+                 f"the port to Ethernet: {cures}. Its IPoIB interface then becomes an Ethernet "
+                 "netdev (new name): give it the fabric address.")
 
 
 def _ends_known(what: str, unknown: Callable[[FabricPort], str | None]) -> Requires[Link]:
@@ -70,6 +158,9 @@ def _same(link: Link, show: Callable[[FabricPort], object], detail: str,
     return verdict(a == b, link.id, _pair(link, show, unit), "same on both ends", detail, otherwise)
 
 
+SAME_LINK_LAYER: Requires[Link] = Requires(
+    lambda link: link.transport != MISMATCH,
+    "the ends run different link layers (see link.link_layer): nothing passes to compare")
 MTU_KNOWN: Requires[Link] = Requires(lambda link: None not in [e.netdev.mtu for e in link.ends],
                                      "MTU of one end not captured")
 SPEED_KNOWN: Requires[Link] = Requires(
@@ -81,7 +172,7 @@ TRUST_KNOWN = _ends_known("trust mode", lambda end: None if effective_trust(end)
                           else effective_trust(end)[1])
 
 
-@link_check("link.mtu", requires=(MTU_KNOWN,))
+@link_check("link.mtu", requires=(SAME_LINK_LAYER, MTU_KNOWN))
 def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
     """Compares the netdev MTU, and the RDMA active_mtu when ibv_devinfo was captured on both ends."""
     mtus = [end.netdev.mtu for end in link.ends]
@@ -95,7 +186,7 @@ def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
                   Status.FAIL)
 
 
-@link_check("link.speed", requires=(SPEED_KNOWN,))
+@link_check("link.speed", requires=(SAME_LINK_LAYER, SPEED_KNOWN))
 def same_speed(link: Link, site: Site) -> Iterator[Finding]:
     """Compares /sys/class/net/IF/speed on both ends; unknown speeds skip."""
     speeds = [end.netdev.speed_mbps for end in link.ends]
@@ -184,7 +275,8 @@ def _no_link_detail(topology: Topology, site: Site, x: str, y: str) -> str:
 
 @site_check("site.rdma_path")
 def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
-    """For each node pair, passes when a link with rdma=true joins them; Thunderbolt-only fails clearly."""
+    """For each node pair, passes when a link RCCL/NCCL can use (RoCE v2, InfiniBand) with
+    ACTIVE ports joins them; iWARP, RoCE v1, link-layer mismatches and Thunderbolt fail clearly."""
     names = [node.name for node in topology.nodes]
     if len(names) < 2:
         yield skipped(site.name, "a single node: no inter-node path to judge")
@@ -193,7 +285,7 @@ def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
         for y in names[i + 1:]:
             entity = f"{x} <-> {y}"
             links = topology.links_between(x, y)
-            rdma = [link for link in links if link.rdma]
+            rdma = [link for link in links if link.carries(RCCL)]
             working = [link for link in rdma if all(e.port and e.port.is_active for e in link.ends)]
             if working:
                 best = working[0]
@@ -210,7 +302,15 @@ def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
                               "pair interfaces into links")
                 continue
             transports = sorted({link.transport for link in links})
-            if transports == ["thunderbolt-net"]:
+            hardware = [link for link in links if link.transport in RDMA_TRANSPORTS | {MISMATCH}]
+            if hardware:
+                first = hardware[0]
+                yield failed(entity, observed=f"only {', '.join(transports)} link(s): {first.id} "
+                             f"carries {stack_names(first.stacks)}",
+                             expected="a link RCCL/NCCL can use (RoCE v2 or InfiniBand)",
+                             detail=f"See link.transport on {first.id}: it names the cause and "
+                             "the cure.")
+            elif transports == ["thunderbolt-net"]:
                 yield failed(
                     entity, observed="only thunderbolt-net (USB4) joins these nodes",
                     expected="a hardware RDMA link",

@@ -102,5 +102,5 @@ def pcie_link(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
         yield skipped(entity, f"{observed}; port speed unknown")
         return
     yield verdict(link.gbps >= port, entity, observed, f">= {port:g} Gb/s ({what})",
-                  f"RDMA bandwidth is capped near {link.gbps * 0.8:.0f} Gb/s; latency is not "
+                  f"RDMA bandwidth is capped near {link.rdma_ceiling_gbps or 0:.0f} Gb/s; latency is not "
                   "affected. Move the card to a wider/faster slot if the board has one.")

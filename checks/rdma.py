@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from checks.scope import RDMA_PORTS, RDMA_PORTS_IN_USE, ROCE_PORTS, ROCE_PORTS_IN_USE, HardwarePort
 from strixwizard.checking.declare import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
-from strixwizard.model import Finding, Status
+from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.topology import in_use
 from strixwizard.vendors import infiniband
@@ -97,7 +97,22 @@ def roce_v2_default(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[F
             f"unknown: /sys/kernel/config/rdma_cm/{port.device} does not exist (a read-only probe "
             "does not create it); the kernel default is RoCE v2 when the device supports it",
         )
+        return
+    attr = f"/sys/kernel/config/rdma_cm/{port.device}/ports/{port.number}"
+    tos = node.persistence.roce_tos.get(f"{port.device}/{port.number}")
+    dscp = site.fabric.roce_dscp
+    observed = mode.strip() + (f", ToS {tos} (DSCP {tos >> 2})" if tos is not None else "")
+    expected = f"RoCE v2, ToS DSCP {dscp} (priority {site.fabric.pfc_priority})"
+    if mode.strip().lower() != "roce v2":
+        yield failed(on.entity, observed=observed, expected=expected,
+                     detail=f"echo 'RoCE v2' > {attr}/default_roce_mode")
+    elif tos is not None and tos >> 2 != dscp:
+        # the ToS byte is DSCP << 2 | ECN: its low two bits (ECT(0) in 106) do not matter here
+        yield warned(on.entity, observed=observed, expected=expected,
+                     detail=f"rdma_cm programs (rping, perftest -R, NFS/iSER over RDMA) send "
+                     f"RoCE at DSCP {tos >> 2}, outside the lossless priority "
+                     f"{site.fabric.pfc_priority}: `echo {dscp << 2} > {attr}/default_roce_tos` "
+                     f"(DSCP {dscp}; {(dscp << 2) | 2} adds ECT(0) and is as good). RCCL sets its "
+                     "own traffic class (NCCL_IB_TC).")
     else:
-        yield verdict(mode.strip().lower() == "roce v2", on.entity, mode, "RoCE v2",
-                      f"echo 'RoCE v2' > /sys/kernel/config/rdma_cm/{port.device}/ports/"
-                      f"{port.number}/default_roce_mode", Status.FAIL)
+        yield passed(on.entity, observed=observed, expected=expected)

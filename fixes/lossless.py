@@ -24,12 +24,14 @@ from strixwizard.facts.ethtool import pause_argv, priv_flags_argv
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import Plan, Step
 from strixwizard.fixing.readers import pfc_value, prio_tc_value
+from strixwizard.site import Fabric
 from strixwizard.topology import FabricPort
 from strixwizard.vendors import Vendor
 
 
 def roce_dscp(priority: int) -> int:
-    return 8 * priority + 2
+    """The RoCE DSCP of a PFC priority (`Fabric.roce_dscp`, which checks use as well)."""
+    return Fabric(pfc_priority=priority).roce_dscp
 
 
 def _ports(ctx: PlanContext) -> Iterator[tuple[NodeFacts, FabricPort, str | None]]:

@@ -11,7 +11,7 @@ from strixwizard.facts import NodeFacts
 from strixwizard.facts.persistence import NM_CONNECTION_MTU
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import BEFORE, Plan, Step
-from strixwizard.topology import FabricPort, in_use
+from strixwizard.topology import MISMATCH, FabricPort, in_use
 from strixwizard.vendors import by_transport
 
 NETWORKD_DIR = "/etc/systemd/network"
@@ -56,6 +56,11 @@ def _plan_port(ctx: PlanContext, port: FabricPort, group: str | None) -> Plan | 
     if netdev.mtu is None:
         return Plan("net.mtu", port.node.name, entity, notes=(
             f"MTU of {netdev.name} unknown (not captured): not planned",), group=group)
+    if netdev.max_mtu is not None and wanted > netdev.max_mtu:
+        mode = netdev.ipoib_mode or "datagram"
+        return Plan("net.mtu", port.node.name, entity, notes=(
+            f"{netdev.name} is IPoIB in {mode} mode, which carries at most MTU {netdev.max_mtu}: "
+            f"MTU {wanted} cannot apply, not planned",), group=group)
     steps = [mtu_step(netdev.name, netdev.mtu, wanted)]
     persistence = "runtime only (--runtime-only)"
     if ctx.persist:
@@ -80,9 +85,12 @@ def plan_mtu(ctx: PlanContext) -> Iterator[Plan]:
     done: set[tuple[str, str]] = set()
     for link in ctx.topology.links:
         ends = [end for end in link.ends if end.netdev.mtu != ctx.site.fabric.mtu]
-        if not ends or not by_transport(link.transport).site_mtu:
+        if not ends or not by_transport(link.transport).site_mtu or link.transport == MISMATCH:
             # thunderbolt-net keeps its 65520 MTU (TCP only); on InfiniBand the subnet manager
-            # sets the port MTU and IPoIB's netdev MTU follows its mode, not the site's value
+            # sets the port MTU and IPoIB's netdev MTU follows its mode, not the site's value;
+            # a link-layer mismatch carries nothing, whatever the MTU (link.link_layer)
+            for end in link.ends:
+                done.add((end.node.name, end.netdev.name))
             continue
         for end in link.ends:
             done.add((end.node.name, end.netdev.name))

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from checks.scope import roce_fabric
 from fixes.declare import fix
-from fixes.lossless import roce_dscp
 from fixes.steps import command_step, file_step, mkdir_step, no_systemd, unit_steps, write_step
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.devlink import DEVLINK_PARAMS
@@ -26,8 +25,14 @@ MODPROBE_DIR = "/etc/modprobe.d"
      unit=True, persists="configfs is lost at reboot: a systemd unit runs systemd-tmpfiles on a "
      "rule file at boot, which re-creates the settings (systemd nodes only)")
 def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
-    """configfs rdma_cm/<dev>: default_roce_mode "RoCE v2" and default_roce_tos = DSCP << 2."""
-    tos = roce_dscp(ctx.site.fabric.pfc_priority) << 2
+    """configfs rdma_cm/<dev>: default_roce_mode "RoCE v2" and default_roce_tos = DSCP << 2.
+
+    Plans what `rdma.roce_v2_default` reports: a mode other than RoCE v2, a ToS whose DSCP
+    (its upper six bits) is not the PFC priority's — the low two bits are ECN, so 106 (DSCP 26
+    with ECT(0)) is as right as 104. A directory not created yet hides both values, so it is
+    created only when the fix is asked for by name (`--only rdma.roce_v2_default`)."""
+    dscp = ctx.site.fabric.roce_dscp
+    tos = dscp << 2
     for node in ctx.nodes:
         for fabric in roce_fabric(node, ctx.site):
             port = fabric.port
@@ -36,6 +41,8 @@ def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
             attr = f"{base}/ports/{port.number}"
             mode = port.default_roce_mode
             current_tos = node.persistence.roce_tos.get(f"{port.device}/{port.number}")
+            if mode is None and "rdma.roce_v2_default" not in ctx.asked:
+                continue  # the check skips: nothing it reports to cure
             steps: list[Step] = []
             if mode is None:
                 steps.append(mkdir_step(base, f"create configfs rdma_cm/{port.device}"))
@@ -47,7 +54,7 @@ def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
                                         None if mode is None else mode.strip(), "RoCE v2",
                                         before_known=mode is not None))
             # an existing directory whose ToS was not captured: unknown, left alone
-            if current_tos != tos and (mode is None or current_tos is not None):
+            if mode is None or (current_tos is not None and current_tos >> 2 != dscp):
                 steps.append(write_step(f"{attr}/default_roce_tos",
                                         f"rdma_cm ToS {tos} (DSCP {tos >> 2}, priority "
                                         f"{ctx.site.fabric.pfc_priority}) on {port.name}",
@@ -58,8 +65,11 @@ def plan_roce_v2_default(ctx: PlanContext) -> Iterator[Plan]:
             link = ctx.link_of(fabric)
             persistence = "runtime only (--runtime-only)"
             if ctx.persist:
+                # a ToS of the right DSCP stays as it is (its ECN bits included)
+                kept = (current_tos if current_tos is not None and current_tos >> 2 == dscp
+                        else tos)
                 steps, persistence = _persist_configfs(ctx, node, port.device, port.number,
-                                                       fabric.netdev.name, tos, steps)
+                                                       fabric.netdev.name, kept, steps)
             yield Plan("rdma.roce_v2_default", node.name, f"{node.name}:{port.name}", tuple(steps),
                        notes=("only new rdma_cm connections use it (rping, perftest -R, llama.cpp "
                               "RPC); RCCL sets its own traffic class (NCCL_IB_TC)",),

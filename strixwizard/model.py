@@ -196,11 +196,12 @@ class LinkReport:
 
     id: str
     ends: tuple[LinkEnd, LinkEnd]
-    transport: str  # roce-v2|roce-v1|infiniband|iwarp|thunderbolt-net|ethernet
-    rdma: bool
+    transport: str  # roce-v2|roce-v1|infiniband|iwarp|link-layer-mismatch|thunderbolt-net|ethernet
+    rdma: bool  # RCCL/NCCL, llama.cpp RDMA and perftest can run over it
     evidence: str
     status: Status
     checks: tuple[CheckResult, ...] = ()
+    stacks: tuple[str, ...] = ()  # the stacks that can use it (topology.STACKS)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -208,6 +209,7 @@ class LinkReport:
             "ends": [end.to_json() for end in self.ends],
             "transport": self.transport,
             "rdma": self.rdma,
+            "stacks": list(self.stacks),
             "evidence": self.evidence,
             "status": self.status.value,
             "checks": [r.to_json() for r in self.checks],

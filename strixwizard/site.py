@@ -130,6 +130,12 @@ class Fabric:
     trust: str = "dscp"
     roce_version: int = 2
 
+    @property
+    def roce_dscp(self) -> int:
+        """The DSCP RoCE traffic carries for the PFC priority (8 * priority + 2: 26 for 3,
+        the value NVIDIA's and Intel's RoCE guides map to priority 3)."""
+        return 8 * self.pfc_priority + 2
+
     def __post_init__(self) -> None:
         _whole(self, "mtu", MTU_MIN, MTU_MAX)
         _whole(self, "pfc_priority", 0, 7)

@@ -9,8 +9,21 @@ is none of these and stays out of the links.
 Two fabric interfaces on different nodes form a *link* when their IPv4
 addresses sit in the same subnet (a back-to-back cable or a switch). Each link
 gets a transport: `roce-v2`, `roce-v1`, `infiniband`, `iwarp` (hardware RDMA on
-both ends), `thunderbolt-net` (TCP only, whatever soft verbs ride on it), or
+both ends), `link-layer-mismatch` (an InfiniBand end cabled to an Ethernet one: nothing
+passes), `thunderbolt-net` (TCP only, whatever soft verbs ride on it), or
 `ethernet` (at least one end without hardware RDMA).
+
+Which programs can use a link follows from its transport, once (`STACKS`): RCCL/NCCL
+(NET/IB) and llama.cpp's RDMA transport connect their own RC queue pairs to a peer's
+GID, which RoCE v2 and InfiniBand give and iWARP does not: an iWARP RC queue pair is
+connected through rdma_cm only (UCX's maintainers on its missing iWARP support:
+"bootstrap RC transport over rdma_cm", https://github.com/openucx/ucx/issues/2507;
+perftest needs `-R` on irdma/cxgb4 iWARP ports; llama.cpp's RDMA probe finds no
+IP-mapped GID on iWARP and RPC silently stays on TCP, an rdma_cm path being proposed in
+https://github.com/ggml-org/llama.cpp/pull/28494, not released). perftest's default
+exchange is the same GID-addressed one. `Link.rdma` is true when those verbs stacks
+can run over the link; `link.transport`, `site.rdma_path`, the report's `links[]` and
+`deploy` all read it from here.
 """
 
 from __future__ import annotations
@@ -29,8 +42,36 @@ from strixwizard.site import Site
 #: RDMA device kinds a site may opt in to as its fabric's RDMA (`allow_soft_rdma`)
 SOFT_RDMA_KINDS = frozenset({"rxe", "siw"})
 SOFT_RDMA_LABEL = "software RDMA: tests the setup and the tool, not production speed"
-TRANSPORTS = ("roce-v2", "roce-v1", "infiniband", "iwarp", "thunderbolt-net", "ethernet")
+MISMATCH = "link-layer-mismatch"
+TRANSPORTS = ("roce-v2", "roce-v1", "infiniband", "iwarp", MISMATCH, "thunderbolt-net", "ethernet")
+#: transports with RDMA in NIC hardware on both ends (whether a given stack can use it: STACKS)
 RDMA_TRANSPORTS = frozenset({"roce-v2", "roce-v1", "infiniband", "iwarp"})
+
+#: The stacks strixwizard deploys, tests or names, by the key `Link.stacks` holds.
+RCCL = "rccl"  # RCCL/NCCL NET/IB: RC QPs to the peer's GID (NCCL_IB_GID_INDEX)
+LLAMA_RDMA = "llama-rdma"  # llama.cpp ggml-rpc's RDMA transport: RC QPs to the peer's GID
+PERFTEST = "perftest"  # ib_write_lat/bw with their default (non rdma_cm) connection exchange
+RDMA_CM = "rdma_cm"  # programs that connect through librdmacm (rping, perftest -R, NFS/iSER)
+STACK_NAMES = {RCCL: "RCCL/NCCL", LLAMA_RDMA: "llama.cpp RDMA", PERFTEST: "perftest",
+               RDMA_CM: "rdma_cm programs"}
+#: The verbs stacks that address a peer by GID over RC QPs they connect themselves.
+VERBS_STACKS = frozenset({RCCL, LLAMA_RDMA, PERFTEST})
+STACKS: dict[str, frozenset[str]] = {
+    "roce-v2": VERBS_STACKS | {RDMA_CM},
+    "infiniband": VERBS_STACKS | {RDMA_CM},
+    # strixwizard's RCCL and llama.cpp environments address peers by their IPv4-mapped RoCE v2
+    # GID; RoCE v1 (one L2 segment, deprecated) still carries perftest and rdma_cm
+    "roce-v1": frozenset({PERFTEST, RDMA_CM}),
+    "iwarp": frozenset({RDMA_CM}),
+    MISMATCH: frozenset(),
+    "thunderbolt-net": frozenset(),
+    "ethernet": frozenset(),
+}
+
+
+def stack_names(stacks: frozenset[str]) -> str:
+    """ "RCCL/NCCL, llama.cpp RDMA, perftest" (in STACK_NAMES order), or "none"."""
+    return ", ".join(name for key, name in STACK_NAMES.items() if key in stacks) or "none"
 
 
 @dataclass(frozen=True)
@@ -108,6 +149,14 @@ class Link:
     def hosts(self) -> frozenset[str]:
         return frozenset({self.a.node.name, self.b.node.name})
 
+    @property
+    def stacks(self) -> frozenset[str]:
+        """The stacks that can use this link (keys of STACK_NAMES)."""
+        return STACKS.get(self.transport, frozenset())
+
+    def carries(self, stack: str) -> bool:
+        return stack in self.stacks
+
 
 def _network(address: IpAddress) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
     return ipaddress.ip_interface(address.cidr).network
@@ -126,20 +175,36 @@ def _roce_version(end: FabricPort) -> str | None:
     return None
 
 
-def classify(a: FabricPort, b: FabricPort) -> tuple[str, bool]:
-    """The transport of a link and whether it carries hardware RDMA verbs."""
+def link_layer(end: FabricPort) -> str:
+    """ "InfiniBand" or "Ethernet": the RDMA port's link layer, else the netdev's type."""
+    if end.port is not None and end.port.link_layer:
+        return "Ethernet" if end.port.is_ethernet else "InfiniBand"
+    return "InfiniBand" if end.netdev.is_infiniband else "Ethernet"
+
+
+def transport_of(a: FabricPort, b: FabricPort) -> str:
+    """The transport of a link between two fabric interfaces (see the module docstring)."""
     if a.netdev.is_thunderbolt or b.netdev.is_thunderbolt:
-        return "thunderbolt-net", False
+        return "thunderbolt-net"
+    if link_layer(a) != link_layer(b):
+        return MISMATCH
     if a.port is None or b.port is None or a.device is None or b.device is None:
-        return "ethernet", False
+        return "ethernet"
     if not a.port.is_ethernet and not b.port.is_ethernet:
-        return "infiniband", True
+        return "infiniband"
     if a.device.is_iwarp or b.device.is_iwarp:
-        return "iwarp", True
+        return "iwarp"
     versions = {_roce_version(a), _roce_version(b)}
     if versions == {"roce-v1"}:
-        return "roce-v1", True
-    return "roce-v2", True
+        return "roce-v1"
+    return "roce-v2"
+
+
+def classify(a: FabricPort, b: FabricPort) -> tuple[str, bool]:
+    """The transport of a link and whether the verbs stacks (RCCL/NCCL, llama.cpp RDMA,
+    perftest) can run over it: iWARP and a link-layer mismatch cannot."""
+    transport = transport_of(a, b)
+    return transport, bool(STACKS[transport] & VERBS_STACKS)
 
 
 @dataclass

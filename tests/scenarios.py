@@ -7,6 +7,7 @@ runs the doctor. Contents follow the formats in research/domain.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from checks import ALL as ALL_CHECKS
@@ -18,11 +19,12 @@ from strixwizard.demo.hardware import (
     RoceSetup,
     connectx,
     connectx3_ib,
+    connectx_vpi_ib,
     e810,
     onboard_lan,
     usb4_routers,
 )
-from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.demo.scenarios import rdma_link, strix_halo_node
 from strixwizard.facts import NodeFacts
 from strixwizard.model import CheckResult, Status
 from strixwizard.probe.snapshot import SnapshotProbe
@@ -93,6 +95,31 @@ def infiniband_cx3_pair(subnet_manager: bool = True) -> Nodes:
     return {"ib-a": a, "ib-b": b}
 
 
+def iwarp_e810_pair() -> Nodes:
+    """The healthy pair, but both E810s came up in iWARP (Intel's out-of-tree irdma default,
+    or devlink enable_iwarp): RNIC devices `iwp194s0` with one MAC-based GID, no IPv4 GID,
+    no P_Key table, `rdma link` listing them."""
+    nodes = {}
+    for name, host, ip, mac in (("node-a", "strix-a", "192.168.100.1/30", "b4:96:91:9c:3a:10"),
+                                ("node-b", "strix-b", "192.168.100.2/30", "b4:96:91:9c:41:d8")):
+        node = strix_halo_node(host)
+        e810(node, ip, mac, setup=RoceSetup(roce_mode="RoCE v2"), iwarp=True)
+        rdma_link(node, "iwp194s0", "enp194s0np0", 2)
+        nodes[name] = node
+    return nodes
+
+
+def ib_vs_ethernet_pair() -> Nodes:
+    """node-a's ConnectX-6 VPI port left in InfiniBand mode (ib0, type 32) cabled to node-b's
+    E810 Ethernet port: neither links, both ports DOWN."""
+    a = strix_halo_node("vpi-a")
+    connectx_vpi_ib(a, "192.168.100.1/30", "0c42:a103:0011:2201")
+    b = strix_halo_node("vpi-b")
+    e810(b, "192.168.100.2/30", "b4:96:91:9c:41:d8",
+         setup=RoceSetup(roce_mode="RoCE v2", link_up=False))
+    return {"node-a": a, "node-b": b}
+
+
 def non_strix_machine() -> Nodes:
     """An Intel Xeon server with a ConnectX-6 Dx and no Strix Halo iGPU."""
     node = FakeNode("xeon-1")
@@ -149,19 +176,43 @@ def bad(report: Report) -> list[CheckResult]:
 _CACHE: dict[str, Report] = {}
 
 
+def cured_demo_nodes() -> Nodes:
+    """The demo site with its faults cured: E810s in x16 slots, node-b's GTT tuned, MTU 9000,
+    firmware LLDP and link-level pause off, Fedora's packages, counters at zero. The USB4
+    link stays (TCP only: a warning with nothing to fix)."""
+    nodes: Nodes = {}
+    for name, host, lan, lan_mac, ip, mac, tb, tb_mac, peer in (
+            ("node-a", "strix-a", "192.168.1.21/24", "9c:6b:00:4a:21:01", "192.168.100.1/30",
+             "b4:96:91:9c:3a:10", "10.0.0.1/30", "02:5d:3a:71:8c:01", "strix-b"),
+            ("node-b", "strix-b", "192.168.1.22/24", "9c:6b:00:4a:22:01", "192.168.100.2/30",
+             "b4:96:91:9c:41:d8", "10.0.0.2/30", "02:5d:3a:71:8c:02", "strix-a")):
+        node = strix_halo_node(host)
+        onboard_lan(node, lan, lan_mac)
+        e810(node, ip, mac, setup=RoceSetup(roce_mode="RoCE v2"))
+        rdma_link(node, "rocep194s0", "enp194s0np0", 3)
+        usb4_routers(node, peer, ipv4=tb, mac=tb_mac)
+        nodes[name] = node
+    return nodes
+
+
+#: Every scenario the tests build, by the name `report_of` knows it under.
+SCENARIOS: dict[str, Callable[[], Nodes]] = {
+    "healthy": healthy_e810_pair, "connectx": connectx6dx_pair,
+    "misconfigured": misconfigured_e810_pair, "x4": downgraded_x4_pair,
+    "thunderbolt": thunderbolt_only_pair, "infiniband": infiniband_cx3_pair,
+    "infiniband_no_sm": lambda: infiniband_cx3_pair(subnet_manager=False),
+    "non_strix": non_strix_machine, "platform": platform_faults_node,
+    "iwarp": iwarp_e810_pair, "ib_vs_eth": ib_vs_ethernet_pair,
+    "demo_cured": cured_demo_nodes,
+}
+
+
 def report_of(tmp_root: Path, name: str) -> Report:
     """The doctor report of a named scenario, built once per test session."""
-    builders = {
-        "healthy": healthy_e810_pair, "connectx": connectx6dx_pair,
-        "misconfigured": misconfigured_e810_pair, "x4": downgraded_x4_pair,
-        "thunderbolt": thunderbolt_only_pair, "infiniband": infiniband_cx3_pair,
-        "infiniband_no_sm": lambda: infiniband_cx3_pair(subnet_manager=False),
-        "non_strix": non_strix_machine, "platform": platform_faults_node,
-    }
     if name not in _CACHE:
         out = tmp_root / name
         out.mkdir(parents=True, exist_ok=True)
-        _CACHE[name] = run_site(out, builders[name]())
+        _CACHE[name] = run_site(out, SCENARIOS[name]())
     return _CACHE[name]
 
 

@@ -250,3 +250,44 @@ def test_the_launcher_fits_llama_server_flags_to_the_build(
     recorded = tmp_path / "argv"
     assert (recorded.read_text().splitlines() if recorded.exists() else None) == argv
     assert not (tmp_path / "s.pid").exists() and not (tmp_path / "s.log").exists()
+
+
+# -- published logs (tests/data/real, provenance in its INDEX) --------------------------
+
+REAL = Path(__file__).parent / "data" / "real"
+
+
+def test_an_rdma_error_after_activation_fails_the_transport_with_the_line_quoted() -> None:
+    """llama.cpp PR #20590: Strix Halo + ConnectX-4/5 activates RDMA, then `RDMA CQ poll
+    timeout`; the head's log is the constructed RDMA one (its end is healthy)."""
+    plan = demo_plan(model=MODEL)
+    worker = (REAL / "llama_rpc_server_rdma_cq_poll_timeout_strix_halo_cx4_cx5.txt").read_text()
+    check = judge_rdma(plan, {"node-b": worker}, log("llama_server_rdma.txt"))
+    assert (check.status, check.observed) == (FAIL, "RDMA ERROR AFTER ACTIVATION")
+    assert "node-b (ggml-rpc-server): `llama-1  | RDMA CQ poll timeout`" in check.detail
+    assert any("RDMA CQ poll timeout" in line for line in check.evidence)
+
+
+def test_rdma_errors_before_activation_or_unrelated_lines_are_not_rdma_errors() -> None:
+    from strixwizard.deploy.llama import RdmaEvidence
+
+    text = ("RDMA probed:   dev=rocep194s0   gid=1 qpn=7 inline=316\n"
+            "failed to open some file\n"
+            "RDMA activated: qpn=7->9 mtu=4096 rx_depth=24\n"
+            "Client connection closed\n"
+            "ibv_post_send failed to post the work request\n"
+            "QP 7 moved to error state\n")
+    ev = RdmaEvidence.of(text)
+    assert ev.probed == ("rocep194s0",) and ev.activated == 1  # whitespace-tolerant
+    assert ev.errors == ("ibv_post_send failed to post the work request",
+                         "QP 7 moved to error state")
+
+
+@pytest.mark.parametrize("line", [
+    "load_tensors: RPC[192.168.100.2:50052] model buffer size =  2700.00 MiB",  # no index (#11552)
+    "load_tensors: RPC0[192.168.100.2:50052] model buffer size =  2700.00 MiB",
+    "llama_kv_cache_unified: RPC[192.168.100.2:50052] KV buffer size =   600.00 MiB",  # KV only
+])
+def test_a_worker_holding_layers_is_read_in_every_layout(line: str) -> None:
+    plan = demo_plan(model=MODEL)
+    assert judge_devices(plan, line + "\n").status == PASS

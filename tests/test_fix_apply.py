@@ -246,7 +246,8 @@ def test_emit_ansible_writes_inventory_and_playbook(cli, state, tmp_path: Path) 
     from tests.test_safety_ansible import UnsafeLoader
 
     inventory = yaml.load((out / "inventory.yml").read_text(), Loader=UnsafeLoader)
-    assert set(inventory["all"]["hosts"]) == {"node-a", "node-b"}
+    # node-a's faults in the demo (PCIe x4 slot, counters) have no automated cure: it plans nothing
+    assert set(inventory["all"]["hosts"]) == {"node-b"}
     plays = yaml.load((out / "playbook.yml").read_text(), Loader=UnsafeLoader)
     b = next(p for p in plays if p["hosts"] == "node-b")
     assert b["become"] is True

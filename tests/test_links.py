@@ -139,3 +139,85 @@ def test_site_rdma_path_fails_when_ib_ports_are_down(root: Path) -> None:
 
 def test_site_rdma_path_skips_for_one_node(root: Path) -> None:
     assert set(statuses(report_of(root, "non_strix"), "site.rdma_path").values()) == {Status.SKIP}
+
+
+# -- which stacks a link carries: iWARP and a link-layer mismatch ------------------------------
+
+def test_an_iwarp_pair_fails_at_the_link_with_the_roce_cure_named(root: Path) -> None:
+    report = report_of(root, "iwarp")
+    (link,) = report.to_json()["links"]
+    assert (link["transport"], link["rdma"], link["status"]) == ("iwarp", False, "fail")
+    assert link["stacks"] == ["rdma_cm"]
+    (transport,) = results(report, "link.transport")
+    assert transport.status == Status.FAIL and "carries: rdma_cm programs" in transport.observed
+    assert "roce-v2 or infiniband" in transport.expected
+    assert ("devlink dev param set pci/0000:c2:00.0 name enable_iwarp value false cmode runtime"
+            in transport.detail)
+    assert "name enable_roce value true cmode runtime" in transport.detail
+    assert "https://docs.kernel.org/networking/devlink/ice.html" in transport.detail
+    assert transport.fix is not None and transport.fix.id == "roce.enable"
+    (path,) = results(report, "site.rdma_path")
+    assert path.status == Status.FAIL and "iwarp" in path.observed
+    # the E810 rule names the same cure on each node
+    assert set(statuses(report, "roce.enabled").values()) == {Status.FAIL}
+    # no RoCE-only rule judges an iWARP port as if it were RoCE
+    assert statuses(report, "link.pfc") == {E810_LINK: Status.SKIP}
+
+
+def test_iwarp_snapshot_has_the_real_layout(tmp_path: Path) -> None:
+    facts = scenarios.facts_of(tmp_path, scenarios.iwarp_e810_pair())["node-a"]
+    (device,) = [d for d in facts.rdma if d.is_hardware]
+    assert (device.name, device.node_type, device.is_iwarp) == ("iwp194s0", "RNIC", True)
+    (port,) = device.ports
+    assert [g.gid for g in port.gids] == ["b496:919c:3a10:0000:0000:0000:0000:0000"]
+    assert port.roce_v2_ipv4_gid() is None and port.link_layer == "Ethernet"
+
+
+def test_deploy_refuses_an_iwarp_link_naming_what_it_carries(tmp_path: Path) -> None:
+    from strixwizard.deploy.env import DeployRefused, generate_env
+
+    facts = list(scenarios.facts_of(tmp_path, scenarios.iwarp_e810_pair()).values())
+    with pytest.raises(DeployRefused, match="carries rdma_cm programs"):
+        generate_env("t", facts, build_topology(facts))
+
+
+def test_an_infiniband_port_cabled_to_ethernet_fails_naming_mlxconfig(root: Path) -> None:
+    report = report_of(root, "ib_vs_eth")
+    (link,) = report.to_json()["links"]
+    assert (link["transport"], link["rdma"], link["status"]) == ("link-layer-mismatch", False,
+                                                                 "fail")
+    assert [end["link_layer"] for end in link["ends"]] == ["InfiniBand", "Ethernet"]
+    (layer,) = results(report, "link.link_layer")
+    assert layer.status == Status.FAIL
+    assert layer.observed == "node-a:ib0 InfiniBand vs node-b:enp194s0np0 Ethernet"
+    assert "mlxconfig -d 0000:c2:00.0 set LINK_TYPE_P1=2" in layer.detail
+    assert "mlxfwreset" in layer.detail and "reboot" in layer.detail
+    (transport,) = results(report, "link.transport")
+    assert transport.status == Status.FAIL and transport.fix is None
+    # the MTU and speed of two ends that cannot talk are not compared
+    assert set(statuses(report, "link.mtu").values()) == {Status.SKIP}
+    (path,) = results(report, "site.rdma_path")
+    assert path.status == Status.FAIL and "link-layer-mismatch" in path.observed
+
+
+def test_ipoib_snapshot_is_an_infiniband_netdev_in_datagram_mode(tmp_path: Path) -> None:
+    facts = scenarios.facts_of(tmp_path, scenarios.ib_vs_ethernet_pair())["node-a"]
+    (ib0,) = [n for n in facts.netdevs if n.name == "ib0"]
+    assert (ib0.arp_type, ib0.is_infiniband, ib0.ipoib_mode, ib0.max_mtu) == (32, True,
+                                                                              "datagram", 4092)
+
+
+def test_same_link_layer_passes_on_a_roce_pair(root: Path) -> None:
+    assert statuses(report_of(root, "healthy"), "link.link_layer") == {E810_LINK: Status.PASS}
+
+
+@pytest.mark.parametrize("name", ["iwarp", "ib_vs_eth", "healthy"])
+def test_link_json_of_every_transport_validates_against_the_shipped_schema(
+        root: Path, name: str, report_schema: dict[str, object]) -> None:
+    from tests.conftest import validate_report
+
+    document = report_of(root, name).to_json()
+    validate_report(document, report_schema)
+    (link,) = document["links"]
+    assert link["stacks"] == {"iwarp": ["rdma_cm"], "ib_vs_eth": [],
+                              "healthy": ["rccl", "llama-rdma", "perftest", "rdma_cm"]}[name]

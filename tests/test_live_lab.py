@@ -269,3 +269,37 @@ def test_a_cancel_stops_programs_on_every_node_at_once(lab4: Lab, tmp_path: Path
     finally:
         for host in hosts:
             host.close()
+
+
+#: A STAND-IN for a perftest that offers --out_json (perftest >= 4.5-0.2): its usage line for
+#: --help; otherwise the recorded table on stdout and a report, in perftest's JSON layout, in
+#: the --out_json_file it was given (BW_average with more digits than the table, to tell them
+#: apart).
+JSON_CLIENT_STAND_IN = """#!/bin/sh
+case "$1" in --help) echo '      --out_json  Save the report in a json file'; exit 0;; esac
+echo "$@" > "$HOME/{tool}.client.argv"
+for arg in "$@"; do case "$arg" in --out_json_file=*) out="${{arg#--out_json_file=}}";; esac; done
+cat "$HOME/{recording}"
+[ -n "$out" ] && printf '%s\\n' '{{' '"test_info": {{' '"test": "RDMA_Write_BW_Test",' \\
+  '"Device": "rocep194s0"' '}},' '"results": {{' '"MsgSize": 65536,' '"n_iterations": 5000,' \\
+  '"BW_peak": 50.71,' '"BW_average": 50.6437,' '"MsgRate": 0.096585' '}}' '}}' > "$out"
+exit 0
+"""
+
+
+def test_bandwidth_is_read_from_out_json_where_perftest_offers_it(lab2: Lab, tmp_path: Path) -> None:
+    tool, recording = "ib_write_bw", "ib_write_bw_e810_gbits.txt"
+    client, server = lab2.hosts[0], lab2.hosts[1]
+    (client.home / recording).write_text((DATA / recording).read_text())
+    client.stand_in(tool, JSON_CLIENT_STAND_IN.format(tool=tool, recording=recording))
+    server.stand_in(tool, SERVER_STAND_IN.format(tool=tool))
+    a, b = _hosts(lab2, tmp_path)
+    m = rdma_test(tool, a, b, _ends(lab2), Thresholds(), link_rate_gbps=100.0)
+    assert m.bandwidth_gbps == 50.6437, m.summary  # the JSON's figure, not the table's 50.64
+    assert "figures read from ib_write_bw --out_json" in (m.detail or {}).get("notes", [])
+    argv = (client.home / f"{tool}.client.argv").read_text().split()
+    assert "--out_json" in argv and argv[-1] == lab2.hosts[1].fabric_addr  # the address stays last
+    # the report was removed from the node
+    report = next(arg for arg in argv if arg.startswith("--out_json_file=")).split("=", 1)[1]
+    probe = a.start(["test", "-e", report], 10, "is the report gone")
+    assert probe.wait(10) and probe.status == 1

@@ -293,13 +293,37 @@ def test_demo_json_labels_replayed_results_and_measured_ones() -> None:
     assert doc["thresholds"] == {"rdma_latency_us": 8.0, "tcp_latency_us": 150.0, "bandwidth_fraction": 0.8}
 
 
-def test_demo_bandwidth_fails_honestly_at_half_the_link_rate() -> None:
+def test_demo_bandwidth_at_half_the_link_rate_is_named_capped_by_its_x4_slot() -> None:
     result = run_cli("test", "bandwidth", "--demo", "--json")
     doc = result.json()
-    assert result.rc == 1
+    assert result.rc == 0  # a warning: the slot is the cap, as nic.pcie_link says
     (bw,) = doc["results"]
-    assert bw["status"] == "fail" and bw["bandwidth_gbps"] == 50.64 and bw["link_rate_gbps"] == 100.0
+    assert bw["status"] == "warn" and bw["bandwidth_gbps"] == 50.64 and bw["link_rate_gbps"] == 100.0
     assert "51% of the 100 Gb/s link rate" in bw["summary"]
+    assert "capped by the PCIe link (63 Gb/s usable, about 50 Gb/s of RDMA)" in bw["summary"]
+    assert (bw["detail"]["band"], bw["detail"]["ceiling_gbps"]) == ("pcie-capped", 50.41)
+
+
+@pytest.mark.parametrize(("gbps", "rate", "pcie", "status", "band"), [
+    (95.0, 100.0, 63.016, Status.PASS, "line-rate"),  # a figure above the slot's: still line rate
+    (50.64, 100.0, 63.016, Status.WARN, "pcie-capped"),  # E810 in a PCIe 4.0 x4 slot
+    (40.34, 100.0, 63.016, Status.WARN, "pcie-capped"),  # 80 % of the ~50 Gb/s ceiling
+    (13.0, 100.0, 63.016, Status.FAIL, "degraded"),  # a 100 Gb/s link carrying 13 Gb/s
+    (13.0, 100.0, 252.0, Status.FAIL, "degraded"),  # x16 slot: the link rate is the ceiling
+    (50.64, 100.0, None, Status.FAIL, "degraded"),  # PCIe unknown: judged on the link rate
+])
+def test_bandwidth_bands_name_the_cause(gbps: float, rate: float, pcie: float | None, status: Status,
+                                        band: str) -> None:
+    from strixwizard.live.verdict import bandwidth_band
+
+    got, summary = judge_bandwidth(gbps, rate, T, pcie)
+    assert got is status, summary
+    found = bandwidth_band(gbps, rate, T, pcie)
+    assert found is not None and found.name == band
+    if band == "degraded":
+        assert "degraded" in summary and "below the 80% wanted" in summary
+        if pcie == 63.016:
+            assert "below 80% of the ~50 Gb/s its PCIe link allows" in summary
 
 
 def test_demo_rccl_passes_on_net_ib() -> None:

@@ -244,3 +244,148 @@ def test_duration_mode_latency_is_judged_on_its_average() -> None:
     assert status is Status.PASS and "average (no median printed)" in summary
     garbage = LatencyStats(None, float("nan"), 2.5, None, None, None)
     assert judge_latency(garbage, 8.0, "RDMA")[0] is Status.ERROR
+
+
+# -- RCCL 7 / NCCL 2.23+ device lines; `Using network` words; perftest row shapes ------------
+
+#: The device lines of NCCL's net_ib (`NET/IB: [%d] %s:%s:%d/%s provider=...`) and its
+#: makeVDevice (`NET/IB : Made virtual device [%d] name=%s speed=%d ndevs=%d`), which RCCL
+#: prints since ROCm/rccl PR #2110; CONSTRUCTED from those format strings with an E810's names.
+RCCL7_DEVICES = (
+    "strix-a:4242:4242 [0] NCCL INFO NET/IB: [0] rocep194s0:uverbs0:1/RoCE provider=None "
+    "speed=100000 context=0x55d0c0a0 pciPath=/sys/devices/pci0000:00/0000:00:01.1/0000:c2:00.0 ar=0\n"
+    "strix-a:4242:4242 [0] NCCL INFO NET/IB : Made virtual device [0] name=rocep194s0 "
+    "speed=100000 ndevs=1\n"
+)
+
+
+def test_rccl7_device_lines_name_the_device_in_use() -> None:
+    evidence = parse_transport(RCCL7_DEVICES + "strix-a:4242:4242 [0] NCCL INFO Using network IB\n")
+    assert evidence.ib_devices == ("rocep194s0:1",)
+    assert evidence.virtual_devices == ("rocep194s0",)
+    assert evidence.transport == "NET/IB"
+    # so the wrong-device verdict can fire on current RCCL
+    status, summary = judge_rccl(None, evidence, ["mlx5_0:1"])
+    assert status is Status.FAIL and "rocep194s0:1" in summary
+
+
+@pytest.mark.parametrize(("line", "network"), [
+    ("h:1:1 [0] NCCL INFO Using network IB", "IB"),
+    ("h:1:1 [0] NCCL INFO Using network Socket (plugin v8)", "Socket"),
+    ("h:1:1 [0] NCCL INFO Using network IBext_v8, GDR off", "IBext_v8"),
+    ("h:1:1 [0] NCCL INFO Using network AWS Libfabric", "AWS Libfabric"),
+    ("h:1:1 [0] NCCL INFO Assigned NET plugin IB to comm", "IB"),
+])
+def test_the_network_is_the_first_word_after_using_network(line: str, network: str) -> None:
+    assert parse_transport(line + "\n").networks == (network,)
+
+
+def test_a_perftest_row_with_more_cells_than_its_header_is_refused() -> None:
+    text = (" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+            " 65536      5000             11030.07            11029.34           0.176470     7\n"
+            "---------------------------------------------------------------------------------------\n")
+    table = parse_perftest(text)
+    assert table.rows == () and not table.complete
+    assert table.refused_rows == ("65536      5000             11030.07            11029.34"
+                                  "           0.176470     7",)
+
+
+def test_duration_mode_header_keeps_its_unbracketed_last_column() -> None:
+    text = (" #bytes #iterations    t_avg[usec]    tps average\n"
+            " 2       1234567         1.62           617283.95\n"
+            "---------------------------------------------------------------------------------------\n")
+    table = parse_perftest(text)
+    assert [c.name for c in table.columns] == ["#bytes", "#iterations", "t_avg", "tps average"]
+    assert table.complete and table.rows[0]["t_avg"] == 1.62 and not table.refused_rows
+
+
+#: `ib_write_lat --out_json` / `ib_write_bw --report_gbits --out_json` reports CONSTRUCTED from
+#: perftest's own format strings (src/perftest_parameters.c write_test_info_to_file,
+#: REPORT_FMT_LAT_JSON and REPORT_FMT_JSON in src/perftest_parameters.h, linux-rdma/perftest).
+PERFTEST_LAT_JSON = """{
+"test_info": {
+"test": "RDMA_Write_Latency_Test",
+"Dual_port": "OFF",
+"Device": "rocep194s0",
+"Number_of_qps": 1,
+"Transport_type": "IB",
+"Connection_type": "RC",
+"Using_SRQ": "OFF",
+"Mtu": 4096,
+"Link_type": "Ethernet",
+"GID_index": 1,
+"Data_ex_method": "Ethernet"
+},
+"results": {
+"MsgSize": 64,
+"n_iterations": 1000,
+"t_min": 4.91,
+"t_max": 9.72,
+"t_typical": 5.19,
+"t_avg": 5.23,
+"t_stdev": 0.21,
+"percentile_99": 6.02,
+"percentile_99.9": 9.72
+}
+}
+"""
+PERFTEST_BW_JSON = """{
+"test_info": {
+"test": "RDMA_Write_BW_Test",
+"Device": "rocep194s0",
+"Number_of_qps": 1,
+"Link_type": "Ethernet"
+},
+"results": {
+"MsgSize": 65536,
+"n_iterations": 5000,
+"BW_peak": 50.71,
+"BW_average": 50.64,
+"MsgRate": 0.096585
+}
+}
+"""
+
+
+def test_perftest_out_json_reads_as_the_text_table() -> None:
+    from strixwizard.live.perftest_output import parse_perftest_json
+
+    lat = parse_perftest_json(PERFTEST_LAT_JSON)
+    stats = latency_stats(lat, lat.rows[0])
+    assert (stats.median_us, stats.avg_us, stats.p99_us, stats.samples) == (5.19, 5.23, 6.02, 1000)
+    assert lat.is_latency and lat.complete and lat.params["Device"] == "rocep194s0"
+    bw = parse_perftest_json(PERFTEST_BW_JSON)
+    assert bw.is_bandwidth and bandwidth_gbps(bw, bw.rows[0]) == 50.64
+    assert bandwidth_gbps(parse_perftest_json(PERFTEST_BW_JSON, report_gbits=False),
+                          bw.rows[0]) == pytest.approx(50.64 * 2**20 * 8 / 1e9)
+
+
+def test_perftest_out_json_refuses_what_is_not_its_report() -> None:
+    from strixwizard.live.perftest_output import parse_perftest_json
+
+    qos = PERFTEST_BW_JSON.replace('"MsgSize": 65536,\n', '"MsgSize": 65536,\nsl: 3,\n')
+    for text in ("", "{}", '{"results": {"avg_lat": 5.2}}', qos):  # raw-QoS: `sl` unquoted
+        with pytest.raises(PerftestParseError):
+            parse_perftest_json(text)
+
+
+def test_out_json_is_detected_from_help() -> None:
+    from strixwizard.live.perftest_output import supports_json
+
+    # perftest 4.5's usage lines (src/perftest_parameters.c usage())
+    assert supports_json("      --out_json  Save the report in a json file\n")
+    assert not supports_json(" -F, --CPU-freq  Do not show a warning even if cpufreq_ondemand ...\n")
+
+
+def test_out_json_is_detected_on_the_installed_perftest() -> None:
+    """The real `ib_write_bw --help` of this machine's perftest (Debian 4.5+0.17 here)."""
+    import shutil
+    import subprocess
+
+    from strixwizard.live.perftest_output import supports_json
+
+    tool = shutil.which("ib_write_bw")
+    if tool is None:
+        pytest.skip("perftest is not installed here")
+    done = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30, check=False)
+    assert supports_json(done.stdout + done.stderr)

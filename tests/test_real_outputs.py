@@ -107,6 +107,7 @@ def _transport(text: str, want: dict[str, object]) -> None:
         "transport": ev.transport, "network": ev.network, "plugin": ev.plugin,
         "ib_devices": ev.ib_devices, "socket_devices": ev.socket_devices, "channels": ev.channels,
         "ib_missing": ev.ib_missing, "version": ev.version,
+        "virtual_devices": ev.virtual_devices,
     }
     _check("transport", got, want)
 
@@ -180,12 +181,28 @@ def _mlnx_qos(text: str, want: dict[str, Any]) -> None:
                         "priority_tc": {str(k): v for k, v in qos.priority_tc.items()}}, want)
 
 
+def _llama_rdma(text: str, want: dict[str, Any]) -> None:
+    from strixwizard.deploy.llama import RdmaEvidence
+
+    ev = RdmaEvidence.of(text)
+    _check("llama.cpp RDMA", {"probed": ev.probed, "activated": ev.activated,
+                              "errors": ev.errors}, want)
+
+
+def _llama_workers(text: str, want: dict[str, Any]) -> None:
+    from strixwizard.deploy.llama import rpc_endpoints_holding_layers
+
+    _check("llama-server RPC devices", {"endpoints": rpc_endpoints_holding_layers(text)}, want)
+
+
 READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "collective": _collective,
            "transport": _transport, "verdict": _verdict,
            # node-level outputs, read through the public fact parsers
            "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i, "ethtool_S": _ethtool_s,
            "sysfs_counters_ttar": _sysfs_counters_ttar, "mlnx_qos": _mlnx_qos,
-           "sysfs_counters_grep": _sysfs_counters_grep, "rdma_link": _rdma_link}
+           "sysfs_counters_grep": _sysfs_counters_grep, "rdma_link": _rdma_link,
+           # llama.cpp's RPC logs, read by the deploy smoke test's readers
+           "llama_rdma": _llama_rdma, "llama_workers": _llama_workers}
 
 
 @pytest.mark.parametrize("entry", INDEX, ids=[e["file"] for e in INDEX])

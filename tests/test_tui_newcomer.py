@@ -98,8 +98,9 @@ async def test_test_step_keeps_its_results_when_the_nodes_are_read_again() -> No
         await pilot.pause()
         await wait_for_tests(app, pilot)
         results = len(app.session.of(type(app.session.states["test"])).results)  # type: ignore[arg-type]
-        headline = notice_text(app, "#test-status").splitlines()[0]  # the demo's bandwidth fails:
-        assert results and headline.startswith("FAIL: 50.64 Gb/s is 51% of the 100 Gb/s link rate")
+        headline = notice_text(app, "#test-status").splitlines()[0]  # the demo's x4 slots cap it:
+        assert results and headline.startswith("WARN: 50.64 Gb/s is 51% of the 100 Gb/s link rate")
+        assert "capped by the PCIe link" in headline
         await pilot.press(key_of("discover"))
         await settle(app, pilot)
         await pilot.press("r")

@@ -157,7 +157,8 @@ async def run_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
     assert rdma.border_subtitle == "replayed recording" and tcp.border_subtitle == "measured"
     assert tcp.view.status in (Status.PASS, Status.FAIL)
     assert "≤ 150 µs one-way" in str(tcp.query_one(".details").render())
-    assert panel(app, "node-a-node-b:bandwidth:rdma").view.status is Status.FAIL  # the recording: 51%
+    # the recording: 51% of the link rate, as much as its PCIe 4.0 x4 slot allows
+    assert panel(app, "node-a-node-b:bandwidth:rdma").view.status is Status.WARN
     assert panel(app, "rccl").view.status is Status.PASS
     counters = panel(app, "counters")  # read around the run: the recording's deltas, judged
     assert counters.view.status is Status.WARN and counters.border_title == "Fabric counters"

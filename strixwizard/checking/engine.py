@@ -26,7 +26,7 @@ from strixwizard.model import (
 )
 from strixwizard.probe import Probe
 from strixwizard.site import Site
-from strixwizard.topology import Link, build_topology, link_end
+from strixwizard.topology import STACK_NAMES, Link, build_topology, link_end
 
 
 @dataclass
@@ -216,7 +216,8 @@ def link_status(results: list[CheckResult]) -> Status:
 
 def link_report(link: Link, results: list[CheckResult]) -> LinkReport:
     return LinkReport(link.id, (link_end(link.a), link_end(link.b)), link.transport, link.rdma,
-                      link.evidence, link_status(results), tuple(results))
+                      link.evidence, link_status(results), tuple(results),
+                      tuple(key for key in STACK_NAMES if link.carries(key)))
 
 
 def link_json(link: Link, results: list[CheckResult]) -> dict[str, Any]:

@@ -211,6 +211,8 @@ class FakeNode:
         self.file(f"{directory}/address", mac + "\n")
         self.file(f"{directory}/type", f"{arp_type}\n")
         self.file(f"{directory}/ifindex", f"{ifindex}\n")
+        if arp_type == 32:  # IPoIB: its mode (datagram by default; connected on request)
+            self.file(f"{directory}/mode", "datagram\n")
         self.rel_link(f"/sys/class/net/{name}", directory)
         self.rel_link(f"{directory}/device", device_dir)
         addr_info: list[dict[str, Any]] = []
@@ -344,11 +346,13 @@ class FakeNode:
         self.command(["rdma", "-j", "link", "show"], json.dumps(links, separators=(",", ":")) + "\n")
 
     def devinfo(self, device: str, vendor_id: int, part_id: int, fw_ver: str,
-                ports: list[tuple[int, str, int, int, str]], guid: str = "0000:0000:0000:0000") -> None:
-        """An `ibv_devinfo` block: ports as (number, state, max_mtu, active_mtu, link_layer)."""
+                ports: list[tuple[int, str, int, int, str]], guid: str = "0000:0000:0000:0000",
+                transport: str = "InfiniBand (0)") -> None:
+        """An `ibv_devinfo` block: ports as (number, state, max_mtu, active_mtu, link_layer);
+        `transport` as ibv_devinfo names it ("InfiniBand (0)" for IB and RoCE, "iWARP (1)")."""
         codes = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
         states = {"ACTIVE": 4, "DOWN": 1, "INIT": 2, "ARMED": 3}
-        text = (f"hca_id:\t{device}\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t{fw_ver}\n"
+        text = (f"hca_id:\t{device}\n\ttransport:\t\t\t{transport}\n\tfw_ver:\t\t\t\t{fw_ver}\n"
                 f"\tnode_guid:\t\t\t{guid}\n\tsys_image_guid:\t\t\t{guid}\n"
                 f"\tvendor_id:\t\t\t0x{vendor_id:04x}\n\tvendor_part_id:\t\t\t{part_id}\n"
                 f"\thw_ver:\t\t\t\t0x2\n\tphys_port_cnt:\t\t\t{len(ports)}\n")

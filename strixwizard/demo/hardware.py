@@ -34,6 +34,13 @@ def gid_link_local(mac: str) -> str:
     return "fe80:0000:0000:0000:" + ":".join(f"{eui[i]:02x}{eui[i + 1]:02x}" for i in range(0, 8, 2))
 
 
+def gid_iwarp(mac: str) -> str:
+    """The one GID of an irdma iWARP port: the MAC, zero-padded (irdma_query_gid copies
+    the netdev's address into an otherwise zero GID; the table has one entry)."""
+    raw = bytes(int(x, 16) for x in mac.split(":")) + bytes(10)
+    return ":".join(f"{raw[i]:02x}{raw[i + 1]:02x}" for i in range(0, 16, 2))
+
+
 @dataclass
 class RoceSetup:
     """How a RoCE interface is configured (the knobs the checks judge)."""
@@ -53,13 +60,20 @@ class RoceSetup:
 
 def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = None,
          address: str = "0000:c2:00.0", bridge: str = "0000:00:01.1",
-         netdev: str = "enp194s0np0", rdmadev: str = "rocep194s0", device_id: int = 0x1592,
+         netdev: str = "enp194s0np0", rdmadev: str | None = None, device_id: int = 0x1592,
          pcie: tuple[str, int, str, int] = PCIE4_X16, firmware: str = "4.91 0x800214b5 1.3909.0",
          speed: int = 100000, iwarp: bool = False, counters: dict[str, int] | None = None,
          statistics: dict[str, int] | None = None) -> None:
     """Intel E810-CQDA1 (8086:1592) with in-tree ice + irdma in RoCE v2 mode. `counters`:
-    its hw_counters (default: the CNP/ECN ones at 0); `statistics`: `ethtool -S` counters."""
+    its hw_counters (default: the CNP/ECN ones at 0); `statistics`: `ethtool -S` counters.
+
+    `iwarp`: irdma came up in iWARP instead (Intel's out-of-tree driver's default, or devlink
+    enable_iwarp): ice's auxiliary device is `ice.iwarp.0`, the device is an RNIC (node_type
+    4) named `iwp…` by rdma-core's udev rule (`roce…` for RoCE), its port has one GID — the
+    MAC, zero-padded, type "IB/RoCE v1" as the kernel's non-RoCE GID cache labels it — no
+    IPv4-mapped GID and no P_Key table, and `ibv_devinfo` prints transport iWARP (1)."""
     setup = setup or RoceSetup()
+    rdmadev = rdmadev or ("iwp194s0" if iwarp else "rocep194s0")
     pci_dir = node.pci_device(address, 0x8086, device_id, 0x020000, "ice", bridge=bridge, link=pcie)
     node.netdev(netdev, pci_dir, mac, mtu=setup.mtu, speed=speed, up=setup.link_up,
                 ipv4=ipv4)
@@ -81,11 +95,15 @@ def e810(node: FakeNode, ipv4: str | None, mac: str, setup: RoceSetup | None = N
     gids: list[tuple[str, str, str | None]] = [(gid_link_local(mac), "RoCE v2", netdev)]
     if ipv4:
         gids.append((gid_ipv4(ipv4.split("/")[0]), "RoCE v2", netdev))
+    if iwarp:
+        gids = [(gid_iwarp(mac), "IB/RoCE v1", netdev)]
     state = ("4: ACTIVE", "5: LinkUp") if setup.link_up else ("1: DOWN", "3: Disabled")
     node.rdma_port(dev, 1, gids, state=state[0], phys_state=state[1],
-                   rate="100 Gb/sec (4X EDR)" if speed >= 100000 else "25 Gb/sec (1X EDR)")
+                   rate="100 Gb/sec (4X EDR)" if speed >= 100000 else "25 Gb/sec (1X EDR)",
+                   table_size=1 if iwarp else 8)
     node.devinfo(rdmadev, 0x8086, device_id, "1.70", [
-        (1, "ACTIVE" if setup.link_up else "DOWN", 4096, roce_active_mtu(setup.mtu, 4096)[0], "Ethernet")])
+        (1, "ACTIVE" if setup.link_up else "DOWN", 4096, roce_active_mtu(setup.mtu, 4096)[0], "Ethernet")],
+        transport="iWARP (1)" if iwarp else "InfiniBand (0)")
     node.hw_counters(dev, 1, {"cnpSent": 0, "cnpHandled": 0, "RxECNMrkd": 0} if counters is None
                      else counters)
     if statistics is not None:
@@ -167,6 +185,35 @@ def connectx3_ib(node: FakeNode, ipv4: str | None, port_guid: str, lid: int, sm_
     node.devinfo("mlx4_0", 0x02C9, 4099, "2.42.5000", [
         (1, "ACTIVE" if subnet_manager else "INIT", 4096, 4096, "InfiniBand"),
         (2, "DOWN", 4096, 4096, "InfiniBand")])
+
+
+def connectx_vpi_ib(node: FakeNode, ipv4: str | None, port_guid: str,
+                    address: str = "0000:c2:00.0", bridge: str = "0000:00:01.1",
+                    netdev: str = "ib0", rdmadev: str = "mlx5_0", device_id: int = 0x101B,
+                    linked: bool = False) -> None:
+    """An NVIDIA ConnectX-6 VPI (15b3:101b, mlx5) whose port runs InfiniBand (its firmware's
+    LINK_TYPE_P1=1): PCI class 0207 (InfiniBand controller), an IPoIB netdev `ib0` of type 32
+    in datagram mode (MTU 2044, `ethtool -i` driver `mlx5_core[ib_ipoib]`), a port with
+    link_layer InfiniBand, its rate in IB terms and the one IB GID (fe80::GUID). `linked`:
+    False when the cable goes to an Ethernet port — the port stays DOWN / Polling with no LID
+    and no subnet manager, and ib0 has no carrier."""
+    pci_dir = node.pci_device(address, 0x15B3, device_id, 0x020700, "mlx5_core", bridge=bridge,
+                              link=PCIE4_X16)
+    guid = port_guid.replace(":", "")
+    mac = "00:00:10:87:fe:80:00:00:00:00:00:00:" + ":".join(guid[i:i + 2] for i in range(0, 16, 2))
+    node.netdev(netdev, pci_dir, mac, mtu=2044, speed=100000 if linked else None, up=linked,
+                arp_type=32, ipv4=ipv4)
+    node.ethtool(netdev, "mlx5_core[ib_ipoib]", "20.39.1002 (MT_0000000222)", address)
+    node.dcb(netdev, supported=False)
+    dev = node.rdma_device(rdmadev, pci_dir, fw_ver="20.39.1002", hca_type="MT4123",
+                           guid=port_guid)
+    state = ("4: ACTIVE", "5: LinkUp") if linked else ("1: DOWN", "2: Polling")
+    node.rdma_port(dev, 1, [("fe80:0000:0000:0000:" + port_guid, "IB/RoCE v1", None)],
+                   state=state[0], phys_state=state[1], link_layer="InfiniBand",
+                   rate="100 Gb/sec (4X EDR)" if linked else "10 Gb/sec (4X SDR)",
+                   lid=3 if linked else 0, sm_lid=1 if linked else 0, table_size=8)
+    node.devinfo(rdmadev, 0x02C9, 4123, "20.39.1002", [
+        (1, "ACTIVE" if linked else "DOWN", 4096, 4096, "InfiniBand")])
 
 
 def usb4_routers(node: FakeNode, peer_hostname: str | None, ipv4: str | None = None,

@@ -30,7 +30,15 @@ from dataclasses import dataclass
 
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
-from strixwizard.topology import FabricPort, Link, Topology
+from strixwizard.topology import (
+    RCCL,
+    RDMA_TRANSPORTS,
+    STACK_NAMES,
+    FabricPort,
+    Link,
+    Topology,
+    stack_names,
+)
 
 IB_SYSFS = "/sys/class/infiniband"
 PROFILES = ("rdma", "tcp")
@@ -242,7 +250,9 @@ def _describe(links: Sequence[Link]) -> str:
     return "only " + " and ".join(parts)
 
 
-def _pair_link(topology: Topology, x: str, y: str, profile: str) -> Link:
+def _pair_link(topology: Topology, x: str, y: str, profile: str, stack: str = RCCL) -> Link:
+    """The link x and y use: on the RDMA profile one that carries `stack` (topology.STACKS:
+    RCCL/NCCL and llama.cpp RDMA ride the same links)."""
     links = topology.links_between(x, y)
     if profile == "tcp":
         usable = sorted(links, key=lambda link: (-_rate(link), link.id))
@@ -252,7 +262,7 @@ def _pair_link(topology: Topology, x: str, y: str, profile: str) -> Link:
                 "deploy on the nodes that share one with --nodes A,B, or give every node its "
                 "management address in the site file so TCP can go over the management network")
         return usable[0]
-    rdma = [link for link in links if link.rdma]
+    rdma = [link for link in links if link.rdma or link.transport in RDMA_TRANSPORTS]
     if not rdma:
         what = _describe(links)
         next_step = ("deploy over TCP with --transport tcp, or fix the RDMA NIC first "
@@ -264,13 +274,14 @@ def _pair_link(topology: Topology, x: str, y: str, profile: str) -> Link:
             f"no RDMA profile: {x} and {y} share {what}{', no RDMA' if links else ''}: "
             f"{next_step}. Over TCP RCCL "
             "uses NET/Socket: expect 50-130 µs per hop instead of ~5 µs")
-    good = [link for link in rdma if link.transport in ("roce-v2", "infiniband")]
+    good = [link for link in rdma if link.carries(stack)]
     if not good:
         kinds = ", ".join(sorted({link.transport for link in rdma}))
+        carried = "; ".join(f"{link.id} carries {stack_names(link.stacks)}" for link in rdma)
         raise DeployRefused(
-            f"no RDMA profile: {x} and {y} share only {kinds} links ({', '.join(k.id for k in rdma)}); "
-            "RCCL's NET/IB runs over RoCE v2 or InfiniBand: switch the NICs to RoCE v2 "
-            "(`strixwizard fix`)")
+            f"no RDMA profile: {x} and {y} share only {kinds} links ({carried}); "
+            f"{STACK_NAMES[stack]} runs over RoCE v2 or InfiniBand: switch the NICs to RoCE v2 "
+            "(`strixwizard fix`; `strixwizard doctor` names the cure under link.transport)")
     return sorted(good, key=lambda link: (link.transport != "roce-v2", -_rate(link), link.id))[0]
 
 

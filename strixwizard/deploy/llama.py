@@ -389,8 +389,14 @@ def _unit(llama: LlamaSettings, unit: str, summary: str, names: tuple[str, ...],
 
 # -- smoke verdict ------------------------------------------------------------------------
 
-_PROBED = re.compile(r"RDMA probed: dev=(\S+) gid=(\d+)")
-_ACTIVATED = re.compile(r"RDMA activated: qpn=(\d+)->(\d+) mtu=(\d+)")
+_PROBED = re.compile(r"RDMA probed:\s+dev=(\S+)\s+gid=(\d+)")
+_ACTIVATED = re.compile(r"RDMA activated:\s+qpn=(\d+)->(\d+)\s+mtu=(\d+)")
+#: An RDMA error: a line naming the verbs path (RDMA, ibv_*, a queue pair or completion queue,
+#: a memory region) and a failure — `RDMA CQ poll timeout` (llama.cpp PR #20590, a Strix Halo
+#: pair on ConnectX-4/5), a QP that went to error, `failed to register ...`.
+_RDMA_WORD = re.compile(r"\bRDMA\b|\bibv_\w+|\bQPs?\b|\bCQs?\b|memory region", re.I)
+_ERROR_WORD = re.compile(r"time(?:d )?out|\berror\b|\bfail(?:ed|ure)?\b|\bIBV_WC_(?!SUCCESS)",
+                         re.I)
 _ACTIVATE_FAILED = "RDMA activate failed, staying on TCP"
 _BANNER_RDMA = "transport      : TCP (RDMA auto-negotiate enabled)"
 _BANNER = re.compile(r"^\s*transport\s*: TCP\s*$", re.M)
@@ -405,6 +411,8 @@ class RdmaEvidence:
     activate_failed: int
     build_without_rdma: bool  # the server banner says plain `TCP`
     lines: tuple[str, ...]
+    #: RDMA errors printed after the first `RDMA activated` line, as printed (stripped)
+    errors: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, log: str) -> RdmaEvidence:
@@ -412,7 +420,23 @@ class RdmaEvidence:
                       if "RDMA" in line or "transport      :" in line)
         return cls(tuple(dict.fromkeys(m.group(1) for m in _PROBED.finditer(log))),
                    len(_ACTIVATED.findall(log)), log.count(_ACTIVATE_FAILED),
-                   bool(_BANNER.search(log)) and _BANNER_RDMA not in log, lines[:6])
+                   bool(_BANNER.search(log)) and _BANNER_RDMA not in log, lines[:6],
+                   _errors_after_activation(log))
+
+
+def _errors_after_activation(log: str) -> tuple[str, ...]:
+    errors: list[str] = []
+    active = False
+    for raw in log.splitlines():
+        if _ACTIVATED.search(raw):
+            active = True
+            continue
+        if active and _RDMA_WORD.search(raw) and _ERROR_WORD.search(raw) and (
+                _ACTIVATE_FAILED not in raw):
+            line = raw.strip()
+            if line not in errors:
+                errors.append(line)
+    return tuple(errors)
 
 
 def _why_tcp(end: str, address: str, evidence: RdmaEvidence) -> str:
@@ -452,16 +476,40 @@ def judge_rdma(plan: LlamaPlan, logs: dict[str, str], head_log: str) -> SmokeChe
     if why:
         return SmokeCheck("llama.transport", FAIL, "TCP FALLBACK", expected,
                           "llama.cpp RPC fell back to TCP: " + "; ".join(why), evidence)
+    broken = [(f"{env.head} (llama-server)", head.errors)] + [
+        (f"{w} (ggml-rpc-server)", e.errors) for w, e in ends.items()]
+    broken = [(end, errors) for end, errors in broken if errors]
+    if broken:
+        quoted = "; ".join(f"{end}: `{errors[0]}`" + (f" (+{len(errors) - 1} more)"
+                                                       if len(errors) > 1 else "")
+                           for end, errors in broken)
+        return SmokeCheck("llama.transport", FAIL, "RDMA ERROR AFTER ACTIVATION", expected,
+                          f"RDMA activated, then failed: {quoted}. The queue pair connected but "
+                          "traffic did not complete: check the MTU on both ends (link.mtu), "
+                          "PFC (link.pfc) and the fabric counters (fabric.counters)",
+                          evidence + tuple(f"{end}: {line}" for end, errors in broken
+                                           for line in errors))
     devices = sorted({d for e in [head, *ends.values()] for d in e.probed})
     return SmokeCheck("llama.transport", PASS, "RDMA on " + ", ".join(devices), expected, "",
                       evidence)
 
 
+_RPC_BUFFER = re.compile(r"\bRPC\d*\[([^\]\s]+)\] (?:model|KV) buffer size")
+
+
+def rpc_endpoints_holding_layers(head_log: str) -> tuple[str, ...]:
+    """The `host:port` of every RPC server llama-server placed weights or KV cache on, in
+    order: `RPC0[10.0.0.2:50052] model buffer size`, `RPC[10.0.0.2:50052] ...` (no index,
+    older builds), `... KV buffer size`."""
+    return tuple(dict.fromkeys(m.group(1) for m in _RPC_BUFFER.finditer(head_log)))
+
+
 def judge_devices(plan: LlamaPlan, head_log: str) -> SmokeCheck:
-    """Every worker holds part of the model: llama-server logs `RPCn[IP:PORT] model buffer`."""
-    missing = [w for w in plan.workers
-               if not re.search(rf"RPC\d+\[{re.escape(plan.endpoint(w))}\] model buffer size",
-                                head_log)]
+    """Every worker holds part of the model: llama-server logs `RPCn[IP:PORT] model buffer`
+    (`RPC[IP:PORT]` before llama.cpp numbered RPC devices, e.g. llama.cpp issue #11552), or
+    at least the KV cache of its layers (`RPC[IP:PORT] KV buffer size`)."""
+    holding = rpc_endpoints_holding_layers(head_log)
+    missing = [w for w in plan.workers if plan.endpoint(w) not in holding]
     expected = "model weights on " + ", ".join(plan.endpoint(w) for w in plan.workers)
     if missing:
         return SmokeCheck("llama.workers", FAIL, "no weights on " + ", ".join(missing), expected,

@@ -20,6 +20,8 @@ from strixwizard.probe import Probe
 NET = "/sys/class/net"
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
+IPOIB_DATAGRAM_MAX_MTU = 4092  # IB MTU 4096 - the 4-byte IPoIB header
+IPOIB_CONNECTED_MAX_MTU = 65520
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class Netdev:
     arp_type: int | None
     altnames: tuple[str, ...]
     addresses: tuple[IpAddress, ...] | None  # None: `ip -j addr show` not captured
+    ipoib_mode: str | None = None  # IPoIB only: "datagram" or "connected" (/sys/class/net/IF/mode)
 
     @property
     def is_thunderbolt(self) -> bool:
@@ -68,6 +71,15 @@ class Netdev:
     @property
     def is_infiniband(self) -> bool:
         return self.arp_type == ARPHRD_INFINIBAND
+
+    @property
+    def max_mtu(self) -> int | None:
+        """The largest MTU the interface can take where its kind caps it: IPoIB datagram mode
+        carries an IB MTU (4096) minus its 4-byte header, connected mode 65520
+        (https://docs.kernel.org/infiniband/ipoib.html); None when not capped here."""
+        if not self.is_infiniband:
+            return None
+        return IPOIB_CONNECTED_MAX_MTU if self.ipoib_mode == "connected" else IPOIB_DATAGRAM_MAX_MTU
 
     @property
     def ipv4(self) -> tuple[IpAddress, ...]:
@@ -146,6 +158,7 @@ def netdevs(probe: Probe) -> tuple[Netdev, ...]:
             arp_type=read_int(probe, f"{base}/type"),
             altnames=ip.altnames if ip else (),
             addresses=None if links is None else (ip.addresses if ip else ()),
+            ipoib_mode=read_str(probe, f"{base}/mode"),
         ))
     return tuple(found)
 

@@ -18,6 +18,11 @@ from strixwizard.probe import Probe
 from strixwizard.vendors import Vendor, by_family
 from strixwizard.vendors import identify as identify_pci
 
+#: Share of a PCIe link's usable bandwidth RDMA reaches (TLP headers, DLLPs, flow-control
+#: credits): an E810 in a PCIe 4.0 x4 slot (63 Gb/s) tops out near 50 Gb/s (kyuz0's published
+#: ib_write_bw, https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/main/rdma_cluster/setup_guide.md).
+PCIE_RDMA_EFFICIENCY = 0.8
+
 #: usable Gb/s per lane for each transfer rate
 _LANE_GBPS = {2.5: 2.0, 5.0: 4.0, 8.0: 7.877, 16.0: 15.754, 32.0: 31.508, 64.0: 60.5}
 
@@ -45,6 +50,11 @@ class PcieLink:
         if self.speed_gts is None or not self.width:
             return None
         return lane_gbps(self.speed_gts) * self.width
+
+    @property
+    def rdma_ceiling_gbps(self) -> float | None:
+        """About what RDMA reaches through the link as trained (`nic.pcie_link`'s figure)."""
+        return None if self.gbps is None else self.gbps * PCIE_RDMA_EFFICIENCY
 
     @property
     def max_gbps(self) -> float | None:

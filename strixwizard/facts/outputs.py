@@ -9,7 +9,7 @@ listed in `over` take each of the listed values, and in a path any `{name}`
 matches any entry.
 
 Everything else derives from these declarations:
-- `probe/spec.py` collects every declared output (unless `collect=False`);
+- `facts/spec.py` collects every declared output (unless `collect=False`);
 - fact functions read one with `run_output` / `read_output`;
 - the fix engine's read-back and the dry run (`fixing/readers.py`) parse and
   render through it;
@@ -90,7 +90,7 @@ class Output(Generic[T]):
         return _fill(self.path, names)
 
     def spec_commands(self) -> Iterator[dict[str, Any]]:
-        """Entries of the collector's `commands` list (see probe/spec.py)."""
+        """Entries of the collector's `commands` list (see facts/spec.py)."""
         keys = list(self.over)
         for values in product(*(self.over[k] for k in keys)):
             fixed = dict(zip(keys, values, strict=True))

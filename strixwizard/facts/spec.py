@@ -46,7 +46,7 @@ _PCI_ATTRS = (
 
 _CNP_COUNTERS = ("cnpSent", "cnpHandled", "RxECNMrkd", "np_cnp_sent", "rp_cnp_handled",
                  "np_ecn_marked_roce_packets")
-_NET_ATTRS = ("mtu", "operstate", "carrier", "speed", "address", "type", "ifindex")
+_NET_ATTRS = ("mtu", "operstate", "carrier", "speed", "address", "type", "ifindex", "mode")
 _IB_ATTRS = ("node_type", "fw_ver", "node_guid", "hca_type", "parent")
 _IB_PORT_ATTRS = ("state", "phys_state", "link_layer", "rate", "lid", "sm_lid")
 _TB_ATTRS = ("generation", "device_name", "vendor_name", "rx_speed", "rx_lanes",

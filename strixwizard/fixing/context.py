@@ -18,6 +18,9 @@ class PlanContext:
     nodes: tuple[NodeFacts, ...]
     topology: Topology
     persist: bool = True  # also plan how each change survives a reboot
+    #: fix ids the user named (`--only`): such a fix may also plan what no check can judge
+    #: (e.g. create an rdma_cm directory whose values a read-only probe cannot see)
+    asked: frozenset[str] = frozenset()
 
     def link_of(self, port: FabricPort) -> Link | None:
         """The link this interface is an end of (None for an interface with no peer)."""

@@ -39,9 +39,11 @@ def plan_site(site: Site, facts: Sequence[NodeFacts], only: Iterable[str] = (),
               fixes: Sequence[Fix]) -> SitePlan:
     """The plans of every selected fix of `fixes` (in their order); converged nodes plan to
     nothing."""
+    only = tuple(only)
     chosen = select(fixes, only)
     ctx = PlanContext(site=site, nodes=tuple(facts), topology=build_topology(list(facts), site),
-                      persist=persist)
+                      persist=persist,
+                      asked=frozenset(f.id for f in chosen) if only else frozenset())
     order = {node.name: i for i, node in enumerate(facts)}
     result = SitePlan(site=site.name, unreachable=dict(unreachable or {}))
     for fix in chosen:

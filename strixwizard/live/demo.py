@@ -106,9 +106,10 @@ def demo_rdma_bandwidth(thresholds: Thresholds) -> Measurement:
     ends = recorded_ends()
     table = parse_perftest(_recording("ib_write_bw.txt"))
     rate = min(e.rate_gbps for e in ends if e.rate_gbps)
+    pcie = min((e.pcie_gbps for e in ends if e.pcie_gbps), default=None)  # both in x4 slots
     return bandwidth_measurement("ib_write_bw", (ends[0].node, ends[1].node), table, _path(ends), rate,
                                  thresholds, source=REPLAYED,
-                                 detail={"recording": "demo/recordings/ib_write_bw.txt"})
+                                 detail={"recording": "demo/recordings/ib_write_bw.txt"}, pcie_gbps=pcie)
 
 
 def demo_rccl() -> Measurement:

@@ -11,20 +11,24 @@ never turned into a figure.
 
 from __future__ import annotations
 
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from strixwizard.live.hosts import NOT_INSTALLED, TIMED_OUT, Host, HostError, Process, stop_all
 from strixwizard.live.perftest_output import (
+    JSON_OPTION,
     PerftestParseError,
     PerftestTable,
     bandwidth_gbps,
     latency_stats,
     parse_perftest,
+    parse_perftest_json,
+    supports_json,
 )
 from strixwizard.live.plan import RdmaEnd
 from strixwizard.live.results import MEASURED, Measurement
-from strixwizard.live.verdict import judge_bandwidth, judge_rdma_latency
+from strixwizard.live.verdict import bandwidth_band, judge_bandwidth, judge_rdma_latency
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
 
@@ -46,6 +50,10 @@ class PerftestSettings:
     port_attempts: int = 3
     start_timeout: float = 10.0
     run_timeout: float = 60.0
+    #: also read the figures from `--out_json` where the client's perftest offers it (its
+    #: `--help` says so); the text table is read and checked either way
+    json_report: bool = True
+    help_timeout: float = 3.0
 
 
 class PerftestError(Exception):
@@ -115,6 +123,39 @@ def _start_server(tool: str, server: Host, end: RdmaEnd, settings: PerftestSetti
                         f"{settings.tcp_port + settings.port_attempts - 1} are all in use")
 
 
+def _json_report_path(tool: str, client: Host, settings: PerftestSettings) -> str | None:
+    """A fresh path for the client's `--out_json` report, or None when its perftest is older
+    than the option (feature-detected from `--help`, never from a version number)."""
+    if not settings.json_report:
+        return None
+    helper = client.start([tool, "--help"], settings.help_timeout + 2, f"{tool} --help")
+    try:
+        helper.wait(settings.help_timeout)
+        offered = supports_json(helper.stdout + "\n" + helper.stderr)
+    finally:
+        helper.stop()
+    return f"/tmp/strixwizard-{tool}-{secrets.token_hex(6)}.json" if offered else None
+
+
+def _json_table(client: Host, path: str, text: PerftestTable) -> PerftestTable | None:
+    """The `--out_json` report read back (then removed), with the text table's warnings and
+    parameters; None when it cannot be read or parsed (the text table stands)."""
+    reader = client.start(["cat", path], 10, "perftest --out_json report")
+    try:
+        reader.wait(10)
+        body = reader.stdout if reader.status == 0 else ""
+    finally:
+        reader.stop()
+        client.start(["rm", "-f", path], 10, "remove the perftest report").wait(10)
+    try:
+        table = parse_perftest_json(body, report_gbits=text.unit("BW average") == "Gb/sec"
+                                    if text.is_bandwidth else True)
+    except PerftestParseError:
+        return None
+    return replace(table, test=table.test or text.test, params={**text.params, **table.params},
+                   warnings=text.warnings)
+
+
 def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, server_end: RdmaEnd,
                  settings: PerftestSettings = PerftestSettings()) -> PerftestRun:
     """Run one perftest pair to its end and parse the client's table; raises PerftestError."""
@@ -126,7 +167,10 @@ def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, ser
                             "to exchange its connection data")
     try:
         server_proc, port, server_argv, notes = _start_server(tool, server, server_end, settings)
+        json_path = _json_report_path(tool, client, settings)
         client_argv = perftest_argv(tool, client_end, settings, port, address)
+        if json_path is not None:  # before the server's address, which stays last
+            client_argv[-1:-1] = [JSON_OPTION, f"--out_json_file={json_path}"]
         client_proc = client.start(client_argv, settings.run_timeout, f"{tool} client")
         deadline = time.monotonic() + settings.run_timeout + 5
         while not client_proc.wait(0.1):
@@ -149,11 +193,20 @@ def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, ser
         if client_proc.status == TIMED_OUT or not client_proc.ended:
             raise PerftestError(f"{client.name}: {tool} did not finish within {settings.run_timeout:g} s"
                                 + ("; output cut short" if not table.complete else ""))
+        if table.refused_rows:
+            raise PerftestError(f"{client.name}: {tool} printed a row with more cells than its "
+                                f"header has columns: {table.refused_rows[0]!r}; not read (the "
+                                "figures would sit under the wrong names)")
         if not table.complete or not table.rows:
             raise PerftestError(f"{client.name}: {tool} output cut short"
                                 + (f" in the row {table.truncated_row!r}" if table.truncated_row else
                                    " before its table was complete")
                                 + (f" (exit status {client_proc.status})" if client_proc.status else ""))
+        if json_path is not None:
+            from_json = _json_table(client, json_path, table)
+            if from_json is not None:
+                table = from_json
+                notes.append(f"figures read from {tool} {JSON_OPTION}")
         return PerftestRun(table, tuple(server_argv), tuple(client_argv), tuple(notes))
     finally:
         stop_all([client_proc, server_proc])
@@ -179,13 +232,20 @@ def latency_measurement(tool: str, pair: tuple[str, str], table: PerftestTable, 
 
 def bandwidth_measurement(tool: str, pair: tuple[str, str], table: PerftestTable, path: str,
                           link_rate_gbps: float | None, thresholds: Thresholds, source: str = MEASURED,
-                          detail: dict[str, object] | None = None) -> Measurement:
+                          detail: dict[str, object] | None = None,
+                          pcie_gbps: float | None = None) -> Measurement:
     row = max(table.rows, key=lambda r: r.get("#bytes", 0))
     gbps = bandwidth_gbps(table, row)
-    status, summary = judge_bandwidth(gbps, link_rate_gbps, thresholds)
+    status, summary = judge_bandwidth(gbps, link_rate_gbps, thresholds, pcie_gbps)
+    band = bandwidth_band(gbps, link_rate_gbps, thresholds, pcie_gbps)
     info: dict[str, object] = {"size_bytes": int(row["#bytes"]), "unit_in_output": table.unit("BW average"),
                                "peak_gbps": bandwidth_gbps(table, row, "BW peak"),
                                "warnings": list(table.warnings), **(detail or {})}
+    if band is not None:
+        info["band"] = band.name
+        info["ceiling_gbps"] = round(band.ceiling_gbps, 2)
+        if pcie_gbps:
+            info["pcie_gbps"] = round(pcie_gbps, 2)
     return Measurement("bandwidth", "rdma", tool, pair, status, summary, figure=gbps, unit="Gb/s",
                        threshold=f"≥ {thresholds.bandwidth_fraction:.0%} of the link rate",
                        bandwidth_gbps=gbps, link_rate_gbps=link_rate_gbps, path=path, source=source,
@@ -194,7 +254,7 @@ def bandwidth_measurement(tool: str, pair: tuple[str, str], table: PerftestTable
 
 def rdma_test(tool: str, client: Host, server: Host, ends: tuple[RdmaEnd, RdmaEnd],
               thresholds: Thresholds, settings: PerftestSettings = PerftestSettings(),
-              link_rate_gbps: float | None = None) -> Measurement:
+              link_rate_gbps: float | None = None, pcie_gbps: float | None = None) -> Measurement:
     """One perftest measurement between the pair's ends, judged; never raises for a node's fault."""
     client_end, server_end = ends
     pair = (client_end.node, server_end.node)
@@ -209,5 +269,6 @@ def rdma_test(tool: str, client: Host, server: Host, ends: tuple[RdmaEnd, RdmaEn
     if run.notes:
         detail["notes"] = list(run.notes)
     if kind == "bandwidth":
-        return bandwidth_measurement(tool, pair, run.table, path, link_rate_gbps, thresholds, detail=detail)
+        return bandwidth_measurement(tool, pair, run.table, path, link_rate_gbps, thresholds, detail=detail,
+                                     pcie_gbps=pcie_gbps)
     return latency_measurement(tool, pair, run.table, path, thresholds, detail=detail, size=settings.size)

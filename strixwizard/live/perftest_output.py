@@ -17,7 +17,9 @@ contain spaces (`99% percentile[usec]`, `BW average[MiB/sec]`). Layouts seen:
 
 Anything else (the parameter block, `Conflicting CPU frequency values
 detected...`, `Warning:` lines) is skipped. A table whose closing dashes
-never came, or a row with too few cells, means the output was cut short.
+never came, or a row with too few cells, means the output was cut short; a row
+with more cells than its header has columns is refused (`refused_rows`), never read
+shifted.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class PerftestTable:
     params: dict[str, str] = field(default_factory=dict)  # "Device" -> "rxe0", "GID index" -> "1"
     warnings: tuple[str, ...] = ()
     truncated_row: str | None = None
+    #: rows with more cells than the header has columns: not read (a shifted reading would
+    #: put each figure under the wrong name), and the table is not complete
+    refused_rows: tuple[str, ...] = ()
 
     def unit(self, name: str) -> str | None:
         return next((c.unit for c in self.columns if c.name == name), None)
@@ -72,13 +77,18 @@ def parse_header(line: str) -> tuple[Column, ...] | None:
     if not stripped.startswith("#bytes"):
         return None
     columns = []
-    for cell in _CELL.findall(stripped):
-        cell = cell.strip()
+    end = 0
+    for match in _CELL.finditer(stripped):
+        cell = match.group(0).strip()
+        end = match.end()
         if "[" in cell:
             name, unit = cell[:-1].split("[", 1)
             columns.append(Column(name.strip(), unit.strip()))
         else:
             columns.append(Column(cell, None))
+    rest = stripped[end:].strip()
+    if rest:  # duration mode's unbracketed last column, `tps average`: one column, no unit
+        columns.append(Column(rest, None))
     return tuple(columns)
 
 
@@ -98,13 +108,14 @@ def parse_perftest(text: str) -> PerftestTable:
     warnings: list[str] = []
     test: str | None = None
     truncated: str | None = None
+    refused: list[str] = []
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
             continue
         header = parse_header(line)
         if header is not None:
-            columns, rows, complete, truncated = header, [], False, None
+            columns, rows, complete, truncated, refused = header, [], False, None, []
             continue
         if _DASHES.match(line):
             if columns is not None and rows:
@@ -121,6 +132,9 @@ def parse_perftest(text: str) -> PerftestTable:
             if len(cells) < len(columns):
                 truncated = line
                 continue
+            if len(cells) > len(columns):
+                refused.append(line)
+                continue
             rows.append({c.name: float(v) for c, v in zip(columns, cells, strict=False)})
             complete = False
         else:
@@ -129,8 +143,9 @@ def parse_perftest(text: str) -> PerftestTable:
         last = next((w for w in reversed(text.strip().splitlines()) if w.strip()), "")
         raise PerftestParseError(f"no result table in the output (last line: {last.strip()!r})"
                                  if last else "the output is empty")
-    return PerftestTable(test, columns, tuple(rows), complete and truncated is None, params,
-                         tuple(warnings), truncated)
+    return PerftestTable(test, columns, tuple(rows),
+                         complete and truncated is None and not refused, params,
+                         tuple(warnings), truncated, tuple(refused))
 
 
 def _usec(value: float | None, unit: str | None) -> float | None:
@@ -161,3 +176,58 @@ def bandwidth_gbps(table: PerftestTable, row: dict[str, float], which: str = "BW
     if unit not in _BW_UNITS:
         raise PerftestParseError(f"unknown bandwidth unit [{unit}] in column {which!r}")
     return row[which] * _BW_UNITS[unit]
+
+
+# -- perftest --out_json ----------------------------------------------------------------
+
+#: perftest ≥ 4.5-0.2 (linux-rdma/perftest commit 45e574b, 2021) writes its report as JSON with
+#: `--out_json --out_json_file=FILE`: {"test_info": {...}, "results": {...}}, the results keys
+#: those of REPORT_FMT_JSON / REPORT_FMT_LAT_JSON / REPORT_FMT_LAT_DUR_JSON in
+#: src/perftest_parameters.h. No units are written: latency is in usec, bandwidth in Gb/s with
+#: --report_gbits (which strixwizard always passes), MB/s (2^20 bytes) without.
+JSON_OPTION = "--out_json"
+_JSON_COLUMNS = {
+    "MsgSize": Column("#bytes", None), "n_iterations": Column("#iterations", None),
+    "t_min": Column("t_min", "usec"), "t_max": Column("t_max", "usec"),
+    "t_typical": Column("t_typical", "usec"), "t_avg": Column("t_avg", "usec"),
+    "t_stdev": Column("t_stdev", "usec"), "percentile_99": Column("99% percentile", "usec"),
+    "percentile_99.9": Column("99.9% percentile", "usec"),
+    "tps_average": Column("tps average", None), "MsgRate": Column("MsgRate", "Mpps"),
+}
+
+
+def supports_json(help_text: str) -> bool:
+    """Whether a perftest tool's `--help` offers `--out_json` (older releases do not)."""
+    return re.search(rf"(?m)^\s*{JSON_OPTION}\b", help_text) is not None
+
+
+def parse_perftest_json(text: str, report_gbits: bool = True) -> PerftestTable:
+    """A `--out_json` report as the table the text reader gives; PerftestParseError on
+    anything else (perftest's raw-QoS layout writes `sl: N` unquoted: not JSON, refused)."""
+    import json
+
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise PerftestParseError(f"the --out_json report is not JSON: {error}") from None
+    results = document.get("results") if isinstance(document, dict) else None
+    info = document.get("test_info", {}) if isinstance(document, dict) else {}
+    if not isinstance(results, dict) or not isinstance(info, dict):
+        raise PerftestParseError("the --out_json report has no `results` object")
+    bw_unit = "Gb/sec" if report_gbits else "MB/sec"
+    columns: list[Column] = []
+    row: dict[str, float] = {}
+    for key, value in results.items():
+        column = (Column(key.replace("_", " ", 1), bw_unit) if key in ("BW_peak", "BW_average")
+                  else _JSON_COLUMNS.get(key))
+        if column is None or isinstance(value, bool) or not isinstance(value, int | float):
+            continue  # avg_lat / bw_avg (the -o output modes), CPU_util: not table columns
+        columns.append(column)
+        row[column.name] = float(value)
+    if "#bytes" not in row or not any(c.name.startswith(("t_", "BW ")) for c in columns):
+        raise PerftestParseError(f"the --out_json report holds no result row: {sorted(results)}")
+    test = info.get("test")
+    params = {str(k).replace("_", " "): str(v) for k, v in info.items()
+              if isinstance(v, str | int) and not isinstance(v, bool)}
+    return PerftestTable(str(test).replace("_", " ") if test else None, tuple(columns), (row,),
+                         True, params)

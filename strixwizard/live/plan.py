@@ -29,6 +29,7 @@ class RdmaEnd:
     netdev: str | None
     rate_gbps: float | None
     link_layer: str | None
+    pcie_gbps: float | None = None  # usable PCIe bandwidth of the end's NIC as trained
 
     @property
     def label(self) -> str:
@@ -62,6 +63,14 @@ class PairPlan:
         rates = [e.rate_gbps for e in self.rdma if e.rate_gbps]
         return min(rates) if rates else None
 
+    @property
+    def pcie_gbps(self) -> float | None:
+        """The narrower end's usable PCIe bandwidth (None when not captured)."""
+        if self.rdma is None:
+            return None
+        links = [e.pcie_gbps for e in self.rdma if e.pcie_gbps]
+        return min(links) if links else None
+
 
 def rdma_end(end: FabricPort) -> RdmaEnd | None:
     port = end.port
@@ -69,10 +78,12 @@ def rdma_end(end: FabricPort) -> RdmaEnd | None:
         return None
     gid = port.roce_v2_ipv4_gid(end.netdev.name) if port.is_ethernet else None
     address = end.ipv4.address if end.ipv4 else None
+    nic = end.node.nic_of(end.netdev)
     return RdmaEnd(
         node=end.node.name, device=port.device, port=port.number,
         gid_index=gid.index if gid else None, mtu=port.active_mtu, address=address,
         netdev=end.netdev.name, rate_gbps=port.rate_gbps, link_layer=port.link_layer,
+        pcie_gbps=nic.pcie.gbps if nic is not None and nic.pcie is not None else None,
     )
 
 

@@ -24,7 +24,14 @@ no channel line, the network set up tells: `NET/IB : Using [0]dev` means IB,
 `NET/Socket : Using [0]eth0` alone means the socket fallback (NCCL 2.4 prints
 both when IB works). `NET/IB : No device found.` may appear harmlessly before
 the IB `Using` line. Third-party net plugins (`Using network AWS Libfabric`,
-`IBext` is NVIDIA's own IB plugin) are named, not guessed.
+`IBext` is NVIDIA's own IB plugin) are named, not guessed; a network is the first
+word after `Using network` (whatever follows it), `AWS Libfabric` excepted.
+
+NCCL 2.23+ and RCCL 7 (ROCm 7 / TheRock, since ROCm/rccl PR #2110 enabled NCCL's
+virtual devices) list each device as it is opened, `NET/IB: [0]
+rocep1s0f0:uverbs0:1/RoCE provider=Mlx5 speed=200000 ...`, then `NET/IB : Made
+virtual device [0] name=rocep1s0f0 ...`: both name the devices in use, with or
+without the later `NET/IB : Using` line.
 """
 
 from __future__ import annotations
@@ -245,6 +252,7 @@ class TransportEvidence:
     networks: tuple[str, ...] = ()  # every network named, in order of appearance
     ib_missing: bool = False  # `NET/IB : No device found.`
     version: str | None = None  # "2.21.5+cuda12.4" from `NCCL version ...`, any layout
+    virtual_devices: tuple[str, ...] = ()  # `Made virtual device [0] name=X` (X may be a+b)
 
     @property
     def channel_nets(self) -> tuple[str, ...]:
@@ -310,6 +318,10 @@ def _builtin(name: str) -> bool:
 
 
 _USING_NETWORK = re.compile(r"NCCL INFO (?:Using network|Assigned NET plugin) (.+?)(?: to comm)?\s*$")
+#: plugin names with a space in them (aws-ofi-nccl); any other network is one word
+_MULTIWORD_NETWORKS = ("AWS Libfabric",)
+_IB_OPENED = re.compile(r"NET/IB\s*:\s*\[\d+\]\s*([^\s:\[\]]+):uverbs\d+:(\d+)/\w+")
+_VIRTUAL_DEVICE = re.compile(r"NET/IB\s*:\s*Made virtual device \[\d+\] name=(\S+)")
 _IB_USING = re.compile(r"NET/IB\s*:\s*Using\s+(.*?)(?:;|$)")
 _IB_MISSING = re.compile(r"NET/IB\s*:\s*No device found")
 _SOCKET_USING = re.compile(r"NET/Socket\s*:\s*Using\s+(.*?)$")
@@ -325,6 +337,7 @@ def parse_transport(log: str) -> TransportEvidence:
     evidence: list[str] = []
     missing = False
     version = None
+    virtual: list[str] = []
     for raw in log.splitlines():
         if version is None and "WARN" not in raw and (v := _VERSION.search(raw)) is not None:
             version = v.group(1)
@@ -332,9 +345,18 @@ def parse_transport(log: str) -> TransportEvidence:
             continue
         line = strip_launcher_prefix(raw).strip()
         if (m := _USING_NETWORK.search(line)) is not None:
-            name = m.group(1).strip()
-            if name not in networks:
+            name = _network_name(m.group(1))
+            if name and name not in networks:
                 networks.append(name)
+                evidence.append(line)
+        elif (m := _IB_OPENED.search(line)) is not None:
+            device = f"{m.group(1)}:{m.group(2)}"
+            if device not in ib:
+                ib.append(device)
+                evidence.append(line)
+        elif (m := _VIRTUAL_DEVICE.search(line)) is not None:
+            if m.group(1) not in virtual:
+                virtual.append(m.group(1))
                 evidence.append(line)
         elif (m := _IB_USING.search(line)) is not None:
             ib += [d for d in _DEVICE.findall(m.group(1)) if d not in ib]
@@ -354,4 +376,14 @@ def parse_transport(log: str) -> TransportEvidence:
                 evidence.append(line)
     network = next((n for n in networks if _socket(n)), networks[-1] if networks else None)
     return TransportEvidence(network, tuple(ib), tuple(sockets), tuple(channels), tuple(evidence),
-                             tuple(networks), missing, version)
+                             tuple(networks), missing, version, tuple(virtual))
+
+
+def _network_name(rest: str) -> str:
+    """ "IB" from "IB", "Socket (plugin v8)" → "Socket"; "AWS Libfabric" stays whole."""
+    rest = rest.strip()
+    for name in _MULTIWORD_NETWORKS:
+        if rest == name or rest.startswith(name + " "):
+            return name
+    words = rest.split()
+    return words[0].rstrip(",;:.") if words else ""

@@ -78,7 +78,7 @@ def bandwidth_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSetting
         return
     perftest = soft_perftest(settings.perftest) if plan.software_rdma else settings.perftest
     result = rdma_test(settings.bandwidth_tool, hosts[plan.a], hosts[plan.b], plan.rdma, settings.thresholds,
-                       perftest, plan.link_rate_gbps)
+                       perftest, plan.link_rate_gbps, pcie_gbps=plan.pcie_gbps)
     yield labelled(result) if plan.software_rdma else result
 
 

@@ -3,13 +3,16 @@
 Edges: a figure exactly at the threshold passes (the thresholds say "at
 most 8 µs", "at least 80%"). A missing figure, or a non-finite one, is never
 a pass: it is an error (nothing was measured). An unknown link rate leaves a
-bandwidth unjudged (skip), with the reason.
+bandwidth unjudged (skip), with the reason. Bandwidth falls in a named band:
+line rate, capped by the NIC's PCIe link (expected for its slot), or degraded.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+from strixwizard.facts.nic import PCIE_RDMA_EFFICIENCY
 from strixwizard.live.results import LatencyStats
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
@@ -44,19 +47,67 @@ def judge_tcp_latency(stats: LatencyStats | None, thresholds: Thresholds) -> tup
     return judge_latency(stats, thresholds.tcp_latency_us, "TCP")
 
 
-def judge_bandwidth(gbps: float | None, link_rate_gbps: float | None, thresholds: Thresholds
-                    ) -> tuple[Status, str]:
+#: The bands a bandwidth figure falls in (NVIDIA's DGX Spark ConnectX check names the same
+#: cases: a PCIe-limited slot is expected, a link far below both ceilings is broken).
+LINE_RATE = "line-rate"  # at least the wanted fraction of the link rate
+PCIE_CAPPED = "pcie-capped"  # below the link rate, but as much as the NIC's PCIe link allows
+DEGRADED = "degraded"  # below the wanted fraction of both ceilings: something is broken
+
+
+@dataclass(frozen=True)
+class BandwidthBand:
+    name: str  # LINE_RATE, PCIE_CAPPED or DEGRADED
+    ceiling_gbps: float  # what the pair can reach: the link rate, or the PCIe ceiling if lower
+
+
+def _pcie_ceiling(pcie_gbps: float | None) -> float | None:
+    return pcie_gbps * PCIE_RDMA_EFFICIENCY if _usable(pcie_gbps) and pcie_gbps else None
+
+
+def bandwidth_band(gbps: float | None, link_rate_gbps: float | None, thresholds: Thresholds,
+                   pcie_gbps: float | None = None) -> BandwidthBand | None:
+    """The band of a measured figure, None when it cannot be judged (no figure, no link rate)."""
+    if not _usable(gbps) or not _usable(link_rate_gbps) or not link_rate_gbps:
+        return None
+    assert gbps is not None
+    wanted = thresholds.bandwidth_fraction
+    pcie = _pcie_ceiling(pcie_gbps)
+    ceiling = min(link_rate_gbps, pcie) if pcie is not None else link_rate_gbps
+    if gbps >= wanted * link_rate_gbps:
+        return BandwidthBand(LINE_RATE, ceiling)
+    if pcie is not None and pcie < link_rate_gbps and gbps >= wanted * pcie:
+        return BandwidthBand(PCIE_CAPPED, ceiling)
+    return BandwidthBand(DEGRADED, ceiling)
+
+
+def judge_bandwidth(gbps: float | None, link_rate_gbps: float | None, thresholds: Thresholds,
+                    pcie_gbps: float | None = None) -> tuple[Status, str]:
+    """PASS at line rate; WARN when the NIC's PCIe link is the cap (expected for the slot,
+    `nic.pcie_link` names it); FAIL when degraded below both ceilings. `pcie_gbps`: the
+    narrower end's usable PCIe bandwidth, unknown → judged on the link rate alone."""
     if not _usable(gbps):
         return Status.ERROR, "no bandwidth figure was measured"
     assert gbps is not None
-    if not _usable(link_rate_gbps) or not link_rate_gbps:
+    band = bandwidth_band(gbps, link_rate_gbps, thresholds, pcie_gbps)
+    if band is None or not link_rate_gbps:
         return Status.SKIP, f"{gbps:.2f} Gb/s measured; the link's rate is unknown, so it is not judged"
     fraction = gbps / link_rate_gbps
     wanted = thresholds.bandwidth_fraction
-    status = Status.PASS if fraction >= wanted else Status.FAIL
-    word = "at least" if status is Status.PASS else "below"
-    return status, (f"{gbps:.2f} Gb/s is {fraction:.0%} of the {link_rate_gbps:g} Gb/s link rate, "
-                    f"{word} the {wanted:.0%} wanted")
+    head = f"{gbps:.2f} Gb/s is {fraction:.0%} of the {link_rate_gbps:g} Gb/s link rate"
+    if band.name == LINE_RATE:
+        return Status.PASS, f"{head}, at least the {wanted:.0%} wanted (line rate)"
+    assert pcie_gbps is not None or band.name == DEGRADED
+    if band.name == PCIE_CAPPED:
+        return Status.WARN, (f"{head}, below the {wanted:.0%} wanted: capped by the PCIe link "
+                             f"({pcie_gbps:.0f} Gb/s usable, about {band.ceiling_gbps:.0f} Gb/s of "
+                             "RDMA), as expected for that slot — not a fabric fault (see "
+                             "nic.pcie_link: a wider slot lifts it)")
+    pcie = _pcie_ceiling(pcie_gbps)
+    also = (f" and below {wanted:.0%} of the ~{pcie:.0f} Gb/s its PCIe link allows"
+            if pcie is not None and pcie < link_rate_gbps else "")
+    return Status.FAIL, (f"{head}, below the {wanted:.0%} wanted{also}: degraded — the link or its "
+                         "settings lose bandwidth (pause/PFC, MTU, errors in the fabric counters, "
+                         "a lane trained down, NIC power or thermal throttling)")
 
 
 def ratio_text(rdma_us: float | None, tcp_us: float | None) -> tuple[float | None, str]:

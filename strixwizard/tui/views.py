@@ -27,7 +27,10 @@ TRANSPORT_NOTES = {
     "roce-v2": "hardware RDMA (RoCE v2, routable): the ~5 µs path RCCL should use",
     "roce-v1": "hardware RDMA (RoCE v1, same L2 segment only); RoCE v2 is preferred",
     "infiniband": "hardware RDMA over InfiniBand",
-    "iwarp": "hardware RDMA over iWARP (TCP offload); RCCL support is limited",
+    "iwarp": "hardware RDMA over iWARP (TCP offload): rdma_cm programs only; RCCL/NCCL and "
+    "llama.cpp RDMA cannot use it — switch the NICs to RoCE v2",
+    "link-layer-mismatch": "an InfiniBand port cabled to an Ethernet one: nothing passes; "
+    "switch the port's link type (mlxconfig LINK_TYPE_P1)",
     "thunderbolt-net": "USB4/Thunderbolt networking carries TCP only: no RDMA verbs, "
     "~50-130 µs per message instead of ~5 µs. Keep it for management or a fallback; "
     "cable the RDMA NICs and point RCCL at them (NCCL_IB_HCA)",

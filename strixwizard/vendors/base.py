@@ -50,6 +50,18 @@ class RoceSwitch:
     other_param: str  # the exclusive alternative, turned off first
     module: str
     module_option: str
+    doc: str = ""  # where the driver documents the devlink parameters
+
+
+@dataclass(frozen=True)
+class LinkTypeSwitch:
+    """A VPI NIC whose ports run InfiniBand or Ethernet, set in its firmware (read at start)."""
+
+    command: str  # with {device} (PCI address), {port}, {value}
+    ethernet: str  # the value for Ethernet
+    infiniband: str  # the value for InfiniBand
+    apply: str  # how the firmware takes it, with {device}
+    doc: str
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,7 @@ class Vendor:
     qos: Qos = Qos()
     firmware: Firmware | None = None
     roce_switch: RoceSwitch | None = None
+    link_type_switch: LinkTypeSwitch | None = None
     notes: tuple[Note, ...] = ()
 
     @property

@@ -11,9 +11,16 @@ state follows from `dcb app`; `mlnx_qos -i IF`, when installed, prints it outrig
 
 from __future__ import annotations
 
-from strixwizard.vendors.base import Model, Note, Qos, Vendor
+from strixwizard.vendors.base import LinkTypeSwitch, Model, Note, Qos, Vendor
 
 MELLANOX = 0x15B3
+
+#: VPI cards (ConnectX-3 VPI, ConnectX-4 to 7 VPI): LINK_TYPE_P<n> is 1 = IB, 2 = ETH, set with
+#: NVIDIA's MFT and read by the firmware at start.
+MLXCONFIG_LINK_TYPE = LinkTypeSwitch(
+    command="mlxconfig -d {device} set LINK_TYPE_P{port}={value}", ethernet="2", infiniband="1",
+    apply="reboot, or `mlxfwreset -d {device} reset`",
+    doc="https://docs.nvidia.com/networking/display/mftv4320/using+mlxconfig")
 
 CONNECTX = Vendor(
     family="connectx",
@@ -31,6 +38,7 @@ CONNECTX = Vendor(
     device_range=(0x1000, 0x10FF),
     netdev_drivers=("mlx5_core",),
     rdma_driver="mlx5_ib",
+    link_type_switch=MLXCONFIG_LINK_TYPE,
     qos=Qos(trust="dscp-app-entry", tool="mlnx_qos -i {netdev}", tool_package="MLNX_OFED"),
     notes=(
         Note("mlx5 implements DCB netlink, so upstream `dcb` works; MLNX_OFED's equivalent is "
@@ -57,6 +65,7 @@ CONNECTX3 = Vendor(
     model_prefix="Mellanox",
     netdev_drivers=("mlx4_core",),
     rdma_driver="mlx4_ib",
+    link_type_switch=MLXCONFIG_LINK_TYPE,
     notes=(
         Note("ConnectX-3 runs InfiniBand or RoCE v1; only the Pro supports RoCE v2."),
         Note("lspci names it \"MT27500 Family [ConnectX-3]\"; kyuz0's InfiniBand guide and the "

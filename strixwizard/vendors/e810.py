@@ -30,7 +30,8 @@ E810 = Vendor(
                       advice="Update the NVM with Intel's nvmupdate64e; older NVMs mishandle "
                       "DCB and RDMA."),
     roce_switch=RoceSwitch(devlink_param="enable_roce", other_param="enable_iwarp",
-                           module="irdma", module_option="roce_ena=1"),
+                           module="irdma", module_option="roce_ena=1",
+                           doc="https://docs.kernel.org/networking/devlink/ice.html"),
     notes=(
         Note("In-tree ice/irdma come up in RoCE v2; Intel's out-of-tree irdma defaults to iWARP "
              "(`options irdma roce_ena=1`).", "Intel irdma README; ice/irdma merge, Nov 2021"),

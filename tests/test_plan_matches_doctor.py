@@ -1,0 +1,113 @@
+"""A plan is exactly the cure for what `doctor` reports: on every scenario the tests ship and
+on the demo (as shipped and with its faults cured), `fix` plans only fixes that a failing or
+warning check names, and nothing at all when no such check exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixes.plans import FIXES
+
+from strixwizard.demo.builder import FakeNode
+from strixwizard.demo.hardware import RoceSetup, e810
+from strixwizard.demo.scenarios import demo_nodes, strix_halo_node
+from strixwizard.fixing.planning import plan_site
+from strixwizard.model import Status
+from strixwizard.site import NodeSpec, Site
+from tests import scenarios
+
+#: fixes planned as part of another fix's cure: link-level pause goes off when PFC comes on
+#: (`dcb.pause_and_pfc` passes while pause is the only flow control; `dcb.pfc` turns PFC on)
+COMPANIONS = {"dcb.pfc": {"ethtool.pause_off"}}
+
+BUILDERS = {**scenarios.SCENARIOS, "demo": demo_nodes}
+
+
+def doctor_and_plan(tmp_path: Path, nodes: dict[str, FakeNode]) -> tuple[set[str], set[str]]:
+    """(fix ids of failing/warning checks, fix ids with steps in the full plan)."""
+    report = scenarios.run_site(tmp_path / "doctor", nodes)
+    facts = scenarios.facts_of(tmp_path / "plan", nodes)
+    site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
+    plan = plan_site(site, list(facts.values()))
+    reported = {r.fix.id for r in report.checks
+                if r.status in (Status.FAIL, Status.WARN) and r.fix is not None}
+    planned = {p.fix for p in plan.plans if p.steps}
+    return reported, planned
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_fix_plans_only_the_cures_of_what_doctor_reports(tmp_path: Path, name: str) -> None:
+    reported, planned = doctor_and_plan(tmp_path, BUILDERS[name]())
+    if not reported:
+        assert planned == set(), f"{name}: no check with a fix fails or warns, yet {planned} planned"
+    allowed = reported | {c for fix in reported for c in COMPANIONS.get(fix, ())}
+    assert planned <= allowed, f"{name}: {planned - allowed} planned with no check reporting them"
+
+
+def test_every_registered_fix_is_covered_by_the_rule() -> None:
+    assert {f.id for f in FIXES} >= set(COMPANIONS) | {c for cs in COMPANIONS.values() for c in cs}
+
+
+def _pair_with_tos(tos: int) -> dict[str, FakeNode]:
+    nodes = {}
+    for name, host, ip, mac in (("node-a", "strix-a", "192.168.100.1/30", "b4:96:91:9c:3a:10"),
+                                ("node-b", "strix-b", "192.168.100.2/30", "b4:96:91:9c:41:d8")):
+        node = strix_halo_node(host)
+        e810(node, ip, mac, setup=RoceSetup(roce_mode="RoCE v2"))
+        node.file("/sys/kernel/config/rdma_cm/rocep194s0/ports/1/default_roce_tos", f"{tos}\n")
+        nodes[name] = node
+    return nodes
+
+
+def test_tos_106_is_dscp_26_with_ect0_and_plans_nothing(tmp_path: Path) -> None:
+    """106 = DSCP 26 << 2 | ECT(0): the PFC priority 3's DSCP, with an ECN codepoint."""
+    nodes = _pair_with_tos(106)
+    report = scenarios.run_site(tmp_path / "doctor", nodes)
+    checks = scenarios.results(report, "rdma.roce_v2_default")
+    assert {r.status for r in checks} == {Status.PASS}
+    assert checks[0].observed == "RoCE v2, ToS 106 (DSCP 26)"
+    assert doctor_and_plan(tmp_path, nodes) == (set(), set())
+
+
+def test_a_tos_of_another_dscp_warns_and_plans_the_tos(tmp_path: Path) -> None:
+    nodes = _pair_with_tos(32)  # DSCP 8: priority 1, outside PFC
+    report = scenarios.run_site(tmp_path / "doctor", nodes)
+    (a, _) = scenarios.results(report, "rdma.roce_v2_default")
+    assert a.status == Status.WARN and "DSCP 8" in a.observed
+    assert "echo 104 > /sys/kernel/config/rdma_cm/rocep194s0/ports/1/default_roce_tos" in a.detail
+    assert a.fix is not None and a.fix.id == "rdma.roce_v2_default"
+    facts = scenarios.facts_of(tmp_path / "plan", nodes)
+    site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
+    plan = plan_site(site, list(facts.values()), persist=False)
+    steps = [s for p in plan.plans if p.fix == "rdma.roce_v2_default" for s in p.steps]
+    assert [(s.before, s.after) for s in steps] == [("32", "104"), ("32", "104")]
+
+
+def test_an_uncreated_rdma_cm_directory_is_created_only_when_asked_for(tmp_path: Path) -> None:
+    nodes = scenarios.connectx6dx_pair()
+    facts = scenarios.facts_of(tmp_path, nodes)
+    site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
+    assert plan_site(site, list(facts.values())).changes == 0
+    asked = plan_site(site, list(facts.values()), ("rdma.roce_v2_default",))
+    assert {p.node for p in asked.plans if p.steps} == {"cx-a", "cx-b"}
+
+
+def test_no_mtu_beyond_ipoib_datagram_mode_is_planned(tmp_path: Path) -> None:
+    """A lone IPoIB port in use: MTU 9000 cannot apply in datagram mode (at most 4092)."""
+    nodes = scenarios.ib_vs_ethernet_pair()
+    facts = scenarios.facts_of(tmp_path, nodes)
+    site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
+    plan = plan_site(site, list(facts.values()), ("net.mtu",))
+    assert [p for p in plan.plans if p.steps] == []  # the mismatched link: nothing to set
+    # and an IPoIB end reached any other way is refused by its mode's maximum, with the reason
+    from fixes.net import _plan_port
+    from strixwizard.fixing.context import PlanContext
+    from strixwizard.topology import build_topology
+
+    topology = build_topology(list(facts.values()), site)
+    (ib0,) = [p for p in topology.fabric["node-a"] if p.netdev.name == "ib0"]
+    ctx = PlanContext(site=site, nodes=tuple(facts.values()), topology=topology)
+    refused = _plan_port(ctx, ib0, None)
+    assert refused is not None and refused.steps == ()
+    assert "datagram mode, which carries at most MTU 4092" in refused.notes[0]
