@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixes.plans import FIXES
 
+from fixes import FIXES
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import demo_nodes, strix_halo_node
@@ -29,7 +29,7 @@ def doctor_and_plan(tmp_path: Path, nodes: dict[str, FakeNode]) -> tuple[set[str
     report = scenarios.run_site(tmp_path / "doctor", nodes)
     facts = scenarios.facts_of(tmp_path / "plan", nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    plan = plan_site(site, list(facts.values()))
+    plan = plan_site(site, list(facts.values()), fixes=FIXES)
     reported = {r.fix.id for r in report.checks
                 if r.status in (Status.FAIL, Status.WARN) and r.fix is not None}
     planned = {p.fix for p in plan.plans if p.steps}
@@ -79,7 +79,7 @@ def test_a_tos_of_another_dscp_warns_and_plans_the_tos(tmp_path: Path) -> None:
     assert a.fix is not None and a.fix.id == "rdma.roce_v2_default"
     facts = scenarios.facts_of(tmp_path / "plan", nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    plan = plan_site(site, list(facts.values()), persist=False)
+    plan = plan_site(site, list(facts.values()), persist=False, fixes=FIXES)
     steps = [s for p in plan.plans if p.fix == "rdma.roce_v2_default" for s in p.steps]
     assert [(s.before, s.after) for s in steps] == [("32", "104"), ("32", "104")]
 
@@ -88,8 +88,8 @@ def test_an_uncreated_rdma_cm_directory_is_created_only_when_asked_for(tmp_path:
     nodes = scenarios.connectx6dx_pair()
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    assert plan_site(site, list(facts.values())).changes == 0
-    asked = plan_site(site, list(facts.values()), ("rdma.roce_v2_default",))
+    assert plan_site(site, list(facts.values()), fixes=FIXES).changes == 0
+    asked = plan_site(site, list(facts.values()), ("rdma.roce_v2_default",), fixes=FIXES)
     assert {p.node for p in asked.plans if p.steps} == {"cx-a", "cx-b"}
 
 
@@ -98,7 +98,7 @@ def test_no_mtu_beyond_ipoib_datagram_mode_is_planned(tmp_path: Path) -> None:
     nodes = scenarios.ib_vs_ethernet_pair()
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    plan = plan_site(site, list(facts.values()), ("net.mtu",))
+    plan = plan_site(site, list(facts.values()), ("net.mtu",), fixes=FIXES)
     assert [p for p in plan.plans if p.steps] == []  # the mismatched link: nothing to set
     # and an IPoIB end reached any other way is refused by its mode's maximum, with the reason
     from fixes.net import _plan_port

@@ -50,7 +50,7 @@ def test_an_old_id_still_selects_and_explains_its_check() -> None:
 
 
 def test_an_old_area_still_selects_its_fixes(tmp_path: Path) -> None:
-    from strixwizard.fixing.planning import registered, select
+    from strixwizard.fixing.planning import select
 
-    assert [f.id for f in select(registered(), ["e810"])] == ["roce.enable", "dcb.fw_lldp_off"]
-    assert [f.id for f in select(registered(), ["e810.fw_lldp_off"])] == ["dcb.fw_lldp_off"]
+    assert [f.id for f in select(fixes.FIXES, ["e810"])] == ["roce.enable", "dcb.fw_lldp_off"]
+    assert [f.id for f in select(fixes.FIXES, ["e810.fw_lldp_off"])] == ["dcb.fw_lldp_off"]
