@@ -11,7 +11,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from strixwizard import __version__
@@ -372,8 +372,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "history": cmd_history}
     if args.command is None:
         return _wizard(parser, args)
+    from strixwizard.cli.terminal import visible_output
+
+    with visible_output(stdout=not as_json):  # no control character reaches the terminal raw
+        return _run(handlers[args.command], args, as_json)
+
+
+def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, as_json: bool) -> int:
     try:
-        return handlers[args.command](args)
+        return handler(args)
     except UsageError as error:
         if as_json:
             emit(_error_document(str(error)))

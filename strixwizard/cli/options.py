@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
 from strixwizard.services.common import NodeEvent, Question, StepEvent
 
@@ -68,7 +69,7 @@ def step_printer(enabled: bool) -> Callable[[StepEvent], None]:
 
     def show(event: StepEvent) -> None:
         if enabled:
-            print(f"  … {event.node}: {event.message}", file=sys.stderr, flush=True)
+            print(f"  … {visible(event.node)}: {visible(event.message)}", file=sys.stderr, flush=True)
 
     return show
 
@@ -80,7 +81,8 @@ def node_printer() -> Callable[[NodeEvent], None]:
 
     def show(event: NodeEvent) -> None:
         with lock:
-            print(f"  {marks.get(event.event, ' ')} {event.node}: {event.text}", file=sys.stderr,
+            print(f"  {marks.get(event.event, ' ')} {visible(event.node)}: {visible(event.text)}",
+                  file=sys.stderr,
                   flush=True)
 
     return show

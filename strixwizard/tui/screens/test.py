@@ -23,6 +23,8 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.session import KEEP, KEEP_FOR_SITE, StepState
+from strixwizard.tui.text import lines as text_lines
+from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
@@ -202,7 +204,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
             box.remove_children()
             rows: list[Vertical | Horizontal | Static] = []
             for link in links_of(views):
-                rows.append(Static(link_title(link, state.results), classes="section",
+                rows.append(Static(outside(link_title(link, state.results)), classes="section",
                                    id=f"title-{link}".replace(":", "_")))
                 pair = [v for v in views.values() if v.link == link]
                 first, rest = pair[:2], pair[2:]
@@ -234,14 +236,14 @@ class TestScreen(StepScreen, step="test", state=TestState):
         published = published_comparison(state.results) if self.session.is_demo else None
         for link in links_of(views):
             for title in box.query(f"#title-{link}".replace(":", "_")).results(Static):
-                title.update(link_title(link, state.results))
+                title.update(outside(link_title(link, state.results)))
             for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
                 c = ratios.get(link)
                 lines = [f"without RDMA on the same NIC: {published}"] if published else []
                 if c:
                     lines.append(f"extra, TCP on this machine's loopback: {c.summary}" if published
                                  else f"like for like: {c.summary}")
-                ratio.update("\n".join(lines))
+                ratio.update(text_lines(lines))
 
     def _panel(self, view: PanelView) -> TestPanel:
         state = self.session.of(TestState)
@@ -261,7 +263,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
         grid = matrix_json(nodes, state.results, [], [])
         title_text, labels, rows = matrix_view(nodes, grid, max(40, self.size.width - 4))
         title = self.query_one("#test-matrix-title", Static)
-        title.update(title_text)
+        title.update(outside(title_text))
         table: DataTable[str] = self.query_one("#test-matrix", DataTable)
         table.clear(columns=True)
         table.add_columns(*labels)

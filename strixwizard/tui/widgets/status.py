@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from strixwizard.model import Status
+from strixwizard.tui.text import outside
 
 _STYLE = {
     Status.PASS: "bold $success",
@@ -23,4 +24,5 @@ def badge(status: Status, width: int = 5) -> Content:
 
 
 def styled(text: str, status: Status) -> Content:
-    return Content.styled(text, _STYLE[status])
+    """`text` (outside words too: shown as they are, never markup) in the colour of `status`."""
+    return outside(text, _STYLE[status])
