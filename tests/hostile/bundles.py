@@ -11,7 +11,7 @@ DEMO = Path(__file__).resolve().parents[2] / "strixwizard" / "demo" / "snapshots
 
 
 def hostile_snapshot(name: str, out: Path, kernel: str, firmware: str, host: str | None = None,
-                     site: str | None = None) -> Path:
+                     site: dict[str, object] | None = None) -> Path:
     """The demo's snapshot `name` as a directory under `out`, saying `kernel`, `firmware` (every
     NIC's `ethtool -i` firmware-version), and `host`/`site` in its meta.json when given."""
     root = out / name
@@ -32,3 +32,17 @@ def hostile_snapshot(name: str, out: Path, kernel: str, firmware: str, host: str
         meta["site"] = site
     (root / "meta.json").write_text(json.dumps(meta))
     return root
+
+
+def hostile_bundle(out: Path, kernel: str, firmware: str, site_name: str = "bundle",
+                   nodes: dict[str, dict[str, object]] | None = None) -> list[Path]:
+    """A site's bundle (`capture --site`) of the two demo nodes: each meta.json names the site
+    `site_name` and the node (its fields from `nodes`, by demo node name, override the rest)."""
+    paths = []
+    for index, name in enumerate(("node-a", "node-b")):
+        node: dict[str, object] = {"name": site_name, "node": name, "host": f"10.99.250.{index + 1}",
+                                   "fabric_address": f"192.168.100.{index + 1}", "fabric": {},
+                                   "thresholds": {}, "allow_soft_rdma": False}
+        node.update((nodes or {}).get(name, {}))
+        paths.append(hostile_snapshot(name, out, kernel, firmware, site=node))
+    return paths
