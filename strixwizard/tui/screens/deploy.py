@@ -266,7 +266,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             return
         with listing.prevent(SelectionList.SelectedChanged):
             listing.clear_options()
-            listing.add_options([(name, name, name in wanted) for name in names])
+            listing.add_options([(outside(name), name, name in wanted) for name in names])
 
     def _show_choice(self, choice: DeployChoice) -> None:
         """The pickers show the step's state (a new discovery puts it back to the defaults)."""

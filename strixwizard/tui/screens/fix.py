@@ -37,7 +37,7 @@ def finding_content(result: CheckResult) -> Content:
         if result.fix.reboot:
             extras.append("needs a reboot")
         tail = f" ({', '.join(extras)})" if extras else ""
-        lines.append(Content.assemble(INDENT, Content.styled(f"fix {result.fix.id}", "bold $accent"),
+        lines.append(Content.assemble(INDENT, outside(f"fix {result.fix.id}", "bold $accent"),
                                       outside(f": {result.fix.summary}{tail}")))
     elif result.why:
         lines.append(outside(f"{INDENT}{result.why}", "$text-muted"))
@@ -46,10 +46,10 @@ def finding_content(result: CheckResult) -> Content:
 
 def plan_content(plan: PlanView) -> Content:
     where = f" on {plan.entity}" if plan.entity and plan.entity != plan.node else ""
-    head = Content.assemble(Content.styled(f"plan {plan.fix}", "bold $accent"), outside(where))
+    head = Content.assemble(outside(f"plan {plan.fix}", "bold $accent"), outside(where))
     lines = [head]
     if not plan.steps:
-        lines.append(Content.styled(f"{INDENT}no change planned", "$text-muted"))
+        lines.append(outside(f"{INDENT}no change planned", "$text-muted"))
     for step in plan.steps:
         flags = f"  [{step.flags}]" if step.flags else ""
         lines.append(Content.assemble(outside(f"{INDENT}{step.summary}: "),

@@ -99,7 +99,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
 
             first, *more = hang(text, width, len(NB), len(NB) + 2)
             return Content("\n").join([Content.assemble(NB, look(first)),
-                                       *(Content.assemble(NB + "  ", look(m)) for m in more)])
+                                       *(Content.assemble(NB, "  ", look(m)) for m in more)])
 
         def badged(status: Status, text: str) -> Content:
             first, *more = hang(text, width, after_badge, after_badge)
@@ -151,8 +151,8 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             assert m.status is not None
             figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
             source = " (replayed recording)" if m.source == REPLAYED else ""
-            lines.append(Content.assemble(NB, badge(m.status), f" {m.pair_label} {m.transport.upper()} "
-                                          f"{m.kind}: {figure}{source}"))
+            lines.append(Content.assemble(NB, badge(m.status), outside(
+                f" {m.pair_label} {m.transport.upper()} {m.kind}: {figure}{source}")))
         return lines
 
     def _sections(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ _MARK = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR:
 
 
 def badge(status: Status, width: int = 5) -> Content:
-    return Content.styled(f"{_MARK[status]} {status.value.upper().ljust(width)}", _STYLE[status])
+    return outside(f"{_MARK[status]} {status.value.upper().ljust(width)}", _STYLE[status])
 
 
 def styled(text: str, status: Status) -> Content:
