@@ -92,9 +92,12 @@ def fabric_addresses(site: Site, nodes: Sequence[Node]) -> dict[str, Found]:
     for node in nodes:
         if node.facts is None:
             found[node.report.name] = Found(None, f"not read: {node.report.error or 'unreachable'}")
-        else:
-            found.setdefault(node.report.name, Found(None, "no interface shares a subnet with another "
-                                                     "node's (other than the management network)"))
+            continue
+        found.setdefault(node.report.name, Found(None, "no interface shares a subnet with another "
+                                                 "node's (other than the management network)"))
+        dropped = [f"{dev.name}: {note}" for dev in node.facts.netdevs for note in dev.notes]
+        if dropped and found[node.report.name].address is None:  # say what the node reported
+            found[node.report.name] = Found(None, "; ".join([found[node.report.name].how, *dropped]))
     return found
 
 

@@ -84,7 +84,8 @@ def _json_payload(text: str) -> object:
     start = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=-1)
     if start < 0:
         raise ValueError("no JSON document in the output")
-    return json.JSONDecoder().raw_decode(text[start:])[0]
+    # strict=False: iproute2's JSON writer prints control characters of a name raw (ESC, BEL)
+    return json.JSONDecoder(strict=False).raw_decode(text[start:])[0]
 
 
 #: Linux's limits on an interface name (`dev_valid_name`, net/core/dev.c): at most IFNAMSIZ - 1
