@@ -291,9 +291,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
         check_site_file(args.out, name, nodes)
         found = probe_nodes(nodes, args.trust_new_hosts, node_printer() if sys.stderr.isatty() else None)
-        for node, what in found.items():
-            print(f"{node}: fabric_address {what.address}: {what.how}" if what.address
-                  else f"{node}: no fabric_address: {what.how}", file=sys.stderr)
+        from strixwizard.cli.terminal import visible
+
+        for node, what in found.items():  # a node's words: on one line each, spelled out
+            print(f"{node}: fabric_address {visible(what.address)}: {visible(what.how)}" if what.address
+                  else f"{node}: no fabric_address: {visible(what.how)}", file=sys.stderr)
     written = write_site_file(args.out, name, nodes, found)
     print(f"site file written to {written}; edit it, then: strixwizard doctor --site {written}")
     return EXIT_OK
