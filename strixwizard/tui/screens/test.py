@@ -3,6 +3,7 @@ from the live engine in a worker; the RDMA/TCP ratio like for like; the all-pair
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -72,6 +73,11 @@ class TestState(StepState):
         self.outcome = outcome
         if outcome == "done":
             self.complete = (list(self.results), list(self.nodes))
+
+
+def _link_id(kind: str, link: str) -> str:
+    """A widget id for a link's row: node names may hold `.`, which an id may not."""
+    return f"{kind}-" + re.sub(r"[^A-Za-z0-9_-]", "_", link)
 
 
 def link_title(link: str, results: list[Measurement]) -> str:
@@ -205,11 +211,11 @@ class TestScreen(StepScreen, step="test", state=TestState):
             rows: list[Vertical | Horizontal | Static] = []
             for link in links_of(views):
                 rows.append(Static(outside(link_title(link, state.results)), classes="section",
-                                   id=f"title-{link}".replace(":", "_")))
+                                   id=_link_id("title", link)))
                 pair = [v for v in views.values() if v.link == link]
                 first, rest = pair[:2], pair[2:]
                 rows.append(Horizontal(*[self._panel(v) for v in first], classes="panel-row"))
-                rows.append(Static(id=f"ratio-{link}".replace(":", "_"), classes="ratio"))
+                rows.append(Static(id=_link_id("ratio", link), classes="ratio"))
                 rows += [self._panel(v) for v in rest]
             if "rccl" in views:
                 rows.append(Static("all nodes", classes="section"))
@@ -235,9 +241,9 @@ class TestScreen(StepScreen, step="test", state=TestState):
         ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
         published = published_comparison(state.results) if self.session.is_demo else None
         for link in links_of(views):
-            for title in box.query(f"#title-{link}".replace(":", "_")).results(Static):
+            for title in box.query(f"#{_link_id('title', link)}").results(Static):
                 title.update(outside(link_title(link, state.results)))
-            for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
+            for ratio in box.query(f"#{_link_id('ratio', link)}").results(Static):
                 c = ratios.get(link)
                 lines = [f"without RDMA on the same NIC: {published}"] if published else []
                 if c:
