@@ -167,3 +167,39 @@ def test_deploy_persist_refuses_a_gguf_path_with_a_line_break(tmp_path: Path) ->
                          "--plan", env={"XDG_STATE_HOME": str(tmp_path / "state")})
         assert result.rc == 2 and "--gguf" in result.stderr and "control character" in result.stderr
         _no_control(result.stdout + result.stderr)
+
+
+def test_prometheus_and_html_keep_their_escaping(tmp_path: Path) -> None:
+    """The textfile and the HTML report held before issue 22 (markup escaped); the HTML and
+    Markdown reports now spell control characters out too, as the terminal does."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from strixwizard.services.discover import discover
+    from strixwizard.targets import RunRequest
+    from strixwizard.tui.export import to_html
+
+    paths = hostile_bundle(tmp_path / "bundle", KERNEL, FIRMWARE)
+    prom = tmp_path / "doctor.prom"
+    result = run_cli("doctor", "--snapshot", *map(str, paths), "--prometheus", str(prom))
+    assert result.rc == 1, result.stderr
+    text = prom.read_text()
+    assert not strings.contains_control(text)
+    labels = [v for family in text_string_to_metric_families(text) for sample in family.samples
+              for v in sample.labels.values()]
+    assert labels  # it parses, every label value whole
+    report = discover(RunRequest(snapshots=tuple(paths)), None, plan=False).report
+    html = to_html(report)
+    assert "[@click=app.screenshot(&#x27;owned.conf&#x27;" in html and "\\x1b]52;c;" in html
+    assert not strings.contains_control(html)
+
+
+def test_deploy_plan_on_a_hostile_bundle_spells_it_out(tmp_path: Path) -> None:
+    paths = hostile_bundle(tmp_path / "bundle", KERNEL, FIRMWARE)
+    site = tmp_path / "site.yaml"
+    site.write_text("site: hostile\nnodes:\n" + "".join(
+        f"  - name: {p.name}\n    snapshot: {p}\n    fabric_address: 192.168.100.{i + 1}\n"
+        for i, p in enumerate(paths)))
+    result = run_cli("deploy", "--site", str(site), "--plan",
+                     env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert result.rc in (0, 2), result.stdout + result.stderr
+    _no_control(result.stdout + result.stderr)
