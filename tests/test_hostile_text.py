@@ -203,3 +203,12 @@ def test_deploy_plan_on_a_hostile_bundle_spells_it_out(tmp_path: Path) -> None:
                      env={"XDG_STATE_HOME": str(tmp_path / "state")})
     assert result.rc in (0, 2), result.stdout + result.stderr
     _no_control(result.stdout + result.stderr)
+
+
+@pytest.mark.parametrize("host", ["x\n\x1b]0;PWNED\x07[/]", "../../etc", "a b"])
+def test_a_plain_snapshots_host_is_a_node_name_only_when_it_is_one(tmp_path: Path, host: str) -> None:
+    from tests.hostile.bundles import hostile_snapshot
+
+    path = hostile_snapshot("node-a", tmp_path, "6.18.5", "4.91", host=host)
+    document = run_cli("doctor", "--json", "--snapshot", str(path)).json()
+    assert [h["name"] for h in document["hosts"]] == ["node-a"]  # the snapshot's file name
