@@ -123,3 +123,42 @@ def test_clicking_every_cell_of_a_hostile_node_runs_no_action(tmp_path: Path) ->
                if not p.is_relative_to(tmp_path / "state") and not p.name.startswith(own)}
     assert not written, written
     assert not (Path(os.getcwd()) / "owned.conf").exists()
+
+
+def test_dialogs_show_hostile_titles_and_keys_as_text(tmp_path: Path) -> None:
+    """The confirm and host-key dialogs: a title, question and key line that are markup and
+    escapes are drawn as they are; clicking them runs nothing."""
+    from textual.app import App
+    from textual.widgets import Checkbox, Static
+
+    from strixwizard.tui.hostkeys import UnknownHostKey
+    from strixwizard.tui.widgets.confirm import ConfirmationModal
+    from strixwizard.tui.widgets.hostkeys import HostKeysModal
+
+    hostile = "[@click=app.quit]run[/] [/] \x1b]0;PWNED\x07"
+    key = UnknownHostKey(node="node-a", host=hostile, key_type="ssh-ed25519",
+                         fingerprint="SHA256:[@click=app.quit]x[/]")
+    actions: list[str] = []
+
+    class Host(App[None]):
+        async def run_action(self, action: Any, *args: Any, **kwargs: Any) -> bool:
+            actions.append(str(action))
+            return await super().run_action(action, *args, **kwargs)
+
+    async def run() -> None:
+        app = Host()
+        async with app.run_test(size=(120, 40)) as pilot:
+            for modal in (ConfirmationModal(hostile, hostile), HostKeysModal([key], hostile)):
+                app.push_screen(modal)
+                await pilot.pause()
+                shown = [str(s.render()) for s in modal.query(Static)]
+                shown += [str(c.label) for c in modal.query(Checkbox)]
+                assert any("[@click=app.quit]run[/] [/] \\x1b]0;PWNED\\x07" in s for s in shown), shown
+                for widget in [*modal.query(Static), *modal.query(Checkbox)]:
+                    if widget.id not in ("yes", "no"):
+                        await pilot.click(widget)
+                modal.dismiss(False)
+                await pilot.pause()
+
+    asyncio.run(run())
+    assert not [a for a in actions if "quit" in a], actions
