@@ -109,6 +109,13 @@ def test_clicking_every_cell_of_a_hostile_node_runs_no_action(tmp_path: Path) ->
                 for card in app.screen.query(LinkCard):
                     await pilot.click(card)
             assert clicked > 20, "the hostile site's tables were not drawn"
+            app.screen.notify("[@click=app.quit]x[/] [/] \x1b]0;PWNED\x07", markup=True)  # an error's words
+            await pilot.pause()
+            await pilot.pause()
+            last = list(app._notifications)[-1]
+            assert not last.markup and last.message.endswith("[/] \\x1b]0;PWNED\\x07")
+            for toast in app.screen.query("Toast"):
+                await pilot.click(toast)
             joined = "\n".join(shown)
             assert "[@click=app.screenshot(" in joined  # the firmware version, shown as it is
             assert "6.1.0[/]\\x1b[2J" in joined  # the kernel release, escapes spelled out
