@@ -84,11 +84,14 @@ def _json_payload(text: str) -> object:
     start = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=-1)
     if start < 0:
         raise ValueError("no JSON document in the output")
-    # strict=False: iproute2's JSON writer prints control characters of a name raw (ESC, BEL)
+    # strict=False: iproute2's JSON writer escapes only \t \n \r \f \b \\ " ' and prints any other
+    # control character of a name raw (ESC, BEL): `jsonw_puts` in
+    # https://github.com/iproute2/iproute2/blob/main/lib/json_writer.c
     return json.JSONDecoder(strict=False).raw_decode(text[start:])[0]
 
 
-#: Linux's limits on an interface name (`dev_valid_name`, net/core/dev.c): at most IFNAMSIZ - 1
+#: Linux's limits on an interface name (`dev_valid_name` in
+#: https://github.com/torvalds/linux/blob/master/net/core/dev.c): at most IFNAMSIZ - 1
 #: bytes, not `.` or `..`, no `/`, `:` or white space. ESC and BEL are allowed: names are data.
 IFNAMSIZ = 16
 ALTIFNAMSIZ = 128
