@@ -96,6 +96,8 @@ def _json_payload(text: str) -> object:
 IFNAMSIZ = 16
 ALTIFNAMSIZ = 128
 _NAME_FORBIDDEN = frozenset("/: \t\n\v\f\r\x00")
+#: The same, as the kernel checks them: bytes; its `isspace` also takes 0xa0 (lib/ctype.c).
+_NAME_FORBIDDEN_BYTES = frozenset(b"/: \t\n\v\f\r\x00\xa0")
 #: A driver is a kernel module's or a built-in driver's name (a sysfs file name).
 _DRIVER_MAX = 64
 
@@ -104,9 +106,10 @@ def ifname_problem(name: str, size: int = IFNAMSIZ) -> str | None:
     """Why Linux could not have an interface called `name` (`dev_valid_name`), or None."""
     if not name or name in (".", ".."):
         return "is empty, `.` or `..`"
-    if len(name.encode("utf-8", "surrogateescape")) >= size:
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) >= size:
         return f"is longer than {size - 1} bytes"
-    if _NAME_FORBIDDEN & set(name):
+    if _NAME_FORBIDDEN_BYTES & set(raw):
         return "holds `/`, `:`, white space or NUL"
     return None
 
