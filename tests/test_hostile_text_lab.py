@@ -1,8 +1,9 @@
 """Live lab nodes saying hostile words (issue 22): a fabric interface named with terminal escapes
 (Linux allows ESC and BEL in a name), a kernel release with `[/]` and a clear-screen sequence
 (bind-mounted over /proc/sys/kernel/osrelease inside the node's own mount namespace), and an
-`ip -j addr show` whose "inet" address injects a node into site.yaml (a stand-in `ip` on one
-node, wrapping the real one). `doctor` prints all of it spelled out, `init` writes no ghost."""
+`ip -j addr show` whose "inet" address injects a node into site.yaml (a stand-in `ip` on each
+node, wrapping the real one). `doctor` and `capture` → `doctor --snapshot` print all of it
+spelled out, `init` writes no ghost."""
 
 from __future__ import annotations
 
@@ -66,6 +67,13 @@ def test_doctor_spells_out_a_live_nodes_escapes(lab: Lab, tmp_path: Path) -> Non
     exact = run_cli("doctor", "--site", str(site), "--json", env=env, timeout=120).json()
     assert {h["facts"]["kernel"] for h in exact["hosts"]} == {KERNEL}
     assert any(ESCAPED_NAME in link["id"] for link in exact["links"]), exact["links"]
+    # the same nodes as a support bundle, replayed anywhere: the same words, spelled out
+    bundle = tmp_path / "bundle"
+    captured = run_cli("capture", "--site", str(site), "--out", str(bundle), env=env, timeout=120)
+    assert captured.rc == 0 and not contains_control(captured.stdout + captured.stderr)
+    replayed = run_cli("doctor", "--verbose", "--snapshot", *map(str, sorted(bundle.glob("*.tar.gz"))))
+    assert replayed.rc in (1, 2) and not contains_control(replayed.stdout + replayed.stderr)
+    assert "kernel 6.1.0[/]\\x1b[2J" in replayed.stdout and "e\\x1b]0;PWND\\x07" in replayed.stdout
 
 
 def _hostile_ip(host: LabHost, real_ip: str, address: str) -> None:
