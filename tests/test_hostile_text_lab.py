@@ -74,6 +74,12 @@ def test_doctor_spells_out_a_live_nodes_escapes(lab: Lab, tmp_path: Path) -> Non
     replayed = run_cli("doctor", "--verbose", "--snapshot", *map(str, sorted(bundle.glob("*.tar.gz"))))
     assert replayed.rc in (1, 2) and not contains_control(replayed.stdout + replayed.stderr)
     assert "kernel 6.1.0[/]\\x1b[2J" in replayed.stdout and "e\\x1b]0;PWND\\x07" in replayed.stdout
+    # `test latency` measures TCP over the interface and names it, spelled out
+    tested = run_cli("test", "latency", "--site", str(site), "--pair", "node0,node1", "--seconds", "1",
+                     "--no-history", env=env, timeout=180)
+    assert tested.rc in (1, 2), tested.stdout + tested.stderr  # no RDMA in the lab: no verdict
+    assert not contains_control(tested.stdout + tested.stderr)
+    assert "e\\x1b]0;PWND\\x07" in tested.stdout + tested.stderr
 
 
 def _hostile_ip(host: LabHost, real_ip: str, address: str) -> None:
