@@ -140,6 +140,10 @@ def test_every_command_writes_through_the_visible_streams() -> None:
         if path.name != "terminal.py":
             assert "\\x1b" not in text and "\\033" not in text, f"{path.name} writes an escape itself"
         assert "sys.__stdout__" not in text and "sys.__stderr__" not in text, path.name
+        # input() writes its prompt past sys.stdout (readline): a prompt is built with visible()
+        for call in (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
+                     and _name(n.func) == "input"):
+            assert not any(_builds_a_str(a) for a in call.args), f"{path.name}:{call.lineno}"
 
 
 def test_the_plain_cli_spells_out_what_a_command_prints(capsys: pytest.CaptureFixture[str]) -> None:

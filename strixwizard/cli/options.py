@@ -59,7 +59,9 @@ def terminal_confirm(yes: bool) -> Callable[[Question], bool]:
         if not sys.stdin.isatty():
             raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
                              "pass --yes to apply from a script")
-        return input(f"{question.text} [y/N] ").strip().lower() in ("y", "yes")
+        # input() writes its prompt to the terminal itself (readline), past sys.stdout's filter
+        prompt = f"{visible(question.text, keep=chr(10))} [y/N] "
+        return input(prompt).strip().lower() in ("y", "yes")
 
     return confirm
 
