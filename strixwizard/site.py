@@ -82,6 +82,46 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+#: An IPv6 scope id (`fe80::1%eth0`): an interface name or index. Python's `ipaddress` takes
+#: anything after `%`, newlines included; a node reporting `fe80::1%x\n  - name: ghost` must not
+#: become a node of site.yaml.
+_SCOPE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+#: A DNS name or an SSH config alias: labels of letters, digits, `_` and `-`, joined by dots.
+_LABEL = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"
+_HOSTNAME = re.compile(rf"(?=.{{1,253}}\Z){_LABEL}(\.{_LABEL})*\.?")
+
+
+def address_problem(value: str) -> str | None:
+    """Why `value` is not an IP address (IPv4, or IPv6 with at most a plain scope id), or None."""
+    import ipaddress
+
+    address, _, scope = value.partition("%")
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return "is not an IP address"
+    if "%" in value and (parsed.version != 6 or not _SCOPE.fullmatch(scope)):
+        return "has a scope id that is not an interface name or number"
+    return None
+
+
+def host_problem(value: str) -> str | None:
+    """Why `value` cannot be a node's management host (`local`, an IP address, a host name), or
+    None."""
+    if value == "local" or address_problem(value) is None or _HOSTNAME.fullmatch(value):
+        return None
+    return "is not `local`, an IP address or a host name (letters, digits, `.`, `_`, `-`)"
+
+
+def node_problem(node: NodeSpec) -> str | None:
+    """What is wrong with a node's host or fabric address (a site file's rule, a bundle's too)."""
+    if node.host is not None and (problem := host_problem(node.host)) is not None:
+        return f"host {node.host!r} {problem}"
+    if node.fabric_address is not None and (problem := address_problem(node.fabric_address)) is not None:
+        return f"fabric_address {node.fabric_address!r} {problem}"
+    return None
+
+
 #: The IPv4 minimum MTU to the largest jumbo frame the fabric's switches and NICs take.
 MTU_MIN, MTU_MAX = 68, 9216
 #: `dcb apptrust` orders the lossless fix can set.
@@ -377,6 +417,8 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
         if (problem := name_problem(node.name)) is not None:
             name_node = reader.mapping(item, f"nodes[{index}]")["name"][1]
             raise reader.error(name_node, f"node name {node.name!r} {problem}")
+        if (problem := node_problem(node)) is not None:
+            raise reader.error(item, f"node {node.name!r}: {problem}")
         if node.host is None and node.snapshot is None:
             raise reader.error(item, f"node {node.name!r} needs `host:` (or `local`) or `snapshot:`")
         if node.name in seen:

@@ -28,13 +28,15 @@ def lab(nodeslab3: Lab) -> Iterator[Lab]:
         host.stand_in("ray", (DATA / "deploy" / "standins" / "ray").read_text())
     yield nodeslab3
     for host in nodeslab3.hosts:
-        for path in (host.home / "strixwizard-etc", host.home / ".ray-stand-in"):
+        for path in (host.home / "strixwizard-etc", host.home / "strixwizard-ray",
+                     host.home / ".ray-stand-in"):
             shutil.rmtree(path, ignore_errors=True)
 
 
 def deploy(site: Path, tmp: Path, *args: str) -> CliResult:
     return run_cli("deploy", "--site", str(site), "--target-dir", "/root/strixwizard-etc",
-                   "--node-journal-dir", "/root/strixwizard-journal", *args,
+                   "--node-journal-dir", "/root/strixwizard-journal",
+                   "--ray-temp-dir", "/root/strixwizard-ray", *args,  # inside the node's home
                    env={"XDG_STATE_HOME": str(tmp / "state")}, timeout=120)
 
 

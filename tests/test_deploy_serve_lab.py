@@ -23,6 +23,7 @@ servelab2 = lab_fixture(2, name="servelab2")
 DATA = Path(__file__).parent / "data"
 STAND_IN = Path(__file__).parent / "standin_openai.py"
 TARGET = "/root/strixwizard-etc"
+RAY_TEMP = "/root/strixwizard-ray"  # in the node's home: never this machine's /var/lib
 NODE_JOURNAL = "/root/strixwizard-journal"
 RUN_DIR = "/root/strixwizard-vllm"
 MODEL = "stand-in/tiny-model"
@@ -90,13 +91,15 @@ def lab(servelab2: Lab) -> Iterator[Lab]:
             node_pids.append(int(ray_pid.read_text()))
         if pids := [p for p in (root_pid(host, pid) for pid in node_pids) if p is not None]:
             _kill_in_netns(pids, [host.netns])
-        for path in (host.home / "strixwizard-etc", run_dir(host), host.home / ".ray-stand-in"):
+        for path in (host.home / "strixwizard-etc", host.home / "strixwizard-ray", run_dir(host),
+                     host.home / ".ray-stand-in"):
             shutil.rmtree(path, ignore_errors=True)
 
 
 def deploy(site: Path, tmp: Path, *args: str) -> CliResult:
     return run_cli("deploy", "--site", str(site), "--transport", "tcp", "--target-dir", TARGET,
-                   "--node-journal-dir", NODE_JOURNAL, "--serve-run-dir", RUN_DIR, *args,
+                   "--node-journal-dir", NODE_JOURNAL, "--serve-run-dir", RUN_DIR,
+                   "--ray-temp-dir", RAY_TEMP, *args,
                    env={"XDG_STATE_HOME": str(tmp / "state")}, timeout=180)
 
 
@@ -199,7 +202,8 @@ def test_the_wizard_deploys_the_stand_in_vllm_shows_the_verdict_and_rolls_back(
             await pilot.press("n")
             await discovered(app, pilot)
             app.session.of(DeployState).choice = DeployChoice(
-                transport="tcp", model=MODEL, serve=True, target_dir=TARGET, run_dir=RUN_DIR)
+                transport="tcp", model=MODEL, serve=True, target_dir=TARGET, run_dir=RUN_DIR,
+                ray_temp_dir=RAY_TEMP)
             await pilot.press(key_of("deploy"))
             for _ in range(100):
                 await settle(app, pilot)

@@ -11,6 +11,7 @@ failed or the smoke test failed, 2 no verdict (refused, bad input, nothing reach
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from strixwizard.cli.options import add_change_options, add_site_options
@@ -120,6 +121,26 @@ def add_llama_options(deploy: Any) -> None:
                        help="where --persist writes the units")
 
 
+#: llama-rpc options that become a line of a systemd unit or an argument on the nodes.
+_NODE_VALUES = {"gguf": "--gguf", "model": "--model", "gpu_layers": "--gpu-layers",
+                "llama_bin_dir": "--llama-bin-dir", "llama_run_dir": "--llama-run-dir",
+                "unit_dir": "--unit-dir", "target_dir": "--target-dir"}
+
+
+def _refuse_control_characters(args: argparse.Namespace) -> None:
+    """A line break (or another control character) in a path would end the `ExecStart=` line
+    of a unit systemd then refuses: refuse it here, before anything is planned."""
+    from strixwizard.cli.terminal import visible
+    from strixwizard.errors import UsageError
+
+    values = [(flag, getattr(args, name, None)) for name, flag in _NODE_VALUES.items()]
+    values += [("--rpc-device", device) for device in getattr(args, "rpc_device", [])]
+    for flag, value in values:
+        if isinstance(value, (str, Path)) and visible(value) != str(value):
+            raise UsageError(f"{flag} `{visible(value)}`: holds a line break or another control "
+                             "character; give the path as it is on the nodes")
+
+
 def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.deploy.plan import DeploySettings
 
@@ -147,6 +168,7 @@ def _settings(args: argparse.Namespace) -> Any:
                          "--gguf PATH starts llama-server")
     from strixwizard.deploy.llama import LlamaSettings
 
+    _refuse_control_characters(args)
     llama = LlamaSettings(model=args.gguf or args.model, rpc_port=args.rpc_port,
                           server_port=args.server_port, split_mode=args.split_mode,
                           gpu_layers=args.gpu_layers, no_mmap=args.no_mmap,

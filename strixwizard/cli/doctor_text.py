@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from strixwizard.checking.engine import Report
+from strixwizard.cli.terminal import paint, unpainted, visible, visible_stream
 from strixwizard.model import CheckResult, HostReport, LinkReport, Status
 
 _COLOURS = {
@@ -33,7 +34,7 @@ class _Painter:
         self.colour = colour
 
     def __call__(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.colour else text
+        return paint(text, code) if self.colour else text
 
     def status(self, status: Status) -> str:
         return self(status.value.upper().ljust(5), _COLOURS[status])
@@ -41,7 +42,7 @@ class _Painter:
 
 def _host_line(host: HostReport) -> str:
     if not host.reachable:
-        return f"{host.name}: unreachable: {host.error}"
+        return f"{visible(host.name)}: unreachable: {visible(host.error)}"
     facts = host.facts
     parts = [
         facts.get("sku") or facts.get("cpu") or "unknown CPU",
@@ -49,13 +50,13 @@ def _host_line(host: HostReport) -> str:
         f"kernel {facts['kernel']}" if facts.get("kernel") else "kernel ?",
         f"{facts['memory_gib']} GiB" if facts.get("memory_gib") is not None else "memory ?",
     ]
-    return f"{host.name}: " + " · ".join(str(p) for p in parts) + f"  ({host.source})"
+    return f"{visible(host.name)}: " + " · ".join(visible(p) for p in parts) + f"  ({visible(host.source)})"
 
 
 def _link_line(link: LinkReport, paint: _Painter) -> str:
     """`node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)  FAIL`."""
-    kind = f"{link.transport} ({'RDMA' if link.rdma else 'no RDMA'})"
-    return f"  {paint.status(link.status)} {link.id}  {kind}"
+    kind = f"{visible(link.transport)} ({'RDMA' if link.rdma else 'no RDMA'})"
+    return f"  {paint.status(link.status)} {visible(link.id)}  {kind}"
 
 
 def _plural(count: int, word: str) -> str:
@@ -71,7 +72,7 @@ def wrap(line: str, width: int) -> list[str]:
     """One line wrapped at word boundaries within `width`, every part at the line's indent (a
     heading or list line's rest a little deeper, so it does not read as a line of its own)."""
     indent = line[:len(line) - len(line.lstrip(" "))]
-    if len(line) <= width or not line.strip():
+    if len(unpainted(line)) <= width or not line.strip():
         return [line]
     hanging = indent + "    " if len(indent) <= 2 else indent  # a list line: its rest hangs under it
     return textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=hanging,
@@ -130,16 +131,17 @@ def finding_footer(result: CheckResult) -> list[str]:
 
 def _result_lines(finding: Finding, paint: _Painter, width: int) -> list[str]:
     result = finding.result
-    lines = [f"  {paint.status(result.status)} {result.id.ljust(width)} {finding.where}"]
+    lines = [f"  {paint.status(result.status)} {result.id.ljust(width)} {visible(finding.where)}"]
     if result.observed or result.expected:
-        observed = result.observed or "?"
-        want = f" (want {result.expected})" if result.expected and result.status != Status.PASS else ""
+        observed = visible(result.observed or "?")
+        want = (f" (want {visible(result.expected)})" if result.expected and result.status != Status.PASS
+                else "")
         lines.append(f"        {observed}{want}")
     if result.detail:
-        lines.append(f"        {result.detail}")
+        lines.append(f"        {visible(result.detail)}")
     if result.fix is not None:
         reboot = ", needs a reboot" if result.fix.reboot else ""
-        lines.append(f"        fix {result.fix.id}: {result.fix.summary}{reboot}")
+        lines.append(f"        fix {result.fix.id}: {visible(result.fix.summary)}{reboot}")
     lines += [f"        {line}" for line in finding_footer(result)]
     return lines
 
@@ -175,6 +177,7 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
     """The report for a terminal, wrapped within `width` (default: the terminal's); it ends with
     the one command to run next when there is one (see `next_command`)."""
     columns = width or terminal_width()
+    stream = visible_stream(stream)  # the tool's own lines and colours; nothing else raw
 
     def write(text: str) -> None:
         for line in text.rstrip("\n").split("\n"):
@@ -193,11 +196,11 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
         skipped = f", {counts['skip']} skipped (-v lists them)" if counts["skip"] else ""
         write(paint("✓", "32")
               + f" {_plural(counts['pass'], 'check')} passed on {_plural(len(reachable), 'node')}"
-              + f" of site {report.site}{skipped}")
+              + f" of site {visible(report.site)}{skipped}")
         if following:
             stream.write(f"next: {following}\n")  # a command to copy: never wrapped
         return
-    write(f"site {report.site}: {_plural(len(report.hosts), 'node')}")
+    write(f"site {visible(report.site)}: {_plural(len(report.hosts), 'node')}")
     for host in report.hosts:
         line = "  " + _host_line(host)
         write(paint(line, "31") if not host.reachable else line)
@@ -218,7 +221,7 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
         down = _unreachable_part(report, paint)
         if down:
             write(down)
-        write(paint(f"{report.no_verdict}: no verdict", "31"))
+        write(paint(f"{visible(report.no_verdict)}: no verdict", "31"))
         return
     parts = [
         paint(f"{counts['fail']} failed", "31") if counts["fail"] else "0 failed",
@@ -230,7 +233,7 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
     ]
     write(" · ".join(p for p in parts if p))
     if report.counts_unreachable:
-        names = ", ".join(h.name for h in report.unreachable)
+        names = ", ".join(visible(h.name) for h in report.unreachable)
         write(paint(f"not judged: {names}: the run is an error until every node is "
                     "reached (--allow-unreachable judges the reachable nodes alone)", "31"))
     elif strict and counts["warn"] and not counts["fail"]:

@@ -10,6 +10,7 @@ such interface, keeps a commented line saying so.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import socket
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strixwizard.errors import UsageError
-from strixwizard.site import Fabric, NodeSpec, Site, Thresholds, parse_site
+from strixwizard.site import Fabric, NodeSpec, Site, SshSettings, Thresholds, address_problem, parse_site
 
 if TYPE_CHECKING:
     from strixwizard.checking.engine import Node
@@ -91,9 +92,12 @@ def fabric_addresses(site: Site, nodes: Sequence[Node]) -> dict[str, Found]:
     for node in nodes:
         if node.facts is None:
             found[node.report.name] = Found(None, f"not read: {node.report.error or 'unreachable'}")
-        else:
-            found.setdefault(node.report.name, Found(None, "no interface shares a subnet with another "
-                                                     "node's (other than the management network)"))
+            continue
+        found.setdefault(node.report.name, Found(None, "no interface shares a subnet with another "
+                                                 "node's (other than the management network)"))
+        dropped = [f"{dev.name}: {note}" for dev in node.facts.netdevs for note in dev.notes]
+        if dropped and found[node.report.name].address is None:  # say what the node reported
+            found[node.report.name] = Found(None, "; ".join([found[node.report.name].how, *dropped]))
     return found
 
 
@@ -113,15 +117,20 @@ def with_fabric_addresses(nodes: Sequence[NodeSpec], found: dict[str, Found]) ->
 
 
 def _plain_address(found: Found) -> Found:
-    """`found` with its address only if it is an IP address as Python reads one: what a node
-    reports is data, and only an address may become a value in the site file."""
+    """`found` with its address only if it is an IP address (an IPv6 scope id only if it names
+    an interface: `ipaddress` takes anything after `%`, line breaks too): what a node reports
+    is data, and only an address may become a value in the site file."""
     if found.address is None:
         return found
-    try:
-        ipaddress.ip_address(found.address)
-    except ValueError:
+    if address_problem(found.address) is not None:
         return Found(None, f"the node reported {found.address!r}, not an IP address")
     return found
+
+
+def _quoted(value: object) -> str:
+    """`value` as a YAML double-quoted scalar (JSON's escapes are YAML's): whatever it holds
+    (`: `, `#`, `&a`, `!!python/object`, a line break, U+2028) it stays one string."""
+    return json.dumps(str(value))
 
 
 def _comment(text: str) -> str:
@@ -131,17 +140,18 @@ def _comment(text: str) -> str:
 
 
 def _node_yaml(node: NodeSpec, found: Found | None = None) -> str:
-    lines = [f"  - name: {node.name}", f"    host: {node.host}"]
+    lines = [f"  - name: {_quoted(node.name)}", f"    host: {_quoted(node.host)}"]
     if not node.is_local:
-        lines.append(f"    user: {node.user}")
+        lines.append(f"    user: {_quoted(node.user)}")
         if node.port != 22:
-            lines.append(f"    port: {node.port}")
+            lines.append(f"    port: {int(node.port)}")
         if node.key:
-            lines.append(f"    key: {node.key}")
+            lines.append(f"    key: {_quoted(node.key)}")
     if node.fabric_address and found is not None:
-        lines.append(f"    fabric_address: {node.fabric_address}   # found by init: {_comment(found.how)}")
+        lines.append(f"    fabric_address: {_quoted(node.fabric_address)}   # found by init: "
+                     f"{_comment(found.how)}")
     elif node.fabric_address:
-        lines.append(f"    fabric_address: {node.fabric_address}")
+        lines.append(f"    fabric_address: {_quoted(node.fabric_address)}")
     elif found is not None:
         lines.append(f"    # fabric_address: none written: {_comment(found.how)}")
     else:
@@ -156,7 +166,7 @@ def site_yaml(name: str, nodes: Sequence[NodeSpec], found: dict[str, Found] | No
     body = "\n".join(_node_yaml(n, (found or {}).get(n.name)) for n in nodes)
     return f"""\
 # strixwizard site file. `strixwizard doctor --site THIS_FILE` checks every node.
-site: {name}
+site: {_quoted(name)}
 
 # Each node: `host:` is its management address for SSH, or `local` for the
 # machine running strixwizard. `snapshot:` replays a captured node instead.
@@ -206,6 +216,34 @@ def write_site_file(out: Path, name: str, nodes: Sequence[NodeSpec],
     found = {name: _plain_address(f) for name, f in (found or {}).items()}
     nodes = with_fabric_addresses(nodes, found)
     text = site_yaml(name, nodes, found)
-    parse_site(text, str(out), out)  # what we write must read back
+    _reads_back(text, out, name, nodes)  # before anything is written
     out.write_text(text, encoding="utf-8")
+    _reads_back(out.read_text(encoding="utf-8"), out, name, nodes)  # and what was written
     return out
+
+
+def _written(node: NodeSpec) -> tuple[object, ...]:
+    """The fields of a node the site file holds (a local node's user, port and key are not)."""
+    reached = () if node.is_local else (node.user, node.port, node.key)
+    return (node.name, node.host, node.fabric_address, *reached)
+
+
+def _reads_back(text: str, out: Path, name: str, nodes: Sequence[NodeSpec]) -> None:
+    """Refuse unless `text` reads back as exactly the site meant: its name, these nodes (every
+    field), the default fabric, thresholds and SSH settings, software RDMA off. A value that
+    broke out of its quotes would add a node or a key: nothing of it is kept."""
+    site = parse_site(text, str(out), out)
+    meant = tuple(nodes) or (NodeSpec(name=socket.gethostname(), host="local"),)
+    problems = []
+    if site.name != name:
+        problems.append(f"site name {site.name!r}, meant {name!r}")
+    if [_written(n) for n in site.nodes] != [_written(n) for n in meant]:
+        problems.append(f"nodes {[n.name for n in site.nodes]!r}, meant {[n.name for n in meant]!r}")
+    if (site.fabric, site.thresholds, site.ssh, site.allow_soft_rdma) != (
+            Fabric(), Thresholds(), SshSettings(connect_timeout=5, deadline=60), False):
+        problems.append("fabric, thresholds, ssh or allow_soft_rdma differ from the defaults")
+    if problems:
+        if out.exists() and out.read_text(encoding="utf-8") == text:
+            out.unlink()  # ours, just written: a file that says other than meant is not kept
+        raise UsageError(f"{out}: not saved: the site file would read back differently "
+                         f"({'; '.join(problems)}); please report it")

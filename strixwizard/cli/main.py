@@ -11,7 +11,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from strixwizard import __version__
@@ -292,9 +292,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
         check_site_file(args.out, name, nodes)
         found = probe_nodes(nodes, args.trust_new_hosts, node_printer() if sys.stderr.isatty() else None)
-        for node, what in found.items():
-            print(f"{node}: fabric_address {what.address}: {what.how}" if what.address
-                  else f"{node}: no fabric_address: {what.how}", file=sys.stderr)
+        from strixwizard.cli.terminal import visible
+
+        for node, what in found.items():  # a node's words: on one line each, spelled out
+            print(f"{node}: fabric_address {visible(what.address)}: {visible(what.how)}" if what.address
+                  else f"{node}: no fabric_address: {visible(what.how)}", file=sys.stderr)
     written = write_site_file(args.out, name, nodes, found)
     print(f"site file written to {written}; edit it, then: strixwizard doctor --site {written}")
     return EXIT_OK
@@ -379,8 +381,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "history": cmd_history, "advise": cmd_advise}
     if args.command is None:
         return _wizard(parser, args)
+    from strixwizard.cli.terminal import visible_output
+
+    with visible_output(stdout=not as_json):  # no control character reaches the terminal raw
+        return _run(handlers[args.command], args, as_json)
+
+
+def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, as_json: bool) -> int:
     try:
-        return handlers[args.command](args)
+        return handler(args)
     except UsageError as error:
         if as_json:
             emit(_error_document(str(error)))

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
 from strixwizard.services.common import NodeEvent, Question, StepEvent
 
@@ -58,7 +59,9 @@ def terminal_confirm(yes: bool) -> Callable[[Question], bool]:
         if not sys.stdin.isatty():
             raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
                              "pass --yes to apply from a script")
-        return input(f"{question.text} [y/N] ").strip().lower() in ("y", "yes")
+        # input() writes its prompt to the terminal itself (readline), past sys.stdout's filter
+        prompt = f"{visible(question.text, keep=chr(10))} [y/N] "
+        return input(prompt).strip().lower() in ("y", "yes")
 
     return confirm
 
@@ -68,7 +71,7 @@ def step_printer(enabled: bool) -> Callable[[StepEvent], None]:
 
     def show(event: StepEvent) -> None:
         if enabled:
-            print(f"  … {event.node}: {event.message}", file=sys.stderr, flush=True)
+            print(f"  … {visible(event.node)}: {visible(event.message)}", file=sys.stderr, flush=True)
 
     return show
 
@@ -80,7 +83,8 @@ def node_printer() -> Callable[[NodeEvent], None]:
 
     def show(event: NodeEvent) -> None:
         with lock:
-            print(f"  {marks.get(event.event, ' ')} {event.node}: {event.text}", file=sys.stderr,
+            print(f"  {marks.get(event.event, ' ')} {visible(event.node)}: {visible(event.text)}",
+                  file=sys.stderr,
                   flush=True)
 
     return show

@@ -9,6 +9,7 @@ XDomain service (thunderbolt-net), `devices/virtual/` a software interface.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import posixpath
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from strixwizard.facts.outputs import Output, command_output, run_output
 from strixwizard.facts.source import class_device, link_name, read_int, read_str
 from strixwizard.probe import Probe
+from strixwizard.site import address_problem
 
 NET = "/sys/class/net"
 ARPHRD_ETHER = 1
@@ -45,6 +47,8 @@ class IpLink:
     addresses: tuple[IpAddress, ...]
     mtu: int | None
     operstate: str | None
+    #: what the node reported and was dropped (an `inet` address that is not IPv4, a bad name)
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class Netdev:
     altnames: tuple[str, ...]
     addresses: tuple[IpAddress, ...] | None  # None: `ip -j addr show` not captured
     ipoib_mode: str | None = None  # IPoIB only: "datagram" or "connected" (/sys/class/net/IF/mode)
+    notes: tuple[str, ...] = ()  # values the node reported that were dropped, and why
 
     @property
     def is_thunderbolt(self) -> bool:
@@ -91,11 +96,63 @@ def _json_payload(text: str) -> object:
     start = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=-1)
     if start < 0:
         raise ValueError("no JSON document in the output")
-    return json.JSONDecoder().raw_decode(text[start:])[0]
+    # strict=False: iproute2's JSON writer escapes only \t \n \r \f \b \\ " ' and prints any other
+    # control character of a name raw (ESC, BEL): `jsonw_puts` in
+    # https://github.com/iproute2/iproute2/blob/main/lib/json_writer.c
+    return json.JSONDecoder(strict=False).raw_decode(text[start:])[0]
+
+
+#: Linux's limits on an interface name (`dev_valid_name` in
+#: https://github.com/torvalds/linux/blob/master/net/core/dev.c): at most IFNAMSIZ - 1
+#: bytes, not `.` or `..`, no `/`, `:` or white space. ESC and BEL are allowed: names are data.
+IFNAMSIZ = 16
+ALTIFNAMSIZ = 128
+_NAME_FORBIDDEN = frozenset("/: \t\n\v\f\r\x00")
+#: The same, as the kernel checks them: bytes; its `isspace` also takes 0xa0 (lib/ctype.c).
+_NAME_FORBIDDEN_BYTES = frozenset(b"/: \t\n\v\f\r\x00\xa0")
+#: A driver is a kernel module's or a built-in driver's name (a sysfs file name).
+_DRIVER_MAX = 64
+
+
+def ifname_problem(name: str, size: int = IFNAMSIZ) -> str | None:
+    """Why Linux could not have an interface called `name` (`dev_valid_name`), or None."""
+    if not name or name in (".", ".."):
+        return "is empty, `.` or `..`"
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) >= size:
+        return f"is longer than {size - 1} bytes"
+    if _NAME_FORBIDDEN_BYTES & set(raw):
+        return "holds `/`, `:`, white space or NUL"
+    return None
+
+
+def driver_problem(name: str) -> str | None:
+    """Why `name` is not a driver's name (printable, no white space or `/`, short), or None."""
+    if not name or len(name) > _DRIVER_MAX or not name.isprintable() or _NAME_FORBIDDEN & set(name):
+        return "is not a driver name"
+    return None
+
+
+def _address(info: dict[str, object]) -> tuple[IpAddress | None, str | None]:
+    """An `addr_info` entry typed: `inet` holds an IPv4 address, `inet6` an IPv6 one (a scope id
+    only if it is an interface name or number); anything else is dropped, with why."""
+    family, local = str(info.get("family", "")), str(info["local"])
+    prefix = info.get("prefixlen", 0)
+    try:
+        parsed = ipaddress.ip_address(local.partition("%")[0])
+    except ValueError:
+        parsed = None
+    want = {"inet": 4, "inet6": 6}.get(family)
+    if want is None or parsed is None or parsed.version != want or address_problem(local) is not None \
+            or not isinstance(prefix, int) or not 0 <= prefix <= (32 if want == 4 else 128):
+        return None, f"dropped {family or 'an'} address {local!r}: not an {family or 'IP'} address"
+    return IpAddress(family=family, address=local, prefixlen=prefix, scope=str(info.get("scope", ""))), None
 
 
 def parse_ip_addr_json(text: str) -> dict[str, IpLink]:
-    """`ip -j addr show` → interface name → altnames and addresses."""
+    """`ip -j addr show` → interface name → altnames and addresses. What a node reports is
+    typed here: an interface name Linux could not have, or an address that is not one of its
+    family, is dropped (the link's `notes` say what and why)."""
     links: dict[str, IpLink] = {}
     payload = _json_payload(text)
     if not isinstance(payload, list):
@@ -103,23 +160,29 @@ def parse_ip_addr_json(text: str) -> dict[str, IpLink]:
     for item in payload:
         if not isinstance(item, dict) or "ifname" not in item:
             continue
-        addresses = []
+        name = str(item["ifname"])
+        if ifname_problem(name) is not None:
+            continue  # not an interface Linux could have: nothing of it is taken
+        addresses, notes = [], []
         for info in item.get("addr_info", []):
             if not isinstance(info, dict) or "local" not in info:
                 continue
-            addresses.append(IpAddress(
-                family=str(info.get("family", "")),
-                address=str(info["local"]),
-                prefixlen=int(info.get("prefixlen", 0)),
-                scope=str(info.get("scope", "")),
-            ))
+            address, note = _address(info)
+            if address is not None:
+                addresses.append(address)
+            if note is not None:
+                notes.append(note)
+        altnames = [str(a) for a in item.get("altnames", [])]
+        notes += [f"dropped altname {a!r}: {problem}" for a in altnames
+                  if (problem := ifname_problem(a, ALTIFNAMSIZ)) is not None]
         mtu = item.get("mtu")
-        links[str(item["ifname"])] = IpLink(
-            name=str(item["ifname"]),
-            altnames=tuple(str(a) for a in item.get("altnames", [])),
+        links[name] = IpLink(
+            name=name,
+            altnames=tuple(a for a in altnames if ifname_problem(a, ALTIFNAMSIZ) is None),
             addresses=tuple(addresses),
             mtu=int(mtu) if isinstance(mtu, int) else None,
             operstate=str(item["operstate"]).lower() if "operstate" in item else None,
+            notes=tuple(notes),
         )
     return links
 
@@ -136,20 +199,24 @@ def netdevs(probe: Probe) -> tuple[Netdev, ...]:
     links = ip_links(probe)
     found = []
     for name in probe.listdir(NET):
-        if name == "lo" or name.startswith("bonding_masters"):
-            continue
+        if name == "lo" or name.startswith("bonding_masters") or ifname_problem(name) is not None:
+            continue  # a snapshot's directory no kernel could have made: not an interface
         base = f"{NET}/{name}"
         device = class_device(probe, base)
         bus = device.bus
         speed = read_int(probe, f"{base}/speed")
         carrier = read_int(probe, f"{base}/carrier")
         ip = links.get(name) if links is not None else None
+        driver = link_name(probe, f"{base}/device/driver")
+        notes = ip.notes if ip else ()
+        if driver is not None and (problem := driver_problem(driver)) is not None:
+            notes, driver = (*notes, f"dropped driver {driver!r}: {problem}"), None
         found.append(Netdev(
             name=name,
             sysfs_path=device.path,
             bus=bus,
             pci_address=device.pci_function if bus == "pci" else None,
-            driver=link_name(probe, f"{base}/device/driver"),
+            driver=driver,
             mtu=read_int(probe, f"{base}/mtu"),
             operstate=read_str(probe, f"{base}/operstate"),
             carrier=None if carrier is None else carrier == 1,
@@ -159,6 +226,7 @@ def netdevs(probe: Probe) -> tuple[Netdev, ...]:
             altnames=ip.altnames if ip else (),
             addresses=None if links is None else (ip.addresses if ip else ()),
             ipoib_mode=read_str(probe, f"{base}/mode"),
+            notes=notes,
         ))
     return tuple(found)
 

@@ -24,7 +24,7 @@ from strixwizard.errors import UsageError
 from strixwizard.facts.spec import SPEC
 from strixwizard.onnode.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
-from strixwizard.site import Fabric, FieldError, NodeSpec, Site, Thresholds, name_problem
+from strixwizard.site import Fabric, FieldError, NodeSpec, Site, Thresholds, name_problem, node_problem
 
 #: The key of meta.json that says which site, and which node of it, a snapshot is.
 SITE_KEY = "site"
@@ -166,12 +166,20 @@ def replayed_site(snapshots: Sequence[tuple[Path, SnapshotProbe]]) -> Site | Non
             assert isinstance(meta, dict)
             name = meta.get("node")
             if not isinstance(name, str) or name_problem(name) is not None:
-                raise UsageError(f"{path}: meta.json names its node {name!r}, which is not a node name")
+                raise UsageError(f"{path}: meta.json names its node {name!r}, which is not a "
+                                 "node name")
             address, host = meta.get("fabric_address"), meta.get("host")
-            nodes.append(NodeSpec(name=name, host=host if isinstance(host, str) else None,  # its SSH address
-                                  fabric_address=address if isinstance(address, str) else None,
-                                  snapshot=str(path)))
-        return Site(name=str(first.get("name") or "snapshots"), nodes=tuple(nodes),
+            node = NodeSpec(name=name, host=host if isinstance(host, str) else None,  # its SSH address
+                            fabric_address=address if isinstance(address, str) else None,
+                            snapshot=str(path))
+            if (problem := node_problem(node)) is not None:  # a site file's rules
+                raise UsageError(f"{path}: meta.json's node {name!r}: {problem}")
+            nodes.append(node)
+        site_name = first.get("name") or "snapshots"
+        if not isinstance(site_name, str) or (problem := name_problem(site_name)) is not None:
+            raise UsageError(f"{snapshots[0][0]}: meta.json names its site {site_name!r}, "
+                             f"which is not a site name ({problem or 'not a string'})")
+        return Site(name=site_name, nodes=tuple(nodes),
                     fabric=Fabric(**(first.get("fabric") or {})),
                     thresholds=Thresholds(**(first.get("thresholds") or {})),
                     allow_soft_rdma=first.get("allow_soft_rdma") is True)

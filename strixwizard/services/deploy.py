@@ -94,6 +94,7 @@ class DeployChoice:
     #: --llama-run-dir, --serve-run-dir); None: the defaults
     target_dir: str | None = None
     run_dir: str | None = None
+    ray_temp_dir: str | None = None  # the CLI's --ray-temp-dir; None: the default
 
     def settings(self) -> DeploySettings:
         from strixwizard.deploy.plan import DEFAULT_TARGET_DIR, DeploySettings
@@ -111,7 +112,13 @@ class DeployChoice:
             from strixwizard.deploy.serve import ServeSettings
 
             serve = ServeSettings(run_dir=self.run_dir or SERVE_RUN_DIR)
-        return DeploySettings(target_dir=target, model=self.model, nodes=self.nodes, serve=serve)
+        ray = None
+        if self.ray_temp_dir is not None:
+            from strixwizard.deploy.ray import RaySettings
+
+            ray = RaySettings(temp_dir=self.ray_temp_dir)
+        return DeploySettings(target_dir=target, model=self.model, nodes=self.nodes, serve=serve,
+                              ray=ray)
 
 
 def plan_choice(site: Site, nodes: Sequence[Node], choice: DeployChoice | None = None

@@ -8,6 +8,7 @@ still get their verdicts.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +62,18 @@ def _unique(name: str, taken: set[str]) -> str:
         candidate, index = f"{name}-{index}", index + 1
     taken.add(candidate)
     return candidate
+
+
+def _snapshot_name(host: str | None, path: Path, index: int) -> str:
+    """A plain snapshot's node name: the host its meta.json names when that is a node name (a
+    site file's rule: it becomes file names and is shown), else the snapshot's file name made
+    one, else `snapshot-N`."""
+    from strixwizard.site import NAME_MAX, name_problem
+
+    if host and name_problem(host) is None:
+        return host
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", path.name.removesuffix(".tar.gz"))[:NAME_MAX]
+    return stem if name_problem(stem) is None else f"snapshot-{index + 1}"
 
 
 def _load_snapshot(path: Path) -> SnapshotProbe:
@@ -154,7 +167,8 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     loaded = [(path, _load_snapshot(path)) for path in request.snapshots]
     bundle = replayed_site(loaded) if site is None else None  # a site's bundle: the same site
     for index, (path, probe) in enumerate(loaded):
-        name = _unique(bundle.nodes[index].name if bundle else probe.host or path.name, taken)
+        name = _unique(bundle.nodes[index].name if bundle else _snapshot_name(probe.host, path, index),
+                       taken)
         nodes.append(local_node(name, probe, str(path), "snapshot"))
     if site is None:
         site = bundle or Site(name="snapshots" if request.snapshots else "local")

@@ -21,9 +21,11 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
 from strixwizard.fixing.lock import LockHeld
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
@@ -107,6 +109,13 @@ class WizardApp(App[int]):
         self._open(chosen, resume)
         self.DEFAULT_MODE = self.session.state.step  # type: ignore[misc]
         super().__init__()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast of the wizard (its screens' and widgets' too: they call this) is plain text:
+        an error's or a node's words are shown, never read as markup (`markup` is ignored)."""
+        super().notify(visible(message, keep="\n"), title=visible(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     # -- what screens may ask (tui.wizard.Wizard) ----------------------------------
     def busy(self, group: WorkerGroup) -> bool:

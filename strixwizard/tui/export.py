@@ -14,6 +14,7 @@ from typing import Any
 
 from strixwizard.charts import run_pictures
 from strixwizard.checking.engine import Report
+from strixwizard.cli.terminal import terminal_text
 from strixwizard.tui.saved import private_folder, write_private
 
 FORMATS = ("json", "md", "html")
@@ -82,7 +83,7 @@ def to_markdown(report: Report, extra: dict[str, str] | None = None,
         from strixwizard.tui.extras import markdown_sections
 
         lines += markdown_sections(sections)
-    return "\n".join(lines) + "\n"
+    return terminal_text("\n".join(lines) + "\n", colour=False)  # `cat` of it obeys nothing
 
 
 _CSS = """
@@ -171,7 +172,7 @@ def to_html(report: Report, extra: dict[str, str] | None = None,
     parts.append("</table>")
     parts += _html_sections(sections or {})
     parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return terminal_text("\n".join(parts) + "\n", colour=False)  # a node's ESC spelled out
 
 
 def save_report(report: Report, directory: Path, extra: dict[str, str] | None = None,

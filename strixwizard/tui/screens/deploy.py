@@ -24,6 +24,7 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys, refer
+from strixwizard.tui.text import outside, paragraph
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
 
@@ -43,13 +44,13 @@ def env_content(plan: DeployPlan) -> Content:
     lines: list[Content] = []
     for var in env.nodes[0].variables:
         if var.name in shared:
-            lines.append(Content.styled(f"{var.name}={var.value}", "bold"))
+            lines.append(outside(f"{var.name}={var.value}", "bold"))
         else:
             values = ", ".join(f"{n.node} {getattr(n.get(var.name), 'value', '-')}" for n in env.nodes)
-            lines.append(Content.assemble(Content.styled(var.name, "bold"), f"  per node: {values}"))
+            lines.append(Content.assemble(outside(var.name, "bold"), outside(f"  per node: {values}")))
         sources = [n.get(var.name) for n in env.nodes]
         for source in dict.fromkeys(v.source for v in sources if v is not None):
-            lines.append(Content.styled(f"{INDENT}← {source}", "$text-muted"))
+            lines.append(outside(f"{INDENT}← {source}", "$text-muted"))
     return Content("\n").join(lines)
 
 
@@ -57,28 +58,29 @@ def node_content(plan: DeployPlan, node: str) -> Content:
     env, settings = plan.env, plan.settings
     plans = plan.site_plan.for_node(node)
     changes = sum(len(p.steps) for p in plans)
-    lines = [Content(f"{changes} change(s), each journalled and reversible (deploy --rollback)")]
+    lines = [outside(f"{changes} change(s), each journalled and reversible (deploy --rollback)")]
     for p in plans:
         for step in p.steps:
-            lines.append(Content.assemble(INDENT, Content.styled(p.fix, "$text-accent"), f"  {step.summary}"))
+            lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),
+                                          outside(f"  {step.summary}")))
     if plan.ray_argv.get(node):
         from strixwizard.deploy.ray import launch_argv
 
-        lines.append(Content.styled("Ray", HEAD))
-        lines.append(Content(f"{INDENT}{shlex.join(launch_argv(env, node, settings))}"))
-    lines.append(Content.styled("Container (podman-run.sh)", HEAD))
+        lines.append(outside("Ray", HEAD))
+        lines.append(outside(f"{INDENT}{shlex.join(launch_argv(env, node, settings))}"))
+    lines.append(outside("Container (podman-run.sh)", HEAD))
     for p in plans:
         if p.fix == "deploy.container":
             for step in p.steps:
                 options = [line.strip().rstrip("\\").strip() for line in str(step.after or "").splitlines()
                            if line.strip().startswith("'--") or line.strip().startswith("--")]
-                lines.append(Content(f"{INDENT}" + " ".join(o.strip("'") for o in options)))
+                lines.append(outside(f"{INDENT}" + " ".join(o.strip("'") for o in options)))
     notes = [n for p in plans if p.fix == "deploy.rccl" for n in p.notes]
     if notes:
-        lines.append(Content.styled("RCCL", HEAD))
-        lines += [Content(f"{INDENT}{note}") for note in notes]
+        lines.append(outside("RCCL", HEAD))
+        lines += [outside(f"{INDENT}{note}") for note in notes]
     role = "Ray head" if node == env.head else "Ray worker"
-    return Content("\n").join([Content.styled(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
+    return Content("\n").join([outside(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
 
 
 def llama_content(plan: LlamaPlan, node: str) -> Content:
@@ -87,49 +89,50 @@ def llama_content(plan: LlamaPlan, node: str) -> Content:
     plans = plan.site_plan.for_node(node)
     changes = sum(len(p.steps) for p in plans)
     how = "systemd units, started now and at boot" if plan.llama.persist else "processes for this boot"
-    lines = [Content(f"{changes} change(s), each journalled and reversible (deploy --rollback); {how}")]
+    lines = [outside(f"{changes} change(s), each journalled and reversible (deploy --rollback); {how}")]
     for p in plans:
         for step in p.steps:
-            lines.append(Content.assemble(INDENT, Content.styled(p.fix, "$text-accent"), f"  {step.summary}"))
+            lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),
+                                          outside(f"  {step.summary}")))
     if node in plan.rpc_argv:
-        lines.append(Content.styled("ggml-rpc-server (fabric address only)", HEAD))
-        lines.append(Content(INDENT + shlex.join(["env", *plan.rpc_environment[node], "ggml-rpc-server",
+        lines.append(outside("ggml-rpc-server (fabric address only)", HEAD))
+        lines.append(outside(INDENT + shlex.join(["env", *plan.rpc_environment[node], "ggml-rpc-server",
                                                    *plan.rpc_argv[node]])))
     if node == env.head:
-        lines.append(Content.styled("llama-server", HEAD))
-        lines.append(Content(INDENT + shlex.join(["env", *plan.server_environment, "llama-server",
+        lines.append(outside("llama-server", HEAD))
+        lines.append(outside(INDENT + shlex.join(["env", *plan.server_environment, "llama-server",
                                                    *plan.server_argv])))
         if not plan.llama.model:
-            lines.append(Content.styled(f"{INDENT}not started: give the GGUF path on the head as the model",
+            lines.append(outside(f"{INDENT}not started: give the GGUF path on the head as the model",
                                         "$text-muted"))
     role = "head, llama-server" if node == env.head else "RPC worker"
-    return Content("\n").join([Content.styled(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
+    return Content("\n").join([outside(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
 
 
 def smoke_content(smoke: SmokeReport) -> Content:
     lines = []
     for check in smoke.checks:
         status = SMOKE_STATUS.get(check.status, Status.ERROR)
-        lines.append(Content.assemble(badge(status), f" {check.id}: {check.observed} "
-                                      f"(expected {check.expected})"))
+        lines.append(Content.assemble(badge(status), outside(f" {check.id}: {check.observed} "
+                                                             f"(expected {check.expected})")))
         if check.detail:
-            lines.append(Content.styled(f"{INDENT}{check.detail}", "$text-muted"))
+            lines.append(outside(f"{INDENT}{check.detail}", "$text-muted"))
     return Content("\n").join(lines)
 
 
 def deployed_content(deployed: Deployed) -> tuple[Content, str]:
     if deployed.report is None:
-        return Content(f"Refused: {deployed.refused}\nNothing was changed."), "warning"
+        return paragraph(f"Refused: {deployed.refused}\nNothing was changed."), "warning"
     report = deployed.report
-    lines = [Content(f"deploy run {report.run_id}: {report.status}"
+    lines = [outside(f"deploy run {report.run_id}: {report.status}"
                      + (f" — {report.message}" if report.message else ""))]
-    lines += [Content(f"{n.node}: {n.status}, {n.state}") for n in report.nodes]
+    lines += [outside(f"{n.node}: {n.status}, {n.state}") for n in report.nodes]
     if deployed.smoke is not None:
-        lines.append(Content.styled(f"Smoke test: {deployed.smoke.status.upper()}", "bold"))
+        lines.append(outside(f"Smoke test: {deployed.smoke.status.upper()}", "bold"))
         lines.append(smoke_content(deployed.smoke))
     elif report.ok:
-        lines.append(Content("no smoke test was run"))
-    lines.append(Content("u rolls this deploy back from its journals (files removed, what it "
+        lines.append(outside("no smoke test was run"))
+    lines.append(outside("u rolls this deploy back from its journals (files removed, what it "
                          "started stopped; you confirm first)."))
     return Content("\n").join(lines), "success" if deployed.ok else "warning"
 
@@ -263,7 +266,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             return
         with listing.prevent(SelectionList.SelectedChanged):
             listing.clear_options()
-            listing.add_options([(name, name, name in wanted) for name in names])
+            listing.add_options([(outside(name), name, name in wanted) for name in names])
 
     def _show_choice(self, choice: DeployChoice) -> None:
         """The pickers show the step's state (a new discovery puts it back to the defaults)."""
@@ -376,7 +379,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         for node in plan.site_plan.nodes:
             content = llama_content(plan, node) if isinstance(plan, LlamaPlan) else node_content(plan, node)
             view = Static(content, classes="deploy-box")
-            view.border_title = f"node {node}"
+            view.border_title = outside(f"node {node}")
             views.append(view)
         nodes.mount_all(views)
         vllm = self.query_one("#deploy-vllm", Static)
@@ -385,5 +388,5 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         vllm.border_title = ("vLLM launch line (started on the head by a, then /health and one "
                              "completion)" if started else "vLLM launch line (written, never started)")
         notes = [n for p in plan.site_plan.for_node(env.head) if p.fix == "deploy.vllm" for n in p.notes]
-        vllm.update(Content("\n").join([Content.styled(shlex.join(plan.vllm_argv), "bold"),
-                                        *[Content.styled(n, "$text-muted") for n in notes[1:]]]))
+        vllm.update(Content("\n").join([outside(shlex.join(plan.vllm_argv), "bold"),
+                                        *[outside(n, "$text-muted") for n in notes[1:]]]))

@@ -16,6 +16,8 @@ from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import CancelDiscovery, StartDiscovery
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.steps import keys
+from strixwizard.tui.text import lines as text_lines
+from strixwizard.tui.text import outside
 from strixwizard.tui.views import NodePorts, node_rows
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
@@ -103,8 +105,8 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
             full = fitted.full[row]
             hidden = [i for i in range(len(labels))
                       if i not in fitted.shown or fitted.rows[row][i] != full[i]]
-            line.update(f"{full[0]}" + (f" {full[1]}" if table_id == "ports" else "") + ": "
-                        + details([labels[i] for i in hidden], [full[i] for i in hidden]))
+            line.update(outside(f"{full[0]}" + (f" {full[1]}" if table_id == "ports" else "") + ": "
+                                + details([labels[i] for i in hidden], [full[i] for i in hidden])))
             line.display = True
 
     def on_mount(self) -> None:
@@ -211,6 +213,6 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
         if unreachable:
             lines.append(f"Unreachable nodes: go back to Site ({keys('site', 's')}) to test SSH; "
                          "unknown host keys are offered for you to confirm there.")
-        notes.update("\n".join(lines))
+        notes.update(text_lines(lines))
         self.show_details()
         self.refresh_bindings()

@@ -19,6 +19,7 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys
+from strixwizard.tui.text import outside
 from strixwizard.tui.views import PlanView, fix_groups, plan_views
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
@@ -26,34 +27,35 @@ from strixwizard.tui.widgets.status import INDENT, badge
 
 def finding_content(result: CheckResult) -> Content:
     where = f" {result.entity}" if result.entity and result.entity != result.host else ""
-    lines = [Content.assemble(badge(result.status), f" {result.id}{where}")]
+    lines = [Content.assemble(badge(result.status), outside(f" {result.id}{where}"))]
     observed = result.observed or result.detail
     if observed:
         want = f"  (want {result.expected})" if result.expected else ""
-        lines.append(Content(f"{INDENT}{observed}{want}"))
+        lines.append(outside(f"{INDENT}{observed}{want}"))
     if result.fix is not None:
         extras = [] if result.fix.reversible else ["not reversible"]
         if result.fix.reboot:
             extras.append("needs a reboot")
         tail = f" ({', '.join(extras)})" if extras else ""
-        lines.append(Content.assemble(INDENT, Content.styled(f"fix {result.fix.id}", "bold $accent"),
-                                      f": {result.fix.summary}{tail}"))
+        lines.append(Content.assemble(INDENT, outside(f"fix {result.fix.id}", "bold $accent"),
+                                      outside(f": {result.fix.summary}{tail}")))
     elif result.why:
-        lines.append(Content.styled(f"{INDENT}{result.why}", "$text-muted"))
+        lines.append(outside(f"{INDENT}{result.why}", "$text-muted"))
     return Content("\n").join(lines)
 
 
 def plan_content(plan: PlanView) -> Content:
     where = f" on {plan.entity}" if plan.entity and plan.entity != plan.node else ""
-    head = Content.assemble(Content.styled(f"plan {plan.fix}", "bold $accent"), where)
+    head = Content.assemble(outside(f"plan {plan.fix}", "bold $accent"), outside(where))
     lines = [head]
     if not plan.steps:
-        lines.append(Content.styled(f"{INDENT}no change planned", "$text-muted"))
+        lines.append(outside(f"{INDENT}no change planned", "$text-muted"))
     for step in plan.steps:
         flags = f"  [{step.flags}]" if step.flags else ""
-        lines.append(Content.assemble(f"{INDENT}{step.summary}: ", Content.styled(step.before, "$text-error"),
-                                      " → ", Content.styled(step.after, "$text-success"), flags))
-    lines += [Content.styled(f"{INDENT}note: {note}", "$text-muted") for note in plan.notes]
+        lines.append(Content.assemble(outside(f"{INDENT}{step.summary}: "),
+                                      outside(step.before, "$text-error"), " → ",
+                                      outside(step.after, "$text-success"), outside(flags)))
+    lines += [outside(f"{INDENT}note: {note}", "$text-muted") for note in plan.notes]
     return Content("\n").join(lines)
 
 
@@ -61,7 +63,7 @@ class FixGroupView(Static):
     def __init__(self, title: str, results: tuple[CheckResult, ...], plans: list[PlanView]) -> None:
         parts = [finding_content(r) for r in results] + [plan_content(p) for p in plans]
         super().__init__(Content("\n").join(parts), classes="fix-group")
-        self.border_title = title
+        self.border_title = outside(title)
 
 
 def applied_text(applied: Applied) -> tuple[str, str]:

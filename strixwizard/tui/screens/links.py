@@ -12,6 +12,7 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys
+from strixwizard.tui.text import outside
 from strixwizard.tui.views import LinkEnd, LinkView, link_views, site_link_results
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge
@@ -25,20 +26,20 @@ def link_card_content(link: LinkView) -> Content:
     kind = "hardware RDMA" if link.rdma else "no RDMA"
     head = Content.assemble(
         badge(link.status), "  ",
-        Content.styled(link.transport, "bold $warning" if link.warning else "bold $success"),
-        f" · {kind} · {link.evidence}",
+        outside(link.transport, "bold $warning" if link.warning else "bold $success"),
+        outside(f" · {kind} · {link.evidence}"),
     )
-    lines = [head, Content("\u00a0\u00a0" + _end_text(link.a)), Content("⇄\u00a0" + _end_text(link.b))]
+    lines = [head, outside("\u00a0\u00a0" + _end_text(link.a)), outside("⇄\u00a0" + _end_text(link.b))]
     if link.note:
-        lines.append(Content.styled(link.note, "$warning" if link.warning else "$text-muted"))
-    lines += [Content(p) for p in link.problems]
+        lines.append(outside(link.note, "$warning" if link.warning else "$text-muted"))
+    lines += [outside(p) for p in link.problems]
     return Content("\n").join(lines)
 
 
 class LinkCard(Static):
     def __init__(self, link: LinkView) -> None:
         super().__init__(link_card_content(link), classes="link-card" + (" warning" if link.warning else ""))
-        self.border_title = link.id
+        self.border_title = outside(link.id)
 
 
 class LinksScreen(StepScreen, step="links"):

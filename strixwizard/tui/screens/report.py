@@ -26,6 +26,7 @@ from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.steps import keys, refer
+from strixwizard.tui.text import outside
 from strixwizard.tui.views import fix_groups, link_views, node_rows
 from strixwizard.tui.widgets.history import HistorySparklines
 from strixwizard.tui.widgets.notice import Notice
@@ -82,10 +83,11 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         counts = report.summary
         status = report.status
         verdict.update(Content.assemble(
-            styled(f" {status.value.upper()} ", status).stylize("reverse"), f"  site {report.site}: ",
+            styled(f" {status.value.upper()} ", status).stylize("reverse"),
+            outside(f"  site {report.site}: "),
             styled(f"{counts['fail']} failed", Status.FAIL if counts["fail"] else Status.PASS), ", ",
             styled(f"{counts['warn']} warnings", Status.WARN if counts["warn"] else Status.PASS),
-            f", {counts['pass']} passed, {counts['skip']} skipped",
+            outside(f", {counts['pass']} passed, {counts['skip']} skipped"),
         ))
         width = max(40, self.size.width - 4)  # the body's padding and scrollbar
         after_badge = len(NB) + 8  # "  ✗ FAIL  " then the text
@@ -93,27 +95,27 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         def item(text: str, status: Status | None = None) -> Content:
             """A line of its own; wrapped, its rest stays under its first word."""
             def look(part: str) -> Content:
-                return Content(part) if status is None else styled(part, status)
+                return outside(part) if status is None else styled(part, status)
 
             first, *more = hang(text, width, len(NB), len(NB) + 2)
             return Content("\n").join([Content.assemble(NB, look(first)),
-                                       *(Content.assemble(NB + "  ", look(m)) for m in more)])
+                                       *(Content.assemble(NB, "  ", look(m)) for m in more)])
 
         def badged(status: Status, text: str) -> Content:
             first, *more = hang(text, width, after_badge, after_badge)
-            return Content("\n").join([Content.assemble(NB, badge(status), " ", first),
-                                       *(Content.assemble(" " * after_badge, m) for m in more)])
+            return Content("\n").join([Content.assemble(NB, badge(status), " ", outside(first)),
+                                       *(Content.assemble(" " * after_badge, outside(m)) for m in more)])
 
-        lines: list[Content] = [Content.styled("Nodes", "bold $text-accent")]
+        lines: list[Content] = [outside("Nodes", "bold $text-accent")]
         for row in node_rows(report):
             if row.state == "ok":
                 lines.append(item(f"{row.name}: {row.sku} · {row.gfx} · kernel {row.kernel} · {row.memory}"))
             else:
                 lines.append(item(f"{row.name}: unreachable: {for_the_wizard(row.error or '')}", Status.FAIL))
-        lines.append(Content.styled("Links", "bold $text-accent"))
+        lines.append(outside("Links", "bold $text-accent"))
         for link in link_views(report):
             lines.append(badged(link.status, f"{link.id} ({link.transport})"))
-        lines.append(Content.styled("Problems", "bold $text-accent"))
+        lines.append(outside("Problems", "bold $text-accent"))
         for group in fix_groups(report):
             worst = max(group.results, key=lambda r: r.status.rank).status
             lines.append(badged(worst, f"{group.title}: {', '.join(r.id for r in group.results)}"))
@@ -128,29 +130,29 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         results, _, outcome, note = reported_run(tests.results, tests.nodes, tests.outcome,
                                                  tests.complete)
         sections = self._sections()
-        lines: list[Content] = [Content.styled("Deploy", "bold $text-accent")]
+        lines: list[Content] = [outside("Deploy", "bold $text-accent")]
         deploy = sections.get("deploy")
         if deploy is None:
-            lines.append(Content(f"{NB}not planned yet ({refer('deploy')})"))
+            lines.append(outside(f"{NB}not planned yet ({refer('deploy')})"))
         else:
             reason = f": {deploy['reason']}" if deploy.get("reason") else ""
-            lines.append(Content(f"{NB}{deploy['status']}{reason}"))
-        lines.append(Content.styled("Live tests", "bold $text-accent"))
+            lines.append(outside(f"{NB}{deploy['status']}{reason}"))
+        lines.append(outside("Live tests", "bold $text-accent"))
         if not results:
-            lines.append(Content(f"{NB}not run yet ({keys('test', 'r')})"))
+            lines.append(outside(f"{NB}not run yet ({keys('test', 'r')})"))
         elif outcome != "done":
             lines.append(styled(f"{NB}no verdict: the run was {outcome or 'still running'} before "
                                 f"it finished ({keys('test', 'r')} runs the tests again)",
                                 Status.ERROR))
             return lines
         if note:
-            lines.append(Content(f"{NB}{note}"))
+            lines.append(outside(f"{NB}{note}"))
         for m in verdicts(results):
             assert m.status is not None
             figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
             source = " (replayed recording)" if m.source == REPLAYED else ""
-            lines.append(Content.assemble(NB, badge(m.status), f" {m.pair_label} {m.transport.upper()} "
-                                          f"{m.kind}: {figure}{source}"))
+            lines.append(Content.assemble(NB, badge(m.status), outside(
+                f" {m.pair_label} {m.transport.upper()} {m.kind}: {figure}{source}")))
         return lines
 
     def _sections(self) -> dict[str, Any]:

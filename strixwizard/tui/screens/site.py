@@ -19,6 +19,7 @@ from strixwizard.site import NodeSpec
 from strixwizard.tui.messages import OpenSite, TestSsh
 from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
+from strixwizard.tui.text import outside, paragraph
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.opensite import OpenSiteModal
 from strixwizard.tui.widgets.table import SizedTable
@@ -96,7 +97,7 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
             return
         said = self.query_one("#create-said", Static)
         said.set_class(severity == "error", "error")
-        said.update(text)
+        said.update(paragraph(text))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "write":
@@ -144,10 +145,10 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
             tested = [session.of(SiteState).ssh.get(s.name) for s in remote]
             reached = sum(1 for t in tested if t is not None and t.event == "done")
             if all(t is not None and t.event in ("done", "failed") for t in tested):
-                hint.update(f"SSH reaches {reached} of {len(remote)} remote nodes"
-                            + (" · n goes on to Discover" if reached == len(remote) else
-                               " · s tests them again (unknown host keys are shown for you to confirm) "
-                               "· n goes on to Discover"))
+                hint.update(outside(f"SSH reaches {reached} of {len(remote)} remote nodes"
+                                    + (" · n goes on to Discover" if reached == len(remote) else
+                                       " · s tests them again (unknown host keys are shown for you to "
+                                       "confirm) · n goes on to Discover")))
             else:
                 hint.update("s tests SSH to every remote node (unknown host keys are shown for you to "
                             "confirm) · n goes on to Discover")

@@ -3,6 +3,7 @@ from the live engine in a worker; the RDMA/TCP ratio like for like; the all-pair
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,6 +23,8 @@ from strixwizard.tui.panels import PanelView, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.text import lines as text_lines
+from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.table import SizedTable
@@ -70,6 +73,11 @@ class TestState(StepState):
         self.outcome = outcome
         if outcome == "done":
             self.complete = (list(self.results), list(self.nodes))
+
+
+def _link_id(kind: str, link: str) -> str:
+    """A widget id for a link's row: node names may hold `.`, which an id may not."""
+    return f"{kind}-" + re.sub(r"[^A-Za-z0-9_-]", "_", link)
 
 
 def link_title(link: str, results: list[Measurement]) -> str:
@@ -202,12 +210,12 @@ class TestScreen(StepScreen, step="test", state=TestState):
             box.remove_children()
             rows: list[Vertical | Horizontal | Static] = []
             for link in links_of(views):
-                rows.append(Static(link_title(link, state.results), classes="section",
-                                   id=f"title-{link}".replace(":", "_")))
+                rows.append(Static(outside(link_title(link, state.results)), classes="section",
+                                   id=_link_id("title", link)))
                 pair = [v for v in views.values() if v.link == link]
                 first, rest = pair[:2], pair[2:]
                 rows.append(Horizontal(*[self._panel(v) for v in first], classes="panel-row"))
-                rows.append(Static(id=f"ratio-{link}".replace(":", "_"), classes="ratio"))
+                rows.append(Static(id=_link_id("ratio", link), classes="ratio"))
                 rows += [self._panel(v) for v in rest]
             if "rccl" in views:
                 rows.append(Static("all nodes", classes="section"))
@@ -233,15 +241,15 @@ class TestScreen(StepScreen, step="test", state=TestState):
         ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
         published = published_comparison(state.results) if self.session.is_demo else None
         for link in links_of(views):
-            for title in box.query(f"#title-{link}".replace(":", "_")).results(Static):
-                title.update(link_title(link, state.results))
-            for ratio in box.query(f"#ratio-{link}".replace(":", "_")).results(Static):
+            for title in box.query(f"#{_link_id('title', link)}").results(Static):
+                title.update(outside(link_title(link, state.results)))
+            for ratio in box.query(f"#{_link_id('ratio', link)}").results(Static):
                 c = ratios.get(link)
                 lines = [f"without RDMA on the same NIC: {published}"] if published else []
                 if c:
                     lines.append(f"extra, TCP on this machine's loopback: {c.summary}" if published
                                  else f"like for like: {c.summary}")
-                ratio.update("\n".join(lines))
+                ratio.update(text_lines(lines))
 
     def _panel(self, view: PanelView) -> TestPanel:
         state = self.session.of(TestState)
@@ -261,7 +269,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
         grid = matrix_json(nodes, state.results, [], [])
         title_text, labels, rows = matrix_view(nodes, grid, max(40, self.size.width - 4))
         title = self.query_one("#test-matrix-title", Static)
-        title.update(title_text)
+        title.update(outside(title_text))
         table: DataTable[str] = self.query_one("#test-matrix", DataTable)
         table.clear(columns=True)
         table.add_columns(*labels)

@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from strixwizard.tui.text import outside, paragraph
+
 
 class ConfirmationModal(ModalScreen[bool]):
     """Dismisses with True (y, or the yes button) or False (n, Escape, or the no button)."""
@@ -38,8 +40,8 @@ class ConfirmationModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"[b]{self.title_text}[/b]", id="title", markup=True)
-            yield Static(self.question, id="question", markup=False)
+            yield Static(outside(self.title_text, "bold"), id="title")
+            yield Static(paragraph(self.question), id="question")
             with Horizontal():
                 yield Button(self.no, id="no")
                 yield Button(self.yes, id="yes", variant="warning")

@@ -8,13 +8,15 @@ from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from strixwizard.decode.advise import advice_lines
 from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog
 from strixwizard.decode.collectives import CollectivePoint, curves
 from strixwizard.decode.fabric import fabric_document
 from strixwizard.live.results import Measurement
+from strixwizard.tui.text import lines, outside
+from strixwizard.tui.widgets.table import TextTable
 
 TITLE = "What this fabric buys you"
 BATCH = 1  # one sequence: the latency a user of a chat sees
@@ -35,7 +37,7 @@ class DecodePanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="decode-head")
-        yield DataTable(cursor_type="none", zebra_stripes=True)
+        yield TextTable(cursor_type="none", zebra_stripes=True)
         yield Static(classes="decode-note")
 
     def on_mount(self) -> None:
@@ -52,18 +54,19 @@ class DecodePanel(Vertical):
         document = fabric_document(self.results, shape, self.nodes)
         head = self.query_one(".decode-head", Static)
         note = self.query_one(".decode-note", Static)
-        table: DataTable[str] = self.query_one(DataTable)
+        table = self.query_one(TextTable)
         table.clear(columns=True)
         self.display = bool(self.results)
         points = document["collectives"]
         if not points:
-            head.update(f"{shape.name}: no all-reduce or latency figure yet: run the tests (r).")
+            head.update(outside(f"{shape.name}: no all-reduce or latency figure yet: run the tests (r)."))
             note.update("")
             return
         tps = sorted({p["tp"] for p in document["predictions"]})
         message = shape.message_bytes(BATCH)
-        head.update(f"{shape.name}, batch {BATCH} ({message // 1024} KiB per all-reduce, "
-                    f"2 x {shape.layers} per token), {document['mem_bandwidth_gbps']:g} GB/s per node")
+        head.update(outside(f"{shape.name}, batch {BATCH} ({message // 1024} KiB per all-reduce, "
+                            f"2 x {shape.layers} per token), {document['mem_bandwidth_gbps']:g} GB/s "
+                            "per node"))
         table.add_columns("transport", "all-reduce µs", *[f"TP={tp} tok/s" for tp in tps],
                           "comm share", "source")
         for curve in curves([CollectivePoint.from_json(p) for p in points]):
@@ -75,6 +78,6 @@ class DecodePanel(Vertical):
         notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"
                                    for p in points if p.get("note")))
         advice = advice_lines(document["advice"]) if document.get("advice") else []
-        note.update("\n".join([*advice, *notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
+        note.update(lines([*advice, *notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
                                "strixwizard test decode --model NAME times the all-reduce at the "
                                "model's own decode sizes"]))

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from strixwizard.live.history import HistoryError, default_history_path
 from strixwizard.live.trends import load_trends
 from strixwizard.model import Status
+from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.status import styled
 
 NB = "\u00a0\u00a0"
@@ -40,17 +41,17 @@ class HistorySparklines(Static):
 
     @staticmethod
     def _lines(site: str, demo: bool, where: Path, exists: bool) -> list[Content]:
-        lines = [Content.styled("History", "bold $text-accent")]
+        lines = [outside("History", "bold $text-accent")]
         if demo:
-            return [*lines, Content(f"{NB}demo runs replay recordings and are not stored in the history")]
+            return [*lines, outside(f"{NB}demo runs replay recordings and are not stored in the history")]
         if not exists:
-            return [*lines, Content(f"{NB}no test run stored yet: each run of the Test step is")]
+            return [*lines, outside(f"{NB}no test run stored yet: each run of the Test step is")]
         try:
             trends = load_trends(where, site)
         except HistoryError as error:
             return [*lines, styled(f"{NB}{error}", Status.ERROR)]
         if not trends:
-            return [*lines, Content(f"{NB}no test run of site {site} stored yet")]
+            return [*lines, outside(f"{NB}no test run of site {site} stored yet")]
         width = max(len(t.label) for t in trends)
         for t in trends:
             latest = t.points[-1].figure if t.points else None
@@ -58,6 +59,7 @@ class HistorySparklines(Static):
             change = t.comparison.change
             verdict = (styled(f"  regression {change:+.0%} against the last good run", Status.FAIL)
                        if t.regression and change is not None else Content(""))
-            lines.append(Content.assemble(NB, t.label.ljust(width), "  ", Content.styled(t.sparkline, "bold"),
-                                          f"  {figure}", verdict))
+            lines.append(Content.assemble(NB, outside(t.label.ljust(width)), "  ",
+                                          outside(t.sparkline, "bold"),
+                                          outside(f"  {figure}"), verdict))
         return lines

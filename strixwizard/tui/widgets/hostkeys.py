@@ -8,6 +8,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Checkbox, Static
 
 from strixwizard.tui.hostkeys import UnknownHostKey
+from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 
 COMPARE = ("Compare each with the node's own key (on the node: ssh-keygen -lf "
@@ -39,11 +40,11 @@ class HostKeysModal(ConfirmationModal):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"[b]{self.title_text}[/b]", id="title", markup=True)
-            yield Static(self.intro, markup=False)
+            yield Static(outside(self.title_text, "bold"), id="title")
+            yield Static(outside(self.intro))
             with VerticalScroll(id="keys"):
                 for index, key in enumerate(self.keys):
-                    yield Checkbox(key_line(key), value=True, id=f"key-{index}")
+                    yield Checkbox(outside(key_line(key)), value=True, id=f"key-{index}")
             yield Static(COMPARE, id="question", markup=False)
             with Horizontal():
                 yield Button(self.no, id="no")

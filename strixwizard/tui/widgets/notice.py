@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from strixwizard.tui.text import outside, paragraph
+
 
 class Notice(Static):
     """A boxed paragraph; `kind` is one of info, warning, error, success (a CSS class)."""
@@ -18,12 +20,12 @@ class Notice(Static):
 
     def __init__(self, text: str = "", kind: str = "info", title: str | None = None,
                  id: str | None = None) -> None:
-        super().__init__(text, id=id, classes=kind, markup=False)
+        super().__init__(paragraph(text), id=id, classes=kind, markup=False)
         if title:
-            self.border_title = title
+            self.border_title = outside(title)
 
     def say(self, text: str | Content, kind: str = "info", title: str | None = None) -> None:
         for name in ("info", "warning", "error", "success"):
             self.set_class(name == kind, name)
-        self.border_title = title
-        self.update(text)
+        self.border_title = None if title is None else outside(title)
+        self.update(text if isinstance(text, Content) else paragraph(text))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from strixwizard.model import Status
+from strixwizard.tui.text import outside
 
 _STYLE = {
     Status.PASS: "bold $success",
@@ -19,8 +20,9 @@ _MARK = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR:
 
 
 def badge(status: Status, width: int = 5) -> Content:
-    return Content.styled(f"{_MARK[status]} {status.value.upper().ljust(width)}", _STYLE[status])
+    return outside(f"{_MARK[status]} {status.value.upper().ljust(width)}", _STYLE[status])
 
 
 def styled(text: str, status: Status) -> Content:
-    return Content.styled(text, _STYLE[status])
+    """`text` (outside words too: shown as they are, never markup) in the colour of `status`."""
+    return outside(text, _STYLE[status])

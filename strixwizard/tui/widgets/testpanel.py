@@ -12,6 +12,8 @@ from textual.widgets import Sparkline, Static
 
 from strixwizard.model import Status
 from strixwizard.tui.panels import PanelView
+from strixwizard.tui.text import lines as lines_of
+from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.status import badge
 
 _CLASS = {Status.PASS: "pass", Status.FAIL: "fail", Status.ERROR: "fail", Status.WARN: "warn",
@@ -56,8 +58,8 @@ class TestPanel(Vertical):
 
     def _draw(self) -> None:
         view = self.view
-        self.border_title = view.title
-        self.border_subtitle = view.source
+        self.border_title = outside(view.title)
+        self.border_subtitle = outside(view.source)
         for name in set(_CLASS.values()):
             self.set_class(view.status is not None and _CLASS[view.status] == name, name)
         verdict, details = self.query_one(".verdict", Static), self.query_one(".details", Static)
@@ -65,21 +67,21 @@ class TestPanel(Vertical):
         counters = view.counter_lines()
         if counters:  # fabric counters: judged (WARN) or only reported, with their deltas
             mark = (badge(view.status, 4).stylize("reverse") if view.status is not None
-                    else Content.styled("read", "$text-muted"))
-            verdict.update(Content.assemble(mark, "  ", Content.styled(view.source, "bold")))
-            details.update(Content("\n".join(counters)))
+                    else outside("read", "$text-muted"))
+            verdict.update(Content.assemble(mark, "  ", outside(view.source, "bold")))
+            details.update(lines_of(counters))
         elif m is None or view.status is None:
-            verdict.update(Content.styled("running…" if self.running else "not measured", "$text-muted"))
+            verdict.update(outside("running…" if self.running else "not measured", "$text-muted"))
             details.update("")
         else:
             verdict.update(Content.assemble(badge(view.status, 4).stylize("reverse"), "  ",
-                                            Content.styled(view.figure, "bold")))
+                                            outside(view.figure, "bold")))
             lines = [f"{m.threshold or 'no threshold'} · {m.tool}"]
             if view.references:
                 lines.append(f"also: {view.reference_text()}")
             if m.status in (Status.ERROR, Status.SKIP, Status.FAIL):
                 lines.append(m.summary)
-            details.update(Content("\n".join(lines)))
+            details.update(lines_of(lines))
         spark = self.query_one(Sparkline)
         spark.data = list(self.points)
         spark.display = bool(self.points)

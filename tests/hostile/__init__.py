@@ -1,0 +1,1 @@
+"""Hostile inputs: site files and inventories (YAML files here) and strings (`strings`)."""
