@@ -7,6 +7,8 @@ and never loads Textual or paramiko.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
 import shlex
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from strixwizard import __version__
 from strixwizard.cli.options import add_site_options, add_soft_rdma_option, node_printer
-from strixwizard.errors import UsageError
+from strixwizard.errors import UsageError, os_error_line
 from strixwizard.services.common import node_progress
 from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
 
@@ -372,27 +374,43 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "history": cmd_history}
     if args.command is None:
         return _wizard(parser, args)
+    from strixwizard.node import signals
+
+    signals.install()  # SIGINT, SIGTERM, SIGHUP: a change stops at a step boundary
     try:
-        return handlers[args.command](args)
+        code = handlers[args.command](args)
+        if (signum := signals.requested()) is not None:  # a run that ended as cancelled
+            return signals.exit_status(signum)
+        return code
     except UsageError as error:
         if as_json:
             emit(_error_document(str(error)))
         print(f"strixwizard: error: {error}", file=sys.stderr)
         return EXIT_NO_VERDICT
+    except signals.Interrupted as interrupted:
+        with contextlib.suppress(OSError):
+            print(f"strixwizard: interrupted ({interrupted.why})", file=sys.stderr)
+        return signals.exit_status(interrupted.signum)
     except KeyboardInterrupt:
-        print("strixwizard: interrupted", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            print("strixwizard: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_NO_VERDICT
     except OSError as error:
-        if error.filename is None:
+        if error.errno is None:
             return _internal_error(error, as_json)
+        if error.filename is None and error.errno in (errno.EIO, errno.EPIPE) \
+                and signals.requested() is not None:
+            return signals.exit_status(signals.requested() or 0)  # the terminal is gone
         # A file or folder of this machine that cannot be made or written: the environment,
-        # not a bug. One line, naming the path and the option it came from.
-        message = f"{error.filename}: {error.strerror or error}{_path_origin(args, error.filename)}"
+        # not a bug. One line, naming the path (when the error knows it) and the errno.
+        origin = _path_origin(args, error.filename) if error.filename is not None else ""
+        message = os_error_line(error) + origin
         if as_json:
             emit(_error_document(message))
-        print(f"strixwizard: error: {message}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            print(f"strixwizard: error: {message}", file=sys.stderr)
         return EXIT_NO_VERDICT
     except Exception as error:  # no verdict, but never a bare traceback
         return _internal_error(error, as_json)

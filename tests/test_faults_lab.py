@@ -1,0 +1,243 @@
+"""Faults operators really meet, on the namespace lab with real sshd, during a two-node MTU fix:
+the head's disk filling (its state directory is a 1 MiB tmpfs mounted under the test's temp
+dir, filled with a real file while the run waits at a chosen step boundary) and SIGINT,
+SIGTERM, SIGHUP delivered at each step boundary. Each run must end with both ends of the
+link equal, each node's state printed and the exact next command.
+
+The step boundaries are reached with a stand-in `ip` on one node (in the node's own bin
+directory, first on its PATH): on its nth call with the matching arguments it touches a
+marker and waits until the test says go, then runs the real `ip`."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult, run_cli
+from tests.lab import Lab, LabHost, lab_fixture
+
+faultlab = lab_fixture(2, name="faultlab")
+NODE_JOURNAL = "/root/strixwizard-journal"
+REAL_IP = "/usr/sbin/ip"
+WAIT_S = 30  # how long a stand-in waits for the test (bounded)
+
+
+def _reset(lab: Lab) -> None:
+    for host in lab.hosts:
+        for stand_in in host.bin_dir.glob("*"):
+            stand_in.unlink()
+        for marker in host.home.glob("fault-*"):
+            marker.unlink()
+        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
+
+
+@pytest.fixture
+def lab(faultlab: Lab) -> Iterator[Lab]:
+    _reset(faultlab)
+    yield faultlab
+    _reset(faultlab)
+
+
+@pytest.fixture
+def small_state(tmp_path: Path) -> Iterator[Path]:
+    """XDG_STATE_HOME on its own 1 MiB tmpfs, under the test's temp dir only."""
+    state = tmp_path / "state"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "swfault", str(state)],
+                   check=True)
+    try:
+        yield state
+    finally:
+        if subprocess.run(["umount", str(state)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+def fill(directory: Path) -> None:
+    """Write a file until the filesystem says ENOSPC."""
+    with contextlib.suppress(OSError), open(directory / "filler", "wb", buffering=0) as handle:
+        while True:
+            handle.write(b"\0" * 4096)
+    probe = directory / "probe"
+    with pytest.raises(OSError) as full:
+        probe.write_bytes(b"x" * 8192)
+    assert full.value.errno == errno.ENOSPC
+
+
+def hold_at(host: LabHost, match: str, nth: int) -> tuple[Path, Path]:
+    """A stand-in `ip` that waits on its `nth` call whose arguments contain `match`."""
+    marker, go = host.home / "fault-reached", host.home / "fault-go"
+    host.stand_in("ip", f'#!/bin/sh\ncase "$*" in\n*{match}*)\n'
+                  '  n=$(($(cat /root/fault-count 2>/dev/null || echo 0) + 1))\n'
+                  '  echo $n > /root/fault-count\n'
+                  f'  if [ $n -eq {nth} ]; then touch /root/fault-reached; i=0; '
+                  f'while [ ! -e /root/fault-go ] && [ $i -lt {WAIT_S * 10} ]; do sleep 0.1; '
+                  'i=$((i+1)); done; fi;;\n'
+                  f'esac\nexec {REAL_IP} "$@"\n')
+    return marker, go
+
+
+def fix_argv(site: Path) -> list[str]:
+    return [sys.executable, "-m", "strixwizard", "fix", "--site", str(site), "--only", "net.mtu",
+            "--runtime-only", "--node-journal-dir", NODE_JOURNAL, "--apply", "--yes"]
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[str]]]:
+    """The runs a test started: killed (by their own pid) if the test fails midway."""
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+
+
+def start(site: Path, state: Path, procs: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(fix_argv(site), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "XDG_STATE_HOME": str(state)})
+    procs.append(proc)
+    return proc
+
+
+def wait_for(marker: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 90
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out, err = proc.communicate(timeout=30)
+            raise AssertionError(f"the run never reached the fault point:\n{out}\n{err}")
+        time.sleep(0.02)
+
+
+# (host index, arguments, nth call): the probe before the plan runs `ip -j addr` once on each
+# node (verification a second time); the MTU change is the one `mtu` call of each node
+BOUNDARIES = {
+    "before-the-first-step": (1, '"-j addr"', 1),
+    "node0-step-in-flight": (0, '" mtu "', 1),
+    "node1-step-in-flight": (1, '" mtu "', 1),
+    "after-the-last-step": (1, '"-j addr"', 2),
+}
+
+
+@pytest.mark.parametrize("point", list(BOUNDARIES))
+def test_head_disk_full_stops_the_run_and_leaves_the_link_whole(
+        lab: Lab, tmp_path: Path, small_state: Path, started: list[subprocess.Popen[str]],
+        point: str) -> None:
+    index, match, nth = BOUNDARIES[point]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    marker, go = hold_at(lab.hosts[index], match, nth)
+    proc = start(site, small_state, started)
+    wait_for(marker, proc)
+    fill(small_state)
+    go.touch()
+    out, err = proc.communicate(timeout=120)
+    mtus = [h.mtu() for h in lab.hosts]
+    assert mtus[0] == mtus[1], (mtus, out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if point == "after-the-last-step":  # every journal save was done: the run is whole
+        assert mtus == [9000, 9000] and proc.returncode == 0, out + err
+        return
+    assert mtus == [1500, 1500], out + err
+    assert proc.returncode == 1, (proc.returncode, out, err)
+    if point == "before-the-first-step":
+        assert "nothing was changed on any node" in out, out
+        assert "No space left on device (errno 28 ENOSPC)" in out, out
+        return
+    assert "Run " in out and "stopped" in out, out
+    assert "The head's journal could not be written" in out, out
+    assert "No space left on device (errno 28 ENOSPC)" in out, out
+    state_at = out.index("State of each node:")
+    assert "node0: " in out[state_at:] and "node1: " in out[state_at:], out
+    rolled = run_printed_rollback(out, small_state, free=small_state / "filler")
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]
+    assert_link_whole(site)
+
+
+def run_printed_rollback(out: str, state: Path, free: Path | None = None) -> CliResult:
+    """The output's last line is the exact rollback command: run it as printed (after freeing
+    the head's space)."""
+    last = out.strip().splitlines()[-1]
+    prefix = "Undo this run with: strixwizard "
+    assert last.startswith(prefix) and " --rollback " in last, last
+    if free is not None:
+        free.unlink()
+    return run_cli(*shlex.split(last[len(prefix):]), "--yes",
+                   env={"XDG_STATE_HOME": str(state)}, timeout=120)
+
+
+def assert_link_whole(site: Path) -> None:
+    """`doctor` on the lab says both ends of the link have the same MTU."""
+    doctor = run_cli("doctor", "--site", str(site), "--only", "link.mtu", "--json", timeout=120)
+    (link_mtu,) = [c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "link.mtu"]
+    assert link_mtu["status"] == "pass", link_mtu
+
+
+SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143),
+           "SIGHUP": (signal.SIGHUP, 129)}
+
+
+@pytest.mark.parametrize("point", ["before-the-first-step", "node0-step-in-flight",
+                                   "node1-step-in-flight"])
+@pytest.mark.parametrize("name", list(SIGNALS))
+def test_a_signal_at_a_step_boundary_ends_a_cancelled_run_with_the_link_whole(
+        lab: Lab, tmp_path: Path, started: list[subprocess.Popen[str]], point: str,
+        name: str) -> None:
+    signum, status = SIGNALS[name]
+    index, match, nth = BOUNDARIES[point]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    state = tmp_path / "state"
+    marker, go = hold_at(lab.hosts[index], match, nth)
+    proc = start(site, state, started)
+    wait_for(marker, proc)
+    os.kill(proc.pid, signum)
+    time.sleep(0.3)  # the signal is recorded while the step is in flight
+    go.touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == status, (proc.returncode, out, err)
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500], out + err
+    assert "Traceback" not in err, err
+    if point == "before-the-first-step":  # still reading the nodes: nothing to finish
+        assert f"strixwizard: interrupted ({name} received)" in err, err
+    else:
+        assert f"cancelled by {name}" in out, out
+        assert "State of each node:" in out, out
+        assert out.strip().splitlines()[-1].startswith("Undo this run with: strixwizard fix ")
+        (run,) = [p for p in (state / "strixwizard" / "journal").iterdir() if p.name != "locks"]
+        assert f"cancelled by {name}" in (run / "output.txt").read_text()
+        for journal in run.glob("*.json"):
+            steps = json.loads(journal.read_text())["steps"]
+            assert {s["status"] for s in steps} <= {"pending", "rolled-back"}, steps
+
+
+def test_a_second_signal_stops_at_once_and_still_prints_the_state(
+        lab: Lab, tmp_path: Path, started: list[subprocess.Popen[str]]) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    state = tmp_path / "state"
+    marker, go = hold_at(lab.hosts[1], '" mtu "', 1)
+    proc = start(site, state, started)
+    wait_for(marker, proc)
+    os.kill(proc.pid, signal.SIGTERM)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    go.touch()
+    assert proc.returncode == 143, (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert "interrupted" in out and "stopped at once" in out, out
+    assert "node1: interrupted: stopped at once during" in out, out
+    time.sleep(1)  # the node's blocked `ip` finishes
+    rolled = run_printed_rollback(out, state)
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]
