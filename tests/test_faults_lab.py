@@ -241,3 +241,34 @@ def test_a_second_signal_stops_at_once_and_still_prints_the_state(
     rolled = run_printed_rollback(out, state)
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     assert [h.mtu() for h in lab.hosts] == [1500, 1500]
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_signal_during_rollback_finishes_the_link_it_began(
+        lab: Lab, tmp_path: Path, name: str) -> None:
+    signum, status = SIGNALS[name]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    state = tmp_path / "state"
+    applied = run_cli(*fix_argv(site)[3:], env={"XDG_STATE_HOME": str(state)}, timeout=120)
+    assert applied.rc == 0 and [h.mtu() for h in lab.hosts] == [9000, 9000], applied.stdout
+    marker, go = hold_at(lab.hosts[0], '" mtu "', 1)
+    proc = subprocess.Popen([sys.executable, "-m", "strixwizard", "fix", "--rollback", "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL,
+                            env={**os.environ, "XDG_STATE_HOME": str(state)})
+    try:
+        wait_for(marker, proc)
+        os.kill(proc.pid, signum)
+        time.sleep(0.3)
+        go.touch()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == status, (proc.returncode, out, err)
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500], out + err  # node1's end too
+    assert f"cancelled at a step boundary (every link begun has both ends restored) by {name}" \
+        in out, out
+    assert out.strip().splitlines()[-1].startswith("Finish it with: strixwizard fix --rollback ")
+    assert_link_whole(site)

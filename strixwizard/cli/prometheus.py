@@ -59,9 +59,14 @@ def _timestamp(text: object) -> float | None:
 
 
 def _number(value: object) -> float | None:
+    """A finite number as a float, else None: never OverflowError (a 400-digit int)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _registry(command: str) -> CollectorRegistry:
