@@ -272,3 +272,57 @@ def test_a_signal_during_rollback_finishes_the_link_it_began(
         in out, out
     assert out.strip().splitlines()[-1].startswith("Finish it with: strixwizard fix --rollback ")
     assert_link_whole(site)
+
+
+def test_capture_on_a_full_disk_leaves_no_empty_archive_and_can_run_again(
+        lab: Lab, tmp_path: Path, small_state: Path) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    fill(small_state)
+    out = small_state / "bundle"
+    result = run_cli("capture", "--site", str(site), "--out", str(out), timeout=120)
+    assert result.rc == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    for name in ("node0", "node1"):
+        assert (f"{name}: not captured: not written: {out / name}.tar.gz: No space left on "
+                "device (errno 28 ENOSPC)") in result.stderr, result.stderr
+    assert list(out.iterdir()) == []  # no 0-byte archive, no temporary file
+    (small_state / "filler").unlink()
+    again = run_cli("capture", "--site", str(site), "--out", str(out), timeout=120)
+    assert again.rc == 0, again.stdout + again.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["node0.tar.gz", "node1.tar.gz"]
+
+
+def test_a_counter_reset_during_a_test_warns_and_huge_values_are_dropped(
+        lab: Lab, tmp_path: Path) -> None:
+    """node0's `ethtool -S fab0` (a stand-in: veth has no such counters) says rx_discards_phy
+    1000 before the test and 7 after it, as after a NIC reset, and prints one 400-digit value.
+    It is called by discovery (twice), then before and after the test."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    lab.hosts[0].stand_in("ethtool", '#!/bin/sh\n'
+                          '[ "$1" = -S ] || exec /usr/sbin/ethtool "$@"\n'
+                          'n=$(($(cat /root/fault-ethtool 2>/dev/null || echo 0) + 1))\n'
+                          'echo $n > /root/fault-ethtool\n'
+                          'if [ $n -le 3 ]; then v=1000; else v=7; fi\n'
+                          'echo "NIC statistics:"\necho "     rx_discards_phy: $v"\n'
+                          f'echo "     tx_errors: {"9" * 400}"\n')
+    prom = tmp_path / "test.prom"
+    try:
+        result = run_cli("test", "latency", "--site", str(site), "--pair", "node0,node1",
+                         "--json", "--seconds", "0.5", "--no-references", "--no-history",
+                         "--transport", "tcp", "--prometheus", str(prom), timeout=180)
+    finally:
+        calls = (lab.hosts[0].home / "fault-ethtool").read_text().strip()
+        for marker in lab.hosts[0].home.glob("fault-*"):
+            marker.unlink()
+    doc = result.json()
+    assert calls == "4", calls  # discovery (twice), before, after: the last one is 7
+    (counters,) = [r for r in doc["results"] if r["kind"] == "counters"]
+    assert counters["status"] == "warn", counters
+    (row,) = [c for c in doc["counters"] if c["host"] == "node0"]
+    assert (row["before"], row["after"], row["reset"]) == (1000, 7, True)
+    assert ("node0:fab0 rx_discards_phy reset during the test: growth unknown (at least 7 since "
+            "the reset)") in counters["summary"]
+    assert doc["status"] == "warn" and "no retransmit or sequence error grew" not in str(doc)
+    assert "fab0: dropped tx_errors: not an unsigned 64-bit value" in counters["detail"]["notes"]
+    assert "Traceback" not in result.stderr and prom.is_file()
+    assert "strixwizard_test_status" in prom.read_text()

@@ -204,6 +204,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     report = discover(request, on_node, selected, plan=False).report
     report.allow_unreachable = args.allow_unreachable
     code = report.exit_code(strict=args.strict)
+    export_failed = None
+    if args.prometheus is not None:  # before the verdict is shown: what it says stays true
+        from strixwizard.cli.prometheus import export_problem, write_doctor_metrics
+
+        document = report.to_json()
+        export_failed = export_problem(args.prometheus, lambda: write_doctor_metrics(
+            args.prometheus, document, code))
     if args.json:
         emit(report.to_json())
     else:
@@ -214,10 +221,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                site_options=None if args.snapshot else site_options(args))
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
-    if args.prometheus is not None:
-        from strixwizard.cli.prometheus import write_doctor_metrics
-
-        write_doctor_metrics(args.prometheus, report.to_json(), code)
+    if export_failed is not None:
+        print(f"strixwizard: error: {export_failed} (exit {EXIT_NO_VERDICT})", file=sys.stderr)
+        return EXIT_NO_VERDICT
     return code
 
 
