@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -326,3 +327,21 @@ def test_a_counter_reset_during_a_test_warns_and_huge_values_are_dropped(
     assert "fab0: dropped tx_errors: not an unsigned 64-bit value" in counters["detail"]["notes"]
     assert "Traceback" not in result.stderr and prom.is_file()
     assert "strixwizard_test_status" in prom.read_text()
+
+
+def test_deploy_on_nodes_without_ray_names_ray_not_sh(lab: Lab, tmp_path: Path) -> None:
+    """`sh DIR/ray-start.sh ENV TEMP ray start …` exits 127 when the launcher's `exec` finds no
+    `ray`: the message names `ray`, the program that is missing, not the shell."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    done = run_cli("deploy", "--site", str(site), "--transport", "tcp", "--target-dir",
+                   "/root/strixwizard-etc", "--node-journal-dir", NODE_JOURNAL, "--ray-temp-dir",
+                   "/root/strixwizard-ray", "--apply", "--yes", "--json", "--no-smoke",
+                   env={"XDG_STATE_HOME": str(tmp_path / "state")}, timeout=180)
+    try:
+        assert done.rc == 1, done.stdout + done.stderr
+        states = " ".join(n["state"] for n in done.json()["apply"]["nodes"])
+        assert "`ray` is not installed on the node" in states, states
+        assert "`sh` is not installed" not in states
+    finally:
+        for host in lab.hosts:
+            shutil.rmtree(host.home / "strixwizard-etc", ignore_errors=True)

@@ -178,7 +178,7 @@ def _rollback(args: argparse.Namespace, on_step: Any) -> int:
 
     run_id = None if args.rollback == "latest" else args.rollback
     journals = fixing.load_run(_options(args).store(), run_id)
-    report = fixing.rollback(journals[0].run_id, terminal_confirm(args.yes), _options(args), on_step)
+    report = fixing.rollback(run_id, terminal_confirm(args.yes), _options(args), on_step)
     if args.json:
         emit(envelope(journals[0].site, mode="rollback", dry_run=all(j.dry_run for j in journals),
                       rollback=report.to_json()))

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strixwizard.errors import os_error_line
+from strixwizard.errors import UsageError, os_error_line
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.journal import JournalStore, NodeJournal, StepRecord, new_run_id
 from strixwizard.fixing.lock import site_lock
@@ -115,6 +115,30 @@ def _save_head(journal: NodeJournal, store: JournalStore) -> None:
                               ) from None
 
 
+class UnfinishedRun(UsageError):
+    """An earlier run on one of the nodes did not finish: it is rolled back first."""
+
+
+def refuse_unfinished(store: JournalStore, nodes: Sequence[str], command: str) -> None:
+    """`UnfinishedRun` when an earlier run on any of `nodes` is unfinished in its journal
+    (killed, interrupted, a node lost): a new run would start from values half-changed, and
+    would take a program that run started for its own."""
+    earlier = store.unfinished(set(nodes))
+    if not earlier:
+        return
+    tool = command.split()[0]
+    run_id, journals = list(earlier.items())[-1]
+    where = "; ".join(f"{j.node}: {j.status}"
+                      + (f" during {r[0].step.summary!r}" if (r := [s for s in j.steps if s.status
+                                                                   in ("applying", "unknown")])
+                         else "") for j in journals)
+    more = f" (and {len(earlier) - 1} earlier unfinished run(s))" if len(earlier) > 1 else ""
+    raise UnfinishedRun(
+        f"an earlier run, {run_id}, did not finish ({where}){more}; nothing was changed. Finish "
+        f"it first: `strixwizard {tool} --rollback {run_id}` (or `strixwizard {tool} "
+        "--rollback`, which finishes every unfinished run), then apply again")
+
+
 def _runnable(step_kind: Kind, reboot: bool, with_reboot: bool) -> bool:
     return with_reboot or not (reboot and step_kind is Kind.CMDLINE)
 
@@ -144,6 +168,8 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
         journals[node] = NodeJournal(run_id, node, plan.site, runner.where, descriptors.get(node, {}),
                                      runner.dry_run, plans, records)
     report = ApplyReport(run_id, dry_run, "nothing-to-do")
+    if not dry_run:  # a node "converged" by a run that never finished is not converged
+        refuse_unfinished(store, plan.nodes, command)
     if not any(r.status == "pending" for j in journals.values() for r in j.steps):
         report.message = "nothing to apply: every selected fix is converged"
         for journal in journals.values():
@@ -154,6 +180,7 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
         with signals.deferred():
             return _apply_journals(report, journals, runners, store, say, verify_with)
     with site_lock(store.root, plan.site, command, break_lock) as holder, signals.deferred():
+        refuse_unfinished(store, plan.nodes, command)  # again, under the lock
         locked: list[Runner] = []
         try:
             for node in journals:
@@ -188,7 +215,10 @@ def _apply_journals(report: ApplyReport, journals: dict[str, NodeJournal],
             report.status = "cancelled"
         report.message = f"{abort} — nothing was changed on any node"
         for journal in journals.values():
+            was_saved = journal.status == "applying"
             journal.status, journal.state = "aborted", "unchanged"
+            if was_saved and not journal.dry_run:  # never left as "applying" on the head
+                _record(journal, runners[journal.node], store, report.journal_problems)
             report.nodes.append(NodeOutcome(journal.node, journal.where, "aborted", "unchanged",
                                             steps=journal.steps))
         return report

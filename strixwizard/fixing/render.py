@@ -96,7 +96,7 @@ def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False,
 
 
 def render_apply(report: ApplyReport, out: TextIO,
-                 rollback_command: str = "strixwizard fix --rollback") -> None:
+                 rollback_command: str = "strixwizard fix --rollback", what: str = "run") -> None:
     """The run's steps and verification; `rollback_command RUN` undoes it."""
     label = " (DRY RUN on snapshot copies: nothing on any machine changed)" if report.dry_run else ""
     out.write(f"\nRun {report.run_id}: {words(report.status)}{label}\n")
@@ -125,14 +125,14 @@ def render_apply(report: ApplyReport, out: TextIO,
         out.writelines(f"  {node.node}: {words(node.status)}: {node.state}\n"
                        for node in report.nodes)
     if report.nodes and report.status not in ("aborted", "nothing-to-do"):
-        out.write(f"\nUndo this run with: {rollback_command} {report.run_id}\n")
+        out.write(f"\nUndo this {what} with: {rollback_command} {report.run_id}\n")
 
 
 def render_rollback(report: RollbackReport, out: TextIO,
                     rollback_command: str = "strixwizard fix --rollback") -> None:
     out.write(f"Rollback of run {report.run_id}: {'done' if report.ok else 'INCOMPLETE'}\n")
     for run in report.also_finished:
-        out.write(f"  (also finished the interrupted run {run} first)\n")
+        out.write(f"  (also finished the unfinished run {run})\n")
     for node in report.nodes:
         out.write(f"\n{node.node} ({node.where}): {node.state}\n")
         for record in reversed(node.steps):
