@@ -693,6 +693,10 @@ def _rollback_node(journal: NodeJournal, runner: Runner | Unreachable | None,
     todo = [r for r in journal.steps if r.status in UNDONE_BY_ROLLBACK]
     head_path = str(store.path(journal.run_id, journal.node))
     if not todo or runner is None:
+        if journal.unfinished and not todo:  # the run stopped before this node: now finished
+            journal.status = "rolled-back"
+            journal.state = "nothing of this run was applied here (it stopped before this node)"
+            _record(journal, None, store, report.journal_problems)
         return NodeOutcome(journal.node, journal.where, "nothing-to-do",
                            "nothing of this run is applied here", head_path, journal.on_node,
                            journal.steps)
