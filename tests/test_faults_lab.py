@@ -345,3 +345,37 @@ def test_deploy_on_nodes_without_ray_names_ray_not_sh(lab: Lab, tmp_path: Path) 
     finally:
         for host in lab.hosts:
             shutil.rmtree(host.home / "strixwizard-etc", ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_test_ends_after_the_result_in_flight_with_no_program_left(
+        lab: Lab, tmp_path: Path, name: str) -> None:
+    """`test latency` (TCP on the lab, references on: sockperf and qperf follow our ping-pong):
+    the signal arrives while the first measurement runs; the run ends after it, as cancelled,
+    with exit 128+N and no program of the test left on either node."""
+    signum, status = SIGNALS[name]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strixwizard", "test", "latency", "--site", str(site), "--pair",
+         "node0,node1", "--seconds", "2", "--no-history", "--transport", "tcp"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the header: the run has begun
+        assert first.startswith("strixwizard test latency on"), first
+        time.sleep(1.0)  # inside the first measurement
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == status, (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert f"no verdict (exit {status}): cancelled by {name} after " in out, out
+    assert "verdict: pass" not in out
+    time.sleep(1)
+    for host in lab.hosts:
+        left = [cmd for cmd in host.node_pids().values()  # only the node's init and sshd
+                if "sshd" not in cmd and 'execvp("mount"' not in cmd]
+        assert left == [], (host.name, left)
