@@ -189,8 +189,7 @@ SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143),
            "SIGHUP": (signal.SIGHUP, 129)}
 
 
-@pytest.mark.parametrize("point", ["before-the-first-step", "node0-step-in-flight",
-                                   "node1-step-in-flight"])
+@pytest.mark.parametrize("point", list(BOUNDARIES))
 @pytest.mark.parametrize("name", list(SIGNALS))
 def test_a_signal_at_a_step_boundary_ends_a_cancelled_run_with_the_link_whole(
         lab: Lab, tmp_path: Path, started: list[subprocess.Popen[str]], point: str,
@@ -207,8 +206,12 @@ def test_a_signal_at_a_step_boundary_ends_a_cancelled_run_with_the_link_whole(
     go.touch()
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == status, (proc.returncode, out, err)
-    assert [h.mtu() for h in lab.hosts] == [1500, 1500], out + err
     assert "Traceback" not in err, err
+    if point == "after-the-last-step":  # every step was done: the run is whole, and says so
+        assert [h.mtu() for h in lab.hosts] == [9000, 9000], out + err
+        assert out.strip().splitlines()[-1].startswith("Undo this run with: strixwizard fix ")
+        return
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500], out + err
     if point == "before-the-first-step":  # still reading the nodes: nothing to finish
         assert f"strixwizard: interrupted ({name} received)" in err, err
     else:
@@ -239,6 +242,10 @@ def test_a_second_signal_stops_at_once_and_still_prints_the_state(
     assert "interrupted" in out and "stopped at once" in out, out
     assert "node1: interrupted: stopped at once during" in out, out
     time.sleep(1)  # the node's blocked `ip` finishes
+    retry = run_cli(*fix_argv(site)[3:], env={"XDG_STATE_HOME": str(state)}, timeout=120)
+    assert retry.rc == 2 and "did not finish (node1: interrupted during" in retry.stderr, \
+        retry.stdout + retry.stderr  # one unfinished run at a time
+    assert "strixwizard fix --rollback " in retry.stderr
     rolled = run_printed_rollback(out, state)
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     assert [h.mtu() for h in lab.hosts] == [1500, 1500]
@@ -379,3 +386,24 @@ def test_a_signal_during_test_ends_after_the_result_in_flight_with_no_program_le
         left = [cmd for cmd in host.node_pids().values()  # only the node's init and sshd
                 if "sshd" not in cmd and 'execvp("mount"' not in cmd]
         assert left == [], (host.name, left)
+
+
+def test_rollback_on_a_full_head_disk_is_refused_in_one_line_then_restores_once_freed(
+        lab: Lab, tmp_path: Path, small_state: Path) -> None:
+    """The head's site lock cannot record its holder on a full disk: `--rollback` says so in
+    one line and changes nothing (as `--apply` does); with space freed it restores every value."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    applied = run_cli(*fix_argv(site)[3:], env={"XDG_STATE_HOME": str(small_state)}, timeout=120)
+    assert applied.rc == 0 and [h.mtu() for h in lab.hosts] == [9000, 9000], applied.stdout
+    fill(small_state)
+    refused = run_cli("fix", "--rollback", "--yes", env={"XDG_STATE_HOME": str(small_state)},
+                      timeout=120)
+    assert refused.rc == 2 and "Traceback" not in refused.stderr, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert "lab.lock: No space left on device" in line, line
+    assert [h.mtu() for h in lab.hosts] == [9000, 9000]
+    (small_state / "filler").unlink()
+    rolled = run_cli("fix", "--rollback", "--yes", env={"XDG_STATE_HOME": str(small_state)},
+                     timeout=120)
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]

@@ -168,8 +168,9 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
         journals[node] = NodeJournal(run_id, node, plan.site, runner.where, descriptors.get(node, {}),
                                      runner.dry_run, plans, records)
     report = ApplyReport(run_id, dry_run, "nothing-to-do")
+    every = sorted({*plan.nodes, *(spec.name for spec in site.nodes)})
     if not dry_run:  # a node "converged" by a run that never finished is not converged
-        refuse_unfinished(store, plan.nodes, command)
+        refuse_unfinished(store, every, command)
     if not any(r.status == "pending" for j in journals.values() for r in j.steps):
         report.message = "nothing to apply: every selected fix is converged"
         for journal in journals.values():
@@ -180,7 +181,7 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
         with signals.deferred():
             return _apply_journals(report, journals, runners, store, say, verify_with)
     with site_lock(store.root, plan.site, command, break_lock) as holder, signals.deferred():
-        refuse_unfinished(store, plan.nodes, command)  # again, under the lock
+        refuse_unfinished(store, every, command)  # again, under the lock
         locked: list[Runner] = []
         try:
             for node in journals:

@@ -100,7 +100,8 @@ def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
         if not dry_run:  # refused before the question, not after it
             from strixwizard.fixing.engine import refuse_unfinished
 
-            refuse_unfinished(store, plan.nodes, "fix --apply")
+            refuse_unfinished(store, [*plan.nodes, *(n.report.name for n in nodes)],
+                              "fix --apply")
         if changed_nodes(plan):
             ask(confirm, apply_question(plan, dry_run))
         run_id = new_run_id()
