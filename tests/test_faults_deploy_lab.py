@@ -1,8 +1,8 @@
 """Faults during a two-node `deploy --stack llama-rpc --apply` with REAL llama.cpp programs on
 the namespace lab (built as in tests/test_deploy_llama_lab.py): `kill -9` of the deploy after
 node1's RPC server started, then a retry and a rollback; SIGINT, SIGTERM and SIGHUP at each
-program start. After each, no process of any deploy run is left on any node (each node's own
-/proc), and the link's ends agree.
+program start; the head's disk filling (a 1 MiB tmpfs state dir) at each program start. After
+each, no process of any deploy run is left on any node (each node's own /proc).
 
 node1's RPC server (found under its older name `rpc-server`) and node0's llama-server are
 reached through stand-ins in the nodes' bin directories that touch a marker and wait until the
@@ -10,6 +10,7 @@ test says go, then `exec` the real binary (same PID: the pid file names the real
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -190,3 +191,54 @@ def test_a_signal_during_a_program_start_ends_a_cancelled_deploy_with_nothing_le
     assert out.strip().splitlines()[-1].startswith("Undo this deploy with: strixwizard deploy")
     for node in lab.hosts:
         assert deploy_processes(node) == {}, (node.name, out)
+
+
+@pytest.fixture
+def small_state(tmp_path: Path) -> Iterator[Path]:
+    """XDG_STATE_HOME on its own 1 MiB tmpfs, under the test's temp dir only."""
+    state = tmp_path / "state"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "swfault", str(state)],
+                   check=True)
+    try:
+        yield state
+    finally:
+        if subprocess.run(["umount", str(state)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+def fill(directory: Path) -> None:
+    with contextlib.suppress(OSError), open(directory / "filler", "wb", buffering=0) as handle:
+        while True:
+            handle.write(b"\0" * 4096)
+
+
+@pytest.mark.parametrize("point", list(STARTS))
+def test_head_disk_full_during_a_deploy_leaves_no_process_and_prints_the_rollback(
+        lab: Lab, tmp_path: Path, llama_bin: Path, small_state: Path, point: str) -> None:
+    index, stand_in, real = STARTS[point]
+    model = write_tiny_model(tmp_path / "tiny.gguf")
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    marker, go = held(lab.hosts[index], stand_in, llama_bin / real)
+    proc = start(deploy_argv(site, model, "--apply", "--yes", "--no-smoke"), small_state)
+    try:
+        wait_for(marker, proc)
+        fill(small_state)
+        go.touch()
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 1, (proc.returncode, out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert "stopped" in out and "No space left on device (errno 28 ENOSPC)" in out, out
+    assert "State of each node:" in out
+    assert out.strip().splitlines()[-1].startswith("Undo this deploy with: strixwizard deploy ")
+    for node in lab.hosts:
+        assert deploy_processes(node) == {}, (node.name, out)
+    (small_state / "filler").unlink()
+    rolled = rollback(small_state)  # the printed command finds nothing left running
+    assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+    for node in lab.hosts:
+        assert deploy_processes(node) == {}

@@ -31,10 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strixwizard.errors import UsageError, os_error_line
+from strixwizard.errors import os_error_line
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.journal import JournalStore, NodeJournal, StepRecord, new_run_id
-from strixwizard.fixing.lock import site_lock
+from strixwizard.fixing.lock import UnfinishedRun, site_lock
 from strixwizard.fixing.model import Kind, SitePlan
 from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
@@ -113,10 +113,6 @@ def _save_head(journal: NodeJournal, store: JournalStore) -> None:
     except OSError as error:
         raise HeadWriteFailed(os_error_line(error, store.path(journal.run_id, journal.node))
                               ) from None
-
-
-class UnfinishedRun(UsageError):
-    """An earlier run on one of the nodes did not finish: it is rolled back first."""
 
 
 def refuse_unfinished(store: JournalStore, nodes: Sequence[str], command: str) -> None:
