@@ -99,7 +99,9 @@ class ApplyReport:
 
 
 class _Abort(Exception):
-    pass
+    def __init__(self, message: str, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem  # a head file that could not be written
 
 
 class HeadWriteFailed(Exception):
@@ -211,6 +213,8 @@ def _apply_journals(report: ApplyReport, journals: dict[str, NodeJournal],
                 else signals.requested()
             report.status = "cancelled"
         report.message = f"{abort} — nothing was changed on any node"
+        if isinstance(abort, _Abort) and abort.problem:
+            report.journal_problems.append(abort.problem)
         for journal in journals.values():
             was_saved = journal.status == "applying"
             journal.status, journal.state = "aborted", "unchanged"
@@ -331,7 +335,8 @@ def _write_journals(journals: dict[str, NodeJournal], runners: dict[str, Runner]
             journal.on_node = runners[node].save_journal(journal.run_id, journal.text())
             _save_head(journal, store)
         except HeadWriteFailed as error:
-            raise _Abort(f"the head's journal could not be written: {error}") from None
+            raise _Abort(f"the head's journal could not be written: {error}", str(error)
+                         ) from None
         except (Unreachable, StepFailed) as error:
             raise _Abort(f"{node}: the journal could not be written on the node: {error}") from None
 
