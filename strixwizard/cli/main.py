@@ -13,7 +13,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from strixwizard import __version__
@@ -382,9 +382,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _wizard(parser, args)
     from strixwizard.node import signals
 
-    signals.install()  # SIGINT, SIGTERM, SIGHUP: a change stops at a step boundary
+    with signals.installed():  # SIGINT, SIGTERM, SIGHUP: a change stops at a step boundary
+        return _run(handlers[args.command], args, as_json)
+
+
+def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace,
+         as_json: bool) -> int:
+    from strixwizard.node import signals
+
     try:
-        code = handlers[args.command](args)
+        code = handler(args)
         if (signum := signals.requested()) is not None:  # a run that ended as cancelled
             return signals.exit_status(signum)
         return code

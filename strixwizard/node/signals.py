@@ -1,11 +1,11 @@
 """SIGINT, SIGTERM and SIGHUP: a change in flight ends at a step boundary, never mid-way.
 
-`install()` (the command line does it once) makes the three signals mean, outside a
+`installed()` (the command line's `main` runs inside it) makes the three signals mean, outside a
 `deferred()` section, "stop now" (`Interrupted`, raised where the program is), and inside one
 "stop at the next step boundary": the first signal is only recorded (`requested()`), the
 engine finishes the step in flight, ends the run as cancelled and makes the link's ends
 consistent; a second signal, or the step in flight not ending within `GRACE_S`, raises
-`Interrupted` at once (the engine still records and prints the state). Without `install()`
+`Interrupted` at once (the engine still records and prints the state). Outside `installed()`
 (the wizard, tests calling engines) nothing changes: `requested()` is None.
 
 Exit statuses follow the shell's rule, 128 + the signal's number: 130 (SIGINT), 143
@@ -77,14 +77,28 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
                              f"{name(first)}")
 
 
-def install() -> None:
-    """Take over SIGINT, SIGTERM and SIGHUP for this process (main thread only)."""
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP taken over for the block (main thread only; elsewhere a
+    no-op), the previous handlers and a clean state restored after it: a program that runs
+    `main()` in-process (tests) gets its own handlers back."""
     if threading.current_thread() is not threading.main_thread():
+        yield
         return
+    previous = {signum: signal.getsignal(signum) for signum in (*STOPPING, signal.SIGALRM)}
     for signum in STOPPING:
         signal.signal(signum, _on_signal)
     signal.signal(signal.SIGALRM, _on_alarm)
     _state.installed = True
+    reset()
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        _state.installed = False
+        reset()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def reset() -> None:
