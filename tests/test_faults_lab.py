@@ -207,6 +207,7 @@ def test_a_signal_at_a_step_boundary_ends_a_cancelled_run_with_the_link_whole(
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == status, (proc.returncode, out, err)
     assert "Traceback" not in err, err
+    assert_link_whole(site)  # doctor on the lab: both ends of the link equal
     if point == "after-the-last-step":  # every step was done: the run is whole, and says so
         assert [h.mtu() for h in lab.hosts] == [9000, 9000], out + err
         assert out.strip().splitlines()[-1].startswith("Undo this run with: strixwizard fix ")
