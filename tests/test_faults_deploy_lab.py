@@ -149,6 +149,13 @@ def test_killed_deploy_is_refused_on_retry_and_the_rollback_leaves_no_process(
     again = run_cli(*deploy_argv(site, model, "--apply", "--yes", "--no-smoke")[3:],
                     env={"XDG_STATE_HOME": str(state)}, timeout=180)
     assert again.rc == 0, again.stdout + again.stderr  # nothing unfinished is left
+    run_id = again.stdout.strip().splitlines()[-1].split()[-1]
+    planned = run_cli(*deploy_argv(site, model, "--json")[3:], env={"XDG_STATE_HOME": str(state)},
+                      timeout=180)
+    notes = " ".join(planned.json()["plan"]["notes"])
+    (pid,) = [p for p, cmd in deploy_processes(worker).items()]
+    assert f"node1: ggml-rpc-server is already running (PID {pid}, running since 20" in notes, notes
+    assert f"started by run {run_id} (its journal)" in notes, notes
     assert rollback(state).returncode == 0
     for host in lab.hosts:
         assert deploy_processes(host) == {}
