@@ -5,7 +5,7 @@ the wizard's panel and the demo's recorded deltas."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +156,61 @@ def test_demo_matrix_shows_recorded_counter_deltas_as_a_lossy_warning() -> None:
                      ("node-b", "link_xoff_tx.nic"): 1203}
     text = run_cli("test", "matrix", "--demo", "--seconds", "0.5", "--no-references").stdout
     assert "node-b:enp194s0np0 link_xoff_tx.nic 5120 -> 6323 (+1203, pause)" in text
+
+
+def test_a_counter_that_went_backwards_is_a_reset_never_a_pass() -> None:
+    """A NIC reset or driver reload mid-test: rx_discards_phy 1000 -> 7 is "growth unknown (at
+    least 7 since the reset)" and a WARN naming it, never "no error grew" or "+-993"."""
+    before = {"node0": counters("fab0", "ethtool -S", rx_discards_phy=1000, tx_pause=5)}
+    after = {"node0": counters("fab0", "ethtool -S", rx_discards_phy=7, tx_pause=9)}
+    judged = counters_measurement(before, after, [rdma_latency()], PAIR)
+    assert judged.status is Status.WARN and judged.role == "verdict"
+    assert "node0:fab0 rx_discards_phy reset during the test: growth unknown (at least 7 since " \
+        "the reset)" in judged.summary
+    assert "no retransmit or sequence error grew" not in judged.summary and "+-" not in judged.summary
+    (row,) = [r for r in judged.detail["counters"] if r["counter"] == "rx_discards_phy"]
+    assert row["reset"] is True and row["delta"] == 7
+    unjudged = counters_measurement(before, after, [rdma_latency(Status.FAIL)], PAIR)
+    assert unjudged.status is Status.WARN  # even with no passing test to judge
+    lossy = {"node0": counters("fab0", "ethtool -S", rx_discards_phy=1005, tx_pause=5)}
+    assert counters_measurement(before, lossy, [rdma_latency()], PAIR).status is Status.WARN
+
+
+def test_ethtool_values_are_unsigned_64_bit_and_anything_else_is_dropped_with_a_note() -> None:
+    from strixwizard.facts.counters import U64_MAX, fabric_counters, parse_ethtool_stats
+    from strixwizard.probe import CmdResult
+
+    text = (f"NIC statistics:\n     rx_packets: {U64_MAX}\n     rx_discards_phy: {'9' * 400}\n"
+            "     tx_errors: -3\n     tx_packets: 12\n")
+    parsed = parse_ethtool_stats(text)
+    assert parsed == {"rx_packets": U64_MAX, "tx_packets": 12}
+    assert parsed.dropped == ("rx_discards_phy", "tx_errors")
+
+    class OneCommand:
+        host = "node0"
+
+        def read(self, path: str) -> str | None:
+            return None
+
+        def listdir(self, path: str) -> list[str]:
+            return []
+
+        def readlink(self, path: str) -> str | None:
+            return None
+
+        def run(self, argv: Sequence[str]) -> CmdResult:
+            return CmdResult(tuple(argv), 0, text, "")
+
+    found = fabric_counters(OneCommand(), ["fab0"], [])
+    assert found.sets[0].values == {"rx_packets": U64_MAX, "tx_packets": 12}
+    assert found.notes == ("fab0: dropped rx_discards_phy, tx_errors: not an unsigned 64-bit "
+                           "value",)
+
+
+def test_prometheus_numbers_never_overflow() -> None:
+    from strixwizard.cli.prometheus import _number, counter_deltas
+
+    assert _number(10 ** 400) is None and _number(float("inf")) is None and _number(7) == 7.0
+    rows = list(counter_deltas([{"host": "n", "device": "d", "counter": "c", "delta": 10 ** 400},
+                                {"host": "n", "device": "d", "counter": "e", "delta": 3}]))
+    assert rows == [("n", "d", "e", "", 3.0)]

@@ -455,3 +455,16 @@ def test_a_closed_port_reads_connection_refused_not_errno_none(tmp_path: Path) -
     with pytest.raises(ConnectFailed) as raised:
         open_client(target)
     assert str(raised.value) == f"cannot connect to 127.0.0.1:{port}: connection refused"
+
+
+@pytest.mark.parametrize("stderr", ["not installed: ray",
+                                    "/root/etc/ray-start.sh: 19: exec: ray: not found",
+                                    "bash: line 1: ray: command not found"])
+def test_exit_127_of_a_launcher_script_names_the_program_it_execs_not_sh(stderr: str) -> None:
+    """`sh DIR/ray-start.sh ENV TEMP ray start …`: a script file, whose `exec "$@"` found no
+    `ray`; the shell (or the launcher) says which program on stderr."""
+    from strixwizard.fixing.runner import command_error
+
+    argv = ("sh", "/root/etc/ray-start.sh", "/root/etc/rccl.env", "/tmp/ray", "ray", "start")
+    assert command_error(argv, {"rc": 127, "stderr": stderr}) == \
+        "`ray` is not installed on the node"

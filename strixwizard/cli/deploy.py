@@ -317,14 +317,13 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
                       plan=plan.to_json(), apply=report.to_json(),
                       smoke=smoke.to_json() if smoke else None))
     else:
-        render_apply(report, sys.stdout)
-        if report.nodes and report.status not in ("aborted", "nothing-to-do"):
-            import shlex
+        import shlex
 
-            from strixwizard.cli.nextstep import journal_options
+        from strixwizard.cli.nextstep import journal_options
 
-            print("Undo this deploy with: " + shlex.join(["strixwizard", "deploy", *journal_options(args),
-                                                         "--rollback", report.run_id]))
+        render_apply(report, sys.stdout, shlex.join(["strixwizard", "deploy",
+                                                     *journal_options(args), "--rollback"]),
+                     "deploy")
         if smoke is not None:
             render_smoke(smoke, sys.stdout)
     return exit_code(deployed.ok)
@@ -339,13 +338,20 @@ def _rollback(args: argparse.Namespace, on_step: Any) -> int:
     from strixwizard.services.output import emit, envelope, exit_code
 
     options = _options(args)
-    journals = load_run(options.store(), None if args.rollback == "latest" else args.rollback)
-    report = deploy.rollback(journals[0].run_id, terminal_confirm(args.yes), options, on_step)
+    run_id = None if args.rollback == "latest" else args.rollback
+    journals = load_run(options.store(), run_id)
+    report = deploy.rollback(run_id, terminal_confirm(args.yes), options, on_step)
     if args.json:
         emit(envelope(journals[0].site, mode="rollback",
                       status="rolled-back" if report.ok else "failed", rollback=report.to_json()))
     else:
+        import shlex
+
+        from strixwizard.cli.nextstep import journal_options
         from strixwizard.fixing.render import render_rollback
 
-        render_rollback(report, sys.stdout)
+        render_rollback(report, sys.stdout, shlex.join(["strixwizard", "deploy",
+                                                        *journal_options(args), "--rollback"]))
+    if report.signal is not None:
+        return 128 + report.signal
     return exit_code(report.ok)

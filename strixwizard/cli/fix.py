@@ -7,6 +7,8 @@ anything through the prompt (or `--yes`) given here.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import shlex
 import sys
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ from strixwizard.cli.nextstep import command, journal_options
 from strixwizard.cli.options import step_printer, terminal_confirm
 from strixwizard.errors import UsageError
 from strixwizard.fixing.model import SitePlan
+from strixwizard.node.signals import exit_status
 from strixwizard.services import fix as fixing
 from strixwizard.services.output import EXIT_OK, emit, envelope, exit_code
 
@@ -139,16 +142,35 @@ def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], planned: SiteP
         render_plan(planned, sys.stdout, dry_run, apply_command=None)
     applied = fixing.apply(site, nodes, planned, terminal_confirm(args.yes), _options(args), on_step)
     report = applied.report
+    text = io.StringIO()
+    render_apply(report, text, shlex.join(["strixwizard", "fix", *journal_options(args),
+                                           "--rollback"]))
+    keep_output(_options(args).store(), report.run_id, text.getvalue(), report.status)
     if args.json:
         emit(envelope(site.name, mode="apply", dry_run=report.dry_run, **_plan_json(planned),
                       apply=report.to_json()))
     else:
-        render_apply(report, sys.stdout, shlex.join(["strixwizard", "fix", *journal_options(args),
-                                                     "--rollback"]))
+        sys.stdout.write(text.getvalue())
         if applied.dry_run_copies is not None:
             print(f"The changed snapshot copies are in {applied.dry_run_copies}: "
                   f"strixwizard doctor --snapshot {applied.dry_run_copies}/NODE")
+    if report.signal is not None:
+        return exit_status(report.signal)
     return exit_code(report.ok)
+
+
+def keep_output(store: Any, run_id: str, text: str, status: str) -> None:
+    """A run that did not end as planned (cancelled, stopped, interrupted) also leaves what it
+    printed beside its journal (RUN/output.txt): after a SIGHUP nobody may be reading the
+    terminal. Best effort: the head may be the thing that is full."""
+    if status not in ("cancelled", "stopped", "interrupted"):
+        return
+    from strixwizard.fixing.journal import write_durably
+
+    with contextlib.suppress(OSError, ValueError):
+        path = store.path(run_id, "output")
+        if path.parent.is_dir():
+            write_durably(path.with_suffix(".txt"), text)
 
 
 def _rollback(args: argparse.Namespace, on_step: Any) -> int:
@@ -156,10 +178,13 @@ def _rollback(args: argparse.Namespace, on_step: Any) -> int:
 
     run_id = None if args.rollback == "latest" else args.rollback
     journals = fixing.load_run(_options(args).store(), run_id)
-    report = fixing.rollback(journals[0].run_id, terminal_confirm(args.yes), _options(args), on_step)
+    report = fixing.rollback(run_id, terminal_confirm(args.yes), _options(args), on_step)
     if args.json:
         emit(envelope(journals[0].site, mode="rollback", dry_run=all(j.dry_run for j in journals),
                       rollback=report.to_json()))
     else:
-        render_rollback(report, sys.stdout)
+        render_rollback(report, sys.stdout, shlex.join(["strixwizard", "fix",
+                                                        *journal_options(args), "--rollback"]))
+    if report.signal is not None:
+        return exit_status(report.signal)
     return exit_code(report.ok)

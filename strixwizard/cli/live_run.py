@@ -21,6 +21,7 @@ from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
+from strixwizard.node import signals
 from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
@@ -139,10 +140,22 @@ def run_command(args: argparse.Namespace) -> int:
             label = " (demo: TCP on loopback, RDMA replayed from recordings)" if args.demo else ""
             print(f"strixwizard test {args.kind} on {site.name}{label}", file=out, flush=True)
         began = time.monotonic()
-        for result in stream:
-            report.results.append(result)
-            if not args.json:
-                print_result(result, out)
+        with signals.deferred():  # a signal ends the run after the result in flight
+            for result in stream:
+                report.results.append(result)
+                if not args.json:
+                    print_result(result, out)
+                if (signum := signals.requested()) is not None:
+                    break
+            if (signum := signals.requested()) is not None:
+                cancel.cancel()  # every program the run started is stopped
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+                report.signal = signum
+                report.error = (f"cancelled by {signals.name(signum)} after {len(report.results)} "
+                                "result(s): the programs the run started were stopped; run it "
+                                "again for a verdict")
     except UsageError as error:
         report.error = str(error)
         print(f"strixwizard: error: {error}", file=sys.stderr)
@@ -155,18 +168,22 @@ def run_command(args: argparse.Namespace) -> int:
         report.matrix = matrix_json(chosen, report.results, timing.rounds, timing.round_seconds)
     if decode is not None:
         report.decode = decode.document(report.results)
-    if not args.no_history and not args.demo and decode is None:
+    if not args.no_history and not args.demo and decode is None and report.signal is None:
         _history(args, report, started_at)
+    if getattr(args, "prometheus", None) is not None:  # before the verdict: it stays true
+        from strixwizard.cli.prometheus import export_problem, write_test_metrics
+
+        document = report.to_json()
+        report.export_error = export_problem(
+            args.prometheus, lambda: write_test_metrics(args.prometheus, document))
+        if report.export_error:
+            print(f"strixwizard: error: {report.export_error}", file=sys.stderr)
     if args.json:
         json.dump(report.to_json(), out, indent=2)
         out.write("\n")
     else:
         argv = getattr(args, "argv", None)
         print_summary(report, out, same_command(argv, add=("--transport", "tcp")) if argv else None)
-    if getattr(args, "prometheus", None) is not None:
-        from strixwizard.cli.prometheus import write_test_metrics
-
-        write_test_metrics(args.prometheus, report.to_json())
     return report.exit_code
 
 

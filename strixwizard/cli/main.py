@@ -7,6 +7,8 @@ and never loads Textual or paramiko.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
 import shlex
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from strixwizard import __version__
 from strixwizard.cli.options import add_site_options, add_soft_rdma_option, node_printer
-from strixwizard.errors import UsageError
+from strixwizard.errors import UsageError, os_error_line
 from strixwizard.services.common import node_progress
 from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
 
@@ -205,6 +207,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     report = discover(request, on_node, selected, plan=False).report
     report.allow_unreachable = args.allow_unreachable
     code = report.exit_code(strict=args.strict)
+    export_failed = None
+    if args.prometheus is not None:  # before the verdict is shown: what it says stays true
+        from strixwizard.cli.prometheus import export_problem, write_doctor_metrics
+
+        document = report.to_json()
+        export_failed = export_problem(args.prometheus, lambda: write_doctor_metrics(
+            args.prometheus, document, code))
     if args.json:
         emit(report.to_json())
     else:
@@ -215,10 +224,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                site_options=None if args.snapshot else site_options(args))
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
-    if args.prometheus is not None:
-        from strixwizard.cli.prometheus import write_doctor_metrics
-
-        write_doctor_metrics(args.prometheus, report.to_json(), code)
+    if export_failed is not None:
+        print(f"strixwizard: error: {export_failed} (exit {EXIT_NO_VERDICT})", file=sys.stderr)
+        return EXIT_NO_VERDICT
     return code
 
 
@@ -382,33 +390,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         return _wizard(parser, args)
     from strixwizard.cli.terminal import visible_output
+    from strixwizard.node import signals
 
-    with visible_output(stdout=not as_json):  # no control character reaches the terminal raw
+    # no control character reaches the terminal raw; SIGINT, SIGTERM, SIGHUP: a change stops at
+    # a step boundary
+    with visible_output(stdout=not as_json), signals.installed():
         return _run(handlers[args.command], args, as_json)
 
 
-def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, as_json: bool) -> int:
+def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace,
+         as_json: bool) -> int:
+    from strixwizard.node import signals
+
     try:
-        return handler(args)
+        code = handler(args)
+        if (signum := signals.requested()) is not None:  # a run that ended as cancelled
+            return signals.exit_status(signum)
+        return code
     except UsageError as error:
         if as_json:
             emit(_error_document(str(error)))
         print(f"strixwizard: error: {error}", file=sys.stderr)
         return EXIT_NO_VERDICT
+    except signals.Interrupted as interrupted:
+        with contextlib.suppress(OSError):
+            print(f"strixwizard: interrupted ({interrupted.why})", file=sys.stderr)
+        return signals.exit_status(interrupted.signum)
     except KeyboardInterrupt:
-        print("strixwizard: interrupted", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            print("strixwizard: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_NO_VERDICT
     except OSError as error:
-        if error.filename is None:
+        if error.errno is None:
             return _internal_error(error, as_json)
+        if error.filename is None and error.errno in (errno.EIO, errno.EPIPE) \
+                and signals.requested() is not None:
+            return signals.exit_status(signals.requested() or 0)  # the terminal is gone
         # A file or folder of this machine that cannot be made or written: the environment,
-        # not a bug. One line, naming the path and the option it came from.
-        message = f"{error.filename}: {error.strerror or error}{_path_origin(args, error.filename)}"
+        # not a bug. One line, naming the path (when the error knows it) and the errno.
+        origin = _path_origin(args, error.filename) if error.filename is not None else ""
+        message = os_error_line(error) + origin
         if as_json:
             emit(_error_document(message))
-        print(f"strixwizard: error: {message}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            print(f"strixwizard: error: {message}", file=sys.stderr)
         return EXIT_NO_VERDICT
     except Exception as error:  # no verdict, but never a bare traceback
         return _internal_error(error, as_json)

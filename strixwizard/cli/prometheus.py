@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,9 +59,14 @@ def _timestamp(text: object) -> float | None:
 
 
 def _number(value: object) -> float | None:
+    """A finite number as a float, else None: never OverflowError (a 400-digit int)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _registry(command: str) -> CollectorRegistry:
@@ -214,8 +219,26 @@ def write_metrics(path: Path, registry: CollectorRegistry) -> None:
     Raises OSError naming the path when the folder cannot be written."""
     from prometheus_client import write_to_textfile
 
-    write_to_textfile(str(path), registry)
-    path.chmod(0o644)  # node_exporter runs as its own user
+    try:
+        # prometheus_client writes FILE.PID.TID beside FILE, renames it over FILE, and removes
+        # it when anything fails: FILE is the old file or the new one, never half of one
+        write_to_textfile(str(path), registry)
+        path.chmod(0o644)  # node_exporter runs as its own user
+    except OSError as error:
+        if error.filename is None or str(error.filename).startswith(f"{path}."):
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
+
+
+def export_problem(path: Path, write: Callable[[], None]) -> str | None:
+    """Run `write`; the one line that says why FILE could not be written, or None."""
+    from strixwizard.errors import os_error_line
+
+    try:
+        write()
+    except OSError as error:
+        return f"--prometheus {path} not written: {os_error_line(error)}"
+    return None
 
 
 def write_doctor_metrics(path: Path, document: dict[str, Any], exit_code: int | None = None) -> None:

@@ -30,7 +30,7 @@ from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
 from strixwizard.fixing.model import Kind, Read, Step
 from strixwizard.fixing.readers import ReadError
-from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
+from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
 from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
@@ -76,7 +76,52 @@ def selected(nodes: Sequence[Node], names: Sequence[str]) -> list[Node]:
     return [n for n in nodes if n.report.name in names]
 
 
-def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
+#: `sh -c WHO PIDFILE`: "PID 1234, running since 2026-12-01T22:10:05Z" of a launcher's pid
+#: file (its start time is in clock ticks since boot: /proc/stat's btime turns it into a date).
+WHO = r"""pid=$(head -n 1 "$0" 2>/dev/null); t=$(sed -n 3p "$0" 2>/dev/null)
+case $pid in ''|*[!0-9]*) exit 0 ;; esac
+since=""
+if [ -n "$t" ]; then
+  boot=$(sed -n 's/^btime //p' /proc/stat); hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+  since=$(date -u -d "@$((boot + t / hz))" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+fi
+echo "PID $pid${since:+, running since $since}"
+"""
+
+
+def _started_by(store: JournalStore | None, node: str, target: str) -> str:
+    """Which run's journal says it started `target` on `node` (and it was not rolled back)."""
+    if store is None:
+        return "no journal of this head was asked"
+    for run_id in reversed(store.runs()):
+        with contextlib.suppress(FileNotFoundError, ValueError, KeyError, TypeError, OSError):
+            for journal in store.load_run(run_id):
+                if journal.node != node:
+                    continue
+                for record in journal.steps:
+                    if record.step.target == target and record.status in (
+                            "applied", "applying", "unknown", "undo-failed"):
+                        how = "an unfinished run" if journal.unfinished else "run"
+                        return f"started by {how} {run_id} (its journal)"
+    return "started by no run in this head's journals"
+
+
+def _running_note(runner: Runner, node: str, step: Step, store: JournalStore | None) -> str:
+    """A program found already running: named (pid, start time, who started it), counted as
+    converged but never as this run's."""
+    who = ""
+    argv = step.read.argv
+    if len(argv) == 4 and argv[:2] == ("sh", "-c") and isinstance(runner, OpsRunner):
+        with contextlib.suppress(Unreachable, StepFailed, ValueError):
+            rc, out, _ = run(runner, ("sh", "-c", WHO, argv[3]))
+            who = out.strip() if rc == 0 else ""
+    known = ", ".join(filter(None, [who, _started_by(store, node, step.target)]))
+    return (f"{node}: {step.target} is already running ({known}): this run neither starts nor "
+            "counts it as its own; the rollback of the run that started it stops it")
+
+
+def observe(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore | None = None
+            ) -> DeployPlan:
     """Fill every step's `before` with what its node holds now and drop converged steps.
 
     Refuses when a Ray that strixwizard did not start runs on a node (it is left alone; a
@@ -104,6 +149,11 @@ def observe(plan: DeployPlan, runners: dict[str, Runner]) -> DeployPlan:
                 f"{node}: {state}. The deploy leaves it alone and does not start a second Ray "
                 f"there; stop that Ray yourself (`ray stop` on {node} ends every Ray there) or "
                 "deploy on other nodes")
+    for p in plan.site_plan.plans:
+        for step in p.steps:
+            if step.kind is Kind.COMMAND and step.after == "running" and \
+                    observed.get((p.node, step.target)) == "running" and p.node in runners:
+                plan.notes.append(_running_note(runners[p.node], p.node, step, store))
     site_plan = with_observed(plan.site_plan, observed)
     for node in site_plan.nodes:
         plans = site_plan.for_node(node)

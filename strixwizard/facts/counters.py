@@ -86,28 +86,55 @@ def counter_kind(name: str) -> str:
     return next((kind for pattern, kind in _PATTERNS if pattern.match(name)), "other")
 
 
-def parse_ethtool_stats(text: str) -> dict[str, int]:
+#: The kernel's counters are unsigned 64-bit (`u64` in `struct ethtool_stats`, sysfs).
+U64_MAX = 2**64 - 1
+
+
+class EthtoolStats(dict[str, int]):
+    """Counter name → value, and the names whose value was not an unsigned 64-bit number
+    (dropped: a value no kernel prints is no measurement)."""
+
+    dropped: tuple[str, ...] = ()
+
+
+def _u64(digits: str) -> int | None:
+    if len(digits.lstrip("-")) > 20:  # longer than 2**64 ever is: never converted
+        return None
+    value = int(digits)
+    return value if 0 <= value <= U64_MAX else None
+
+
+def parse_ethtool_stats(text: str) -> EthtoolStats:
     """`ethtool -S IF`: counter name → value, in the order printed. Lines that are not
-    `name: number` (the header, `grep` context) are skipped; no counter at all is an error."""
-    values: dict[str, int] = {}
+    `name: number` (the header, `grep` context) are skipped; a value that is not an unsigned
+    64-bit number is dropped and named in `dropped`; no counter line at all is an error."""
+    values = EthtoolStats()
+    dropped: list[str] = []
+    matched = False
     for line in text.splitlines():
         match = _STAT_LINE.match(line)
         if match:
-            values.setdefault(match.group("name"), int(match.group("value")))
-    if not values:
+            matched = True
+            value = _u64(match.group("value"))
+            if value is None:
+                dropped.append(match.group("name"))
+            else:
+                values.setdefault(match.group("name"), value)
+    if not matched:
         raise ValueError("no `name: value` counter line")
+    values.dropped = tuple(dict.fromkeys(dropped))
     return values
 
 
 def parse_counter(text: str) -> int:
-    """One sysfs counter file: a decimal number."""
+    """One sysfs counter file: a decimal number, unsigned 64-bit."""
     value = text.strip()
-    if not re.fullmatch(r"\d+", value):
+    if not re.fullmatch(r"\d+", value) or _u64(value) is None:
         raise ValueError(f"not a counter value: {value[:40]!r}")
     return int(value)
 
 
-STATISTICS: Output[dict[str, int]] = command_output(
+STATISTICS: Output[EthtoolStats] = command_output(
     "ethtool.statistics", ("ethtool", "-S", "{netdev}"), parse_ethtool_stats)
 HW_COUNTER: Output[int] = file_output(
     "rdma.hw_counter", IB + "/{rdmadev}/ports/{port}/hw_counters/{counter}", parse_counter)
@@ -157,7 +184,10 @@ def netdev_counters(probe: Probe, netdev: str) -> tuple[CounterSet | None, str]:
     reading = run_output(probe, STATISTICS, netdev=netdev)
     if reading.value is None:
         return None, reading.note
-    return CounterSet(netdev, "ethtool -S", reading.value), ""
+    dropped = getattr(reading.value, "dropped", ())
+    note = (f"{netdev}: dropped {', '.join(dropped[:5])}{' …' if len(dropped) > 5 else ''}: "
+            "not an unsigned 64-bit value" if dropped else "")
+    return CounterSet(netdev, "ethtool -S", dict(reading.value)), note
 
 
 def port_counters(probe: Probe, device: str, port: int) -> tuple[CounterSet, ...]:
@@ -179,7 +209,7 @@ def fabric_counters(probe: Probe, netdevs: Sequence[str], ports: Sequence[tuple[
         found, note = netdev_counters(probe, netdev)
         if found is not None:
             sets.append(found)
-        else:
+        if note:
             notes.append(note)
     for device, port in dict.fromkeys(ports):
         found_ports = port_counters(probe, device, port)

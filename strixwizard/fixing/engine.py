@@ -14,6 +14,14 @@
    did not complete, so a link never keeps mismatched ends;
 5. re-probe and re-run the checks that name each applied fix: a fix that did
    not cure is reported as such.
+
+Faults of the head itself end the same way as a failed step: an OSError saving the head's
+journal (disk full, read-only, I/O error) stops the run before the next step runs — a step
+never runs without its "applying" on the head — the node in progress is rolled back, the
+nodes not reached yet are left unchanged, and (4) runs; the node's own journal and memory
+carry the record meanwhile. A signal (`node/signals.py`) lets the step in flight finish and
+ends the run as cancelled the same way; a second signal stops at once, and the report still
+says where each node stands.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from strixwizard.errors import os_error_line
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.journal import (
     JournalStatus,
@@ -32,11 +41,12 @@ from strixwizard.fixing.journal import (
     StepStatus,
     new_run_id,
 )
-from strixwizard.fixing.lock import site_lock
+from strixwizard.fixing.lock import UnfinishedRun, site_lock
 from strixwizard.fixing.model import Kind, SitePlan
 from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
 from strixwizard.model import Status
+from strixwizard.node import signals
 from strixwizard.site import Site
 
 if TYPE_CHECKING:
@@ -50,7 +60,8 @@ NodeStatus = JournalStatus | Literal["nothing-to-do", "unreachable"]
 #: Whether an applied fix cured what its checks found.
 VerdictStatus = Literal["cured", "not-cured", "pending-reboot", "not-verified"]
 #: A run as a whole.
-RunStatus = Literal["applied", "failed", "aborted", "nothing-to-do", "partial"]
+RunStatus = Literal["applied", "failed", "aborted", "nothing-to-do", "partial", "stopped", "cancelled",
+                    "interrupted"]
 
 
 @dataclass
@@ -88,11 +99,17 @@ class ApplyReport:
     message: str = ""
     nodes: list[NodeOutcome] = field(default_factory=list)
     verification: list[Verdict] = field(default_factory=list)
+    #: the signal that cancelled (or, a second one, interrupted) the run
+    signal: int | None = None
+    #: files of the head that could not be written, one line each (path and errno)
+    journal_problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "dry_run": self.dry_run, "status": self.status,
                 "message": self.message, "nodes": [n.to_json() for n in self.nodes],
-                "verification": [v.to_json() for v in self.verification]}
+                "verification": [v.to_json() for v in self.verification],
+                "signal": signals.name(self.signal) if self.signal else None,
+                "journal_problems": self.journal_problems}
 
     @property
     def ok(self) -> bool:
@@ -101,7 +118,42 @@ class ApplyReport:
 
 
 class _Abort(Exception):
-    pass
+    def __init__(self, message: str, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem  # a head file that could not be written
+
+
+class HeadWriteFailed(Exception):
+    """A file of the head (its journal) could not be written; the message names the path and
+    the errno."""
+
+
+def _save_head(journal: NodeJournal, store: JournalStore) -> None:
+    try:
+        store.save(journal)
+    except OSError as error:
+        raise HeadWriteFailed(os_error_line(error, store.path(journal.run_id, journal.node))
+                              ) from None
+
+
+def refuse_unfinished(store: JournalStore, nodes: Sequence[str], command: str) -> None:
+    """`UnfinishedRun` when an earlier run on any of `nodes` is unfinished in its journal
+    (killed, interrupted, a node lost): a new run would start from values half-changed, and
+    would take a program that run started for its own."""
+    earlier = store.unfinished(set(nodes))
+    if not earlier:
+        return
+    tool = command.split()[0]
+    run_id, journals = list(earlier.items())[-1]
+    where = "; ".join(f"{j.node}: {j.status}"
+                      + (f" during {r[0].step.summary!r}" if (r := [s for s in j.steps if s.status
+                                                                   in ("applying", "unknown")])
+                         else "") for j in journals)
+    more = f" (and {len(earlier) - 1} earlier unfinished run(s))" if len(earlier) > 1 else ""
+    raise UnfinishedRun(
+        f"an earlier run, {run_id}, did not finish ({where}){more}; nothing was changed. Finish "
+        f"it first: `strixwizard {tool} --rollback {run_id}` (or `strixwizard {tool} "
+        "--rollback`, which finishes every unfinished run), then apply again")
 
 
 def _runnable(step_kind: Kind, reboot: bool, with_reboot: bool) -> bool:
@@ -133,6 +185,9 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
         journals[node] = NodeJournal(run_id, node, plan.site, runner.where, descriptors.get(node, {}),
                                      runner.dry_run, plans, records)
     report = ApplyReport(run_id, dry_run, "nothing-to-do")
+    every = sorted({*plan.nodes, *(spec.name for spec in site.nodes)})
+    if not dry_run:  # a node "converged" by a run that never finished is not converged
+        refuse_unfinished(store, every, command)
     if not any(r.status == "pending" for j in journals.values() for r in j.steps):
         report.message = "nothing to apply: every selected fix is converged"
         for journal in journals.values():
@@ -140,8 +195,10 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
                                             "unchanged", steps=journal.steps))
         return report
     if dry_run:
-        return _apply_journals(report, journals, runners, store, say, verify_with)
-    with site_lock(store.root, plan.site, command, break_lock) as holder:
+        with signals.deferred():
+            return _apply_journals(report, journals, runners, store, say, verify_with)
+    with site_lock(store.root, plan.site, command, break_lock) as holder, signals.deferred():
+        refuse_unfinished(store, every, command)  # again, under the lock
         locked: list[Runner] = []
         try:
             for node in journals:
@@ -151,6 +208,9 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
             return _apply_journals(report, journals, runners, store, say, verify_with)
         finally:
             for runner in locked:
+                if report.status == "interrupted":  # its channel may be mid-request
+                    runner.close()  # the node's lock goes with its session
+                    continue
                 with contextlib.suppress(Unreachable, StepFailed):
                     runner.unlock()
 
@@ -162,18 +222,41 @@ def _apply_journals(report: ApplyReport, journals: dict[str, NodeJournal],
     run_id = report.run_id
     try:
         _drift_check(journals, runners, say)
+        if (signum := signals.requested()) is not None:
+            raise _Abort(f"cancelled by {signals.name(signum)} before the first step")
         _write_journals(journals, runners, store)
-    except _Abort as abort:
+    except (_Abort, signals.Interrupted) as abort:
         report.status = "aborted"
+        if isinstance(abort, signals.Interrupted) or signals.requested() is not None:
+            report.signal = abort.signum if isinstance(abort, signals.Interrupted) \
+                else signals.requested()
+            report.status = "cancelled"
         report.message = f"{abort} — nothing was changed on any node"
+        if isinstance(abort, _Abort) and abort.problem:
+            report.journal_problems.append(abort.problem)
         for journal in journals.values():
+            was_saved = journal.status == "applying"
             journal.status, journal.state = "aborted", "unchanged"
+            if was_saved and not journal.dry_run:  # never left as "applying" on the head
+                _record(journal, runners[journal.node], store, report.journal_problems)
             report.nodes.append(NodeOutcome(journal.node, journal.where, "aborted", "unchanged",
                                             steps=journal.steps))
         return report
-    for node, journal in journals.items():
-        _run_node(journal, runners[node], store, say)
-    _keep_links_consistent(journals, runners, store, say)
+    stop: str | None = None
+    current: NodeJournal | None = None
+    try:
+        for node, journal in journals.items():
+            if stop is None and (signum := signals.requested()) is not None:
+                stop = f"cancelled by {signals.name(signum)}"
+            if stop is not None:
+                _not_started(journal, runners[node], store, stop, report)
+                continue
+            current = journal
+            stop = _run_node(journal, runners[node], store, say, report)
+        current = None
+        _keep_links_consistent(journals, runners, store, say, report)
+    except signals.Interrupted as interrupted:
+        return _interrupted(report, journals, store, current, interrupted)
     for journal in journals.values():
         report.nodes.append(NodeOutcome(
             journal.node, journal.where, journal.status, journal.state,
@@ -181,6 +264,16 @@ def _apply_journals(report: ApplyReport, journals: dict[str, NodeJournal],
     statuses = {j.status for j in journals.values()}
     report.status = "applied" if statuses == {"applied"} else (
         "failed" if "applied" not in statuses else "partial")
+    if (signum := signals.requested()) is not None:
+        report.status, report.signal = "cancelled", signum
+        report.message = (f"cancelled by {signals.name(signum)}: the step in flight finished, "
+                          "the steps after it did not run, and no link keeps mismatched ends")
+        return report  # no verification: the user asked to stop
+    if stop is not None:
+        report.status = "stopped"
+        report.message = (f"the run stopped: {stop}; the steps after it did not run, and no "
+                          "link keeps mismatched ends")
+        return report
     if verify_with is not None:
         changed: dict[str, NodeFacts] = {}
         for node, journal in journals.items():
@@ -190,6 +283,42 @@ def _apply_journals(report: ApplyReport, journals: dict[str, NodeJournal],
                 except Unreachable as error:
                     report.verification.append(Verdict("*", node, "not-verified", str(error)))
         report.verification += verify_with(changed)
+    return report
+
+
+def _not_started(journal: NodeJournal, runner: Runner, store: JournalStore, why: str,
+                 report: ApplyReport) -> None:
+    """A node the run did not reach: nothing of it changed."""
+    journal.status = "cancelled" if why.startswith("cancelled") else "not-started"
+    journal.state = f"unchanged: the run stopped before this node ({why})"
+    _record(journal, runner, store, report.journal_problems)
+
+
+def _interrupted(report: ApplyReport, journals: dict[str, NodeJournal], store: JournalStore,
+                 current: NodeJournal | None, interrupted: signals.Interrupted) -> ApplyReport:
+    """Stopped at once: no more node operations; what is known is saved on the head (when it
+    can be) and reported, with the command that finishes the job."""
+    report.status, report.signal = "interrupted", interrupted.signum
+    report.message = (f"stopped at once ({interrupted.why}): a link may be half-changed; "
+                      f"finish with `strixwizard fix --rollback {report.run_id}`")
+    for journal in journals.values():
+        in_flight = [r for r in journal.steps if r.status == "applying"]
+        applied = [r.step.summary for r in journal.steps if r.status == "applied"]
+        if journal is current or in_flight:
+            journal.status = "interrupted"
+            journal.state = (f"stopped at once during {in_flight[0].step.summary!r}: it may or may "
+                             "not have landed" if in_flight else "stopped at once") + \
+                f"; applied before it: {'; '.join(applied) or 'nothing'}"
+        elif journal.status in ("applying", "planned"):
+            journal.status = "cancelled"
+            journal.state = "unchanged: the run stopped before this node"
+        try:
+            _save_head(journal, store)
+        except HeadWriteFailed as error:
+            report.journal_problems.append(str(error))
+        report.nodes.append(NodeOutcome(
+            journal.node, journal.where, journal.status, journal.state,
+            str(store.path(report.run_id, journal.node)), journal.on_node, journal.steps))
     return report
 
 
@@ -220,27 +349,53 @@ def _write_journals(journals: dict[str, NodeJournal], runners: dict[str, Runner]
                     store: JournalStore) -> None:
     for node, journal in journals.items():
         journal.status = "applying"
-        store.save(journal)
         try:
+            _save_head(journal, store)
             journal.on_node = runners[node].save_journal(journal.run_id, journal.text())
+            _save_head(journal, store)
+        except HeadWriteFailed as error:
+            raise _Abort(f"the head's journal could not be written: {error}", str(error)
+                         ) from None
         except (Unreachable, StepFailed) as error:
             raise _Abort(f"{node}: the journal could not be written on the node: {error}") from None
-        store.save(journal)
 
 
 def _save(journal: NodeJournal, runner: Runner, store: JournalStore) -> None:
-    store.save(journal)
-    # the head's copy is the record; the node's copy is a convenience
+    """The head's copy first (it is the record: `HeadWriteFailed` stops the run), then the
+    node's, a convenience."""
+    _save_head(journal, store)
     with contextlib.suppress(Unreachable, StepFailed):
         runner.save_journal(journal.run_id, journal.text())
 
 
-def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Progress) -> None:
+def _record(journal: NodeJournal, runner: Runner | None, store: JournalStore,
+            problems: list[str] | None) -> None:
+    """Save the journal wherever it can go, after the run stopped: a head that cannot be
+    written is noted (once per file), and the node's copy carries the record."""
+    try:
+        _save_head(journal, store)
+    except HeadWriteFailed as error:
+        if problems is not None and str(error) not in problems:
+            problems.append(str(error))
+    if runner is not None:
+        with contextlib.suppress(Unreachable, StepFailed):
+            runner.save_journal(journal.run_id, journal.text())
+
+
+def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Progress,
+              report: ApplyReport) -> str | None:
+    """Run a node's steps; the reason the whole run must stop (a head that cannot keep its
+    journal, a signal), or None."""
     node = journal.node
     for record in journal.steps:
         if record.status != "pending":
             continue
         step = record.step
+        if (signum := signals.requested()) is not None:
+            why = f"cancelled by {signals.name(signum)}"
+            say(node, f"{why}: rolling back this node")
+            _stop_node(journal, runner, store, say, report, f"{why} before {step.summary!r}")
+            return why
         say(node, step.summary)
         try:
             if not step.before_known:
@@ -248,21 +403,32 @@ def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Pr
                 # shows its value once the step before it made the directory
                 record.observed_before = runner.read(step.read)
             record.status = "applying"  # intent first: a crash from here on may have applied it
-            _save(journal, runner, store)
+            try:
+                _save(journal, runner, store)
+            except HeadWriteFailed:
+                record.status = "pending"  # never run without its intent on the head
+                raise
             runner.apply(step)
             now = runner.read(step.read)
             if now != step.after:
                 raise StepFailed(f"{step.target} reads back {now!r} after setting {step.after!r}")
             record.status = "applied"
             _save(journal, runner, store)
+        except HeadWriteFailed as error:
+            why = f"the head's journal could not be saved: {error}"
+            report.journal_problems.append(str(error))
+            if record.status == "applied":
+                record.status = "failed"  # landed, but not recorded: undone with the others
+            record.error = why
+            say(node, f"{why}; rolling back")
+            _stop_node(journal, runner, store, say, report, f"step {step.summary!r}: {why}")
+            return why
         except (StepFailed, ReadError) as error:
             record.status, record.error = "failed", str(error)
             say(node, f"failed: {error}; rolling back")
-            _rollback_records(journal, runner, say)
-            journal.status = "rolled-back"
-            journal.state = _state_after_rollback(journal, f"step {step.summary!r} failed: {error}")
-            _save(journal, runner, store)
-            return
+            _stop_node(journal, runner, store, say, report,
+                       f"step {step.summary!r} failed: {error}")
+            return None
         except Unreachable as error:
             record.status, record.error = "unknown", str(error)
             journal.status = "interrupted"
@@ -270,11 +436,34 @@ def _run_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Pr
             journal.state = (f"unreachable during {step.summary!r} ({error}); applied before it: "
                              f"{'; '.join(done) or 'nothing'}; roll back later with `strixwizard fix "
                              f"--rollback {journal.run_id}`")
-            store.save(journal)
-            return
+            _record(journal, None, store, report.journal_problems)
+            return None
     journal.status = "applied"
     journal.state = "changed as planned"
-    _save(journal, runner, store)
+    try:
+        _save(journal, runner, store)
+    except HeadWriteFailed as error:
+        why = f"the head's journal could not be saved: {error}"
+        report.journal_problems.append(str(error))
+        for record in journal.steps:
+            if record.status == "applied":
+                record.status = "failed"
+        say(node, f"{why}; rolling back")
+        _stop_node(journal, runner, store, say, report, f"after its last step: {why}")
+        return why
+    return None
+
+
+def _stop_node(journal: NodeJournal, runner: Runner, store: JournalStore, say: Progress,
+               report: ApplyReport, why: str) -> None:
+    """Roll a node back from its journal in memory and save it wherever it can go."""
+    _rollback_records(journal, runner, say)
+    for record in journal.steps:
+        if record.status == "failed" and record.error and "head's journal" in record.error:
+            record.status = "rolled-back"  # the step itself worked: it is undone now
+    journal.status = "rolled-back"
+    journal.state = _state_after_rollback(journal, why)
+    _record(journal, runner, store, report.journal_problems)
 
 
 def _rollback_records(journal: NodeJournal, runner: Runner, say: Progress,
@@ -311,13 +500,18 @@ def _state_after_rollback(journal: NodeJournal, why: str) -> str:
 
 
 def _keep_links_consistent(journals: dict[str, NodeJournal], runners: dict[str, Runner],
-                           store: JournalStore, say: Progress) -> None:
+                           store: JournalStore, say: Progress, report: ApplyReport) -> None:
+    """Roll back, on every end that completed, the link plans that another end did not
+    complete — and, when the run was cancelled by a signal, every link plan of the run: a
+    cancelled run leaves its links as they were."""
     broken: dict[str, str] = {}
+    signum = signals.requested()
     for journal in journals.values():
-        if journal.status != "applied":
+        if journal.status != "applied" or signum is not None:
             for plan in journal.plans:
                 if plan.group:
-                    broken[plan.group] = journal.node
+                    broken.setdefault(plan.group, journal.node if journal.status != "applied"
+                                      else f"the run (cancelled by {signals.name(signum or 0)})")
     for journal in journals.values():
         if journal.status != "applied":
             continue
@@ -333,7 +527,7 @@ def _keep_links_consistent(journals: dict[str, NodeJournal], runners: dict[str, 
         journal.state = _state_after_rollback(
             journal, f"link changes rolled back because {', '.join(peers)} did not complete them"
         ) + ("" if len(plans) == len(journal.plans) else "; its other changes stay applied")
-        _save(journal, runner, store)
+        _record(journal, runner, store, report.journal_problems)
 
 
 # -- verification ------------------------------------------------------------
@@ -427,13 +621,22 @@ def _found(journal: NodeJournal, record: StepRecord, now: str | None, before: st
 class RollbackReport:
     run_id: str
     nodes: list[NodeOutcome] = field(default_factory=list)
+    #: the signal that cancelled the rollback (it stopped at a step boundary, links whole)
+    signal: int | None = None
+    interrupted: bool = False  # a second signal: stopped at once
+    journal_problems: list[str] = field(default_factory=list)
+    #: earlier unfinished runs this rollback finished too (`--rollback` without a run)
+    also_finished: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(n.status in ("rolled-back", "nothing-to-do") for n in self.nodes)
+        return self.signal is None and all(n.status in ("rolled-back", "nothing-to-do")
+                                           for n in self.nodes)
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "ok": self.ok, "nodes": [n.to_json() for n in self.nodes]}
+        return {"run_id": self.run_id, "ok": self.ok, "nodes": [n.to_json() for n in self.nodes],
+                "signal": signals.name(self.signal) if self.signal else None,
+                "interrupted": self.interrupted, "journal_problems": self.journal_problems}
 
 
 def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJournal], Runner],
@@ -444,11 +647,15 @@ def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJour
 
     A value that is no longer the one the run set (someone changed it since) is
     left alone and reported, never overwritten; a step the run was in the middle of
-    ("applying") is read again and restored to `before` when it differs."""
+    ("applying") is read again and restored to `before` when it differs. A signal stops
+    it at a step boundary once every link it began restoring has both ends restored; the
+    head's journal that cannot be written does not stop it (noted in `journal_problems`)."""
     say = progress or (lambda node, message: None)
     if not journals or all(j.dry_run for j in journals):
-        return _rollback(journals, runner_for, store, say, None, False)
-    with site_lock(store.root, journals[0].site, command, break_lock) as holder:
+        with signals.deferred():
+            return _rollback(journals, runner_for, store, say, None, False)
+    with site_lock(store.root, journals[0].site, command, break_lock) as holder, \
+            signals.deferred():
         return _rollback(journals, runner_for, store, say,
                          {**holder, "run_id": journals[0].run_id}, break_lock)
 
@@ -458,6 +665,7 @@ def _rollback(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJournal
               break_lock: bool) -> RollbackReport:
     report = RollbackReport(journals[0].run_id if journals else "")
     runners: dict[str, Runner | Unreachable] = {}
+    begun: set[str] = set()  # link groups this rollback started restoring
     try:
         for journal in journals:  # every node reached and locked before anything changes
             if not any(r.status in UNDONE_BY_ROLLBACK for r in journal.steps):
@@ -471,21 +679,45 @@ def _rollback(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJournal
             except Unreachable as error:
                 runners[journal.node] = error
         for journal in journals:
-            report.nodes.append(_rollback_node(journal, runners.get(journal.node), store, say))
+            report.nodes.append(_rollback_node(journal, runners.get(journal.node), store, say,
+                                               report, begun))
+    except signals.Interrupted as interrupted:
+        report.signal, report.interrupted = interrupted.signum, True
+        done = {n.node for n in report.nodes}
+        for journal in journals:
+            if journal.node in done:
+                continue
+            left = [r for r in journal.steps if r.status in UNDONE_BY_ROLLBACK]
+            journal.state = (f"rollback stopped at once ({interrupted.why}): {len(left)} value(s) "
+                             "not restored yet" if left else "nothing of this run is applied here")
+            _record(journal, None, store, report.journal_problems)
+            report.nodes.append(NodeOutcome(journal.node, journal.where,
+                                            "interrupted" if left else "nothing-to-do",
+                                            journal.state, str(store.path(journal.run_id,
+                                                                          journal.node)),
+                                            journal.on_node, journal.steps))
     finally:
         for reached in runners.values():
             if isinstance(reached, Runner):
-                with contextlib.suppress(Unreachable, StepFailed):
-                    reached.unlock()
+                if not report.interrupted:
+                    with contextlib.suppress(Unreachable, StepFailed):
+                        reached.unlock()
                 reached.close()
+    if report.signal is None and (signum := signals.requested()) is not None:
+        report.signal = signum
     return report
 
 
 def _rollback_node(journal: NodeJournal, runner: Runner | Unreachable | None,
-                   store: JournalStore, say: Progress) -> NodeOutcome:
+                   store: JournalStore, say: Progress, report: RollbackReport,
+                   begun: set[str]) -> NodeOutcome:
     todo = [r for r in journal.steps if r.status in UNDONE_BY_ROLLBACK]
     head_path = str(store.path(journal.run_id, journal.node))
     if not todo or runner is None:
+        if journal.unfinished and not todo:  # the run stopped before this node: now finished
+            journal.status = "rolled-back"
+            journal.state = "nothing of this run was applied here (it stopped before this node)"
+            _record(journal, None, store, report.journal_problems)
         return NodeOutcome(journal.node, journal.where, "nothing-to-do",
                            "nothing of this run is applied here", head_path, journal.on_node,
                            journal.steps)
@@ -493,9 +725,17 @@ def _rollback_node(journal: NodeJournal, runner: Runner | Unreachable | None,
         return NodeOutcome(journal.node, journal.where, "unreachable", str(runner), head_path)
     kept: list[str] = []
     found: list[str] = []
+    left: list[str] = []  # not restored: the rollback was cancelled first
     try:
         for record in reversed(todo):
             step = record.step
+            group = journal.plans[record.plan_index].group \
+                if record.plan_index < len(journal.plans) else None
+            if signals.requested() is not None and group not in begun:
+                left.append(step.summary)  # cancelled: only links already begun are finished
+                continue
+            if group:
+                begun.add(group)
             before = record.observed_before if record.observed_before is not None else step.before
             possibly = record.status in ("applying", "unknown")
             try:
@@ -520,12 +760,26 @@ def _rollback_node(journal: NodeJournal, runner: Runner | Unreachable | None,
     except Unreachable as error:
         journal.state = f"unreachable during rollback: {error}"
         journal.status = "interrupted"
-        store.save(journal)
+        _record(journal, None, store, None)
         return NodeOutcome(journal.node, journal.where, "unreachable", journal.state, head_path)
-    journal.status = "rolled-back" if not kept else "failed"
+    except signals.Interrupted as interrupted:
+        journal.status = "interrupted"
+        journal.state = (f"rollback stopped at once ({interrupted.why}); restored so far: "
+                         + "; ".join(r.step.summary for r in todo if r.status == "rolled-back"))
+        _record(journal, None, store, None)
+        report.nodes.append(NodeOutcome(journal.node, journal.where, "interrupted", journal.state,
+                                        head_path, journal.on_node, journal.steps))
+        raise
+    journal.status = "rolled-back" if not kept and not left else "failed"
+    signum = signals.requested()
     journal.state = "; ".join([
-        "every value of this run restored" if not kept else "not restored: " + "; ".join(kept),
+        "every value of this run restored" if not kept and not left else
+        "not restored: " + "; ".join(kept + [
+            f"{summary} (rollback cancelled by {signals.name(signum or 0)})" for summary in left]),
         *found])
-    _save(journal, runner, store)
+    if left:
+        journal.status = "cancelled"
+    _record(journal, runner, store, report.journal_problems)
     return NodeOutcome(journal.node, journal.where, journal.status, journal.state, head_path,
                        journal.on_node, journal.steps)
+

@@ -29,9 +29,10 @@ FORMAT = "strixwizard-journal/1"
 #: means "may or may not have landed".
 StepStatus = Literal["pending", "applying", "applied", "failed", "rolled-back", "undo-failed",
                      "unknown", "skipped"]
-#: A node's journal as a whole.
+#: A node's journal as a whole; "cancelled" (a signal stopped the run before or at this node)
+#: and "not-started" (the run stopped before it reached this node) leave the node unchanged.
 JournalStatus = Literal["planned", "applying", "applied", "failed", "rolled-back", "interrupted",
-                        "aborted"]
+                        "aborted", "cancelled", "not-started"]
 
 
 def default_journal_dir() -> Path:
@@ -91,6 +92,17 @@ class NodeJournal:
             "plans": [{k: v for k, v in p.to_json().items() if k != "steps"} for p in self.plans],
             "steps": [s.to_json() for s in self.steps],
         }
+
+    @property
+    def unfinished(self) -> bool:
+        """The run stopped before it ended (killed, a node unreachable, stopped at once) or its
+        rollback was cancelled: values of it may still be applied, or half-applied."""
+        if self.dry_run:
+            return False
+        if self.status in ("planned", "applying", "interrupted"):
+            return True
+        return self.status == "cancelled" and any(r.status in ("applied", "applying", "unknown")
+                                                  for r in self.steps)
 
     def text(self) -> str:
         self.updated_at = _now()
@@ -167,6 +179,23 @@ class JournalStore:
         if not self.root.is_dir():
             return []
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+    def unfinished(self, nodes: set[str] | None = None, but: str | None = None
+                   ) -> dict[str, list[NodeJournal]]:
+        """Runs (oldest first) with a journal that is `unfinished` on one of `nodes` (None:
+        any), other than the run `but`; a journal that cannot be read is skipped."""
+        found: dict[str, list[NodeJournal]] = {}
+        for run_id in self.runs():
+            if run_id == but:
+                continue
+            for path in sorted((self.root / run_id).glob("*.json")):
+                try:
+                    journal = NodeJournal.from_json(json.loads(path.read_text()))
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+                if journal.unfinished and (nodes is None or journal.node in nodes):
+                    found.setdefault(run_id, []).append(journal)
+        return found
 
     def load_run(self, run_id: str | None) -> list[NodeJournal]:
         runs = self.runs()

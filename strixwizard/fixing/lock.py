@@ -92,6 +92,11 @@ class LockHeld(UsageError):
         super().__init__(f"{what} is locked by {describe(holder)}: {advice}")
 
 
+class UnfinishedRun(UsageError):
+    """An earlier run on one of the nodes did not finish (its journal says so): a new run is
+    refused until that one is rolled back (`fixing/engine.py` `refuse_unfinished`)."""
+
+
 def may_break(holder: dict[str, Any]) -> bool:
     """--break-lock never takes a lock from a run that is still alive on this host."""
     return is_stale(holder) is not False

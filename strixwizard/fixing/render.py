@@ -19,7 +19,9 @@ VERDICT_WORDS = {"cured": "✓ cured", "not-cured": "✗ not cured", "pending-re
 #: A run's or node's status as words.
 STATUS_WORDS = {"applied": "applied", "rolled-back": "rolled back", "failed": "failed",
                 "aborted": "aborted", "nothing-to-do": "nothing to do", "unknown": "unknown",
-                "partial": "partly applied", "undo-failed": "undo failed"}
+                "partial": "partly applied", "undo-failed": "undo failed",
+                "cancelled": "cancelled", "stopped": "stopped", "interrupted": "interrupted",
+                "not-started": "not started"}
 
 
 def words(status: str) -> str:
@@ -94,7 +96,7 @@ def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False,
 
 
 def render_apply(report: ApplyReport, out: TextIO,
-                 rollback_command: str = "strixwizard fix --rollback") -> None:
+                 rollback_command: str = "strixwizard fix --rollback", what: str = "run") -> None:
     """The run's steps and verification; `rollback_command RUN` undoes it."""
     label = " (DRY RUN on snapshot copies: nothing on any machine changed)" if report.dry_run else ""
     out.write(f"\nRun {report.run_id}: {words(report.status)}{label}\n")
@@ -114,15 +116,39 @@ def render_apply(report: ApplyReport, out: TextIO,
         for verdict in report.verification:
             said = VERDICT_WORDS.get(verdict.status, words(verdict.status))
             out.write(f"  {said:<16} {verdict.fix} on {verdict.node}: {verdict.detail}\n")
+    if report.journal_problems:
+        out.write("\nThe head's journal could not be written (each node's own journal holds the "
+                  "run; free space on the head before the rollback below):\n")
+        out.writelines(f"  {problem}\n" for problem in report.journal_problems)
+    if report.status in ("stopped", "cancelled", "interrupted") and report.nodes:
+        out.write("\nState of each node:\n")
+        out.writelines(f"  {node.node}: {words(node.status)}: {node.state}\n"
+                       for node in report.nodes)
     if report.nodes and report.status not in ("aborted", "nothing-to-do"):
-        out.write(f"\nUndo this run with: {rollback_command} {report.run_id}\n")
+        out.write(f"\nUndo this {what} with: {rollback_command} {report.run_id}\n")
 
 
-def render_rollback(report: RollbackReport, out: TextIO) -> None:
+def render_rollback(report: RollbackReport, out: TextIO,
+                    rollback_command: str = "strixwizard fix --rollback") -> None:
     out.write(f"Rollback of run {report.run_id}: {'done' if report.ok else 'INCOMPLETE'}\n")
+    for run in report.also_finished:
+        out.write(f"  (also finished the unfinished run {run})\n")
     for node in report.nodes:
         out.write(f"\n{node.node} ({node.where}): {node.state}\n")
         for record in reversed(node.steps):
             error = f" — {record.error}" if record.error else ""
             out.write(f"  {MARK.get(record.status, ' ')} {words(record.status):<11} "
                       f"{record.step.summary}{error}\n")
+    if report.journal_problems:
+        out.write("\nThe head's journal could not be written (the values above are restored "
+                  "all the same):\n")
+        out.writelines(f"  {problem}\n" for problem in report.journal_problems)
+    if report.signal is not None:
+        from strixwizard.node.signals import name
+
+        how = "stopped at once" if report.interrupted else \
+            "cancelled at a step boundary (every link begun has both ends restored)"
+        out.write(f"\nRollback {how} by {name(report.signal)}.\n")
+        out.writelines(f"  {node.node}: {words(node.status)}: {node.state}\n"
+                       for node in report.nodes)
+        out.write(f"Finish it with: {rollback_command} {report.run_id}\n")

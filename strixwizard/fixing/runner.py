@@ -49,7 +49,7 @@ def first_line(text: str) -> str:
 
 def command_error(argv: tuple[str, ...] | list[str], answer: dict[str, Any]) -> str:
     if answer.get("rc") == 127:
-        return not_installed(argv)
+        return not_installed(argv, stderr=str(answer.get("stderr") or ""))
     reason = first_line(str(answer.get("stderr") or "")) or first_line(str(answer.get("stdout") or ""))
     return f"`{' '.join(argv)}` failed: {reason or 'exit status ' + str(answer.get('rc'))}"
 

@@ -108,8 +108,23 @@ class CounterDelta:
     after: int
 
     @property
+    def reset(self) -> bool:
+        """The counter went backwards (NIC reset, driver reload, wrap, NIC replaced): its
+        growth during the test is unknown."""
+        return self.after < self.before
+
+    @property
     def delta(self) -> int:
-        return self.after - self.before
+        """The growth; after a reset, the growth since the reset (a lower bound)."""
+        return self.after if self.reset else self.after - self.before
+
+    @property
+    def said(self) -> str:
+        """`+5`, or `reset during the test: growth unknown (at least 7 since the reset)`."""
+        if self.reset:
+            return (f"reset during the test: growth unknown (at least {self.after} since the "
+                    "reset)")
+        return f"+{self.delta}"
 
     @property
     def kind(self) -> str:
@@ -117,7 +132,8 @@ class CounterDelta:
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "device": self.device, "counter": self.counter,
-                "before": self.before, "after": self.after, "delta": self.delta, "kind": self.kind}
+                "before": self.before, "after": self.after, "delta": self.delta, "kind": self.kind,
+                **({"reset": True} if self.reset else {})}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> CounterDelta:
@@ -155,7 +171,10 @@ def deltas(host: str, before: FabricCounters, after: FabricCounters) -> list[Cou
 
 
 def _text(rows: Sequence[CounterDelta]) -> str:
-    return ", ".join(f"{r.host}:{r.device} {r.counter} +{r.delta}" for r in rows)
+    return ", ".join(f"{r.host}:{r.device} {r.counter} {r.said}" for r in rows)
+
+
+RESET = "a counter went backwards during the test: the loss it would show is unknown"
 
 
 def counters_measurement(before: Mapping[str, Sample], after: Mapping[str, Sample],
@@ -170,14 +189,21 @@ def counters_measurement(before: Mapping[str, Sample], after: Mapping[str, Sampl
             continue
         rows += deltas(host, first.counters, last.counters)
         notes += [f"{host}: {note}" for note in last.counters.notes]
-    grown = [r for r in rows if r.kind in LOSSY_KINDS and r.delta > 0]
+    grown = [r for r in rows if r.kind in LOSSY_KINDS and r.delta > 0 and not r.reset]
+    resets = [r for r in rows if r.reset]
     passed = [m for m in verdicts(results) if m.status is Status.PASS and m.kind != KIND]
     passing = [m for m in passed if m.transport == "rdma" or m.kind == "rccl"] or passed
-    changed = [r for r in rows if r.delta]
+    changed = [r for r in rows if r.delta or r.reset]
     detail: dict[str, Any] = {"counters": [r.to_json() for r in rows]}
     if notes:
         detail["notes"] = "; ".join(dict.fromkeys(notes))
     hosts = len({r.host for r in rows})
+    if resets:  # never "no error grew": what the counters would show is not known
+        lossy = f"; {LOSSY}: {_text(grown)}" if grown and passing else ""
+        return Measurement(KIND, "fabric", TOOL, pair, Status.WARN,
+                           f"{RESET}: {_text(resets[:6])}"
+                           + (f" (and {len(resets) - 6} more)" if len(resets) > 6 else "")
+                           + lossy, detail=detail)
     if grown and passing:
         tests = ", ".join(dict.fromkeys(f"{m.transport.upper()} {m.kind} {m.pair_label}"
                                         for m in passing))
@@ -198,9 +224,10 @@ def delta_lines(m: Measurement, limit: int = 12) -> list[str]:
     """The counters that changed, errors first: "node-b:enp194s0np0 link_xoff_tx.nic 5120 ->
     6323 (+1203, pause)"; then how many were read unchanged."""
     rows = [CounterDelta.from_json(r) for r in m.detail.get(KIND, [])]
-    changed = sorted((r for r in rows if r.delta), key=lambda r: (r.kind not in LOSSY_KINDS, r.host))
-    lines = [f"{r.host}:{r.device} {r.counter} {r.before} -> {r.after} ({r.delta:+d}, {r.kind})"
-             for r in changed[:limit]]
+    changed = sorted((r for r in rows if r.delta or r.reset),
+                     key=lambda r: (not r.reset, r.kind not in LOSSY_KINDS, r.host))
+    lines = [f"{r.host}:{r.device} {r.counter} {r.before} -> {r.after} "
+             f"({r.said if r.reset else f'{r.delta:+d}'}, {r.kind})" for r in changed[:limit]]
     if len(changed) > limit:
         lines.append(f"... and {len(changed) - limit} more changed")
     if rows:

@@ -87,11 +87,16 @@ def print_summary(report: TestReport, out: TextIO, tcp_only_command: str | None 
     for comparison in report.comparisons:
         print(f"  history: {comparison.summary}", file=out)
     why = report.error or no_verdict_reason(report.results)
-    if report.exit_code == 2 and why:
-        print(f"\nno verdict (exit 2): {why}", file=out)
+    if (report.exit_code == 2 or report.signal is not None) and why and not (
+            report.export_error and not report.error):
+        print(f"\nno verdict (exit {report.exit_code}): {why}", file=out)
         if not report.error and why == rdma_never_measured(report.results):
             print("  to judge the TCP baseline alone: "
                   + (tcp_only_command or "run again with --transport tcp"), file=out)
         return
     status = report.to_json()["status"]
+    if report.export_error:
+        print(f"\nverdict: {status}, but {report.export_error} (exit {report.exit_code})",
+              file=out)
+        return
     print(f"\nverdict: {status} (exit {report.exit_code})", file=out)

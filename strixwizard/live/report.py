@@ -87,10 +87,15 @@ class TestReport:
     error: str | None = None
     generated_at: str = field(
         default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+    #: the signal that cancelled the run (exit 128 + it), and an export that failed (exit 2)
+    signal: int | None = None
+    export_error: str | None = None
 
     @property
     def exit_code(self) -> int:
-        return EXIT_NO_VERDICT if self.error else exit_code(self.results)
+        if self.signal is not None:
+            return 128 + self.signal
+        return EXIT_NO_VERDICT if self.error or self.export_error else exit_code(self.results)
 
     def to_json(self) -> dict[str, Any]:
         t = self.thresholds
@@ -115,4 +120,6 @@ class TestReport:
             document["decode"] = self.decode
         if self.error:
             document["error"] = self.error
+        if self.export_error:
+            document["export_error"] = self.export_error
         return document

@@ -6,6 +6,7 @@ the argv is quoted (`shlex.quote`), so no argument is ever read as shell syntax.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 
@@ -43,5 +44,21 @@ def program_name(argv: Sequence[str]) -> str:
     return plain[0] if plain else str(argv[0])
 
 
-def not_installed(argv: Sequence[str], where: str = "the node") -> str:
-    return f"`{program_name(argv)}` is not installed on {where}"
+#: A POSIX shell's own words for a program it could not find (dash: `sh: 1: exec: ray: not
+#: found`, bash: `…: line 1: exec: ray: not found`, `…: ray: command not found`), and the
+#: deploy launchers' (`not installed: ray`, after `command -v`).
+_NOT_FOUND = re.compile(r":\s(?:exec:\s)?(?P<name>[^\s:]+): (?:command )?not found\s*$"
+                        r"|^not installed: (?P<named>\S+)\s*$")
+
+
+def missing_program(argv: Sequence[str], stderr: str = "") -> str:
+    """The program an exit status 127 means was missing: the one the shell named on stderr
+    (a launcher script that `exec`s its arguments), else `program_name(argv)`."""
+    for line in reversed(stderr.strip().splitlines()):
+        if (found := _NOT_FOUND.search(line.strip())) is not None:
+            return found.group("name") or found.group("named")
+    return program_name(argv)
+
+
+def not_installed(argv: Sequence[str], where: str = "the node", stderr: str = "") -> str:
+    return f"`{missing_program(argv, stderr)}` is not installed on {where}"

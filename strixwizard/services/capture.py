@@ -9,18 +9,20 @@ carries a `site` object (the site's name, the node's name in it, its management 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
 import os
 import tarfile
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from strixwizard import __version__
-from strixwizard.errors import UsageError
+from strixwizard.errors import UsageError, os_error_line
 from strixwizard.facts.spec import SPEC
 from strixwizard.onnode.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
@@ -41,10 +43,18 @@ def capture_local(out: Path, as_tar: bool, root: str = "/") -> Path:
     sink: Sink
     if as_tar:
         partial = out.with_name(out.name + ".partial")
-        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb"
-                       ) as stream:
-            collect(dict(SPEC), TarSink(stream), __version__, root=root)
-        os.replace(partial, out)
+        try:
+            with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb"
+                           ) as stream:
+                collect(dict(SPEC), TarSink(stream), __version__, root=root)
+            os.replace(partial, out)
+        except OSError as error:
+            if error.filename is None:
+                raise OSError(error.errno, error.strerror, str(out)) from error
+            raise
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)
     else:
         sink = DirSink(os.fspath(out))
         collect(dict(SPEC), sink, __version__, root=root)
@@ -81,10 +91,14 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
             outcome.failed[spec.name] = f"already a snapshot ({site.resolve(spec.snapshot)})"
             return
         if spec.is_local:
-            local = capture_local(out / f".{spec.name}.local.tar.gz", as_tar=True)
-            data = with_site_meta(local.read_bytes(), site_meta(site, spec))
-            local.unlink()
-            _write_private(path, data)
+            try:
+                local = capture_local(out / f".{spec.name}.local.tar.gz", as_tar=True)
+                data = with_site_meta(local.read_bytes(), site_meta(site, spec))
+                local.unlink()
+                _write_private(path, data)
+            except OSError as error:
+                outcome.failed[spec.name] = f"not written: {os_error_line(error)}"
+                return
             outcome.written[spec.name] = path
             return
         if progress:
@@ -102,7 +116,13 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
             if progress:
                 progress(spec.name, "failed", str(error))
             return
-        _write_private(path, data)
+        try:
+            _write_private(path, data)
+        except OSError as error:
+            outcome.failed[spec.name] = f"not written: {os_error_line(error)}"
+            if progress:
+                progress(spec.name, "failed", outcome.failed[spec.name])
+            return
         outcome.written[spec.name] = path
         if progress:
             progress(spec.name, "done", f"written to {path}")
@@ -114,8 +134,23 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as stream:
-        stream.write(data)
+    """`data` as a new file `path`, 0600, whole or not at all: written to a temporary file in
+    the same folder, flushed, then linked to `path` (never over an existing file) and the
+    temporary name removed; on any failure nothing is left. An OSError names `path`."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.link(tmp, path)
+    except OSError as error:
+        if error.filename is None or error.filename == tmp:
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def site_meta(site: Site, spec: NodeSpec) -> dict[str, Any]:

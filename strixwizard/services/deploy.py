@@ -172,7 +172,7 @@ def opened(site: Site, planned: DeployPlan, options: DeployOptions | None = None
                 site, specs[name], trust_new_hosts=options.trust_new_hosts,
                 node_journal_dir=options.node_journal_dir, dry_run_root=Path("/nonexistent"))
         try:
-            cluster.plan = observe(planned, cluster.runners)
+            cluster.plan = observe(planned, cluster.runners, options.store())
         except DeployRefused as refused:
             cluster.refused = str(refused)
         yield cluster
@@ -217,6 +217,9 @@ def apply_on(cluster: Cluster, site: Site, confirm: Confirm, options: DeployOpti
     store = options.store()
     with held_unless(not cluster.plan.site_plan.changes, store, site.name, "deploy --apply",
                      options.break_lock):  # refused before the question, not after it
+        from strixwizard.fixing.engine import refuse_unfinished
+
+        refuse_unfinished(store, [n.node for n in cluster.plan.env.nodes], "deploy --apply")
         if cluster.plan.site_plan.changes:
             ask(confirm, apply_question(cluster.plan))
         report, checked = apply_deploy(cluster.plan, cluster.runners, store, site,

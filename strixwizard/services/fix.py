@@ -100,6 +100,11 @@ def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
     store = options.store()
     with held_unless(dry_run or not changed_nodes(plan), store, site.name, "fix --apply",
                      options.break_lock):  # refused before the question, not after it
+        if not dry_run:  # refused before the question, not after it
+            from strixwizard.fixing.engine import refuse_unfinished
+
+            refuse_unfinished(store, [*plan.nodes, *(n.report.name for n in nodes)],
+                              "fix --apply")
         if changed_nodes(plan):
             ask(confirm, apply_question(plan, dry_run))
         run_id = new_run_id()
@@ -137,11 +142,14 @@ def load_run(store: JournalStore, run_id: str | None) -> list[NodeJournal]:
         raise UsageError(str(error)) from None
 
 
-def rollback_question(journals: Sequence[NodeJournal], what: str = "run") -> Question:
+def rollback_question(journals: Sequence[NodeJournal], what: str = "run",
+                      earlier: Sequence[str] = ()) -> Question:
     run_id = journals[0].run_id
     nodes = ", ".join(j.node for j in journals)
     dry = all(j.dry_run for j in journals)
-    text = f"Roll back {what} {run_id} on {nodes}" + (" (dry-run copies)" if dry else "") + "?"
+    also = f", and finish the unfinished run(s) {', '.join(earlier)}" if earlier else ""
+    text = (f"Roll back {what} {run_id} on {nodes}" + (" (dry-run copies)" if dry else "")
+            + also + "?")
     return Question(
         "Roll back", text, f"{text}\n\nEvery value the run changed is restored from its journal, "
         "in reverse order." + ("" if dry else " These are REAL changes on the nodes."),
@@ -172,10 +180,23 @@ def roll_back_run(store: JournalStore, run_id: str | None, confirm: Confirm, com
     """The one way a run is rolled back (fix and deploy): load its journals, take the site's
     lock (not for dry-run copies), ask, then `undo`."""
     journals = load_run(store, run_id)
+    # without RUN: the last run, then every other run that did not finish (newest first)
+    earlier = [] if run_id is not None else list(store.unfinished(but=journals[0].run_id))[::-1]
     with held_unless(all(j.dry_run for j in journals), store, journals[0].site, command,
                      break_lock):
-        ask(confirm, rollback_question(journals, what))
-        return undo(journals, store)
+        ask(confirm, rollback_question(journals, what, earlier))
+        report = undo(journals, store)
+        for other in earlier:
+            if report.signal is not None:  # cancelled: the rest waits for the next rollback
+                break
+            more = undo(store.load_run(other), store)
+            report.also_finished.append(other)
+            for outcome in more.nodes:
+                outcome.state = f"run {other}: {outcome.state}"
+            report.nodes += more.nodes
+            report.journal_problems += more.journal_problems
+            report.signal, report.interrupted = more.signal, more.interrupted
+        return report
 
 
 def rollback_outcome(report: RollbackReport) -> str:

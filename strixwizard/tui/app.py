@@ -27,7 +27,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
-from strixwizard.fixing.lock import LockHeld
+from strixwizard.fixing.lock import LockHeld, UnfinishedRun
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed
 from strixwizard.services.discover import Discovery, SiteSource
@@ -309,7 +309,7 @@ class WizardApp(App[int]):
                                "`strixwizard doctor -v` and `strixwizard capture`")
         elif group == "ssh":
             self.notify(f"testing SSH stopped: {error!r}", severity="error", timeout=10)
-        elif group in ("fix", "deploy") and isinstance(error, LockHeld):
+        elif group in ("fix", "deploy") and isinstance(error, LockHeld | UnfinishedRun):
             refused = f"refused, nothing was changed: {error}"
             held = session.of(FixState) if group == "fix" else session.of(DeployState)
             held.run_error = refused

@@ -1,0 +1,410 @@
+"""Faults operators really meet, on the namespace lab with real sshd, during a two-node MTU fix:
+the head's disk filling (its state directory is a 1 MiB tmpfs mounted under the test's temp
+dir, filled with a real file while the run waits at a chosen step boundary) and SIGINT,
+SIGTERM, SIGHUP delivered at each step boundary. Each run must end with both ends of the
+link equal, each node's state printed and the exact next command.
+
+The step boundaries are reached with a stand-in `ip` on one node (in the node's own bin
+directory, first on its PATH): on its nth call with the matching arguments it touches a
+marker and waits until the test says go, then runs the real `ip`."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult, run_cli
+from tests.lab import Lab, LabHost, lab_fixture
+
+faultlab = lab_fixture(2, name="faultlab")
+NODE_JOURNAL = "/root/strixwizard-journal"
+REAL_IP = "/usr/sbin/ip"
+WAIT_S = 30  # how long a stand-in waits for the test (bounded)
+
+
+def _reset(lab: Lab) -> None:
+    for host in lab.hosts:
+        for stand_in in host.bin_dir.glob("*"):
+            stand_in.unlink()
+        for marker in host.home.glob("fault-*"):
+            marker.unlink()
+        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
+
+
+@pytest.fixture
+def lab(faultlab: Lab) -> Iterator[Lab]:
+    _reset(faultlab)
+    yield faultlab
+    _reset(faultlab)
+
+
+@pytest.fixture
+def small_state(tmp_path: Path) -> Iterator[Path]:
+    """XDG_STATE_HOME on its own 1 MiB tmpfs, under the test's temp dir only."""
+    state = tmp_path / "state"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "swfault", str(state)],
+                   check=True)
+    try:
+        yield state
+    finally:
+        if subprocess.run(["umount", str(state)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+def fill(directory: Path) -> None:
+    """Write a file until the filesystem says ENOSPC."""
+    with contextlib.suppress(OSError), open(directory / "filler", "wb", buffering=0) as handle:
+        while True:
+            handle.write(b"\0" * 4096)
+    probe = directory / "probe"
+    with pytest.raises(OSError) as full:
+        probe.write_bytes(b"x" * 8192)
+    assert full.value.errno == errno.ENOSPC
+
+
+def hold_at(host: LabHost, match: str, nth: int) -> tuple[Path, Path]:
+    """A stand-in `ip` that waits on its `nth` call whose arguments contain `match`."""
+    marker, go = host.home / "fault-reached", host.home / "fault-go"
+    host.stand_in("ip", f'#!/bin/sh\ncase "$*" in\n*{match}*)\n'
+                  '  n=$(($(cat /root/fault-count 2>/dev/null || echo 0) + 1))\n'
+                  '  echo $n > /root/fault-count\n'
+                  f'  if [ $n -eq {nth} ]; then touch /root/fault-reached; i=0; '
+                  f'while [ ! -e /root/fault-go ] && [ $i -lt {WAIT_S * 10} ]; do sleep 0.1; '
+                  'i=$((i+1)); done; fi;;\n'
+                  f'esac\nexec {REAL_IP} "$@"\n')
+    return marker, go
+
+
+def fix_argv(site: Path) -> list[str]:
+    return [sys.executable, "-m", "strixwizard", "fix", "--site", str(site), "--only", "net.mtu",
+            "--runtime-only", "--node-journal-dir", NODE_JOURNAL, "--apply", "--yes"]
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[str]]]:
+    """The runs a test started: killed (by their own pid) if the test fails midway."""
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+
+
+def start(site: Path, state: Path, procs: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(fix_argv(site), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "XDG_STATE_HOME": str(state)})
+    procs.append(proc)
+    return proc
+
+
+def wait_for(marker: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 90
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out, err = proc.communicate(timeout=30)
+            raise AssertionError(f"the run never reached the fault point:\n{out}\n{err}")
+        time.sleep(0.02)
+
+
+# (host index, arguments, nth call): the probe before the plan runs `ip -j addr` once on each
+# node (verification a second time); the MTU change is the one `mtu` call of each node
+BOUNDARIES = {
+    "before-the-first-step": (1, '"-j addr"', 1),
+    "node0-step-in-flight": (0, '" mtu "', 1),
+    "node1-step-in-flight": (1, '" mtu "', 1),
+    "after-the-last-step": (1, '"-j addr"', 2),
+}
+
+
+@pytest.mark.parametrize("point", list(BOUNDARIES))
+def test_head_disk_full_stops_the_run_and_leaves_the_link_whole(
+        lab: Lab, tmp_path: Path, small_state: Path, started: list[subprocess.Popen[str]],
+        point: str) -> None:
+    index, match, nth = BOUNDARIES[point]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    marker, go = hold_at(lab.hosts[index], match, nth)
+    proc = start(site, small_state, started)
+    wait_for(marker, proc)
+    fill(small_state)
+    go.touch()
+    out, err = proc.communicate(timeout=120)
+    mtus = [h.mtu() for h in lab.hosts]
+    assert mtus[0] == mtus[1], (mtus, out, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if point == "after-the-last-step":  # every journal save was done: the run is whole
+        assert mtus == [9000, 9000] and proc.returncode == 0, out + err
+        return
+    assert mtus == [1500, 1500], out + err
+    assert proc.returncode == 1, (proc.returncode, out, err)
+    if point == "before-the-first-step":
+        assert "nothing was changed on any node" in out, out
+        assert "No space left on device (errno 28 ENOSPC)" in out, out
+        return
+    assert "Run " in out and "stopped" in out, out
+    assert "The head's journal could not be written" in out, out
+    assert "No space left on device (errno 28 ENOSPC)" in out, out
+    state_at = out.index("State of each node:")
+    assert "node0: " in out[state_at:] and "node1: " in out[state_at:], out
+    rolled = run_printed_rollback(out, small_state, free=small_state / "filler")
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]
+    assert_link_whole(site)
+
+
+def run_printed_rollback(out: str, state: Path, free: Path | None = None) -> CliResult:
+    """The output's last line is the exact rollback command: run it as printed (after freeing
+    the head's space)."""
+    last = out.strip().splitlines()[-1]
+    prefix = "Undo this run with: strixwizard "
+    assert last.startswith(prefix) and " --rollback " in last, last
+    if free is not None:
+        free.unlink()
+    return run_cli(*shlex.split(last[len(prefix):]), "--yes",
+                   env={"XDG_STATE_HOME": str(state)}, timeout=120)
+
+
+def assert_link_whole(site: Path) -> None:
+    """`doctor` on the lab says both ends of the link have the same MTU."""
+    doctor = run_cli("doctor", "--site", str(site), "--only", "link.mtu", "--json", timeout=120)
+    (link_mtu,) = [c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "link.mtu"]
+    assert link_mtu["status"] == "pass", link_mtu
+
+
+SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143),
+           "SIGHUP": (signal.SIGHUP, 129)}
+
+
+@pytest.mark.parametrize("point", list(BOUNDARIES))
+@pytest.mark.parametrize("name", list(SIGNALS))
+def test_a_signal_at_a_step_boundary_ends_a_cancelled_run_with_the_link_whole(
+        lab: Lab, tmp_path: Path, started: list[subprocess.Popen[str]], point: str,
+        name: str) -> None:
+    signum, status = SIGNALS[name]
+    index, match, nth = BOUNDARIES[point]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    state = tmp_path / "state"
+    marker, go = hold_at(lab.hosts[index], match, nth)
+    proc = start(site, state, started)
+    wait_for(marker, proc)
+    os.kill(proc.pid, signum)
+    time.sleep(0.3)  # the signal is recorded while the step is in flight
+    go.touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == status, (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert_link_whole(site)  # doctor on the lab: both ends of the link equal
+    if point == "after-the-last-step":  # every step was done: the run is whole, and says so
+        assert [h.mtu() for h in lab.hosts] == [9000, 9000], out + err
+        assert out.strip().splitlines()[-1].startswith("Undo this run with: strixwizard fix ")
+        return
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500], out + err
+    if point == "before-the-first-step":  # still reading the nodes: nothing to finish
+        assert f"strixwizard: interrupted ({name} received)" in err, err
+    else:
+        assert f"cancelled by {name}" in out, out
+        assert "State of each node:" in out, out
+        assert out.strip().splitlines()[-1].startswith("Undo this run with: strixwizard fix ")
+        (run,) = [p for p in (state / "strixwizard" / "journal").iterdir() if p.name != "locks"]
+        assert f"cancelled by {name}" in (run / "output.txt").read_text()
+        for journal in run.glob("*.json"):
+            steps = json.loads(journal.read_text())["steps"]
+            assert {s["status"] for s in steps} <= {"pending", "rolled-back"}, steps
+
+
+def test_a_second_signal_stops_at_once_and_still_prints_the_state(
+        lab: Lab, tmp_path: Path, started: list[subprocess.Popen[str]]) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    state = tmp_path / "state"
+    marker, go = hold_at(lab.hosts[1], '" mtu "', 1)
+    proc = start(site, state, started)
+    wait_for(marker, proc)
+    os.kill(proc.pid, signal.SIGTERM)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    go.touch()
+    assert proc.returncode == 143, (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert "interrupted" in out and "stopped at once" in out, out
+    assert "node1: interrupted: stopped at once during" in out, out
+    time.sleep(1)  # the node's blocked `ip` finishes
+    retry = run_cli(*fix_argv(site)[3:], env={"XDG_STATE_HOME": str(state)}, timeout=120)
+    assert retry.rc == 2 and "did not finish (node1: interrupted during" in retry.stderr, \
+        retry.stdout + retry.stderr  # one unfinished run at a time
+    assert "strixwizard fix --rollback " in retry.stderr
+    rolled = run_printed_rollback(out, state)
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_signal_during_rollback_finishes_the_link_it_began(
+        lab: Lab, tmp_path: Path, name: str) -> None:
+    signum, status = SIGNALS[name]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    state = tmp_path / "state"
+    applied = run_cli(*fix_argv(site)[3:], env={"XDG_STATE_HOME": str(state)}, timeout=120)
+    assert applied.rc == 0 and [h.mtu() for h in lab.hosts] == [9000, 9000], applied.stdout
+    marker, go = hold_at(lab.hosts[0], '" mtu "', 1)
+    proc = subprocess.Popen([sys.executable, "-m", "strixwizard", "fix", "--rollback", "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL,
+                            env={**os.environ, "XDG_STATE_HOME": str(state)})
+    try:
+        wait_for(marker, proc)
+        os.kill(proc.pid, signum)
+        time.sleep(0.3)
+        go.touch()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == status, (proc.returncode, out, err)
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500], out + err  # node1's end too
+    assert f"cancelled at a step boundary (every link begun has both ends restored) by {name}" \
+        in out, out
+    assert out.strip().splitlines()[-1].startswith("Finish it with: strixwizard fix --rollback ")
+    assert_link_whole(site)
+
+
+def test_capture_on_a_full_disk_leaves_no_empty_archive_and_can_run_again(
+        lab: Lab, tmp_path: Path, small_state: Path) -> None:
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    fill(small_state)
+    out = small_state / "bundle"
+    result = run_cli("capture", "--site", str(site), "--out", str(out), timeout=120)
+    assert result.rc == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    for name in ("node0", "node1"):
+        assert (f"{name}: not captured: not written: {out / name}.tar.gz: No space left on "
+                "device (errno 28 ENOSPC)") in result.stderr, result.stderr
+    assert list(out.iterdir()) == []  # no 0-byte archive, no temporary file
+    (small_state / "filler").unlink()
+    again = run_cli("capture", "--site", str(site), "--out", str(out), timeout=120)
+    assert again.rc == 0, again.stdout + again.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["node0.tar.gz", "node1.tar.gz"]
+
+
+def test_a_counter_reset_during_a_test_warns_and_huge_values_are_dropped(
+        lab: Lab, tmp_path: Path) -> None:
+    """node0's `ethtool -S fab0` (a stand-in: veth has no such counters) says rx_discards_phy
+    1000 before the test and 7 after it, as after a NIC reset, and prints one 400-digit value.
+    It is called by discovery (twice), then before and after the test."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    lab.hosts[0].stand_in("ethtool", '#!/bin/sh\n'
+                          '[ "$1" = -S ] || exec /usr/sbin/ethtool "$@"\n'
+                          'n=$(($(cat /root/fault-ethtool 2>/dev/null || echo 0) + 1))\n'
+                          'echo $n > /root/fault-ethtool\n'
+                          'if [ $n -le 3 ]; then v=1000; else v=7; fi\n'
+                          'echo "NIC statistics:"\necho "     rx_discards_phy: $v"\n'
+                          f'echo "     tx_errors: {"9" * 400}"\n')
+    prom = tmp_path / "test.prom"
+    try:
+        result = run_cli("test", "latency", "--site", str(site), "--pair", "node0,node1",
+                         "--json", "--seconds", "0.5", "--no-references", "--no-history",
+                         "--transport", "tcp", "--prometheus", str(prom), timeout=180)
+    finally:
+        calls = (lab.hosts[0].home / "fault-ethtool").read_text().strip()
+        for marker in lab.hosts[0].home.glob("fault-*"):
+            marker.unlink()
+    doc = result.json()
+    assert calls == "4", calls  # discovery (twice), before, after: the last one is 7
+    (counters,) = [r for r in doc["results"] if r["kind"] == "counters"]
+    assert counters["status"] == "warn", counters
+    (row,) = [c for c in doc["counters"] if c["host"] == "node0"]
+    assert (row["before"], row["after"], row["reset"]) == (1000, 7, True)
+    assert ("node0:fab0 rx_discards_phy reset during the test: growth unknown (at least 7 since "
+            "the reset)") in counters["summary"]
+    assert doc["status"] == "warn" and "no retransmit or sequence error grew" not in str(doc)
+    assert "fab0: dropped tx_errors: not an unsigned 64-bit value" in counters["detail"]["notes"]
+    assert "Traceback" not in result.stderr and prom.is_file()
+    assert "strixwizard_test_status" in prom.read_text()
+
+
+def test_deploy_on_nodes_without_ray_names_ray_not_sh(lab: Lab, tmp_path: Path) -> None:
+    """`sh DIR/ray-start.sh ENV TEMP ray start …` exits 127 when the launcher's `exec` finds no
+    `ray`: the message names `ray`, the program that is missing, not the shell."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    done = run_cli("deploy", "--site", str(site), "--transport", "tcp", "--target-dir",
+                   "/root/strixwizard-etc", "--node-journal-dir", NODE_JOURNAL, "--ray-temp-dir",
+                   "/root/strixwizard-ray", "--apply", "--yes", "--json", "--no-smoke",
+                   env={"XDG_STATE_HOME": str(tmp_path / "state")}, timeout=180)
+    try:
+        assert done.rc == 1, done.stdout + done.stderr
+        states = " ".join(n["state"] for n in done.json()["apply"]["nodes"])
+        assert "`ray` is not installed on the node" in states, states
+        assert "`sh` is not installed" not in states
+    finally:
+        for host in lab.hosts:
+            shutil.rmtree(host.home / "strixwizard-etc", ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_test_ends_after_the_result_in_flight_with_no_program_left(
+        lab: Lab, tmp_path: Path, name: str) -> None:
+    """`test latency` (TCP on the lab, references on: sockperf and qperf follow our ping-pong):
+    the signal arrives while the first measurement runs; the run ends after it, as cancelled,
+    with exit 128+N and no program of the test left on either node."""
+    signum, status = SIGNALS[name]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strixwizard", "test", "latency", "--site", str(site), "--pair",
+         "node0,node1", "--seconds", "2", "--no-history", "--transport", "tcp"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the header: the run has begun
+        assert first.startswith("strixwizard test latency on"), first
+        time.sleep(1.0)  # inside the first measurement
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == status, (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert f"no verdict (exit {status}): cancelled by {name} after " in out, out
+    assert "verdict: pass" not in out
+    time.sleep(1)
+    for host in lab.hosts:
+        left = [cmd for cmd in host.node_pids().values()  # only the node's init and sshd
+                if "sshd" not in cmd and 'execvp("mount"' not in cmd]
+        assert left == [], (host.name, left)
+
+
+def test_rollback_on_a_full_head_disk_is_refused_in_one_line_then_restores_once_freed(
+        lab: Lab, tmp_path: Path, small_state: Path) -> None:
+    """The head's site lock cannot record its holder on a full disk: `--rollback` says so in
+    one line and changes nothing (as `--apply` does); with space freed it restores every value."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    applied = run_cli(*fix_argv(site)[3:], env={"XDG_STATE_HOME": str(small_state)}, timeout=120)
+    assert applied.rc == 0 and [h.mtu() for h in lab.hosts] == [9000, 9000], applied.stdout
+    fill(small_state)
+    refused = run_cli("fix", "--rollback", "--yes", env={"XDG_STATE_HOME": str(small_state)},
+                      timeout=120)
+    assert refused.rc == 2 and "Traceback" not in refused.stderr, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert "lab.lock: No space left on device" in line, line
+    assert [h.mtu() for h in lab.hosts] == [9000, 9000]
+    (small_state / "filler").unlink()
+    rolled = run_cli("fix", "--rollback", "--yes", env={"XDG_STATE_HOME": str(small_state)},
+                     timeout=120)
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert [h.mtu() for h in lab.hosts] == [1500, 1500]
