@@ -29,9 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"strixwizard {__version__}")
     wizard = parser.add_mutually_exclusive_group()
     wizard.add_argument("--demo", dest="wizard_demo", action="store_true",
-                        help="open the wizard on the bundled demo site")
+                        help="open the wizard on the bundled demo site (a command takes its own, "
+                        "after it: `strixwizard doctor --demo`)")
     wizard.add_argument("--site", dest="wizard_site", type=Path, metavar="FILE",
-                        help="open the wizard on this site file (default: ./site.yaml if present)")
+                        help="open the wizard on this site file (default: ./site.yaml if present; "
+                        "a command takes its own, after it: `strixwizard doctor --site FILE`)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     doctor = commands.add_parser(
@@ -84,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Write a commented site.yaml to edit. Nodes come from --node or --inventory; "
         "with neither, this machine is the only node.",
     )
-    init.add_argument("--out", type=Path, default=Path("site.yaml"), metavar="FILE")
+    init.add_argument("--out", type=Path, default=Path("site.yaml"), metavar="FILE",
+                      help="the site file to write (default: ./site.yaml; never overwritten)")
     init.add_argument("--name", default=None, help="the site's name (default: the folder's name)")
     init.add_argument("--node", action="append", default=[], metavar="NAME=[USER@]HOST[:PORT]",
                       help="a node to add (repeatable); HOST `local` is this machine")
@@ -362,10 +365,50 @@ def cmd_history(args: argparse.Namespace) -> int:
     return run_history(args)
 
 
+def _command_index(argv: Sequence[str]) -> int | None:
+    """Where the command word sits in `argv` (the first word that is neither an option nor the
+    FILE of the wizard's `--site`), or None when there is none."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return index + 1 if index + 1 < len(argv) else None
+        if not word.startswith("-"):
+            return index
+        if len(word) > 3 and "--site".startswith(word):  # `--site FILE` (or an abbreviation)
+            index += 1
+        index += 1
+    return None
+
+
+def _check_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Refuse what argparse would accept and then ignore, or explain badly: a command word
+    nobody defined (suggest the close ones) and the wizard's `--demo`/`--site FILE` before a
+    command, which would otherwise run that command on this machine without saying so."""
+    at = _command_index(argv)
+    if at is None:
+        return
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    word = argv[at]
+    if word not in commands.choices:
+        import difflib
+
+        close = difflib.get_close_matches(word, list(commands.choices), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        parser.error(f"{word!r} is not a command{hint} (`strixwizard --help` lists them)")
+    before = [w for w in argv[:at] if w not in ("-h", "--help")]
+    if before:
+        fixed = shlex.join(["strixwizard", word, *before, *argv[at + 1:]])
+        parser.error(f"{' '.join(before)} before a command opens the wizard; for `{word}` put "
+                     f"it after the command: {fixed}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what was run, for next-step commands
+    words = list(sys.argv[1:] if argv is None else argv)
+    _check_command_line(parser, words)
+    args = parser.parse_args(words)
+    args.argv = words  # what was run, for next-step commands
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
                 "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain,

@@ -1,0 +1,65 @@
+"""The CLI as a newcomer meets it (round two): no option silently ignored, a typo answered
+with the close commands, every option of `--help` explained, words in the right number."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+@pytest.mark.parametrize(("argv", "fixed"), [
+    (["--demo", "doctor"], "strixwizard doctor --demo"),
+    (["--site", "f.yaml", "fix"], "strixwizard fix --site f.yaml"),
+    (["--site=f.yaml", "deploy", "--json"], "strixwizard deploy --site=f.yaml --json"),
+    (["--demo", "test", "latency"], "strixwizard test --demo latency"),
+])
+def test_a_wizard_option_before_a_command_is_refused_with_the_right_order(
+        argv: list[str], fixed: str, tmp_path: Path) -> None:
+    result = run_cli(*argv, env={"XDG_STATE_HOME": str(tmp_path)})
+    assert result.rc == 2
+    assert result.stdout == ""  # nothing ran: not on this machine, not anywhere
+    assert f"put it after the command: {fixed}" in result.stderr
+    assert "site local" not in result.stderr
+
+
+def test_the_corrected_order_runs_on_the_demo(tmp_path: Path) -> None:
+    result = run_cli("doctor", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert '"site": "demo"' in result.stdout
+
+
+def test_the_help_says_where_a_commands_site_goes() -> None:
+    out = run_cli("--help").stdout
+    assert "`strixwizard doctor --demo`" in " ".join(out.split())
+
+
+def test_a_typo_of_a_command_gets_the_close_ones() -> None:
+    result = run_cli("doctr", "--demo")
+    assert result.rc == 2
+    assert "'doctr' is not a command; did you mean doctor?" in result.stderr
+    assert "invalid choice" not in result.stderr
+    far = run_cli("zzzz")
+    assert far.rc == 2 and "did you mean" not in far.stderr and "is not a command" in far.stderr
+
+
+def test_every_option_of_init_is_explained() -> None:
+    out = run_cli("init", "--help").stdout
+    line = next(line for line in out.splitlines() if line.strip().startswith("--out FILE"))
+    assert len(line.split()) > 2, line  # a help text beside it, not the bare option
+
+
+def test_one_round_of_the_matrix_is_one_round() -> None:
+    from strixwizard.live.render import print_summary
+    from strixwizard.live.report import TestReport
+    from strixwizard.site import Thresholds
+
+    report = TestReport(command="matrix", site="demo", thresholds=Thresholds())
+    report.matrix = {"nodes": ["a", "b"], "rounds": [[["a", "b"]]], "elapsed_s": 1.0,
+                     "tcp_latency_us": {"a": {"b": 9.0}, "b": {"a": 9.0}},
+                     "rdma_latency_us": {"a": {}, "b": {}}}
+    out = io.StringIO()
+    print_summary(report, out)
+    assert "Matrix (1 round, 1.0 s)" in out.getvalue()
