@@ -63,3 +63,21 @@ def test_one_round_of_the_matrix_is_one_round() -> None:
     out = io.StringIO()
     print_summary(report, out)
     assert "Matrix (1 round, 1.0 s)" in out.getvalue()
+
+
+def test_deploy_warns_with_the_checks_doctor_fails_on_the_same_nodes(tmp_path: Path) -> None:
+    import json
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    doctor = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    failing = {(c["id"], c["host"] or c["entity"]) for c in doctor["checks"] if c["status"] == "fail"}
+    assert ("node.rdma_core_version", "node-b") in failing
+    out = run_cli("deploy", "--demo", env=env).stdout
+    warnings = out.split("Warnings:", 1)[1].split("\n\n", 1)[0]
+    for check, where in failing:
+        assert f"doctor FAILs {check} on {where}" in warnings, (check, where)
+    assert "RCCL ready" not in out  # built for gfx1151 is not ready on a node doctor fails
+    assert "cure what fix can first: strixwizard fix --demo;" in out
+    assert "`strixwizard fix` first" not in out  # no hint that drops the site
+    plan = json.loads(run_cli("deploy", "--demo", "--json", env=env).stdout)["plan"]
+    assert any(note.startswith("doctor FAILs node.rdma_core_version on node-b") for note in plan["notes"])
