@@ -81,3 +81,16 @@ def test_deploy_warns_with_the_checks_doctor_fails_on_the_same_nodes(tmp_path: P
     assert "`strixwizard fix` first" not in out  # no hint that drops the site
     plan = json.loads(run_cli("deploy", "--demo", "--json", env=env).stdout)["plan"]
     assert any(note.startswith("doctor FAILs node.rdma_core_version on node-b") for note in plan["notes"])
+
+
+def test_test_latency_on_the_demo_shows_the_path_doctor_judges(tmp_path: Path) -> None:
+    import json
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    doctor = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    mtu = next(c for c in doctor["checks"] if c["id"] == "link.mtu" and c["status"] == "fail")
+    assert "1024" in mtu["observed"]  # node-b's port, as the snapshot has it
+    done = run_cli("test", "latency", "--demo", "--json", "--seconds", "0.5", "--no-history", env=env)
+    rdma = next(r for r in json.loads(done.stdout)["results"] if r["transport"] == "rdma")
+    assert rdma["path"].endswith("node-b:rocep194s0:1 gid 1 mtu 1024"), rdma["path"]
+    assert "this site's path differs (node-b active_mtu 1024)" in rdma["detail"]["note"]
