@@ -39,10 +39,19 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         await pilot.pause()
         await wait_for_tests(first, pilot)
         assert first.session.of(TestState).outcome == "done"
+        # the demo's TCP is this machine's loopback: said so beside the recorded RDMA
+        decode = first.screen.query_one("DecodePanel DataTable")
+        transports = [str(decode.get_row_at(i)[0]) for i in range(decode.row_count)]  # type: ignore[attr-defined]
+        assert "tcp (loopback)" in transports and "rdma" in transports
         await pilot.press("7")
         await settle(first, pilot)
         saved = dict(first.session.saved)
         before = _files(saved)
+        body = " ".join(str(first.screen.query_one("#report-body").render()).split())
+        assert "TCP latency" in body and "loopback, not a network: does not compare" in body
+        page = before["html"].decode()
+        assert "like for like" not in page and "the two do not compare" in page
+        assert "it does not compare with RDMA between nodes" in page  # the decode chart's caption
         document = json.loads(before["json"])
         assert document["live_tests"]["results"] and document["deploy"]["status"] == "plan-only"
         await pilot.press("3")  # quit elsewhere: the next start resumes there

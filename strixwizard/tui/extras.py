@@ -100,7 +100,10 @@ def markdown_sections(extras: dict[str, Any]) -> list[str]:
             status = (r["status"] or "ref").upper()
             lines.append(f"| {status} | {'-'.join(r['pair'])} | {r['transport'].upper()} {r['kind']} | "
                          f"{r['tool']} | {figure} | {r['threshold']} | {r['source']} |")
-        lines += [f"- like for like {'-'.join(c['pair'])}: {c['summary']}" for c in tests["like_for_like"]]
+        from strixwizard.tui.export import comparison_label
+
+        lines += [f"- {comparison_label(tests, c)} {'-'.join(c['pair'])}: {c['summary']}"
+                  for c in tests["like_for_like"]]
     deploy = extras.get("deploy")
     if deploy:
         lines += ["", "## Deploy", "", f"- status: **{deploy['status']}**"]

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from strixwizard.decode.fabric import on_loopback
 from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
@@ -154,7 +155,9 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         for m in verdicts(results):
             assert m.status is not None
             figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
-            source = " (replayed recording)" if m.source == REPLAYED else ""
+            source = (" (replayed recording)" if m.source == REPLAYED
+                      else " (this machine's loopback, not a network: does not compare with RDMA)"
+                      if on_loopback(m) else "")
             lines.append(Content.assemble(NB, badge(m.status), f" {m.pair_label} {m.transport.upper()} "
                                           f"{m.kind}: {figure}{source}"))
         return lines
