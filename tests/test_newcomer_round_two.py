@@ -94,3 +94,32 @@ def test_test_latency_on_the_demo_shows_the_path_doctor_judges(tmp_path: Path) -
     rdma = next(r for r in json.loads(done.stdout)["results"] if r["transport"] == "rdma")
     assert rdma["path"].endswith("node-b:rocep194s0:1 gid 1 mtu 1024"), rdma["path"]
     assert "this site's path differs (node-b active_mtu 1024)" in rdma["detail"]["note"]
+
+
+def test_the_state_folders_a_fix_run_makes_are_private(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chmod(state, 0o755)  # as ~/.local/state usually is: left as its owner set it
+    done = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(state)})
+    assert done.rc == 0, done.stderr
+    own = state / "strixwizard"
+    folders = [own, *own.glob("*"), *own.glob("journal/*"), *own.glob("dry-runs/*"),
+               *own.glob("dry-runs/*/*")]  # what strixwizard makes, not the copies' insides
+    assert any(p.name == "dry-runs" for p in folders)
+    loose = [f"{oct(stat.S_IMODE(p.stat().st_mode))} {p}" for p in folders
+             if p.is_dir() and stat.S_IMODE(p.stat().st_mode) & 0o077]
+    assert not loose, loose
+    assert stat.S_IMODE(state.stat().st_mode) == 0o755
+
+
+def test_the_history_database_folder_is_private(tmp_path: Path) -> None:
+    import stat
+
+    from strixwizard.live.history import History
+
+    History(tmp_path / "new" / "strixwizard" / "history.sqlite").close()
+    for folder in (tmp_path / "new", tmp_path / "new" / "strixwizard"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
