@@ -123,3 +123,28 @@ def test_the_history_database_folder_is_private(tmp_path: Path) -> None:
     History(tmp_path / "new" / "strixwizard" / "history.sqlite").close()
     for folder in (tmp_path / "new", tmp_path / "new" / "strixwizard"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_doctor_reads_at_a_glance_and_in_full_with_v(tmp_path: Path) -> None:
+    import json
+
+    env = {"XDG_STATE_HOME": str(tmp_path), "COLUMNS": "100", "NO_COLOR": "1"}
+    out = run_cli("doctor", "--demo", env=env).stdout
+    lines = out.splitlines()
+    areas = [line.split()[:2] for line in lines if line[:4] in ("  ✓ ", "  ! ", "  ✗ ", "  - ")]
+    assert [area for _, area in areas] == ["platform", "NICs", "links", "lossless", "versions", "counters"]
+    marks = dict((area, mark) for mark, area in areas)
+    assert marks["links"] == "✗" and marks["platform"] == "!"
+    assert "  ✗ versions  1 failed, 5 passed, 2 skipped" in lines
+    # failures in full, warnings in one line each, and how to see everything
+    assert "more: strixwizard explain link.mtu" in out
+    assert "more: strixwizard explain nic.pcie_link" not in out
+    assert any(line.startswith("  WARN  nic.pcie_link") for line in lines)
+    assert "`strixwizard doctor --demo -v` explains them" in out
+    assert "links: 2" not in out and len(lines) < 45
+    full = run_cli("doctor", "--demo", "-v", env=env).stdout
+    assert "links: 2" in full and "more: strixwizard explain nic.pcie_link" in full
+    assert "  ✗ versions" not in full
+    # the JSON is the same document either way
+    document = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    assert document["summary"]["fail"] == 3 and "areas" not in document

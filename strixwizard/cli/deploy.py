@@ -246,10 +246,10 @@ def _show(args: argparse.Namespace, site: str, plan: Any, applicable: bool = Tru
 
         render_plan(plan, sys.stdout, same_command(args.argv, drop=("--plan",), add=("--apply",))
                     if applicable else None)
-        if not applicable:
-            print("The nodes are snapshots: this plan is shown, it cannot be applied.")
         if any(note.startswith("doctor ") for note in plan.notes):
             print(fix_first(args))
+        if not applicable:
+            print("The nodes are snapshots: this plan is shown, it cannot be applied.")
     return EXIT_OK
 
 
