@@ -148,3 +148,11 @@ def test_doctor_reads_at_a_glance_and_in_full_with_v(tmp_path: Path) -> None:
     # the JSON is the same document either way
     document = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
     assert document["summary"]["fail"] == 3 and "areas" not in document
+
+
+def test_a_command_on_this_machine_says_so(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    local = run_cli("doctor", "--json", "--only", "node.strix_halo", env=env)
+    assert "no --site, --inventory or --demo given: this machine only" in local.stderr
+    demo = run_cli("doctor", "--demo", "--json", "--only", "node.strix_halo", env=env)
+    assert "this machine only" not in demo.stderr

@@ -61,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--allow-unreachable", action="store_true",
                         help="judge the reachable nodes alone: an unreachable node does not make "
                         "the run an error (exit 1)")
-    doctor.add_argument("-v", "--verbose", action="store_true", help="show passing checks too")
+    doctor.add_argument("-v", "--verbose", action="store_true",
+                        help="the full text: every link, and every check in its block (passing "
+                        "ones too); without it one line per area, then the failures")
     add_soft_rdma_option(doctor, "judge links on")
 
     capture = commands.add_parser(
@@ -403,6 +405,21 @@ def _check_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) ->
                      f"it after the command: {fixed}")
 
 
+def _on_this_machine_only(args: argparse.Namespace) -> str | None:
+    """The note a site command prints when nothing named a site: it runs on this machine, and
+    says so rather than falling back silently."""
+    if args.command not in ("doctor", "fix", "deploy") or getattr(args, "rollback", None):
+        return None
+    if getattr(args, "list_checks", False):
+        return None
+    named = (getattr(args, "site", None), getattr(args, "inventory", None),
+             getattr(args, "snapshot", None), getattr(args, "demo", False))
+    if any(named):
+        return None
+    return (f"strixwizard {args.command}: no --site, --inventory or --demo given: this machine "
+            f"only (`strixwizard {args.command} --site FILE` for a cluster, --demo for the demo)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     words = list(sys.argv[1:] if argv is None else argv)
@@ -415,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "history": cmd_history}
     if args.command is None:
         return _wizard(parser, args)
+    if (note := _on_this_machine_only(args)) is not None:
+        print(note, file=sys.stderr)
     try:
         return handlers[args.command](args)
     except UsageError as error:
