@@ -156,3 +156,16 @@ def test_a_command_on_this_machine_says_so(tmp_path: Path) -> None:
     assert "no --site, --inventory or --demo given: this machine only" in local.stderr
     demo = run_cli("doctor", "--demo", "--json", "--only", "node.strix_halo", env=env)
     assert "this machine only" not in demo.stderr
+
+
+def test_a_dry_run_copy_keeps_the_gpu_link_so_node_gtt_is_judged_the_same(tmp_path: Path) -> None:
+    import json
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    assert run_cli("fix", "--demo", "--apply", "--yes", env=env).rc == 0
+    [copy] = (tmp_path / "strixwizard" / "dry-runs").glob("*/node-b")
+    replayed = json.loads(run_cli("doctor", "--json", "--only", "node.gtt", "--snapshot", str(copy),
+                                  env=env).stdout)
+    demo = json.loads(run_cli("doctor", "--demo", "--json", "--only", "node.gtt", env=env).stdout)
+    wanted = {c["status"] for c in demo["checks"] if c["host"] == "node-b"}
+    assert {c["status"] for c in replayed["checks"]} == wanted == {"warn"}

@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="an Ansible YAML inventory as the node list")
     capture.add_argument("--trust-new-hosts", action="store_true",
                          help="accept and remember SSH host keys not yet in known_hosts")
+    capture.add_argument("--scrub", action="store_true",
+                         help="a bundle fit to share: hostnames, IP and MAC addresses, serial numbers "
+                         "and user names replaced by tokens, the same value by the same token (links "
+                         "still pair, verdicts replay the same); the map stays beside it, private")
 
     init = commands.add_parser(
         "init",
@@ -243,10 +247,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    if args.scrub:
+        _scrub_map(args.out)
     if args.site is None and args.inventory is None:
         from strixwizard.probe.capture import capture_local
 
         written = capture_local(args.out, args.tar)
+        if args.scrub:
+            _scrub([written], written)
         print(f"snapshot written to {written}")
         print(f"replay it with: strixwizard doctor --snapshot {written}")
         return EXIT_OK
@@ -260,6 +268,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     assert site is not None
     progress = node_progress(node_printer()) if sys.stderr.isatty() else None
     outcome = capture_site(site, args.out, args.trust_new_hosts, progress)
+    if args.scrub and outcome.written:
+        _scrub(list(outcome.written.values()), args.out)
     for name, path in outcome.written.items():
         print(f"{name}: {path}")
     for name, reason in outcome.failed.items():
@@ -270,6 +280,27 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if not outcome.written:
         return EXIT_NO_VERDICT
     return EXIT_FAIL if outcome.failed else EXIT_OK
+
+
+def _scrub_map(out: Path) -> Path:
+    """Where `capture --scrub` keeps its map; refused before anything is captured if taken."""
+    from strixwizard.probe.scrub import map_path
+
+    private = map_path(out)
+    if private.exists():
+        raise UsageError(f"{private}: already exists; move it away (it maps an earlier scrubbed "
+                         "capture back to its names) or choose another --out")
+    return private
+
+
+def _scrub(paths: list[Path], out: Path) -> None:
+    from strixwizard.probe.scrub import scrub_bundle
+
+    private = _scrub_map(out)
+    scrubber = scrub_bundle(paths, private)
+    print(f"scrubbed: {len(scrubber.names)} name(s), {len(scrubber.networks)} IPv4 network(s), "
+          f"{len(scrubber.macs)} MAC address(es) replaced by tokens; the map back (private: keep "
+          f"it, do not share it): {private}")
 
 
 def cmd_init(args: argparse.Namespace) -> int:
