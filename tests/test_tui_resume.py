@@ -106,3 +106,13 @@ async def test_a_foreign_or_broken_saved_report_restores_nothing(state_home: Pat
         await settle(again, pilot)
         assert again.session.of(TestState).results == []
         assert again.session.of(DeployState).resumed is None
+
+
+@sync
+async def test_discover_reads_at_a_glance_as_doctor_does(state_home: Path) -> None:
+    app = make_app(demo=True, resume=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(app, pilot)
+        text = notice_text(app, "#discover-status")
+        assert "! platform  ! NICs  ✗ links  ✗ lossless  ✗ versions  ! counters" in text

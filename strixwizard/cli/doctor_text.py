@@ -194,22 +194,37 @@ def area_of(check_id: str) -> str:
     return AREA_OF_CHECK.get(check_id) or AREA_OF_PREFIX.get(check_id.split(".", 1)[0], "other")
 
 
-def area_lines(report: Report, paint: _Painter) -> list[str]:
-    """One line per area: ✓ all judged passed, ! a warning, ✗ a failure (or a check that
-    broke), - nothing judged; then the counts."""
+def area_summary(report: Report) -> list[tuple[str, Status, dict[Status, int]]]:
+    """Each area with checks in the report, in `AREAS` order: its worst judged status (SKIP
+    when nothing was judged) and its count of each status."""
     by_area: dict[str, list[CheckResult]] = {}
     for result in report.checks:
         by_area.setdefault(area_of(result.id), []).append(result)
-    width = max(len(a) for a in (*AREAS, *by_area))
-    lines = []
+    summary = []
     for area in [*AREAS, *sorted(set(by_area) - set(AREAS))]:
         results = by_area.get(area, [])
         if not results:
             continue
         judged = [r for r in results if r.status != Status.SKIP]
         worst = max(judged, key=lambda r: r.status.rank).status if judged else Status.SKIP
+        summary.append((area, worst, {status: sum(r.status == status for r in results)
+                                      for status in Status}))
+    return summary
+
+
+def area_marks(report: Report) -> str:
+    """The areas in one line (`✓ platform  ! NICs  ✗ links …`), as the wizard's headline."""
+    return "  ".join(f"{MARKS[worst][0]} {area}" for area, worst, _ in area_summary(report))
+
+
+def area_lines(report: Report, paint: _Painter) -> list[str]:
+    """One line per area: ✓ all judged passed, ! a warning, ✗ a failure (or a check that
+    broke), - nothing judged; then the counts."""
+    summary = area_summary(report)
+    width = max((len(area) for area, _, _ in summary), default=0)
+    lines = []
+    for area, worst, count in summary:
         mark, colour = MARKS[worst]
-        count = {status: sum(r.status == status for r in results) for status in Status}
         parts = [
             f"{count[Status.FAIL]} failed" if count[Status.FAIL] else None,
             _plural(count[Status.ERROR], "error") if count[Status.ERROR] else None,
