@@ -34,6 +34,8 @@ def test_the_corrected_order_runs_on_the_demo(tmp_path: Path) -> None:
 def test_the_help_says_where_a_commands_site_goes() -> None:
     out = run_cli("--help").stdout
     assert "`strixwizard doctor --demo`" in " ".join(out.split())
+    assert out.startswith("usage: strixwizard [-h] [--version] [--demo | --site FILE]   (the wizard)\n"
+                          "       strixwizard COMMAND [options]")
 
 
 def test_a_typo_of_a_command_gets_the_close_ones() -> None:

@@ -25,6 +25,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="strixwizard",
         description="Set up and verify an RDMA cluster of AMD Strix Halo nodes.",
+        # a command's own options go after it: `--demo` before one would open the wizard
+        usage="strixwizard [-h] [--version] [--demo | --site FILE]   (the wizard)\n"
+              "       strixwizard COMMAND [options]   (e.g. strixwizard doctor --demo)",
     )
     parser.add_argument("--version", action="version", version=f"strixwizard {__version__}")
     wizard = parser.add_mutually_exclusive_group()
@@ -34,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     wizard.add_argument("--site", dest="wizard_site", type=Path, metavar="FILE",
                         help="open the wizard on this site file (default: ./site.yaml if present; "
                         "a command takes its own, after it: `strixwizard doctor --site FILE`)")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="strixwizard")
 
     doctor = commands.add_parser(
         "doctor",
