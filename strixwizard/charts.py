@@ -364,9 +364,13 @@ def run_pictures(document: dict[str, Any]) -> list[str]:
                  + (f", batch {batch}" if batch is not None else ""))
         svg = decode_svg(rows, title)
         others = f"; batches {', '.join(map(str, batches))} are in the JSON" if len(batches) > 1 else ""
+        notes = decode.get("notes") if isinstance(decode, dict) else None
+        loopback = next((str(n) for n in notes or [] if "loopback" in str(n)), None)
+        warning = f". {loopback[0].upper()}{loopback[1:]}" if loopback else ""
         if svg is not None:
             parts.append(_figure(svg, "tok/s per tensor-parallel size, grouped by transport; "
-                                 f"each bar says where its collective time came from{others}", "decode"))
+                                 f"each bar says where its collective time came from{others}{warning}",
+                                 "decode"))
     if not parts:
         return []
     return ['<h3 id="pictures">Pictures</h3><div class="charts">', *parts, "</div>"]

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("probe", ("strixwizard.probe",)),
     ("site", ("strixwizard.site", "strixwizard.inventory")),
     ("base", ("strixwizard.model", "strixwizard.vendors", "strixwizard.onnode", "strixwizard.errors",
-              "strixwizard.known_bad", "strixwizard")),
+              "strixwizard.known_bad", "strixwizard.files", "strixwizard")),
 )
 
 #: The layers the engines live in: none of them may import `cli`, `services` or `tui`.

@@ -88,8 +88,8 @@ def test_demo_plan_is_what_a_rocm_engineer_writes_for_two_e810_nodes() -> None:
                    "--env=NCCL_IB_HCA", "--env=VLLM_HOST_IP", "--env=NCCL_SOCKET_IFNAME"):
         assert f"  {option} \\\n" in podman
     assert "set -a\n. /etc/strixwizard/rccl.env\nset +a\n" in podman
-    assert plan.notes == ["MTU differs between nodes (node-a 9000, node-b 1500): run "
-                          "`strixwizard fix` first, or RDMA transfers may fail after the QPs "
+    assert plan.notes == ["MTU differs between nodes (node-a 9000, node-b 1500): cure "
+                          "it first (fix plans it), or RDMA transfers may fail after the QPs "
                           "connect"]
     assert all(p.group == "deploy demo: node-a, node-b" for p in plan.site_plan.plans if p.steps)
 

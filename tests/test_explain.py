@@ -103,7 +103,7 @@ def test_list_checks_json_carries_the_page_text_and_keeps_its_old_fields(cli) ->
 
 
 def test_doctor_names_the_explain_command_under_every_finding(cli) -> None:
-    out = cli("doctor", "--demo").stdout
+    out = cli("doctor", "--demo", "-v").stdout  # the full text: every finding in its block
     findings = [line.split()[1] for line in out.splitlines()
                 if line.startswith("  ") and line.split()[0] in ("WARN", "FAIL", "ERROR")
                 and "<->" not in line and "." in line.split()[1]]

@@ -48,14 +48,14 @@ def test_doctor_groups_the_same_finding_on_several_nodes(tmp_path: Path) -> None
 
 
 def test_doctor_lines_wrap_at_words_within_the_width_keeping_the_indent(tmp_path: Path) -> None:
-    out = run_cli("doctor", "--demo", env={**_state(tmp_path), "COLUMNS": "60"}).stdout
+    out = run_cli("doctor", "--demo", "-v", env={**_state(tmp_path), "COLUMNS": "60"}).stdout
     lines = out.splitlines()
     # a word longer than the width (a URL) stands alone on its line, never cut
     too_long = [line for line in lines if len(line) > 60 and " " in line.strip()]
     assert not too_long, too_long
     at = lines.index(next(line for line in lines if line.startswith("        RDMA bandwidth is capped")))
     assert lines[at + 1].startswith("        ") and not lines[at + 1].startswith("         ")
-    words = set(run_cli("doctor", "--demo", env=_state(tmp_path)).stdout.split())
+    words = set(run_cli("doctor", "--demo", "-v", env=_state(tmp_path)).stdout.split())
     assert set(out.split()) == words  # nothing cut, only wrapped
 
 

@@ -88,11 +88,11 @@ def test_every_check_has_a_docstring_why_and_known_fix() -> None:
 
 
 def test_demo_doctor_text_shows_node_nic_link_and_usb4_findings() -> None:
-    done = subprocess.run([sys.executable, "-m", "strixwizard", "doctor", "--demo"],
+    done = subprocess.run([sys.executable, "-m", "strixwizard", "doctor", "--demo", "-v"],
                           capture_output=True, text=True, env={"NO_COLOR": "1", "PATH": ""},
                           cwd=Path(__file__).parent.parent, check=False)
     assert done.returncode == 1, done.stderr
-    out = done.stdout
+    out = done.stdout  # the full text: every link and every check
     assert "links: 2" in out
     assert "FAIL  node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)" in out
     assert "WARN  node-a:thunderbolt0 <-> node-b:thunderbolt0  thunderbolt-net (no RDMA)" in out

@@ -268,9 +268,23 @@ def _show(args: argparse.Namespace, site: str, plan: Any, applicable: bool = Tru
 
         render_plan(plan, sys.stdout, same_command(args.argv, drop=("--plan",), add=("--apply",))
                     if applicable else None)
+        if any(note.startswith("doctor ") for note in plan.notes):
+            print(fix_first(args))
         if not applicable:
             print("The nodes are snapshots: this plan is shown, it cannot be applied.")
     return EXIT_OK
+
+
+def fix_first(args: argparse.Namespace) -> str:
+    """The next step when doctor fails checks on the nodes a deploy is planned for."""
+    import shlex
+
+    from strixwizard.cli.nextstep import site_options
+
+    words = shlex.join(site_options(args))
+    return (f"Doctor fails checks on these nodes (Warnings above): cure what fix can first: "
+            f"strixwizard fix {words}".rstrip() + f"; `strixwizard doctor {words}`".rstrip()
+            + " explains each.")
 
 
 def _smoke_only(args: argparse.Namespace, site: str, cluster: Any, on_step: Any) -> int:

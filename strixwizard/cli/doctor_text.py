@@ -1,8 +1,11 @@
-"""The doctor report as text for a terminal: a short table, quiet when all is well."""
+"""The doctor report as text for a terminal, quiet when all is well: by default the nodes, one
+line per area (platform, NICs, links, lossless, versions, counters) with ✓/!/✗ and its counts,
+each failure in full and each warning in one line; `-v` the full text (links, every check)."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import textwrap
 from collections.abc import Sequence
@@ -172,6 +175,79 @@ def _unreachable_part(report: Report, paint: _Painter) -> str | None:
     return f"{text}, allowed" if report.allow_unreachable else paint(text, "31")
 
 
+#: The areas of the at-a-glance view (`doctor` without -v), each a set of checks; a check not
+#: named here is in the area of its id's prefix (`AREA_OF_PREFIX`), else "other".
+AREAS = ("platform", "NICs", "links", "lossless", "versions", "counters")
+AREA_OF_CHECK = {
+    "node.rdma_core_version": "versions", "node.linux_firmware": "versions",
+    "node.kernel_known_good": "versions", "nic.firmware_known_good": "versions",
+    "link.pfc": "lossless", "link.trust": "lossless",
+    "rdma.link_cross_check": "links", "site.rdma_path": "links",
+    "fabric.counters": "counters",
+}
+AREA_OF_PREFIX = {"node": "platform", "nic": "NICs", "rdma": "NICs", "roce": "NICs", "usb4": "NICs",
+                  "dcb": "lossless", "link": "links", "site": "links", "fabric": "counters"}
+MARKS = {Status.PASS: ("✓", "32"), Status.WARN: ("!", "33"), Status.FAIL: ("✗", "31"),
+         Status.ERROR: ("✗", "35"), Status.SKIP: ("-", "2")}
+
+
+def area_of(check_id: str) -> str:
+    return AREA_OF_CHECK.get(check_id) or AREA_OF_PREFIX.get(check_id.split(".", 1)[0], "other")
+
+
+def area_summary(report: Report) -> list[tuple[str, Status, dict[Status, int]]]:
+    """Each area with checks in the report, in `AREAS` order: its worst judged status (SKIP
+    when nothing was judged) and its count of each status."""
+    by_area: dict[str, list[CheckResult]] = {}
+    for result in report.checks:
+        by_area.setdefault(area_of(result.id), []).append(result)
+    summary = []
+    for area in [*AREAS, *sorted(set(by_area) - set(AREAS))]:
+        results = by_area.get(area, [])
+        if not results:
+            continue
+        judged = [r for r in results if r.status != Status.SKIP]
+        worst = max(judged, key=lambda r: r.status.rank).status if judged else Status.SKIP
+        summary.append((area, worst, {status: sum(r.status == status for r in results)
+                                      for status in Status}))
+    return summary
+
+
+def area_marks(report: Report) -> str:
+    """The areas in one line (`✓ platform  ! NICs  ✗ links …`), as the wizard's headline."""
+    return "  ".join(f"{MARKS[worst][0]} {area}" for area, worst, _ in area_summary(report))
+
+
+def area_lines(report: Report, paint: _Painter) -> list[str]:
+    """One line per area: ✓ all judged passed, ! a warning, ✗ a failure (or a check that
+    broke), - nothing judged; then the counts."""
+    summary = area_summary(report)
+    width = max((len(area) for area, _, _ in summary), default=0)
+    lines = []
+    for area, worst, count in summary:
+        mark, colour = MARKS[worst]
+        parts = [
+            f"{count[Status.FAIL]} failed" if count[Status.FAIL] else None,
+            _plural(count[Status.ERROR], "error") if count[Status.ERROR] else None,
+            _plural(count[Status.WARN], "warning") if count[Status.WARN] else None,
+            f"{count[Status.PASS]} passed" if count[Status.PASS] else None,
+            f"{count[Status.SKIP]} skipped" if count[Status.SKIP] else None,
+        ]
+        lines.append(f"  {paint(mark, colour)} {area.ljust(width)}  " + ", ".join(p for p in parts if p))
+    return lines
+
+
+def glance_lines(finding: Finding, paint: _Painter, width: int) -> list[str]:
+    """A finding that is not a failure, in one line (`-v` shows its whole block)."""
+    result = finding.result
+    return [f"  {paint.status(result.status)} {result.id.ljust(width)} {finding.where}"]
+
+
+def _at_a_glance(finding: Finding, verbose: bool) -> bool:
+    """Whether the default view shows the finding in one line rather than its block."""
+    return not verbose and finding.result.status not in (Status.FAIL, Status.ERROR)
+
+
 def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool = False,
            site_options: Sequence[str] | None = None, width: int | None = None) -> None:
     """The report for a terminal, wrapped within `width` (default: the terminal's); it ends with
@@ -204,18 +280,25 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
     for host in report.hosts:
         line = "  " + _host_line(host)
         write(paint(line, "31") if not host.reachable else line)
-    if report.links:
+    if report.links and verbose:
         write(f"links: {len(report.links)}")
         for link in report.links:
             write(_link_line(link, paint))
+    if not verbose:
+        for line in area_lines(report, paint):
+            write(line)
     if shown:
         stream.write("\n")
         findings = group(shown)
         id_width = max(len(f.result.id) for f in findings)
         order = sorted(findings, key=lambda f: (-f.result.status.rank, f.result.id, f.hosts))
         for finding in order:
-            for line in _result_lines(finding, paint, id_width):
+            brief = _at_a_glance(finding, verbose)
+            for line in (glance_lines if brief else _result_lines)(finding, paint, id_width):
                 write(line)
+        if any(_at_a_glance(f, verbose) for f in findings):
+            again = shlex.join(["strixwizard", "doctor", *(site_options or ()), "-v"])
+            write(f"  (one line per warning: `{again}` explains them and lists every check)")
     stream.write("\n")
     if report.no_verdict is not None:
         down = _unreachable_part(report, paint)

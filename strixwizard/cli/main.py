@@ -27,14 +27,19 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="strixwizard",
         description="Set up and verify an RDMA cluster of AMD Strix Halo nodes.",
+        # a command's own options go after it: `--demo` before one would open the wizard
+        usage="strixwizard [-h] [--version] [--demo | --site FILE]   (the wizard)\n"
+              "       strixwizard COMMAND [options]   (e.g. strixwizard doctor --demo)",
     )
     parser.add_argument("--version", action="version", version=f"strixwizard {__version__}")
     wizard = parser.add_mutually_exclusive_group()
     wizard.add_argument("--demo", dest="wizard_demo", action="store_true",
-                        help="open the wizard on the bundled demo site")
+                        help="open the wizard on the bundled demo site (a command takes its own, "
+                        "after it: `strixwizard doctor --demo`)")
     wizard.add_argument("--site", dest="wizard_site", type=Path, metavar="FILE",
-                        help="open the wizard on this site file (default: ./site.yaml if present)")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+                        help="open the wizard on this site file (default: ./site.yaml if present; "
+                        "a command takes its own, after it: `strixwizard doctor --site FILE`)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="strixwizard")
 
     doctor = commands.add_parser(
         "doctor",
@@ -61,7 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--allow-unreachable", action="store_true",
                         help="judge the reachable nodes alone: an unreachable node does not make "
                         "the run an error (exit 1)")
-    doctor.add_argument("-v", "--verbose", action="store_true", help="show passing checks too")
+    doctor.add_argument("-v", "--verbose", action="store_true",
+                        help="the full text: every link, and every check in its block (passing "
+                        "ones too); without it one line per area, then the failures")
     add_soft_rdma_option(doctor, "judge links on")
 
     capture = commands.add_parser(
@@ -79,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="an Ansible YAML inventory as the node list")
     capture.add_argument("--trust-new-hosts", action="store_true",
                          help="accept and remember SSH host keys not yet in known_hosts")
+    capture.add_argument("--scrub", action="store_true",
+                         help="a bundle fit to share: hostnames, IP and MAC addresses, serial numbers "
+                         "and user names replaced by tokens, the same value by the same token (links "
+                         "still pair, verdicts replay the same); the map stays beside it, private")
 
     init = commands.add_parser(
         "init",
@@ -86,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Write a commented site.yaml to edit. Nodes come from --node or --inventory; "
         "with neither, this machine is the only node.",
     )
-    init.add_argument("--out", type=Path, default=Path("site.yaml"), metavar="FILE")
+    init.add_argument("--out", type=Path, default=Path("site.yaml"), metavar="FILE",
+                      help="the site file to write (default: ./site.yaml; never overwritten)")
     init.add_argument("--name", default=None, help="the site's name (default: the folder's name)")
     init.add_argument("--node", action="append", default=[], metavar="NAME=[USER@]HOST[:PORT]",
                       help="a node to add (repeatable); HOST `local` is this machine")
@@ -247,10 +259,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    if args.scrub:
+        _scrub_map(args.out)
     if args.site is None and args.inventory is None:
         from strixwizard.services.capture import capture_local
 
         written = capture_local(args.out, args.tar)
+        if args.scrub:
+            _scrub([written], written)
         print(f"snapshot written to {written}")
         print(f"replay it with: strixwizard doctor --snapshot {written}")
         return EXIT_OK
@@ -264,6 +280,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     assert site is not None
     progress = node_progress(node_printer()) if sys.stderr.isatty() else None
     outcome = capture_site(site, args.out, args.trust_new_hosts, progress)
+    if args.scrub and outcome.written:
+        _scrub(list(outcome.written.values()), args.out)
     for name, path in outcome.written.items():
         print(f"{name}: {path}")
     for name, reason in outcome.failed.items():
@@ -274,6 +292,27 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if not outcome.written:
         return EXIT_NO_VERDICT
     return EXIT_FAIL if outcome.failed else EXIT_OK
+
+
+def _scrub_map(out: Path) -> Path:
+    """Where `capture --scrub` keeps its map; refused before anything is captured if taken."""
+    from strixwizard.probe.scrub import map_path
+
+    private = map_path(out)
+    if private.exists():
+        raise UsageError(f"{private}: already exists; move it away (it maps an earlier scrubbed "
+                         "capture back to its names) or choose another --out")
+    return private
+
+
+def _scrub(paths: list[Path], out: Path) -> None:
+    from strixwizard.probe.scrub import scrub_bundle
+
+    private = _scrub_map(out)
+    scrubber = scrub_bundle(paths, private)
+    print(f"scrubbed: {len(scrubber.names)} name(s), {len(scrubber.networks)} IPv4 network(s), "
+          f"{len(scrubber.macs)} MAC address(es) replaced by tokens; the map back (private: keep "
+          f"it, do not share it): {private}")
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -379,16 +418,73 @@ def cmd_advise(args: argparse.Namespace) -> int:
     return run_advise(args)
 
 
+def _command_index(argv: Sequence[str]) -> int | None:
+    """Where the command word sits in `argv` (the first word that is neither an option nor the
+    FILE of the wizard's `--site`), or None when there is none."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return index + 1 if index + 1 < len(argv) else None
+        if not word.startswith("-"):
+            return index
+        if len(word) > 3 and "--site".startswith(word):  # `--site FILE` (or an abbreviation)
+            index += 1
+        index += 1
+    return None
+
+
+def _check_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Refuse what argparse would accept and then ignore, or explain badly: a command word
+    nobody defined (suggest the close ones) and the wizard's `--demo`/`--site FILE` before a
+    command, which would otherwise run that command on this machine without saying so."""
+    at = _command_index(argv)
+    if at is None:
+        return
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    word = argv[at]
+    if word not in commands.choices:
+        import difflib
+
+        close = difflib.get_close_matches(word, list(commands.choices), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        parser.error(f"{word!r} is not a command{hint} (`strixwizard --help` lists them)")
+    before = [w for w in argv[:at] if w not in ("-h", "--help")]
+    if before:
+        fixed = shlex.join(["strixwizard", word, *before, *argv[at + 1:]])
+        parser.error(f"{' '.join(before)} before a command opens the wizard; for `{word}` put "
+                     f"it after the command: {fixed}")
+
+
+def _on_this_machine_only(args: argparse.Namespace) -> str | None:
+    """The note a site command prints when nothing named a site: it runs on this machine, and
+    says so rather than falling back silently."""
+    if args.command not in ("doctor", "fix", "deploy") or getattr(args, "rollback", None):
+        return None
+    if getattr(args, "list_checks", False):
+        return None
+    named = (getattr(args, "site", None), getattr(args, "inventory", None),
+             getattr(args, "snapshot", None), getattr(args, "demo", False))
+    if any(named):
+        return None
+    return (f"strixwizard {args.command}: no --site, --inventory or --demo given: this machine "
+            f"only (`strixwizard {args.command} --site FILE` for a cluster, --demo for the demo)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what was run, for next-step commands
+    words = list(sys.argv[1:] if argv is None else argv)
+    _check_command_line(parser, words)
+    args = parser.parse_args(words)
+    args.argv = words  # what was run, for next-step commands
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
                 "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain,
                 "history": cmd_history, "advise": cmd_advise}
     if args.command is None:
         return _wizard(parser, args)
+    if (note := _on_this_machine_only(args)) is not None:
+        print(note, file=sys.stderr)
     from strixwizard.cli.terminal import visible_output
     from strixwizard.node import signals
 

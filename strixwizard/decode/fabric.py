@@ -28,6 +28,17 @@ def _rccl_points(m: Measurement) -> list[CollectivePoint]:
             for size, us in sorted(times.items(), key=lambda item: int(item[0]))]
 
 
+#: What a TCP figure measured on this machine's loopback (the demo) is, wherever it is shown
+#: beside RDMA between nodes.
+LOOPBACK_NOTE = ("TCP on this machine's loopback, not a network (no wire, no RCCL): it does not "
+                 "compare with RDMA between nodes")
+
+
+def on_loopback(m: Measurement) -> bool:
+    """A TCP result measured between 127.0.0.1 and itself (the demo's TCP baseline)."""
+    return m.transport == TCP and "loopback" in m.path
+
+
 def _latency_point(m: Measurement, size: int, bandwidth_gbps: float | None) -> CollectivePoint | None:
     if m.latency is None or m.latency.median_us is None:
         return None
@@ -35,6 +46,8 @@ def _latency_point(m: Measurement, size: int, bandwidth_gbps: float | None) -> C
     how = (f"2 x one-way {m.detail.get('size_bytes', '?')} B {m.tool} + half the message at "
            f"{bandwidth_gbps:.1f} Gb/s" if bandwidth_gbps else
            f"2 x one-way {m.tool} at its test size (no bandwidth term: a lower bound)")
+    if on_loopback(m):
+        how = f"{LOOPBACK_NOTE}; {how}"
     return CollectivePoint(m.transport, size, 2 * (m.latency.median_us + wire), ESTIMATED, m.tool, how)
 
 
@@ -76,4 +89,6 @@ def fabric_document(results: Sequence[Measurement], shape: ModelShape, nodes: in
     if not points_of(results):
         run.notes.append("from the Test step's own figures; `strixwizard test decode` times the "
                          "all-reduce at the model's decode sizes")
+    if any(on_loopback(m) for m in verdicts(results)):
+        run.notes.append(LOOPBACK_NOTE)
     return run.document_of(fabric_points(results, shape))

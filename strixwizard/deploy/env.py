@@ -419,7 +419,7 @@ def _warnings(choice: _Choice, nodes: dict[str, NodeFacts]) -> list[str]:
     mtus = {name: end.netdev.mtu for name, end in choice.ends.items()}
     if len(set(mtus.values())) > 1:
         found.append("MTU differs between nodes (" + ", ".join(
-            f"{n} {m}" for n, m in mtus.items()) + "): run `strixwizard fix` first, or RDMA "
+            f"{n} {m}" for n, m in mtus.items()) + "): cure it first (fix plans it), or RDMA "
             "transfers may fail after the QPs connect")
     for name, facts in nodes.items():
         gfx = facts.gpu.gfx_target

@@ -18,13 +18,15 @@ OFFLINE = ("a node without Internet access: clone on a machine that has it, then
 
 
 def rccl_notes(node: NodeFacts) -> tuple[list[str], bool | None]:
-    """Notes for the plan, and whether RCCL is ready (None: cannot tell)."""
+    """Notes for the plan, and whether RCCL is built for the GPU (None: cannot tell). Built is
+    not ready: what else breaks RCCL on the node (rdma-core, the driver) doctor judges, and the
+    deploy plan lists its failures beside this."""
     rocm = node.rocm
     rccl = rocm.rccl
     gfx = node.gpu.gfx_target or "gfx1151"
     version = rocm.version_text or "unknown (no /opt/rocm/.info/version)"
     if rccl.has_gfx1151:
-        return [f"RCCL ready: {rccl.library} carries {gfx} code objects "
+        return [f"RCCL built for {gfx}: {rccl.library} carries {gfx} code objects "
                 f"(targets {', '.join(rccl.targets)}); ROCm {version}"], True
     build = (f"build RCCL for {gfx} from {RCCL_SOURCE}: `cmake -DGPU_TARGETS={gfx} ...` in "
              "projects/rccl, about 20-40 min for one GPU target on 16 Zen 5 cores (estimate), "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from strixwizard.files import private_dir
 from strixwizard.fixing.model import Plan, Step
 from strixwizard.onnode import ops
 from strixwizard.site import name_problem
@@ -120,17 +121,6 @@ class NodeJournal:
                    bool(data["dry_run"]), plans, steps, data.get("status", "planned"),
                    data.get("state", ""), data.get("on_node"), data.get("created_at", ""),
                    data.get("updated_at", ""))
-
-
-def private_dir(path: Path) -> Path:
-    """`path` and its missing parents created 0700; an existing `path` made 0700."""
-    if not path.is_dir():
-        if not path.parent.exists():
-            private_dir(path.parent)
-        path.mkdir(mode=0o700, exist_ok=True)
-    if path.stat().st_mode & 0o077:
-        os.chmod(path, 0o700)
-    return path
 
 
 def write_durably(path: Path, text: str, mode: int = 0o600) -> None:

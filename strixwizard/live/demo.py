@@ -128,18 +128,52 @@ def demo_counters(results: list[Measurement], pair: tuple[str, str]) -> Measurem
     return recorded(data, results, pair, REPLAYED)
 
 
-def demo_results(kind: str, nodes: list[str], thresholds: Thresholds, settings: TcpSettings
-                 ) -> Iterator[Measurement]:
+#: The RDMA path of each pair as the site's own snapshots show it (`live.plan.plan_pair` on
+#: their facts; None: no RDMA path there). The recordings were made elsewhere.
+SitePaths = dict[tuple[str, str], "tuple[RdmaEnd, RdmaEnd] | None"]
+
+
+def on_site_path(m: Measurement, site_ends: tuple[RdmaEnd, RdmaEnd] | None) -> Measurement:
+    """A replayed RDMA result with the path this site's snapshots show (the same facts doctor
+    judges), and a note where that path is not the one the recording was made on."""
+    recorded = recorded_ends()
+    if site_ends is None:
+        note = (f"replayed from a recording made on {_path(recorded)}; this site's snapshots show "
+                f"no RDMA path between {m.pair[0]} and {m.pair[1]}: the recording says nothing "
+                "about them")
+        return replace(m, path="no RDMA path in this site's snapshots", detail={**m.detail, "note": note})
+    differ = [f"{s.node} active_mtu {s.mtu}" for s, r in zip(site_ends, recorded, strict=True)
+              if s.mtu != r.mtu]
+    detail = dict(m.detail)
+    if differ:
+        mtus = (f"{recorded[0].mtu} on both ends" if recorded[0].mtu == recorded[1].mtu
+                else " and ".join(str(r.mtu) for r in recorded))
+        detail["note"] = (f"replayed from a recording made at active_mtu {mtus}; this site's path "
+                          f"differs ({', '.join(differ)}): the recording cannot show what this "
+                          "path does (doctor judges it: link.mtu)")
+    return replace(m, path=_path(site_ends), detail=detail)
+
+
+def demo_results(kind: str, nodes: list[str], thresholds: Thresholds, settings: TcpSettings,
+                 paths: SitePaths | None = None) -> Iterator[Measurement]:
+    """The demo's results; with `paths`, each replayed RDMA result carries its pair's path as
+    the site's snapshots show it (`on_site_path`)."""
     pair = (nodes[0], nodes[1])
+
+    def placed(m: Measurement, on: tuple[str, str]) -> Measurement:
+        m = replace(m, pair=on)
+        return m if paths is None else on_site_path(m, paths.get(on))
+
     if kind in ("latency", "matrix"):
         for pairs in rounds(nodes):
             for a, b in pairs:
                 yield from demo_tcp((a, b), thresholds, settings)
                 yield published_baseline((a, b))
-                yield replace(demo_rdma_latency(thresholds), pair=(a, b))
+                yield placed(demo_rdma_latency(thresholds), (a, b))
                 if kind == "matrix":
-                    yield replace(demo_rdma_bandwidth(thresholds), pair=(a, b))
+                    yield placed(demo_rdma_bandwidth(thresholds), (a, b))
     elif kind == "bandwidth":
-        yield replace(demo_rdma_bandwidth(thresholds), pair=pair)
+        yield placed(demo_rdma_bandwidth(thresholds), pair)
     elif kind == "rccl":
-        yield demo_rccl()
+        rccl = demo_rccl()
+        yield rccl if paths is None else on_site_path(rccl, paths.get(rccl.pair))

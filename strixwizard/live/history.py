@@ -124,7 +124,10 @@ class History:
                              "document FROM results LIMIT 0")
             self._db.execute("SELECT id, started_at, site, command, status FROM runs LIMIT 0")
             return
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+        for folder in reversed(missing):  # each made 0700: `mkdir(parents=True)` would not
+            folder.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(folder, 0o700)
         # private: it names the site's hosts; SQLite gives its journal files the same mode
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         if path.stat().st_mode & 0o077:

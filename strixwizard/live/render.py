@@ -65,7 +65,8 @@ def print_summary(report: TestReport, out: TextIO, tcp_only_command: str | None 
         nodes = report.matrix["nodes"]
         grid = report.matrix["tcp_latency_us"]
         rdma = report.matrix["rdma_latency_us"]
-        print(f"\nMatrix ({len(report.matrix['rounds'])} rounds, "
+        count = len(report.matrix["rounds"])
+        print(f"\nMatrix ({count} round{'' if count == 1 else 's'}, "
               f"{report.matrix['elapsed_s']:.1f} s): median one-way µs, TCP / RDMA", file=out)
         width = max(len(n) for n in nodes) + 2
         print(" " * width + "".join(n.rjust(16) for n in nodes), file=out)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strixwizard.files import private_dir
 from strixwizard.node.command import program_name
 from strixwizard.node.errors import ConnectFailed, NodeError, Unreachable
 from strixwizard.node.process import NOT_INSTALLED, Process
@@ -145,14 +146,16 @@ class ReplaySession:
 
 
 def copy_snapshot(source: Path, destination: Path) -> Path:
-    """A private copy of a snapshot (directory or .tar.gz) for a dry run."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    """A private copy of a snapshot (directory or .tar.gz) for a dry run: the folders made
+    for it (`dry-runs/`, the run's, the copy's own) are 0700, as the journals' are."""
+    private_dir(destination.parent)
     if source.is_dir():
         shutil.copytree(source, destination, symlinks=True)
     else:
         # Through the snapshot loader rather than tarfile.extractall: paths are normalised
         # inside the snapshot, and Debian 12's Python 3.11.2 has no extraction filters.
         SnapshotProbe.load(source).write_dir(destination)
+    private_dir(destination)
     return destination
 
 

@@ -7,10 +7,13 @@ process group it created) when any of these happens:
 
 - our stdin reaches end of file: the controller asked to stop, or the SSH
   channel went away (the controller died, was interrupted, lost the link);
-- SECONDS have passed.
+- SECONDS have passed;
+- it is itself told to end (SIGINT, SIGTERM, SIGHUP): Ctrl-C in a terminal reaches the
+  whole foreground process group, this supervisor among the first, while the program, in its
+  own session, would never hear it and outlive the run.
 
 Exit status: the program's own, 124 after the time limit, 125 when stopped
-through stdin, 127 when the program is not installed. A line starting with
+through stdin, 128+N after signal N, 127 when the program is not installed. A line starting with
 `strixwizard-supervisor:` on stderr says what happened; it is never part of
 the program's output.
 """
@@ -46,17 +49,48 @@ def _stop(child: subprocess.Popen[bytes], grace: float = 1.5) -> None:
             continue
 
 
+class _Signalled(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_signalled(signum: int, frame: object) -> None:
+    raise _Signalled(signum)
+
+
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def main(argv_json: str, seconds: str) -> int:
     argv = json.loads(argv_json)
     limit = float(seconds)
+    for sig in ENDING_SIGNALS:  # from here on, being told to end ends the program first
+        signal.signal(sig, _raise_signalled)
+    child = None
     try:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
-    except FileNotFoundError:
-        _say(f"not installed: {argv[0]}")
-        return 127
-    except PermissionError:
-        _say(f"not executable: {argv[0]}")
-        return 126
+        try:
+            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+        except FileNotFoundError:
+            _say(f"not installed: {argv[0]}")
+            return 127
+        except PermissionError:
+            _say(f"not executable: {argv[0]}")
+            return 126
+        return _watch(child, argv, limit)
+    except _Signalled as signalled:
+        for sig in ENDING_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        if child is not None:
+            _stop(child)
+            _say(f"{signal.Signals(signalled.signum).name} received; stopped {argv[0]}")
+        return 128 + signalled.signum
+    finally:
+        if child is not None and child.poll() is None:  # any other way out: never leave it behind
+            _stop(child)
+
+
+def _watch(child: subprocess.Popen[bytes], argv: list[str], limit: float) -> int:
     _say(f"started {argv[0]} pid {child.pid}")
     deadline = time.monotonic() + limit
     watching = True

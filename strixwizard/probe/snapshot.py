@@ -84,8 +84,18 @@ class SnapshotTree:
 
 def _link_inside(path: str, link: str) -> str:
     """A link target as a relative link that stays in the tree, as the tree resolves it: an
-    absolute target re-rooted at the tree's root, `..` stopped there."""
+    absolute target re-rooted at the tree's root, `..` stopped there. A relative target that
+    stays in the tree is kept as written: readers take its last part (`device` ->
+    `../../../0000:c5:00.0` names the GPU; `../..` would not)."""
     parent = posixpath.dirname(path)
+    if not posixpath.isabs(link):
+        depth = len([part for part in parent.split("/") if part])
+        for part in link.split("/"):
+            depth += -1 if part == ".." else 0 if part in ("", ".") else 1
+            if depth < 0:
+                break
+        else:
+            return link
     return posixpath.relpath(posixpath.normpath(posixpath.join(parent, link)), parent)
 
 

@@ -47,6 +47,9 @@ class DeployPreview:
     plan: DeployPlan | None
     refused: str | None = None
     replayed: tuple[str, ...] = ()
+    #: what `strixwizard doctor` FAILs on these nodes (the same checks, the same facts): a
+    #: deploy on top of them is planned, and warned about, never called ready
+    doctor_failures: tuple[str, ...] = ()
 
     @property
     def plan_only(self) -> bool:
@@ -145,7 +148,27 @@ def plan(site: Site, nodes: Sequence[Node], settings: DeploySettings | None = No
     specs = {spec.name: spec for spec in site.nodes}
     replayed = tuple(n.node for n in planned.env.nodes
                      if specs.get(n.node) is None or specs[n.node].snapshot is not None)
-    return DeployPreview(planned, None, replayed)
+    failures = doctor_failures(site, nodes, {n.node for n in planned.env.nodes})
+    planned.notes.extend(failures)
+    return DeployPreview(planned, None, replayed, failures)
+
+
+def doctor_failures(site: Site, nodes: Sequence[Node], names: set[str]) -> tuple[str, ...]:
+    """Each check doctor FAILs (or could not run) on the deployed nodes, their links or the
+    site, one line each: deploy reads the nodes with the doctor's own checks."""
+    from strixwizard.model import Status
+    from strixwizard.services.discover import check
+
+    report = check(site, [n for n in nodes if n.report.name in names])
+    lines = []
+    for result in report.checks:
+        if result.status not in (Status.FAIL, Status.ERROR):
+            continue
+        where = result.host or result.entity
+        seen = f": {result.observed}" if result.observed else ""
+        want = f" (want {result.expected})" if result.expected else ""
+        lines.append(f"doctor {result.status.value.upper()}s {result.id} on {where}{seen}{want}")
+    return tuple(dict.fromkeys(lines))
 
 
 def refuse_replayed(preview: DeployPreview) -> None:

@@ -18,7 +18,7 @@ from strixwizard.errors import UsageError
 from strixwizard.live.counters import Target, sampled
 from strixwizard.live.counters import targets as counter_targets
 from strixwizard.live.hosts import Host
-from strixwizard.live.plan import PairPlan
+from strixwizard.live.plan import PairPlan, RdmaEnd
 from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.tcp import TcpSettings
@@ -76,13 +76,29 @@ def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
     return hosts, down
 
 
+def demo_paths(chosen: Sequence[str]) -> dict[tuple[str, str], tuple[RdmaEnd, RdmaEnd] | None]:
+    """The RDMA path of every pair of the demo's nodes, from the demo's own snapshots: what
+    `doctor --demo` judges is what `test --demo` shows."""
+    import itertools
+
+    from strixwizard.live.plan import plan_pair
+    from strixwizard.services.nodes import RunRequest, resolve_run
+
+    site, nodes = resolve_run(RunRequest(demo=True))
+    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+    paths: dict[tuple[str, str], tuple[RdmaEnd, RdmaEnd] | None] = {}
+    for a, b in itertools.permutations(chosen, 2):
+        paths[(a, b)] = plan_pair(site, facts, a, b).rdma
+    return paths
+
+
 def demo_stream(kind: str, chosen: list[str], thresholds: Thresholds, tcp: TcpSettings,
                 cancel: Cancel | None = None) -> Iterator[Measurement]:
     """The demo: TCP measured for real on loopback, RDMA and RCCL replayed from recordings."""
     from strixwizard.live.demo import demo_counters, demo_results
 
     results = []
-    for measurement in demo_results(kind, chosen, thresholds, tcp):
+    for measurement in demo_results(kind, chosen, thresholds, tcp, demo_paths(chosen)):
         if cancel is not None and cancel.cancelled:
             return
         results.append(measurement)
@@ -157,14 +173,15 @@ def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
                   tcp: TcpSettings | None = None, demo_seconds: float = 2.0,
                   connector: Connector | None = None) -> Iterator[Measurement]:
     """The Test step's run: the all-pairs matrix, then RCCL across the nodes (one set of hosts)."""
-    from strixwizard.live.demo import demo_rccl
+    from strixwizard.live.demo import demo_rccl, on_site_path
 
     names = [spec.name for spec in site.nodes]
     if demo:
         quick = tcp or TcpSettings(seconds=demo_seconds, reference_seconds=min(demo_seconds, 3.0))
         yield from demo_stream("matrix", names, site.thresholds, quick, cancel)
         if not cancel.cancelled:
-            yield demo_rccl()
+            rccl = demo_rccl()
+            yield on_site_path(rccl, demo_paths(names).get(rccl.pair))
         return
     if len(names) < 2:
         only = names[0] if names else "?"

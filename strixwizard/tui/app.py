@@ -28,6 +28,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
 from strixwizard.fixing.lock import LockHeld, UnfinishedRun
+from strixwizard.live.results import Measurement
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed
 from strixwizard.services.discover import Discovery, SiteSource
@@ -36,6 +37,7 @@ from strixwizard.services.fix import Applied, rollback_outcome
 from strixwizard.services.test import Cancel, planned_pairs
 from strixwizard.site import Site
 from strixwizard.tui import messages as m
+from strixwizard.tui.extras import saved_sections
 from strixwizard.tui.hostkeys import UnknownHostKey, for_the_wizard, unknown_host_key
 from strixwizard.tui.panels import panel_key, spark_points
 from strixwizard.tui.saved import (
@@ -150,9 +152,38 @@ class WizardApp(App[int]):
             session.state.step = STEPS[0].id
         session.state.site_file = str(source.site_file) if source and source.site_file else None
         session.saved = {k: Path(v) for k, v in session.state.saved_reports.items() if Path(v).exists()}
+        if resume and session.site is not None:
+            self._restore(session)
         if session.state.step not in session.state.visited:
             session.state.visited.append(session.state.step)
         session.changed()
+
+    def _restore(self, session: Session) -> None:
+        """The live tests and the deploy of the report an earlier session saved, back on the
+        Test and Deploy steps (and in the Report, unchanged, until something new runs)."""
+        assert session.site is not None
+        sections = saved_sections(session.saved.get("json"), session.site.name)
+        at = session.state.saved_at
+        tests = sections.get("live_tests")
+        if tests is not None:
+            try:
+                results = [Measurement.from_json(r) for r in tests.get("results", [])]
+            except (KeyError, TypeError, ValueError, IndexError):
+                results = []  # a file edited by hand: nothing restored, nothing lost
+            if results:
+                state = session.of(TestState)
+                nodes = [spec.name for spec in session.site.nodes]
+                outcome = tests.get("outcome") if isinstance(tests.get("outcome"), str) else None
+                state.results, state.nodes, state.outcome = results, nodes, outcome
+                state.pairs = planned_pairs(session.site)
+                state.complete = (list(results), list(nodes)) if outcome == "done" else None
+                state.resumed_at, state.resumed_document = at, tests
+                for measurement in results:
+                    state.spark.setdefault(panel_key(measurement), []).extend(spark_points(measurement))
+        deploy = sections.get("deploy")
+        if deploy is not None:
+            deployed = session.of(DeployState)
+            deployed.resumed, deployed.resumed_at = deploy, at
 
     def on_open_site(self, message: m.OpenSite) -> None:
         """Switch to another site (from the Site step); progress of the new site is resumed."""
@@ -554,6 +585,7 @@ class WizardApp(App[int]):
                 fixed.rolled_back, fixed.applied = cast(str, message.result), None
         else:
             deployed = self.session.of(DeployState)
+            deployed.resumed = None  # this session's run is what the nodes have now
             if message.action == "apply":
                 deployed.deployed, deployed.rolled_back = cast(Deployed, message.result), None
             else:
@@ -568,9 +600,7 @@ class WizardApp(App[int]):
                 and not self.busy("deploy") and self.session.of(DiscoverState).discovery is not None)
 
     def can_roll_back_deploy(self) -> bool:
-        deployed = self.session.of(DeployState).deployed
-        return (deployed is not None and deployed.report is not None and bool(deployed.report.run_id)
-                and deployed.report.status not in ("aborted", "nothing-to-do") and not self.busy("deploy"))
+        return self.session.of(DeployState).rollback_run() is not None and not self.busy("deploy")
 
     def on_plan_deploy(self, message: m.PlanDeploy) -> None:
         state = self.session.of(DeployState)
@@ -603,10 +633,9 @@ class WizardApp(App[int]):
             site, preview, self.confirm_in_modal, say))
 
     def on_roll_back_deploy(self, message: m.RollBackDeploy) -> None:
-        state = self.session.of(DeployState)
-        if not self.can_roll_back_deploy() or state.deployed is None or state.deployed.report is None:
+        run_id = self.session.of(DeployState).rollback_run()
+        if not self.can_roll_back_deploy() or run_id is None:
             return
-        run_id = state.deployed.report.run_id
         self._start_run("deploy", "rollback", lambda say: rollback_outcome(
             self.services.roll_back_deploy(run_id, self.confirm_in_modal, say)))
 

@@ -8,7 +8,10 @@ Pure, no Textual.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from strixwizard.live.results import Measurement
@@ -98,7 +101,10 @@ def markdown_sections(extras: dict[str, Any]) -> list[str]:
             status = (r["status"] or "ref").upper()
             lines.append(f"| {status} | {'-'.join(r['pair'])} | {r['transport'].upper()} {r['kind']} | "
                          f"{r['tool']} | {figure} | {r['threshold']} | {r['source']} |")
-        lines += [f"- like for like {'-'.join(c['pair'])}: {c['summary']}" for c in tests["like_for_like"]]
+        from strixwizard.tui.export import comparison_label
+
+        lines += [f"- {comparison_label(tests, c)} {'-'.join(c['pair'])}: {c['summary']}"
+                  for c in tests["like_for_like"]]
     deploy = extras.get("deploy")
     if deploy:
         lines += ["", "## Deploy", "", f"- status: **{deploy['status']}**"]
@@ -110,3 +116,38 @@ def markdown_sections(extras: dict[str, Any]) -> list[str]:
         if deploy.get("smoke"):
             lines.append(f"- smoke test: {deploy['smoke']['status']}")
     return lines
+
+
+#: What a deploy did on the nodes (not only planned): an earlier session's such result stays the
+#: Report's until this session applies or rolls back.
+APPLIED = ("deployed", "failed", "rolled-back")
+
+
+def saved_sections(path: Path | None, site: str) -> dict[str, dict[str, Any]]:
+    """The `live_tests` and `deploy` documents of a report an earlier session saved for this
+    site (what resuming restores), or none: a missing, unreadable or foreign file is no error."""
+    if path is None:
+        return {}
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(document, dict) or document.get("site") != site:
+        return {}
+    return {key: document[key] for key in ("live_tests", "deploy") if isinstance(document.get(key), dict)}
+
+
+def _timeless(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k != "generated_at"}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def content_fingerprint(document: dict[str, Any]) -> str:
+    """A digest of what a report says, leaving out when it was made (`generated_at` at any
+    depth): the same verdicts, tests and deploy give the same fingerprint, so the saved files
+    are not rewritten for nothing new."""
+    text = json.dumps(_timeless(document), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -85,6 +85,9 @@ class WizardState:
     visited: list[str] = field(default_factory=list)
     saved_reports: dict[str, str] = field(default_factory=dict)  # format -> path
     saved_at: str | None = None
+    #: what the saved reports say (`extras.content_fingerprint`): opening the Report rewrites
+    #: them only when something new was found, tested or deployed
+    report_fingerprint: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -94,6 +97,7 @@ class WizardState:
             "visited": self.visited,
             "saved_reports": self.saved_reports,
             "saved_at": self.saved_at,
+            "report_fingerprint": self.report_fingerprint,
         }
 
 
@@ -115,6 +119,8 @@ def load_state(path: Path) -> WizardState:
         if isinstance(visited, list) else [],
         saved_reports={str(k): str(v) for k, v in reports.items()} if isinstance(reports, dict) else {},
         saved_at=data.get("saved_at") if isinstance(data.get("saved_at"), str) else None,
+        report_fingerprint=fingerprint if isinstance(fingerprint := data.get("report_fingerprint"), str)
+        else None,
     )
 
 

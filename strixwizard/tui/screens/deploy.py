@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -19,6 +19,7 @@ from textual.widgets import Checkbox, Input, Label, Select, SelectionList, Stati
 
 from strixwizard.model import Status
 from strixwizard.services.deploy import STACKS, TRANSPORTS, DeployChoice, Deployed, DeployPreview
+from strixwizard.tui.extras import APPLIED
 from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
@@ -27,6 +28,7 @@ from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.text import outside, paragraph
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
+from strixwizard.tui.workspace import KEEP_FOR_SITE
 
 if TYPE_CHECKING:
     from strixwizard.deploy.llama import LlamaPlan
@@ -137,12 +139,48 @@ def deployed_content(deployed: Deployed) -> tuple[Content, str]:
     return Content("\n").join(lines), "success" if deployed.ok else "warning"
 
 
+def resumed_content(document: dict[str, Any], saved_at: str | None) -> tuple[Content, str, str]:
+    """What an earlier session's deploy did, from its saved report (text, kind, title)."""
+    status = str(document.get("status"))
+    apply = document.get("apply") if isinstance(document.get("apply"), dict) else {}
+    run = f"deploy run {apply['run_id']}: " if apply and apply.get("run_id") else ""
+    smoke = document.get("smoke") if isinstance(document.get("smoke"), dict) else None
+    lines = [f"{run}{status}" + (f" — {document['reason']}" if document.get("reason") else ""),
+             f"from an earlier session (its report saved {saved_at or 'before'})"]
+    if smoke:
+        lines.append(f"Smoke test: {str(smoke.get('status')).upper()}")
+    if run and status in ("deployed", "failed"):
+        lines.append("u rolls it back from its journals (you confirm first).")
+    return (Content("\n".join(lines)), "success" if status == "deployed" else "warning",
+            "Deployed (earlier session)")
+
+
 @dataclass
 class DeployState(RunState):
     preview: DeployPreview | None = None
     error: tuple[str, str] | None = None  # reason, next step (planning failed)
     deployed: Deployed | None = None
     choice: DeployChoice = field(default_factory=DeployChoice)  # what the pickers say
+    #: what an earlier session's saved report says the deploy did (and when it was saved):
+    #: shown, and reported, until this session applies or rolls back
+    resumed: dict[str, Any] | None = field(default=None, metadata=KEEP_FOR_SITE)
+    resumed_at: str | None = field(default=None, metadata=KEEP_FOR_SITE)
+
+    def rollback_run(self) -> str | None:
+        """The deploy run `u` rolls back: this session's, else the earlier session's."""
+        deployed = self.deployed
+        if deployed is not None:
+            report = deployed.report
+            if report is not None and report.run_id and report.status not in ("aborted", "nothing-to-do"):
+                return report.run_id
+            return None
+        resumed = self.resumed or {}
+        apply = resumed.get("apply")
+        if (resumed.get("status") in ("deployed", "failed") and not self.rolled_back
+                and isinstance(apply, dict) and isinstance(apply.get("run_id"), str)
+                and apply.get("status") not in ("aborted", "nothing-to-do")):
+            return str(apply["run_id"])
+        return None
 
 
 class DeployScreen(StepScreen, step="deploy", state=DeployState):
@@ -192,14 +230,13 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         wizard = self.wizard
         state = self.session.of(DeployState)
-        preview, deployed = state.preview, state.deployed
+        preview = state.preview
         running = wizard.busy("deploy")
         if action == "apply":
             return (preview is not None and preview.plan is not None and not preview.plan_only
                     and not running)
         if action == "roll_back":
-            return (deployed is not None and deployed.report is not None and bool(deployed.report.run_id)
-                    and deployed.report.status not in ("aborted", "nothing-to-do") and not running)
+            return state.rollback_run() is not None and not running
         if action == "plan":
             return self.session.of(DiscoverState).discovery is not None and not running
         return True
@@ -305,6 +342,8 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         if state.deployed is not None:
             text, kind = deployed_content(state.deployed)
             result = (text, kind, "Deployed" if state.deployed.ok else "Deploy: not passed")
+        elif state.resumed is not None and state.resumed.get("status") in APPLIED and not state.rolled_back:
+            result = resumed_content(state.resumed, state.resumed_at)
         show_run(self.query_one("#deploy-run", Notice), state, self.wizard.busy("deploy"),
                  running_title="Deploying", note="(this finishes or rolls back on its own)",
                  failed_title="Deploy failed", result=result)

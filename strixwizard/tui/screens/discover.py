@@ -182,6 +182,10 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
         text = (f"{reachable} of {len(report.hosts)} nodes read · {counts['fail']} failed, "
                 f"{counts['warn']} warnings, {counts['pass']} passed, {counts['skip']} skipped checks "
                 f"· {links} {'link' if links == 1 else 'links'}.  n: see the links")
+        if report.checks:
+            from strixwizard.cli.doctor_text import area_marks  # no Textual there, no cost here
+
+            text += f"\n{area_marks(report)}"
         status.say(text, "error" if reachable == 0 else ("warning" if reachable < len(report.hosts)
                                                          else "success"), title="Discovered")
         node_cells: list[tuple[str, ...]] = []

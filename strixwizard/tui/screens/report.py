@@ -12,10 +12,17 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from strixwizard.decode.fabric import on_loopback
 from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
-from strixwizard.tui.extras import deploy_document, reported_run, tests_document
+from strixwizard.tui.extras import (
+    APPLIED,
+    content_fingerprint,
+    deploy_document,
+    reported_run,
+    tests_document,
+)
 from strixwizard.tui.fit import hang
 from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import SaveProgress
@@ -150,7 +157,9 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         for m in verdicts(results):
             assert m.status is not None
             figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
-            source = " (replayed recording)" if m.source == REPLAYED else ""
+            source = (" (replayed recording)" if m.source == REPLAYED
+                      else " (this machine's loopback, not a network: does not compare with RDMA)"
+                      if on_loopback(m) else "")
             lines.append(Content.assemble(NB, badge(m.status), outside(
                 f" {m.pair_label} {m.transport.upper()} {m.kind}: {figure}{source}")))
         return lines
@@ -163,14 +172,25 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         tests, deploy = session.of(TestState), session.of(DeployState)
         results, nodes, outcome, note = reported_run(tests.results, tests.nodes, tests.outcome,
                                                      tests.complete)
-        document = tests_document(discovery.site.name, discovery.site.thresholds, results,
-                                  session.is_demo, nodes, outcome)
-        if document is not None and note:
-            document["note"] = note
-        return {
-            "live_tests": document,
-            "deploy": deploy_document(deploy.preview, deploy.deployed, deploy.rolled_back, deploy.error),
-        }
+        document = tests.resumed_document  # an earlier session's, as it saved it
+        if document is None:
+            document = tests_document(discovery.site.name, discovery.site.thresholds, results,
+                                      session.is_demo, nodes, outcome)
+            if document is not None and note:
+                document["note"] = note
+        return {"live_tests": document, "deploy": self._deploy_section(deploy)}
+
+    @staticmethod
+    def _deploy_section(deploy: DeployState) -> dict[str, Any] | None:
+        """This session's deploy document; an earlier session's while this one has only
+        planned (or not even that) and the earlier one changed the nodes."""
+        current = deploy_document(deploy.preview, deploy.deployed, deploy.rolled_back, deploy.error)
+        resumed = deploy.resumed
+        if resumed is None or deploy.deployed is not None or deploy.rolled_back or deploy.error:
+            return current
+        if current is None or resumed.get("status") in APPLIED:
+            return resumed
+        return current
 
     def _show_files(self) -> None:
         files = self.query_one("#report-files", Notice)
@@ -194,8 +214,15 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         if discovery is None:
             return
         extra = {"source": session.describe_source()}
+        sections = self._sections()
+        present = {k: v for k, v in sections.items() if v is not None}
+        fingerprint = content_fingerprint({**discovery.report.to_json(), **present, "extra": extra})
+        if (quiet and fingerprint == session.state.report_fingerprint and session.saved
+                and all(path.exists() for path in session.saved.values())):
+            return  # nothing new since these files were saved: they stay as they are
         try:
-            session.saved = save_report(discovery.report, session.out_dir, extra, self._sections())
+            session.saved = save_report(discovery.report, session.out_dir, extra, sections)
+            session.state.report_fingerprint = fingerprint
             state.save_error = None
         except OSError as error:
             session.saved = {}

@@ -58,6 +58,11 @@ class TestState(StepState):
     complete: tuple[list[Measurement], list[str]] | None = field(default=None, metadata=KEEP_FOR_SITE)
     #: The results shown were measured before the nodes were discovered again
     earlier: bool = False
+    #: The results came from the report an earlier session saved (its time); that report's
+    #: `live_tests` document is kept as it was, so the Report does not rewrite it. A new run
+    #: clears both.
+    resumed_at: str | None = field(default=None, metadata=KEEP_FOR_SITE)
+    resumed_document: dict[str, Any] | None = field(default=None, metadata=KEEP_FOR_SITE)
 
     def reset(self, new_site: bool = False) -> None:
         had = bool(self.results) and not self.earlier
@@ -191,6 +196,9 @@ class TestScreen(StepScreen, step="test", state=TestState):
             stored = f"\n{state.history}" if state.history else ""
             earlier = ("\nMeasured before the nodes were discovered again: r tests what was found now."
                        if state.earlier else "")
+            if state.resumed_at:
+                earlier = (f"\nFrom an earlier session (saved {state.resumed_at}), restored from its "
+                           "report: r tests the nodes now.")
             notice.say(f"{status.value.upper()}: {cause(results)}\n{len(results)} result(s){seconds}. "
                        f"r runs again.{earlier}\n{SPARK_NOTE}{demo}{stored}", kind,
                        title=f"Tests: {status.value.upper()}")

@@ -72,7 +72,10 @@ class DecodePanel(Vertical):
         for curve in curves([CollectivePoint.from_json(p) for p in points]):
             rows = [p for p in document["predictions"] if p["transport"] == curve.transport]
             last = rows[-1]
-            table.add_row(curve.transport, f"{curve.two_ranks(message):.1f}",
+            loopback = any("loopback" in str(p.get("note", "")) for p in points
+                           if p["transport"] == curve.transport)
+            table.add_row(f"{curve.transport} (loopback)" if loopback else curve.transport,
+                          f"{curve.two_ranks(message):.1f}",
                           *[f"{p['tokens_per_s']:.1f}" + ("" if p["fits"] else " (no fit)") for p in rows],
                           f"{last['comm_share']:.0%} at TP={last['tp']}", curve.source)
         notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"

@@ -1,0 +1,111 @@
+"""`capture --scrub`: support bundles fit to share. Hostnames, IP and MAC addresses, serials
+and user names become tokens, the same value the same token across the bundle; the scrubbed
+bundle replays with the same verdicts; the map back stays beside it, private."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import stat
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from strixwizard.probe.scrub import Scrubber, map_path, scrub_bundle
+from strixwizard.probe.snapshot import SnapshotProbe
+from tests.conftest import run_cli
+
+DEMO = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
+
+
+def _verdicts(*snapshots: Path) -> Counter[tuple[str, str]]:
+    done = run_cli("doctor", "--json", "--snapshot", *map(str, snapshots))
+    return Counter((c["id"], c["status"]) for c in done.json()["checks"])
+
+
+def _texts(snapshot: Path) -> str:
+    with tarfile.open(snapshot) as archive:
+        return "\n".join(archive.extractfile(m).read().decode("utf-8", "replace")  # type: ignore[union-attr]
+                         for m in archive if m.isfile())
+
+
+def test_the_demo_bundle_scrubbed_replays_with_the_same_verdicts(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    copies = [Path(shutil.copy(DEMO / name, bundle / name)) for name in ("node-a.tar.gz", "node-b.tar.gz")]
+    before = _texts(copies[0]) + _texts(copies[1])
+    scrubber = scrub_bundle(copies, map_path(bundle))
+    after = _texts(copies[0]) + _texts(copies[1])
+    for secret in ("strix-a", "strix-b", "192.168.100.1", "192.168.100.2", "9c:6b:00:4a:22:01",
+                   "c0a8:6401", "c0a8:6402"):
+        assert secret in before and secret not in after, secret
+    assert _verdicts(*copies) == _verdicts(DEMO / "node-a.tar.gz", DEMO / "node-b.tar.gz")
+    # one map for the bundle: both ends of the /30 land in one network, so the link pairs up
+    assert "10.200.100.1" in _texts(copies[0]) and "10.200.100.2" in _texts(copies[1])
+    assert scrubber.networks == {"192.168": "10.200", "10.0": "10.201"}
+    private = map_path(bundle)
+    assert private.parent == tmp_path and stat.S_IMODE(private.stat().st_mode) == 0o600
+    mapped = json.loads(private.read_text())
+    assert mapped["names"] == {"host-1": "strix-a", "host-2": "strix-b"}
+    assert SnapshotProbe.load(copies[0]).meta["scrubbed"] is True
+
+
+def test_the_same_value_maps_to_the_same_token_in_every_form() -> None:
+    scrubber = Scrubber()
+    ip = scrubber.text("inet 192.168.100.1/30")
+    gid = scrubber.text("0000:0000:0000:0000:0000:ffff:c0a8:6401")
+    assert ip == "inet 10.200.100.1/30" and gid.endswith(":ffff:0ac8:6401")
+    mac = scrubber.text("link/ether b4:96:91:9c:41:d8 brd ff:ff:ff:ff:ff:ff")
+    assert mac == "link/ether 02:00:5e:00:00:01 brd ff:ff:ff:ff:ff:ff"
+    # the link-local address and node GUID derived from that MAC follow it
+    assert scrubber.text("fe80::b696:91ff:fe9c:41d8") == "fe80::5eff:fe00:1"
+    assert scrubber.text("b696:91ff:fe9c:41d8") == "0000:5eff:fe00:0001"
+    assert scrubber.text("127.0.0.1 255.255.255.252 0.0.0.0") == "127.0.0.1 255.255.255.252 0.0.0.0"
+
+
+def test_capture_scrub_on_this_machine(tmp_path: Path) -> None:
+    plain = run_cli("capture", "--out", str(tmp_path / "plain"), "--tar")
+    assert plain.rc == 0, plain.stderr
+    scrubbed = run_cli("capture", "--out", str(tmp_path / "shared"), "--tar", "--scrub")
+    assert scrubbed.rc == 0, scrubbed.stderr
+    archive = tmp_path / "shared.tar.gz"
+    private = tmp_path / "shared.scrub-map.json"
+    assert f"do not share it): {private}" in scrubbed.stdout
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    original, shared = _texts(tmp_path / "plain.tar.gz"), _texts(archive)
+    macs = set(re.findall(r"\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b", original)) - {"00:00:00:00:00:00",
+                                                                             "ff:ff:ff:ff:ff:ff"}
+    assert macs and not any(mac in shared for mac in macs)
+    host = SnapshotProbe.load(tmp_path / "plain.tar.gz").host
+    assert not re.search(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", shared)
+    again = run_cli("capture", "--out", str(tmp_path / "shared"), "--tar", "--scrub")
+    assert again.rc == 2 and "already exists" in again.stderr  # the map is never overwritten
+    # the same capture scrubbed afterwards judges the same as it did unscrubbed
+    copy = Path(shutil.copy(tmp_path / "plain.tar.gz", tmp_path / "copy.tar.gz"))
+    scrub_bundle([copy], map_path(copy))
+    assert _verdicts(copy) == _verdicts(tmp_path / "plain.tar.gz")
+
+
+@pytest.mark.lab
+def test_a_lab_bundle_scrubbed_replays_as_the_site_with_the_same_verdicts(tmp_path: Path) -> None:
+    from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+
+    require_lab_tools()
+    sweep_stale_labs()
+    with Lab(tmp_path / "lab", 2) as lab:
+        site = lab.write_site_yaml(tmp_path / "lab.yaml")
+        plain = run_cli("capture", "--site", str(site), "--out", str(tmp_path / "plain"))
+        assert plain.rc == 0, plain.stderr
+        shared = run_cli("capture", "--site", str(site), "--out", str(tmp_path / "shared"), "--scrub")
+        assert shared.rc == 0, shared.stderr
+        addresses = [a for host in lab.hosts for a in (host.mgmt_addr, host.fabric_addr) if a]
+    archives = sorted((tmp_path / "shared").glob("*.tar.gz"))
+    texts = "".join(_texts(a) for a in archives)
+    assert addresses and not any(re.search(rf"(?<![\d.]){re.escape(a)}(?![\d])", texts) for a in addresses)
+    replay = run_cli("doctor", "--json", "--snapshot", *map(str, archives)).json()
+    assert [h["name"] for h in replay["hosts"]] == ["node0", "node1"]  # still the site
+    assert len(replay["links"]) >= 1  # the fabric still pairs up
+    assert _verdicts(*archives) == _verdicts(*sorted((tmp_path / "plain").glob("*.tar.gz")))

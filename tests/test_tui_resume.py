@@ -1,0 +1,118 @@
+"""Pilot tests: resuming the wizard keeps the work of the earlier session. All steps, quit,
+reopen: the Test and Deploy results are there, and the saved report files stay as they were
+until something new runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from strixwizard.tui.screens.deploy import DeployState
+from strixwizard.tui.screens.test import TestState
+from tests.test_tui_walk import SIZE, make_app, notice_text, settle, sync, wait_for_tests
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+def _files(app_saved: dict[str, Path]) -> dict[str, bytes]:
+    return {fmt: path.read_bytes() for fmt, path in sorted(app_saved.items())}
+
+
+@sync
+async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Path) -> None:
+    first = make_app(demo=True)
+    async with first.run_test(size=SIZE) as pilot:
+        for key in ("2", "3", "4", "5"):  # every step, as a newcomer walks them
+            await pilot.press(key)
+            await settle(first, pilot)
+        assert first.session.of(DeployState).preview is not None
+        await pilot.press("6")
+        await settle(first, pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        await wait_for_tests(first, pilot)
+        assert first.session.of(TestState).outcome == "done"
+        # the demo's TCP is this machine's loopback: said so beside the recorded RDMA
+        decode = first.screen.query_one("DecodePanel DataTable")
+        transports = [str(decode.get_row_at(i)[0]) for i in range(decode.row_count)]  # type: ignore[attr-defined]
+        assert "tcp (loopback)" in transports and "rdma" in transports
+        await pilot.press("7")
+        await settle(first, pilot)
+        saved = dict(first.session.saved)
+        before = _files(saved)
+        body = " ".join(str(first.screen.query_one("#report-body").render()).split())
+        assert "TCP latency" in body and "loopback, not a network: does not compare" in body
+        page = before["html"].decode()
+        assert "like for like" not in page and "the two do not compare" in page
+        assert "it does not compare with RDMA between nodes" in page  # the decode chart's caption
+        document = json.loads(before["json"])
+        assert document["live_tests"]["results"] and document["deploy"]["status"] == "plan-only"
+        await pilot.press("3")  # quit elsewhere: the next start resumes there
+        await settle(first, pilot)
+    results = len(first.session.of(TestState).results)
+
+    again = make_app(demo=True)
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(again, pilot)
+        assert again.screen.id == "step-links"
+        await pilot.press("7")  # straight to the Report, as the newcomer did
+        await settle(again, pilot)
+        await pilot.pause()
+        body = str(again.screen.query_one("#report-body").render())
+        assert "not run yet" not in body and "not planned yet" not in body
+        assert "plan-only" in body and "RDMA latency" in body
+        assert _files(saved) == before  # opening the Report rewrote nothing
+
+        await pilot.press("6")
+        await settle(again, pilot)
+        tests = again.session.of(TestState)
+        assert len(tests.results) == results and tests.outcome == "done"
+        assert "earlier session" in notice_text(again, "#test-status")
+        assert again.screen.query("TestPanel")
+        await pilot.press("5")  # planning the same deploy again is nothing new either
+        await settle(again, pilot)
+        await pilot.press("7")
+        await settle(again, pilot)
+        assert _files(saved) == before
+
+        await pilot.press("6")  # a new run is something new: the report follows it
+        await settle(again, pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        await wait_for_tests(again, pilot)
+        assert again.session.of(TestState).resumed_document is None
+        await pilot.press("7")
+        await settle(again, pilot)
+        assert _files(again.session.saved) != before
+
+
+@sync
+async def test_a_foreign_or_broken_saved_report_restores_nothing(state_home: Path) -> None:
+    first = make_app(demo=True)
+    async with first.run_test(size=SIZE) as pilot:
+        await pilot.press("7")
+        await settle(first, pilot)
+        report = first.session.saved["json"]
+    report.write_text('{"site": "demo", "live_tests": {"results": [{"kind": 1}]}, "deploy": 3}')
+    again = make_app(demo=True)
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(again, pilot)
+        assert again.session.of(TestState).results == []
+        assert again.session.of(DeployState).resumed is None
+
+
+@sync
+async def test_discover_reads_at_a_glance_as_doctor_does(state_home: Path) -> None:
+    app = make_app(demo=True, resume=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(app, pilot)
+        text = notice_text(app, "#discover-status")
+        assert "! platform  ! NICs  ✗ links  ✗ lossless  ✗ versions  ! counters" in text
