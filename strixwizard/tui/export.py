@@ -15,6 +15,7 @@ from typing import Any
 from strixwizard.charts import run_pictures
 from strixwizard.checking.engine import Report
 from strixwizard.cli.terminal import terminal_text
+from strixwizard.tui.extras import comparison_label, markdown_sections
 from strixwizard.tui.saved import private_folder, write_private
 
 FORMATS = ("json", "md", "html")
@@ -80,8 +81,6 @@ def to_markdown(report: Report, extra: dict[str, str] | None = None,
             f"{_md_cell(check['expected'])} | {fix} |"
         )
     if sections:
-        from strixwizard.tui.extras import markdown_sections
-
         lines += markdown_sections(sections)
     return terminal_text("\n".join(lines) + "\n", colour=False)  # `cat` of it obeys nothing
 
@@ -102,15 +101,6 @@ svg.chart { max-width: 100%; height: auto; overflow: visible; }
 def _td(text: object, cls: str | None = None) -> str:
     attr = f' class="{cls}"' if cls else ""
     return f"<td{attr}>{html.escape(str(text if text is not None else ''))}</td>"
-
-
-def comparison_label(tests: dict[str, Any], comparison: dict[str, Any]) -> str:
-    """How a TCP/RDMA comparison is introduced: like for like only when both crossed the same
-    kind of path; the demo's TCP is this machine's loopback beside recorded RDMA."""
-    if tests.get("demo") or "loopback" in str(comparison.get("summary", "")):
-        return ("extra, TCP on this machine's loopback beside recorded RDMA (not a network: the "
-                "two do not compare)")
-    return "like for like"
 
 
 def _html_sections(sections: dict[str, Any]) -> list[str]:
