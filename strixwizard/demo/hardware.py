@@ -171,9 +171,10 @@ def connectx3_ib(node: FakeNode, ipv4: str | None, port_guid: str, lid: int, sm_
 
 def usb4_routers(node: FakeNode, peer_hostname: str | None, ipv4: str | None = None,
                  mac: str = "02:5d:3a:71:8c:01", speed_gbps: int = 40, mtu: int = 65520,
-                 rxe: bool = False) -> None:
+                 rxe: bool = False, statistics: dict[str, int] | None = None) -> None:
     """Strix Halo's two USB4 host routers (1022:158d/158e, driver thunderbolt) and, when
-    `peer_hostname` is given, a Linux XDomain peer with thunderbolt-net on it."""
+    `peer_hostname` is given, a Linux XDomain peer with thunderbolt-net on it (`statistics`:
+    its /sys/class/net/thunderbolt0/statistics files, none when not given)."""
     bridge = "0000:00:08.3"
     host = node.pci_device("0000:c7:00.5", 0x1022, 0x158D, 0x0C0340, "thunderbolt", bridge=bridge,
                            link=("16.0 GT/s PCIe", 16, "16.0 GT/s PCIe", 16))
@@ -206,6 +207,8 @@ def usb4_routers(node: FakeNode, peer_hostname: str | None, ipv4: str | None = N
     node.netdev("thunderbolt0", service, mac, mtu=mtu, speed=speed_gbps * 1000, ipv4=ipv4,
                 altnames=(altname,))
     node.ethtool("thunderbolt0", "thunderbolt-net", "", "0-1.0")
+    if statistics is not None:
+        node.netdev_statistics("thunderbolt0", statistics)
     node.dcb("thunderbolt0", supported=False)
     if rxe and ipv4:
         dev = node.rdma_device("rxe0", "/sys/devices/virtual", fw_ver="0.0.0",
