@@ -20,6 +20,7 @@ from strixwizard.demo.hardware import (
     connectx3_ib,
     e810,
     onboard_lan,
+    usb4_bond,
     usb4_routers,
 )
 from strixwizard.demo.scenarios import strix_halo_node
@@ -157,6 +158,7 @@ def report_of(tmp_root: Path, name: str) -> Report:
         "thunderbolt": thunderbolt_only_pair, "infiniband": infiniband_cx3_pair,
         "infiniband_no_sm": lambda: infiniband_cx3_pair(subnet_manager=False),
         "non_strix": non_strix_machine, "platform": platform_faults_node,
+        "bond": thunderbolt_bond_pair,
     }
     if name not in _CACHE:
         out = tmp_root / name
@@ -168,3 +170,15 @@ def report_of(tmp_root: Path, name: str) -> Report:
 def statuses(report: Report, check_id: str) -> dict[str, Status]:
     """entity → status for one check."""
     return {r.entity: r.status for r in report.checks if r.id == check_id}
+
+
+def thunderbolt_bond_pair(mode: str = "balance-rr 0", tcp_reordering: int | None = 3) -> Nodes:
+    """Two Strix Halo nodes joined by two USB4 cables bonded (bond0 over thunderbolt0 and
+    thunderbolt1), as in the published bonded Thunderbolt setup; node-b already has
+    net.ipv4.tcp_reordering at 127."""
+    a = strix_halo_node("bond-a")
+    usb4_bond(a, "bond-b", "10.0.0.1/30", mode=mode, tcp_reordering=tcp_reordering)
+    b = strix_halo_node("bond-b")
+    usb4_bond(b, "bond-a", "10.0.0.2/30", mode=mode, tcp_reordering=127,
+              macs=("02:5d:3a:71:8c:02", "02:5d:3a:71:8d:02"))
+    return {"bond-a": a, "bond-b": b}

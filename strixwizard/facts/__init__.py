@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from strixwizard.facts import ethtool
+from strixwizard.facts.bond import Bond, bonds, tcp_reordering
 from strixwizard.facts.counters import FabricCounters, fabric_counters
 from strixwizard.facts.cpu import CpuInfo, cpu_info
 from strixwizard.facts.dcb import DcbInfo, dcb_info
@@ -194,8 +195,18 @@ class NodeFacts:
     def usb4(self) -> Usb4Info:
         return usb4_info(self._probe, self.pci)
 
+    # -- bonds and the TCP settings they need ------------------------------------
+    @cached_property
+    def bonds(self) -> tuple[Bond, ...]:
+        return bonds(self._probe, self.netdevs)
+
+    @cached_property
+    def tcp_reordering(self) -> int | None:
+        """net.ipv4.tcp_reordering of the node's network namespace (None: not captured)."""
+        return tcp_reordering(self._probe)
+
 
 __all__ = [
-    "CpuInfo", "DcbInfo", "GpuInfo", "IommuMode", "KernelInfo", "Memlock", "MemoryInfo",
+    "Bond", "CpuInfo", "DcbInfo", "GpuInfo", "IommuMode", "KernelInfo", "Memlock", "MemoryInfo",
     "Netdev", "Nic", "NodeFacts", "PciDevice", "RdmaDevice", "RdmaPort", "RocmInfo", "Usb4Info",
 ]
