@@ -19,11 +19,17 @@ SYSCTL_CONTENT = (
     f"net.ipv4.tcp_reordering = {PUBLISHED_TCP_REORDERING}\n")
 
 
-def reordering_steps(node: NodeFacts, current: int, persist: bool) -> list[Step]:
-    """Set net.ipv4.tcp_reordering now (its /proc/sys file) and, with `persist`, in sysctl.d."""
+def runtime_step(current: int) -> Step:
+    """net.ipv4.tcp_reordering set now: its /proc/sys file (of the node's network namespace)."""
     wanted = str(PUBLISHED_TCP_REORDERING)
-    steps = [write_step(TCP_REORDERING_PATH, f"set net.ipv4.tcp_reordering to {wanted}",
-                        str(current), wanted)]
+    return write_step(TCP_REORDERING_PATH, f"set net.ipv4.tcp_reordering to {wanted}",
+                      str(current), wanted)
+
+
+def reordering_steps(node: NodeFacts, current: int, persist: bool) -> list[Step]:
+    """Set net.ipv4.tcp_reordering now and, with `persist`, in sysctl.d."""
+    wanted = str(PUBLISHED_TCP_REORDERING)
+    steps = [runtime_step(current)]
     if persist:
         before = node.persistence.file(SYSCTL_FILE)
         if before != SYSCTL_CONTENT:
