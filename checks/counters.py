@@ -12,12 +12,18 @@ from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, fabric_ports, in_use
 
-#: Fabric interfaces in use with an RDMA port on them (software RDMA too, when the site allows
-#: it), and thunderbolt-net interfaces (their netdev statistics are their only error counters).
-COUNTED_INTERFACES = Each(lambda node, site: [
-    f for f in fabric_ports(node, site)
-    if (f.port is not None or f.netdev.is_thunderbolt) and in_use(f)],
-    "no RDMA or thunderbolt-net interface in use on this node")
+
+def _counted(node: NodeFacts, site: Site) -> list[FabricPort]:
+    """Fabric interfaces in use with an RDMA port on them (software RDMA too, when the site
+    allows it), and thunderbolt-net interfaces in use or enslaved to a bond (a bond's slaves
+    carry no address, yet carry its traffic)."""
+    enslaved = {s for bond in node.bonds for s in bond.thunderbolt_slaves}
+    return [f for f in fabric_ports(node, site)
+            if (f.port is not None and in_use(f))
+            or (f.netdev.is_thunderbolt and (in_use(f) or f.netdev.name in enslaved))]
+
+
+COUNTED_INTERFACES = Each(_counted, "no RDMA or thunderbolt-net interface in use on this node")
 #: What a thunderbolt-net error counter means (drivers/net/thunderbolt/main.c) and the published
 #: case of a cable that corrupted data the driver accepted.
 USB4_CABLE = (

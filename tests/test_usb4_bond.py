@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixes.usb4 import SYSCTL_CONTENT, SYSCTL_FILE
+from strixwizard.demo.hardware import usb4_bond
+from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.model import Kind
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import CheckResult, Status
@@ -84,3 +86,18 @@ def test_bonded_thunderbolt_scenario_reports_the_reordering_on_the_node_that_lac
     assert not [f for f in found if f[1] == "usb4.bond_reordering" and f[2].startswith("bond-b")]
     assert scenarios.statuses(report, "usb4.bond_reordering") == {
         "bond-a:bond0": Status.WARN, "bond-b:bond0": Status.PASS}
+
+
+def test_crc_errors_of_a_bonded_thunderbolt_slave_are_counted_though_it_has_no_address(
+        tmp_path: Path) -> None:
+    nodes = scenarios.thunderbolt_bond_pair()
+    a = strix_halo_node("bond-a")
+    usb4_bond(a, "bond-b", "10.0.0.1/30", statistics={"rx_crc_errors": 41, "rx_errors": 41,
+                                                       "rx_bytes": 10**12})
+    nodes["bond-a"] = a
+    report = scenarios.run_site(tmp_path, nodes)
+    found = {r.entity: r for r in scenarios.results(report, "fabric.counters")}
+    slave = found["bond-a:thunderbolt1"]
+    assert slave.status is Status.WARN
+    assert "corrupt: rx_crc_errors 41 (statistics)" in slave.observed
+    assert found["bond-a:thunderbolt0"].status is Status.SKIP  # no statistics captured there

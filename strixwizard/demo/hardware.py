@@ -231,10 +231,11 @@ def onboard_lan(node: FakeNode, ipv4: str, mac: str) -> None:
 def usb4_bond(node: FakeNode, peer_hostname: str, ipv4: str, mode: str = "balance-rr 0",
               tcp_reordering: int | None = 3, macs: tuple[str, str] = ("02:5d:3a:71:8c:01",
                                                                          "02:5d:3a:71:8d:01")
-              ) -> None:
+              , statistics: dict[str, int] | None = None) -> None:
     """Two USB4 cables to one peer (thunderbolt0 on the first host router's domain, thunderbolt1
     on the second's), enslaved to bond0 (`mode` as bonding/mode prints it) which carries
-    `ipv4`; `tcp_reordering`: /proc/sys/net/ipv4/tcp_reordering (None: not captured)."""
+    `ipv4`; `tcp_reordering`: /proc/sys/net/ipv4/tcp_reordering (None: not captured);
+    `statistics`: thunderbolt1's netdev statistics (none when not given)."""
     usb4_routers(node, peer_hostname, mac=macs[0])
     host = "/sys/devices/pci0000:00/0000:00:08.3/0000:c7:00.6"
     bus = "/sys/bus/thunderbolt/devices"
@@ -256,6 +257,8 @@ def usb4_bond(node: FakeNode, peer_hostname: str, ipv4: str, mode: str = "balanc
     node.rel_link(f"{service}/driver", "/sys/bus/thunderbolt/drivers/thunderbolt-net")
     node.netdev("thunderbolt1", service, macs[1], mtu=65520, speed=40000)
     node.ethtool("thunderbolt1", "thunderbolt-net", "", "1-1.0")
+    if statistics is not None:
+        node.netdev_statistics("thunderbolt1", statistics)
     bond = node.netdev("bond0", "/sys/devices/virtual", macs[0], mtu=65520, speed=80000, ipv4=ipv4)
     del node.links[f"{bond}/device"]  # a virtual device: no `device` link
     node.file(f"{bond}/bonding/mode", mode + "\n")
