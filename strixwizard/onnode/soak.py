@@ -47,22 +47,48 @@ def _pattern(seed: int) -> bytes:
     return bytes(out[:2 * PAYLOAD])
 
 
+#: How many distinct payloads a direction cycles through (block i carries variant i % VARIANTS):
+#: enough that a block out of place does not carry its neighbours' bytes, few enough for the
+#: sender to keep each one's digest state (it then hashes 8 bytes per block, not 64 KiB).
+VARIANTS = 61
+
+
 class Pattern:
-    """The blocks of one direction of a run."""
+    """The blocks of one direction of a run. The digest is BLAKE2b-128 over payload then
+    index, so the sender's state after each payload can be kept and only the index added."""
 
     def __init__(self, seed: int) -> None:
         self._twice = memoryview(_pattern(seed))
+        self._blocks: dict[int, tuple[bytearray, object]] = {}
 
     def payload(self, index: int) -> memoryview:
-        start = (index * 7919) % PAYLOAD
+        start = ((index % VARIANTS) * 7919) % PAYLOAD
         return self._twice[start:start + PAYLOAD]
 
-    def block(self, index: int) -> bytes:
+    def block(self, index: int) -> memoryview:
+        """Block `index`, in a buffer reused for the next block of its variant."""
+        variant = index % VARIANTS
+        cached = self._blocks.get(variant)
+        if cached is None:
+            buffer = bytearray(BLOCK)
+            buffer[INDEX.size:INDEX.size + PAYLOAD] = self.payload(index)
+            cached = (buffer, hashlib.blake2b(self.payload(index), digest_size=DIGEST))
+            self._blocks[variant] = cached
+        buffer, state = cached
         head = INDEX.pack(index)
-        body = self.payload(index)
-        digest = hashlib.blake2b(head, digest_size=DIGEST)
-        digest.update(body)
-        return head + bytes(body) + digest.digest()
+        digest = state.copy()  # type: ignore[attr-defined]
+        digest.update(head)
+        buffer[:INDEX.size] = head
+        buffer[-DIGEST:] = digest.digest()
+        return memoryview(buffer)
+
+
+def digest_of(block: memoryview | bytes) -> bytes:
+    """What the digest field of a block must hold: BLAKE2b-128 of payload, then index."""
+    view = memoryview(block)
+    digest = hashlib.blake2b(view[INDEX.size:-DIGEST], digest_size=DIGEST)
+    digest.update(view[:INDEX.size])
+    return digest.digest()
 
 
 @dataclass
@@ -81,15 +107,15 @@ class Received:
             self.faults.append(text)
 
 
-def check_block(pattern: Pattern, expected: int, block: bytes, seen: Received) -> int:
+def check_block(pattern: Pattern, expected: int, block: memoryview | bytes, seen: Received
+                ) -> int:
     """Judge one received block against the index expected; returns the next index expected."""
+    block = memoryview(block)
     seen.blocks += 1
     seen.bytes += len(block)
     head, body, tail = block[:INDEX.size], block[INDEX.size:-DIGEST], block[-DIGEST:]
-    digest = hashlib.blake2b(head, digest_size=DIGEST)
-    digest.update(body)
     offset = expected * BLOCK
-    if digest.digest() != tail:
+    if digest_of(block) != tail:
         seen.corrupted += 1
         want = pattern.payload(expected)
         first = next((i for i in range(PAYLOAD) if body[i] != want[i]), None)
@@ -161,7 +187,7 @@ def receive(sock: socket.socket, pattern: Pattern, deadline: float, stop: thread
                 seen.note(f"the stream ended inside block {expected} ({got} of {BLOCK} bytes)")
                 seen.corrupted += 1
             return
-        expected = check_block(pattern, expected, bytes(buffer), seen)
+        expected = check_block(pattern, expected, view, seen)
         if progress is not None and time.monotonic() - last >= 1.0:
             last = time.monotonic()
             progress(seen)
@@ -184,3 +210,50 @@ def duplex(sock: socket.socket, send_seed: int, recv_seed: int, limit_bytes: int
         seen.note(f"receive stopped: {error}")
     sender.join(timeout=seconds + 10.0)
     return sent, seen
+
+
+def _result(role: str, sent: Sent, seen: Received, seconds: float) -> dict[str, object]:
+    return {"event": "result", "role": role, "seconds": round(seconds, 3),
+            "sent_bytes": sent.bytes, "sent_error": sent.error, "received_bytes": seen.bytes,
+            "blocks": seen.blocks, "corrupted": seen.corrupted, "dropped": seen.dropped,
+            "duplicated": seen.duplicated, "faults": seen.faults}
+
+
+def main(argv: list[str]) -> int:
+    """`server ADDRESS PORT BYTES SECONDS` or `client ADDRESS PORT BYTES SECONDS`: one duplex
+    run; JSON lines on stdout (progress each second, then the result)."""
+    import json
+    import sys
+
+    def emit(**fields: object) -> None:
+        sys.stdout.write(json.dumps(fields) + "\n")
+        sys.stdout.flush()
+
+    role, address, port, limit, seconds = argv[0], argv[1], int(argv[2]), int(argv[3]), \
+        float(argv[4])
+    started = time.monotonic()
+    if role == "server":
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address, port))
+        listener.listen(1)
+        listener.settimeout(seconds + 10.0)
+        emit(event="listening", address=address, port=port)
+        sock, _ = listener.accept()
+        listener.close()
+        seeds = (2, 1)
+    else:
+        sock = socket.create_connection((address, port), timeout=10.0)
+        seeds = (1, 2)
+    started = time.monotonic()
+    with sock:
+        sent, seen = duplex(sock, seeds[0], seeds[1], limit, seconds, progress=lambda s: emit(
+            event="progress", received_bytes=s.bytes, corrupted=s.corrupted))
+    emit(**_result(role, sent, seen, time.monotonic() - started))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
