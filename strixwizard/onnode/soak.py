@@ -238,7 +238,7 @@ def main(argv: list[str]) -> int:
         listener.bind((address, port))
         listener.listen(1)
         listener.settimeout(seconds + 10.0)
-        emit(event="listening", address=address, port=port)
+        emit(event="listening", address=address, port=listener.getsockname()[1])
         sock, _ = listener.accept()
         listener.close()
         seeds = (2, 1)
