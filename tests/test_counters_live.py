@@ -166,3 +166,17 @@ def test_demo_matrix_shows_recorded_counter_deltas_as_a_lossy_warning() -> None:
                      ("node-b", "link_xoff_tx.nic"): 1203}
     text = run_cli("test", "matrix", "--demo", "--seconds", "0.5", "--no-references").stdout
     assert "node-b:enp194s0np0 link_xoff_tx.nic 5120 -> 6323 (+1203, pause)" in text
+
+
+def test_a_passing_soak_with_grown_crc_errors_is_a_warning_naming_the_link() -> None:
+    """The soak found every byte right, yet the interface counted damaged frames (dropped below
+    TCP and resent): WARN, not PASS, and not FAIL."""
+    soak = Measurement("soak", "tcp", "strixwizard soak", PAIR, Status.PASS, "every byte checked")
+    before = {"node-a": counters("thunderbolt0", "statistics", rx_crc_errors=2, rx_dropped=0)}
+    after = {"node-a": counters("thunderbolt0", "statistics", rx_crc_errors=9, rx_dropped=4)}
+    m = counters_measurement(before, after, [soak], PAIR)
+    assert m.status is Status.WARN
+    assert m.summary == (f"{CORRUPT}: node-a:thunderbolt0 rx_crc_errors +7 while TCP soak "
+                         "node-a-node-b passed")
+    clean = counters_measurement(before, before, [soak], PAIR)
+    assert clean.status is None and clean.role == "reference"
