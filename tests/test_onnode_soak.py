@@ -61,7 +61,7 @@ def test_relay_flipping_one_byte_per_mib_is_found_and_located_in_that_direction_
     # bytes 0, 1 MiB, 2 MiB ... of the a → b stream: the first byte of blocks 0, 16, 32 ...
     assert seen_b.corrupted == 8 and seen_b.blocks == 128
     assert seen_b.faults[0] == ("block 0 at stream offset 0: digest mismatch, first bad byte at "
-                                "header or digest")
+                                "the index field (stream offsets 0..7)")
     assert seen_a.corrupted == 0 and seen_a.bytes == 8 * MIB
 
 

@@ -70,3 +70,69 @@ def test_ctrl_c_stops_the_soak_and_leaves_nothing_on_the_nodes(soaklab2: Lab, tm
     while any(_soak_running(h) for h in soaklab2.hosts[:2]):
         assert time.monotonic() < deadline, "a soak program was left running on a node"
         time.sleep(0.2)
+
+
+#: A relay in node0's namespace between the soak client and the server: it reads good TCP data
+#: and forwards it with one byte flipped every `every` bytes (client -> server only), i.e.
+#: corruption after the TCP checksum, which TCP cannot catch.
+RELAY = """
+import socket, sys, threading
+port, target, tport, every = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", port))
+listener.listen(1)
+listener.settimeout(30)
+a, _ = listener.accept()
+b = socket.create_connection((target, tport))
+def pipe(src, dst, flip):
+    pos = 0
+    while True:
+        chunk = bytearray(src.recv(256 * 1024))
+        if not chunk:
+            dst.shutdown(socket.SHUT_WR)
+            return
+        if flip:
+            for i in range((every - 1 - pos) % every, len(chunk), every):
+                chunk[i] ^= 0x5A
+        pos += len(chunk)
+        dst.sendall(chunk)
+t = threading.Thread(target=pipe, args=(b, a, False))
+t.start()
+pipe(a, b, True)
+t.join()
+"""
+
+
+def test_corruption_injected_in_the_data_path_fails_the_soak_and_is_located(
+        soaklab2: Lab, tmp_path: Path) -> None:
+    site = soaklab2.write_site_yaml(tmp_path / "lab.yaml")
+    client = soaklab2.hosts[0]
+    relay = client.bin_dir / "soak_relay.py"
+    relay.write_text(RELAY)
+    # node0's python3, for the soak client only: start the relay, point the client at it
+    client.stand_in("python3", f'''#!/bin/sh
+if [ "$1" = "-c" ] && [ "$3" = "client" ]; then
+  /usr/bin/python3 {relay} 5399 "$4" "$5" {8 << 20} &
+  sleep 0.5
+  exec /usr/bin/python3 "$1" "$2" "$3" 127.0.0.1 5399 "$6" "$7"
+fi
+exec /usr/bin/python3 "$@"
+''')
+    try:
+        result = run_cli("test", "soak", "--site", str(site), "--pair", "node0,node1", "--json",
+                         "--seconds", "20", "--bytes", str(64 << 20), "--no-history", timeout=120)
+    finally:
+        (client.bin_dir / "python3").unlink()
+        relay.unlink()
+    doc = result.json()
+    soak = next(r for r in doc["results"] if r["kind"] == "soak")
+    assert soak["status"] == "fail" and result.rc == 1, soak
+    to_b, to_a = soak["detail"]["directions"]
+    assert (to_b["from"], to_b["corrupted"], to_b["bytes"]) == ("node0", 8, 64 << 20)
+    assert to_a["corrupted"] == 0 and to_a["bytes"] == 64 << 20
+    # the first flip: the last byte of the first 8 MiB, the end of block 127's digest field
+    assert to_b["faults"][0] == (
+        f"block 127 at stream offset {127 << 16}: digest mismatch, first bad byte at the digest "
+        f"field (stream offsets {(8 << 20) - 16}..{(8 << 20) - 1})"), to_b["faults"]
+    assert "bytes arrived wrong" in soak["summary"]

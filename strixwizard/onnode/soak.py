@@ -119,8 +119,13 @@ def check_block(pattern: Pattern, expected: int, block: memoryview | bytes, seen
         seen.corrupted += 1
         want = pattern.payload(expected)
         first = next((i for i in range(PAYLOAD) if body[i] != want[i]), None)
-        where = (f"payload byte {first} (stream offset {offset + INDEX.size + first})"
-                 if first is not None else "header or digest")
+        if first is not None:
+            where = f"payload byte {first} (stream offset {offset + INDEX.size + first})"
+        elif int(INDEX.unpack(head)[0]) != expected:
+            where = f"the index field (stream offsets {offset}..{offset + INDEX.size - 1})"
+        else:
+            where = (f"the digest field (stream offsets {offset + BLOCK - DIGEST}.."
+                     f"{offset + BLOCK - 1})")
         seen.note(f"block {expected} at stream offset {offset}: digest mismatch, first bad "
                   f"byte at {where}")
         return expected + 1
