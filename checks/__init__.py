@@ -43,6 +43,7 @@ ALL: tuple[Check, ...] = (
     # USB4 / Thunderbolt
     usb4.soft_rdma,
     usb4.link_rate,
+    usb4.bond_reordering,
     # links (both ends) and the site
     links.transport,
     links.same_link_layer,

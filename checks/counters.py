@@ -12,10 +12,27 @@ from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.topology import FabricPort, fabric_ports, in_use
 
-#: Fabric interfaces in use with an RDMA port on them (software RDMA too, when the site allows it).
-RDMA_INTERFACES = Each(lambda node, site: [f for f in fabric_ports(node, site)
-                                           if f.port is not None and in_use(f)],
-                       "no RDMA interface in use on this node")
+
+def _counted(node: NodeFacts, site: Site) -> list[FabricPort]:
+    """Fabric interfaces in use with an RDMA port on them (software RDMA too, when the site
+    allows it), and thunderbolt-net interfaces in use or enslaved to a bond (a bond's slaves
+    carry no address, yet carry its traffic)."""
+    enslaved = {s for bond in node.bonds for s in bond.thunderbolt_slaves}
+    return [f for f in fabric_ports(node, site)
+            if (f.port is not None and in_use(f))
+            or (f.netdev.is_thunderbolt and (in_use(f) or f.netdev.name in enslaved))]
+
+
+COUNTED_INTERFACES = Each(_counted, "no RDMA or thunderbolt-net interface in use on this node")
+#: What a thunderbolt-net error counter means (drivers/net/thunderbolt/main.c) and the published
+#: case of a cable that corrupted data the driver accepted.
+USB4_CABLE = (
+    "thunderbolt-net counts a frame the USB4 host router flagged with a CRC error, an overrun or "
+    "a bad size and drops it (drivers/net/thunderbolt/main.c, tbnet_check_frame); TCP resends "
+    "it, so only speed suffers, unless corruption also slipped past the CRC: one published USB4 "
+    "cable showed NHI CRC errors at about 1 frame in 10^6 and about 1 in 4 large duplex transfers "
+    "arrived corrupted, while another cable of the same model was clean "
+    "(https://github.com/wkljohn/llama.cpp-strix-halo-RCCL-RDMA, odinlink/RESULTS.md)")
 
 
 def totals_text(sets: tuple[CounterSet, ...], kinds: tuple[str, ...]) -> str:
@@ -30,10 +47,11 @@ def totals_text(sets: tuple[CounterSet, ...], kinds: tuple[str, ...]) -> str:
     return "; ".join(parts)
 
 
-@node_check("fabric.counters", per=RDMA_INTERFACES)
+@node_check("fabric.counters", per=COUNTED_INTERFACES)
 def fabric_counters(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
-    """Totals of `ethtool -S IF` and the RDMA port's hw_counters/counters (facts/counters.py):
-    warns naming every non-zero retransmit, sequence-error or discard counter."""
+    """Totals of `ethtool -S IF`, the netdev statistics in sysfs and the RDMA port's
+    hw_counters/counters (facts/counters.py): warns naming every non-zero retransmit,
+    sequence-error, discard or corrupt-frame counter."""
     device = fabric.device.name if fabric.device else None
     number = fabric.port.number if fabric.port else None
     counters = node.counters(fabric.netdev.name, device, number)
@@ -42,10 +60,21 @@ def fabric_counters(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator
         return
     read = ", ".join(f"{len(s.values)} from {s.source} of {s.device}" for s in counters.sets)
     flow = totals_text(counters.sets, ("pause", "cnp", "ecn"))
+    dropped = totals_text(counters.sets, ("dropped",))
     errors = totals_text(counters.sets, tuple(k for k in KINDS if k in ERROR_KINDS))
-    expected = "retransmit, sequence-error and discard counters at 0"
+    expected = ("CRC, frame, length and other error counters at 0" if fabric.netdev.is_thunderbolt
+                else "retransmit, sequence-error and discard counters at 0")
     totals = f"Totals since boot ({read}): " + (errors or "no error counter above 0") + (
-        f"; flow control at work: {flow}" if flow else "; no pause, CNP or ECN counter above 0")
+        f"; flow control at work: {flow}" if flow else "; no pause, CNP or ECN counter above 0") + (
+        f"; not judged (the stack did not take them: unknown protocol, no memory): {dropped}"
+        if dropped else "")
+    if errors and fabric.netdev.is_thunderbolt:
+        yield warned(fabric.label, observed=errors, expected=expected, detail=(
+            f"{totals}. {USB4_CABLE}. These count since boot: run `strixwizard test "
+            "bandwidth` over this link and see whether they grow under load; if they do, "
+            "reseat or replace the cable (try a certified 40/80 Gb/s one) and compare."),
+            fixable=False)
+        return
     if errors:
         tool = vendor_of(fabric).qos.tool_command(fabric.netdev.name, "").strip()
         show = f"`{tool}`" if tool else f"`dcb pfc show dev {fabric.netdev.name}`"

@@ -1,4 +1,5 @@
-"""USB4/Thunderbolt: soft or experimental verbs devices are not the hardware RDMA the cluster needs."""
+"""USB4/Thunderbolt: soft or experimental verbs devices are not the hardware RDMA the cluster
+needs; the trained link rate; a round-robin bond of USB4 links needs TCP to tolerate reordering."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 from strixwizard.checking.declare import node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.bond import PUBLISHED_TCP_REORDERING
 from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.vendors import rdma_nic_families, softrdma, usb4net
@@ -54,3 +56,34 @@ def link_rate(node: NodeFacts, site: Site) -> Iterator[Finding]:
         yield verdict(rate >= full, entity,
                       f"{rate:g} Gb/s ({peer.rx_lanes or 1} x {peer.rx_speed_gbps:g} Gb/s)",
                       f">= {full:g} Gb/s (2 x 20 Gb/s)", usb4net.HALF_RATE)
+
+
+@node_check("usb4.bond_reordering")
+def bond_reordering(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """A bond of thunderbolt-net links (bonding/mode, bonding/slaves): in balance-rr, one flow's
+    segments take both cables and arrive out of order, so net.ipv4.tcp_reordering must be at
+    least the published 127 (facts/bond.py) or TCP takes the reordering for loss."""
+    bonded = [b for b in node.bonds if b.thunderbolt_slaves]
+    if not bonded:
+        yield skipped(node.name, "no bond of thunderbolt-net interfaces")
+        return
+    wanted = PUBLISHED_TCP_REORDERING
+    for bond in bonded:
+        entity = f"{node.name}:{bond.name}"
+        slaves = " ".join(bond.slaves)
+        if bond.mode is None:
+            yield skipped(entity, f"the mode of bond {bond.name} ({slaves}) was not captured")
+            continue
+        if not bond.round_robin:
+            yield passed(entity, observed=f"{bond.mode} over {slaves}",
+                         expected="balance-rr needs tcp_reordering raised; other modes do not",
+                         detail=(f"{bond.mode} keeps each flow on one link: no reordering to "
+                                 "tolerate, and one flow gets one cable's rate"))
+            continue
+        value = node.tcp_reordering
+        if value is None:
+            yield skipped(entity, f"balance-rr over {slaves}; net.ipv4.tcp_reordering not captured")
+            continue
+        yield verdict(value >= wanted, entity,
+                      f"balance-rr over {slaves}, net.ipv4.tcp_reordering = {value}",
+                      f"net.ipv4.tcp_reordering >= {wanted} (published)", usb4net.BOND_REORDERING)

@@ -9,7 +9,7 @@ doctor shows) are derived from `FIXES`, so they cannot drift from the plans.
 
 from __future__ import annotations
 
-from fixes import lossless, manual, net, platform, rdma
+from fixes import lossless, manual, net, platform, rdma, usb4
 from strixwizard.fixing.context import Fix
 from strixwizard.model import FixRef
 
@@ -17,6 +17,7 @@ FIXES: tuple[Fix, ...] = (
     rdma.plan_enable_roce,
     lossless.plan_fw_lldp_off,
     net.plan_mtu,
+    usb4.plan_tcp_reordering,
     lossless.plan_pfc,
     lossless.plan_pause_off,
     lossless.plan_trust_dscp,

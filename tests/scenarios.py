@@ -22,6 +22,7 @@ from strixwizard.demo.hardware import (
     connectx_vpi_ib,
     e810,
     onboard_lan,
+    usb4_bond,
     usb4_routers,
 )
 from strixwizard.demo.scenarios import rdma_link, strix_halo_node
@@ -203,7 +204,7 @@ SCENARIOS: dict[str, Callable[[], Nodes]] = {
     "infiniband_no_sm": lambda: infiniband_cx3_pair(subnet_manager=False),
     "non_strix": non_strix_machine, "platform": platform_faults_node,
     "iwarp": iwarp_e810_pair, "ib_vs_eth": ib_vs_ethernet_pair,
-    "demo_cured": cured_demo_nodes,
+    "demo_cured": cured_demo_nodes, "bond": thunderbolt_bond_pair,
 }
 
 
@@ -219,3 +220,15 @@ def report_of(tmp_root: Path, name: str) -> Report:
 def statuses(report: Report, check_id: str) -> dict[str, Status]:
     """entity → status for one check."""
     return {r.entity: r.status for r in report.checks if r.id == check_id}
+
+
+def thunderbolt_bond_pair(mode: str = "balance-rr 0", tcp_reordering: int | None = 3) -> Nodes:
+    """Two Strix Halo nodes joined by two USB4 cables bonded (bond0 over thunderbolt0 and
+    thunderbolt1), as in the published bonded Thunderbolt setup; node-b already has
+    net.ipv4.tcp_reordering at 127."""
+    a = strix_halo_node("bond-a")
+    usb4_bond(a, "bond-b", "10.0.0.1/30", mode=mode, tcp_reordering=tcp_reordering)
+    b = strix_halo_node("bond-b")
+    usb4_bond(b, "bond-a", "10.0.0.2/30", mode=mode, tcp_reordering=127,
+              macs=("02:5d:3a:71:8c:02", "02:5d:3a:71:8d:02"))
+    return {"bond-a": a, "bond-b": b}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from strixwizard.demo.builder import FakeNode
-from strixwizard.demo.hardware import RoceSetup, connectx, e810
+from strixwizard.demo.hardware import RoceSetup, connectx, e810, usb4_routers
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.facts.counters import counter_kind
 from strixwizard.model import CheckResult, Status
@@ -165,3 +165,56 @@ def test_connectx_without_apptrust_or_dscp_entries_is_pcp_and_warns(tmp_path: Pa
     result = cx(tmp_path, RoceSetup(trust=None, dscp_prio=()))
     assert result.status is Status.WARN, result
     assert result.observed == "order pcp (ConnectX L2 mode: no dscp-prio entries)"
+
+
+# -- netdev statistics: thunderbolt-net and every fabric interface -----------------------------
+
+def tb_pair(statistics: dict[str, int]) -> dict[str, FakeNode]:
+    a, b = strix_halo_node("tb-a"), strix_halo_node("tb-b")
+    usb4_routers(a, "tb-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01", statistics=statistics)
+    usb4_routers(b, "tb-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
+    return {"tb-a": a, "tb-b": b}
+
+
+TB_CLEAN = {"rx_bytes": 91234567, "rx_packets": 70001, "rx_crc_errors": 0, "rx_frame_errors": 0,
+            "rx_length_errors": 0, "rx_over_errors": 0, "rx_missed_errors": 0, "rx_errors": 0,
+            "tx_errors": 0, "rx_dropped": 3}
+
+
+def test_netdev_statistics_kinds() -> None:
+    assert {n: counter_kind(n) for n in ("rx_crc_errors", "rx_frame_errors", "rx_length_errors",
+                                         "rx_over_errors", "rx_missed_errors", "tx_errors",
+                                         "rx_dropped", "rx_bytes")} == {
+        "rx_crc_errors": "corrupt", "rx_frame_errors": "corrupt", "rx_length_errors": "corrupt",
+        "rx_over_errors": "discard", "rx_missed_errors": "discard", "tx_errors": "discard",
+        "rx_dropped": "dropped", "rx_bytes": "other"}
+
+
+def test_thunderbolt_net_statistics_pass_when_clean(tmp_path: Path) -> None:
+    results = {r.entity: r for r in scenarios.results(scenarios.run_site(tmp_path, tb_pair(TB_CLEAN)),
+                                                      "fabric.counters")}
+    clean = results["tb-a:thunderbolt0"]
+    assert clean.status is Status.PASS, clean
+    assert clean.observed == "no error counter above 0 (8 from statistics of thunderbolt0)"
+    assert "not judged (the stack did not take them" in clean.detail
+    assert "dropped: rx_dropped 3 (statistics)" in clean.detail
+    # no statistics captured (and thunderbolt-net has no `ethtool -S`): unknown, not passed
+    assert results["tb-b:thunderbolt0"].status is Status.SKIP
+
+
+def test_thunderbolt_net_crc_errors_warn_naming_the_cable(tmp_path: Path) -> None:
+    grown = {**TB_CLEAN, "rx_crc_errors": 17, "rx_errors": 17, "rx_frame_errors": 2}
+    (result, _) = scenarios.results(scenarios.run_site(tmp_path, tb_pair(grown)), "fabric.counters")
+    assert result.entity == "tb-a:thunderbolt0" and result.status is Status.WARN, result
+    assert result.observed == ("discard: rx_errors 17 (statistics); "
+                               "corrupt: rx_crc_errors 17 (statistics), rx_frame_errors 2 (statistics)")
+    assert "tbnet_check_frame" in result.detail and "odinlink/RESULTS.md" in result.detail
+    assert "replace the cable" in result.detail and "PFC" not in result.detail
+
+
+def test_statistics_of_a_rdma_nic_join_its_ethtool_counters(tmp_path: Path) -> None:
+    nodes = ice_node(ICE_HEALTHY, PFC)
+    nodes["strix-k"].netdev_statistics("enp194s0np0", {"rx_missed_errors": 9, "rx_bytes": 5})
+    result = one(tmp_path, nodes, "fabric.counters")
+    assert result.status is Status.WARN and result.observed == "discard: rx_missed_errors 9 (statistics)"
+    assert "dcb pfc show dev enp194s0np0" in result.detail

@@ -16,6 +16,7 @@ from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.facts.counters import CounterSet, FabricCounters
 from strixwizard.live import report as live_report
 from strixwizard.live.counters import (
+    CORRUPT,
     LOSSY,
     Sample,
     Target,
@@ -70,6 +71,8 @@ def cx_node(out_of_sequence: int, pause: int) -> FakeNode:
     connectx(node, "10.10.0.1/24", "0c:42:a1:11:22:01",
              counters={"out_of_sequence": out_of_sequence, "np_cnp_sent": 2, "lifespan": 10})
     node.statistics("enp194s0f0np0", {"rx_packets": 10, "rx_prio3_pause": pause})
+    node.netdev_statistics("enp194s0f0np0", {"rx_crc_errors": out_of_sequence * 2,
+                                             "rx_bytes": 1000 + pause})
     return node
 
 
@@ -83,19 +86,26 @@ def test_counters_are_collected_with_a_small_spec_and_their_deltas_judged(tmp_pa
     out = list(sampled(run(), {"node-a": host}, {"node-a": target}, PAIR))
     assert host.specs[0] == {
         "files": ["/sys/class/infiniband/mlx5_0/ports/1/hw_counters/*",
-                  "/sys/class/infiniband/mlx5_0/ports/1/counters/*"],
-        "links": ["/sys/class/infiniband/*"],
+                  "/sys/class/infiniband/mlx5_0/ports/1/counters/*",
+                  "/sys/class/net/enp194s0f0np0/statistics/*"],
+        "links": ["/sys/class/infiniband/*", "/sys/class/net/*"],
         "commands": [{"argv": ["ethtool", "-S", "enp194s0f0np0"]}]}
     assert out[0].kind == "latency"
     last = out[1]
     assert last.kind == "counters" and last.status is Status.WARN and last.role == "verdict"
-    assert last.summary == (f"{LOSSY}: node-a:mlx5_0/1 out_of_sequence +3 while RDMA latency "
+    assert last.summary == (f"{CORRUPT}: node-a:enp194s0f0np0 rx_crc_errors +6, "
+                            "node-a:mlx5_0/1 out_of_sequence +3 while RDMA latency "
                             "node-a-node-b passed")
     rows = {(r["device"], r["counter"]): r for r in last.detail["counters"]}
     assert rows[("mlx5_0/1", "out_of_sequence")] == {
         "host": "node-a", "device": "mlx5_0/1", "counter": "out_of_sequence", "before": 0,
         "after": 3, "delta": 3, "kind": "sequence"}
     assert rows[("enp194s0f0np0", "rx_prio3_pause")]["delta"] == 4
+    # the netdev statistics in sysfs, read through the same collector: CRC errors are corruption
+    assert rows[("enp194s0f0np0", "rx_crc_errors")] == {
+        "host": "node-a", "device": "enp194s0f0np0", "counter": "rx_crc_errors", "before": 0,
+        "after": 6, "delta": 6, "kind": "corrupt"}
+    assert ("enp194s0f0np0", "rx_bytes") not in rows
     assert ("enp194s0f0np0", "rx_packets") not in rows  # only health counters where there are some
     assert ("mlx5_0/1", "lifespan") not in rows
 
@@ -214,3 +224,17 @@ def test_prometheus_numbers_never_overflow() -> None:
     rows = list(counter_deltas([{"host": "n", "device": "d", "counter": "c", "delta": 10 ** 400},
                                 {"host": "n", "device": "d", "counter": "e", "delta": 3}]))
     assert rows == [("n", "d", "e", "", 3.0)]
+
+
+def test_a_passing_soak_with_grown_crc_errors_is_a_warning_naming_the_link() -> None:
+    """The soak found every byte right, yet the interface counted damaged frames (dropped below
+    TCP and resent): WARN, not PASS, and not FAIL."""
+    soak = Measurement("soak", "tcp", "strixwizard soak", PAIR, Status.PASS, "every byte checked")
+    before = {"node-a": counters("thunderbolt0", "statistics", rx_crc_errors=2, rx_dropped=0)}
+    after = {"node-a": counters("thunderbolt0", "statistics", rx_crc_errors=9, rx_dropped=4)}
+    m = counters_measurement(before, after, [soak], PAIR)
+    assert m.status is Status.WARN
+    assert m.summary == (f"{CORRUPT}: node-a:thunderbolt0 rx_crc_errors +7 while TCP soak "
+                         "node-a-node-b passed")
+    clean = counters_measurement(before, before, [soak], PAIR)
+    assert clean.status is None and clean.role == "reference"

@@ -13,7 +13,7 @@ from pathlib import Path
 from strixwizard.fixing.journal import JournalStore, NodeJournal
 from tests.test_fix_apply import build, run, tree_state
 
-FIXES = ("net.mtu", "dcb.pfc", "ethtool.pause_off", "e810.fw_lldp_off")
+FIXES = ("net.mtu", "dcb.pfc", "ethtool.pause_off", "dcb.fw_lldp_off")
 
 
 class FailingStore(JournalStore):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from strixwizard.cli.options import add_site_options, add_soft_rdma_option
 
-KINDS = ("latency", "bandwidth", "rccl", "matrix", "decode")
+KINDS = ("latency", "bandwidth", "rccl", "matrix", "decode", "soak")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -25,7 +25,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         "like (one-way µs, same statistics); bandwidth: ib_write_bw against the link rate; rccl: "
         "all_reduce_perf with NCCL_DEBUG=INFO, failing a NET/Socket fallback; matrix: every pair, "
         "in rounds of disjoint pairs; decode: all-reduce at a model's decode message sizes over RCCL "
-        "and TCP, and the decode tokens/s it predicts per TP size and transport. "
+        "and TCP, and the decode tokens/s it predicts per TP size and transport; soak: a duplex "
+        "transfer both ways at once, every block carrying its index and a BLAKE2 digest, failing "
+        "on any corrupted, dropped or duplicated block (bounded by --bytes and --seconds). "
         "Exit status: 0 pass, 1 a failure, 2 no verdict.",
     )
     test.add_argument("kind", choices=KINDS, help="what to test")
@@ -41,6 +43,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                       help="also write the figures as a node_exporter textfile (replaced atomically)")
     test.add_argument("--seconds", type=float, default=5.0, help="time bound of each timed loop (default 5)")
+    test.add_argument("--bytes", type=int, default=1 << 30, metavar="N",
+                      help="soak: bytes to send each way at most (default 1 GiB; --seconds bounds it too)")
     test.add_argument("--size", type=int, default=64,
                       help="message size in bytes, for every tool (default 64)")
     test.add_argument("--no-references", action="store_true", help="skip the sockperf/qperf references")

@@ -20,6 +20,7 @@ from strixwizard.live.report import TestReport, matrix_json
 from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
+from strixwizard.live.soak import SoakSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.node import signals
 from strixwizard.services.output import EXIT_NO_VERDICT
@@ -50,6 +51,10 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
     settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher),
                             tcp_only=tcp_only)
     settings.perftest = type(settings.perftest)(size=args.size)
+    soak_bytes = getattr(args, "bytes", 1 << 30)
+    if not 1 << 16 <= soak_bytes <= 1 << 40:
+        raise UsageError("--bytes must be between 65536 and 1099511627776")
+    settings.soak = SoakSettings(bytes=soak_bytes, seconds=args.seconds)
     return settings
 
 
@@ -81,7 +86,7 @@ def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, ca
     names = [spec.name for spec in site.nodes]
     settings = _settings(args, site)
     chosen, pairs = choose(args.kind, names, _pair(args, names) if args.pair or args.kind in (
-        "latency", "bandwidth") else None)
+        "latency", "bandwidth", "soak") else None)
     stream = site_stream(site, nodes, args.kind, chosen, pairs, settings, cancel, timing,
                          args.trust_new_hosts)
     return site, stream, chosen
@@ -122,6 +127,9 @@ def run_command(args: argparse.Namespace) -> int:
             decode, site, stream = _decode(args, cancel)
             if getattr(args, "transport", "all") == "tcp":  # TCP alone, judged: no RDMA asked for
                 stream = (m for m in stream if m.transport != "rdma")
+        elif args.demo and args.kind == "soak":
+            raise UsageError("the soak moves real bytes between nodes: the demo has none; run it "
+                             "on a site (--site FILE)")
         elif args.demo:
             from strixwizard.services.nodes import demo_site
 

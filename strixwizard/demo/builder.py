@@ -341,6 +341,13 @@ class FakeNode:
         self.command(["ethtool", "-S", netdev], "NIC statistics:\n" + "".join(
             f"     {name}: {value}\n" for name, value in counters.items()))
 
+    def netdev_statistics(self, netdev: str, counters: dict[str, int]) -> None:
+        """/sys/class/net/IF/statistics/NAME files (the netdev made by `netdev` first)."""
+        link = self.links[f"/sys/class/net/{netdev}"]
+        directory = posixpath.normpath(posixpath.join("/sys/class/net", link))
+        for name, value in counters.items():
+            self.file(f"{directory}/statistics/{name}", f"{value}\n")
+
     def rdma_links(self, links: list[dict[str, Any]]) -> None:
         """`rdma -j link show` as iproute2's rdma/link.c prints it (one JSON line)."""
         self.command(["rdma", "-j", "link", "show"], json.dumps(links, separators=(",", ":")) + "\n")

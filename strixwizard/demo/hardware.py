@@ -218,9 +218,10 @@ def connectx_vpi_ib(node: FakeNode, ipv4: str | None, port_guid: str,
 
 def usb4_routers(node: FakeNode, peer_hostname: str | None, ipv4: str | None = None,
                  mac: str = "02:5d:3a:71:8c:01", speed_gbps: int = 40, mtu: int = 65520,
-                 rxe: bool = False) -> None:
+                 rxe: bool = False, statistics: dict[str, int] | None = None) -> None:
     """Strix Halo's two USB4 host routers (1022:158d/158e, driver thunderbolt) and, when
-    `peer_hostname` is given, a Linux XDomain peer with thunderbolt-net on it."""
+    `peer_hostname` is given, a Linux XDomain peer with thunderbolt-net on it (`statistics`:
+    its /sys/class/net/thunderbolt0/statistics files, none when not given)."""
     bridge = "0000:00:08.3"
     host = node.pci_device("0000:c7:00.5", 0x1022, 0x158D, 0x0C0340, "thunderbolt", bridge=bridge,
                            link=("16.0 GT/s PCIe", 16, "16.0 GT/s PCIe", 16))
@@ -253,6 +254,8 @@ def usb4_routers(node: FakeNode, peer_hostname: str | None, ipv4: str | None = N
     node.netdev("thunderbolt0", service, mac, mtu=mtu, speed=speed_gbps * 1000, ipv4=ipv4,
                 altnames=(altname,))
     node.ethtool("thunderbolt0", "thunderbolt-net", "", "0-1.0")
+    if statistics is not None:
+        node.netdev_statistics("thunderbolt0", statistics)
     node.dcb("thunderbolt0", supported=False)
     if rxe and ipv4:
         dev = node.rdma_device("rxe0", "/sys/devices/virtual", fw_ver="0.0.0",
@@ -270,3 +273,42 @@ def onboard_lan(node: FakeNode, ipv4: str, mac: str) -> None:
     node.netdev("enp192s0", pci_dir, mac, mtu=1500, speed=2500, ipv4=ipv4)
     node.ethtool("enp192s0", "r8169", "rtl8125b-2_0.0.2 07/13/20", "0000:c0:00.0")
     node.dcb("enp192s0", supported=False)
+
+
+def usb4_bond(node: FakeNode, peer_hostname: str, ipv4: str, mode: str = "balance-rr 0",
+              tcp_reordering: int | None = 3, macs: tuple[str, str] = ("02:5d:3a:71:8c:01",
+                                                                         "02:5d:3a:71:8d:01")
+              , statistics: dict[str, int] | None = None) -> None:
+    """Two USB4 cables to one peer (thunderbolt0 on the first host router's domain, thunderbolt1
+    on the second's), enslaved to bond0 (`mode` as bonding/mode prints it) which carries
+    `ipv4`; `tcp_reordering`: /proc/sys/net/ipv4/tcp_reordering (None: not captured);
+    `statistics`: thunderbolt1's netdev statistics (none when not given)."""
+    usb4_routers(node, peer_hostname, mac=macs[0])
+    host = "/sys/devices/pci0000:00/0000:00:08.3/0000:c7:00.6"
+    bus = "/sys/bus/thunderbolt/devices"
+    root = f"{host}/domain1/1-0"
+    node.rel_link(f"{bus}/domain1", f"{host}/domain1")
+    node.rel_link(f"{bus}/1-0", root)
+    node.file(f"{root}/uevent", "DEVTYPE=thunderbolt_device\nUSB4_VERSION=1.0\n")
+    node.file(f"{root}/generation", "4\n")
+    peer = f"{root}/1-1"
+    node.rel_link(f"{bus}/1-1", peer)
+    node.file(f"{peer}/uevent", "DEVTYPE=thunderbolt_xdomain\n")
+    node.file(f"{peer}/device_name", peer_hostname + "\n")
+    for side in ("rx", "tx"):
+        node.file(f"{peer}/{side}_speed", "20.0 Gb/s\n")
+        node.file(f"{peer}/{side}_lanes", "2\n")
+    service = f"{peer}/1-1.0"
+    node.rel_link(f"{bus}/1-1.0", service)
+    node.file(f"{service}/uevent", "DEVTYPE=thunderbolt_service\nDRIVER=thunderbolt-net\n")
+    node.rel_link(f"{service}/driver", "/sys/bus/thunderbolt/drivers/thunderbolt-net")
+    node.netdev("thunderbolt1", service, macs[1], mtu=65520, speed=40000)
+    node.ethtool("thunderbolt1", "thunderbolt-net", "", "1-1.0")
+    if statistics is not None:
+        node.netdev_statistics("thunderbolt1", statistics)
+    bond = node.netdev("bond0", "/sys/devices/virtual", macs[0], mtu=65520, speed=80000, ipv4=ipv4)
+    del node.links[f"{bond}/device"]  # a virtual device: no `device` link
+    node.file(f"{bond}/bonding/mode", mode + "\n")
+    node.file(f"{bond}/bonding/slaves", "thunderbolt0 thunderbolt1\n")
+    if tcp_reordering is not None:
+        node.file("/proc/sys/net/ipv4/tcp_reordering", f"{tcp_reordering}\n")

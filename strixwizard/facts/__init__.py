@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from strixwizard.facts import ethtool
+from strixwizard.facts.bond import Bond, bonds, tcp_reordering
 from strixwizard.facts.counters import FabricCounters, fabric_counters
 from strixwizard.facts.cpu import CpuInfo, cpu_info
 from strixwizard.facts.dcb import DcbInfo, dcb_info
@@ -195,6 +196,16 @@ class NodeFacts:
     def usb4(self) -> Usb4Info:
         return usb4_info(self._probe, self.pci)
 
+    # -- bonds and the TCP settings they need ------------------------------------
+    @cached_property
+    def bonds(self) -> tuple[Bond, ...]:
+        return bonds(self._probe, self.netdevs)
+
+    @cached_property
+    def tcp_reordering(self) -> int | None:
+        """net.ipv4.tcp_reordering of the node's network namespace (None: not captured)."""
+        return tcp_reordering(self._probe)
+
 
 def declared() -> tuple[Output[Any], ...]:
     """Every declared output, in declaration order: every fact module is imported above."""
@@ -207,7 +218,7 @@ def output(name: str) -> Output[Any]:
 
 
 __all__ = [
-    "CpuInfo", "DcbInfo", "GpuInfo", "IommuMode", "KernelInfo", "Memlock", "MemoryInfo",
+    "Bond", "CpuInfo", "DcbInfo", "GpuInfo", "IommuMode", "KernelInfo", "Memlock", "MemoryInfo",
     "Netdev", "Nic", "NodeFacts", "PciDevice", "RdmaDevice", "RdmaPort", "RocmInfo", "Usb4Info",
     "declared", "output",
 ]

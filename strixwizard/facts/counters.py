@@ -17,7 +17,14 @@ Three sources, each declared once:
   `out_of_seq_request` (`out_of_sequence` before 4.19), `rcvd_seq_err`, `retry_exceeded_err`...
   `lifespan` is the cache time of the others, not a counter;
 - `/sys/class/infiniband/DEV/ports/P/counters/NAME`: the IB port counters
-  (`port_xmit_discards`, `symbol_error`, `port_rcv_errors`, ...).
+  (`port_xmit_discards`, `symbol_error`, `port_rcv_errors`, ...);
+- `/sys/class/net/IF/statistics/NAME`: the kernel's netdev statistics (struct
+  rtnl_link_stats64, Documentation/networking/statistics.rst), one unsigned 64-bit number per
+  file, for every driver. thunderbolt-net has no `ethtool -S` counters of its own: these are
+  its only error counters (drivers/net/thunderbolt/main.c, `tbnet_check_frame`: a frame the
+  NHI flagged with a CRC error counts `rx_crc_errors`, a buffer overrun `rx_over_errors`, a
+  bad size `rx_length_errors`, a frame out of sequence in a packet `rx_frame_errors`; each
+  such frame is dropped and the packet it belonged to lost).
 
 Every counter gets a kind (pause, retransmit, sequence, cnp, ecn, discard, other): what a
 grown counter means for a lossless fabric. Retransmits, sequence errors and discards are
@@ -36,9 +43,21 @@ from strixwizard.probe import Probe
 IB = "/sys/class/infiniband"
 #: hw_counters entries that are not counters.
 NOT_COUNTERS = frozenset({"lifespan"})
-KINDS = ("pause", "retransmit", "sequence", "cnp", "ecn", "discard", "other")
-#: Kinds that mean packets were lost or resent: the fabric is not lossless.
-ERROR_KINDS = frozenset({"retransmit", "sequence", "discard"})
+KINDS = ("pause", "retransmit", "sequence", "cnp", "ecn", "discard", "corrupt", "dropped", "other")
+#: Kinds that mean packets were lost, damaged or resent: the fabric is not lossless.
+ERROR_KINDS = frozenset({"retransmit", "sequence", "discard", "corrupt"})
+NET = "/sys/class/net"
+#: The netdev statistics read as health counters (the rest, bytes and packets, are "other").
+#: `rx_dropped` counts frames the stack did not take (an unknown protocol, no memory): shown,
+#: not judged. https://docs.kernel.org/networking/statistics.html
+NETDEV_KINDS: dict[str, str] = {
+    "rx_crc_errors": "corrupt", "rx_frame_errors": "corrupt", "rx_length_errors": "corrupt",
+    "rx_errors": "discard", "tx_errors": "discard", "rx_over_errors": "discard",
+    "rx_missed_errors": "discard", "rx_fifo_errors": "discard", "tx_fifo_errors": "discard",
+    "tx_aborted_errors": "discard", "tx_carrier_errors": "discard",
+    "tx_heartbeat_errors": "discard", "tx_window_errors": "discard",
+    "rx_dropped": "dropped", "tx_dropped": "dropped", "rx_nohandler": "dropped",
+}
 
 _STAT_LINE = re.compile(r"^\s*(?P<name>\S(?:.*\S)?)\s*:\s+(?P<value>-?\d+)\s*$")
 
@@ -67,6 +86,8 @@ _NAMED: dict[str, str] = {
     "port_xmit_discards": "discard", "port_rcv_errors": "discard", "symbol_error": "discard",
     "link_downed": "discard", "local_link_integrity_errors": "discard",
     "excessive_buffer_overrun_errors": "discard",
+    # netdev statistics (/sys/class/net/IF/statistics)
+    **NETDEV_KINDS,
 }
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(rx|tx)_priority_\d_(xon|xoff)(\.nic)?$"), "pause"),  # ice per priority
@@ -134,12 +155,22 @@ def parse_counter(text: str) -> int:
     return int(value)
 
 
+def parse_u64(text: str) -> int:
+    """One netdev statistics file: an unsigned 64-bit decimal number (a counter wraps at 2**64)."""
+    value = parse_counter(text)
+    if value > U64_MAX:
+        raise ValueError(f"not an unsigned 64-bit counter: {value}")
+    return value
+
+
 STATISTICS: Output[EthtoolStats] = command_output(
     "ethtool.statistics", ("ethtool", "-S", "{netdev}"), parse_ethtool_stats)
 HW_COUNTER: Output[int] = file_output(
     "rdma.hw_counter", IB + "/{rdmadev}/ports/{port}/hw_counters/{counter}", parse_counter)
 PORT_COUNTER: Output[int] = file_output(
     "rdma.port_counter", IB + "/{rdmadev}/ports/{port}/counters/{counter}", parse_counter)
+NETDEV_STATISTIC: Output[int] = file_output(
+    "netdev.statistic", NET + "/{netdev}/statistics/{counter}", parse_u64)
 
 
 @dataclass(frozen=True)
@@ -147,7 +178,7 @@ class CounterSet:
     """The counters of one interface or RDMA port, read at one moment."""
 
     device: str  # "enp194s0np0" (ethtool -S) or "rocep194s0/1" (hw_counters, counters)
-    source: str  # "ethtool -S", "hw_counters", "counters"
+    source: str  # "ethtool -S", "hw_counters", "counters", "statistics"
     values: dict[str, int] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> dict[str, int]:
@@ -190,6 +221,18 @@ def netdev_counters(probe: Probe, netdev: str) -> tuple[CounterSet | None, str]:
     return CounterSet(netdev, "ethtool -S", dict(reading.value)), note
 
 
+def sysfs_statistics(probe: Probe, netdev: str) -> CounterSet | None:
+    """The error and drop counters of /sys/class/net/IF/statistics (None when none was read)."""
+    values: dict[str, int] = {}
+    for name in sorted(probe.listdir(f"{NET}/{netdev}/statistics")):
+        if name not in NETDEV_KINDS:
+            continue
+        value = read_output(probe, NETDEV_STATISTIC, netdev=netdev, counter=name)
+        if value is not None:
+            values[name] = value
+    return CounterSet(netdev, "statistics", values) if values else None
+
+
 def port_counters(probe: Probe, device: str, port: int) -> tuple[CounterSet, ...]:
     """The hw_counters and counters of one RDMA port (the directories that exist)."""
     found = []
@@ -202,15 +245,19 @@ def port_counters(probe: Probe, device: str, port: int) -> tuple[CounterSet, ...
 
 def fabric_counters(probe: Probe, netdevs: Sequence[str], ports: Sequence[tuple[str, int]]
                     ) -> FabricCounters:
-    """The counters of the given interfaces (`ethtool -S`) and RDMA ports (sysfs)."""
+    """The counters of the given interfaces (`ethtool -S`, then the netdev statistics in sysfs)
+    and RDMA ports (sysfs)."""
     sets: list[CounterSet] = []
     notes: list[str] = []
     for netdev in dict.fromkeys(netdevs):
         found, note = netdev_counters(probe, netdev)
+        statistics = sysfs_statistics(probe, netdev)
         if found is not None:
             sets.append(found)
-        if note:
+        if note and (found is not None or statistics is None):  # dropped values, or nothing at all
             notes.append(note)
+        if statistics is not None:
+            sets.append(statistics)
     for device, port in dict.fromkeys(ports):
         found_ports = port_counters(probe, device, port)
         sets.extend(found_ports)

@@ -37,6 +37,7 @@ OWNED_DIRS = (
     "/etc/security/limits.d",
     "/etc/modprobe.d",
     "/etc/strixwizard",
+    "/etc/sysctl.d",
 )
 RDMA_CM = "/sys/kernel/config/rdma_cm"
 WANTS_DIR = "/etc/systemd/system/multi-user.target.wants"

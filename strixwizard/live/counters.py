@@ -33,11 +33,14 @@ if TYPE_CHECKING:
     from strixwizard.probe import Probe
 
 KIND = "counters"
-TOOL = "ethtool -S, hw_counters"
+TOOL = "ethtool -S, hw_counters"  # and the netdev statistics in sysfs (kept: a report key)
 #: Counter kinds whose growth during a passing test makes the run a warning: retransmits,
 #: sequence errors and discards (packets the fabric lost).
 LOSSY_KINDS = ERROR_KINDS
 LOSSY = "the fabric is lossy: PFC is not doing its job"
+#: When frames arrived damaged (netdev CRC, frame or length errors), the cable or link is the
+#: suspect, not flow control.
+CORRUPT = "frames arrived damaged (CRC, frame or length errors): suspect the cable or link"
 
 
 @runtime_checkable
@@ -58,7 +61,8 @@ class Target:
         """The collector spec that reads these counters and nothing else."""
         files = [f"/sys/class/infiniband/{device}/ports/{port}/{directory}/*"
                  for device, port in self.ports for directory in ("hw_counters", "counters")]
-        return {"files": files, "links": ["/sys/class/infiniband/*"],
+        files += [f"/sys/class/net/{netdev}/statistics/*" for netdev in self.netdevs]
+        return {"files": files, "links": ["/sys/class/infiniband/*", "/sys/class/net/*"],
                 "commands": [{"argv": ["ethtool", "-S", netdev]} for netdev in self.netdevs]}
 
 
@@ -207,8 +211,9 @@ def counters_measurement(before: Mapping[str, Sample], after: Mapping[str, Sampl
     if grown and passing:
         tests = ", ".join(dict.fromkeys(f"{m.transport.upper()} {m.kind} {m.pair_label}"
                                         for m in passing))
+        why = CORRUPT if any(r.kind == "corrupt" for r in grown) else LOSSY
         return Measurement(KIND, "fabric", TOOL, pair, Status.WARN,
-                           f"{LOSSY}: {_text(grown)} while {tests} passed", detail=detail)
+                           f"{why}: {_text(grown)} while {tests} passed", detail=detail)
     if not rows:
         summary = "fabric counters: none read before and after the run"
     elif grown:

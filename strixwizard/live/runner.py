@@ -22,13 +22,14 @@ from strixwizard.live.plan import PairPlan
 from strixwizard.live.rccl import RcclSettings, rccl_test
 from strixwizard.live.results import Measurement
 from strixwizard.live.schedule import rounds
+from strixwizard.live.soak import SoakSettings, tcp_soak
 from strixwizard.live.soft_rdma import labelled, side_by_side, soft_perftest, soft_settings
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
 from strixwizard.model import Status
 from strixwizard.node.cancel import Cancel
 from strixwizard.site import Thresholds
 
-KINDS = ("latency", "bandwidth", "rccl", "matrix")
+KINDS = ("latency", "bandwidth", "rccl", "matrix", "soak")
 
 
 @dataclass
@@ -40,6 +41,7 @@ class TestSettings:
     latency_tool: str = "ib_write_lat"
     bandwidth_tool: str = "ib_write_bw"
     tcp_only: bool = False  # `--transport tcp`: the TCP baseline alone, no RDMA asked for
+    soak: SoakSettings = field(default_factory=SoakSettings)
 
 
 def _skip(kind: str, tool: str, plan: PairPlan, why: str) -> Measurement:
@@ -70,6 +72,11 @@ def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings)
                                                        soft_settings(settings.tcp)))
         return
     yield result
+
+
+def soak_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings) -> Iterator[Measurement]:
+    yield tcp_soak(hosts[plan.a], hosts[plan.b], plan.pair, plan.tcp_address, plan.tcp_path,
+                   settings.soak)
 
 
 def bandwidth_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings) -> Iterator[Measurement]:
@@ -143,8 +150,8 @@ def run_tests(kind: str, hosts: dict[str, Host], plans: dict[tuple[str, str], Pa
             yield from _stream([lambda: rccl_run(tracked, nodes, list(plans.values()), addresses or {},
                                                  settings)], registry)
             return
-        if kind in ("latency", "bandwidth"):
-            run = latency_pair if kind == "latency" else bandwidth_pair
+        if kind in ("latency", "bandwidth", "soak"):
+            run = {"latency": latency_pair, "bandwidth": bandwidth_pair, "soak": soak_pair}[kind]
             for plan in plans.values():
                 yield from _stream([lambda p=plan: run(tracked, p, settings)], registry)  # type: ignore[misc]
             return

@@ -24,6 +24,15 @@ HALF_RATE = ("The rate is set when the USB4 connection is made: on Strix Halo pa
              "RJ45 cable, re-attach the USB4 cable, then plug the RJ45 back in (the link keeps its "
              f"rate); a reboot can bring the lower rate back ({LINK_RATE_SOURCE}).")
 
+BOND_SOURCE = "https://github.com/wkljohn/llama.cpp-strix-halo-RCCL-RDMA"
+#: Why a balance-rr bond of USB4 links needs net.ipv4.tcp_reordering raised.
+BOND_REORDERING = (
+    "balance-rr sends one TCP flow's segments over both USB4 cables, so they arrive out of "
+    "order; at the default tolerance (3) TCP takes that for loss, and throughput collapses to "
+    "about one link. The published bonded Thunderbolt setup sets net.ipv4.tcp_reordering=127 "
+    f"and notes it resets at reboot ({BOND_SOURCE}). `strixwizard fix --only "
+    "usb4.tcp_reordering` sets it now and in /etc/sysctl.d.")
+
 USB4NET = Vendor(
     family="usb4net",
     name="USB4/Thunderbolt networking",
@@ -39,6 +48,7 @@ USB4NET = Vendor(
         Note(VERBS, "hellas-ai/thunderbolt-ibverbs bench/results/strix-2x40-noiommu/perftest.md"),
         Note("Idle USB4 retimers flap; 40 Gb/s needs a certified cable of 0.8 m or less."),
         Note(HALF_RATE, LINK_RATE_SOURCE),
+        Note(BOND_REORDERING, BOND_SOURCE),
         Note("Interfaces are thunderbolt0, thunderbolt1...; they also carry an enx<mac> altname, so "
              "`en*` match rules can capture them.", "kernel admin-guide/thunderbolt.rst"),
     ),

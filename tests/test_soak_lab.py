@@ -1,0 +1,138 @@
+"""`strixwizard test soak` for real between two lab namespaces (their own sshd, a veth fabric
+link): both directions at once over SSH-started node programs, every block checked; nothing of
+the soak left running on the nodes afterwards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.lab import Lab, lab_fixture
+
+soaklab2 = lab_fixture(2, name="soaklab2")
+
+
+def test_clean_soak_over_the_fabric_veth_passes_with_both_directions(soaklab2: Lab,
+                                                                     tmp_path: Path) -> None:
+    site = soaklab2.write_site_yaml(tmp_path / "lab.yaml")
+    result = run_cli("test", "soak", "--site", str(site), "--pair", "node0,node1", "--json",
+                     "--seconds", "3", "--bytes", str(64 << 20), "--no-history", timeout=120)
+    doc = result.json()
+    soak = next(r for r in doc["results"] if r["kind"] == "soak")
+    assert soak["status"] == "pass", soak
+    directions = soak["detail"]["directions"]
+    assert [(d["from"], d["to"]) for d in directions] == [("node0", "node1"), ("node1", "node0")]
+    assert all(d["bytes"] > 0 and d["corrupted"] == d["dropped"] == d["duplicated"] == 0
+               for d in directions)
+    assert str(soaklab2.hosts[1].fabric_addr) in soak["path"]
+    assert result.rc == 0, result.stdout + result.stderr
+    for host in soaklab2.hosts[:2]:  # nothing of the soak left on the nodes
+        ps = host.run_in_node(["ps", "-eo", "args"]).stdout
+        assert "soak" not in ps, ps
+
+
+def test_soak_is_refused_in_the_demo_with_the_reason() -> None:
+    result = run_cli("test", "soak", "--demo", timeout=60)
+    assert result.rc == 2
+    assert "the demo has none" in result.stderr
+
+
+def _soak_running(host: object) -> bool:
+    return "soak" in host.run_in_node(["ps", "-eo", "args"]).stdout  # type: ignore[attr-defined]
+
+
+def test_ctrl_c_stops_the_soak_and_leaves_nothing_on_the_nodes(soaklab2: Lab, tmp_path: Path
+                                                               ) -> None:
+    site = soaklab2.write_site_yaml(tmp_path / "lab.yaml")
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "strixwizard", "test", "soak", "--site",
+                             str(site), "--pair", "node0,node1", "--seconds", "60",
+                             "--no-history"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not all(_soak_running(h) for h in soaklab2.hosts[:2]):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err
+    deadline = time.monotonic() + 10
+    while any(_soak_running(h) for h in soaklab2.hosts[:2]):
+        assert time.monotonic() < deadline, "a soak program was left running on a node"
+        time.sleep(0.2)
+
+
+#: A relay in node0's namespace between the soak client and the server: it reads good TCP data
+#: and forwards it with one byte flipped every `every` bytes (client -> server only), i.e.
+#: corruption after the TCP checksum, which TCP cannot catch.
+RELAY = """
+import socket, sys, threading
+port, target, tport, every = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", port))
+listener.listen(1)
+listener.settimeout(30)
+a, _ = listener.accept()
+b = socket.create_connection((target, tport))
+def pipe(src, dst, flip):
+    pos = 0
+    while True:
+        chunk = bytearray(src.recv(256 * 1024))
+        if not chunk:
+            dst.shutdown(socket.SHUT_WR)
+            return
+        if flip:
+            for i in range((every - 1 - pos) % every, len(chunk), every):
+                chunk[i] ^= 0x5A
+        pos += len(chunk)
+        dst.sendall(chunk)
+t = threading.Thread(target=pipe, args=(b, a, False))
+t.start()
+pipe(a, b, True)
+t.join()
+"""
+
+
+def test_corruption_injected_in_the_data_path_fails_the_soak_and_is_located(
+        soaklab2: Lab, tmp_path: Path) -> None:
+    site = soaklab2.write_site_yaml(tmp_path / "lab.yaml")
+    client = soaklab2.hosts[0]
+    relay = client.bin_dir / "soak_relay.py"
+    relay.write_text(RELAY)
+    # node0's python3, for the soak client only: start the relay, point the client at it
+    client.stand_in("python3", f'''#!/bin/sh
+if [ "$1" = "-c" ] && [ "$3" = "client" ]; then
+  /usr/bin/python3 {relay} 5399 "$4" "$5" {8 << 20} &
+  sleep 0.5
+  exec /usr/bin/python3 "$1" "$2" "$3" 127.0.0.1 5399 "$6" "$7"
+fi
+exec /usr/bin/python3 "$@"
+''')
+    try:
+        result = run_cli("test", "soak", "--site", str(site), "--pair", "node0,node1", "--json",
+                         "--seconds", "20", "--bytes", str(64 << 20), "--no-history", timeout=120)
+    finally:
+        (client.bin_dir / "python3").unlink()
+        relay.unlink()
+    doc = result.json()
+    soak = next(r for r in doc["results"] if r["kind"] == "soak")
+    assert soak["status"] == "fail" and result.rc == 1, soak
+    to_b, to_a = soak["detail"]["directions"]
+    assert (to_b["from"], to_b["corrupted"], to_b["bytes"]) == ("node0", 8, 64 << 20)
+    assert to_a["corrupted"] == 0 and to_a["bytes"] == 64 << 20
+    # the first flip: the last byte of the first 8 MiB, the end of block 127's digest field
+    assert to_b["faults"][0] == (
+        f"block 127 at stream offset {127 << 16}: digest mismatch, first bad byte at the digest "
+        f"field (stream offsets {(8 << 20) - 16}..{(8 << 20) - 1})"), to_b["faults"]
+    assert "bytes arrived wrong" in soak["summary"]
