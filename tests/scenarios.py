@@ -204,7 +204,7 @@ SCENARIOS: dict[str, Callable[[], Nodes]] = {
     "infiniband_no_sm": lambda: infiniband_cx3_pair(subnet_manager=False),
     "non_strix": non_strix_machine, "platform": platform_faults_node,
     "iwarp": iwarp_e810_pair, "ib_vs_eth": ib_vs_ethernet_pair,
-    "demo_cured": cured_demo_nodes, "bond": thunderbolt_bond_pair,
+    "demo_cured": cured_demo_nodes,
 }
 
 
@@ -232,3 +232,6 @@ def thunderbolt_bond_pair(mode: str = "balance-rr 0", tcp_reordering: int | None
     usb4_bond(b, "bond-a", "10.0.0.2/30", mode=mode, tcp_reordering=127,
               macs=("02:5d:3a:71:8c:02", "02:5d:3a:71:8d:02"))
     return {"bond-a": a, "bond-b": b}
+
+
+SCENARIOS["bond"] = thunderbolt_bond_pair

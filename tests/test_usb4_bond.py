@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fixes import FIXES
 from fixes.usb4 import SYSCTL_CONTENT, SYSCTL_FILE
 from strixwizard.demo.hardware import usb4_bond
 from strixwizard.demo.scenarios import strix_halo_node
@@ -63,7 +64,7 @@ def _site(nodes: scenarios.Nodes) -> Site:
 def test_fix_plans_the_sysctl_now_and_in_sysctl_d_on_the_node_that_needs_it(tmp_path: Path) -> None:
     nodes = scenarios.thunderbolt_bond_pair()
     facts = scenarios.facts_of(tmp_path, nodes)
-    plan = plan_site(_site(nodes), list(facts.values()), only=["usb4.tcp_reordering"])
+    plan = plan_site(_site(nodes), list(facts.values()), only=["usb4.tcp_reordering"], fixes=FIXES)
     (only,) = plan.plans
     assert (only.node, only.entity) == ("bond-a", "bond-a:bond0")
     now, boot = only.steps
@@ -72,7 +73,7 @@ def test_fix_plans_the_sysctl_now_and_in_sysctl_d_on_the_node_that_needs_it(tmp_
     assert (boot.kind, boot.target, boot.before, boot.after) == (Kind.FILE, SYSCTL_FILE, None,
                                                                  SYSCTL_CONTENT)
     assert "net.ipv4.tcp_reordering = 127\n" in SYSCTL_CONTENT
-    runtime = plan_site(_site(nodes), list(facts.values()), only=["usb4.tcp_reordering"],
+    runtime = plan_site(_site(nodes), list(facts.values()), only=["usb4.tcp_reordering"], fixes=FIXES,
                         persist=False)
     assert [s.kind for p in runtime.plans for s in p.steps] == [Kind.WRITE]
     assert "runtime only" in runtime.plans[0].persistence
