@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strixwizard.probe.ssh import SshTarget
-
 from fixes.usb4 import runtime_step
 from strixwizard.facts.bond import TCP_REORDERING_PATH
 from strixwizard.fixing.engine import apply_plan
 from strixwizard.fixing.journal import JournalStore
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.ssh import SshRunner
+from strixwizard.node.target import SshTarget
 from strixwizard.site import Site
 from tests.lab import Lab, LabHost, lab_fixture
 
