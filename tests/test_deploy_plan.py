@@ -119,8 +119,10 @@ def test_cli_demo_plan_text_shows_provenance_and_exits_0() -> None:
             in done.stdout)
     assert ("run:  sh /etc/strixwizard/ray-start.sh /etc/strixwizard/rccl.env /var/lib/strixwizard/ray "
             "ray start --address=192.168.100.1:6379 --node-ip-address=192.168.100.2") in done.stdout
-    assert "10 change(s) planned.\nThe nodes are snapshots: this plan is shown, it cannot be applied." \
-        in done.stdout  # no apply command that would be refused
+    assert "\n10 change(s) planned.\n" in done.stdout
+    assert done.stdout.endswith("\nThe nodes are snapshots: this plan is shown, it cannot be applied.\n")
+    assert "--apply" not in done.stdout.rsplit("10 change(s) planned.", 1)[1]  # no apply command that
+    # would be refused
 
 
 def test_cli_demo_json_shape() -> None:

@@ -151,7 +151,7 @@ def test_the_wheel_ships_every_module_and_data_file_and_nothing_else(built: Buil
     assert set(DATA_FILES) <= expected
     assert expected - shipped == set(), "files the installed package would miss"
     assert shipped - expected == set(), "files in the wheel that are not the package's (bytecode?)"
-    assert re.search(r"^strixwizard = strixwizard\.cli:main$", entry_points, re.M)
+    assert re.search(r"^strixwizard = strixwizard\.cli\.main:main$", entry_points, re.M)
     assert f"Requires-Python: {PROJECT['requires-python']}" in metadata
 
 

@@ -151,7 +151,7 @@ def resumed_content(document: dict[str, Any], saved_at: str | None) -> tuple[Con
         lines.append(f"Smoke test: {str(smoke.get('status')).upper()}")
     if run and status in ("deployed", "failed"):
         lines.append("u rolls it back from its journals (you confirm first).")
-    return (Content("\n".join(lines)), "success" if status == "deployed" else "warning",
+    return (outside("\n".join(lines)), "success" if status == "deployed" else "warning",
             "Deployed (earlier session)")
 
 
