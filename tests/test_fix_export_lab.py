@@ -77,9 +77,14 @@ def _capture(lab: Lab, host: LabHost) -> SnapshotProbe:
 
 
 def _network_state(probe: SnapshotProbe) -> dict[str, object]:
-    """Everything the capture saw of the host's network: sysfs net files and `ip -j addr`."""
-    files = {p: t for p, t in probe.tree.files.items() if p.startswith("/sys/devices/virtual/net/")}
+    """Everything the capture saw of the host's network: sysfs net files (its traffic counters
+    left out: they grow by themselves) and `ip -j addr`."""
+    files = {p: t for p, t in probe.tree.files.items()
+             if p.startswith("/sys/devices/virtual/net/") and "/statistics/" not in p}
     addresses = json.loads(probe.run(["ip", "-j", "addr", "show"]).stdout)
+    for link in addresses:  # an IPv6 link-local address is "tentative" until the kernel's
+        for address in link.get("addr_info", ()):  # duplicate address detection ends: not ours
+            address.pop("tentative", None)
     links = {p: t for p, t in probe.tree.links.items() if not p.startswith("/proc/")}  # pids
     return {"files": files, "links": links, "addresses": addresses}
 
@@ -103,4 +108,13 @@ def test_apply_verify_rollback_leaves_hosts_as_they_began(lab: Lab, tmp_path: Pa
     after = [_network_state(_capture(lab, h)) for h in lab.hosts]
     for node_before, node_after in zip(before, after, strict=True):
         for key in node_before:
-            assert node_after[key] == node_before[key], key
+            assert node_after[key] == node_before[key], (key, _diff(node_before[key], node_after[key]))
+
+
+def _diff(before: object, after: object) -> str:
+    import difflib
+
+    def lines(value: object) -> list[str]:
+        return json.dumps(value, indent=1, sort_keys=True).splitlines()
+
+    return "\n".join(difflib.unified_diff(lines(before), lines(after), lineterm="", n=1))
