@@ -19,6 +19,7 @@ from strixwizard.deploy.llama import (
     rpc_log,
     server_log,
 )
+from strixwizard.deploy.llama_path import EndPath, judge_path
 from strixwizard.deploy.smoke import ERROR, SmokeCheck, SmokeReport
 from strixwizard.fixing.runner import Runner, Unreachable
 
@@ -32,6 +33,33 @@ def read_log(runner: Runner, path: str) -> str:
 
     rc, out, _err = run(runner, ("tail", "-c", str(LOG_TAIL_BYTES), path))
     return out if rc == 0 else ""
+
+
+def _forced_gid(environment: tuple[str, ...]) -> int | None:
+    for pair in environment:
+        name, _, value = pair.partition("=")
+        if name == "GGML_RDMA_GID" and value.isdigit():
+            return int(value)
+    return None
+
+
+def read_path(plan: LlamaPlan, runners: dict[str, Runner]) -> list[EndPath]:
+    """Each end's RDMA device, the GID at the index its program runs with, its fabric MTU."""
+    from strixwizard.deploy.engine import run
+
+    env = plan.env
+    ends = []
+    for node in dict.fromkeys([env.head, *plan.workers]):
+        this = env.node(node)
+        if this.device is None or this.port is None:
+            continue
+        environment = plan.rpc_environment.get(node, plan.server_environment)
+        blank = EndPath(node, this.device, this.port, this.netdev, this.ip,
+                        _forced_gid(environment), False, "", "", "", None)
+        rc, out, _err = run(runners[node], blank.read_argv())
+        ends.append(EndPath.parse(node, this.device, this.port, this.netdev, this.ip,
+                                  blank.gid_index, out if rc == 0 else ""))
+    return ends
 
 
 def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | None = None
@@ -62,6 +90,9 @@ def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | Non
         logs = {w: read_log(runners[w], rpc_log(plan.llama)) for w in plan.workers}
         report.checks.append(judge_devices(plan, head_log))
         report.checks.append(judge_rdma(plan, logs, head_log))
+        if env.profile == "rdma":
+            tell(env.head, "reading each end's RDMA device, GID and fabric MTU")
+            report.checks.append(judge_path(read_path(plan, runners)))
     except Unreachable as error:
         report.checks.append(SmokeCheck("smoke", ERROR, "node unreachable", "", str(error)))
     return report
