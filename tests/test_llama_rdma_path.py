@@ -6,6 +6,8 @@ rest zero). The same read runs for real in tests/test_llama_rdma_vm.py."""
 
 from __future__ import annotations
 
+import subprocess
+
 from strixwizard.deploy.llama_path import READ, EndPath, judge_path
 
 V4_GID = "0000:0000:0000:0000:0000:ffff:c0a8:4d01"  # ::ffff:192.168.77.1
@@ -46,4 +48,7 @@ def test_each_broken_path_names_its_cause() -> None:
 def test_no_forced_index_checks_device_and_mtu_only() -> None:
     assert judge_path([end(gid_index=None, gid="", kind="")]).status == "pass"
     argv = end(gid_index=None).read_argv()
-    assert argv == ("sh", "-c", READ, "rxe0", "1", "", "eth0")  # values as data, never code
+    assert argv == ("sh", "-c", READ, "strixwizard-rdma-path", "rxe0", "1", "", "eth0")  # data
+    done = subprocess.run((*argv[:4], "no-such-device", "1", "0", "no-such-netdev"),
+                          capture_output=True, text=True, timeout=30, check=True)
+    assert done.stdout == "device=absent\nstate=\ngid=\ntype=\nmtu=\n"  # $1.. are the values

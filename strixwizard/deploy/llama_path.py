@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from strixwizard.deploy.smoke import FAIL, PASS, SmokeCheck
 
-#: argv: device, port, GID index ("" when none was forced), netdev. One `key=value` per line;
+#: argv ($1..$4): device, port, GID index ("" when none was forced), netdev. One `key=value` per line;
 #: values are the kernel's own (sysfs), read with `cat`, never evaluated.
 READ = r"""d=/sys/class/infiniband/$1
 if [ -d "$d" ]; then echo device=present; else echo device=absent; fi
@@ -60,7 +60,7 @@ class EndPath:
                    int(mtu) if mtu.isdigit() else None)
 
     def read_argv(self) -> tuple[str, ...]:
-        return ("sh", "-c", READ, self.device, str(self.port),
+        return ("sh", "-c", READ, "strixwizard-rdma-path", self.device, str(self.port),
                 "" if self.gid_index is None else str(self.gid_index), self.netdev)
 
     @property
