@@ -5,8 +5,8 @@ from `GGML_RDMA_DEV` and the GID index from `GGML_RDMA_GID` as given, and falls 
 without an error when the device is not there (the side advertises no RDMA and the peer stays
 on TCP); a forced GID index that is empty still "probes" (no `RoCEv2` in the line) and the
 queue pair then fails to connect; each side takes its own port's active MTU as the path MTU, so
-two ends whose netdev MTUs differ connect and then fail on transfers larger than the smaller
-MTU. The logs say *that* it fell back; this read says *why*, from what the nodes have now:
+two ends whose netdev MTUs differ connect and may then fail or stall on transfers larger than
+the smaller MTU (on the VM lab's rxe the tiny model's completion still went through). The logs say *that* it fell back; this read says *why*, from what the nodes have now:
 for each end the device (`/sys/class/infiniband/DEV`), the GID at the index the program was
 started with (`.../ports/P/gids/N`, `.../gid_attrs/types/N`: RoCE v2 carrying the end's fabric
 IPv4 address) and the fabric netdev's MTU (`/sys/class/net/NETDEV/mtu`), all ends equal.
@@ -119,8 +119,9 @@ def judge_path(ends: list[EndPath]) -> SmokeCheck:
     if len(set(mtus.values())) > 1:
         why.append("fabric MTU differs between the ends (" + ", ".join(
             f"{n} {m}" for n, m in mtus.items()) + "): each side takes its own port's active MTU "
-            "as the RDMA path MTU, so transfers larger than the smaller one fail after the "
-            "queue pairs connect; set one MTU on every node (`strixwizard fix --only net.mtu`)")
+            "as the RDMA path MTU, so the queue pairs connect and transfers larger than the smaller "
+            "MTU may then fail or stall; set one MTU on every node (`strixwizard fix --only "
+            "net.mtu`)")
     if why:
         return SmokeCheck("llama.rdma_path", FAIL, "; ".join(why), expected,
                           "the RDMA path is broken: " + "; ".join(why), evidence)

@@ -20,7 +20,7 @@ from strixwizard.deploy.llama import (
     server_log,
 )
 from strixwizard.deploy.llama_path import EndPath, judge_path
-from strixwizard.deploy.smoke import ERROR, SmokeCheck, SmokeReport
+from strixwizard.deploy.smoke import ERROR, PASS, SmokeCheck, SmokeReport
 from strixwizard.fixing.runner import Runner, Unreachable
 
 Progress = Callable[[str, str], None]
@@ -75,7 +75,12 @@ def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | Non
         return report
     head = runners[env.head]
     try:
-        deadline = time.monotonic() + plan.llama.health_timeout_s
+        path = None
+        if env.profile == "rdma":  # first: a broken path is named without waiting out /health
+            tell(env.head, "reading each end's RDMA device, GID and fabric MTU")
+            path = judge_path(read_path(plan, runners))
+        wait = plan.llama.health_timeout_s if path is None or path.status == PASS else PROBE_SLICE_S
+        deadline = time.monotonic() + wait
         while True:
             left = max(1.0, min(PROBE_SLICE_S, deadline - time.monotonic()))
             tell(env.head, f"waiting for {plan.server_url}/health, then one completion")
@@ -90,9 +95,8 @@ def smoke_llama(plan: LlamaPlan, runners: dict[str, Runner], say: Progress | Non
         logs = {w: read_log(runners[w], rpc_log(plan.llama)) for w in plan.workers}
         report.checks.append(judge_devices(plan, head_log))
         report.checks.append(judge_rdma(plan, logs, head_log))
-        if env.profile == "rdma":
-            tell(env.head, "reading each end's RDMA device, GID and fabric MTU")
-            report.checks.append(judge_path(read_path(plan, runners)))
+        if path is not None:
+            report.checks.append(path)
     except Unreachable as error:
         report.checks.append(SmokeCheck("smoke", ERROR, "node unreachable", "", str(error)))
     return report
