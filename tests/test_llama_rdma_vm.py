@@ -44,6 +44,7 @@ RUN_DIR = "/var/lib/strixwizard/llama"
 TARGET = "/etc/strixwizard"
 CLI_TIMEOUT = 900.0
 HEALTH_TIMEOUT_S = 180.0
+SSH_DEADLINE = 400.0  # per node: TCG VMs on 2 busy cores collect in 1-4 minutes
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def rollback_leaves_nothing(lab: VmLab, site: Path, tmp: Path, run_id: str) -> N
 def test_llama_rpc_negotiates_rdma_on_both_ends_over_soft_roce(lab: VmLab, tmp_path: Path) -> None:
     head, worker = lab.vms
     gids = {vm.name: roce_v2_gid_index(lab, vm) for vm in lab.vms}
-    site = lab.write_site_yaml(tmp_path / "site.yaml")
+    site = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
     begun = time.monotonic()
     applied = deploy(site, tmp_path, "--gguf", MODEL, "--apply", "--yes", "--json")
     took = time.monotonic() - begun
@@ -173,7 +174,7 @@ def test_a_peer_with_another_fabric_mtu_fails_the_smoke_naming_the_mtu(
         lab: VmLab, tmp_path: Path) -> None:
     worker = lab.vms[1]
     _sh(lab, worker, f"ip link set dev {FABRIC_NETDEV} mtu 4200")
-    site = lab.write_site_yaml(tmp_path / "site.yaml")
+    site = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
     applied = deploy(site, tmp_path, "--gguf", MODEL, "--apply", "--yes", "--json")
     doc = applied.json()
     assert applied.rc == 1, applied.stdout[-4000:] + applied.stderr[-3000:]
@@ -194,7 +195,7 @@ def _deploy_with_a_plan_made_before(lab: VmLab, tmp_path: Path, change: Callable
     from strixwizard.services.discover import read_nodes
     from strixwizard.targets import RunRequest
 
-    site_file = lab.write_site_yaml(tmp_path / "site.yaml")
+    site_file = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
     site, nodes = read_nodes(RunRequest(site_file=site_file, allow_soft_rdma=True))
     settings = DeploySettings(stack="llama-rpc", llama=LlamaSettings(
         model=MODEL, bin_dir=BIN_DIR, health_timeout_s=HEALTH_TIMEOUT_S))

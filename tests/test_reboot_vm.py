@@ -27,7 +27,8 @@ from tests.conftest import run_cli
 from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, vm_lab_fixture
 
 bootvms = vm_lab_fixture(2, name="bootvms", init="systemd")
-CLI_TIMEOUT = 600.0
+CLI_TIMEOUT = 900.0
+SSH_DEADLINE = 400.0  # per node: TCG VMs on 2 busy cores collect in 1-4 minutes
 FIXES = ("net.mtu", "rdma.roce_v2_default", "limits.memlock")
 RDMA_CM_PORT = f"/sys/kernel/config/rdma_cm/{RDMA_DEVICE}/ports/1"
 
@@ -44,8 +45,10 @@ def observed(lab: VmLab, vm: Vm) -> dict[str, str]:
 
 
 def fix(*args: str) -> dict[str, Any]:
+    """`fix ... --yes --json`; exit 1 is a verdict here (limits.memlock is "not-verified" until
+    a new session, which the reboot gives)."""
     done = run_cli("fix", *args, "--yes", "--json", timeout=CLI_TIMEOUT)
-    assert done.rc == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.rc in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     return done.json()  # type: ignore[no-any-return]
 
 
@@ -75,7 +78,8 @@ def test_the_lab_boot_uses_the_persisted_kernel_command_line(bootvms: VmLab) -> 
 
 def test_fixes_survive_a_reboot_and_their_rollback_survives_the_next(
         bootvms: VmLab, tmp_path: Path) -> None:
-    site = bootvms.write_site_yaml(tmp_path / "site.yaml", fabric_mtu=9000, allow_soft_rdma=True)
+    site = bootvms.write_site_yaml(tmp_path / "site.yaml", fabric_mtu=9000, allow_soft_rdma=True,
+                                   deadline=SSH_DEADLINE)
     journals = str(tmp_path / "journal")
     before = {vm.name: observed(bootvms, vm) for vm in bootvms.vms}
     for state in before.values():
@@ -85,6 +89,12 @@ def test_fixes_survive_a_reboot_and_their_rollback_survives_the_next(
     only = [arg for fix_id in FIXES for arg in ("--only", fix_id)]
     applied = fix("--site", str(site), *only, "--apply", "--journal-dir", journals)["apply"]
     assert applied["status"] == "applied", applied
+    assert {(n["node"], n["status"]) for n in applied["nodes"]} == {("vm0", "applied"),
+                                                                   ("vm1", "applied")}
+    verdicts = {(v["fix"], v["node"]): v["status"] for v in applied["verification"]}
+    for vm in bootvms.vms:
+        assert verdicts[("net.mtu", vm.name)] == verdicts[("rdma.roce_v2_default", vm.name)] == "cured"
+        assert verdicts[("limits.memlock", vm.name)] == "not-verified"  # until a new session
     planned = {(n["node"], s["target"]) for n in applied["nodes"] for s in n["steps"]}
     assert ("vm0", "/etc/security/limits.d/90-strixwizard-memlock.conf") in planned
 
