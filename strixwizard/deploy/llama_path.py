@@ -1,15 +1,16 @@
 """The RDMA path of a deployed llama.cpp cluster, read live at smoke time. Pure but the read.
 
 llama.cpp's RPC transport (`ggml/src/ggml-rpc/transport.cpp`, `rdma_probe`) takes the device
-from `GGML_RDMA_DEV` and the GID index from `GGML_RDMA_GID` as given, and falls back to TCP
-without an error when the device is not there (the side advertises no RDMA and the peer stays
-on TCP); a forced GID index that is empty still "probes" (no `RoCEv2` in the line) and the
-queue pair then fails to connect; each side takes its own port's active MTU as the path MTU, so
+from `GGML_RDMA_DEV` and the GID index from `GGML_RDMA_GID` as given and falls back to TCP
+without an error when they do not fit: no such device, or (seen on the VM lab's rxe) an empty
+GID at the forced index, leave that side without a `RDMA probed` line, it advertises no RDMA
+and the peer stays on TCP too. Each side takes its own port's active MTU as the path MTU, so
 two ends whose netdev MTUs differ connect and may then fail or stall on transfers larger than
-the smaller MTU (on the VM lab's rxe the tiny model's completion still went through). The logs say *that* it fell back; this read says *why*, from what the nodes have now:
-for each end the device (`/sys/class/infiniband/DEV`), the GID at the index the program was
-started with (`.../ports/P/gids/N`, `.../gid_attrs/types/N`: RoCE v2 carrying the end's fabric
-IPv4 address) and the fabric netdev's MTU (`/sys/class/net/NETDEV/mtu`), all ends equal.
+the smaller MTU (on the VM lab's rxe the tiny model's completion still went through). The logs
+say *that* it fell back; this read says *why*, from what the nodes have now: for each end the
+device (`/sys/class/infiniband/DEV`), the GID at the index the program was started with
+(`.../ports/P/gids/N`, `.../gid_attrs/types/N`: RoCE v2 carrying the end's fabric IPv4
+address) and the fabric netdev's MTU (`/sys/class/net/NETDEV/mtu`), all ends equal.
 """
 
 from __future__ import annotations
