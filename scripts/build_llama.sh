@@ -3,17 +3,31 @@
 # the llama.cpp tree vendored in the llama-cpp-python sdist on PyPI, and cache
 # them outside the repository:
 #
-#   scripts/build_llama.sh [llama-cpp-python version]   # default 0.3.36
+#   scripts/build_llama.sh [llama-cpp-python version] [tcp|rdma]   # default 0.3.36 tcp
 #
-# The binaries land in ${STRIXWIZARD_LLAMA_CACHE:-~/.cache/strixwizard-llama}/<version>/bin;
-# the last line printed is that directory. A second run finds them and builds nothing.
+# tcp:  RDMA off (GGML_RPC_RDMA=OFF), for the namespace lab; binaries in
+#       ${STRIXWIZARD_LLAMA_CACHE:-~/.cache/strixwizard-llama}/<version>/bin.
+# rdma: the RDMA transport on (GGML_RPC_RDMA=ON, links libibverbs: Debian's libibverbs-dev),
+#       for the VM lab (tests/vmlab.py), in <version>-rdma/bin. The VMs run under TCG with
+#       qemu's default CPU model, which has no SSE4.2/AVX, so this build uses none of them.
+# The last line printed is that directory. A second run finds them and builds nothing.
 # build-seconds in the same directory records how long the build took.
 set -euo pipefail
 
 version=${1:-0.3.36}
+transport=${2:-tcp}
 cache=${STRIXWIZARD_LLAMA_CACHE:-$HOME/.cache/strixwizard-llama}
 jobs=${STRIXWIZARD_LLAMA_JOBS:-2}
-out="$cache/$version"
+case "$transport" in
+    tcp) out="$cache/$version"
+         transport_flags=(-DGGML_RPC_RDMA=OFF) ;;
+    rdma) out="$cache/$version-rdma"
+          [[ -e /usr/include/infiniband/verbs.h ]] || {
+              echo "build_llama.sh: libibverbs-dev is missing (scripts/install.sh test)" >&2; exit 1; }
+          transport_flags=(-DGGML_RPC_RDMA=ON -DGGML_SSE42=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF
+                           -DGGML_BMI2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF) ;;
+    *) echo "build_llama.sh: transport must be tcp or rdma, not $transport" >&2; exit 2 ;;
+esac
 bin="$out/bin"
 
 if [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]]; then
@@ -42,11 +56,11 @@ build_dir="$out/build"
 started=$(date +%s)
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-# RDMA stays off: this build runs on the TCP lab; the transport is auto-detected
-# from libibverbs otherwise (ggml/src/ggml-rpc/CMakeLists.txt).
+# The transport is auto-detected from libibverbs otherwise (ggml/src/ggml-rpc/CMakeLists.txt);
+# it is set explicitly so the build is the same wherever it runs.
 nice -n 19 cmake -S "$source_dir" -B "$build_dir" "${generator[@]}" \
     -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-    -DGGML_RPC=ON -DGGML_RPC_RDMA=OFF -DGGML_NATIVE=OFF \
+    -DGGML_RPC=ON "${transport_flags[@]}" -DGGML_NATIVE=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF >"$out/configure.log"
 nice -n 19 cmake --build "$build_dir" -j"$jobs" --target ggml-rpc-server llama-server \

@@ -8,8 +8,9 @@ want_tests=${1:-}
 packages=(python3 python3-venv python3-pip python3-pyverbs rdma-core ibverbs-utils iproute2 ethtool)
 if [[ "$want_tests" == "test" ]]; then
     packages+=(openssh-server openssh-client util-linux procps iputils-ping perftest sockperf
-               qperf lldpad tmux qemu-system-x86 busybox-static cpio kmod
-               cmake g++  # qemu..kmod: the VM lab (tests/vmlab.py); cmake, g++: scripts/build_llama.sh
+               qperf lldpad tmux qemu-system-x86 busybox-static cpio kmod e2fsprogs
+               cmake g++ libibverbs-dev  # qemu..e2fsprogs: the VM lab (tests/vmlab.py); cmake, g++,
+                                         # libibverbs-dev: scripts/build_llama.sh (tcp, rdma)
                chromium)  # the HTML report's charts, loaded in a headless browser
 fi
 

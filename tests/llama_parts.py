@@ -27,23 +27,25 @@ def cache_dir() -> Path:
                                Path.home() / ".cache" / "strixwizard-llama"))
 
 
-def built_bin_dir() -> Path | None:
-    """The cached binaries, or None when they were not built yet."""
-    bin_dir = cache_dir() / LLAMA_CPP_PYTHON / "bin"
+def built_bin_dir(transport: str = "tcp") -> Path | None:
+    """The cached binaries, or None when they were not built yet. `transport`: "tcp" (RDMA
+    off, the namespace lab) or "rdma" (GGML_RPC_RDMA on, the VM lab; own cache directory)."""
+    suffix = "-rdma" if transport == "rdma" else ""
+    bin_dir = cache_dir() / f"{LLAMA_CPP_PYTHON}{suffix}" / "bin"
     ok = all((bin_dir / name).is_file() for name in ("ggml-rpc-server", "llama-server"))
     return bin_dir if ok else None
 
 
-def build() -> Path:
+def build(transport: str = "tcp") -> Path:
     """Build (or find cached) ggml-rpc-server and llama-server; returns their directory."""
-    found = built_bin_dir()
+    found = built_bin_dir(transport)
     if found is not None:
         return found
     missing = [tool for tool in ("cmake", "g++") if shutil.which(tool) is None]
     if missing:
         raise RuntimeError(f"cannot build llama.cpp: {', '.join(missing)} missing "
                            "(scripts/install.sh test installs them)")
-    done = subprocess.run(["bash", str(BUILD_SCRIPT), LLAMA_CPP_PYTHON], capture_output=True,
+    done = subprocess.run(["bash", str(BUILD_SCRIPT), LLAMA_CPP_PYTHON, transport], capture_output=True,
                           text=True, timeout=BUILD_TIMEOUT_S, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"scripts/build_llama.sh failed ({done.returncode}): "

@@ -46,9 +46,20 @@ def test_units_carry_the_runtime_argv_environment_and_log() -> None:
     assert sorted(steps) == [
         ("node-a", "/etc/systemd/system/strixwizard-llama-rpc.service"),
         ("node-a", "/etc/systemd/system/strixwizard-llama-server.service"),
+        ("node-a", "/var/lib/strixwizard/llama/.strixwizard-llama-rpc.service.reload"),
+        ("node-a", "/var/lib/strixwizard/llama/.strixwizard-llama-server.service.reload"),
         ("node-a", "strixwizard-llama-rpc.service"), ("node-a", "strixwizard-llama-server.service"),
         ("node-b", "/etc/systemd/system/strixwizard-llama-rpc.service"),
+        ("node-b", "/var/lib/strixwizard/llama/.strixwizard-llama-rpc.service.reload"),
         ("node-b", "strixwizard-llama-rpc.service")]
+    # per unit: the reload stamp first, so its undo (`systemctl daemon-reload`) runs last in the
+    # rollback, once the unit file is gone
+    order = [s.target for p in plan.site_plan.plans if p.node == "node-b" for s in p.steps]
+    assert order == ["/var/lib/strixwizard/llama/.strixwizard-llama-rpc.service.reload",
+                     "/etc/systemd/system/strixwizard-llama-rpc.service",
+                     "strixwizard-llama-rpc.service"]
+    stamp = steps["node-b", order[0]]
+    assert stamp.undo_argv == ("sh", "-c", 'systemctl daemon-reload && rm -f -- "$0"', order[0])
     worker = parse_unit(steps["node-b", "/etc/systemd/system/strixwizard-llama-rpc.service"].after or "")
     service = worker["Service"]
     assert shlex.split(unescape(service["ExecStart"])) == ["ggml-rpc-server",

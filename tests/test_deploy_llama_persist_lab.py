@@ -98,9 +98,10 @@ def test_units_written_enabled_converged_then_disabled_and_removed(lab: Lab, tmp
     assert changes == [["daemon-reload"], ["enable", "--now", UNITS[0]]]
     # the journal holds exactly these steps, on this machine and on the node
     steps = {n["node"]: [s["target"] for s in n["steps"]] for n in doc["apply"]["nodes"]}
-    assert steps["node1"] == [f"{UNIT_DIR}/{UNITS[0]}", UNITS[0]]
-    assert steps["node0"] == [f"{UNIT_DIR}/{UNITS[0]}", UNITS[0], f"{UNIT_DIR}/{UNITS[1]}",
-                              UNITS[1]]
+    stamps = [f"/root/llama-run/.{unit}.reload" for unit in UNITS]
+    assert steps["node1"] == [stamps[0], f"{UNIT_DIR}/{UNITS[0]}", UNITS[0]]
+    assert steps["node0"] == [stamps[0], f"{UNIT_DIR}/{UNITS[0]}", UNITS[0],
+                              stamps[1], f"{UNIT_DIR}/{UNITS[1]}", UNITS[1]]
     on_node = worker.home / "strixwizard-journal"
     assert any(UNITS[0] in p.read_text() for p in on_node.rglob("*") if p.is_file())
 
@@ -112,6 +113,9 @@ def test_units_written_enabled_converged_then_disabled_and_removed(lab: Lab, tmp
     assert [n["node"] for n in rolled.json()["rollback"]["nodes"]] == ["node0", "node1"]
     disabled = [c for c in calls(head) if c[0] == "disable"]
     assert disabled == [["disable", "--now", UNITS[1]], ["disable", "--now", UNITS[0]]]
+    # each unit's rollback ends with a daemon-reload, after its file is gone
+    assert [c for c in calls(worker) if c[0] != "is-active"][-2:] == [
+        ["disable", "--now", UNITS[0]], ["daemon-reload"]]
     for host in lab.hosts:
         assert not list((host.home / "systemd-system").glob("*.service"))
         assert not list((host.home / "systemd-system").glob("*.wants/*"))

@@ -47,8 +47,10 @@ import contextlib
 import ctypes
 import fcntl
 import gzip
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -75,7 +77,12 @@ MODULES = (
     "rdma_rxe",
     "ib_uverbs",
     "rdma_ucm",
+    "virtio_blk",  # the persistent disk (init="systemd" mode)
+    "crc32c_generic",  # ext4's checksums: crc32c-intel needs SSE4.2, which qemu64 lacks
+    "ext4",
 )
+#: CPU-specific accelerators modprobe may list that the TCG CPU (qemu64) cannot run
+SKIPPED_MODULES = ("crc32c-intel.ko", "crc32c_intel.ko")
 BUSYBOX = Path("/bin/busybox")
 SSHD = "/usr/sbin/sshd"
 QEMU = "qemu-system-x86_64"
@@ -84,12 +91,26 @@ FABRIC_NETDEV = "eth0"
 #: the guest address user-mode networking forwards to
 GUEST_MGMT_ADDR = "10.0.2.15"
 MANIFEST = "manifest.json"
-BOOT_TIMEOUT = 60.0
+#: generous: on 2 cores shared with builds a VM reaches sshd in 10 s idle, in minutes busy
+BOOT_TIMEOUT = 180.0
 BUILD_TIMEOUT = 600.0
 KILL_TIMEOUT = 5.0
 VM_MEMORY_MB = 512
 #: how a pair's fabric frames travel between the two qemus, always on 127.0.0.1
 FABRIC_MODES = ("udp", "tcp")
+#: "sh": stage2.sh execs sshd (PID 1 is a shell script, everything is lost at power-off);
+#: "systemd": the VM boots systemd from this machine's tree with a persistent disk (below)
+INIT_MODES = ("sh", "systemd")
+DISK_MB = 256
+#: the file the lab's boot step reads from the persistent layer for the next boot's kernel
+#: command line (systemd-boot's kernel-install file; what the plans tell a node without
+#: grubby to edit)
+KERNEL_CMDLINE_FILE = "/etc/kernel/cmdline"
+BASE_CMDLINE = "console=ttyS0 panic=-1 loglevel=4 net.ifnames=0"
+#: words of the persisted command line the lab never passes on (they would take the boot away)
+_CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.:,=/+-]{1,200}")
+_RESERVED = ("init=", "rdinit=", "console=", "root=", "vmlab.", "panic=", "systemd.unit=")
+REBOOT_TIMEOUT = 240.0
 
 #: tool -> Debian package that provides it
 REQUIRED_TOOLS: dict[str, str] = {
@@ -102,6 +123,8 @@ REQUIRED_TOOLS: dict[str, str] = {
     "dpkg-deb": "dpkg",
     SSHD: "openssh-server",
     "ssh-keygen": "openssh-client",
+    "mkfs.ext4": "e2fsprogs",  # init="systemd": the persistent disk
+    "debugfs": "e2fsprogs",
 }
 _SBIN = ("/usr/sbin", "/sbin")
 
@@ -209,7 +232,8 @@ def resolve_modules(tree: Path, release: str, modules: Sequence[str] = MODULES) 
         out = _run(["modprobe", "-d", str(tree), "-S", release, "--show-depends", module]).stdout
         for line in out.splitlines():
             parts = line.split()
-            if len(parts) >= 2 and parts[0] == "insmod" and Path(parts[1]) not in ordered:
+            if (len(parts) >= 2 and parts[0] == "insmod" and Path(parts[1]) not in ordered
+                    and Path(parts[1]).name not in SKIPPED_MODULES):
                 ordered.append(Path(parts[1]))
     if not ordered:
         raise VmLabError(f"modprobe resolved no module files for {', '.join(modules)}")
@@ -247,7 +271,13 @@ def _stage1_init(module_names: Sequence[str]) -> str:
             "opts=trans=virtio,version=9p2000.L,msize=262144,ro",
             "mount -t 9p -o $opts,cache=loose hostroot /lower || fail 'cannot mount the 9p root'",
             "mount -t 9p -o $opts vmlab /conf || fail 'cannot mount the vmlab share'",
-            "mount -t tmpfs -o size=256m,mode=0755 tmpfs /rw && mkdir -p /rw/upper /rw/work",
+            "if grep -q vmlab.disk /proc/cmdline; then",
+            "  i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done",
+            "  mount -t ext4 /dev/vda /rw || fail 'cannot mount the persistent disk'",
+            "else",
+            "  mount -t tmpfs -o size=256m,mode=0755 tmpfs /rw",
+            "fi",
+            "mkdir -p /rw/upper /rw/work",
             "mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot"
             " || fail 'cannot mount the overlay'",
             "mkdir -p /newroot/vmlab && mount --move /conf /newroot/vmlab",
@@ -267,7 +297,9 @@ def build_kernel(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT) -
     cache = cache or cache_dir()
     package = kernel_package()
     release = package.removeprefix("linux-image-")
-    dest = cache / release
+    # keyed by what goes into the initramfs too: a lab that loads other modules builds its own
+    digest = hashlib.sha256(repr((MODULES, SKIPPED_MODULES, _stage1_init(()))).encode()).hexdigest()[:8]
+    dest = cache / f"{release}-{digest}"
     if (dest / MANIFEST).exists():
         return KernelImage.load(dest)
     cache.mkdir(parents=True, exist_ok=True)
@@ -275,7 +307,7 @@ def build_kernel(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT) -
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (dest / MANIFEST).exists():
             return KernelImage.load(dest)
-        work = cache / f".{release}.building"
+        work = cache / f".{dest.name}.building"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir()
         try:
@@ -355,11 +387,18 @@ class Vm:
     host_key_pub: str = ""
     pid: int | None = None
     boot_seconds: float | None = None
+    #: words the lab's boot step read from the persistent layer's KERNEL_CMDLINE_FILE
+    cmdline_extra: tuple[str, ...] = ()
+    boots: int = 0
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def console_log(self) -> Path:
         return self.dir / "console.log"
+
+    @property
+    def disk(self) -> Path:
+        return self.dir / "disk.img"
 
     @property
     def host_key(self) -> Path:
@@ -379,13 +418,19 @@ class VmLab:
     """``n`` soft-RoCE VMs under ``workdir``; ``up()`` boots them, ``down()`` kills them."""
 
     def __init__(
-        self, workdir: Path, n: int, *, kernel: KernelImage | None = None, fabric: str = "udp"
+        self, workdir: Path, n: int, *, kernel: KernelImage | None = None, fabric: str = "udp",
+        init: str = "sh"
     ) -> None:
         if not 1 <= n <= 8:
             raise ValueError(f"n must be in 1..8, not {n}")
         if fabric not in FABRIC_MODES:
             raise ValueError(f"fabric must be one of {', '.join(FABRIC_MODES)}, not {fabric!r}")
+        if init not in INIT_MODES:
+            raise ValueError(f"init must be one of {', '.join(INIT_MODES)}, not {init!r}")
         self.fabric = fabric
+        #: "systemd": systemd is PID 1 and each VM's writable layer is an ext4 disk image
+        #: (DISK_MB, its vmN/disk.img), so /etc and /var survive `reboot()`
+        self.init = init
         self.workdir = Path(workdir).resolve()
         self.n = n
         self.kernel = kernel
@@ -398,7 +443,7 @@ class VmLab:
 
     # -- public ------------------------------------------------------------
 
-    def up(self, timeout: float = BOOT_TIMEOUT) -> VmLab:
+    def up(self, timeout: float | None = None) -> VmLab:
         """Build (or reuse) the kernel, boot every VM, wait for every sshd; tear down on failure."""
         if self._used:
             raise VmLabError("a VmLab can be brought up only once; make a new one")
@@ -413,7 +458,8 @@ class VmLab:
             started = time.monotonic()
             for vm in self.vms:
                 self._start(vm)
-            self._wait_ready(started, timeout)
+            self._wait_ready(started, timeout or (REBOOT_TIMEOUT if self.init == "systemd"
+                                                  else BOOT_TIMEOUT))
         except BaseException:
             self.down()
             raise
@@ -564,9 +610,17 @@ class VmLab:
             vm.host_key_pub = _public_key(vm.host_key.with_name(vm.host_key.name + ".pub"))
             known.append(f"[127.0.0.1]:{vm.ssh_port} {vm.host_key_pub}\n")
             (vm.dir / "authorized_keys").write_text(client_pub)
-            (vm.dir / "sshd_config").write_text(_sshd_config())
+            # systemd mode: PAM too, as Debian's sshd, so limits.d (pam_limits) reaches sessions
+            (vm.dir / "sshd_config").write_text(_sshd_config(pam=self.init == "systemd"))
             stage2 = vm.dir / "stage2.sh"
-            stage2.write_text(_stage2_script(vm))
+            if self.init == "systemd":
+                stage2.write_text(_stage2_systemd(vm, _host_enabled_units()))
+                fabric = vm.dir / "fabric.sh"
+                fabric.write_text(_fabric_script(vm))
+                fabric.chmod(0o755)
+                _make_disk(vm.disk)
+            else:
+                stage2.write_text(_stage2_script(vm))
             stage2.chmod(0o755)
         self.known_hosts.write_text("".join(known))
 
@@ -583,13 +637,15 @@ class VmLab:
             "-serial", f"file:{vm.console_log}",
             "-kernel", str(kernel.vmlinuz),
             "-initrd", str(kernel.initramfs),
-            "-append", "console=ttyS0 panic=-1 loglevel=4 net.ifnames=0",
+            "-append", " ".join(self._kernel_cmdline(vm)),
             "-no-reboot",
             "-fsdev", "local,id=hostroot,path=/,security_model=passthrough,readonly=on,multidevs=remap",
             "-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
             "-fsdev", f"local,id=vmlab,path={vm.dir},security_model=passthrough,readonly=on",
             "-device", "virtio-9p-pci,fsdev=vmlab,mount_tag=vmlab",
         ]  # fmt: skip
+        if self.init == "systemd":
+            argv += ["-drive", f"file={vm.disk},if=virtio,format=raw"]
         if vm.fabric_socket is not None:
             mac = f"52:54:00:77:00:{vm.index + 1:02x}"
             argv += [
@@ -602,9 +658,55 @@ class VmLab:
         ]  # fmt: skip
         return argv
 
+    def _kernel_cmdline(self, vm: Vm) -> list[str]:
+        words = [BASE_CMDLINE]
+        if self.init == "systemd":
+            # fstab=no: this machine's /etc/fstab (the lower layer's) is not the VM's
+            words += ["vmlab.disk=1", "fstab=no", "systemd.show_status=0"]
+        return [*words, *vm.cmdline_extra]
+
+    def reboot_all(self, timeout: float = REBOOT_TIMEOUT) -> None:
+        """`reboot()` every VM, all going down at once (a cluster-wide reboot)."""
+        procs = [(vm, vm._proc) for vm in self.vms]
+        for vm, _ in procs:
+            self.run(vm, "systemctl", "reboot", timeout=30)
+        for vm, proc in procs:
+            self._boot_again(vm, proc, timeout)
+
+    def reboot(self, vm: Vm, timeout: float = REBOOT_TIMEOUT) -> None:
+        """`systemctl reboot` in the VM, then the lab's boot step: qemu runs with -no-reboot, so
+        it exits; the next boot's kernel command line gets the words of KERNEL_CMDLINE_FILE in
+        the persistent layer (read from the disk image with debugfs, never mounted here), and
+        the same disk, ports and keys; returns once sshd answers again."""
+        if self.init != "systemd":
+            raise VmLabError("reboot() needs init='systemd' (a persistent disk)")
+        proc = vm._proc
+        self.run(vm, "systemctl", "reboot", timeout=30)
+        self._boot_again(vm, proc, timeout)
+
+    def _boot_again(self, vm: Vm, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+        if self.init != "systemd":
+            raise VmLabError("reboot() needs init='systemd' (a persistent disk)")
+        assert proc is not None
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise VmLabError(f"{vm.name}: did not go down within {timeout:g} s after "
+                             f"`systemctl reboot`; console:\n{vm.console_tail()}") from None
+        if "reboot: Restarting system" not in vm.console_tail(20000):
+            raise VmLabError(f"{vm.name}: qemu exited without a reboot; console:\n{vm.console_tail()}")
+        vm._proc, vm.pid = None, None
+        vm.cmdline_extra = persisted_cmdline(vm.disk)
+        started = time.monotonic()
+        self._start(vm)
+        self._wait_ready(started, timeout, [vm])
+
     def _start(self, vm: Vm) -> None:
         if vm.fabric_waits_for is not None:
             _wait_listening(vm.fabric_waits_for, self.vm(vm.fabric_peer or "").console_log)
+        if vm.console_log.exists() and vm.boots:  # the previous boot's console, kept
+            vm.console_log.replace(vm.dir / f"console.{vm.boots}.log")
+        vm.boots += 1
         vm.console_log.write_bytes(b"")
         with open(vm.dir / "qemu.log", "ab") as log:
             vm._proc = subprocess.Popen(
@@ -617,9 +719,9 @@ class VmLab:
             )
         vm.pid = vm._proc.pid
 
-    def _wait_ready(self, started: float, timeout: float) -> None:
+    def _wait_ready(self, started: float, timeout: float, vms: Sequence[Vm] | None = None) -> None:
         """Until every VM's sshd answers with an SSH banner; dead qemu or timeout is an error."""
-        pending = list(self.vms)
+        pending = list(self.vms if vms is None else vms)
         deadline = started + timeout
         while pending:
             for vm in list(pending):
@@ -640,7 +742,7 @@ class VmLab:
                 time.sleep(0.5)
 
 
-def _sshd_config() -> str:
+def _sshd_config(pam: bool = False) -> str:
     return "\n".join(
         [
             "# written by tests/vmlab.py; this sshd never reads /etc/ssh",
@@ -651,7 +753,7 @@ def _sshd_config() -> str:
             "AuthorizedKeysFile /vmlab/authorized_keys",
             "PasswordAuthentication no",
             "KbdInteractiveAuthentication no",
-            "UsePAM no",
+            f"UsePAM {'yes' if pam else 'no'}",
             "PermitRootLogin prohibit-password",
             "StrictModes no",
             "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
@@ -699,6 +801,102 @@ def _stage2_script(vm: Vm) -> str:
     return "\n".join(lines)
 
 
+def _host_enabled_units() -> list[str]:
+    """The units this machine's /etc enables (its sshd, databases, timers...): the VM sees
+    them in the lower layer, and masks them, so only the lab's units and what is written
+    inside the VM start there."""
+    wants = Path("/etc/systemd/system")
+    names = {p.name for p in wants.glob("*.wants/*")} | {p.name for p in wants.glob("*.requires/*")}
+    return sorted(names | {"serial-getty@ttyS0.service", "getty@tty1.service", "ssh.service",
+                           "ssh.socket", "sshd.service"})
+
+
+def _make_disk(path: Path, size_mb: int = DISK_MB) -> None:
+    """A sparse ext4 image: the VM's overlay upper layer (its /etc, /var, ...)."""
+    path.unlink(missing_ok=True)
+    with open(path, "wb") as fh:
+        fh.truncate(size_mb * 1024 * 1024)
+    _run(["mkfs.ext4", "-q", "-F", "-L", "vmlab", "-E", "root_owner=0:0", str(path)])
+
+
+def persisted_cmdline(disk: Path) -> tuple[str, ...]:
+    """KERNEL_CMDLINE_FILE of the VM's persistent layer, as words for the next boot; words the
+    lab reserves (init=, console=, ...) and anything not a plain kernel parameter are dropped."""
+    tool = _which("debugfs") or "debugfs"
+    done = subprocess.run([tool, "-R", f"cat /upper{KERNEL_CMDLINE_FILE}", str(disk)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        return ()
+    words = done.stdout.split()
+    return tuple(w for w in words if _CMDLINE_WORD.fullmatch(w) and not w.startswith(_RESERVED))
+
+
+def _fabric_script(vm: Vm) -> str:
+    """Run by vmlab-fabric.service at each boot: the addresses and rxe0 (the lab's, not the
+    node's configuration: the same every boot). The NICs are found by their MACs and named
+    eth0 (fabric) and eth1 (management) as in the "sh" mode, whatever udev named them."""
+    mgmt_mac = f"52:54:00:00:00:{vm.index + 1:02x}"
+    fabric_mac = f"52:54:00:77:00:{vm.index + 1:02x}"
+    lines = [
+        "#!/bin/sh",
+        "name() { for d in /sys/class/net/*; do",
+        '  [ "$(cat "$d/address")" = "$1" ] && [ "${d##*/}" != "$2" ] &&'
+        ' ip link set dev "${d##*/}" down && ip link set dev "${d##*/}" name "$2"; done; }',
+        "udevadm settle -t 60",  # udev's own renames first (ens5...), then ours
+        "ip link set lo up",
+    ]
+    if vm.fabric_addr:
+        lines += [f"name {fabric_mac} {FABRIC_NETDEV}"]
+    mgmt = "eth1" if vm.fabric_addr else "eth0"
+    lines += [
+        f"name {mgmt_mac} {mgmt}",
+        f"ip addr add {GUEST_MGMT_ADDR}/24 dev {mgmt} 2>/dev/null; ip link set {mgmt} up",
+    ]
+    if vm.fabric_addr:
+        lines += [
+            f"ip addr add {vm.fabric_addr}/24 dev {FABRIC_NETDEV} 2>/dev/null;"
+            f" ip link set {FABRIC_NETDEV} up",
+            f"[ -d /sys/class/infiniband/{RDMA_DEVICE} ] ||"
+            f" rdma link add {RDMA_DEVICE} type rxe netdev {FABRIC_NETDEV}",
+        ]
+    return "\n".join([*lines, "ip -br link", "exit 0", ""])
+
+
+def _stage2_systemd(vm: Vm, masked: Sequence[str]) -> str:
+    """Before systemd: the VM's identity on the persistent layer (first boot), the lab's own
+    units in /run (remade every boot, never in the node's /etc), this machine's units masked."""
+    machine_id = uuid.uuid5(uuid.NAMESPACE_DNS, f"{vm.name}.vmlab").hex
+    run = "/run/systemd/system"
+    fabric_unit = "\n".join([
+        "[Unit]", "Description=vmlab: addresses and rxe0", "DefaultDependencies=no",
+        "After=systemd-modules-load.service systemd-udevd.service", "Before=network-pre.target", "",
+        "[Service]", "Type=oneshot", "RemainAfterExit=yes", "ExecStart=/bin/sh /vmlab/fabric.sh",
+        "StandardOutput=journal+console", "StandardError=journal+console", ""])
+    sshd_unit = "\n".join([
+        "[Unit]", "Description=vmlab: the lab's sshd (/vmlab/sshd_config, never /etc/ssh)",
+        "Requires=vmlab-fabric.service", "After=vmlab-fabric.service", "",
+        "[Service]", "ExecStartPre=/bin/mkdir -p /run/sshd", f"ExecStart={SSHD} -D -e -f /vmlab/sshd_config",
+        "Restart=always", "StandardOutput=journal+console", "StandardError=journal+console", ""])
+    lines = [
+        "#!/bin/sh",
+        "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
+        "for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs $d; done",
+        "mount -t tmpfs -o mode=0700 tmpfs /root",
+        f"[ -s /etc/vmlab-identity ] || {{ echo {vm.name} > /etc/hostname;"
+        f" echo {machine_id} > /etc/machine-id; echo {vm.name} > /etc/vmlab-identity; }}",
+        f"mkdir -p {run}/multi-user.target.wants",
+        f"cat > {run}/vmlab-fabric.service <<'EOF'\n{fabric_unit}EOF",
+        f"cat > {run}/vmlab-sshd.service <<'EOF'\n{sshd_unit}EOF",
+        f"ln -sf ../vmlab-fabric.service {run}/multi-user.target.wants/vmlab-fabric.service",
+        f"ln -sf ../vmlab-sshd.service {run}/multi-user.target.wants/vmlab-sshd.service",
+        *(f"ln -sf /dev/null {run}/{name}" for name in masked if re.fullmatch(r"[\w@.:-]+", name)),
+        "echo 'vmlab: starting systemd'",
+        "exec /lib/systemd/systemd",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -736,7 +934,8 @@ def _down_all() -> None:
             lab.down()
 
 
-def vm_lab_fixture(n: int, *, scope: str = "module", name: str | None = None) -> Callable[..., Any]:
+def vm_lab_fixture(n: int, *, scope: str = "module", name: str | None = None, init: str = "sh"
+                   ) -> Callable[..., Any]:
     """A pytest fixture yielding an up ``VmLab`` of ``n`` VMs.
 
     Skips (with the reason) when the VM lab cannot run here: missing tools, not
@@ -751,7 +950,7 @@ def vm_lab_fixture(n: int, *, scope: str = "module", name: str | None = None) ->
             kernel = build_kernel()
         except VmLabError as exc:
             pytest.skip(f"VM lab unavailable: {exc}")
-        with VmLab(tmp_path_factory.mktemp("vmlab"), n, kernel=kernel) as lab:
+        with VmLab(tmp_path_factory.mktemp("vmlab"), n, kernel=kernel, init=init) as lab:
             yield lab
 
     return pytest.fixture(scope=scope, name=name)(_vmlab)  # type: ignore[call-overload,no-any-return]

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from strixwizard.cli.options import add_change_options, add_site_options
+from strixwizard.cli.options import add_change_options, add_site_options, add_soft_rdma_option
 
 
 def register(commands: Any) -> argparse.ArgumentParser:
@@ -36,6 +36,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
         "input, unreachable).",
     )
     add_site_options(deploy, demo_help="the bundled demo site (snapshots: plan only)")
+    add_soft_rdma_option(deploy, "deploy the RDMA profile over")
     action = deploy.add_mutually_exclusive_group()
     action.add_argument("--plan", action="store_true", help="show the plan (the default)")
     action.add_argument("--apply", action="store_true",
@@ -234,7 +235,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if args.rollback:
         return _rollback(args, on_step)
     site, nodes = read_nodes(RunRequest(site_file=args.site, inventory=args.inventory,
-                                        demo=args.demo, trust_new_hosts=args.trust_new_hosts))
+                                        demo=args.demo, trust_new_hosts=args.trust_new_hosts,
+                                        allow_soft_rdma=args.allow_soft_rdma))
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
     settings = with_ray_options(args, _settings(args))
     preview = deploy.plan(site, nodes, settings, args.transport, args.head)

@@ -323,8 +323,9 @@ def _rdma_vars(end: FabricPort, transport: str) -> tuple[list[EnvVar], int | Non
                             f" ({base}/state){hint}")
     variables = [
         EnvVar("NCCL_IB_DISABLE", "0", "use RCCL's NET/IB (verbs) transport",
-               f"{node}: {end.device.name} is a hardware RDMA device ({end.device.driver}) on "
-               f"{end.netdev.name}, link {transport}"),
+               f"{node}: {end.device.name} is a "
+               f"{'hardware' if end.device.is_hardware else 'software (allow_soft_rdma)'} "
+               f"RDMA device ({end.device.driver}) on {end.netdev.name}, link {transport}"),
         # `=` asks NCCL/RCCL for an exact device name: a bare `mlx5_1:1` is a prefix that also
         # selects mlx5_10..mlx5_19 (and `rocep1` every rocep1*), and several selected HCAs
         # make ncclCommInitRank fail with "internal error" (scripts/cluster_manager.py in

@@ -384,7 +384,8 @@ def _unit(llama: LlamaSettings, unit: str, summary: str, names: tuple[str, ...],
 
     binary = candidates(names, llama.bin_dir)[0]
     return unit_steps(llama.unit_dir, unit, summary,
-                      unit_text(summary, binary, args, environment, log, llama.run_dir))
+                      unit_text(summary, binary, args, environment, log, llama.run_dir),
+                      llama.run_dir)
 
 
 # -- smoke verdict ------------------------------------------------------------------------

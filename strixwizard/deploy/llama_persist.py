@@ -10,7 +10,12 @@ Per program, three steps, undone in reverse by the rollback:
   systemd escaping (`fixes.steps._unit_value`: `%` and, in commands, `$` kept literal);
 - COMMAND `systemctl daemon-reload && systemctl enable --now UNIT`, state read by
   `systemctl is-active`; undo `systemctl disable --now UNIT` (stops it, removes it from boot);
-- the rollback then removes the unit file: exactly the units this deploy wrote, nothing else.
+- the rollback then removes the unit file: exactly the units this deploy wrote, nothing else;
+- and last, `systemctl daemon-reload`, so systemd forgets the removed unit (without it
+  `systemctl status` keeps a stale, loaded unit whose file is gone). That undo belongs to a
+  first step that leaves a stamp (`RUN_DIR/.UNIT.reload`, on disk so it is still there
+  for a rollback after a reboot): the rollback undoes steps in reverse, so the stamp's undo
+  (reload, then remove the stamp) runs after the unit file is gone.
 
 The binary is the first name (`ggml-rpc-server`; an older build's `rpc-server` is found by the
 runtime launcher only): systemd resolves a bare name on its fixed search path; with
@@ -75,13 +80,31 @@ def unit_text(description: str, binary: str, args: Sequence[str], environment: S
     return "\n".join(lines)
 
 
-def unit_steps(unit_dir: str, unit: str, summary: str, text: str) -> tuple[Step, Step]:
-    """Write the unit file, then enable and start it; undone by disabling it, then removing
-    the file (the rollback undoes steps in reverse)."""
+#: `armed` while the stamp exists; argv: the stamp's path.
+STAMPED = 'if [ -e "$0" ]; then echo armed; else echo unarmed; fi'
+ARM = 'mkdir -p -- "$(dirname -- "$0")" && : > "$0"'
+RELOAD = 'systemctl daemon-reload && rm -f -- "$0"'
+
+
+def reload_stamp(run_dir: str, unit: str) -> str:
+    return f"{run_dir.rstrip('/')}/.{unit}.reload"
+
+
+def unit_steps(unit_dir: str, unit: str, summary: str, text: str, run_dir: str
+               ) -> tuple[Step, Step, Step]:
+    """Leave the reload stamp, write the unit file, then enable and start it; undone by
+    disabling it, removing the file, then `systemctl daemon-reload` (the rollback undoes steps
+    in reverse)."""
     from strixwizard.deploy.base import file_step
 
     path = unit_path(unit_dir, unit)
-    return (file_step(path, f"write systemd unit {unit}", text),
+    stamp = reload_stamp(run_dir, unit)
+    return (Step(kind=Kind.COMMAND, target=stamp,
+                 summary=f"note that systemd must reload its units when {unit} is rolled back",
+                 read=Read("command", argv=("sh", "-c", STAMPED, stamp), parse="text"),
+                 before="unarmed", after="armed", argv=("sh", "-c", ARM, stamp),
+                 undo_argv=("sh", "-c", RELOAD, stamp), before_known=False),
+            file_step(path, f"write systemd unit {unit}", text),
             Step(kind=Kind.COMMAND, target=unit, summary=f"enable and start {unit}: {summary}",
                  read=Read("command", argv=("sh", "-c", IS_ACTIVE, unit), parse="text"),
                  before="stopped", after="running", argv=("sh", "-c", ENABLE_NOW, unit),

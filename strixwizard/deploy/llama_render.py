@@ -49,7 +49,10 @@ def _step_text(step: Step) -> list[str]:
     """A step as the fix engine previews it; a started program is undone by its PID only."""
     lines = [line for line in step_lines(step) if not line.startswith(("  run:", "  undo:"))]
     if step.argv and step.target.endswith(".service"):
-        lines.append(f"undo: systemctl disable --now {step.target}, then the unit file is removed")
+        lines.append(f"undo: systemctl disable --now {step.target}, then the unit file is removed, "
+                     "then systemctl daemon-reload")
+    elif step.argv and step.target.endswith(".reload"):
+        lines.append("undo: systemctl daemon-reload once the unit file is removed, then the stamp")
     elif step.argv:
         lines.append("undo: stop exactly the process it started (PID and start time)")
     return lines

@@ -1,0 +1,273 @@
+"""`deploy --stack llama-rpc --allow-soft-rdma` with REAL llama.cpp over REAL verbs: soft-RoCE
+(rxe0) between two qemu VMs (tests/vmlab.py), RDMA negotiated by ggml-rpc's own transport.
+
+`ggml-rpc-server` and `llama-server` come from `scripts/build_llama.sh 0.3.36 rdma`
+(GGML_RPC_RDMA=ON against libibverbs; cached in ~/.cache/strixwizard-llama/0.3.36-rdma,
+apart from the TCP build of tests/test_deploy_llama_lab.py), copied into each VM's own share
+(`/vmlab/bin`: the VM's /root and /tmp are its own tmpfs); the model is the tiny random GGUF
+of tests/llama_parts.py at `/vmlab/tiny.gguf` on the head. vm0 is the head (llama-server),
+vm1 the worker (ggml-rpc-server). The smoke test passes only when both logs say
+`RDMA activated`; the negative cases break the RDMA path for real and the smoke test must
+FAIL naming the cause, never pass over TCP:
+- the peer's fabric MTU changed (4200 on vm1, 1500 on vm0) before the deploy;
+- the worker's rxe device removed, and
+- the worker's GID table changed so the planned GGML_RDMA_GID is a missing GID,
+  both after the plan was made (the wizard's order: Discover, then Deploy later), through the
+  same services the wizard calls.
+rxe registers RoCE v2 GIDs only, so "a GID of the wrong RoCE version" is judged on a
+recorded ConnectX table (tests/test_llama_rdma_path.py), not here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliResult, run_cli
+from tests.llama_parts import build, write_tiny_model
+from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, vm_lab_fixture
+
+llamavms = vm_lab_fixture(2, name="llamavms")
+PROGRAMS = ("ggml-rpc-server", "llama-server")
+BIN_DIR = "/vmlab/bin"
+MODEL = "/vmlab/tiny.gguf"
+RUN_DIR = "/var/lib/strixwizard/llama"
+TARGET = "/etc/strixwizard"
+CLI_TIMEOUT = 900.0
+HEALTH_TIMEOUT_S = 180.0
+SSH_DEADLINE = 400.0  # per node: TCG VMs on 2 busy cores collect in 1-4 minutes
+
+
+@pytest.fixture(scope="module")
+def rdma_bin() -> Path:
+    """The RDMA build (built once, about 30 minutes on 2 busy cores; then cached)."""
+    return build("rdma")
+
+
+@pytest.fixture(scope="module")
+def cluster(rdma_bin: Path, llamavms: VmLab) -> VmLab:
+    """The VMs with the binaries in their shares and the model on the head's."""
+    for vm in llamavms.vms:
+        dest = vm.dir / "bin"
+        dest.mkdir(exist_ok=True)
+        for name in PROGRAMS:
+            with contextlib.suppress(FileNotFoundError):
+                (dest / name).unlink()
+            try:
+                os.link(rdma_bin / name, dest / name)
+            except OSError:
+                shutil.copy2(rdma_bin / name, dest / name)
+    write_tiny_model(llamavms.vms[0].dir / "tiny.gguf")
+    return llamavms
+
+
+def _sh(lab: VmLab, vm: Vm, script: str, timeout: float = 60) -> str:
+    done = lab.run(vm, script, timeout=timeout)
+    assert done.returncode == 0, f"{vm.name}: {script}: {done.stderr}"
+    return done.stdout
+
+
+def running(lab: VmLab, vm: Vm, program: str) -> bool:
+    """pgrep inside the VM's own kernel: a read, no signal."""
+    return lab.run(vm, "pgrep", "-x", program, timeout=30).returncode == 0
+
+
+def roce_v2_gid_index(lab: VmLab, vm: Vm) -> int:
+    """The RoCE v2 GID of the VM's fabric address, read from sysfs here (not by strixwizard)."""
+    base = f"/sys/class/infiniband/{RDMA_DEVICE}/ports/1"
+    out = _sh(lab, vm, f"for i in $(seq 0 15); do echo $i $(cat {base}/gids/$i)"
+                       f" $(cat {base}/gid_attrs/types/$i 2>/dev/null); done")
+    for line in out.splitlines():
+        index, gid, *kind = line.split()
+        mapped = ipaddress.IPv6Address(gid).ipv4_mapped
+        if " ".join(kind) == "RoCE v2" and str(mapped) == vm.fabric_addr:
+            return int(index)
+    raise AssertionError(f"{vm.name}: no RoCE v2 GID for {vm.fabric_addr}: {out}")
+
+
+@pytest.fixture
+def lab(cluster: VmLab) -> Iterator[VmLab]:
+    """After each test: nothing of ours running, the fabric as the lab made it."""
+    yield cluster
+    for vm in cluster.vms:
+        # the pid files name exactly the processes the deploy started in this VM
+        cluster.run(vm, f"for f in {RUN_DIR}/*.pid; do [ -f \"$f\" ] && kill -9 $(head -n 1 \"$f\");"
+                        f" rm -f \"$f\"; done; rm -rf {TARGET}", timeout=30)
+        cluster.run(vm, f"ip link set dev {FABRIC_NETDEV} mtu 1500", timeout=30)
+        if cluster.run(vm, f"test -d /sys/class/infiniband/{RDMA_DEVICE}", timeout=30).returncode:
+            cluster.run(vm, f"rdma link add {RDMA_DEVICE} type rxe netdev {FABRIC_NETDEV}", timeout=60)
+
+
+def deploy(site: Path, tmp: Path, *args: str) -> CliResult:
+    return run_cli("deploy", "--site", str(site), "--stack", "llama-rpc", "--allow-soft-rdma",
+                   "--llama-bin-dir", BIN_DIR, "--journal-dir", str(tmp / "journal"), *args,
+                   env={"XDG_STATE_HOME": str(tmp / "state")}, timeout=CLI_TIMEOUT)
+
+
+def checks_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in (doc.get("smoke") or {}).get("checks", [])}
+
+
+def rollback_leaves_nothing(lab: VmLab, site: Path, tmp: Path, run_id: str) -> None:
+    rolled = deploy(site, tmp, "--rollback", run_id, "--yes", "--json")
+    assert rolled.rc == 0, rolled.stdout[-3000:] + rolled.stderr[-3000:]
+    for vm in lab.vms:
+        for program in PROGRAMS:
+            assert not running(lab, vm, program), f"{program} left running on {vm.name}"
+        assert lab.run(vm, "test", "-e", TARGET).returncode != 0
+        assert lab.run(vm, f"ls {RUN_DIR}/*.pid").returncode != 0  # no pid file left
+
+
+def test_llama_rpc_negotiates_rdma_on_both_ends_over_soft_roce(lab: VmLab, tmp_path: Path) -> None:
+    head, worker = lab.vms
+    gids = {vm.name: roce_v2_gid_index(lab, vm) for vm in lab.vms}
+    site = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
+    begun = time.monotonic()
+    applied = deploy(site, tmp_path, "--gguf", MODEL, "--apply", "--yes", "--json")
+    took = time.monotonic() - begun
+    assert applied.rc == 0, applied.stdout[-4000:] + applied.stderr[-3000:]
+    doc = applied.json()
+    smoke = checks_of(doc)
+    assert doc["smoke"]["status"] == "pass", smoke
+    assert smoke["llama.completion"]["status"] == "pass"
+    transport = smoke["llama.transport"]
+    assert (transport["status"], transport["observed"]) == ("pass", f"RDMA on {RDMA_DEVICE}")
+    quoted = transport["evidence"]
+    assert any(line.startswith("vm0 (llama-server): ") and "RDMA activated: qpn=" in line
+               for line in quoted), quoted
+    assert any(line.startswith("vm1 (ggml-rpc-server): ") and "RDMA activated: qpn=" in line
+               for line in quoted), quoted
+    assert smoke["llama.rdma_path"]["status"] == "pass", smoke["llama.rdma_path"]
+    print(f"\nllama-rpc over soft-RoCE: deploy --apply to a smoke-tested cluster in {took:.1f} s; "
+          f"completion: {smoke['llama.completion']['observed']}")
+    print("\n".join(quoted))
+
+    # the worker's RPC server: its fabric address only, the device and GID index of the real table
+    listening = _sh(lab, worker, "ss -Hltn").split()
+    assert [a for a in listening if a.endswith(":50052")] == [f"{worker.fabric_addr}:50052"]
+    pid = _sh(lab, worker, f"head -n 1 {RUN_DIR}/ggml-rpc-server.pid").strip()
+    environ = _sh(lab, worker, f"cat /proc/{pid}/environ").split("\0")
+    assert f"GGML_RDMA_DEV={RDMA_DEVICE}" in environ
+    assert f"GGML_RDMA_GID={gids['vm1']}" in environ
+    # the real logs of both ends, as llama.cpp wrote them (transport.cpp:345, :410)
+    rpc_log = _sh(lab, worker, f"cat {RUN_DIR}/ggml-rpc-server.log")
+    assert "transport      : TCP (RDMA auto-negotiate enabled)" in rpc_log
+    assert f"RDMA probed: dev={RDMA_DEVICE} gid={gids['vm1']} RoCEv2" in rpc_log
+    assert "RDMA activated: qpn=" in rpc_log and "RDMA activate failed" not in rpc_log
+    server_log = _sh(lab, head, f"cat {RUN_DIR}/llama-server.log")
+    assert f"RDMA probed: dev={RDMA_DEVICE} gid={gids['vm0']} RoCEv2" in server_log
+    assert "RDMA activated: qpn=" in server_log
+
+    rollback_leaves_nothing(lab, site, tmp_path, doc["apply"]["run_id"])
+
+
+def test_a_peer_with_another_fabric_mtu_fails_the_smoke_naming_the_mtu(
+        lab: VmLab, tmp_path: Path) -> None:
+    worker = lab.vms[1]
+    _sh(lab, worker, f"ip link set dev {FABRIC_NETDEV} mtu 4200")
+    site = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
+    applied = deploy(site, tmp_path, "--gguf", MODEL, "--apply", "--yes", "--json")
+    doc = applied.json()
+    assert applied.rc == 1, applied.stdout[-4000:] + applied.stderr[-3000:]
+    path = checks_of(doc)["llama.rdma_path"]
+    assert path["status"] == "fail"
+    assert "fabric MTU differs between the ends (vm0 1500, vm1 4200)" in path["observed"]
+    print(f"\nMTU case: {json.dumps(checks_of(doc), indent=1)[:4000]}")
+    rollback_leaves_nothing(lab, site, tmp_path, doc["apply"]["run_id"])
+
+
+def _deploy_with_a_plan_made_before(lab: VmLab, tmp_path: Path, change: Callable[[], None]
+                                    ) -> tuple[Any, Any]:
+    """Plan (the wizard's Discover and Deploy screens), then `change` a node, then apply with
+    that plan through the services the wizard calls; returns (Deployed, DeployOptions)."""
+    from strixwizard.deploy.llama import LlamaSettings
+    from strixwizard.deploy.plan import DeploySettings
+    from strixwizard.services import deploy as services
+    from strixwizard.services.discover import read_nodes
+    from strixwizard.services.nodes import RunRequest
+
+    site_file = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
+    site, nodes = read_nodes(RunRequest(site_file=site_file, allow_soft_rdma=True))
+    settings = DeploySettings(stack="llama-rpc", llama=LlamaSettings(
+        model=MODEL, bin_dir=BIN_DIR, health_timeout_s=HEALTH_TIMEOUT_S))
+    preview = services.plan(site, nodes, settings, "rdma")
+    assert preview.plan is not None, preview.refused
+    change()
+    options = services.DeployOptions(journal_dir=tmp_path / "journal")
+    with services.opened(site, preview.plan, options) as opened:
+        deployed = services.apply_on(opened, site, lambda question: True, options)
+    return deployed, options
+
+
+def _roll_back(lab: VmLab, deployed: Any, options: Any) -> None:
+    from strixwizard.services import deploy as services
+
+    assert deployed.report is not None
+    rolled = services.rollback(deployed.report.run_id, lambda question: True, options)
+    assert rolled.ok, rolled
+    for vm in lab.vms:
+        for program in PROGRAMS:
+            assert not running(lab, vm, program), f"{program} left running on {vm.name}"
+
+
+def test_the_workers_rxe_device_removed_after_the_plan_fails_the_smoke_naming_it(
+        lab: VmLab, tmp_path: Path) -> None:
+    worker = lab.vms[1]
+    deployed, options = _deploy_with_a_plan_made_before(
+        lab, tmp_path, lambda: _sh(lab, worker, f"rdma link delete {RDMA_DEVICE}"))
+    try:
+        assert deployed.smoke is not None and deployed.smoke.status == "fail", deployed
+        checks = {c.id: c for c in deployed.smoke.checks}
+        print(f"\nrxe removed: {[(c.id, c.status, c.observed) for c in deployed.smoke.checks]}")
+        path = checks["llama.rdma_path"]
+        assert path.status == "fail"
+        assert f"vm1: RDMA device {RDMA_DEVICE} is gone" in path.observed
+        transport = checks["llama.transport"]  # ggml-rpc's own fallback, from the real logs
+        assert (transport.status, transport.observed) == ("fail", "TCP FALLBACK")
+        assert "vm1 (ggml-rpc-server): no `RDMA probed` line" in transport.detail
+    finally:
+        _roll_back(lab, deployed, options)
+
+
+def test_a_planned_gid_index_that_went_missing_fails_the_smoke_naming_it(
+        lab: VmLab, tmp_path: Path) -> None:
+    worker = lab.vms[1]
+    address = f"{worker.fabric_addr}/24"
+    planned_gid = roce_v2_gid_index(lab, worker)
+
+    def shift_the_gid_table() -> None:
+        # the fabric address leaves its GID slot to another address (another subnet, so it is
+        # no secondary of it), comes back in the next slot, and the other address goes away
+        _sh(lab, worker, f"ip addr del {address} dev {FABRIC_NETDEV} && "
+                         f"ip addr add 10.77.0.2/24 dev {FABRIC_NETDEV} && sleep 1 && "
+                         f"ip addr add {address} dev {FABRIC_NETDEV} && sleep 1 && "
+                         f"ip addr del 10.77.0.2/24 dev {FABRIC_NETDEV} && sleep 1")
+        assert roce_v2_gid_index(lab, worker) != planned_gid
+
+    try:
+        deployed, options = _deploy_with_a_plan_made_before(lab, tmp_path, shift_the_gid_table)
+        try:
+            assert deployed.report is not None
+            smoked = deployed.smoke.checks if deployed.smoke else []
+            print(f"\nmissing GID: apply {deployed.report.status}; smoke "
+                  f"{[(c.id, c.status, c.observed) for c in smoked]}")
+            assert deployed.smoke is not None and deployed.smoke.status != "pass"
+            checks = {c.id: c for c in deployed.smoke.checks}
+            path = checks["llama.rdma_path"]
+            assert path.status == "fail"
+            assert f"vm1: GGML_RDMA_GID={planned_gid} is a missing GID" in path.observed
+        finally:
+            _roll_back(lab, deployed, options)
+    finally:  # the address back in its first slot
+        lab.run(worker, f"ip addr del {address} dev {FABRIC_NETDEV}; "
+                        f"ip addr del 10.77.0.2/24 dev {FABRIC_NETDEV}; "
+                        f"ip addr add {address} dev {FABRIC_NETDEV}", timeout=30)
