@@ -11,6 +11,7 @@ import pytest
 
 from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.test import TestState
+from strixwizard.tui.steps import key_of
 from tests.test_tui_walk import SIZE, make_app, notice_text, settle, sync, wait_for_tests
 
 
@@ -33,7 +34,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
             await pilot.press(key)
             await settle(first, pilot)
         assert first.session.of(DeployState).preview is not None
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(first, pilot)
         await pilot.press("r")
         await pilot.pause()
@@ -43,7 +44,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         decode = first.screen.query_one("DecodePanel DataTable")
         transports = [str(decode.get_row_at(i)[0]) for i in range(decode.row_count)]  # type: ignore[attr-defined]
         assert "tcp (loopback)" in transports and "rdma" in transports
-        await pilot.press("7")
+        await pilot.press(key_of("report"))
         await settle(first, pilot)
         saved = dict(first.session.saved)
         before = _files(saved)
@@ -54,7 +55,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         assert "it does not compare with RDMA between nodes" in page  # the decode chart's caption
         document = json.loads(before["json"])
         assert document["live_tests"]["results"] and document["deploy"]["status"] == "plan-only"
-        await pilot.press("3")  # quit elsewhere: the next start resumes there
+        await pilot.press(key_of("links"))  # quit elsewhere: the next start resumes there
         await settle(first, pilot)
     results = len(first.session.of(TestState).results)
 
@@ -62,7 +63,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
     async with again.run_test(size=SIZE) as pilot:
         await settle(again, pilot)
         assert again.screen.id == "step-links"
-        await pilot.press("7")  # straight to the Report, as the newcomer did
+        await pilot.press(key_of("report"))  # straight to the Report, as the newcomer did
         await settle(again, pilot)
         await pilot.pause()
         body = str(again.screen.query_one("#report-body").render())
@@ -70,25 +71,25 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         assert "plan-only" in body and "RDMA latency" in body
         assert _files(saved) == before  # opening the Report rewrote nothing
 
-        await pilot.press("6")
+        await pilot.press(key_of("test"))
         await settle(again, pilot)
         tests = again.session.of(TestState)
         assert len(tests.results) == results and tests.outcome == "done"
         assert "earlier session" in notice_text(again, "#test-status")
         assert again.screen.query("TestPanel")
-        await pilot.press("5")  # planning the same deploy again is nothing new either
+        await pilot.press(key_of("deploy"))  # planning the same deploy again is nothing new either
         await settle(again, pilot)
-        await pilot.press("7")
+        await pilot.press(key_of("report"))
         await settle(again, pilot)
         assert _files(saved) == before
 
-        await pilot.press("6")  # a new run is something new: the report follows it
+        await pilot.press(key_of("test"))  # a new run is something new: the report follows it
         await settle(again, pilot)
         await pilot.press("r")
         await pilot.pause()
         await wait_for_tests(again, pilot)
         assert again.session.of(TestState).resumed_document is None
-        await pilot.press("7")
+        await pilot.press(key_of("report"))
         await settle(again, pilot)
         assert _files(again.session.saved) != before
 
@@ -97,7 +98,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
 async def test_a_foreign_or_broken_saved_report_restores_nothing(state_home: Path) -> None:
     first = make_app(demo=True)
     async with first.run_test(size=SIZE) as pilot:
-        await pilot.press("7")
+        await pilot.press(key_of("report"))
         await settle(first, pilot)
         report = first.session.saved["json"]
     report.write_text('{"site": "demo", "live_tests": {"results": [{"kind": 1}]}, "deploy": 3}')
@@ -112,7 +113,7 @@ async def test_a_foreign_or_broken_saved_report_restores_nothing(state_home: Pat
 async def test_discover_reads_at_a_glance_as_doctor_does(state_home: Path) -> None:
     app = make_app(demo=True, resume=False)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("2")
+        await pilot.press(key_of("discover"))
         await settle(app, pilot)
         text = notice_text(app, "#discover-status")
         assert "! platform  ! NICs  ✗ links  ✗ lossless  ✗ versions  ! counters" in text
