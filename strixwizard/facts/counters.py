@@ -155,14 +155,6 @@ def parse_counter(text: str) -> int:
     return int(value)
 
 
-def parse_u64(text: str) -> int:
-    """One netdev statistics file: an unsigned 64-bit decimal number (a counter wraps at 2**64)."""
-    value = parse_counter(text)
-    if value > U64_MAX:
-        raise ValueError(f"not an unsigned 64-bit counter: {value}")
-    return value
-
-
 STATISTICS: Output[EthtoolStats] = command_output(
     "ethtool.statistics", ("ethtool", "-S", "{netdev}"), parse_ethtool_stats)
 HW_COUNTER: Output[int] = file_output(
@@ -170,7 +162,7 @@ HW_COUNTER: Output[int] = file_output(
 PORT_COUNTER: Output[int] = file_output(
     "rdma.port_counter", IB + "/{rdmadev}/ports/{port}/counters/{counter}", parse_counter)
 NETDEV_STATISTIC: Output[int] = file_output(
-    "netdev.statistic", NET + "/{netdev}/statistics/{counter}", parse_u64)
+    "netdev.statistic", NET + "/{netdev}/statistics/{counter}", parse_counter)
 
 
 @dataclass(frozen=True)
