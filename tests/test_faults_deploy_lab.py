@@ -102,6 +102,18 @@ def wait_for(marker: Path, proc: subprocess.Popen[str]) -> None:
         time.sleep(0.05)
 
 
+def settled(host: LabHost, quiet_s: float = 2.0, limit_s: float = 15.0) -> dict[int, str]:
+    """The node's llama.cpp programs once the set has not changed for `quiet_s` seconds."""
+    deadline = time.monotonic() + limit_s
+    seen, since = deploy_processes(host), time.monotonic()
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = deploy_processes(host)
+        if now != seen:
+            seen, since = now, time.monotonic()
+    return seen
+
+
 def listens(host: LabHost, port: int) -> bool:
     done = host.run_in_ns(["ss", "-Hltn"], check=True)
     return any(line.split()[3].endswith(f":{port}") for line in done.stdout.splitlines()
@@ -133,9 +145,10 @@ def test_killed_deploy_is_refused_on_retry_and_the_rollback_leaves_no_process(
     finally:
         proc.communicate(timeout=60)
     assert deploy_processes(worker), "node1's RPC server should outlive the killed deploy"
-    # the kill lands within a poll of node1's server listening: node0's server may have started
-    # just before it; either way the rollback below must stop what the killed run left
-    head_before = deploy_processes(head)
+    # the kill lands within a poll of node1's server listening: a start on node0 already sent
+    # over SSH may still land after it; wait (bounded) until node0's programs stop changing,
+    # then the refused retry must add none (the rollback below stops what the killed run left)
+    head_before = settled(head)
 
     retry = run_cli(*deploy_argv(site, model, "--apply", "--yes")[3:],
                     env={"XDG_STATE_HOME": str(state)}, timeout=180)
