@@ -19,7 +19,7 @@ GIB = 2**30
 def _plan(model: Path, **llama: object) -> LlamaPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
     settings = DeploySettings(stack="llama-rpc",
-                              llama=LlamaSettings(model=str(model), **llama))  # type: ignore[arg-type]
+                              options=(LlamaSettings(model=str(model), **llama),))  # type: ignore[arg-type]
     plan = make_plan(site, nodes, settings)
     assert isinstance(plan, LlamaPlan)
     return plan

@@ -23,7 +23,7 @@ def persist_plan(**llama: object) -> LlamaPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
     options: dict[str, object] = {"model": "/models/q.gguf", **llama}
     settings = LlamaSettings(persist=True, rpc_on_head=True, **options)  # type: ignore[arg-type]
-    plan = make_plan(site, nodes, DeploySettings(stack="llama-rpc", llama=settings))
+    plan = make_plan(site, nodes, DeploySettings(stack="llama-rpc", options=(settings,)))
     assert isinstance(plan, LlamaPlan)
     return plan
 

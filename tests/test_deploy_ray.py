@@ -50,8 +50,8 @@ def verdicts(plan: DeployPlan, stdout: str, rc: int = 0) -> dict[str, tuple[str,
 
 
 def test_start_lines_bind_the_fabric_addresses_with_strixwizards_temp_dir(plan: DeployPlan) -> None:
-    settings = DeploySettings(ray=RaySettings(temp_dir="/srv/ray", num_cpus=1,
-                                              object_store_bytes=80_000_000))
+    settings = DeploySettings(options=(RaySettings(temp_dir="/srv/ray", num_cpus=1,
+                                                   object_store_bytes=80_000_000),))
     assert start_argv(plan.env, "node-a", settings) == (
         "ray", "start", "--head", "--port=6379", "--node-ip-address=192.168.100.1", "--num-gpus=1",
         "--disable-usage-stats", "--temp-dir=/srv/ray", "--num-cpus=1",

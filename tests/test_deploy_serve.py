@@ -40,7 +40,7 @@ def known_flags() -> set[str]:
 
 def demo_plan(**serve: object) -> object:
     site, nodes = resolve_run(RunRequest(demo=True))
-    return make_plan(site, nodes, DeploySettings(model=MODEL, serve=ServeSettings(**serve)))  # type: ignore[arg-type]
+    return make_plan(site, nodes, DeploySettings(model=MODEL, options=(ServeSettings(**serve),)))  # type: ignore[arg-type]
 
 
 def test_the_flag_list_names_the_vllm_files_and_commits_it_was_read_from() -> None:

@@ -197,8 +197,8 @@ def _deploy_with_a_plan_made_before(lab: VmLab, tmp_path: Path, change: Callable
 
     site_file = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
     site, nodes = read_nodes(RunRequest(site_file=site_file, allow_soft_rdma=True))
-    settings = DeploySettings(stack="llama-rpc", llama=LlamaSettings(
-        model=MODEL, bin_dir=BIN_DIR, health_timeout_s=HEALTH_TIMEOUT_S))
+    settings = DeploySettings(stack="llama-rpc", options=(LlamaSettings(
+        model=MODEL, bin_dir=BIN_DIR, health_timeout_s=HEALTH_TIMEOUT_S),))
     preview = services.plan(site, nodes, settings, "rdma")
     assert preview.plan is not None, preview.refused
     change()

@@ -14,7 +14,8 @@ from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.deploy.env import ClusterEnv, DeployRefused, generate_env
-from strixwizard.deploy.plan import WITH_ENV, DeploySettings, container_script, vllm_script
+from strixwizard.deploy.plan import WITH_ENV, DeploySettings
+from strixwizard.deploy.ray_stack import container_script, vllm_script
 from strixwizard.facts.netdev import ifname_problem
 from strixwizard.topology import build_topology
 from tests.scenarios import facts_of

@@ -116,3 +116,21 @@ def test_one_envelope_and_one_exit_rule(capsys: pytest.CaptureFixture[str]) -> N
     emit(document)
     assert capsys.readouterr().out.endswith("}\n")
     assert (exit_code(True), exit_code(False), exit_code(None)) == (0, 1, 2)
+
+
+HEADER = ("schema_version", "tool", "generated_at", "site")
+
+
+@pytest.mark.parametrize("words", [
+    ("doctor", "--demo"), ("fix", "--demo"), ("deploy", "--demo"), ("test", "latency", "--demo"),
+    ("history", "--history", "/nonexistent/strixwizard-history.jsonl"), ("advise", "--model", "Llama-3.1-8B"),
+], ids=lambda words: words[0])
+def test_every_json_document_starts_with_the_one_envelope(words: tuple[str, ...]) -> None:
+    """One header for every command (`services/output.envelope`, `model.document_header`)."""
+    from tests.conftest import run_cli
+
+    done = run_cli(*words, "--json", timeout=120)
+    assert done.rc in (0, 1, 2), done.stderr
+    document = done.json()
+    assert tuple(document)[:4] == HEADER, (words, tuple(document)[:6])
+    assert document["tool"]["name"] == "strixwizard"

@@ -93,8 +93,9 @@ def add_serve_options(deploy: Any) -> None:
 def add_llama_options(deploy: Any) -> None:
     """`--stack llama-rpc`: ggml-rpc-server on the workers, llama-server --rpc on the head."""
     llama = deploy.add_argument_group("llama.cpp RPC stack (--stack llama-rpc)")
-    llama.add_argument("--stack", choices=("ray", "llama-rpc"), default="ray",
-                       help="ray (default: RCCL env, Ray, the vLLM line) or llama-rpc")
+    llama.add_argument("--stack", default="ray", metavar="NAME",
+                       help="the deploy stack: ray (default: RCCL env, Ray, the vLLM line) or "
+                       "llama-rpc; an unknown name is refused with the known ones")
     llama.add_argument("--gguf", metavar="PATH",
                        help="the GGUF model on the head (llama-rpc; without it llama-server is "
                        "only shown)")
@@ -143,30 +144,62 @@ def _refuse_control_characters(args: argparse.Namespace) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from strixwizard.deploy.plan import DeploySettings
+    """The deploy settings: the stack's own flags where it has some (`_STACK_FLAGS`), else the
+    settings the stack builds from the common choice (--model)."""
+    from strixwizard.deploy.env import DeployRefused
+    from strixwizard.deploy.plan import Choice, DeploySettings, settings_for, stack_of
+    from strixwizard.errors import UsageError
 
-    if args.persist and args.stack != "llama-rpc":
-        from strixwizard.errors import UsageError
+    try:
+        stack = stack_of(args.stack)
+    except DeployRefused as unknown:
+        raise UsageError(f"--stack: {unknown}") from None
+    for switch in ("serve", "persist"):
+        if getattr(args, switch) and switch not in stack.switches:
+            users = _stacks_reading(switch)
+            raise UsageError(f"--{switch} is for --stack {' or '.join(users)}, not {args.stack}"
+                             + _SWITCH_HINTS.get((switch, args.stack), ""))
+    common = DeploySettings(target_dir=args.target_dir, nodes=args.nodes)
+    own = _STACK_FLAGS.get(args.stack)
+    if own is not None:
+        return own(args, common)
+    return settings_for(args.stack, Choice(model=args.model), common)
 
-        raise UsageError("--persist is for --stack llama-rpc (the ray stack starts Ray for this "
-                         "boot only)")
-    if args.stack != "llama-rpc":
-        serve = None
-        if args.serve:
-            from strixwizard.deploy.serve import ServeSettings
 
-            serve = ServeSettings(port=args.vllm_port, run_dir=args.serve_run_dir,
-                                  health_timeout_s=args.serve_timeout,
-                                  max_model_len=args.max_model_len,
-                                  eager=False if args.no_enforce_eager else None,
-                                  bin_dir=args.vllm_bin_dir)
-        return DeploySettings(target_dir=args.target_dir, model=args.model, nodes=args.nodes,
-                              serve=serve)
+def _stacks_reading(switch: str) -> list[str]:
+    from strixwizard.deploy.plan import STACKS
+
+    return [name for name, stack in STACKS.items() if switch in stack.switches]
+
+
+#: a clearer word where a switch is given to the wrong stack
+_SWITCH_HINTS = {("persist", "ray"): " (the ray stack starts Ray for this boot only)",
+                 ("serve", "llama-rpc"): "; with --stack llama-rpc, --gguf PATH starts llama-server"}
+
+
+def _ray_settings(args: argparse.Namespace, common: Any) -> Any:
+    """--model, --serve and its options, the --ray-* options."""
+    from dataclasses import replace
+
+    from strixwizard.deploy.ray import RaySettings
+
+    options: list[object] = [RaySettings(temp_dir=args.ray_temp_dir, num_cpus=args.ray_num_cpus,
+                                         object_store_bytes=args.ray_object_store_bytes)]
     if args.serve:
-        from strixwizard.errors import UsageError
+        from strixwizard.deploy.serve import ServeSettings
 
-        raise UsageError("--serve starts vLLM on the ray stack; with --stack llama-rpc, "
-                         "--gguf PATH starts llama-server")
+        options.append(ServeSettings(port=args.vllm_port, run_dir=args.serve_run_dir,
+                                     health_timeout_s=args.serve_timeout,
+                                     max_model_len=args.max_model_len,
+                                     eager=False if args.no_enforce_eager else None,
+                                     bin_dir=args.vllm_bin_dir))
+    return replace(common, stack="ray", model=args.model, options=tuple(options))
+
+
+def _llama_settings(args: argparse.Namespace, common: Any) -> Any:
+    """--gguf and the llama.cpp RPC options."""
+    from dataclasses import replace
+
     from strixwizard.deploy.llama import LlamaSettings
 
     _refuse_control_characters(args)
@@ -177,8 +210,12 @@ def _settings(args: argparse.Namespace) -> Any:
                           bin_dir=args.llama_bin_dir, rpc_on_head=args.rpc_on_head,
                           run_dir=args.llama_run_dir, persist=args.persist,
                           unit_dir=args.unit_dir)
-    return DeploySettings(target_dir=args.target_dir, stack="llama-rpc", llama=llama,
-                          nodes=args.nodes)
+    return replace(common, stack="llama-rpc", options=(llama,))
+
+
+#: Stacks with flags of their own (a front-door matter, so here); any other stack builds its
+#: settings from the common choice.
+_STACK_FLAGS = {"ray": _ray_settings, "llama-rpc": _llama_settings}
 
 
 def _options(args: argparse.Namespace) -> Any:
@@ -211,18 +248,6 @@ def add_ray_options(deploy: Any) -> None:
                      help="ray start --object-store-memory (default: Ray's, 30%% of memory)")
 
 
-def with_ray_options(args: argparse.Namespace, settings: Any) -> Any:
-    """The deploy settings with the `--ray-*` options (the ray stack only)."""
-    from dataclasses import replace
-
-    from strixwizard.deploy.ray import RaySettings
-
-    if settings.stack != "ray":
-        return settings
-    return replace(settings, ray=RaySettings(temp_dir=args.ray_temp_dir, num_cpus=args.ray_num_cpus,
-                                             object_store_bytes=args.ray_object_store_bytes))
-
-
 def cmd_deploy(args: argparse.Namespace) -> int:
     import sys
 
@@ -238,7 +263,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                                         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
                                         allow_soft_rdma=args.allow_soft_rdma))
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
-    settings = with_ray_options(args, _settings(args))
+    settings = _settings(args)
     preview = deploy.plan(site, nodes, settings, args.transport, args.head)
     if preview.plan is None:
         return _refused(args, site.name, mode, str(preview.refused))

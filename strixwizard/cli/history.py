@@ -9,8 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from strixwizard import __version__
-from strixwizard.services.output import EXIT_NO_VERDICT, SCHEMA_VERSION, exit_code
+from strixwizard.services.output import EXIT_NO_VERDICT, envelope, exit_code
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -44,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
         site = load_site(args.site).name
     path = args.history or default_history_path()
-    document: dict[str, object] = {"schema_version": SCHEMA_VERSION,
-                                   "tool": {"name": "strixwizard", "version": __version__},
-                                   "history": str(path), "site": site}
+    document: dict[str, object] = envelope(site, history=str(path))
     try:
         trends = load_trends(path, site, args.runs)
     except HistoryError as error:

@@ -1,6 +1,9 @@
 """The deploy's base: the settings, the plan type and the step builders every stack uses,
 and the `Stack` a stack declares itself with. Imports no stack, so every stack and the
-dispatcher (`deploy/plan.py`) can import it. Pure: no I/O.
+registry (`deploy/plan.py`) can import it. Pure: no I/O.
+
+A stack owns its settings: they travel in `DeploySettings.options` as the stack's own
+dataclasses (`settings.own(LlamaSettings)`), so the common settings name no stack.
 """
 
 from __future__ import annotations
@@ -8,16 +11,19 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.fixing.model import Kind, Read, SitePlan, Step
 
 if TYPE_CHECKING:
-    from strixwizard.deploy.llama import LlamaSettings
-    from strixwizard.deploy.ray import RaySettings
-    from strixwizard.deploy.serve import ServeSettings
+    from strixwizard.deploy.smoke import SmokeReport
     from strixwizard.facts import NodeFacts
+    from strixwizard.fixing.runner import Runner
+
+T = TypeVar("T")
+#: progress of a deploy: (node, what happens now)
+Progress = Callable[[str, str], None]
 
 DEFAULT_TARGET_DIR = "/etc/strixwizard"
 RAY_PORT = 6379
@@ -31,11 +37,15 @@ class DeploySettings:
     target_dir: str = DEFAULT_TARGET_DIR
     model: str | None = None
     ray_port: int = RAY_PORT
-    ray: RaySettings | None = None  # how Ray starts (deploy/ray.py); None: its defaults
-    stack: str = "ray"  # "ray" (RCCL env, Ray, the vLLM line) or "llama-rpc" (deploy/llama.py)
-    llama: LlamaSettings | None = None
+    stack: str = "ray"  # a name in `deploy/plan.py` STACKS: "ray" (RCCL env, Ray, vLLM), "llama-rpc"
     nodes: tuple[str, ...] = ()  # deploy on these of the site's nodes only (default: all)
-    serve: ServeSettings | None = None  # start `vllm serve` on the head (deploy/serve.py)
+    #: the stack's own settings, one object per kind (e.g. `LlamaSettings`; `RaySettings` and
+    #: `ServeSettings`); a kind left out means its defaults, or for `ServeSettings` "not asked"
+    options: tuple[object, ...] = ()
+
+    def own(self, kind: type[T]) -> T | None:
+        """The stack's settings of this kind, or None when none was given."""
+        return next((option for option in self.options if isinstance(option, kind)), None)
 
     def path(self, name: str) -> str:
         return f"{self.target_dir.rstrip('/')}/{name}"
@@ -58,6 +68,10 @@ class DeployPlan:
     def group(self) -> str:
         return group_of(self.env)
 
+    def serve_json(self) -> dict[str, Any] | None:
+        """What the plan serves over HTTP on the head (`RayPlan`: `vllm serve`); None: nothing."""
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "env": self.env.to_json(),
@@ -66,10 +80,7 @@ class DeployPlan:
             "vllm_argv": list(self.vllm_argv),
             "vllm_line": shlex.join(self.vllm_argv),
             "ray_argv": {k: list(v) for k, v in self.ray_argv.items()},
-            "serve": None if self.settings.serve is None else {
-                "url": f"http://{self.env.head_ip}:{self.settings.serve.port}",
-                "pidfile": self.settings.serve.pidfile, "log": self.settings.serve.log,
-                "health_timeout_s": self.settings.serve.health_timeout_s},
+            "serve": self.serve_json(),
             "notes": list(self.notes),
             "summary": {"changes": self.site_plan.changes,
                         "nodes": len(self.env.nodes)},
@@ -115,10 +126,37 @@ def with_observed(plan: SitePlan, observed: dict[tuple[str, str], str | None]) -
 
 
 @dataclass(frozen=True)
+class Choice:
+    """What a user picks that a stack turns into its settings (the CLI's common flags, the
+    wizard's Deploy step); a stack reads only the switches it names in `Stack.switches`."""
+
+    model: str | None = None  # the stack's model: a vLLM model name, a GGUF path on the head
+    run_dir: str | None = None  # where pid files and logs go on the nodes; None: the stack's own
+    serve: bool = False  # start the model's server (the ray stack: `vllm serve`)
+    persist: bool = False  # systemd units, started at every boot (the llama-rpc stack)
+    ray_temp_dir: str | None = None  # Ray's --temp-dir (the ray stack); None: its default
+
+
+@dataclass(frozen=True)
 class Stack:
-    """What a deploy stack declares of itself: its name (`DeploySettings.stack`, `--stack`) and
-    its plan; `plan_deploy` dispatches to it. (Its smoke test and rollback order are still
-    chosen in `deploy/engine.py`.)"""
+    """A deploy stack, as it declares itself in its own module; `deploy/plan.py` STACKS lists
+    them, and the engine, the services, the CLI and the wizard ask this declaration instead of
+    comparing stack names.
+
+    - `plan`: pure, from the nodes' facts; `smoke`: after an apply, on the real nodes;
+    - `settings`: its settings from the common ones and the user's `Choice`;
+    - `question`: what applying it does, for the confirmation (CLI prompt, wizard modal);
+    - `switches`: which of `Choice`'s switches it reads (the wizard shows only those);
+    - `stops_first`/`stops_last`: step targets whose nodes a rollback undoes first (a server
+      before its workers) or last (a head its workers still need).
+    """
 
     name: str
+    label: str
     plan: Callable[[ClusterEnv, dict[str, NodeFacts], DeploySettings], DeployPlan]
+    smoke: Callable[[DeployPlan, dict[str, Runner], Progress | None], SmokeReport]
+    settings: Callable[[DeploySettings, Choice], DeploySettings]
+    question: Callable[[DeployPlan], str]
+    switches: frozenset[str] = frozenset()
+    stops_first: frozenset[str] = frozenset()
+    stops_last: frozenset[str] = frozenset()

@@ -8,24 +8,23 @@ Deploy journals live apart from fix journals (`.../strixwizard/deploy-journal`),
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strixwizard.checking.engine import Node
 from strixwizard.deploy.env import DeployRefused, generate_env
-from strixwizard.deploy.plan import DeployPlan, DeploySettings, plan_deploy, with_observed
-from strixwizard.deploy.remote import run
-from strixwizard.deploy.smoke import (
-    ERROR,
-    SmokeCheck,
-    SmokeReport,
-    all_reduce_argv,
-    judge_ray,
-    judge_rccl,
-    mpirun_refusal,
-    ray_status_argv,
+from strixwizard.deploy.plan import (
+    STACKS,
+    DeployPlan,
+    DeploySettings,
+    Progress,
+    plan_deploy,
+    stack_of,
+    with_observed,
 )
+from strixwizard.deploy.remote import run
+from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
 from strixwizard.fixing.model import Kind, Read, Step
@@ -38,9 +37,6 @@ from strixwizard.topology import build_topology
 if TYPE_CHECKING:
     from strixwizard.fixing.engine import ApplyReport, RollbackReport
     from strixwizard.fixing.journal import NodeJournal
-
-Progress = Callable[[str, str], None]
-
 
 def deploy_store(root: Path | None = None) -> JournalStore:
     return JournalStore(root or default_journal_dir().parent / "deploy-journal")
@@ -176,56 +172,10 @@ def _ray_target(plan: DeployPlan, node: str) -> str:
     return steps[0].target if steps else ""
 
 
-def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = None,
-               rccl: bool = True) -> SmokeReport:
-    """Ray's nodes and the environment a task sees on each, then a 2-rank all-reduce; all
-    run on the head."""
-    from strixwizard.deploy.ray import driver_argv, judge_cluster
-
-    env, settings = plan.env, plan.settings
-    report = SmokeReport()
-    tell = say or (lambda node, message: None)
-    try:
-        tell(env.head, "Ray: one task pinned to each node reports the environment it sees")
-        rc, out, err = run(head_runner, driver_argv(env, settings))
-        cluster = judge_cluster(env, rc, out, err)
-        if cluster is None:  # the head's `ray` has no Python module to drive: its node count
-            tell(env.head, "ray status")
-            rc, out, err = run(head_runner, ray_status_argv(env, settings))
-            cluster = [judge_ray(env, rc, out, err)]
-        report.checks += cluster
-        if rccl and (refusal := mpirun_refusal(env)):
-            report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
-        elif rccl:
-            tell(env.head, "2-rank RCCL all-reduce (NCCL_DEBUG=INFO)")
-            rc, out, err = run(head_runner, all_reduce_argv(env, settings))
-            if rc == 127:
-                report.checks.append(SmokeCheck(
-                    "rccl.transport", ERROR, "mpirun not installed", "NET/IB",
-                    "install OpenMPI and rccl-tests on every node (see the deploy.rccl notes)"))
-            else:
-                report.checks += judge_rccl(env, rc, out + "\n" + err)
-    except Unreachable as error:
-        report.checks.append(SmokeCheck("smoke", ERROR, "head unreachable", "", str(error)))
-    return report
-
-
 def smoke_cluster(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None
                   ) -> SmokeReport:
-    """The smoke test of the plan's stack (Ray/RCCL, or llama.cpp RPC)."""
-    from strixwizard.deploy.llama import LlamaPlan
-
-    if isinstance(plan, LlamaPlan):
-        from strixwizard.deploy.llama_run import smoke_llama
-
-        return smoke_llama(plan, runners, say)
-    report = smoke_test(plan, runners[plan.env.head], say)
-    serve, model = plan.settings.serve, plan.settings.model
-    if serve is not None and model:
-        from strixwizard.deploy.serve_run import smoke_serve
-
-        report.checks += smoke_serve(plan.env, model, serve, runners[plan.env.head], say)
-    return report
+    """The smoke test the plan's stack declares (Ray/RCCL, llama.cpp RPC, ...)."""
+    return stack_of(plan.settings.stack).smoke(plan, runners, say)
 
 
 def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore, site: Site,
@@ -285,16 +235,19 @@ class _RayNoting(Runner):
 
 def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
                     say: Progress | None = None, break_lock: bool = False) -> RollbackReport:
-    """Undo a deploy run from its journals: workers first, the head last, so a worker's raylet
-    is stopped while its head still answers; but llama-server first, before its RPC workers.
+    """Undo a deploy run from its journals in the order the stacks declare: a server before its
+    workers (llama-server before its RPC workers), a head after them (a worker's raylet is
+    stopped while its head still answers).
     Only strixwizard's own Ray is stopped; a node where another Ray runs says so."""
     from strixwizard.fixing.engine import rollback_run
     from strixwizard.fixing.site_apply import runner_from_journal
 
+    first = frozenset().union(*(stack.stops_first for stack in STACKS.values()))
+    last = frozenset().union(*(stack.stops_last for stack in STACKS.values()))
+
     def rank(journal: NodeJournal) -> int:
         targets = {r.step.target for r in journal.steps}
-        server = {"llama-server", "strixwizard-llama-server.service"}  # runtime, --persist
-        return 0 if targets & server else 2 if "ray (head)" in targets else 1
+        return 0 if targets & first else 2 if targets & last else 1
 
     notes: dict[str, str] = {}
     ordered = sorted(journals, key=rank)

@@ -40,7 +40,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from strixwizard.deploy.base import DeployPlan, DeploySettings, Stack, file_step, group_of, mkdir_step
+from strixwizard.deploy.base import DeployPlan, DeploySettings, file_step, group_of, mkdir_step
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.health import probe_source
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
@@ -566,11 +566,3 @@ def judge_completion(plan: LlamaPlan, rc: int, stdout: str, stderr: str) -> list
                 + (f", {rate:.1f} tokens/s" if isinstance(rate, (int, float)) else ""))
     return [SmokeCheck("llama.completion", status, observed, expected,
                        "" if predicted else "the completion returned no tokens")]
-
-
-def plan_llama_stack(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
-                     ) -> LlamaPlan:
-    return plan_llama(env, facts, settings, settings.llama or LlamaSettings())
-
-
-LLAMA = Stack(STACK, plan_llama_stack)  # llama.cpp RPC

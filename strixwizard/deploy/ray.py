@@ -165,7 +165,7 @@ class RaySettings:
 
 
 def ray_settings(settings: DeploySettings) -> RaySettings:
-    return settings.ray or RaySettings()
+    return settings.own(RaySettings) or RaySettings()
 
 
 def start_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:

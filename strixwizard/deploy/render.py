@@ -44,12 +44,16 @@ def render_env(plan: DeployPlan, out: TextIO) -> None:
 
 
 def render_deploy(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
+    """Any stack's plan: the environment with its provenance when the stack writes the env file,
+    then the changes per node."""
     env = plan.env
     out.write(f"Deploy plan for site {env.site}: {env.profile} profile ({env.transport}), "
               f"head {env.head}, {len(env.nodes)} nodes\n")
     out.write(f"Fabric: {', '.join(env.links)}\n")
-    out.write(f"Files go to {plan.settings.target_dir} (--target-dir)\n\n")
-    render_env(plan, out)
+    out.write(f"Files go to {plan.settings.target_dir} (--target-dir)\n")
+    if any(p.fix == "deploy.env" for p in plan.site_plan.plans):  # stacks with the RCCL/Ray env file
+        out.write("\n")
+        render_env(plan, out)
     render_changes(plan, out, lines_of,
                    "strixwizard deploy --apply" if apply_command == "" else apply_command)
 

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strixwizard import __version__
 from strixwizard.live.counters import counter_rows
 from strixwizard.live.history import Comparison
 from strixwizard.live.results import Measurement, exit_code, overall_status, verdicts
 from strixwizard.live.verdict import ratio_text
-from strixwizard.model import EXIT_NO_VERDICT, SCHEMA_VERSION
+from strixwizard.model import EXIT_NO_VERDICT, document_header
 from strixwizard.site import Thresholds
 
 
@@ -100,11 +99,8 @@ class TestReport:
     def to_json(self) -> dict[str, Any]:
         t = self.thresholds
         document: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "strixwizard", "version": __version__},
-            "generated_at": self.generated_at,
+            **document_header(self.site, self.generated_at),
             "command": f"test {self.command}",
-            "site": self.site,
             "demo": self.demo,
             "status": "error" if self.error else overall_status(self.results).value,
             "exit_code": self.exit_code,

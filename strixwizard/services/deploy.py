@@ -78,8 +78,22 @@ class Cluster:
     refused: str | None = None  # `observe` refused: the nodes' state forbids this plan
 
 
-STACKS = {"ray": "RCCL · Ray · vLLM", "llama-rpc": "llama.cpp RPC"}
 TRANSPORTS = {"rdma": "RDMA", "tcp": "TCP (no RDMA)"}
+
+
+def stack_labels() -> dict[str, str]:
+    """Every deploy stack's name and label, as the stacks declare them (the default first)."""
+    from strixwizard.deploy.plan import STACKS
+
+    return {name: stack.label for name, stack in STACKS.items()}
+
+
+def stack_switches(name: str) -> frozenset[str]:
+    """Which of the choice's switches (`serve`, `persist`) the stack reads."""
+    from strixwizard.deploy.plan import STACKS
+
+    stack = STACKS.get(name)
+    return stack.switches if stack else frozenset()
 
 
 @dataclass(frozen=True)
@@ -100,37 +114,24 @@ class DeployChoice:
     ray_temp_dir: str | None = None  # the CLI's --ray-temp-dir; None: the default
 
     def settings(self) -> DeploySettings:
-        from strixwizard.deploy.plan import DEFAULT_TARGET_DIR, DeploySettings
+        """The stack's settings, built by the stack from this choice."""
+        from strixwizard.deploy.plan import DEFAULT_TARGET_DIR, Choice, DeploySettings, settings_for
 
-        target = self.target_dir or DEFAULT_TARGET_DIR
-        if self.stack == "llama-rpc":
-            from strixwizard.deploy.llama import RUN_DIR, LlamaSettings
-
-            return DeploySettings(target_dir=target, stack="llama-rpc", nodes=self.nodes,
-                                  llama=LlamaSettings(model=self.model, persist=self.persist,
-                                                      run_dir=self.run_dir or RUN_DIR))
-        serve = None
-        if self.serve:
-            from strixwizard.deploy.serve import RUN_DIR as SERVE_RUN_DIR
-            from strixwizard.deploy.serve import ServeSettings
-
-            serve = ServeSettings(run_dir=self.run_dir or SERVE_RUN_DIR)
-        ray = None
-        if self.ray_temp_dir is not None:
-            from strixwizard.deploy.ray import RaySettings
-
-            ray = RaySettings(temp_dir=self.ray_temp_dir)
-        return DeploySettings(target_dir=target, model=self.model, nodes=self.nodes, serve=serve,
-                              ray=ray)
+        common = DeploySettings(target_dir=self.target_dir or DEFAULT_TARGET_DIR, nodes=self.nodes)
+        return settings_for(self.stack, Choice(model=self.model, run_dir=self.run_dir,
+                                               serve=self.serve, persist=self.persist,
+                                               ray_temp_dir=self.ray_temp_dir), common)
 
 
 def plan_choice(site: Site, nodes: Sequence[Node], choice: DeployChoice | None = None
                 ) -> DeployPreview:
     """`plan` from what the user picked (the wizard's Deploy step)."""
+    from strixwizard.deploy.env import DeployRefused
+
     choice = choice or DeployChoice()
     try:
         return plan(site, nodes, choice.settings(), choice.transport)
-    except UsageError as error:  # e.g. a node name the site does not have
+    except (UsageError, DeployRefused) as error:  # a node name the site lacks, an unknown stack
         return DeployPreview(None, str(error))
 
 
@@ -205,27 +206,14 @@ def opened(site: Site, planned: DeployPlan, options: DeployOptions | None = None
 
 
 def apply_question(planned: DeployPlan) -> Question:
+    """The confirmation before a deploy: the changes, the nodes, and what the stack starts."""
+    from strixwizard.deploy.plan import stack_of
+
     changes, nodes = planned.site_plan.changes, ", ".join(planned.site_plan.nodes)
-    if planned.settings.stack == "llama-rpc":
-        llama = planned.settings.llama
-        how = ("as systemd units (started now and at every boot), " if llama and llama.persist
-               else "")
-        return Question(
-            "Apply the deploy", f"Deploy {changes} change(s) on {nodes}?",
-            f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\n"
-            f"ggml-rpc-server starts {how}on each worker bound to its fabric address, then "
-            "llama-server --rpc on the head; a journal is written first, a failing node rolls "
-            "every node back, then the smoke test runs (one completion, RDMA on both ends from "
-            "the logs).", yes="Deploy (y)")
-    serve = ("; vllm serve starts on the head and the smoke test also waits for its /health "
-             "and times one completion" if planned.settings.serve is not None else "")
     return Question(
         "Apply the deploy", f"Deploy {changes} change(s) on {nodes}?",
-        f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\nEach "
-        "node's state is read first (refused if Ray already runs with another environment), a "
-        "journal is written before the first step, a failing node rolls every node back, then the "
-        f"smoke test runs (Ray's node count, a 2-rank RCCL all-reduce on NET/IB){serve}.",
-        yes="Deploy (y)")
+        f"Deploy {changes} change(s) on {nodes}: these are REAL changes on the nodes.\n\n"
+        + stack_of(planned.settings.stack).question(planned), yes="Deploy (y)")
 
 
 def apply_on(cluster: Cluster, site: Site, confirm: Confirm, options: DeployOptions | None = None,

@@ -18,7 +18,14 @@ from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, SelectionList, Static
 
 from strixwizard.model import Status
-from strixwizard.services.deploy import STACKS, TRANSPORTS, DeployChoice, Deployed, DeployPreview
+from strixwizard.services.deploy import (
+    TRANSPORTS,
+    DeployChoice,
+    Deployed,
+    DeployPreview,
+    stack_labels,
+    stack_switches,
+)
 from strixwizard.tui.extras import APPLIED
 from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
@@ -70,9 +77,9 @@ def node_content(plan: DeployPlan, node: str) -> Content:
 
         lines.append(outside("Ray", HEAD))
         lines.append(outside(f"{INDENT}{shlex.join(launch_argv(env, node, settings))}"))
-    lines.append(outside("Container (podman-run.sh)", HEAD))
     for p in plans:
         if p.fix == "deploy.container":
+            lines.append(outside("Container (podman-run.sh)", HEAD))
             for step in p.steps:
                 options = [line.strip().rstrip("\\").strip() for line in str(step.after or "").splitlines()
                            if line.strip().startswith("'--") or line.strip().startswith("--")]
@@ -81,7 +88,8 @@ def node_content(plan: DeployPlan, node: str) -> Content:
     if notes:
         lines.append(outside("RCCL", HEAD))
         lines += [outside(f"{INDENT}{note}") for note in notes]
-    role = "Ray head" if node == env.head else "Ray worker"
+    ray = bool(plan.ray_argv)
+    role = ("Ray head" if ray else "head") if node == env.head else ("Ray worker" if ray else "worker")
     return Content("\n").join([outside(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
 
 
@@ -205,7 +213,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         with Vertical(id="deploy-choice"):
             with Horizontal(classes="deploy-row"):
                 yield Label("Stack")
-                yield Select([(label, key) for key, label in STACKS.items()], value=choice.stack,
+                yield Select([(label, key) for key, label in stack_labels().items()], value=choice.stack,
                              allow_blank=False, compact=True, id="deploy-stack")
                 yield Label("Transport")
                 yield Select([(label, key) for key, label in TRANSPORTS.items()],
@@ -286,8 +294,9 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
 
     def _sync_pickers(self, choice: DeployChoice) -> None:
         """Only the checkbox of the chosen stack is shown (--serve: ray, --persist: llama-rpc)."""
-        self.query_one("#deploy-serve").display = choice.stack == "ray"
-        self.query_one("#deploy-persist").display = choice.stack == "llama-rpc"
+        switches = stack_switches(choice.stack)
+        self.query_one("#deploy-serve").display = "serve" in switches
+        self.query_one("#deploy-persist").display = "persist" in switches
 
     def _fill_nodes(self) -> None:
         """The site's nodes, ticked as the choice says (all of them when it names none)."""
@@ -392,7 +401,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     def _show_plan(self, notice: Notice, plan: DeployPlan, plan_only: bool,
                    replayed: tuple[str, ...]) -> None:
         env = plan.env
-        stack = STACKS.get(plan.settings.stack, plan.settings.stack)
+        stack = stack_labels().get(plan.settings.stack, plan.settings.stack)
         head = (f"{stack}: {env.profile} profile ({env.transport}) over {', '.join(env.links)}; "
                 f"head {env.head}, {len(env.nodes)} nodes; files go to {plan.settings.target_dir}.")
         warnings = "".join(f"\n! {w}" for w in plan.notes)
@@ -406,10 +415,10 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
                        "warning" if plan.notes else "info", title="Deploy plan")
         from strixwizard.deploy.llama import LlamaPlan
 
-        llama = isinstance(plan, LlamaPlan)
         self.query_one("#deploy-plan").display = True
         box = self.query_one("#deploy-env", Static)
-        box.display = not llama  # the llama.cpp stack writes no env file
+        fixes = {p.fix for p in plan.site_plan.plans}
+        box.display = "deploy.env" in fixes  # the stacks that write the RCCL/Ray env file
         box.border_title = "Environment, and where each value comes from"
         box.update(env_content(plan))
         nodes = self.query_one("#deploy-nodes", Vertical)
@@ -422,8 +431,8 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             views.append(view)
         nodes.mount_all(views)
         vllm = self.query_one("#deploy-vllm", Static)
-        vllm.display = not llama
-        started = plan.settings.serve is not None
+        vllm.display = "deploy.vllm" in fixes
+        started = plan.serve_json() is not None
         vllm.border_title = ("vLLM launch line (started on the head by a, then /health and one "
                              "completion)" if started else "vLLM launch line (written, never started)")
         notes = [n for p in plan.site_plan.for_node(env.head) if p.fix == "deploy.vllm" for n in p.notes]

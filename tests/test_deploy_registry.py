@@ -1,0 +1,202 @@
+"""Deploy is a registry of stacks: each stack declares itself (name, label, settings, plan, smoke
+test, apply question, rollback order) and the engine, the services, the CLI and the wizard ask
+that declaration. A stack declared here, outside the product, and listed in `STACKS` is planned,
+confirmed, smoke-tested, rolled back in order and offered by the wizard with no other change.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from strixwizard.deploy import plan as registry
+from strixwizard.deploy.base import (
+    Choice,
+    DeployPlan,
+    DeploySettings,
+    Progress,
+    Stack,
+    file_step,
+    group_of,
+    mkdir_step,
+)
+from strixwizard.deploy.env import ClusterEnv
+from strixwizard.deploy.smoke import PASS, SmokeCheck, SmokeReport
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.model import Plan, SitePlan
+from strixwizard.fixing.runner import Runner
+from strixwizard.services import deploy as services
+from strixwizard.services.discover import Discovery, discover
+from strixwizard.services.nodes import RunRequest
+
+# -- a stack of its own: one file per node holding the model's name ------------------------
+
+
+def plan_hello(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
+               ) -> DeployPlan:
+    group = group_of(env)
+    plans = [Plan("deploy.hello", node, settings.path("hello.txt"), (
+        mkdir_step(settings.target_dir),
+        file_step(settings.path("hello.txt"), "write the greeting", f"{settings.model}\n")),
+        group=group) for node in [n.node for n in env.nodes]]
+    plan = DeployPlan(env, settings, SitePlan(env.site, plans=plans), ())
+    return plan
+
+
+def smoke_hello(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None
+                ) -> SmokeReport:
+    return SmokeReport([SmokeCheck("hello.files", PASS, f"{len(runners)} node(s)", "files")])
+
+
+def hello_settings(common: DeploySettings, choice: Choice) -> DeploySettings:
+    return replace(common, stack="hello", model=choice.model or "nobody")
+
+
+HELLO = Stack("hello", "Hello files", plan_hello, smoke_hello, hello_settings,
+              lambda plan: "A greeting file is written on every node.",
+              stops_first=frozenset({"/etc/strixwizard/hello.txt"}))
+
+
+@pytest.fixture
+def with_hello(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.STACKS, "hello", HELLO)
+
+
+@pytest.fixture(scope="module")
+def demo() -> Discovery:
+    return discover(RunRequest(demo=True))
+
+
+def test_every_stack_declares_itself_under_its_own_name() -> None:
+    assert list(registry.STACKS)[:2] == ["ray", "llama-rpc"]  # the first is the default
+    for name, stack in registry.STACKS.items():
+        assert stack.name == name and stack.label
+        assert stack.switches <= {"serve", "persist"}
+    assert DeploySettings().stack == next(iter(registry.STACKS))
+
+
+def test_the_stacks_settings_travel_as_their_own_objects() -> None:
+    from strixwizard.deploy.llama import LlamaSettings
+    from strixwizard.deploy.serve import ServeSettings
+
+    llama = registry.settings_for("llama-rpc", Choice(model="/m.gguf", persist=True))
+    assert llama.stack == "llama-rpc" and llama.own(ServeSettings) is None
+    assert llama.own(LlamaSettings) == LlamaSettings(model="/m.gguf", persist=True)
+    ray = registry.settings_for("ray", Choice(model="org/model", serve=True))
+    assert ray.model == "org/model" and ray.own(ServeSettings) is not None
+    assert ray.own(LlamaSettings) is None
+
+
+@pytest.mark.usefixtures("with_hello")
+def test_a_new_stack_is_planned_confirmed_and_offered_with_no_other_change(demo: Discovery) -> None:
+    settings = services.DeployChoice(stack="hello", model="world", transport="tcp").settings()
+    preview = services.plan(demo.site, demo.nodes, settings, "tcp")
+    assert preview.plan is not None, preview.refused
+    files = {p.node: [s.after for s in p.steps if s.target.endswith("hello.txt")]
+             for p in preview.plan.site_plan.plans}
+    assert files == {"node-a": ["world\n"], "node-b": ["world\n"]}
+    question = services.apply_question(preview.plan)
+    assert question.detail.endswith("A greeting file is written on every node.")
+    assert services.stack_labels()["hello"] == "Hello files"
+    assert services.stack_switches("hello") == frozenset()
+
+
+@pytest.mark.usefixtures("with_hello")
+def test_the_engine_runs_the_stacks_own_smoke_test(demo: Discovery) -> None:
+    from strixwizard.deploy.engine import smoke_cluster
+
+    preview = services.plan(demo.site, demo.nodes, hello_settings(DeploySettings(), Choice()), "tcp")
+    assert preview.plan is not None
+    report = smoke_cluster(preview.plan, {})
+    assert [c.id for c in report.checks] == ["hello.files"]
+
+
+@pytest.mark.usefixtures("with_hello")
+def test_the_cli_plans_a_new_stack_from_the_common_flags(demo: Discovery, capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    from strixwizard.cli.main import main
+
+    assert main(["deploy", "--demo", "--stack", "hello", "--model", "world", "--transport", "tcp",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    targets = {s["target"] for p in doc["plan"]["plans"] for s in p["steps"]}
+    assert "/etc/strixwizard/hello.txt" in targets
+
+
+def test_an_unknown_stack_is_refused_with_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    from strixwizard.cli.main import main
+
+    assert main(["deploy", "--demo", "--stack", "nope"]) == 2
+    known = ", ".join(registry.STACKS)
+    assert f"no deploy stack 'nope' (known: {known})" in capsys.readouterr().err
+
+
+def test_a_switch_the_stack_does_not_read_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from strixwizard.cli.main import main
+
+    assert main(["deploy", "--demo", "--persist"]) == 2
+    assert "--persist is for --stack llama-rpc, not ray" in capsys.readouterr().err
+
+
+def test_a_rollback_undoes_in_the_order_the_stacks_declare(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    """A server before its workers, a head after them: ranks come from `stops_first`/`stops_last`."""
+    from strixwizard.deploy import engine
+
+    seen: list[str] = []
+
+    def record(journals: list, runner_for: object, store: object, say: object = None,  # type: ignore[type-arg]
+               break_lock: bool = False, command: str = "") -> object:
+        seen.extend(j.node for j in journals)
+        return SimpleNamespace(nodes=[])
+
+    def journal(node: str, target: str) -> SimpleNamespace:
+        return SimpleNamespace(node=node, steps=[SimpleNamespace(step=SimpleNamespace(target=target))])
+
+    monkeypatch.setattr("strixwizard.fixing.engine.rollback_run", record)
+    journals = [journal("head", "ray (head)"), journal("worker", "ray (worker)"),
+                journal("server", "llama-server")]
+    engine.rollback_deploy(journals, None)  # type: ignore[arg-type]
+    assert seen == ["server", "worker", "head"]
+
+
+@pytest.mark.usefixtures("with_hello")
+def test_the_wizard_offers_a_new_stack_and_shows_its_plan() -> None:
+    from textual.widgets import Checkbox, Input, Select
+
+    from strixwizard.tui.steps import key_of
+    from tests.test_deploy_serve_wizard import node_boxes, replanned
+    from tests.test_tui_walk import make_app, notice_text, sync
+
+    @sync
+    async def walk() -> None:
+        app = make_app(demo=True)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.press(key_of("deploy"))
+            await replanned(app, pilot)
+            app.screen.query_one("#deploy-stack", Select).value = "hello"
+            app.screen.query_one("#deploy-model", Input).value = "world"
+            await replanned(app, pilot)
+            assert "Hello files: rdma profile" in notice_text(app, "#deploy-status")
+            boxes = node_boxes(app)
+            assert "deploy.hello  write the greeting" in boxes and "node-a (head, " in boxes
+            assert "Container" not in boxes and "Ray" not in boxes
+            assert not app.screen.query_one("#deploy-serve", Checkbox).display
+            assert not app.screen.query_one("#deploy-persist", Checkbox).display
+
+    walk()
+
+
+@pytest.mark.usefixtures("with_hello")
+def test_the_text_plan_of_a_new_stack_shows_its_changes_and_no_ray_environment(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from strixwizard.cli.main import main
+
+    assert main(["deploy", "--demo", "--stack", "hello", "--model", "world"]) == 0
+    out = capsys.readouterr().out
+    assert "write the greeting" in out and "/etc/strixwizard/hello.txt" in out
+    assert "NCCL_IB_HCA" not in out and "Environment" not in out
