@@ -250,7 +250,9 @@ def test_duration_mode_latency_is_judged_on_its_average() -> None:
 
 #: The device lines of NCCL's net_ib (`NET/IB: [%d] %s:%s:%d/%s provider=...`) and its
 #: makeVDevice (`NET/IB : Made virtual device [%d] name=%s speed=%d ndevs=%d`), which RCCL
-#: prints since ROCm/rccl PR #2110; CONSTRUCTED from those format strings with an E810's names.
+#: prints since ROCm/rccl PR #2110; CONSTRUCTED from those format strings with an E810's names
+#: (irdma: `provider=None`). Published RCCL 7 logs of a Strix Halo pair (ConnectX, mlx5) are in
+#: tests/data/real/rccl_7*.txt and read in tests/test_real_outputs.py.
 RCCL7_DEVICES = (
     "strix-a:4242:4242 [0] NCCL INFO NET/IB: [0] rocep194s0:uverbs0:1/RoCE provider=None "
     "speed=100000 context=0x55d0c0a0 pciPath=/sys/devices/pci0000:00/0000:00:01.1/0000:c2:00.0 ar=0\n"
