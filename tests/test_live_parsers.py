@@ -16,8 +16,10 @@ from strixwizard.live.rccl import judge_rccl
 from strixwizard.live.rccl_output import (
     RcclOutputError,
     parse_all_reduce,
+    parse_collective_json,
     parse_transport,
     strip_launcher_prefix,
+    supports_json_file,
 )
 from strixwizard.live.tcp_tools_output import ToolOutputError, parse_qperf_latency, parse_sockperf
 from strixwizard.model import Status
@@ -391,3 +393,68 @@ def test_out_json_is_detected_on_the_installed_perftest() -> None:
         pytest.skip("perftest is not installed here")
     done = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30, check=False)
     assert supports_json(done.stdout + done.stderr)
+
+
+# -- rccl-tests / nccl-tests `-J, --output_file FILE.json` ---------------------------------
+
+#: The usage lines as rccl-tests' src/common.cu prints them (ROCm/rocm-systems
+#: projects/rccl-tests; nccl-tests' -J line is the same text). The -X/-Z lines are RCCL's own
+#: Reporter, not the -J document.
+RCCL_TESTS_USAGE_WITH_J = (
+    "\t[-C,--report_cputime <0/1>] \n"
+    "\t[-J,--output_file <file> write output to filepath, if accessible. Infer type from suffix "
+    "(only json supported presently.)] \n"
+    "\t[-Z,--rccl_output_format <output format <csv|json>] \n"
+    "\t[-X,--rccl_output_file <file> RCCL Reporter output file for csv/json (used with -Z)] \n")
+RCCL_TESTS_USAGE_BEFORE_J = (
+    "\t[-C,--report_cputime <0/1>] \n"
+    "\t[-Z,--rccl_output_format <output format <csv|json>] \n"
+    "\t[-X,--rccl_output_file <file> RCCL Reporter output file for csv/json (used with -Z)] \n")
+
+
+def test_the_j_option_is_told_from_the_usage_text() -> None:
+    assert supports_json_file(RCCL_TESTS_USAGE_WITH_J)
+    assert not supports_json_file(RCCL_TESTS_USAGE_BEFORE_J)
+    assert not supports_json_file("")
+
+
+def test_the_j_document_reads_as_the_text_table_of_the_same_run() -> None:
+    doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
+    text = parse_all_reduce((DATA / "all_reduce_perf_gfx1151_net_ib.txt").read_text())
+    assert [r.size_bytes for r in doc.rows] == [r.size_bytes for r in text.rows]
+    assert [r.out_busbw_gbs for r in doc.rows] == [r.out_busbw_gbs for r in text.rows]
+    assert [r.in_time_us for r in doc.rows] == [r.in_time_us for r in text.rows]
+    assert doc.rows[0].root == -1 and doc.rows[0].redop == "sum" and doc.rows[0].out_wrong == 0
+    assert doc.complete and doc.avg_busbw_gbs == pytest.approx(2.54512) and doc.out_of_bounds_ok
+    assert doc.version == "2.28.3"  # rccl_version 22803
+    assert doc.world_size == 2 and [r.host for r in doc.ranks] == ["stxh-4602-MAPLE", "stxh-4603-BIRCH"]
+    assert doc.errors == () and doc.single_rank_copies is None and doc.wrong_rows == ()
+
+
+def test_a_j_document_cut_short_or_foreign_is_refused() -> None:
+    whole = (DATA / "all_reduce_perf_gfx1151_J_report.json").read_text()
+    for bad in (whole[: whole.index(',"out_of_bounds"')], "{}", "[]", '{"results":[{"size":8}]}'):
+        with pytest.raises(RcclOutputError):
+            parse_collective_json(bad)
+
+
+def test_j_document_without_validation_and_with_cpu_time() -> None:
+    row = ('{"size":8,"count":2,"type":"float","redop":"sum","root":"    -1",'
+           '"out_of_place":{"cpu_time":30.000000,"alg_bw":0.000267,"bus_bw":0.000267,"nwrong":null},'
+           '"in_place":{"cpu_time":31.000000,"alg_bw":0.000258,"bus_bw":0.000258,"nwrong":null},'
+           '"actual_iterations":20,"experiment_name":""}')
+    doc = parse_collective_json('{"version":3,"nccl_version":22903,"results":[' + row + "]}")
+    assert doc.rows[0].out_wrong is None and doc.rows[0].out_time_us == 30.0
+    assert doc.version == "2.29.3" and not doc.complete  # no average: not a finished run
+
+
+def test_rccl_verdict_takes_the_figures_from_the_j_document() -> None:
+    from strixwizard.live.rccl import rccl_measurement
+
+    log = "\n".join(line for line in (DATA / "all_reduce_perf_gfx1151_net_ib.txt").read_text().splitlines()
+                    if "NCCL INFO" in line)  # the log alone: no text table
+    doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
+    m = rccl_measurement(("a", "b"), log, ["rocep194s0:1"], "path", from_json=doc, expected_ranks=2)
+    assert m.status is Status.PASS and "average busbw 2.55 GB/s" in m.summary, m.summary
+    assert m.figure == pytest.approx(5.81) and m.detail["rccl_version"] == "2.28.3"
+    assert rccl_measurement(("a", "b"), log, ["rocep194s0:1"], "path").status is Status.ERROR

@@ -31,6 +31,12 @@ from strixwizard.fixing.journal import JournalStore, default_journal_dir
 from strixwizard.fixing.model import Kind, Read, Step
 from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
+from strixwizard.live.rccl_output import (
+    CollectiveTable,
+    RcclOutputError,
+    parse_collective_json,
+    supports_json_file,
+)
 from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import build_topology
@@ -198,16 +204,39 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
             report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
         elif rccl:
             tell(env.head, "2-rank RCCL all-reduce (NCCL_DEBUG=INFO)")
-            rc, out, err = run(head_runner, all_reduce_argv(env, settings))
+            json_path = _json_report_path(head_runner)
+            rc, out, err = run(head_runner, all_reduce_argv(env, settings, json_path))
             if rc == 127:
                 report.checks.append(SmokeCheck(
                     "rccl.transport", ERROR, "mpirun not installed", "NET/IB",
                     "install OpenMPI and rccl-tests on every node (see the deploy.rccl notes)"))
             else:
-                report.checks += judge_rccl(env, rc, out + "\n" + err)
+                from_json = _json_document(head_runner, json_path) if json_path else None
+                report.checks += judge_rccl(env, rc, out + "\n" + err, from_json)
     except Unreachable as error:
         report.checks.append(SmokeCheck("smoke", ERROR, "head unreachable", "", str(error)))
     return report
+
+
+def _json_report_path(head_runner: Runner) -> str | None:
+    """A fresh path for all_reduce_perf's `-J` document when the head's binary offers it (its
+    `--help` says so); None for older builds, read from the text table."""
+    import secrets
+
+    rc, out, err = run(head_runner, ("all_reduce_perf", "--help"))
+    offered = rc != 127 and supports_json_file(out + "\n" + err)
+    return f"/tmp/strixwizard-smoke-{secrets.token_hex(6)}.json" if offered else None
+
+
+def _json_document(head_runner: Runner, path: str) -> CollectiveTable | None:
+    """The `-J` document read back from the head, then removed; None when it was not written
+    or is not a finished document (the text table stands)."""
+    rc, body, _ = run(head_runner, ("cat", path))
+    run(head_runner, ("rm", "-f", path))
+    try:
+        return parse_collective_json(body) if rc == 0 else None
+    except RcclOutputError:
+        return None
 
 
 def smoke_cluster(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None
