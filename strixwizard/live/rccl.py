@@ -105,10 +105,14 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
     if transport is None:
         return Status.ERROR, ("the log names no transport: was NCCL_DEBUG=INFO in effect? "
                               "(at WARN level RCCL says nothing about it)")
+    if expected_devices and not evidence.ib_devices:
+        return Status.ERROR, ("NET/IB was used, but the log names no RDMA device (no `NET/IB : "
+                              "Using` or `NET/IB: [0] dev:uverbsN:port` line): whether it was the "
+                              f"tested {', '.join(expected_devices)} cannot be told "
+                              "(NCCL_DEBUG_SUBSYS must include INIT and NET)")
     if expected_devices and not set(expected_devices) & set(evidence.ib_devices):
-        used = ", ".join(evidence.ib_devices) or "an unnamed device"
-        return Status.FAIL, (f"RCCL used NET/IB on {used}, not on the tested "
-                             f"{', '.join(expected_devices)}")
+        return Status.FAIL, (f"RCCL used NET/IB on {', '.join(evidence.ib_devices)}, not on the "
+                             f"tested {', '.join(expected_devices)}")
     if table is None or not table.complete:
         return Status.ERROR, "NET/IB was used, but the all_reduce_perf output was cut short"
     if table.wrong_rows:
