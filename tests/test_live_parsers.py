@@ -15,6 +15,7 @@ from strixwizard.live.perftest_output import (
 from strixwizard.live.rccl import judge_rccl
 from strixwizard.live.rccl_output import (
     RcclOutputError,
+    json_files_written,
     parse_all_reduce,
     parse_collective_json,
     parse_transport,
@@ -458,3 +459,17 @@ def test_rccl_verdict_takes_the_figures_from_the_j_document() -> None:
     assert m.status is Status.PASS and "average busbw 2.55 GB/s" in m.summary, m.summary
     assert m.figure == pytest.approx(5.81) and m.detail["rccl_version"] == "2.28.3"
     assert rccl_measurement(("a", "b"), log, ["rocep194s0:1"], "path").status is Status.ERROR
+
+
+def test_single_rank_copies_are_told_from_the_text_even_with_a_j_document() -> None:
+    """An MPI-less build under `mpirun -np 2`: each copy writes its own document (the second
+    with `.0` added, as jsonOutputInit does on EEXIST), each alone a one-rank run."""
+    from strixwizard.live.rccl import rccl_measurement
+
+    copies = (Path(__file__).parent / "data" / "real"
+              / "nccl_tests_mpirun_np2_without_mpi_single_rank_copies.txt").read_text()
+    said = "# Writing JSON output to /tmp/r.json\n# Writing JSON output to /tmp/r.json.0\n"
+    assert json_files_written(said + copies) == ("/tmp/r.json", "/tmp/r.json.0")
+    doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
+    m = rccl_measurement(("a", "b"), said + copies, [], "path", from_json=doc, expected_ranks=2)
+    assert m.status is Status.FAIL and "single-rank copies" in m.summary, m.summary

@@ -34,6 +34,7 @@ from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
 from strixwizard.live.rccl_output import (
     CollectiveTable,
     RcclOutputError,
+    json_files_written,
     parse_collective_json,
     supports_json_file,
 )
@@ -211,7 +212,8 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
                     "rccl.transport", ERROR, "mpirun not installed", "NET/IB",
                     "install OpenMPI and rccl-tests on every node (see the deploy.rccl notes)"))
             else:
-                from_json = _json_document(head_runner, json_path) if json_path else None
+                from_json = (_json_document(head_runner, json_path, out) if json_path
+                             else None)
                 report.checks += judge_rccl(env, rc, out + "\n" + err, from_json)
     except Unreachable as error:
         report.checks.append(SmokeCheck("smoke", ERROR, "head unreachable", "", str(error)))
@@ -228,11 +230,12 @@ def _json_report_path(head_runner: Runner) -> str | None:
     return f"/tmp/strixwizard-smoke-{secrets.token_hex(6)}.json" if offered else None
 
 
-def _json_document(head_runner: Runner, path: str) -> CollectiveTable | None:
-    """The `-J` document read back from the head, then removed; None when it was not written
-    or is not a finished document (the text table stands)."""
-    rc, body, _ = run(head_runner, ("cat", path))
-    run(head_runner, ("rm", "-f", path))
+def _json_document(head_runner: Runner, path: str, output: str) -> CollectiveTable | None:
+    """The `-J` document read back from the head, then every file the run wrote removed;
+    None when it was not written or is not a finished document (the text table stands)."""
+    written = json_files_written(output) or (path,)
+    rc, body, _ = run(head_runner, ("cat", written[0]))
+    run(head_runner, ("rm", "-f", "--", path, *written))
     try:
         return parse_collective_json(body) if rc == 0 else None
     except RcclOutputError:

@@ -17,7 +17,6 @@ always read from the log.
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from strixwizard.live.rccl_output import (
     CollectiveTable,
     RcclOutputError,
     TransportEvidence,
+    json_files_written,
     parse_all_reduce,
     parse_collective_json,
     parse_transport,
@@ -129,13 +129,14 @@ def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Seque
                      expected_ranks: int | None = None,
                      from_json: CollectiveTable | None = None) -> Measurement:
     """The verdict on one run; `from_json` is the table read from the `-J` document, which
-    stands for the text table when given."""
-    table: CollectiveTable | None = from_json
-    if table is None:
-        try:
-            table = parse_all_reduce(output)
-        except RcclOutputError:
-            table = None
+    stands for the text table when given, unless the text shows single-rank copies (each
+    copy writes its own document, which alone looks like a one-rank run)."""
+    try:
+        text: CollectiveTable | None = parse_all_reduce(output)
+    except RcclOutputError:
+        text = None
+    copies = text is not None and text.single_rank_copies is not None
+    table = from_json if from_json is not None and not copies else text
     evidence = parse_transport(output)
     status, summary = judge_rccl(table, evidence, expected_devices, expected_ranks)
     info: dict[str, object] = {
@@ -156,9 +157,6 @@ def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Seque
                        path=path, source=source, detail=info)
 
 
-_WRITING_JSON = re.compile(r"^# Writing JSON output to (\S+)\s*$", re.MULTILINE)
-
-
 def _json_report_path(head: Host, settings: RcclSettings) -> str | None:
     """A fresh path for the `-J` document, or None when the binary on the head is older than
     the option (feature-detected from `--help`, never from a version number)."""
@@ -175,18 +173,17 @@ def _json_report_path(head: Host, settings: RcclSettings) -> str | None:
 
 
 def _json_document(head: Host, output: str, asked: str) -> CollectiveTable | None:
-    """The `-J` document read back from the head (then removed); None when it was not written
-    or cannot be read (the text table stands). The tool names the file it wrote (it adds
-    `.N` when the name is taken)."""
-    said = _WRITING_JSON.search(output)
-    written = said.group(1) if said is not None else asked
-    reader = head.start(["cat", written], 10, f"{JSON_FILE_OPTION} report")
+    """The `-J` document read back from the head (then every file the run wrote removed);
+    None when it was not written or cannot be read (the text table stands)."""
+    written = json_files_written(output) or (asked,)
+    reader = head.start(["cat", written[0]], 10, f"{JSON_FILE_OPTION} report")
     try:
         reader.wait(10)
         body = reader.stdout if reader.status == 0 else ""
     finally:
         reader.stop()
-        head.start(["rm", "-f", asked, written], 10, f"remove the {JSON_FILE_OPTION} report").wait(10)
+        head.start(["rm", "-f", "--", asked, *written], 10,
+                   f"remove the {JSON_FILE_OPTION} report").wait(10)
     try:
         return parse_collective_json(body)
     except RcclOutputError:

@@ -408,6 +408,15 @@ _JSON_COLUMNS = ("size", "count", "type", "redop", "root",
                  "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
 
 
+_WRITING_JSON = re.compile(r"^# Writing JSON output to (\S+)\s*$", re.MULTILINE)
+
+
+def json_files_written(output: str) -> tuple[str, ...]:
+    """The files the run says it wrote (`# Writing JSON output to F`): the tool adds `.N` to
+    a name already taken, and every single-rank copy of an MPI-less build writes its own."""
+    return tuple(dict.fromkeys(m.group(1) for m in _WRITING_JSON.finditer(output)))
+
+
 def supports_json_file(help_text: str) -> bool:
     """Whether an `*_perf` binary's `--help` offers `-J, --output_file` with JSON."""
     return _JSON_HELP.search(help_text) is not None
