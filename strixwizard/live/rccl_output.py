@@ -401,7 +401,10 @@ def _network_name(rest: str) -> str:
 #: validation is off), `out_of_bounds`, `average_bus_bandwidth {bandwidth, okay}`, `errors`.
 #: Booleans are written as the strings "true"/"false". Older builds lack `-J` (their `--help`
 #: does not list it) and are read from the text table. `env` holds the process environment:
-#: only the figures are kept from the document, never the environment.
+#: only the figures are kept from the document, never the environment. RCCL's own Reporter
+#: (`-Z json` with `-x FILE`, ROCm/rccl-tests PR #93; `-X FILE` since the 2.17.9 sync) is not
+#: read: its layout changed (JSON fragments, then a list: ROCm/rccl-tests PR #140), differs
+#: with MPI_SUPPORT, and builds that have it but not -J print the text table this module reads.
 JSON_FILE_OPTION = "-J"
 _JSON_HELP = re.compile(r"-J,\s*--output_file\b[^\n]*json", re.IGNORECASE)
 _JSON_COLUMNS = ("size", "count", "type", "redop", "root",
