@@ -154,3 +154,33 @@ def test_a_worker_that_cannot_start_rolls_back_the_whole_cluster(lab: Lab, tmp_p
     for host in lab.hosts:
         assert not (host.home / "strixwizard-etc").exists()
     assert ["stop"] not in calls(head) and not alive(head, raylet_pid(head))
+
+
+def test_the_smoke_reads_the_results_from_the_j_document_where_offered(lab: Lab, tmp_path: Path) -> None:
+    """STAND-INs: an all_reduce_perf whose `--help` lists -J (rccl-tests' usage line), and an
+    mpirun that writes the -J document where asked (rank 0 runs on the head) and prints the
+    log without its table rows: the results can only come from the document."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    head = lab.hosts[0]
+    report = DATA / "live" / "all_reduce_perf_gfx1151_J_report.json"
+    (head.home / "report.json").write_text(report.read_text())
+    head.stand_in("all_reduce_perf", "#!/bin/sh\n# STAND-IN: rccl-tests' usage text (src/common.cu)\n"
+                  "printf '\\t[-J,--output_file <file> write output to filepath, if accessible. "
+                  "Infer type from suffix (only json supported presently.)] \\n'\n")
+    head.stand_in("mpirun", "#!/bin/sh\n# STAND-IN for mpirun + all_reduce_perf -J FILE\n"
+                            "printf '%s\\n' \"$@\" > \"$HOME/mpirun.argv\"\nout=\n"
+                            "while [ $# -gt 0 ]; do [ \"$1\" = -J ] && { shift; out=$1; }; shift; done\n"
+                            "cat \"$HOME/report.json\" > \"$out\"\necho \"$out\" > \"$HOME/report.path\"\n"
+                            f"grep -v '^ ' {DATA / 'live' / 'all_reduce_perf_gfx1151_net_socket.txt'}\n")
+    applied = deploy(site, tmp_path, "--transport", "tcp", "--apply", "--yes", "--json")
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    doc = applied.json()
+    checks = {c["id"]: c for c in doc["smoke"]["checks"]}
+    assert checks["rccl.results"]["observed"] == "7 sizes, avg busbw 2.54512 GB/s, peak 5.81 GB/s"
+    assert checks["rccl.results"]["detail"] == "RCCL 2.28.3 (figures from all_reduce_perf -J)"
+    written = (head.home / "report.path").read_text().strip()
+    assert written.startswith("/tmp/strixwizard-smoke-") and not Path(written).exists()
+    argv = (head.home / "mpirun.argv").read_text().splitlines()
+    assert argv[-11:-7] == ["all_reduce_perf", "-J", written, "-b"]
+    rolled = deploy(site, tmp_path, "--rollback", doc["apply"]["run_id"], "--yes")
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr

@@ -241,6 +241,34 @@ def test_rccl_verdict_from_the_log(lab4: Lab, tmp_path: Path, recording: str, rc
     assert f"-H {lab4.hosts[0].mgmt_addr}:1,{lab4.hosts[1].mgmt_addr}:1" in argv
 
 
+def test_rccl_reads_the_j_document_where_the_binary_offers_it(lab4: Lab, tmp_path: Path) -> None:
+    """Stand-ins: an all_reduce_perf whose `--help` lists -J (rccl-tests' usage line), and an
+    mpirun that writes the -J document where it is asked (as rank 0 does, on the head) and
+    prints the log. The figures come from the document, the transport from the log, and the
+    document is removed from the head afterwards."""
+    head = lab4.hosts[0]
+    (head.home / "log.txt").write_text((DATA / "all_reduce_perf_gfx1151_net_ib.txt").read_text())
+    (head.home / "report.json").write_text((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
+    head.stand_in("all_reduce_perf", "#!/bin/sh\n# stand-in: rccl-tests' usage text (src/common.cu)\n"
+                  "echo 'USAGE: all_reduce_perf'\n"
+                  "printf '\\t[-J,--output_file <file> write output to filepath, if accessible. "
+                  "Infer type from suffix (only json supported presently.)] \\n'\n")
+    head.stand_in("mpirun", "#!/bin/sh\n# stand-in for mpirun + all_reduce_perf -J FILE\n"
+                            "echo \"$@\" > \"$HOME/mpirun.argv\"\nout=\n"
+                            "while [ $# -gt 0 ]; do [ \"$1\" = -J ] && { shift; out=$1; }; shift; done\n"
+                            "echo \"# Writing JSON output to $out\"\ncat \"$HOME/report.json\" > \"$out\"\n"
+                            "echo \"$out\" > \"$HOME/report.path\"\ncat \"$HOME/log.txt\" | grep -v '^ '\n")
+    site = lab4.write_site_yaml(tmp_path / "lab.yaml", hosts=lab4.hosts[:2])
+    result = run_cli("test", "rccl", "--site", str(site), "--json", "--no-history", timeout=120)
+    (r,) = [r for r in result.json()["results"] if r["kind"] == "rccl"]
+    assert (result.rc, r["status"]) == (0, "pass"), r["summary"]
+    assert "NET/IB on rocep194s0:1" in r["summary"] and "average busbw 2.55 GB/s" in r["summary"]
+    assert r["detail"]["figures_from"] == "all_reduce_perf -J" and r["detail"]["rows"] == 7
+    written = (head.home / "report.path").read_text().strip()
+    assert f" all_reduce_perf -J {written} -b " in (head.home / "mpirun.argv").read_text()
+    assert written.startswith("/tmp/strixwizard-all_reduce_perf-") and not Path(written).exists()
+
+
 def test_a_cancel_stops_programs_on_every_node_at_once(lab4: Lab, tmp_path: Path) -> None:
     """The wizard's Stop: one Cancel ends what runs on all nodes and refuses what comes after."""
     from strixwizard.node import Cancel, Cancelled

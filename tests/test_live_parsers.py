@@ -15,9 +15,12 @@ from strixwizard.live.perftest_output import (
 from strixwizard.live.rccl import judge_rccl
 from strixwizard.live.rccl_output import (
     RcclOutputError,
+    json_files_written,
     parse_all_reduce,
+    parse_collective_json,
     parse_transport,
     strip_launcher_prefix,
+    supports_json_file,
 )
 from strixwizard.live.tcp_tools_output import ToolOutputError, parse_qperf_latency, parse_sockperf
 from strixwizard.model import Status
@@ -250,7 +253,9 @@ def test_duration_mode_latency_is_judged_on_its_average() -> None:
 
 #: The device lines of NCCL's net_ib (`NET/IB: [%d] %s:%s:%d/%s provider=...`) and its
 #: makeVDevice (`NET/IB : Made virtual device [%d] name=%s speed=%d ndevs=%d`), which RCCL
-#: prints since ROCm/rccl PR #2110; CONSTRUCTED from those format strings with an E810's names.
+#: prints since ROCm/rccl PR #2110; CONSTRUCTED from those format strings with an E810's names
+#: (irdma: `provider=None`). Published RCCL 7 logs of a Strix Halo pair (ConnectX, mlx5) are in
+#: tests/data/real/rccl_7*.txt and read in tests/test_real_outputs.py.
 RCCL7_DEVICES = (
     "strix-a:4242:4242 [0] NCCL INFO NET/IB: [0] rocep194s0:uverbs0:1/RoCE provider=None "
     "speed=100000 context=0x55d0c0a0 pciPath=/sys/devices/pci0000:00/0000:00:01.1/0000:c2:00.0 ar=0\n"
@@ -389,3 +394,82 @@ def test_out_json_is_detected_on_the_installed_perftest() -> None:
         pytest.skip("perftest is not installed here")
     done = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30, check=False)
     assert supports_json(done.stdout + done.stderr)
+
+
+# -- rccl-tests / nccl-tests `-J, --output_file FILE.json` ---------------------------------
+
+#: The usage lines as rccl-tests' src/common.cu prints them (ROCm/rocm-systems
+#: projects/rccl-tests; nccl-tests' -J line is the same text). The -X/-Z lines are RCCL's own
+#: Reporter, not the -J document.
+RCCL_TESTS_USAGE_WITH_J = (
+    "\t[-C,--report_cputime <0/1>] \n"
+    "\t[-J,--output_file <file> write output to filepath, if accessible. Infer type from suffix "
+    "(only json supported presently.)] \n"
+    "\t[-Z,--rccl_output_format <output format <csv|json>] \n"
+    "\t[-X,--rccl_output_file <file> RCCL Reporter output file for csv/json (used with -Z)] \n")
+RCCL_TESTS_USAGE_BEFORE_J = (
+    "\t[-C,--report_cputime <0/1>] \n"
+    "\t[-Z,--rccl_output_format <output format <csv|json>] \n"
+    "\t[-X,--rccl_output_file <file> RCCL Reporter output file for csv/json (used with -Z)] \n")
+
+
+def test_the_j_option_is_told_from_the_usage_text() -> None:
+    assert supports_json_file(RCCL_TESTS_USAGE_WITH_J)
+    assert not supports_json_file(RCCL_TESTS_USAGE_BEFORE_J)
+    assert not supports_json_file("")
+
+
+def test_the_j_document_reads_as_the_text_table_of_the_same_run() -> None:
+    doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
+    text = parse_all_reduce((DATA / "all_reduce_perf_gfx1151_net_ib.txt").read_text())
+    assert [r.size_bytes for r in doc.rows] == [r.size_bytes for r in text.rows]
+    assert [r.out_busbw_gbs for r in doc.rows] == [r.out_busbw_gbs for r in text.rows]
+    assert [r.in_time_us for r in doc.rows] == [r.in_time_us for r in text.rows]
+    assert doc.rows[0].root == -1 and doc.rows[0].redop == "sum" and doc.rows[0].out_wrong == 0
+    assert doc.complete and doc.avg_busbw_gbs == pytest.approx(2.54512) and doc.out_of_bounds_ok
+    assert doc.version == "2.28.3"  # rccl_version 22803
+    assert doc.world_size == 2 and [r.host for r in doc.ranks] == ["stxh-4602-MAPLE", "stxh-4603-BIRCH"]
+    assert doc.errors == () and doc.single_rank_copies is None and doc.wrong_rows == ()
+
+
+def test_a_j_document_cut_short_or_foreign_is_refused() -> None:
+    whole = (DATA / "all_reduce_perf_gfx1151_J_report.json").read_text()
+    for bad in (whole[: whole.index(',"out_of_bounds"')], "{}", "[]", '{"results":[{"size":8}]}'):
+        with pytest.raises(RcclOutputError):
+            parse_collective_json(bad)
+
+
+def test_j_document_without_validation_and_with_cpu_time() -> None:
+    row = ('{"size":8,"count":2,"type":"float","redop":"sum","root":"    -1",'
+           '"out_of_place":{"cpu_time":30.000000,"alg_bw":0.000267,"bus_bw":0.000267,"nwrong":null},'
+           '"in_place":{"cpu_time":31.000000,"alg_bw":0.000258,"bus_bw":0.000258,"nwrong":null},'
+           '"actual_iterations":20,"experiment_name":""}')
+    doc = parse_collective_json('{"version":3,"nccl_version":22903,"results":[' + row + "]}")
+    assert doc.rows[0].out_wrong is None and doc.rows[0].out_time_us == 30.0
+    assert doc.version == "2.29.3" and not doc.complete  # no average: not a finished run
+
+
+def test_rccl_verdict_takes_the_figures_from_the_j_document() -> None:
+    from strixwizard.live.rccl import rccl_measurement
+
+    log = "\n".join(line for line in (DATA / "all_reduce_perf_gfx1151_net_ib.txt").read_text().splitlines()
+                    if "NCCL INFO" in line)  # the log alone: no text table
+    doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
+    m = rccl_measurement(("a", "b"), log, ["rocep194s0:1"], "path", from_json=doc, expected_ranks=2)
+    assert m.status is Status.PASS and "average busbw 2.55 GB/s" in m.summary, m.summary
+    assert m.figure == pytest.approx(5.81) and m.detail["rccl_version"] == "2.28.3"
+    assert rccl_measurement(("a", "b"), log, ["rocep194s0:1"], "path").status is Status.ERROR
+
+
+def test_single_rank_copies_are_told_from_the_text_even_with_a_j_document() -> None:
+    """An MPI-less build under `mpirun -np 2`: each copy writes its own document (the second
+    with `.0` added, as jsonOutputInit does on EEXIST), each alone a one-rank run."""
+    from strixwizard.live.rccl import rccl_measurement
+
+    copies = (Path(__file__).parent / "data" / "real"
+              / "nccl_tests_mpirun_np2_without_mpi_single_rank_copies.txt").read_text()
+    said = "# Writing JSON output to /tmp/r.json\n# Writing JSON output to /tmp/r.json.0\n"
+    assert json_files_written(said + copies) == ("/tmp/r.json", "/tmp/r.json.0")
+    doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
+    m = rccl_measurement(("a", "b"), said + copies, [], "path", from_json=doc, expected_ranks=2)
+    assert m.status is Status.FAIL and "single-rank copies" in m.summary, m.summary

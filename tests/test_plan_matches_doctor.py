@@ -1,6 +1,7 @@
-"""A plan is exactly the cure for what `doctor` reports: on every scenario the tests ship and
-on the demo (as shipped and with its faults cured), `fix` plans only fixes that a failing or
-warning check names, and nothing at all when no such check exists."""
+"""A plan is exactly the cure for what `doctor` reports: on every scenario the tests build, on
+the demo (as shipped and with its faults cured) and on the node snapshots the project ships
+(the demo's tarballs, the VM lab's real-kernel capture), `fix` plans only fixes that a failing
+or warning check names, and nothing at all when no such check exists."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from fixes import FIXES
+from strixwizard.checking.engine import local_node, run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import demo_nodes, strix_halo_node
+from strixwizard.facts import NodeFacts
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import Status
+from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 from tests import scenarios
 
@@ -39,6 +43,32 @@ def doctor_and_plan(tmp_path: Path, nodes: dict[str, FakeNode]) -> tuple[set[str
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_fix_plans_only_the_cures_of_what_doctor_reports(tmp_path: Path, name: str) -> None:
     reported, planned = doctor_and_plan(tmp_path, BUILDERS[name]())
+    if not reported:
+        assert planned == set(), f"{name}: no check with a fix fails or warns, yet {planned} planned"
+    allowed = reported | {c for fix in reported for c in COMPANIONS.get(fix, ())}
+    assert planned <= allowed, f"{name}: {planned - allowed} planned with no check reporting them"
+
+
+ROOT = Path(__file__).parent.parent
+#: the node snapshots the project ships, by pair
+SHIPPED = {"demo_tarballs": ("strixwizard/demo/snapshots/node-a.tar.gz",
+                             "strixwizard/demo/snapshots/node-b.tar.gz"),
+           "vm_lab_rxe": ("tests/data/vm/vm0.tar.gz", "tests/data/vm/vm1.tar.gz")}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shipped_snapshots_plan_only_the_cures_of_what_doctor_reports(tmp_path: Path, name: str) -> None:
+    from checks import ALL as ALL_CHECKS
+    from fixes import BY_ID
+
+    probes = {Path(path).name.split(".")[0]: SnapshotProbe.load(ROOT / path) for path in SHIPPED[name]}
+    site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in probes))
+    report = run_doctor(site, [local_node(n, p, str(tmp_path / n), "snapshot") for n, p in probes.items()],
+                        ALL_CHECKS, BY_ID)
+    plan = plan_site(site, [NodeFacts(n, p) for n, p in probes.items()], fixes=FIXES)
+    reported = {r.fix.id for r in report.checks
+                if r.status in (Status.FAIL, Status.WARN) and r.fix is not None}
+    planned = {p.fix for p in plan.plans if p.steps}
     if not reported:
         assert planned == set(), f"{name}: no check with a fix fails or warns, yet {planned} planned"
     allowed = reported | {c for fix in reported for c in COMPANIONS.get(fix, ())}

@@ -50,6 +50,13 @@ from strixwizard.deploy.smoke import (
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan, Step
 from strixwizard.fixing.runner import Runner, Unreachable
+from strixwizard.live.rccl_output import (
+    CollectiveTable,
+    RcclOutputError,
+    json_files_written,
+    parse_collective_json,
+    supports_json_file,
+)
 
 __all__ = [
     "RAY",
@@ -212,16 +219,41 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
             report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
         elif rccl:
             tell(env.head, "2-rank RCCL all-reduce (NCCL_DEBUG=INFO)")
-            rc, out, err = run(head_runner, all_reduce_argv(env, settings))
+            json_path = _json_report_path(head_runner)
+            rc, out, err = run(head_runner, all_reduce_argv(env, settings, json_path))
             if rc == 127:
                 report.checks.append(SmokeCheck(
                     "rccl.transport", ERROR, "mpirun not installed", "NET/IB",
                     "install OpenMPI and rccl-tests on every node (see the deploy.rccl notes)"))
             else:
-                report.checks += judge_rccl(env, rc, out + "\n" + err)
+                from_json = (_json_document(head_runner, json_path, out) if json_path
+                             else None)
+                report.checks += judge_rccl(env, rc, out + "\n" + err, from_json)
     except Unreachable as error:
         report.checks.append(SmokeCheck("smoke", ERROR, "head unreachable", "", str(error)))
     return report
+
+
+def _json_report_path(head_runner: Runner) -> str | None:
+    """A fresh path for all_reduce_perf's `-J` document when the head's binary offers it (its
+    `--help` says so); None for older builds, read from the text table."""
+    import secrets
+
+    rc, out, err = run(head_runner, ("all_reduce_perf", "--help"))
+    offered = rc != 127 and supports_json_file(out + "\n" + err)
+    return f"/tmp/strixwizard-smoke-{secrets.token_hex(6)}.json" if offered else None
+
+
+def _json_document(head_runner: Runner, path: str, output: str) -> CollectiveTable | None:
+    """The `-J` document read back from the head, then every file the run wrote removed;
+    None when it was not written or is not a finished document (the text table stands)."""
+    written = json_files_written(output) or (path,)
+    rc, body, _ = run(head_runner, ("cat", written[0]))
+    run(head_runner, ("rm", "-f", "--", path, *written))
+    try:
+        return parse_collective_json(body) if rc == 0 else None
+    except RcclOutputError:
+        return None
 
 
 def smoke_ray(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None

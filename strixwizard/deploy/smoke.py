@@ -6,7 +6,9 @@ every node join the Ray cluster?
   stay per node) and runs with `NCCL_DEBUG=INFO`: at WARN level RCCL says nothing about
   its transport. The log is parsed with the live tests' parser
   (`strixwizard.live.rccl_output`): any `NET/Socket` channel is a TCP fallback and fails
-  the RDMA profile; `NET/IB` on another device than planned fails too.
+  the RDMA profile; `NET/IB` on another device than planned fails too. Where the head's
+  `all_reduce_perf --help` offers `-J` (nccl-tests/rccl-tests' JSON document), the results
+  are read from that document, else from the text table.
 - Ray: a driver on the head asks Ray for its live nodes and runs a task pinned to each
   that reports the environment it sees (`deploy/ray.py`: `ray.nodes`, `ray.env`); where the
   node's `ray` has no Python module to drive, `ray status --address HEAD:PORT` on the head,
@@ -22,7 +24,13 @@ from typing import Any
 
 from strixwizard.deploy.base import WITH_ENV, DeploySettings
 from strixwizard.deploy.env import ClusterEnv
-from strixwizard.live.rccl_output import RcclOutputError, parse_all_reduce, parse_transport
+from strixwizard.live.rccl_output import (
+    JSON_FILE_OPTION,
+    CollectiveTable,
+    RcclOutputError,
+    parse_all_reduce,
+    parse_transport,
+)
 from strixwizard.model import exit_code
 
 SMOKE_SIZES = ("-b", "8", "-e", "128M", "-f", "2", "-g", "1")
@@ -60,15 +68,18 @@ class SmokeReport:
         return {"status": self.status, "checks": [c.to_json() for c in self.checks]}
 
 
-def all_reduce_argv(env: ClusterEnv, settings: DeploySettings) -> tuple[str, ...]:
-    """mpirun on the head: 2 ranks, one per node, each under its node's env file."""
+def all_reduce_argv(env: ClusterEnv, settings: DeploySettings, json_path: str | None = None
+                    ) -> tuple[str, ...]:
+    """mpirun on the head: 2 ranks, one per node, each under its node's env file; `json_path`
+    asks for the `-J` document (written by rank 0, on the head)."""
     ranks = [env.node(env.head), *[n for n in env.nodes if n.node != env.head][:1]]
     netdev = ranks[0].netdev
     return ("mpirun", "--allow-run-as-root", "-np", "2",
             "-H", ",".join(f"{n.ip}:1" for n in ranks),
             "--mca", "btl_tcp_if_include", netdev, "--mca", "oob_tcp_if_include", netdev,
             "-x", "NCCL_DEBUG=INFO", "-x", "NCCL_DEBUG_SUBSYS=INIT,NET",
-            "sh", "-ac", WITH_ENV, settings.env_file, "all_reduce_perf", *SMOKE_SIZES)
+            "sh", "-ac", WITH_ENV, settings.env_file, "all_reduce_perf",
+            *((JSON_FILE_OPTION, json_path) if json_path else ()), *SMOKE_SIZES)
 
 
 def mpirun_refusal(env: ClusterEnv) -> str | None:
@@ -124,8 +135,10 @@ def judge_ray(env: ClusterEnv, rc: int, stdout: str, stderr: str) -> SmokeCheck:
                       "and that it reaches the head's fabric address")
 
 
-def judge_rccl(env: ClusterEnv, rc: int, log: str) -> list[SmokeCheck]:
-    """The transport and results checks of an all_reduce_perf log."""
+def judge_rccl(env: ClusterEnv, rc: int, log: str, from_json: CollectiveTable | None = None
+               ) -> list[SmokeCheck]:
+    """The transport and results checks of an all_reduce_perf log; `from_json` is the table
+    read from the `-J` document, which stands for the log's text table when given."""
     evidence = parse_transport(log)
     transport = evidence.transport
     planned = sorted({n.hca for n in env.nodes if n.hca})
@@ -155,16 +168,18 @@ def judge_rccl(env: ClusterEnv, rc: int, log: str) -> list[SmokeCheck]:
         status = PASS if transport == "NET/Socket" else ERROR if transport is None else FAIL
         check = SmokeCheck("rccl.transport", status, transport or "no transport lines", expected,
                            "TCP profile: expect 50-130 µs per hop", evidence.lines)
-    return [check, _judge_results(rc, log)]
+    return [check, _judge_results(rc, log, from_json)]
 
 
-def _judge_results(rc: int, log: str) -> SmokeCheck:
+def _judge_results(rc: int, log: str, from_json: CollectiveTable | None = None) -> SmokeCheck:
     expected = "a complete table, no wrong results, exit 0"
-    try:
-        table = parse_all_reduce(log)
-    except RcclOutputError as error:
-        return SmokeCheck("rccl.results", FAIL, "no result table", expected,
-                          f"{error}; exit status {rc}")
+    table = from_json
+    if table is None:
+        try:
+            table = parse_all_reduce(log)
+        except RcclOutputError as error:
+            return SmokeCheck("rccl.results", FAIL, "no result table", expected,
+                              f"{error}; exit status {rc}")
     if table.wrong_rows:
         return SmokeCheck("rccl.results", FAIL, f"{len(table.wrong_rows)} rows with wrong "
                           "results", expected, "the all-reduce computed wrong sums")
@@ -175,4 +190,5 @@ def _judge_results(rc: int, log: str) -> SmokeCheck:
     return SmokeCheck("rccl.results", PASS,
                       f"{len(table.rows)} sizes, avg busbw {table.avg_busbw_gbs:g} GB/s"
                       + (f", peak {peak:g} GB/s" if peak is not None else ""), expected,
-                      f"RCCL {table.version or 'version not printed'}")
+                      f"RCCL {table.version or 'version not printed'}"
+                      + (f" (figures from all_reduce_perf {JSON_FILE_OPTION})" if from_json else ""))

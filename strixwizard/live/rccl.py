@@ -8,21 +8,31 @@ transport carried the traffic. A run that used `NET/Socket` fails, whatever
 its bandwidth; one that used `NET/IB` on another device than the tested one
 fails too, and so does a run of single-rank copies (a binary built without
 MPI under `mpirun -np N`), which measures no network at all.
+
+Where the binary's `--help` offers `-J, --output_file` (nccl-tests since October 2025,
+rccl-tests since its 2.17.9 sync), the figures are read from that JSON document, written on
+the head (rank 0 runs there); older builds are read from the text table. The transport is
+always read from the log.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strixwizard.live.hosts import NOT_INSTALLED, TIMED_OUT, Host, HostError, Process, stop_all
 from strixwizard.live.plan import RdmaEnd
 from strixwizard.live.rccl_output import (
+    JSON_FILE_OPTION,
     CollectiveTable,
     RcclOutputError,
     TransportEvidence,
+    json_files_written,
     parse_all_reduce,
+    parse_collective_json,
     parse_transport,
+    supports_json_file,
 )
 from strixwizard.live.results import MEASURED, Measurement
 from strixwizard.model import Status
@@ -37,9 +47,14 @@ class RcclSettings:
     min_bytes: str = "8"
     max_bytes: str = "128M"
     timeout: float = 300.0
+    #: also read the figures from the `-J` JSON document where the binary offers it (its
+    #: `--help` says so); the log is read for the transport either way
+    json_report: bool = True
+    help_timeout: float = 5.0
 
 
-def rccl_argv(hosts: Sequence[str], ends: Sequence[RdmaEnd], settings: RcclSettings) -> list[str]:
+def rccl_argv(hosts: Sequence[str], ends: Sequence[RdmaEnd], settings: RcclSettings,
+              json_path: str | None = None) -> list[str]:
     env = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
     if ends:
         devices = sorted({f"{e.device}:{e.port}" for e in ends})
@@ -54,7 +69,9 @@ def rccl_argv(hosts: Sequence[str], ends: Sequence[RdmaEnd], settings: RcclSetti
             "-H", ",".join(f"{h}:1" for h in hosts)]
     for key, value in env.items():
         argv += ["-x", f"{key}={value}"]
-    return [*argv, settings.binary, "-b", settings.min_bytes, "-e", settings.max_bytes, "-f", "2", "-g", "1"]
+    report = [JSON_FILE_OPTION, json_path] if json_path else []
+    return [*argv, settings.binary, *report, "-b", settings.min_bytes, "-e", settings.max_bytes,
+            "-f", "2", "-g", "1"]
 
 
 def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
@@ -88,10 +105,14 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
     if transport is None:
         return Status.ERROR, ("the log names no transport: was NCCL_DEBUG=INFO in effect? "
                               "(at WARN level RCCL says nothing about it)")
+    if expected_devices and not evidence.ib_devices:
+        return Status.ERROR, ("NET/IB was used, but the log names no RDMA device (no `NET/IB : "
+                              "Using` or `NET/IB: [0] dev:uverbsN:port` line): whether it was the "
+                              f"tested {', '.join(expected_devices)} cannot be told "
+                              "(NCCL_DEBUG_SUBSYS must include INIT and NET)")
     if expected_devices and not set(expected_devices) & set(evidence.ib_devices):
-        used = ", ".join(evidence.ib_devices) or "an unnamed device"
-        return Status.FAIL, (f"RCCL used NET/IB on {used}, not on the tested "
-                             f"{', '.join(expected_devices)}")
+        return Status.FAIL, (f"RCCL used NET/IB on {', '.join(evidence.ib_devices)}, not on the "
+                             f"tested {', '.join(expected_devices)}")
     if table is None or not table.complete:
         return Status.ERROR, "NET/IB was used, but the all_reduce_perf output was cut short"
     if table.wrong_rows:
@@ -105,11 +126,17 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
 
 def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Sequence[str], path: str,
                      source: str = MEASURED, detail: dict[str, object] | None = None,
-                     expected_ranks: int | None = None) -> Measurement:
+                     expected_ranks: int | None = None,
+                     from_json: CollectiveTable | None = None) -> Measurement:
+    """The verdict on one run; `from_json` is the table read from the `-J` document, which
+    stands for the text table when given, unless the text shows single-rank copies (each
+    copy writes its own document, which alone looks like a one-rank run)."""
     try:
-        table: CollectiveTable | None = parse_all_reduce(output)
+        text: CollectiveTable | None = parse_all_reduce(output)
     except RcclOutputError:
-        table = None
+        text = None
+    copies = text is not None and text.single_rank_copies is not None
+    table = from_json if from_json is not None and not copies else text
     evidence = parse_transport(output)
     status, summary = judge_rccl(table, evidence, expected_devices, expected_ranks)
     info: dict[str, object] = {
@@ -130,9 +157,43 @@ def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Seque
                        path=path, source=source, detail=info)
 
 
+def _json_report_path(head: Host, settings: RcclSettings) -> str | None:
+    """A fresh path for the `-J` document, or None when the binary on the head is older than
+    the option (feature-detected from `--help`, never from a version number)."""
+    if not settings.json_report:
+        return None
+    helper = head.start([settings.binary, "--help"], settings.help_timeout + 2,
+                        f"{settings.binary} --help")
+    try:
+        helper.wait(settings.help_timeout)
+        offered = supports_json_file(helper.stdout + "\n" + helper.stderr)
+    finally:
+        helper.stop()
+    return f"/tmp/strixwizard-{settings.binary}-{secrets.token_hex(6)}.json" if offered else None
+
+
+def _json_document(head: Host, output: str, asked: str) -> CollectiveTable | None:
+    """The `-J` document read back from the head (then every file the run wrote removed);
+    None when it was not written or cannot be read (the text table stands)."""
+    written = json_files_written(output) or (asked,)
+    reader = head.start(["cat", written[0]], 10, f"{JSON_FILE_OPTION} report")
+    try:
+        reader.wait(10)
+        body = reader.stdout if reader.status == 0 else ""
+    finally:
+        reader.stop()
+        head.start(["rm", "-f", "--", asked, *written], 10,
+                   f"remove the {JSON_FILE_OPTION} report").wait(10)
+    try:
+        return parse_collective_json(body)
+    except RcclOutputError:
+        return None
+
+
 def rccl_test(head: Host, hosts: Sequence[str], pair: tuple[str, str], ends: Sequence[RdmaEnd],
               settings: RcclSettings = RcclSettings()) -> Measurement:
-    argv = rccl_argv(hosts, ends, settings)
+    json_path = _json_report_path(head, settings)
+    argv = rccl_argv(hosts, ends, settings, json_path)
     expected = sorted({f"{e.device}:{e.port}" for e in ends})
     path = ", ".join(e.label for e in ends) or "(no RDMA ports known)"
     process: Process | None = None
@@ -149,8 +210,11 @@ def rccl_test(head: Host, hosts: Sequence[str], pair: tuple[str, str], ends: Seq
         detail: dict[str, object] = {"argv": argv, "exit_status": process.status}
         if process.status == TIMED_OUT:
             detail["note"] = f"stopped after {settings.timeout:g} s"
+        from_json = _json_document(head, output, json_path) if json_path is not None else None
+        if from_json is not None:
+            detail["figures_from"] = f"{settings.binary} {JSON_FILE_OPTION}"
         return rccl_measurement(pair, output, expected, path, detail=detail,
-                                expected_ranks=len(hosts))
+                                expected_ranks=len(hosts), from_json=from_json)
     except HostError as error:
         return Measurement("rccl", "rdma", TOOL, pair, Status.ERROR, str(error), path=path)
     finally:

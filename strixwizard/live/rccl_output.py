@@ -387,3 +387,110 @@ def _network_name(rest: str) -> str:
             return name
     words = rest.split()
     return words[0].rstrip(",;:.") if words else ""
+
+
+# -- the JSON document of `-J, --output_file FILE.json` ---------------------------------
+
+#: nccl-tests (NVIDIA/nccl-tests commits ad956f1 and 00f5281, October 2025) and rccl-tests
+#: since its nccl-tests 2.17.9 sync (ROCm/rocm-systems PR #3141, projects/rccl-tests) write the
+#: whole run as one JSON document with `-J, --output_file <file>` (the type taken from the
+#: `.json` suffix), from the main rank only; src/util.cu writes it: `version`, `args`, `env`,
+#: `nccl_version` (rccl-tests: `rccl_version`) as NCCL_VERSION_CODE, `config` with `devices`,
+#: `results` (one object per size: `size`, `count`, `type`, `redop`, `root` (a padded string),
+#: `out_of_place`/`in_place` each `{time|cpu_time, alg_bw, bus_bw, nwrong}`, nwrong null when
+#: validation is off), `out_of_bounds`, `average_bus_bandwidth {bandwidth, okay}`, `errors`.
+#: Booleans are written as the strings "true"/"false". Older builds lack `-J` (their `--help`
+#: does not list it) and are read from the text table. `env` holds the process environment:
+#: only the figures are kept from the document, never the environment. RCCL's own Reporter
+#: (`-Z json` with `-x FILE`, ROCm/rccl-tests PR #93; `-X FILE` since the 2.17.9 sync) is not
+#: read: its layout changed (JSON fragments, then a list: ROCm/rccl-tests PR #140), differs
+#: with MPI_SUPPORT, and builds that have it but not -J print the text table this module reads.
+JSON_FILE_OPTION = "-J"
+_JSON_HELP = re.compile(r"-J,\s*--output_file\b[^\n]*json", re.IGNORECASE)
+_JSON_COLUMNS = ("size", "count", "type", "redop", "root",
+                 "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
+
+
+_WRITING_JSON = re.compile(r"^# Writing JSON output to (\S+)\s*$", re.MULTILINE)
+
+
+def json_files_written(output: str) -> tuple[str, ...]:
+    """The files the run says it wrote (`# Writing JSON output to F`): the tool adds `.N` to
+    a name already taken, and every single-rank copy of an MPI-less build writes its own."""
+    return tuple(dict.fromkeys(m.group(1) for m in _WRITING_JSON.finditer(output)))
+
+
+def supports_json_file(help_text: str) -> bool:
+    """Whether an `*_perf` binary's `--help` offers `-J, --output_file` with JSON."""
+    return _JSON_HELP.search(help_text) is not None
+
+
+def _version_code(code: object) -> str | None:
+    """NCCL_VERSION_CODE as a version: 22803 -> "2.28.3" (X*10000+Y*100+Z since 2.9)."""
+    if not isinstance(code, int) or isinstance(code, bool) or code <= 0:
+        return None
+    if code >= 20900:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _number_of(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _measured(side: object, which: str) -> tuple[float, float, float, float | None]:
+    if not isinstance(side, dict):
+        raise RcclOutputError(f"a result row has no {which} figures")
+    time_us = _number_of(side.get("time", side.get("cpu_time")))
+    algbw, busbw = _number_of(side.get("alg_bw")), _number_of(side.get("bus_bw"))
+    if time_us is None or algbw is None or busbw is None:
+        raise RcclOutputError(f"a result row's {which} figures are not numbers: {side}")
+    wrong = side.get("nwrong")
+    if wrong is not None and _number_of(wrong) is None:
+        raise RcclOutputError(f"a result row's {which} #wrong is not a number: {wrong!r}")
+    return time_us, algbw, busbw, _number_of(wrong)
+
+
+def _json_row(entry: object) -> CollectiveRow:
+    if not isinstance(entry, dict) or not isinstance(entry.get("size"), int):
+        raise RcclOutputError(f"a result row without a size: {entry!r}")
+    out = _measured(entry.get("out_of_place"), "out-of-place")
+    inp = _measured(entry.get("in_place"), "in-place")
+    root_text = str(entry.get("root", "")).strip()
+    redop = entry.get("redop")
+    return CollectiveRow(
+        size_bytes=int(entry["size"]), count=int(entry.get("count") or 0), dtype=str(entry.get("type")),
+        redop=None if redop is None else str(redop),
+        root=int(root_text) if _is_int(root_text) else None,
+        out_time_us=out[0], out_algbw_gbs=out[1], out_busbw_gbs=out[2], out_wrong=out[3],
+        in_time_us=inp[0], in_algbw_gbs=inp[1], in_busbw_gbs=inp[2], in_wrong=inp[3])
+
+
+def parse_collective_json(text: str) -> CollectiveTable:
+    """The `-J` document as the table the text reader gives; RcclOutputError on anything else
+    (a run cut short leaves the document unclosed: not JSON, refused, the text table stands)."""
+    import json
+
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise RcclOutputError(f"the -J report is not JSON: {error}") from None
+    results = document.get("results") if isinstance(document, dict) else None
+    if not isinstance(results, list):
+        raise RcclOutputError("the -J report has no `results` list")
+    rows = tuple(_json_row(entry) for entry in results)
+    average = document.get("average_bus_bandwidth")
+    avg = _number_of(average.get("bandwidth")) if isinstance(average, dict) else None
+    bounds_doc = document.get("out_of_bounds")
+    okay = bounds_doc.get("okay") if isinstance(bounds_doc, dict) else None
+    bounds = None if okay is None else str(okay).lower() == "true"
+    config = document.get("config")
+    devices = config.get("devices") if isinstance(config, dict) else None
+    ranks = tuple(RankLine(int(d["rank"]), int(d.get("pid", 0)), str(d.get("hostname", "")))
+                  for d in (devices if isinstance(devices, list) else [])
+                  if isinstance(d, dict) and isinstance(d.get("rank"), int))
+    errors = document.get("errors")
+    said = tuple(str(e) for e in (errors if isinstance(errors, list) else []) if str(e).strip())
+    version = _version_code(document.get("rccl_version", document.get("nccl_version")))
+    return CollectiveTable("root/#wrong", rows, avg, bounds, version, said, _JSON_COLUMNS, 1, ranks,
+                           (len(ranks),) if ranks else ())
