@@ -13,13 +13,17 @@ node1's fab0 address):
    checksum would: TCP cannot catch it; only the end-to-end digest does. Reported: the time
    from the start to the first corrupted block seen.
 
-    python benchmarks/soak_lab.py [--seconds 20]
+    python benchmarks/soak_lab.py [--seconds 20] [--soak OTHER/soak.py]
+
+`--soak` runs another version of the node program (e.g. `git show REV:strixwizard/onnode/soak.py`)
+in the same lab right after, so two versions are compared side by side on the same load.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,10 +101,10 @@ def bulk(a: LabHost, b: LabHost, address: str, seconds: float) -> float:
     return (int(sent) + int(got)) * 8 / float(took) / 1e9
 
 
-def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool
+def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool, program: str = SOAK
          ) -> tuple[dict[str, object], dict[str, object], float | None]:
     port = "5302"
-    server = in_ns(b, PYTHON, SOAK, "server", "127.0.0.1" if relay else address, port,
+    server = in_ns(b, PYTHON, program, "server", "127.0.0.1" if relay else address, port,
                    str(1 << 62), str(seconds))
     wait_listening(server)
     target, relay_proc = port, None
@@ -110,7 +114,7 @@ def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool
         wait_listening(relay_proc)
         target = "5303"
     started = time.monotonic()
-    client = in_ns(a, PYTHON, SOAK, "client", address, target, str(1 << 62), str(seconds))
+    client = in_ns(a, PYTHON, program, "client", address, target, str(1 << 62), str(seconds))
     detected = None
     assert server.stdout is not None
     result_s: dict[str, object] = {}
@@ -131,19 +135,32 @@ def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of bulk then soak")
+    parser.add_argument("--soak", help="another version of the node program, run after this one")
     args = parser.parse_args()
     require_lab_tools()
     sweep_stale_labs()
     with tempfile.TemporaryDirectory() as tmp, Lab(Path(tmp), 2) as lab:
         a, b = lab.hosts[0], lab.hosts[1]
         address = str(b.fabric_addr)
-        gbps = bulk(a, b, address, args.seconds)
-        print(f"plain duplex bulk TCP (Python, 64 KiB writes): {gbps:.2f} Gb/s both directions")
-        c, s, _ = soak(a, b, address, args.seconds, relay=False)
-        took = float(c["seconds"])  # type: ignore[arg-type]
-        moved = (int(c["received_bytes"]) + int(s["received_bytes"])) * 8 / took / 1e9  # type: ignore[call-overload]
-        print(f"soak, clean: {moved:.2f} Gb/s both directions ({moved / gbps:.0%} of bulk); "
-              f"corrupted blocks: {c['corrupted']} + {s['corrupted']}")
+        # The machine is shared: bulk and soak alternate, each soak compared with the bulk run
+        # just before it, and the median of the rounds reported.
+        programs = [("soak", SOAK)] + ([(f"soak {args.soak}", args.soak)] if args.soak else [])
+        ratios: dict[str, list[float]] = {label: [] for label, _ in programs}
+        for round_ in range(1, args.repeat + 1):
+            for label, program in programs:
+                gbps = bulk(a, b, address, args.seconds)
+                c, s, _ = soak(a, b, address, args.seconds, relay=False, program=program)
+                took = float(c["seconds"])  # type: ignore[arg-type]
+                moved = (int(c["received_bytes"]) + int(s["received_bytes"])) * 8 / took / 1e9  # type: ignore[call-overload]
+                ratios[label].append(moved / gbps)
+                print(f"round {round_}: plain duplex bulk TCP (Python, 64 KiB writes) "
+                      f"{gbps:.2f} Gb/s; {label}, clean: {moved:.2f} Gb/s both directions "
+                      f"({moved / gbps:.0%} of bulk); corrupted blocks: {c['corrupted']} + "
+                      f"{s['corrupted']}", flush=True)
+        for label, values in ratios.items():
+            print(f"{label}: median {statistics.median(values):.0%} of bulk over {len(values)} "
+                  f"round(s) ({', '.join(f'{v:.0%}' for v in values)})")
         c, s, detected = soak(a, b, address, args.seconds, relay=True)
         print(f"soak through the relay (1 flip per {FLIP_EVERY} bytes node0 -> node1): "
               f"corrupted {s['corrupted']} of {s['blocks']} blocks received by node1, "
