@@ -294,3 +294,4 @@ def tunnelled_connectx_pair(usb4_gbps: int = 40, device_id: int = 0x1015, speed:
         tunnelled_nic(node, ip, mac, usb4_gbps, device_id, speed, tunnelled)
         nodes[name] = node
     return nodes
+SCENARIOS["tunnel"] = tunnelled_connectx_pair
