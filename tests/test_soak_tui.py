@@ -143,3 +143,63 @@ def test_the_verdict_line_names_what_decided_it() -> None:
     grown = Measurement("counters", "fabric", "counters", ("a", "b"), Status.WARN,
                         "a:thunderbolt0 rx_crc_errors +7 while TCP soak")
     assert verdict_line([soak(Status.PASS, 0), grown]).startswith("Soak WARN")
+
+
+@sync
+async def test_the_wizard_soaks_every_pair_of_a_lab_site_over_ssh_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: object) -> None:
+    """Three lab nodes reached over SSH: "every pair" soaks node0-node1, node0-node2 and
+    node1-node2 in the matrix's rounds, each judged per direction; no soak program is left on
+    any node."""
+    from tests.lab import Lab, require_lab_tools
+    from tests.test_tui_lab import discovered
+
+    require_lab_tools()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # type: ignore[attr-defined]
+    with Lab(tmp_path / "lab", 3) as lab:
+        site = lab.write_site_yaml(tmp_path / "site.yaml")
+        from strixwizard.tui.app import WizardApp
+
+        app = WizardApp(site_file=site, services=Services(soak_bytes=8 << 20))
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("n")
+            await discovered(app, pilot)
+            await pilot.press(key_of("test"))
+            await settle(app, pilot)
+            await pilot.press("s")
+            await pilot.pause()
+            assert isinstance(app.screen, SoakModal)
+            await pilot.click("#soak-every-pair")
+            await pilot.click("#soak-seconds-1")  # 10 s: the 8 MiB each way ends it sooner
+            assert sorted(app.screen.choice().pairs) == [("node0", "node1"), ("node0", "node2"),
+                                                         ("node1", "node2")]
+            await pilot.press("s")
+            await pilot.pause()
+            await wait_for_tests(app, pilot, 120)
+            soak = live_state(app).soak
+            assert soak is not None and soak.outcome == "done"
+            verdicts = [m for m in soak.results if m.kind == "soak"]
+            assert sorted(tuple(sorted(m.pair)) for m in verdicts) == [
+                ("node0", "node1"), ("node0", "node2"), ("node1", "node2")]
+            assert all(m.status is Status.PASS for m in verdicts), [m.summary for m in verdicts]
+            rows = cells(app.screen.query_one(SoakPanel).query_one(DataTable))
+            assert len(rows) == 6 and all(r[1] == "8" and r[6] == "PASS" for r in rows), rows
+        # The soak programs this lab started (their argv names a lab address); the namespaces
+        # share the machine's process table, where other runs may soak too.
+        addresses = [a for h in lab.hosts for a in (h.mgmt_addr, h.fabric_addr) if a]
+        listing = lab.hosts[0].run_in_node(["ps", "-ww", "-eo", "args"]).stdout.splitlines()
+        left = [line[:80] for line in listing if SOAK_MARK in line
+                and any(f" {a} " in line for a in addresses)]
+        assert left == []
+
+
+def test_the_cli_prints_a_pairs_progress_every_five_seconds_on_stderr(
+        capsys: object) -> None:
+    from strixwizard.cli.live_run import _soak_progress
+
+    say = _soak_progress()
+    for second in range(1, 12):
+        say(SoakProgress(("a", "b"), float(second), 30.0, 1 << 30, (second << 20, second << 20), 0))
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err.splitlines() == ["  soak a-b: 5 of 30 s, a -> b 5 MiB, b -> a 5 MiB checked",
+                                "  soak a-b: 10 of 30 s, a -> b 10 MiB, b -> a 10 MiB checked"]
