@@ -203,3 +203,22 @@ def test_the_cli_prints_a_pairs_progress_every_five_seconds_on_stderr(
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert err.splitlines() == ["  soak a-b: 5 of 30 s, a -> b 5 MiB, b -> a 5 MiB checked",
                                 "  soak a-b: 10 of 30 s, a -> b 10 MiB, b -> a 10 MiB checked"]
+
+
+@sync
+async def test_a_one_node_site_is_told_a_soak_needs_two_nodes(tmp_path: Path) -> None:
+    from tests.test_tui_walk import next_to
+
+    demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo"
+    site = tmp_path / "site.yaml"
+    site.write_text("site: one\nnodes:\n"
+                    f"  - name: node-a\n    snapshot: {demo / 'snapshots' / 'node-a.tar.gz'}\n")
+    app = make_app(site_file=site)
+    async with app.run_test(size=SIZE) as pilot:
+        await next_to(app, pilot, "discover")
+        await pilot.press(key_of("test"))
+        await settle(app, pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        assert not isinstance(app.screen, SoakModal)
+        assert any("A soak needs two nodes" in n.message for n in app._notifications)

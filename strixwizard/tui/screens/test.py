@@ -173,11 +173,15 @@ class TestScreen(StepScreen, step="test", state=TestState):
         if discovery is None:
             return
         nodes = [spec.name for spec in discovery.site.nodes]
+        pairs = planned_pairs(discovery.site)
+        if not pairs:
+            self.notify("A soak needs two nodes; the site has fewer.", severity="warning")
+            return
 
         def chosen(choice: SoakChoice | None) -> None:
             if choice is not None:
                 self.post_message(RunSoak(choice.pairs, choice.seconds))
-        self.app.push_screen(SoakModal(planned_pairs(discovery.site), nodes, SOAK_SECONDS), chosen)
+        self.app.push_screen(SoakModal(pairs, nodes, SOAK_SECONDS), chosen)
 
     def action_cancel_tests(self) -> None:
         self.post_message(CancelTests())
