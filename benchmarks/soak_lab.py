@@ -3,9 +3,9 @@ TCP, and the time it takes to find a corruption injected at 1 in 10^6 frames.
 
 Builds a real 2-host lab (network namespaces; needs root). On the fabric veth (node0 ->
 node1's fab0 address):
-1. plain duplex bulk TCP: the same Python, the same block size, no pattern and no digest
-   (this machine has no iperf3: the baseline is the stream the soak would be without its
-   checks);
+1. plain duplex bulk TCP: the same Python, no pattern and no digest, 128 KiB writes (iperf3's
+   default TCP buffer length, `-l`; this machine has no iperf3: the baseline is the stream the
+   soak would be without its checks);
 2. the soak, clean: throughput per direction, no corrupted block;
 3. the soak through a relay process in node1 that flips the last byte of every 1448 * 10^6 bytes
    of the node0 -> node1 stream (one 1448-byte TCP payload in 10^6 at MTU 1500). The relay reads
@@ -46,9 +46,9 @@ if role == "server":
     l.bind((addr, port)); l.listen(1); print("listening", flush=True); s, _ = l.accept()
 else:
     s = socket.create_connection((addr, port))
-block = bytes(64 * 1024); start = time.monotonic(); deadline = start + seconds; got = [0]
+block = bytes(128 * 1024); start = time.monotonic(); deadline = start + seconds; got = [0]
 def rx():
-    buf = bytearray(64 * 1024)
+    buf = bytearray(128 * 1024)
     while True:
         n = s.recv_into(buf)
         if not n: return
@@ -172,7 +172,7 @@ def main() -> int:
                 moved = moved_bytes * 8 / took / 1e9
                 costs[label].append(soak_cpu / (moved_bytes / 1e9))
                 ratios[label].append(moved / gbps)
-                print(f"round {round_}: plain duplex bulk TCP (Python, 64 KiB writes) "
+                print(f"round {round_}: plain duplex bulk TCP (Python, 128 KiB writes) "
                       f"{gbps:.2f} Gb/s; {label}, clean: {moved:.2f} Gb/s both directions "
                       f"({moved / gbps:.0%} of bulk); corrupted blocks: {c['corrupted']} + "
                       f"{s['corrupted']}; CPU s per GB moved: bulk {costs['bulk'][-1]:.2f}, "

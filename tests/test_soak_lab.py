@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from strixwizard.onnode import soak as soak_program
 from tests.conftest import run_cli
 from tests.lab import Lab, lab_fixture
 
@@ -141,10 +142,12 @@ exec /usr/bin/python3 "$@"
     to_b, to_a = soak["detail"]["directions"]
     assert (to_b["from"], to_b["corrupted"], to_b["bytes"]) == ("node0", 8, 64 << 20)
     assert to_a["corrupted"] == 0 and to_a["bytes"] == 64 << 20
-    # the first flip: the last byte of the first 8 MiB, the end of block 127's digest field
+    # the first flip: the last byte of the first 8 MiB, the end of the last block's digest field
+    last = (8 << 20) // soak_program.BLOCK - 1
     assert to_b["faults"][0] == (
-        f"block 127 at stream offset {127 << 16}: digest mismatch, first bad byte at the digest "
-        f"field (stream offsets {(8 << 20) - 16}..{(8 << 20) - 1})"), to_b["faults"]
+        f"block {last} at stream offset {last * soak_program.BLOCK}: digest mismatch, first bad "
+        f"byte at the digest field (stream offsets {(8 << 20) - 16}..{(8 << 20) - 1})"
+    ), to_b["faults"]
     assert "bytes arrived wrong" in soak["summary"]
 
 

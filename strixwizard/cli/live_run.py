@@ -52,8 +52,8 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
                             tcp_only=tcp_only)
     settings.perftest = type(settings.perftest)(size=args.size)
     soak_bytes = getattr(args, "bytes", 1 << 30)
-    if not 1 << 16 <= soak_bytes <= 1 << 40:
-        raise UsageError("--bytes must be between 65536 and 1099511627776")
+    if not 1 << 18 <= soak_bytes <= 1 << 40:  # at least one soak block (256 KiB)
+        raise UsageError("--bytes must be between 262144 and 1099511627776")
     _all_pairs(args)
     progress = None if args.json else _soak_progress()
     settings.soak = SoakSettings(bytes=soak_bytes, seconds=args.seconds, progress=progress)

@@ -21,7 +21,7 @@ from strixwizard.tui.text import lines, outside
 from strixwizard.tui.widgets.table import TextTable
 
 #: What the soak proves and how it judges, in the dialog and the panel.
-RULE = ("Both directions at once; every 64 KiB block carries its position and a BLAKE2 digest, so "
+RULE = ("Both directions at once; every 256 KiB block carries its position and a BLAKE2 digest, so "
         "a flipped, dropped, duplicated or reordered byte is found and located. FAIL: a block "
         "arrived wrong. WARN: every byte right, but the links' error counters grew (frames "
         "damaged below TCP). PASS otherwise. Esc stops it; nothing stays on the nodes.")
