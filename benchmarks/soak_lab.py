@@ -3,9 +3,9 @@ TCP, and the time it takes to find a corruption injected at 1 in 10^6 frames.
 
 Builds a real 2-host lab (network namespaces; needs root). On the fabric veth (node0 ->
 node1's fab0 address):
-1. plain duplex bulk TCP: the same Python, the same block size, no pattern and no digest
-   (this machine has no iperf3: the baseline is the stream the soak would be without its
-   checks);
+1. plain duplex bulk TCP: the same Python, no pattern and no digest, 128 KiB writes (iperf3's
+   default TCP buffer length, `-l`; this machine has no iperf3: the baseline is the stream the
+   soak would be without its checks);
 2. the soak, clean: throughput per direction, no corrupted block;
 3. the soak through a relay process in node1 that flips the last byte of every 1448 * 10^6 bytes
    of the node0 -> node1 stream (one 1448-byte TCP payload in 10^6 at MTU 1500). The relay reads
@@ -13,13 +13,18 @@ node1's fab0 address):
    checksum would: TCP cannot catch it; only the end-to-end digest does. Reported: the time
    from the start to the first corrupted block seen.
 
-    python benchmarks/soak_lab.py [--seconds 20]
+    python benchmarks/soak_lab.py [--seconds 20] [--repeat 3] [--relay-seconds 60] [--soak OTHER/soak.py]
+
+`--soak` runs another version of the node program (e.g. `git show REV:strixwizard/onnode/soak.py`)
+in the same lab right after, so two versions are compared side by side on the same load.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,9 +46,9 @@ if role == "server":
     l.bind((addr, port)); l.listen(1); print("listening", flush=True); s, _ = l.accept()
 else:
     s = socket.create_connection((addr, port))
-block = bytes(64 * 1024); start = time.monotonic(); deadline = start + seconds; got = [0]
+block = bytes(128 * 1024); start = time.monotonic(); deadline = start + seconds; got = [0]
 def rx():
-    buf = bytearray(64 * 1024)
+    buf = bytearray(128 * 1024)
     while True:
         n = s.recv_into(buf)
         if not n: return
@@ -87,6 +92,13 @@ def wait_listening(proc: subprocess.Popen[str]) -> None:
         raise SystemExit(f"server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far: the load-independent
+    cost of a run is the difference around it (every run's processes are waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def bulk(a: LabHost, b: LabHost, address: str, seconds: float) -> float:
     server = in_ns(b, PYTHON, "-c", BULK, "server", address, "5301", str(seconds))
     wait_listening(server)
@@ -97,10 +109,10 @@ def bulk(a: LabHost, b: LabHost, address: str, seconds: float) -> float:
     return (int(sent) + int(got)) * 8 / float(took) / 1e9
 
 
-def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool
+def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool, program: str = SOAK
          ) -> tuple[dict[str, object], dict[str, object], float | None]:
     port = "5302"
-    server = in_ns(b, PYTHON, SOAK, "server", "127.0.0.1" if relay else address, port,
+    server = in_ns(b, PYTHON, program, "server", "127.0.0.1" if relay else address, port,
                    str(1 << 62), str(seconds))
     wait_listening(server)
     target, relay_proc = port, None
@@ -110,7 +122,7 @@ def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool
         wait_listening(relay_proc)
         target = "5303"
     started = time.monotonic()
-    client = in_ns(a, PYTHON, SOAK, "client", address, target, str(1 << 62), str(seconds))
+    client = in_ns(a, PYTHON, program, "client", address, target, str(1 << 62), str(seconds))
     detected = None
     assert server.stdout is not None
     result_s: dict[str, object] = {}
@@ -131,20 +143,46 @@ def soak(a: LabHost, b: LabHost, address: str, seconds: float, relay: bool
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of bulk then soak")
+    parser.add_argument("--relay-seconds", type=float, default=60.0,
+                        help="the corruption run's bound (the aim: found within 300 s)")
+    parser.add_argument("--soak", help="another version of the node program, run after this one")
     args = parser.parse_args()
     require_lab_tools()
     sweep_stale_labs()
     with tempfile.TemporaryDirectory() as tmp, Lab(Path(tmp), 2) as lab:
         a, b = lab.hosts[0], lab.hosts[1]
         address = str(b.fabric_addr)
-        gbps = bulk(a, b, address, args.seconds)
-        print(f"plain duplex bulk TCP (Python, 64 KiB writes): {gbps:.2f} Gb/s both directions")
-        c, s, _ = soak(a, b, address, args.seconds, relay=False)
-        took = float(c["seconds"])  # type: ignore[arg-type]
-        moved = (int(c["received_bytes"]) + int(s["received_bytes"])) * 8 / took / 1e9  # type: ignore[call-overload]
-        print(f"soak, clean: {moved:.2f} Gb/s both directions ({moved / gbps:.0%} of bulk); "
-              f"corrupted blocks: {c['corrupted']} + {s['corrupted']}")
-        c, s, detected = soak(a, b, address, args.seconds, relay=True)
+        # The machine is shared: bulk and soak alternate, each soak compared with the bulk run
+        # just before it, and the median of the rounds reported.
+        programs = [("soak", SOAK)] + ([(f"soak {args.soak}", args.soak)] if args.soak else [])
+        ratios: dict[str, list[float]] = {label: [] for label, _ in programs}
+        costs: dict[str, list[float]] = {"bulk": [], **{label: [] for label, _ in programs}}
+        for round_ in range(1, args.repeat + 1):
+            for label, program in programs:
+                cpu = children_cpu()
+                gbps = bulk(a, b, address, args.seconds)
+                bulk_cpu = children_cpu() - cpu
+                costs["bulk"].append(bulk_cpu / (gbps * args.seconds / 8))  # CPU s per GB
+                cpu = children_cpu()
+                c, s, _ = soak(a, b, address, args.seconds, relay=False, program=program)
+                soak_cpu = children_cpu() - cpu
+                took = float(c["seconds"])  # type: ignore[arg-type]
+                moved_bytes = int(c["received_bytes"]) + int(s["received_bytes"])  # type: ignore[call-overload]
+                moved = moved_bytes * 8 / took / 1e9
+                costs[label].append(soak_cpu / (moved_bytes / 1e9))
+                ratios[label].append(moved / gbps)
+                print(f"round {round_}: plain duplex bulk TCP (Python, 128 KiB writes) "
+                      f"{gbps:.2f} Gb/s; {label}, clean: {moved:.2f} Gb/s both directions "
+                      f"({moved / gbps:.0%} of bulk); corrupted blocks: {c['corrupted']} + "
+                      f"{s['corrupted']}; CPU s per GB moved: bulk {costs['bulk'][-1]:.2f}, "
+                      f"soak {costs[label][-1]:.2f}", flush=True)
+        for label, values in ratios.items():
+            print(f"{label}: median {statistics.median(values):.0%} of bulk over {len(values)} "
+                  f"round(s) ({', '.join(f'{v:.0%}' for v in values)}); CPU s per GB moved: "
+                  f"median {statistics.median(costs[label]):.2f} (bulk "
+                  f"{statistics.median(costs['bulk']):.2f})")
+        c, s, detected = soak(a, b, address, args.relay_seconds, relay=True)
         print(f"soak through the relay (1 flip per {FLIP_EVERY} bytes node0 -> node1): "
               f"corrupted {s['corrupted']} of {s['blocks']} blocks received by node1, "
               f"{c['corrupted']} by node0; first found after "

@@ -8,7 +8,7 @@ from checks.scope import PCI_CAPTURED, RDMA_NICS, rdma_nics
 from strixwizard.checking.declare import failed, node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.ethtool import driver_info_argv
-from strixwizard.facts.nic import Nic
+from strixwizard.facts.nic import PCIE_RDMA_EFFICIENCY, Nic, PcieTunnel, lane_gbps
 from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.vendors import rdma_nic_families
@@ -88,9 +88,40 @@ def _port_gbps(node: NodeFacts, nic: Nic) -> tuple[float | None, str]:
     return None, ""
 
 
+#: The PCIe a USB4/Thunderbolt link tunnels: Thunderbolt 3, Thunderbolt 4 and USB4 40 Gb/s carry
+#: PCIe 3.0 x4 (Thunderbolt 4 requires the full 32 Gb/s of it, Thunderbolt 3 only 16), Thunderbolt
+#: 5 / USB4 v2 (80 Gb/s) PCIe 4.0 x4
+#: (https://en.wikipedia.org/wiki/Thunderbolt_(interface); Thunderbolt 4's 32 Gb/s PCIe
+#: requirement: https://www.purplelec.com/info-detail/thunderbolt-4-certification).
+def tunnel_pcie_gbps(usb4_gbps: float | None) -> float:
+    return lane_gbps(16.0) * 4 if usb4_gbps is not None and usb4_gbps > 40 else lane_gbps(8.0) * 4
+
+
+def _tunnel(node: NodeFacts, tunnel: PcieTunnel) -> tuple[float, str]:
+    """The tunnel's ceiling in Gb/s and its description: the PCIe it carries, and the USB4 link
+    it shares (the slowest connected USB4 device when there are several: sysfs does not say
+    which router holds which PCIe tunnel)."""
+    devices = [p for p in node.usb4.peers if p.kind == "device" and p.link_gbps]
+    where = f"host port {tunnel.host_port or '?'} -> enclosure port {tunnel.enclosure_port}"
+    if not devices:
+        pcie = tunnel_pcie_gbps(None)
+        return pcie, (f"behind a USB4/Thunderbolt PCIe tunnel ({where}; USB4 link rate not "
+                      f"read): at most {pcie:.0f} Gb/s of PCIe")
+    slowest = min(devices, key=lambda p: p.link_gbps or 0.0)
+    usb4 = float(slowest.link_gbps or 0.0)
+    pcie = tunnel_pcie_gbps(usb4)
+    which = "one of the USB4 devices, " if len(devices) > 1 else ""
+    name = " ".join(x for x in (slowest.vendor_name, slowest.device_name) if x) or slowest.name
+    lanes = f"{slowest.rx_lanes} x {slowest.rx_speed_gbps:g} Gb/s = " if slowest.rx_lanes else ""
+    return min(usb4, pcie), (f"behind a USB4/Thunderbolt PCIe tunnel ({where}; {which}{name} "
+                             f"[{slowest.name}], USB4 link {lanes}{usb4:g} Gb/s): at most "
+                             f"{min(usb4, pcie):.0f} Gb/s of PCIe")
+
+
 @node_check("nic.pcie_link", per=RDMA_NICS)
 def pcie_link(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
-    """Compares usable PCIe bandwidth (trained speed x width) with the port speed; notes downgrades."""
+    """Compares usable PCIe bandwidth (trained speed x width) with the port speed; notes downgrades.
+    Behind a USB4/Thunderbolt PCIe tunnel, the tunnel's ceiling counts too, and is named."""
     entity = f"{node.name}/{nic.address}"
     link = nic.pcie
     if link is None or link.gbps is None:
@@ -98,9 +129,17 @@ def pcie_link(node: NodeFacts, site: Site, nic: Nic) -> Iterator[Finding]:
         return
     port, what = _port_gbps(node, nic)
     observed = f"{nic.model}: PCIe {link.describe()} = {link.gbps:.0f} Gb/s"
+    ceiling, cure = link.gbps, "Move the card to a wider/faster slot if the board has one."
+    if nic.tunnel is not None:
+        tunnel_gbps, named = _tunnel(node, nic.tunnel)
+        observed += f"; {named}"
+        ceiling = min(ceiling, tunnel_gbps)
+        if tunnel_gbps < link.gbps:
+            cure = ("The tunnel, not the card's slot, is the limit: a PCIe slot or M.2/OCuLink "
+                    "adapter inside the node lifts it; otherwise accept it.")
     if port is None:
         yield skipped(entity, f"{observed}; port speed unknown")
         return
-    yield verdict(link.gbps >= port, entity, observed, f">= {port:g} Gb/s ({what})",
-                  f"RDMA bandwidth is capped near {link.rdma_ceiling_gbps or 0:.0f} Gb/s; latency is not "
-                  "affected. Move the card to a wider/faster slot if the board has one.")
+    yield verdict(ceiling >= port, entity, observed, f">= {port:g} Gb/s ({what})",
+                  f"RDMA bandwidth is capped near {ceiling * PCIE_RDMA_EFFICIENCY:.0f} Gb/s; latency "
+                  f"is not affected. {cure}")

@@ -235,3 +235,63 @@ def thunderbolt_bond_pair(mode: str = "balance-rr 0", tcp_reordering: int | None
 
 
 SCENARIOS["bond"] = thunderbolt_bond_pair
+
+
+#: A NIC in a Thunderbolt enclosure, as the kernel lays it out in sysfs. The chain's shape —
+#: the host's tunnel port, the enclosure's PCIe switch upstream port, one of its downstream
+#: ports, the NIC two buses below the host's port — follows published layouts of Thunderbolt
+#: 10 GbE adapters (the OWC Thunderbolt 3 10G adapter's AQC107 at 0000:0c:00.0 below a
+#: JHL6540's hot-plug port, github.com/Aquantia/AQtion-esxi/issues/18 with the JHL6540 tree of
+#: github.com/intel/thunderbolt-software-user-space/issues/8; Titan Ridge 8086:15ea switch
+#: ports in github.com/AdityaGarg8/pve-edge-kernel-t2/issues/7). STAND-IN parts, not from a
+#: published Strix Halo capture (none was found): the addresses, the host port 0000:00:03.1,
+#: the enclosure's bridge ID (8086:15ef, JHL7440 in pci.ids) and the router's names. Every
+#: tunnelled function carries `removable` = "removable" as drivers/pci/probe.c sets it.
+TUNNEL_HOST_PORT = "0000:00:03.1"
+TUNNEL_CHAIN = ("0000:62:00.0", "0000:63:01.0")  # enclosure upstream port, downstream port
+
+
+def tunnelled_nic(node: FakeNode, ipv4: str, mac: str, usb4_gbps: int, device_id: int,
+                  speed: int, tunnelled: bool = True) -> None:
+    """The node's USB4 host routers, an enclosure router on port 1 trained at `usb4_gbps`,
+    and a ConnectX in the enclosure's x8 slot (PCIe 3.0 x8, 63 Gb/s: the card's own link is
+    no limit) behind the enclosure's PCIe switch. `tunnelled=False`: the same chain with no
+    `removable` marks (a card in the node's own slot behind a switch)."""
+    usb4_routers(node, None)
+    root = "/sys/devices/pci0000:00/0000:00:08.3/0000:c7:00.5/domain0/0-0"
+    node.rel_link("/sys/bus/thunderbolt/devices/0-1", f"{root}/0-1")
+    node.file(f"{root}/0-1/uevent", "DEVTYPE=thunderbolt_device\n")
+    node.file(f"{root}/0-1/generation", "3\n")
+    node.file(f"{root}/0-1/vendor_name", "Example Vendor\n")
+    node.file(f"{root}/0-1/device_name", "Thunderbolt PCIe enclosure\n")
+    for side in ("rx", "tx"):
+        node.file(f"{root}/0-1/{side}_speed", f"{usb4_gbps / 2:.1f} Gb/s\n")
+        node.file(f"{root}/0-1/{side}_lanes", "2\n")
+    parent = TUNNEL_HOST_PORT
+    node.pci_device(TUNNEL_HOST_PORT, 0x1022, 0x14EF, 0x060400, "pcieport", bridge="")
+    for address in TUNNEL_CHAIN:
+        directory = node.pci_device(address, 0x8086, 0x15EF, 0x060400, "pcieport", bridge=parent,
+                                    link=("8.0 GT/s PCIe", 4, "8.0 GT/s PCIe", 4))
+        if tunnelled:
+            node.file(f"{directory}/removable", "removable\n")
+        parent = f"{parent}/{address}"
+    connectx(node, ipv4, mac, address="0000:64:00.0", bridge=parent, device_id=device_id,
+             speed=speed, netdev="enp100s0f0np0",
+             pcie=("8.0 GT/s PCIe", 8, "8.0 GT/s PCIe", 8))
+    if tunnelled:
+        node.file(f"/sys/devices/pci0000:00/{parent}/0000:64:00.0/removable", "removable\n")
+
+
+def tunnelled_connectx_pair(usb4_gbps: int = 40, device_id: int = 0x1015, speed: int = 25000,
+                            tunnelled: bool = True) -> Nodes:
+    """Two Strix Halo nodes, each with a ConnectX (default ConnectX-4 Lx, 25 GbE) in a
+    Thunderbolt enclosure on a USB4 cable trained at `usb4_gbps`, the NICs cabled back to back
+    (the "25 GbE over Thunderbolt" clusters of kyuz0/amd-strix-halo-vllm-toolboxes issue 80)."""
+    nodes = {}
+    for name, host, ip, mac in (("node-a", "tb25-a", "10.25.0.1/24", "0c:42:a1:25:00:01"),
+                                ("node-b", "tb25-b", "10.25.0.2/24", "0c:42:a1:25:00:02")):
+        node = strix_halo_node(host)
+        tunnelled_nic(node, ip, mac, usb4_gbps, device_id, speed, tunnelled)
+        nodes[name] = node
+    return nodes
+SCENARIOS["tunnel"] = tunnelled_connectx_pair

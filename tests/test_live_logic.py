@@ -348,3 +348,15 @@ def test_doctor_does_not_import_the_live_tests_heavy_parts() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           timeout=60)
     assert done.stdout.strip() == "[]"
+
+
+def test_pairs_in_rounds_keep_disjoint_pairs_together_in_the_matrix_order() -> None:
+    from strixwizard.live.schedule import in_rounds, rounds
+
+    nodes = ["a", "b", "c", "d"]
+    every = [p for r in rounds(nodes) for p in r]
+    assert in_rounds(every, nodes) == rounds(nodes)
+    assert in_rounds([("a", "b")], nodes) == [[("a", "b")]]
+    some = in_rounds([("c", "d"), ("a", "b"), ("b", "a")], nodes)
+    assert some[0] == [("a", "b"), ("c", "d")] or some[0] == [("c", "d"), ("a", "b")]
+    assert some[-1] == [("b", "a")]  # not as the rounds hold it: alone, last

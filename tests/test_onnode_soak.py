@@ -58,8 +58,8 @@ def test_clean_duplex_run_moves_every_block_both_ways_and_finds_nothing() -> Non
 
 def test_relay_flipping_one_byte_per_mib_is_found_and_located_in_that_direction_only() -> None:
     (_, seen_a), (_, seen_b) = run_pair(8 * MIB, flip_a_to_b=MIB)
-    # bytes 0, 1 MiB, 2 MiB ... of the a → b stream: the first byte of blocks 0, 16, 32 ...
-    assert seen_b.corrupted == 8 and seen_b.blocks == 128
+    # bytes 0, 1 MiB, 2 MiB ... of the a → b stream: the first byte of blocks 0, 4, 8 ...
+    assert seen_b.corrupted == 8 and seen_b.blocks == 8 * MIB // soak.BLOCK
     assert seen_b.faults[0] == ("block 0 at stream offset 0: digest mismatch, first bad byte at "
                                 "the index field (stream offsets 0..7)")
     assert seen_a.corrupted == 0 and seen_a.bytes == 8 * MIB

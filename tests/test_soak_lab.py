@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from strixwizard.onnode import soak as soak_program
 from tests.conftest import run_cli
 from tests.lab import Lab, lab_fixture
 
@@ -36,10 +37,20 @@ def test_clean_soak_over_the_fabric_veth_passes_with_both_directions(soaklab2: L
         assert "soak" not in ps, ps
 
 
-def test_soak_is_refused_in_the_demo_with_the_reason() -> None:
-    result = run_cli("test", "soak", "--demo", timeout=60)
-    assert result.rc == 2
-    assert "the demo has none" in result.stderr
+def test_the_demo_soak_runs_for_real_on_loopback_and_says_so() -> None:
+    result = run_cli("test", "soak", "--demo", "--json", "--seconds", "3", "--bytes",
+                     str(16 << 20), timeout=60)
+    soak = next(r for r in result.json()["results"] if r["kind"] == "soak")
+    assert soak["status"] == "pass" and "loopback on this machine" in soak["path"]
+    assert [d["bytes"] for d in soak["detail"]["directions"]] == [16 << 20, 16 << 20]
+    assert result.rc == 0
+
+
+def test_all_pairs_is_the_soaks_alone_and_excludes_pair() -> None:
+    other = run_cli("test", "latency", "--demo", "--all-pairs", timeout=60)
+    assert other.rc == 2 and "--all-pairs applies to soak" in other.stderr
+    both = run_cli("test", "soak", "--demo", "--all-pairs", "--pair", "node-a,node-b", timeout=60)
+    assert both.rc == 2 and "exclude each other" in both.stderr
 
 
 def _soak_running(host: object) -> bool:
@@ -131,8 +142,33 @@ exec /usr/bin/python3 "$@"
     to_b, to_a = soak["detail"]["directions"]
     assert (to_b["from"], to_b["corrupted"], to_b["bytes"]) == ("node0", 8, 64 << 20)
     assert to_a["corrupted"] == 0 and to_a["bytes"] == 64 << 20
-    # the first flip: the last byte of the first 8 MiB, the end of block 127's digest field
+    # the first flip: the last byte of the first 8 MiB, the end of the last block's digest field
+    last = (8 << 20) // soak_program.BLOCK - 1
     assert to_b["faults"][0] == (
-        f"block 127 at stream offset {127 << 16}: digest mismatch, first bad byte at the digest "
-        f"field (stream offsets {(8 << 20) - 16}..{(8 << 20) - 1})"), to_b["faults"]
+        f"block {last} at stream offset {last * soak_program.BLOCK}: digest mismatch, first bad "
+        f"byte at the digest field (stream offsets {(8 << 20) - 16}..{(8 << 20) - 1})"
+    ), to_b["faults"]
     assert "bytes arrived wrong" in soak["summary"]
+
+
+soaklab4 = lab_fixture(4, name="soaklab4")
+
+
+def test_all_pairs_soaks_every_pair_in_rounds_of_disjoint_pairs(soaklab4: Lab, tmp_path: Path
+                                                                ) -> None:
+    """Four nodes: six pairs in three rounds of two pairs at once (the matrix's schedule); each
+    round bounded by --seconds; every pair judged, nothing left on any node."""
+    site = soaklab4.write_site_yaml(tmp_path / "lab.yaml")
+    began = time.monotonic()
+    result = run_cli("test", "soak", "--site", str(site), "--all-pairs", "--json", "--seconds",
+                     "2", "--bytes", str(8 << 20), "--no-history", timeout=180)
+    took = time.monotonic() - began
+    soaks = [r for r in result.json()["results"] if r["kind"] == "soak"]
+    pairs = [tuple(r["pair"]) for r in soaks]
+    assert sorted(pairs) == sorted((f"node{a}", f"node{b}") for a in range(4)
+                                   for b in range(a + 1, 4)), pairs
+    assert all(r["status"] == "pass" for r in soaks), soaks
+    assert result.rc == 0, result.stdout + result.stderr
+    assert took < 3 * (2 + 30) + 30  # three rounds, each bounded by the soak's own limit
+    for host in soaklab4.hosts:
+        assert "soak" not in host.run_in_node(["ps", "-eo", "args"]).stdout

@@ -91,7 +91,8 @@ def _scenario_snapshots(tmp_path: Path) -> list[Path]:
     builders = [scenarios.healthy_e810_pair, scenarios.connectx6dx_pair,
                 scenarios.misconfigured_e810_pair, scenarios.downgraded_x4_pair,
                 scenarios.thunderbolt_only_pair, scenarios.infiniband_cx3_pair,
-                scenarios.non_strix_machine, scenarios.platform_faults_node]
+                scenarios.non_strix_machine, scenarios.platform_faults_node,
+                scenarios.tunnelled_connectx_pair]
     paths = sorted(DEMO.glob("*.tar.gz"))
     for builder in builders:
         for name, node in builder().items():

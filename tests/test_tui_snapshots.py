@@ -86,3 +86,16 @@ def test_fix_screen(snap_compare: SnapCompare) -> None:
 
 def test_report_screen_before_a_test_run(snap_compare: SnapCompare) -> None:
     assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=go_to("report"))
+
+
+def test_test_screen_soak_dialog(snap_compare: SnapCompare) -> None:
+    """s on the Test step: the soak's choice of pair and duration (its defaults selected)."""
+    arrive = go_to("test")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await arrive(pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=run_before)

@@ -45,6 +45,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--seconds", type=float, default=5.0, help="time bound of each timed loop (default 5)")
     test.add_argument("--bytes", type=int, default=1 << 30, metavar="N",
                       help="soak: bytes to send each way at most (default 1 GiB; --seconds bounds it too)")
+    test.add_argument("--all-pairs", action="store_true",
+                      help="soak: every pair, in the matrix's rounds of disjoint pairs (disjoint pairs "
+                      "at once; each round bounded by --seconds)")
     test.add_argument("--size", type=int, default=64,
                       help="message size in bytes, for every tool (default 64)")
     test.add_argument("--no-references", action="store_true", help="skip the sockperf/qperf references")

@@ -9,7 +9,7 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from strixwizard.cli.nextstep import same_command
@@ -20,7 +20,7 @@ from strixwizard.live.report import TestReport, matrix_json
 from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
 from strixwizard.live.schedule import rounds
-from strixwizard.live.soak import SoakSettings
+from strixwizard.live.soak import SoakProgress, SoakSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.node import signals
 from strixwizard.services.output import EXIT_NO_VERDICT
@@ -52,10 +52,23 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
                             tcp_only=tcp_only)
     settings.perftest = type(settings.perftest)(size=args.size)
     soak_bytes = getattr(args, "bytes", 1 << 30)
-    if not 1 << 16 <= soak_bytes <= 1 << 40:
-        raise UsageError("--bytes must be between 65536 and 1099511627776")
-    settings.soak = SoakSettings(bytes=soak_bytes, seconds=args.seconds)
+    if not 1 << 18 <= soak_bytes <= 1 << 40:  # at least one soak block (256 KiB)
+        raise UsageError("--bytes must be between 262144 and 1099511627776")
+    _all_pairs(args)
+    progress = None if args.json else _soak_progress()
+    settings.soak = SoakSettings(bytes=soak_bytes, seconds=args.seconds, progress=progress)
     return settings
+
+
+def _soak_progress(every: float = 5.0) -> Callable[[SoakProgress], None]:
+    """The soak's progress on stderr, a line per pair every `every` seconds (text output only)."""
+    shown: dict[tuple[str, str], float] = {}
+
+    def say(progress: SoakProgress) -> None:
+        if progress.elapsed - shown.get(progress.pair, 0.0) >= every:
+            shown[progress.pair] = progress.elapsed
+            print(f"  soak {progress.text}", file=sys.stderr, flush=True)
+    return say
 
 
 def _pair(args: argparse.Namespace, names: list[str]) -> tuple[str, str]:
@@ -72,6 +85,16 @@ def _pair(args: argparse.Namespace, names: list[str]) -> tuple[str, str]:
     return names[0], names[1]
 
 
+def _all_pairs(args: argparse.Namespace) -> bool:
+    wanted = bool(getattr(args, "all_pairs", False))
+    if wanted and args.kind != "soak":
+        raise UsageError(f"--all-pairs applies to soak; {args.kind} has its own pairs (matrix "
+                         "measures every pair)")
+    if wanted and args.pair:
+        raise UsageError("--all-pairs and --pair exclude each other")
+    return wanted
+
+
 def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, cancel: Cancel
           ) -> tuple[Site, Iterator[Measurement], list[str]]:
     from strixwizard.services.discover import read_nodes
@@ -85,8 +108,9 @@ def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, ca
     report.site = site.name
     names = [spec.name for spec in site.nodes]
     settings = _settings(args, site)
-    chosen, pairs = choose(args.kind, names, _pair(args, names) if args.pair or args.kind in (
-        "latency", "bandwidth", "soak") else None)
+    all_pairs = _all_pairs(args)
+    chosen, pairs = choose(args.kind, names, _pair(args, names) if args.pair or (args.kind in (
+        "latency", "bandwidth", "soak") and not all_pairs) else None, all_pairs)
     stream = site_stream(site, nodes, args.kind, chosen, pairs, settings, cancel, timing,
                          args.trust_new_hosts)
     return site, stream, chosen
@@ -127,9 +151,16 @@ def run_command(args: argparse.Namespace) -> int:
             decode, site, stream = _decode(args, cancel)
             if getattr(args, "transport", "all") == "tcp":  # TCP alone, judged: no RDMA asked for
                 stream = (m for m in stream if m.transport != "rdma")
-        elif args.demo and args.kind == "soak":
-            raise UsageError("the soak moves real bytes between nodes: the demo has none; run it "
-                             "on a site (--site FILE)")
+        elif args.demo and args.kind == "soak":  # for real on loopback, like the TCP baseline
+            from strixwizard.services.nodes import demo_site
+            from strixwizard.services.test import demo_soak
+
+            site = demo_site()
+            settings = _settings(args, site)
+            names = [spec.name for spec in site.nodes]
+            _, pairs = choose("soak", names, _pair(args, names) if args.pair else None,
+                              _all_pairs(args))
+            stream = demo_soak(pairs, settings.soak, cancel)
         elif args.demo:
             from strixwizard.services.nodes import demo_site
 

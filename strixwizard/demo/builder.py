@@ -127,7 +127,8 @@ class FakeNode:
                    driver: str | None, bridge: str = "0000:00:08.1",
                    link: tuple[str, int, str, int] | None = None) -> str:
         """Add a PCI function; returns its sysfs directory. `link` = (cur speed, width, max...)."""
-        directory = f"/sys/devices/pci0000:00/{bridge}/{address}"
+        below = f"{bridge}/{address}" if bridge else address  # "": a root port itself
+        directory = f"/sys/devices/pci0000:00/{below}"
         self.file(f"{directory}/vendor", f"0x{vendor:04x}\n")
         self.file(f"{directory}/device", f"0x{device:04x}\n")
         self.file(f"{directory}/class", f"0x{pci_class:06x}\n")
@@ -139,7 +140,7 @@ class FakeNode:
             self.file(f"{directory}/current_link_width", f"{width}\n")
             self.file(f"{directory}/max_link_speed", f"{max_speed}\n")
             self.file(f"{directory}/max_link_width", f"{max_width}\n")
-        self.link(f"/sys/bus/pci/devices/{address}", f"../../../devices/pci0000:00/{bridge}/{address}")
+        self.link(f"/sys/bus/pci/devices/{address}", f"../../../devices/pci0000:00/{below}")
         if driver is not None:
             self.link(f"{directory}/driver", f"../../../../bus/pci/drivers/{driver}")
         return directory

@@ -79,6 +79,40 @@ class PcieLink:
         return text
 
 
+#: A PCI function address in a sysfs path ("0000:c2:00.0")
+_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+@dataclass(frozen=True)
+class PcieTunnel:
+    """A NIC reached through a USB4/Thunderbolt PCIe tunnel (an enclosure on a USB4 cable).
+
+    The kernel marks every PCI device tunnelled below a USB4/Thunderbolt port `removable`
+    (drivers/pci/probe.c `pci_set_removable`, `pcie_is_tunneled`:
+    https://github.com/torvalds/linux/blob/master/drivers/pci/probe.c; the attribute:
+    https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-devices-removable). The first
+    removable bridge on the device's path is the enclosure's upstream port; the port above
+    it is the host's end of the tunnel. The NIC's own PCIe link (to the enclosure's bridge)
+    says nothing of the tunnel, which shares the USB4 link."""
+
+    host_port: str | None  # the host's PCIe port the tunnel leaves from
+    enclosure_port: str  # the first tunnelled bridge: the enclosure's upstream port
+    path: tuple[str, ...]  # PCI functions from the root port down to the NIC
+
+
+def pcie_tunnel(probe: Probe, address: str) -> PcieTunnel | None:
+    """The tunnel a PCI function sits behind, from its sysfs path and the `removable` marks."""
+    target = probe.readlink(f"/sys/bus/pci/devices/{address}")
+    path = tuple(part for part in (target or "").split("/") if _PCI_ADDRESS.match(part))
+    if not path or path[-1] != address:
+        return None
+    marks = [read_str(probe, f"/sys/bus/pci/devices/{a}/removable") == "removable" for a in path]
+    if not marks[-1]:
+        return None
+    first = marks.index(True)
+    return PcieTunnel(path[first - 1] if first else None, path[first], path)
+
+
 @dataclass(frozen=True)
 class Nic:
     pci: PciDevice
@@ -88,6 +122,7 @@ class Nic:
     pcie: PcieLink | None
     netdevs: tuple[str, ...]
     driver_info: DriverInfo | None  # ethtool -i of its first netdev
+    tunnel: PcieTunnel | None = None  # behind a USB4/Thunderbolt PCIe tunnel
 
     @property
     def address(self) -> str:
@@ -143,5 +178,6 @@ def nics(probe: Probe, pci: tuple[PciDevice, ...], netdevs_by_pci: dict[str, tup
             pcie=pcie_link(probe, device.address),
             netdevs=names,
             driver_info=driver_info(probe, names[0]) if names else None,
+            tunnel=pcie_tunnel(probe, device.address),
         ))
     return tuple(found)

@@ -42,6 +42,7 @@ _PCI_ATTRS = (
     "current_link_width",
     "max_link_speed",
     "max_link_width",
+    "removable",  # "removable": tunnelled below a USB4/Thunderbolt port (facts/nic.py PcieTunnel)
 )
 
 _CNP_COUNTERS = ("cnpSent", "cnpHandled", "RxECNMrkd", "np_cnp_sent", "rp_cnp_handled",
@@ -89,6 +90,7 @@ SPEC: CollectionSpec = {
         *(f"/sys/bus/thunderbolt/devices/*/{attr}" for attr in _TB_ATTRS),
     ],
     "links": [
+        "/sys/bus/pci/devices/*",  # the device's path from its root port (facts/nic.py PcieTunnel)
         "/sys/bus/pci/devices/*/driver",
         "/sys/class/drm/card*/device",
         "/sys/class/net/*",

@@ -21,7 +21,7 @@ from strixwizard.live.perftest import PerftestSettings, rdma_test
 from strixwizard.live.plan import PairPlan
 from strixwizard.live.rccl import RcclSettings, rccl_test
 from strixwizard.live.results import Measurement
-from strixwizard.live.schedule import rounds
+from strixwizard.live.schedule import in_rounds, rounds
 from strixwizard.live.soak import SoakSettings, tcp_soak
 from strixwizard.live.soft_rdma import labelled, side_by_side, soft_perftest, soft_settings
 from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
@@ -150,8 +150,13 @@ def run_tests(kind: str, hosts: dict[str, Host], plans: dict[tuple[str, str], Pa
             yield from _stream([lambda: rccl_run(tracked, nodes, list(plans.values()), addresses or {},
                                                  settings)], registry)
             return
-        if kind in ("latency", "bandwidth", "soak"):
-            run = {"latency": latency_pair, "bandwidth": bandwidth_pair, "soak": soak_pair}[kind]
+        if kind == "soak":  # pairs in rounds of disjoint pairs, each round bounded by the soak's time
+            for group in in_rounds(list(plans), nodes):
+                yield from _stream([lambda p=plans[pair]: soak_pair(tracked, p, settings)  # type: ignore[misc]
+                                    for pair in group], registry)
+            return
+        if kind in ("latency", "bandwidth"):
+            run = {"latency": latency_pair, "bandwidth": bandwidth_pair}[kind]
             for plan in plans.values():
                 yield from _stream([lambda p=plan: run(tracked, p, settings)], registry)  # type: ignore[misc]
             return

@@ -29,3 +29,12 @@ def rounds(nodes: Sequence[str]) -> list[list[tuple[str, str]]]:
         schedule.append(pairs)
         slots = [slots[0], slots[-1], *slots[1:-1]]  # keep the first, rotate the rest
     return schedule
+
+
+def in_rounds(pairs: Sequence[tuple[str, str]], nodes: Sequence[str]) -> list[list[tuple[str, str]]]:
+    """`pairs` grouped as the all-pairs rounds place them (disjoint pairs together), in round
+    order; a pair the rounds do not hold as given (reversed, unknown node) runs alone, last."""
+    wanted = set(pairs)
+    schedule = [[p for p in r if p in wanted] for r in rounds(nodes)]
+    placed = {p for r in schedule for p in r}
+    return [r for r in schedule if r] + [[p] for p in dict.fromkeys(pairs) if p not in placed]

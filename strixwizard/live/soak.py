@@ -11,7 +11,8 @@ damaged and dropped below TCP, but nothing wrong reached the application).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from strixwizard.live.hosts import Host, HostError, Process, output_of, stop_all
@@ -25,10 +26,41 @@ KIND = "soak"
 
 
 @dataclass(frozen=True)
+class SoakProgress:
+    """Where a running soak is: bytes each end has received and checked so far (from the node
+    programs' progress lines, about once a second) against the run's bounds."""
+
+    pair: tuple[str, str]
+    elapsed: float
+    seconds: float  # the run's time bound
+    limit_bytes: int  # the run's byte bound, per direction
+    received: tuple[int, int]  # (A -> B, checked at B; B -> A, checked at A)
+    corrupted: int  # blocks found corrupted so far, both directions
+
+    @property
+    def fraction(self) -> float:
+        """How far the run is towards whichever bound ends it first (0..1)."""
+        by_time = self.elapsed / self.seconds if self.seconds > 0 else 0.0
+        by_bytes = min(self.received) / self.limit_bytes if self.limit_bytes > 0 else 0.0
+        return min(1.0, max(by_time, by_bytes))
+
+    @property
+    def text(self) -> str:
+        a, b = self.pair
+        there, back = (n / 2**20 for n in self.received)
+        bad = f", {self.corrupted} corrupted block(s) so far" if self.corrupted else ""
+        return (f"{a}-{b}: {self.elapsed:.0f} of {self.seconds:g} s, {a} -> {b} {there:.0f} MiB, "
+                f"{b} -> {a} {back:.0f} MiB checked{bad}")
+
+
+@dataclass(frozen=True)
 class SoakSettings:
     bytes: int = 1 << 30  # per direction
     seconds: float = 30.0
     start_timeout: float = 10.0
+    #: Called from the run's thread about once a second while a pair soaks (the wizard posts it
+    #: to the screen); None: no progress.
+    progress: Callable[[SoakProgress], None] | None = field(default=None, compare=False)
 
 
 class SoakError(Exception):
@@ -62,8 +94,17 @@ def _count(result: dict[str, object], key: str) -> int:
     return int(value) if isinstance(value, int) else 0
 
 
-def run_soak(client: Host, server: Host, address: str, settings: SoakSettings
-             ) -> tuple[dict[str, object], dict[str, object]]:
+def _last_progress(process: Process) -> tuple[int, int]:
+    """(bytes received, blocks corrupted) from a node program's last progress line."""
+    tail = process.stdout[-4096:]
+    events = [e for e in output_of(tail, "{") if e.get("event") in ("progress", "result")]
+    if not events:
+        return 0, 0
+    return _count(events[-1], "received_bytes"), _count(events[-1], "corrupted")
+
+
+def run_soak(client: Host, server: Host, address: str, settings: SoakSettings,
+             pair: tuple[str, str] = ("A", "B")) -> tuple[dict[str, object], dict[str, object]]:
     """Both ends' results: (what A received from B, what B received from A)."""
     server_proc: Process | None = None
     client_proc: Process | None = None
@@ -73,11 +114,19 @@ def run_soak(client: Host, server: Host, address: str, settings: SoakSettings
         client_proc = client.start([client.python, "-c", SOAK_SOURCE, "client", address, str(port),
                                     str(settings.bytes), f"{settings.seconds:g}"], limit,
                                    "soak client")
-        deadline = time.monotonic() + limit + 5
+        began = time.monotonic()
+        deadline = began + limit + 5
+        shown = began
         while not (client_proc.wait(0.2) and server_proc.wait(0.2)):
             if client_proc.lost or server_proc.lost or time.monotonic() > deadline:
                 raise SoakError("the soak did not finish: a node went down, SSH dropped, or it "
                                 f"ran past {limit:g} s")
+            if settings.progress is not None and time.monotonic() - shown >= 1.0:
+                shown = time.monotonic()
+                at_b, at_a = _last_progress(server_proc), _last_progress(client_proc)
+                settings.progress(SoakProgress(pair, shown - began, settings.seconds,
+                                               settings.bytes, (at_b[0], at_a[0]),
+                                               at_b[1] + at_a[1]))
         return _result(client_proc, client.name), _result(server_proc, server.name)
     finally:
         stop_all([client_proc, server_proc])
@@ -93,7 +142,7 @@ def _direction(result: dict[str, object], sender: str, receiver: str) -> dict[st
 def tcp_soak(client: Host, server: Host, pair: tuple[str, str], address: str, path: str,
              settings: SoakSettings) -> Measurement:
     try:
-        at_a, at_b = run_soak(client, server, address, settings)
+        at_a, at_b = run_soak(client, server, address, settings, pair)
     except (SoakError, HostError) as error:
         return Measurement(KIND, "tcp", TOOL, pair, Status.ERROR, str(error), path=path)
     a, b = pair

@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from strixwizard.checking.engine import Node
 from strixwizard.live.results import Measurement
+from strixwizard.live.soak import SoakProgress, SoakSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.services import deploy, fix, test
 from strixwizard.services import discover as discovery
@@ -30,6 +31,7 @@ class Services:
     deploy_options: deploy.DeployOptions | None = None
     tcp: TcpSettings | None = None  # the live tests' TCP settings (None: the defaults)
     demo_seconds: float = 2.0  # time bound of each demo loopback TCP loop
+    soak_bytes: int = test.SOAK_BYTES  # the Test step's soak: bytes each way at most
     #: How every node is reached (collect, fix, test); None: SSH or this machine, as the site says.
     #: Tests pass a `strixwizard.node.replay.ReplayConnector` instead of patching modules.
     connector: Connector | None = None
@@ -77,6 +79,12 @@ class Services:
                    ) -> Iterator[Measurement]:
         return test.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds,
                                   self.connector)
+
+    def soak(self, site: Site, nodes: Sequence[Node], demo: bool, pairs: list[tuple[str, str]],
+             seconds: float, cancel: test.Cancel, progress: Callable[[SoakProgress], None]
+             ) -> Iterator[Measurement]:
+        settings = SoakSettings(bytes=self.soak_bytes, seconds=seconds, progress=progress)
+        return test.soak_stream(site, nodes, pairs, settings, cancel, demo, self.connector)
 
     def store_tests(self, site: str, started_at: str, results: list[Measurement]) -> str:
         return test.history_line(site, "wizard test", started_at, results)

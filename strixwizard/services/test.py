@@ -21,6 +21,7 @@ from strixwizard.live.hosts import Host
 from strixwizard.live.plan import PairPlan, RdmaEnd
 from strixwizard.live.results import Measurement
 from strixwizard.live.runner import MatrixTiming, TestSettings
+from strixwizard.live.soak import SoakSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
 from strixwizard.node.cancel import Cancel as Cancel  # the one cancel of a test run
@@ -34,11 +35,14 @@ if TYPE_CHECKING:
     from strixwizard.live.history import Recorded
 
 
-def choose(kind: str, names: Sequence[str], pair: tuple[str, str] | None = None
-           ) -> tuple[list[str], list[tuple[str, str]]]:
-    """The nodes a test command takes part with, and the pairs it measures (in round order)."""
+def choose(kind: str, names: Sequence[str], pair: tuple[str, str] | None = None,
+           all_pairs: bool = False) -> tuple[list[str], list[tuple[str, str]]]:
+    """The nodes a test command takes part with, and the pairs it measures (in round order).
+    `all_pairs` (the soak's): every pair, in the matrix's rounds of disjoint pairs."""
     from strixwizard.live.schedule import rounds
 
+    if kind == "soak" and all_pairs:
+        return list(names), [p for r in rounds(names) for p in r]
     if kind in ("matrix", "rccl"):
         chosen = list(pair) if pair else list(names)
         if kind == "matrix":
@@ -159,10 +163,10 @@ def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequen
 
 def site_stream(site: Site, nodes: Sequence[Node], kind: str, chosen: list[str],
                 pairs: Sequence[tuple[str, str]], settings: TestSettings, cancel: Cancel,
-                timing: MatrixTiming | None = None, trust_new_hosts: bool = False
-                ) -> Iterator[Measurement]:
+                timing: MatrixTiming | None = None, trust_new_hosts: bool = False,
+                connector: Connector | None = None) -> Iterator[Measurement]:
     """One test command (`strixwizard test KIND`) on a site's real nodes."""
-    prepared = prepare(site, nodes, pairs, cancel, trust_new_hosts)
+    prepared = prepare(site, nodes, pairs, cancel, trust_new_hosts, connector)
     try:
         yield from run_prepared(prepared, kind, chosen, pairs, settings, timing)
     finally:
@@ -199,6 +203,44 @@ def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
             yield from run_prepared(prepared, "rccl", names, chain, settings)
     finally:
         prepared.close()
+
+
+def demo_soak(pairs: Sequence[tuple[str, str]], settings: SoakSettings, cancel: Cancel
+              ) -> Iterator[Measurement]:
+    """The demo's soak: the demo nodes are snapshots, so the soak runs for real on this
+    machine's loopback (like the demo's TCP baseline), labelled so."""
+    from strixwizard.live.demo import LOOPBACK
+    from strixwizard.live.soak import tcp_soak
+
+    host = cancel.scope(connect(LocalTarget("this machine")))
+    path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
+    try:
+        for pair in pairs:
+            if cancel.cancelled:
+                return
+            yield tcp_soak(host, host, pair, LOOPBACK, path, settings)
+    finally:
+        host.close()
+
+
+#: The Test step's soak: the durations offered (the first is the default), each pair's bound.
+SOAK_SECONDS = (30.0, 10.0, 60.0, 300.0)
+#: Bytes each way at most in the wizard's soak: high enough that the duration ends the run on
+#: any link this tool meets (40 Gb/s for 300 s is 1.5 TB; the CLI's --bytes bound is 1 TiB).
+SOAK_BYTES = 1 << 40
+
+
+def soak_stream(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]],
+                settings: SoakSettings, cancel: Cancel, demo: bool = False,
+                connector: Connector | None = None) -> Iterator[Measurement]:
+    """The soak on `pairs` (disjoint ones at once, in the matrix's rounds), the fabric counters
+    read around it; `settings.progress` hears from each running pair about once a second."""
+    if demo:
+        yield from demo_soak(pairs, settings, cancel)
+        return
+    chosen = list(dict.fromkeys(n for pair in pairs for n in pair))
+    tests = TestSettings(thresholds=site.thresholds, soak=settings)
+    yield from site_stream(site, nodes, "soak", chosen, pairs, tests, cancel, connector=connector)
 
 
 def decode_stream(site: Site, nodes: Sequence[Node], pair: tuple[str, str], settings: DecodeSettings,

@@ -29,6 +29,7 @@ from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
 from strixwizard.fixing.lock import LockHeld, UnfinishedRun
 from strixwizard.live.results import Measurement
+from strixwizard.live.soak import SoakProgress
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed
 from strixwizard.services.discover import Discovery, SiteSource
@@ -54,7 +55,7 @@ from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.site import SiteState
-from strixwizard.tui.screens.test import TestState
+from strixwizard.tui.screens.test import SoakRun, TestState
 from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
@@ -297,6 +298,8 @@ class WizardApp(App[int]):
                                 lambda: self.post_message(m.RollBackDeploy()))
         yield SystemCommand("Run the live tests", f"{test}: RDMA and TCP latency, bandwidth, RCCL",
                             lambda: self._goto_and("test", m.RunTests()))
+        yield SystemCommand("Soak a link", f"{test}: every byte checked both ways, a pair or every pair",
+                            self._goto_and_soak)
         if self.busy("tests"):
             yield SystemCommand("Cancel the live tests", f"{test}: stop the tests and their programs",
                                 lambda: self.post_message(m.CancelTests()))
@@ -312,6 +315,11 @@ class WizardApp(App[int]):
     def _goto_and(self, step: str, message: Message) -> None:
         self.action_goto(step)
         self.call_after_refresh(self.post_message, message)
+
+    def _goto_and_soak(self) -> None:
+        """The Test step, then its soak dialog (as s there opens it)."""
+        self.action_goto("test")
+        self.call_after_refresh(lambda: self.screen.run_action("soak"))
 
     async def action_quit(self) -> None:
         self._cancel_tests()  # stop the programs of a running test before leaving
@@ -672,6 +680,60 @@ class WizardApp(App[int]):
         if not demo and not cancel.cancelled:
             history = self.services.store_tests(discovery.site.name, started_at, results)
         self.post_message(m.TestsEnded(run, history))
+
+    def on_run_soak(self, message: m.RunSoak) -> None:
+        session = self.session
+        discovery = session.of(DiscoverState).discovery
+        if discovery is None or self.busy("tests") or not message.pairs:
+            return
+        state = session.of(TestState)
+        state.soak_run += 1
+        state.soak = SoakRun(list(message.pairs), message.seconds)
+        self.test_cancel = Cancel()
+        self._run_soak(state.soak_run, discovery, session.is_demo, list(message.pairs),
+                       message.seconds, self.test_cancel)
+        self.screen_changed()
+
+    @work(thread=True, exclusive=True, group="tests", exit_on_error=False)
+    def _run_soak(self, run: int, discovery: Discovery, demo: bool, pairs: list[tuple[str, str]],
+                  seconds: float, cancel: Cancel) -> None:
+        def heard(progress: SoakProgress) -> None:
+            self.post_message(m.SoakProgressed(run, progress))
+
+        stream = self.services.soak(discovery.site, discovery.nodes, demo, pairs, seconds, cancel,
+                                    heard)
+        try:
+            for measurement in stream:
+                if cancel.cancelled:
+                    break
+                self.post_message(m.SoakMeasured(run, measurement))
+        finally:
+            close = getattr(stream, "close", None)
+            if callable(close):
+                close()  # the runner stops every program still running
+            self.post_message(m.SoakEnded(run))
+
+    def _soak_of(self, run: int) -> SoakRun | None:
+        state = self.session.of(TestState)
+        return state.soak if run == state.soak_run and state.soak is not None else None
+
+    def on_soak_progressed(self, message: m.SoakProgressed) -> None:
+        soak = self._soak_of(message.run)
+        if soak is not None and soak.outcome is None and not self.test_cancel.cancelled:
+            soak.progress[message.progress.pair] = message.progress
+            self.screen_changed()
+
+    def on_soak_measured(self, message: m.SoakMeasured) -> None:
+        soak = self._soak_of(message.run)
+        if soak is not None and soak.outcome is None and not self.test_cancel.cancelled:
+            soak.results.append(message.measurement)
+            self.screen_changed()
+
+    def on_soak_ended(self, message: m.SoakEnded) -> None:
+        soak = self._soak_of(message.run)
+        if soak is not None:
+            soak.outcome = "cancelled" if self.test_cancel.cancelled else "done"
+            self.screen_changed()
 
     def on_cancel_tests(self, message: m.CancelTests) -> None:
         if self.busy("tests"):

@@ -13,6 +13,7 @@ from textual.message import Message
 
 from strixwizard.checking.engine import Node
 from strixwizard.live.results import Measurement
+from strixwizard.live.soak import SoakProgress
 from strixwizard.services.deploy import DeployPreview
 from strixwizard.services.discover import Discovery, SiteSource
 from strixwizard.tui.views import NodePorts
@@ -70,6 +71,14 @@ class RunTests(Message):
 
 class CancelTests(Message):
     pass
+
+
+@dataclass
+class RunSoak(Message):
+    """Soak these pairs (the Test step's soak dialog), each for `seconds` at most."""
+
+    pairs: list[tuple[str, str]]
+    seconds: float
 
 
 # -- results, from the workers ---------------------------------------------------------
@@ -137,3 +146,24 @@ class TestsEnded(Message):
 
     run: int
     history: str | None = None  # where a real-site run was stored, and how it compared
+
+
+@dataclass
+class SoakProgressed(Message):
+    """A soaking pair's bytes checked so far (about once a second)."""
+
+    run: int
+    progress: SoakProgress
+
+
+@dataclass
+class SoakMeasured(Message):
+    """One result of the soak's stream (a pair's verdict, or the counters read around it)."""
+
+    run: int
+    measurement: Measurement
+
+
+@dataclass
+class SoakEnded(Message):
+    run: int

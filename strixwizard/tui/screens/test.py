@@ -16,9 +16,10 @@ from textual.widgets import DataTable, Static
 from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import like_for_like, matrix_json
 from strixwizard.live.results import Measurement, cause, overall_status
-from strixwizard.services.test import planned_pairs
+from strixwizard.live.soak import SoakProgress
+from strixwizard.services.test import SOAK_SECONDS, planned_pairs
 from strixwizard.tui.fit import cell_width
-from strixwizard.tui.messages import CancelTests, RunTests
+from strixwizard.tui.messages import CancelTests, RunSoak, RunTests
 from strixwizard.tui.panels import PanelView, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
@@ -27,6 +28,7 @@ from strixwizard.tui.text import lines as text_lines
 from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.soak import SoakChoice, SoakModal, SoakPanel
 from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
 from strixwizard.tui.workspace import KEEP, KEEP_FOR_SITE, StepState
@@ -35,8 +37,22 @@ DEMO_NOTE = ("Demo: the TCP baseline is measured for real on this machine's loop
              "few seconds per tool); RDMA latency, bandwidth and RCCL are replayed from recordings "
              "of two real Strix Halo nodes, and labelled so.")
 
+DEMO_SOAK = ("Demo: the soak runs for real on this machine's loopback (the demo nodes are "
+             "snapshots; not a fabric link).")
+
 SPARK_NOTE = ("Sparklines grow as results arrive: each latency adds its one-way µs profile (min, "
               "median, avg, p99, p99.9), bandwidth and RCCL a point per run.")
+
+
+@dataclass
+class SoakRun:
+    """The Test step's soak: what was asked, where each pair is, what it found."""
+
+    pairs: list[tuple[str, str]]
+    seconds: float
+    progress: dict[tuple[str, str], SoakProgress] = field(default_factory=dict)
+    results: list[Measurement] = field(default_factory=list)
+    outcome: str | None = None  # "done", "cancelled"
 
 
 @dataclass
@@ -63,6 +79,9 @@ class TestState(StepState):
     #: clears both.
     resumed_at: str | None = field(default=None, metadata=KEEP_FOR_SITE)
     resumed_document: dict[str, Any] | None = field(default=None, metadata=KEEP_FOR_SITE)
+    #: The last soak (its own run: the matrix's results and Report do not include it)
+    soak: SoakRun | None = field(default=None, metadata=KEEP_FOR_SITE)
+    soak_run: int = field(default=0, metadata=KEEP)
 
     def reset(self, new_site: bool = False) -> None:
         had = bool(self.results) and not self.earlier
@@ -70,9 +89,9 @@ class TestState(StepState):
         self.earlier = (had or self.earlier) and bool(self.results)
 
     def begin(self, pairs: list[tuple[str, str]], nodes: list[str]) -> None:
-        run, complete = self.run, self.complete
+        run, complete, soak = self.run, self.complete, self.soak
         self.reset(new_site=True)
-        self.run, self.pairs, self.nodes, self.complete = run, pairs, nodes, complete
+        self.run, self.pairs, self.nodes, self.complete, self.soak = run, pairs, nodes, complete, soak
 
     def finish(self, outcome: str) -> None:
         self.outcome = outcome
@@ -122,6 +141,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
     __test__ = False  # not a pytest test class
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run_tests", "Run tests"),
+        Binding("s", "soak", "Soak a link"),
         Binding("escape", "cancel_tests", "Cancel tests"),
     ]
 
@@ -135,10 +155,11 @@ class TestScreen(StepScreen, step="test", state=TestState):
         yield Static(id="test-matrix-title", classes="section")
         yield SizedTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
         yield DecodePanel(id="test-decode")
+        yield SoakPanel(id="test-soak")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         testing = self.wizard.busy("tests")
-        if action == "run_tests":
+        if action in ("run_tests", "soak"):
             return self.session.of(DiscoverState).discovery is not None and not testing
         if action == "cancel_tests":
             return testing and not self.wizard.cancelling("tests")
@@ -146,6 +167,21 @@ class TestScreen(StepScreen, step="test", state=TestState):
 
     def action_run_tests(self) -> None:
         self.post_message(RunTests())
+
+    def action_soak(self) -> None:
+        discovery = self.session.of(DiscoverState).discovery
+        if discovery is None:
+            return
+        nodes = [spec.name for spec in discovery.site.nodes]
+        pairs = planned_pairs(discovery.site)
+        if not pairs:
+            self.notify("A soak needs two nodes; the site has fewer.", severity="warning")
+            return
+
+        def chosen(choice: SoakChoice | None) -> None:
+            if choice is not None:
+                self.post_message(RunSoak(choice.pairs, choice.seconds))
+        self.app.push_screen(SoakModal(pairs, nodes, SOAK_SECONDS), chosen)
 
     def action_cancel_tests(self) -> None:
         self.post_message(CancelTests())
@@ -156,8 +192,10 @@ class TestScreen(StepScreen, step="test", state=TestState):
         if needs_discovery(self.wizard, notice):
             self._show_matrix(False)
             self.query_one("#test-panels").display = False
+            self.query_one(SoakPanel).display = False
             return
         self._say(notice)
+        self._draw_soak()
         if not self.session.of(TestState).pairs:
             self.query_one("#test-panels").display = False
             self._show_matrix(False)
@@ -167,6 +205,15 @@ class TestScreen(StepScreen, step="test", state=TestState):
         self._draw_matrix()
         state = self.session.of(TestState)
         self.query_one(DecodePanel).show(state.results, len(state.nodes))
+
+    def _draw_soak(self) -> None:
+        soak = self.session.of(TestState).soak
+        panel = self.query_one(SoakPanel)
+        if soak is None:
+            panel.display = False
+            return
+        panel.show(soak.pairs, soak.seconds, soak.progress, soak.results, soak.outcome,
+                   self.wizard.busy("tests") and soak.outcome is None)
 
     def _say(self, notice: Notice) -> None:
         session = self.session
@@ -178,7 +225,14 @@ class TestScreen(StepScreen, step="test", state=TestState):
                   f"RDMA bandwidth ≥ {t.bandwidth_fraction:.0%} of the link rate, RCCL on NET/IB.")
         demo = f"\n{DEMO_NOTE}" if session.is_demo else ""
         results = state.results
-        if self.wizard.busy("tests"):
+        soaking = state.soak is not None and state.soak.outcome is None
+        if self.wizard.busy("tests") and soaking:
+            what = ("stopping the programs…" if self.wizard.cancelling("tests")
+                    else "Esc cancels (stops the programs)")
+            loopback = "\n" + DEMO_SOAK if session.is_demo else ""
+            notice.say(f"Soaking: progress and verdict below. {what}{loopback}", "info",
+                       title="Soaking")
+        elif self.wizard.busy("tests"):
             what = ("stopping the programs…" if self.wizard.cancelling("tests")
                     else "Esc cancels (stops the programs)")
             notice.say(f"Running: {len(results)} result(s) so far. {what}{demo}", "info",
@@ -205,7 +259,8 @@ class TestScreen(StepScreen, step="test", state=TestState):
         else:
             pairs = ", ".join(f"{a}-{b}" for a, b in planned_pairs(discovery.site))
             notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "
-                       f"baseline beside it, and the RCCL all-reduce.\n{limits}\n{SPARK_NOTE}{demo}", "info",
+                       f"baseline beside it, and the RCCL all-reduce. s soaks a link: every byte "
+                       f"checked both ways.\n{limits}\n{SPARK_NOTE}{demo}", "info",
                        title="Test")
 
     def _draw_panels(self) -> None:

@@ -1,0 +1,224 @@
+"""Pilot tests of the Test step's soak on the demo: the demo nodes are snapshots, so the soak runs
+for real on this machine's loopback (labelled so), through the same service as `test soak`.
+s opens the dialog (pair, duration), the panel shows each pair's progress, then the verdict
+and a row per direction; Esc stops the programs and leaves none running."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from textual.widgets import DataTable, RadioSet, Static
+
+from strixwizard.live.soak import SoakProgress
+from strixwizard.model import Status
+from strixwizard.services.facade import Services
+from strixwizard.tui.steps import key_of
+from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.soak import SoakModal, SoakPanel, progress_line
+from tests.test_tui_walk import SIZE, cells, live_state, make_app, settle, sync, wait_for_tests
+
+#: Words of the node program's source: found in the command line of a soak process (`-c SOURCE`).
+SOAK_MARK = "Duplex soak: blocks that carry their position"
+
+
+def soak_processes_of_this_test() -> list[int]:
+    """Soak programs descending from this process (other runs on the machine are not ours)."""
+    parents: dict[int, int] = {}
+    marked: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        if SOAK_MARK in cmdline:
+            marked.append(int(entry.name))
+
+    def ours(pid: int) -> bool:
+        for _ in range(64):
+            if pid == os.getpid():
+                return True
+            pid = parents.get(pid, 0)
+            if pid <= 1:
+                return False
+        return False
+    return [pid for pid in marked if ours(pid)]
+
+
+def soak_panel_text(app: object) -> str:
+    panel = app.screen.query_one(SoakPanel)  # type: ignore[attr-defined]
+    return "\n".join(str(s.render()) for s in panel.query(Static))
+
+
+@sync
+async def test_soak_a_pair_from_the_test_step_shows_its_verdict_per_direction() -> None:
+    app = make_app(Services(demo_seconds=0.3, soak_bytes=64 << 20), demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(key_of("test"))
+        await settle(app, pilot)
+        assert "s soaks a link" in str(app.screen.query_one("#test-status", Notice).render())
+        assert not app.screen.query_one(SoakPanel).display
+        await pilot.press("s")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, SoakModal)
+        assert modal.query_one("#soak-pairs", RadioSet).pressed_index == 0
+        assert modal.choice().pairs == [("node-a", "node-b")] and modal.choice().seconds == 30
+        await pilot.press("s")  # start, with the defaults
+        await pilot.pause()
+        assert app.busy("tests")
+        await wait_for_tests(app, pilot, 90)
+        soak = live_state(app).soak
+        assert soak is not None and soak.outcome == "done"
+        verdict = next(m for m in soak.results if m.kind == "soak")
+        assert verdict.status is Status.PASS and "loopback" in verdict.path
+        text = soak_panel_text(app)
+        assert "Soak PASS" in text
+        rows = cells(app.screen.query_one(SoakPanel).query_one(DataTable))
+        assert [r[0] for r in rows] == ["node-a -> node-b", "node-b -> node-a"]
+        assert all(r[1] == "64" and r[3:6] == ["0", "0", "0"] and r[6] == "PASS" for r in rows)
+        assert live_state(app).results == []  # the matrix's results (and the Report) are apart
+
+
+@sync
+async def test_the_soak_shows_progress_and_esc_stops_it_leaving_no_program() -> None:
+    app = make_app(Services(demo_seconds=0.3), demo=True)  # bytes unbounded: the time ends it
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(key_of("test"))
+        await settle(app, pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, SoakModal)
+        await pilot.click("#soak-seconds-1")  # 10 s
+        assert modal.choice().seconds == 10
+        await pilot.click("#soak-start")
+        for _ in range(200):  # progress about once a second: wait for the first, bounded
+            await pilot.pause(0.05)
+            soak = live_state(app).soak
+            if soak is not None and soak.progress:
+                break
+        soak = live_state(app).soak
+        assert soak is not None and soak.progress, "no progress within 10 s"
+        await pilot.pause()
+        assert "node-a-node-b:" in soak_panel_text(app) and "of 10 s" in soak_panel_text(app)
+        assert "Soaking" in str(app.screen.query_one("#test-status", Notice).border_title)
+        assert soak_processes_of_this_test()
+        await pilot.press("escape")
+        await wait_for_tests(app, pilot, 20)
+        assert soak.outcome == "cancelled"
+        assert "Soak cancelled" in soak_panel_text(app)
+        assert soak_processes_of_this_test() == []
+
+
+def test_the_progress_line_fills_towards_whichever_bound_ends_the_run_first() -> None:
+    by_time = SoakProgress(("a", "b"), 15.0, 30.0, 1 << 40, (1 << 20, 2 << 20), 0)
+    assert by_time.fraction == 0.5
+    assert progress_line(by_time).startswith("█" * 12 + "░" * 12)
+    assert "a-b: 15 of 30 s, a -> b 1 MiB, b -> a 2 MiB checked" in progress_line(by_time)
+    by_bytes = SoakProgress(("a", "b"), 1.0, 30.0, 4 << 20, (4 << 20, 3 << 20), 2)
+    assert by_bytes.fraction == 0.75 and "2 corrupted block(s) so far" in by_bytes.text
+
+
+def test_the_verdict_line_names_what_decided_it() -> None:
+    from strixwizard.live.results import Measurement
+    from strixwizard.tui.widgets.soak import direction_rows, verdict_line
+
+    def soak(status: Status, corrupted: int) -> Measurement:
+        directions = [{"from": "a", "to": "b", "bytes": 1 << 20, "blocks": 16,
+                       "corrupted": corrupted, "dropped": 0, "duplicated": 0, "faults": []}]
+        return Measurement("soak", "tcp", "strixwizard soak", ("a", "b"), status,
+                           f"bytes arrived wrong: {corrupted} corrupted" if corrupted else "ok",
+                           figure=1.5, unit="Gb/s", detail={"directions": directions})
+
+    assert verdict_line([soak(Status.PASS, 0)]) == ("Soak PASS: every block of 1 pair(s) arrived "
+                                                    "right, both ways at once (a-b 1.50 Gb/s)")
+    failed = verdict_line([soak(Status.FAIL, 3)])
+    assert failed.startswith("Soak FAIL: bytes arrived wrong: 3 corrupted (a-b TCP soak")
+    assert direction_rows([soak(Status.FAIL, 3)]) == [["a -> b", "1", "16", "3", "0", "0", "FAIL"]]
+    grown = Measurement("counters", "fabric", "counters", ("a", "b"), Status.WARN,
+                        "a:thunderbolt0 rx_crc_errors +7 while TCP soak")
+    assert verdict_line([soak(Status.PASS, 0), grown]).startswith("Soak WARN")
+
+
+@sync
+async def test_the_wizard_soaks_every_pair_of_a_lab_site_over_ssh_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: object) -> None:
+    """Three lab nodes reached over SSH: "every pair" soaks node0-node1, node0-node2 and
+    node1-node2 in the matrix's rounds, each judged per direction; no soak program is left on
+    any node."""
+    from tests.lab import Lab, require_lab_tools
+    from tests.test_tui_lab import discovered
+
+    require_lab_tools()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # type: ignore[attr-defined]
+    with Lab(tmp_path / "lab", 3) as lab:
+        site = lab.write_site_yaml(tmp_path / "site.yaml")
+        from strixwizard.tui.app import WizardApp
+
+        app = WizardApp(site_file=site, services=Services(soak_bytes=8 << 20))
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("n")
+            await discovered(app, pilot)
+            await pilot.press(key_of("test"))
+            await settle(app, pilot)
+            await pilot.press("s")
+            await pilot.pause()
+            assert isinstance(app.screen, SoakModal)
+            await pilot.click("#soak-every-pair")
+            await pilot.click("#soak-seconds-1")  # 10 s: the 8 MiB each way ends it sooner
+            assert sorted(app.screen.choice().pairs) == [("node0", "node1"), ("node0", "node2"),
+                                                         ("node1", "node2")]
+            await pilot.press("s")
+            await pilot.pause()
+            await wait_for_tests(app, pilot, 120)
+            soak = live_state(app).soak
+            assert soak is not None and soak.outcome == "done"
+            verdicts = [m for m in soak.results if m.kind == "soak"]
+            assert sorted(tuple(sorted(m.pair)) for m in verdicts) == [
+                ("node0", "node1"), ("node0", "node2"), ("node1", "node2")]
+            assert all(m.status is Status.PASS for m in verdicts), [m.summary for m in verdicts]
+            rows = cells(app.screen.query_one(SoakPanel).query_one(DataTable))
+            assert len(rows) == 6 and all(r[1] == "8" and r[6] == "PASS" for r in rows), rows
+        # The soak programs this lab started (their argv names a lab address); the namespaces
+        # share the machine's process table, where other runs may soak too.
+        addresses = [a for h in lab.hosts for a in (h.mgmt_addr, h.fabric_addr) if a]
+        listing = lab.hosts[0].run_in_node(["ps", "-ww", "-eo", "args"]).stdout.splitlines()
+        left = [line[:80] for line in listing if SOAK_MARK in line
+                and any(f" {a} " in line for a in addresses)]
+        assert left == []
+
+
+def test_the_cli_prints_a_pairs_progress_every_five_seconds_on_stderr(
+        capsys: object) -> None:
+    from strixwizard.cli.live_run import _soak_progress
+
+    say = _soak_progress()
+    for second in range(1, 12):
+        say(SoakProgress(("a", "b"), float(second), 30.0, 1 << 30, (second << 20, second << 20), 0))
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err.splitlines() == ["  soak a-b: 5 of 30 s, a -> b 5 MiB, b -> a 5 MiB checked",
+                                "  soak a-b: 10 of 30 s, a -> b 10 MiB, b -> a 10 MiB checked"]
+
+
+@sync
+async def test_a_one_node_site_is_told_a_soak_needs_two_nodes(tmp_path: Path) -> None:
+    from tests.test_tui_walk import next_to
+
+    demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo"
+    site = tmp_path / "site.yaml"
+    site.write_text("site: one\nnodes:\n"
+                    f"  - name: node-a\n    snapshot: {demo / 'snapshots' / 'node-a.tar.gz'}\n")
+    app = make_app(site_file=site)
+    async with app.run_test(size=SIZE) as pilot:
+        await next_to(app, pilot, "discover")
+        await pilot.press(key_of("test"))
+        await settle(app, pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        assert not isinstance(app.screen, SoakModal)
+        assert any("A soak needs two nodes" in n.message for n in app._notifications)
