@@ -34,6 +34,15 @@ if [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]]; then
     echo "$bin"
     exit 0
 fi
+# One build per cache directory at a time: a second run (another test, another checkout)
+# waits for the first, then finds its binaries, instead of racing it in the same build tree.
+mkdir -p "$out"
+exec 9>"$out/.lock"
+flock 9
+if [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]]; then
+    echo "$bin"
+    exit 0
+fi
 
 python=${PYTHON:-python3}
 [[ -x "$(dirname "$0")/../.venv/bin/python" ]] && python="$(dirname "$0")/../.venv/bin/python"
