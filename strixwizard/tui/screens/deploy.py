@@ -26,6 +26,7 @@ from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.text import outside, paragraph
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
 from strixwizard.tui.workspace import KEEP_FOR_SITE
@@ -411,13 +412,13 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         box = self.query_one("#deploy-env", Static)
         box.display = not llama  # the llama.cpp stack writes no env file
         box.border_title = "Environment, and where each value comes from"
-        box.update(env_content(plan))
+        box.update(Hanging(env_content(plan)))
         nodes = self.query_one("#deploy-nodes", Vertical)
         nodes.remove_children()
         views = []
         for node in plan.site_plan.nodes:
             content = llama_content(plan, node) if isinstance(plan, LlamaPlan) else node_content(plan, node)
-            view = Static(content, classes="deploy-box")
+            view = Static(Hanging(content), classes="deploy-box")
             view.border_title = outside(f"node {node}")
             views.append(view)
         nodes.mount_all(views)
@@ -427,5 +428,5 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         vllm.border_title = ("vLLM launch line (started on the head by a, then /health and one "
                              "completion)" if started else "vLLM launch line (written, never started)")
         notes = [n for p in plan.site_plan.for_node(env.head) if p.fix == "deploy.vllm" for n in p.notes]
-        vllm.update(Content("\n").join([outside(shlex.join(plan.vllm_argv), "bold"),
-                                        *[outside(n, "$text-muted") for n in notes[1:]]]))
+        vllm.update(Hanging(Content("\n").join([outside(shlex.join(plan.vllm_argv), "bold"),
+                                                *[outside(n, "$text-muted") for n in notes[1:]]])))

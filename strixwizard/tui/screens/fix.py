@@ -21,6 +21,7 @@ from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys
 from strixwizard.tui.text import outside
 from strixwizard.tui.views import PlanView, fix_groups, plan_views
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
 
@@ -62,7 +63,7 @@ def plan_content(plan: PlanView) -> Content:
 class FixGroupView(Static):
     def __init__(self, title: str, results: tuple[CheckResult, ...], plans: list[PlanView]) -> None:
         parts = [finding_content(r) for r in results] + [plan_content(p) for p in plans]
-        super().__init__(Content("\n").join(parts), classes="fix-group")
+        super().__init__(Hanging(Content("\n").join(parts)), classes="fix-group")
         self.border_title = outside(title)
 
 

@@ -35,6 +35,7 @@ from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.text import outside
 from strixwizard.tui.views import fix_groups, link_views, node_rows
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.history import HistorySparklines
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge, styled
@@ -127,7 +128,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             worst = max(group.results, key=lambda r: r.status.rank).status
             lines.append(badged(worst, f"{group.title}: {', '.join(r.id for r in group.results)}"))
         lines += self._steps_lines()
-        body.update(Content("\n").join(lines))
+        body.update(Hanging(Content("\n").join(lines)))
         self.query_one(HistorySparklines).show(report.site, self.session.is_demo)
         self._show_files()
 
