@@ -8,12 +8,16 @@ from pathlib import Path
 import pytest
 from textual.content import Content
 from textual.geometry import Region
+from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import DataTable, Select, Static
 
+from strixwizard.services.facade import Services
+from strixwizard.tui.app import WizardApp
 from strixwizard.tui.steps import key_of
+from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.hanging import hang_lines
-from tests.test_tui_walk import make_app, settle, sync
+from tests.test_tui_walk import make_app, settle, sync, wait_for_tests
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +72,29 @@ async def test_wrapped_lines_keep_their_indent_in_links_fix_deploy_and_report() 
                 wrapped += len(shown) - len(str(widget.render()).split("\n"))
                 assert not unhung(widget), (step, unhung(widget))
             assert wrapped > 0, f"{step}: nothing wrapped at 80 columns, the test shows nothing"
+
+
+async def after_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
+    """On the Test step with the demo's tests run (TCP on loopback for real, RDMA replayed)."""
+    await pilot.press(key_of("test"))
+    await settle(app, pilot)
+    await pilot.press("r")
+    await wait_for_tests(app, pilot)
+    await settle(app, pilot)
+
+
+@sync
+async def test_the_decode_table_fits_80_columns_and_the_wizard_picks_the_model() -> None:
+    app = make_app(demo=True, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await after_the_tests(app, pilot)
+        panel = app.screen.query_one(DecodePanel)
+        table = panel.query_one(DataTable)
+        assert table.row_count and table.virtual_size.width <= table.size.width  # nothing cut off
+        note = str(panel.query_one(".decode-note", Static).render())
+        assert "--model" not in note and "strixwizard test decode" not in note  # no CLI-only advice
+        chooser = panel.query_one("#decode-model", Select)
+        assert chooser.value == "Llama-3.1-70B"
+        chooser.value = "Llama-3.1-8B"
+        await settle(app, pilot)
+        assert str(panel.query_one(".decode-head", Static).render()).startswith("Llama-3.1-8B")
