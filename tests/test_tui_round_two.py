@@ -10,14 +10,14 @@ from textual.content import Content
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import Checkbox, DataTable, Input, Select, Static
 
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.hanging import hang_lines
-from tests.test_tui_walk import make_app, settle, sync, wait_for_tests
+from tests.test_tui_walk import make_app, notice_text, settle, sync, wait_for_tests
 
 
 @pytest.fixture(autouse=True)
@@ -98,3 +98,43 @@ async def test_the_decode_table_fits_80_columns_and_the_wizard_picks_the_model()
         chooser.value = "Llama-3.1-8B"
         await settle(app, pilot)
         assert str(panel.query_one(".decode-head", Static).render()).startswith("Llama-3.1-8B")
+
+
+def test_command_line_advice_is_said_as_the_wizard_step_or_key() -> None:
+    from strixwizard.tui.cliwords import in_wizard_terms
+
+    refused = ("switch the NICs to RoCE v2 (`strixwizard fix`; `strixwizard doctor` names the cure "
+               "under link.transport)")
+    assert in_wizard_terms(refused) == ("switch the NICs to RoCE v2 (step 4, Fix; step 2, Discover "
+                                        "names the cure under link.transport)")
+    assert "strixwizard" not in in_wizard_terms("set one MTU (`strixwizard fix --only link.mtu`)")
+    assert "--nodes" not in in_wizard_terms("deploy on the nodes that share one with --nodes A,B")
+
+
+@sync
+async def test_the_site_step_never_sends_a_newcomer_to_init(tmp_path: Path) -> None:
+    app = make_app(site_file=tmp_path / "missing.yaml")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        text = notice_text(app, "#site-info")
+        assert "no such site file" in text and "strixwizard init" not in text
+        assert "create one with the form on step 1, Site" in text
+
+
+@sync
+async def test_deploy_speaks_of_its_fields_and_keys_not_flags() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("deploy"))
+        await settle(app, pilot)
+        screen = app.screen
+        labels = [str(box.label) for box in screen.query(Checkbox)]
+        assert labels and not any("--" in label for label in labels), labels
+        shown = "\n".join(str(w.render()) for w in screen.query(".deploy-box"))
+        assert "deploy --rollback" not in shown and "5, u rolls back" in shown
+        assert "pass --model" not in shown and "Model field above" in shown
+        model = screen.query_one("#deploy-model", Input)
+        assert model.placeholder.startswith("vLLM model name")
+        screen.query_one("#deploy-stack", Select).value = "llama-rpc"
+        await settle(app, pilot)
+        assert model.placeholder == "GGUF file path on the head"  # not the vLLM stack's words

@@ -37,6 +37,7 @@ from strixwizard.services.fix import Applied, rollback_outcome
 from strixwizard.services.test import Cancel, planned_pairs
 from strixwizard.site import Site
 from strixwizard.tui import messages as m
+from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.extras import saved_sections
 from strixwizard.tui.hostkeys import UnknownHostKey, for_the_wizard, unknown_host_key
 from strixwizard.tui.panels import panel_key, spark_points
@@ -115,8 +116,9 @@ class WizardApp(App[int]):
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every toast of the wizard (its screens' and widgets' too: they call this) is plain text:
-        an error's or a node's words are shown, never read as markup (`markup` is ignored)."""
-        super().notify(visible(message, keep="\n"), title=visible(title), severity=severity,
+        an error's or a node's words are shown, never read as markup (`markup` is ignored), and
+        a command-line next step is said as the wizard's step or key that does it."""
+        super().notify(visible(in_wizard_terms(message), keep="\n"), title=visible(title), severity=severity,
                        timeout=timeout, markup=False)
 
     # -- what screens may ask (tui.wizard.Wizard) ----------------------------------

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from strixwizard.model import CheckResult
 from strixwizard.services.fix import Applied
+from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
@@ -56,7 +57,7 @@ def plan_content(plan: PlanView) -> Content:
         lines.append(Content.assemble(outside(f"{INDENT}{step.summary}: "),
                                       outside(step.before, "$text-error"), " → ",
                                       outside(step.after, "$text-success"), outside(flags)))
-    lines += [outside(f"{INDENT}note: {note}", "$text-muted") for note in plan.notes]
+    lines += [outside(f"{INDENT}note: {in_wizard_terms(note)}", "$text-muted") for note in plan.notes]
     return Content("\n").join(lines)
 
 
