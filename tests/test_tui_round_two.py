@@ -138,3 +138,44 @@ async def test_deploy_speaks_of_its_fields_and_keys_not_flags() -> None:
         screen.query_one("#deploy-stack", Select).value = "llama-rpc"
         await settle(app, pilot)
         assert model.placeholder == "GGUF file path on the head"  # not the vLLM stack's words
+
+
+def footer_keys(app: WizardApp) -> set[str]:
+    """The actions the footer offers on the current screen."""
+    return {binding.action for (_, binding, enabled, _) in app.active_bindings.values()
+            if binding.show and enabled}
+
+
+@sync
+async def test_the_last_step_offers_no_next_and_the_first_no_back() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("site"))
+        await settle(app, pilot)
+        assert "next_step" in footer_keys(app) and "prev_step" not in footer_keys(app)
+        await pilot.press(key_of("report"))
+        await settle(app, pilot)
+        assert "next_step" not in footer_keys(app) and "prev_step" in footer_keys(app)
+        await pilot.press("n")  # still a no-op, not an error
+        await settle(app, pilot)
+        assert app.session.state.step == "report"
+
+
+@sync
+async def test_the_report_says_what_the_counters_found_not_no_figure() -> None:
+    app = make_app(demo=True, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await after_the_tests(app, pilot)
+        await pilot.press(key_of("report"))
+        await settle(app, pilot)
+        body = str(app.screen.query_one("#report-body", Static).render())
+        assert "no figure" not in body and "FABRIC" not in body
+        assert "fabric counters: the fabric is lossy" in body
+
+
+def test_usb4_latency_is_said_one_way_everywhere() -> None:
+    from strixwizard.tui.views import TRANSPORT_NOTES
+    from strixwizard.vendors.usb4net import TCP_LATENCY, TCP_ONLY
+
+    assert TCP_LATENCY in TRANSPORT_NOTES["thunderbolt-net"] and TCP_LATENCY in TCP_ONLY
+    assert "50-130" not in TRANSPORT_NOTES["thunderbolt-net"]

@@ -269,6 +269,17 @@ class WizardApp(App[int]):
         if step != STEPS[0].id:
             self.ensure_discovery()
         self.switch_mode(step)
+        self.refresh_bindings()  # Next/Back follow the step
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No "Next" on the last step and no "Back" on the first: the footer offers only a
+        key that goes somewhere."""
+        step = self.session.state.step
+        if action == "next_step":
+            return step != STEPS[-1].id
+        if action == "prev_step":
+            return step != STEPS[0].id
+        return True
 
     def action_next_step(self) -> None:
         self.action_goto(step_after(self.session.state.step, +1).id)

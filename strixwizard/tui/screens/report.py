@@ -157,12 +157,14 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             lines.append(outside(f"{NB}{note}"))
         for m in verdicts(results):
             assert m.status is not None
-            figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
+            # a result without one figure (the fabric counters) says what it found instead
+            figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else m.summary
             source = (" (replayed recording)" if m.source == REPLAYED
                       else " (this machine's loopback, not a network: does not compare with RDMA)"
                       if on_loopback(m) else "")
+            what = f"{m.transport} {m.kind}" if m.kind == "counters" else f"{m.transport.upper()} {m.kind}"
             lines.append(Content.assemble(NB, badge(m.status), outside(
-                f" {m.pair_label} {m.transport.upper()} {m.kind}: {figure}{source}")))
+                f" {m.pair_label} {what}: {figure}{source}")))
         return lines
 
     def _sections(self) -> dict[str, Any]:
