@@ -14,10 +14,12 @@ from textual.widgets import Checkbox, DataTable, Input, Select, Static
 
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
+from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.hanging import hang_lines
-from tests.test_tui_walk import make_app, notice_text, settle, sync, wait_for_tests
+from strixwizard.tui.widgets.notice import Notice
+from tests.test_tui_walk import make_app, notice_text, settle, sync, wait_for_modal, wait_for_tests
 
 
 @pytest.fixture(autouse=True)
@@ -179,3 +181,27 @@ def test_usb4_latency_is_said_one_way_everywhere() -> None:
 
     assert TCP_LATENCY in TRANSPORT_NOTES["thunderbolt-net"] and TCP_LATENCY in TCP_ONLY
     assert "50-130" not in TRANSPORT_NOTES["thunderbolt-net"]
+
+
+@sync
+async def test_while_a_question_is_open_its_step_waits_for_the_answer_not_running() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("fix"))
+        await settle(app, pilot)
+        fix_run = app.screen.query_one("#fix-run", Notice)
+        await pilot.press("a")
+        await wait_for_modal(app, pilot)
+        await pilot.pause()
+        assert fix_run.display and fix_run.border_title is not None
+        assert str(fix_run.border_title) == "Waiting for your answer", fix_run.border_title
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert app.session.of(FixState).applied is not None
+        await pilot.press("u")  # the rollback question: the Applied panel is not "Running" behind it
+        await wait_for_modal(app, pilot)
+        await pilot.pause()
+        assert str(fix_run.border_title) == "Waiting for your answer", fix_run.border_title
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert str(fix_run.border_title) == "Applied"

@@ -388,14 +388,23 @@ class WizardApp(App[int]):
             answered.set()
 
         text = f"{question.detail}" if question.detail else question.text
+        worker = get_current_worker()
+        run = (self.session.of(FixState) if worker.group == "fix"
+               else self.session.of(DeployState) if worker.group == "deploy" else None)
+        if run is not None:  # its step says "waiting for your answer", not "running"
+            run.asking = True
         self.call_from_thread(self.push_screen, ConfirmationModal(
             question.title, text, yes=question.yes, no="Cancel (n)"), done)
-        worker = get_current_worker()
+        self.call_from_thread(self.screen_changed)
         deadline = time.monotonic() + ANSWER_WAIT_S
-        while not answered.wait(0.1):
-            if worker.is_cancelled or time.monotonic() > deadline:
-                return False
-        return answer[0]
+        try:
+            while not answered.wait(0.1):
+                if worker.is_cancelled or time.monotonic() > deadline:
+                    return False
+            return answer[0]
+        finally:
+            if run is not None:
+                run.asking = False
 
     # -- discovery -------------------------------------------------------------
     def ensure_discovery(self) -> None:
