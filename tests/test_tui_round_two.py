@@ -11,14 +11,16 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Checkbox, DataTable, Input, Select, Static
+from textual.widgets._collapsible import CollapsibleTitle
 
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
-from strixwizard.tui.screens.fix import FixState
+from strixwizard.tui.screens.fix import FixGroupView, FixState
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.hanging import hang_lines
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.sections import Section
 from tests.test_tui_walk import make_app, notice_text, settle, sync, wait_for_modal, wait_for_tests
 
 
@@ -205,3 +207,88 @@ async def test_while_a_question_is_open_its_step_waits_for_the_answer_not_runnin
         await pilot.press("n")
         await settle(app, pilot)
         assert str(fix_run.border_title) == "Applied"
+
+
+@sync
+async def test_question_mark_opens_help_with_keys_steps_verdicts_and_files() -> None:
+    from strixwizard.tui.steps import STEPS
+    from strixwizard.tui.widgets.help import HelpScreen
+
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("fix"))
+        await settle(app, pilot)
+        assert "help" in footer_keys(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text", Static).render())
+        for step in STEPS:
+            assert f"{step.number} {step.title}" in text
+        for said in ("Apply fixes", "only the failing rows", "PASS", "WARN", "FAIL", "ERROR", "SKIP",
+                     "demo-state.json", "journal", "dry-runs", "/etc/strixwizard"):
+            assert said in text, said
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen) and app.session.state.step == "fix"
+
+
+def _sections(app: WizardApp, selector: str) -> list[Section]:
+    return list(app.screen.query(selector).results(Section))
+
+
+@sync
+async def test_fix_sections_fold_and_f_shows_only_the_failing_findings() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("fix"))
+        await settle(app, pilot)
+        sections = _sections(app, ".fix-section")
+        assert {s.key for s in sections} >= {"fix node node-a", "fix node node-b"}
+        everything = "\n".join(str(s.query_one(Static).render()) for s in sections)
+        assert "WARN" in everything and "FAIL" in everything
+        first = sections[0]
+        first.query_one(CollapsibleTitle).focus()
+        await pilot.press("enter")  # folds it, and the fold is kept when the step is drawn again
+        await settle(app, pilot)
+        assert first.collapsed and app.session.folds[first.key] is True
+        await pilot.press(key_of("links"), key_of("fix"))
+        await settle(app, pilot)
+        assert next(s for s in _sections(app, ".fix-section") if s.key == first.key).collapsed
+        assert "f" in {b.key for (_, b, on, _) in app.active_bindings.values() if b.show and on}
+        app.screen.focus_next()  # the key works wherever the focus is on the step
+        await pilot.press("f")
+        await settle(app, pilot)
+        assert "FAIL and ERROR rows only" in notice_text(app, "#fix-status")
+        shown = "\n".join(str(s.query_one(FixGroupView).render()) for s in _sections(app, ".fix-section"))
+        assert "FAIL" in shown and "! WARN" not in shown
+        assert "fabric.counters" not in shown  # a warning only: filtered out
+        await pilot.press("f")
+        await settle(app, pilot)
+        assert "fabric.counters" in "\n".join(
+            str(s.query_one(FixGroupView).render()) for s in _sections(app, ".fix-section"))
+
+
+@sync
+async def test_discover_lists_every_check_in_folded_sections_and_f_filters_them() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("discover"))
+        await settle(app, pilot)
+        sections = _sections(app, ".check-section")
+        assert [s.key for s in sections] == ["discover node node-a", "discover node node-b",
+                                             "discover links", "discover site demo"]
+        assert all(s.collapsed for s in sections)  # folded until opened: the tables stay on screen
+        assert "✗ 2 FAIL" in str(sections[1].query_one(CollapsibleTitle).render())
+        sections[1].collapsed = False
+        await settle(app, pilot)
+        lines = str(sections[1].query_one(".check-lines", Static).render())
+        assert "✓ PASS" in lines and "✗ FAIL" in lines
+        await pilot.press("f")
+        await settle(app, pilot)
+        sections = _sections(app, ".check-section")
+        assert [s.key for s in sections] == ["discover node node-b", "discover links"]  # failing only
+        assert not sections[0].collapsed  # opened before: still open
+        lines = str(sections[0].query_one(".check-lines", Static).render())
+        assert "✗ FAIL" in lines and "PASS" not in lines and "WARN" not in lines
+        assert "FAIL and ERROR rows only" in notice_text(app, "#discover-status")

@@ -93,6 +93,7 @@ class WizardApp(App[int]):
         Binding("b", "prev_step", "Back"),
         *[Binding(step.key, f"goto('{step.id}')", step.title, show=False) for step in STEPS],
         Binding("ctrl+t", "toggle_dark", "Light/dark", show=False),
+        Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -315,6 +316,35 @@ class WizardApp(App[int]):
                                 lambda: self.post_message(m.CancelTests()))
         yield SystemCommand("Light or dark theme", "switch between textual-light and textual-dark",
                             self.action_toggle_dark)
+
+    def action_help(self) -> None:
+        """The help screen: keys, steps, verdicts and where files go."""
+        from strixwizard.fixing.journal import default_journal_dir
+        from strixwizard.tui.saved import display_path
+        from strixwizard.tui.widgets.help import HelpScreen, help_content
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        screen, session = self.screen, self.session
+        everywhere = [(f"1…{len(STEPS)}", "open a step by its number"),
+                      ("n / b", "the next / the previous step"),
+                      ("f", f"only the failing rows ({refer('discover')}; {refer('fix')})"),
+                      ("?", "this help"), ("ctrl+p", "every action by name (the command palette)"),
+                      ("ctrl+t", "light or dark theme"), ("home/end", "top / bottom of the step"),
+                      ("q", "quit: the progress is saved, a running test is stopped first")]
+        here = [(binding.key_display or binding.key, binding.description)
+                for binding in getattr(type(screen), "BINDINGS", [])
+                if isinstance(binding, Binding) and binding.show and binding.description
+                and binding.key != "f"]
+        journals = default_journal_dir()
+        files = [("progress (the step you are on, saved reports)",
+                  display_path(session.state_file) if session.state_file else "none until a site is open"),
+                 ("reports (JSON, Markdown, HTML)", display_path(session.out_dir)),
+                 ("fix and deploy journals (head)", display_path(journals)),
+                 ("journals on each node", "/var/lib/strixwizard/journal"),
+                 ("demo dry runs (copies of the snapshots)", display_path(journals.parent / "dry-runs")),
+                 ("deploy files on each node", "/etc/strixwizard")]
+        self.push_screen(HelpScreen(help_content(everywhere, here, files)))
 
     def action_toggle_dark(self) -> None:
         super().action_toggle_dark()

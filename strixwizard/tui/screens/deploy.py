@@ -391,7 +391,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
                    f"lists, then discover again ({keys('discover', 'r')}); or pick the TCP transport "
                    "above, or fewer nodes."
                    if rdma else "Nothing is deployed. Next: pick other nodes or another stack above.")
-            notice.say(f"{in_wizard_terms(preview.refused)}\n\n{why}", "warning", title="Deploy refused")
+            notice.say(f"{in_wizard_terms(str(preview.refused))}\n\n{why}", "warning", title="Deploy refused")
             self._clear()
             return
         self._show_plan(notice, preview.plan, preview.plan_only, preview.replayed)
