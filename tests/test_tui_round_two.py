@@ -76,6 +76,15 @@ async def test_wrapped_lines_keep_their_indent_in_links_fix_deploy_and_report() 
                 wrapped += len(shown) - len(str(widget.render()).split("\n"))
                 assert not unhung(widget), (step, unhung(widget))
             assert wrapped > 0, f"{step}: nothing wrapped at 80 columns, the test shows nothing"
+        # a notice's list items ("! doctor FAILs …" on Deploy) wrap under their text, not their mark
+        await pilot.press(key_of("deploy"))
+        await settle(app, pilot)
+        notice = app.screen.query_one("#deploy-status", Notice)
+        sources = str(notice.render()).split("\n")
+        items = [line for line in sources if line.startswith("! ")]
+        assert items and any(len(line) > 76 for line in items)  # some item wraps at 80 columns
+        for line in unhung(notice):
+            assert not any(line.strip() in item for item in items), line
 
 
 async def after_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
@@ -138,7 +147,7 @@ async def test_deploy_speaks_of_its_fields_and_keys_not_flags() -> None:
         assert "deploy --rollback" not in shown and "5, u rolls back" in shown
         assert "pass --model" not in shown and "Model field above" in shown
         model = screen.query_one("#deploy-model", Input)
-        assert model.placeholder.startswith("vLLM model name")
+        assert model.placeholder.startswith("vLLM model")
         screen.query_one("#deploy-stack", Select).value = "llama-rpc"
         await settle(app, pilot)
         assert model.placeholder == "GGUF file path on the head"  # not the vLLM stack's words

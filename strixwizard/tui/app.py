@@ -421,11 +421,11 @@ class WizardApp(App[int]):
         worker = get_current_worker()
         run = (self.session.of(FixState) if worker.group == "fix"
                else self.session.of(DeployState) if worker.group == "deploy" else None)
-        if run is not None:  # its step says "waiting for your answer", not "running"
-            run.asking = True
+        if run is not None:  # its step says "waiting for your answer", not "running", drawn
+            run.asking = True  # before the dialog covers it (then the step is not the screen)
+            self.call_from_thread(self.screen_changed)
         self.call_from_thread(self.push_screen, ConfirmationModal(
             question.title, text, yes=question.yes, no="Cancel (n)"), done)
-        self.call_from_thread(self.screen_changed)
         deadline = time.monotonic() + ANSWER_WAIT_S
         try:
             while not answered.wait(0.1):

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 SMOKE_STATUS = {"pass": Status.PASS, "fail": Status.FAIL, "error": Status.ERROR}
 HEAD = "bold $text-accent"
 #: What the Model field takes, per stack (a stack the wizard does not know: no hint).
-MODEL_HINT = {"ray": "vLLM model name (Hugging Face id or a path on the nodes)",
+MODEL_HINT = {"ray": "vLLM model (HF id or a path on the nodes)",
               "llama-rpc": "GGUF file path on the head"}
 
 

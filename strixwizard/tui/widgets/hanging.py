@@ -16,6 +16,9 @@ from textual.style import Style
 from textual.visual import RenderOptions, Visual
 
 _BLANKS = " \u00a0"
+#: Marks that start an item of a list ("! MTU differs …"): with `marked_only`, only such
+#: lines (and indented ones) hang; a plain paragraph wraps as usual.
+MARKS = ("! ", "✗ ", "✓ ", "- ", "• ")
 
 
 def leading(line: Content) -> int:
@@ -24,11 +27,14 @@ def leading(line: Content) -> int:
     return len(plain) - len(plain.lstrip(_BLANKS))
 
 
-def hang_lines(content: Content, width: int, hang: int = 2) -> list[Content]:
+def hang_lines(content: Content, width: int, hang: int = 2, marked_only: bool = False) -> list[Content]:
     """`content` wrapped at `width`: each continuation starts `hang` cells right of where its
-    line's text starts."""
+    line's text starts (with `marked_only`, only for indented lines and lines of a list)."""
     out: list[Content] = []
     for line in content.split("\n", allow_blank=True):
+        if marked_only and not leading(line) and not line.plain.startswith(MARKS):
+            out += line.wrap(max(1, width)) if line.plain else [line]
+            continue
         indent = min(leading(line), max(0, width // 2))
         head, rest = line[:indent], line[indent:]
         first = rest.wrap(max(1, width - indent))[0] if rest.plain else rest
@@ -45,8 +51,8 @@ def hang_lines(content: Content, width: int, hang: int = 2) -> list[Content]:
 class Hanging(Visual):
     """`content` drawn with a hanging indent at whatever width the widget has."""
 
-    def __init__(self, content: Content, hang: int = 2) -> None:
-        self.content, self.hang = content, hang
+    def __init__(self, content: Content, hang: int = 2, marked_only: bool = False) -> None:
+        self.content, self.hang, self.marked_only = content, hang, marked_only
         self._cache: tuple[int, Content] | None = None
 
     def __str__(self) -> str:
@@ -55,7 +61,8 @@ class Hanging(Visual):
     def at(self, width: int) -> Content:
         """The content wrapped for `width` cells, one Content line per screen line."""
         if self._cache is None or self._cache[0] != width:
-            self._cache = (width, Content("\n").join(hang_lines(self.content, width, self.hang)))
+            self._cache = (width, Content("\n").join(hang_lines(self.content, width, self.hang,
+                                                                   self.marked_only)))
         return self._cache[1]
 
     def render_strips(self, width: int, height: int | None, style: Style,
