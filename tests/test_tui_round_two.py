@@ -234,8 +234,8 @@ async def test_question_mark_opens_help_with_keys_steps_verdicts_and_files() -> 
         text = str(app.screen.query_one("#help-text", Static).render())
         for step in STEPS:
             assert f"{step.number} {step.title}" in text
-        for said in ("Apply fixes", "only the failing rows", "PASS", "WARN", "FAIL", "ERROR", "SKIP",
-                     "demo-state.json", "journal", "dry-runs", "/etc/strixwizard"):
+        for said in ("Apply fixes: the planned changes", "only the failing rows", "PASS", "WARN", "FAIL",
+                     "ERROR", "SKIP", "demo-state.json", "journal", "dry-runs", "/etc/strixwizard"):
             assert said in text, said
         await pilot.press("escape")
         await pilot.pause()

@@ -332,7 +332,7 @@ class WizardApp(App[int]):
                       ("?", "this help"), ("ctrl+p", "every action by name (the command palette)"),
                       ("ctrl+t", "light or dark theme"), ("home/end", "top / bottom of the step"),
                       ("q", "quit: the progress is saved, a running test is stopped first")]
-        here = [(binding.key_display or binding.key, binding.description)
+        here = [(binding.key_display or binding.key, binding.tooltip or binding.description)
                 for binding in getattr(type(screen), "BINDINGS", [])
                 if isinstance(binding, Binding) and binding.show and binding.description
                 and binding.key != "f"]

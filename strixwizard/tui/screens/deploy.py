@@ -192,7 +192,7 @@ class DeployState(RunState):
 
 class DeployScreen(StepScreen, step="deploy", state=DeployState):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "apply", "Apply deploy"),
+        Binding("a", "apply", "Apply", tooltip="Apply deploy, then its smoke test (you confirm first)"),
         Binding("u", "roll_back", "Roll back"),
         Binding("p", "plan", "Plan again"),
     ]

@@ -110,7 +110,7 @@ class FixState(RunState):
 
 class FixScreen(StepScreen, step="fix", state=FixState):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "apply", "Apply fixes"),
+        Binding("a", "apply", "Apply", tooltip="Apply fixes: the planned changes (you confirm first)"),
         Binding("u", "roll_back", "Roll back"),
         Binding("f", "failing_only", "FAIL only"),
     ]
