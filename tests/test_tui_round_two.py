@@ -301,3 +301,16 @@ async def test_discover_lists_every_check_in_folded_sections_and_f_filters_them(
         lines = str(sections[0].query_one(".check-lines", Static).render())
         assert "✗ FAIL" in lines and "PASS" not in lines and "WARN" not in lines
         assert "FAIL and ERROR rows only" in notice_text(app, "#discover-status")
+
+
+@sync
+async def test_the_reports_decode_chart_follows_the_model_picked_on_the_test_step() -> None:
+    app = make_app(demo=True, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await after_the_tests(app, pilot)
+        app.screen.query_one("#decode-model", Select).value = "Llama-3.1-8B"
+        await settle(app, pilot)
+        await pilot.press(key_of("report"))
+        await settle(app, pilot)
+        saved = app.session.saved["json"].read_text()
+        assert '"name": "Llama-3.1-8B"' in saved and "Llama-3.1-70B" not in saved

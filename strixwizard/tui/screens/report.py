@@ -83,7 +83,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         assert discovery is not None
         report = discovery.report
         tests, deploy = self.session.of(TestState), self.session.of(DeployState)
-        key = (id(report), tests.run, len(tests.results), tests.outcome,
+        key = (id(report), tests.run, len(tests.results), tests.outcome, tests.decode_model,
                id(deploy.preview), id(deploy.deployed), deploy.rolled_back)
         if self.saved_for != key:
             self.saved_for = key
@@ -178,7 +178,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         document = tests.resumed_document  # an earlier session's, as it saved it
         if document is None:
             document = tests_document(discovery.site.name, discovery.site.thresholds, results,
-                                      session.is_demo, nodes, outcome)
+                                      session.is_demo, nodes, outcome, tests.decode_model)
             if document is not None and note:
                 document["note"] = note
         return {"live_tests": document, "deploy": self._deploy_section(deploy)}
