@@ -122,6 +122,8 @@ def test_command_line_advice_is_said_as_the_wizard_step_or_key() -> None:
                                         "names the cure under link.transport)")
     assert "strixwizard" not in in_wizard_terms("set one MTU (`strixwizard fix --only link.mtu`)")
     assert "--nodes" not in in_wizard_terms("deploy on the nodes that share one with --nodes A,B")
+    assert in_wizard_terms("(`strixwizard doctor` with the same site file says why)") == (
+        "(step 2, Discover says why)")
 
 
 @sync

@@ -22,7 +22,7 @@ def _rules() -> list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]
         (re.compile(r"`strixwizard fix --only (?P<what>[\w.,-]+)`"),
          lambda m: f"{fix} ({m['what']})"),
         (re.compile(r"`strixwizard fix`"), fix),
-        (re.compile(r"`strixwizard doctor`"), discover),
+        (re.compile(r"`strixwizard doctor`( with the same site file)?"), discover),
         (re.compile(r"`strixwizard deploy --transport tcp`"), "the Transport choice above"),
         (re.compile(r"with --nodes [\w,.-]+"), "by ticking only those nodes above"),
         (re.compile(r"with --transport tcp"), "by picking the tcp transport above"),
