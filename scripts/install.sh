@@ -11,7 +11,8 @@ if [[ "$want_tests" == "test" ]]; then
                qperf lldpad tmux qemu-system-x86 busybox-static cpio kmod e2fsprogs
                cmake g++ libibverbs-dev  # qemu..e2fsprogs: the VM lab (tests/vmlab.py); cmake, g++,
                                          # libibverbs-dev: scripts/build_llama.sh (tcp, rdma)
-               chromium)  # the HTML report's charts, loaded in a headless browser
+               chromium   # the HTML report's charts, loaded in a headless browser
+               librsvg2-bin)  # rsvg-convert: screenshots/ as PNG (scripts/screenshots.py)
 fi
 
 missing=()

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Regenerate screenshots/ from the demo site: one picture per wizard step.
 
-    .venv/bin/python scripts/screenshots.py [--out screenshots] [--size 100x30]
+    .venv/bin/python scripts/screenshots.py [--out screenshots] [--size 80x24] [--wide 120x40]
 
 Each step is reached with the keyboard (the digit keys), exactly as a user
-would, and saved as SVG with Textual's `save_screenshot`. PNGs are made from
-the SVGs when a converter is available: `rsvg-convert` (Debian: librsvg2-bin)
-or the `cairosvg` Python package; otherwise only SVGs are written (and the
-script says so). HOME points at a scratch folder while it runs, so the user's
-saved progress is untouched and paths on screen read `~/.local/state/...`.
+would, and saved as SVG with Textual's `save_screenshot`: one set at the size
+the README stresses (80x24) in `screenshots/`, one wide set in `screenshots/wide/`.
+PNGs are made from the SVGs with `rsvg-convert` (Debian: librsvg2-bin, installed
+by `scripts/install.sh test`); without it only SVGs are written (and the script
+says so). Textual writes each terminal cell run as one `<text>` whose leading
+spaces are no-break spaces; SVG collapses them unless the text keeps its
+whitespace, so the SVGs get `xml:space="preserve"` (the cairosvg fallback, which
+lost them anyway, is gone). HOME points at a scratch folder while it runs, so the
+user's saved progress is untouched and paths on screen read `~/.local/state/...`.
 """
 
 from __future__ import annotations
@@ -71,35 +75,48 @@ async def capture(out: Path, size: tuple[int, int]) -> list[Path]:
     return written
 
 
+PRESERVE = 'xml:space="preserve" '
+
+
+def keep_whitespace(svg: Path) -> None:
+    """Mark the whole picture `xml:space="preserve"`: a cell run's leading and repeated spaces
+    (the title's " — ", hanging indents, box borders) are drawn where the terminal drew them."""
+    text = svg.read_text(encoding="utf-8")
+    if PRESERVE not in text:
+        svg.write_text(text.replace("<svg ", f"<svg {PRESERVE}", 1), encoding="utf-8")
+
+
 def to_png(svg: Path) -> Path | None:
-    png = svg.with_suffix(".png")
-    if shutil.which("rsvg-convert"):
-        subprocess.run(["rsvg-convert", "--zoom", "1.5", str(svg), "-o", str(png)], check=True)
-        return png
-    try:
-        import cairosvg  # type: ignore[import-not-found]
-    except ImportError:
+    if not shutil.which("rsvg-convert"):
         return None
-    cairosvg.svg2png(url=str(svg), write_to=str(png), scale=1.5)
+    png = svg.with_suffix(".png")
+    subprocess.run(["rsvg-convert", "--zoom", "1.5", str(svg), "-o", str(png)], check=True)
     return png
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
-    parser.add_argument("--size", default="100x30", help="terminal columns x rows")
+    parser.add_argument("--size", default="80x24", help="terminal columns x rows")
+    parser.add_argument("--wide", default="120x40",
+                        help="columns x rows of the wide set in OUT/wide ('' for none)")
     args = parser.parse_args()
-    columns, rows = (int(v) for v in args.size.lower().split("x"))
-    args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="strixwizard-shots-") as home:
-        os.environ["HOME"] = home
-        os.environ.pop("XDG_STATE_HOME", None)
-        svgs = asyncio.run(capture(args.out.resolve(), (columns, rows)))
+    sets = [(args.out, args.size)] + ([(args.out / "wide", args.wide)] if args.wide else [])
+    svgs: list[Path] = []
+    for out, size in sets:
+        columns, rows = (int(v) for v in size.lower().split("x"))
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="strixwizard-shots-") as home:
+            os.environ["HOME"] = home
+            os.environ.pop("XDG_STATE_HOME", None)
+            svgs += asyncio.run(capture(out.resolve(), (columns, rows)))
+    for svg in svgs:
+        keep_whitespace(svg)
     pngs = [png for svg in svgs if (png := to_png(svg)) is not None]
     for path in svgs + pngs:
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     if not pngs:
-        print("no SVG converter found (rsvg-convert or cairosvg): SVG only", file=sys.stderr)
+        print("rsvg-convert not found (Debian: librsvg2-bin): SVG only", file=sys.stderr)
     return 0
 
 

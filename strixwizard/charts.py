@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from strixwizard.svg import Svg, text_width
+from strixwizard.svg import Svg, text_width, wrap
 
 #: Series colours per transport; others take the next free colour of EXTRA.
 TRANSPORT_COLOURS = {"rdma": "#2f6fdf", "tcp": "#e07a1f", "usb4": "#8e44ad", "thunderbolt-net": "#8e44ad"}
@@ -33,6 +33,11 @@ NO_FIT = "no fit"
 NAME_CHARS = 18
 HEAT_RED_RATIO = 2.0
 FONT = 12.0
+#: A distribution's axis ends this many times above the slowest median: a loaded run's p99.9
+#: or max (milliseconds on a busy loopback) would otherwise squash the µs curves into the
+#: bottom band. Points above are drawn on the top edge with their figure (a broken axis).
+AXIS_OVER_MEDIAN = 25.0
+LABEL_ANGLE = math.radians(40)
 
 
 def short(name: str, limit: int = NAME_CHARS) -> str:
@@ -95,8 +100,10 @@ def heatmap_svg(nodes: Sequence[str], grid: dict[str, Any], title: str, unit: st
     label_width = max(text_width(n, FONT) for n in names) + 14
     cell_w = max(64.0, text_width(f"{high:.2f}", FONT) + 16)
     cell_h = 34.0
-    top = 40 + max(text_width(n, FONT) for n in names) * 0.7
-    width = label_width + cell_w * len(nodes) + 20
+    longest = max(text_width(n, FONT) for n in names)
+    top = 40 + longest * 0.7
+    # the last column's label, slanted up to the right, ends past its cell: room for it
+    width = label_width + cell_w * (len(nodes) - 0.5) + max(cell_w / 2, longest * math.cos(LABEL_ANGLE)) + 12
     height = top + cell_h * len(nodes) + 44
     svg = Svg(width, height, title, "chart heatmap")
     svg.text(8, 20, title, size=14, weight="bold")
@@ -154,14 +161,24 @@ def distribution_svg(pair: Sequence[str], series: Sequence[Series]) -> Svg | Non
     values = [v for s in series for _, v in s.points if v > 0]
     if not values:
         return None
-    low, high = min(values) / 1.3, max(values) * 1.3
+    medians = [m for s in series if (m := dict(s.points).get("median")) is not None and m > 0]
+    ceiling = max(values) if not medians else min(max(values), max(medians) * AXIS_OVER_MEDIAN)
+    clipped = ceiling < max(values)
+    span = math.log(ceiling) - math.log(min(values))
+    pad = max(0.15 * span, math.log(1.3))  # room under the lowest point for its label
+    low, high = min(values) / math.exp(pad), ceiling * (1.0 if clipped else math.exp(pad))
     title = f"{short(pair[0])} - {short(pair[1])}: one-way latency distribution"
-    left, top, plot_w, plot_h = 64.0, 36.0, 440.0, 210.0
-    width, height = left + plot_w + 30, top + plot_h + 50 + 18 * len(series)
+    left, top, plot_w, plot_h = 64.0, 52.0 if clipped else 36.0, 440.0, 210.0
+    note = (f"values above {ceiling:.0f} µs are drawn on the top edge with their figure "
+            f"(the axis stops at {AXIS_OVER_MEDIAN:g} x the slowest median)" if clipped else "")
+    note_lines = wrap(note, 10, plot_w + 20) if note else []
+    width = left + plot_w + 30
+    height = top + plot_h + 50 + 18 * len(series) + 14 * len(note_lines)
     svg = Svg(width, height, title, "chart distribution")
     svg.text(8, 20, title, size=14, weight="bold")
 
     def y_of(value: float) -> float:
+        value = min(value, high)  # above the axis: on its top edge
         return top + plot_h - (math.log(value) - math.log(low)) / (math.log(high) - math.log(low)) * plot_h
 
     columns = [label for _, label in STATISTICS]
@@ -175,21 +192,33 @@ def distribution_svg(pair: Sequence[str], series: Sequence[Series]) -> Svg | Non
         x = left + step * k
         svg.line(x, top, x, top + plot_h, opacity=0.12)
         svg.text(x, top + plot_h + 16, label, anchor="middle", size=11, css_class="stat-label")
-    svg.line(left, top + plot_h, left + plot_w, top + plot_h)
-    medians = [m for s in series if (m := dict(s.points).get("median")) is not None and m > 0]
+    svg.line(left, top + plot_h, left + plot_w, top + plot_h, css_class="axis")
     for n, s in enumerate(series):
         points = [(left + step * columns.index(label), y_of(value)) for label, value in s.points if value > 0]
         svg.polyline(points, s.colour, css_class="curve")
         for (x, y), (label, value) in zip(points, [p for p in s.points if p[1] > 0], strict=True):
             svg.circle(x, y, 3.5, s.colour, tooltip=f"{s.label}: {label} {value:.2f} µs")
+            if value > high:  # off the axis: its figure above the top edge
+                svg.text(x, top - 6 - 12 * (n % 2), f"↑{value:.0f}", anchor="middle", size=10,
+                         fill=s.colour, css_class="clipped-label")
         median = dict(s.points).get("median")
-        if median is not None and median > 0:  # the slowest curve's label above its point, others below
+        if median is not None and median > 0:
+            # the slowest curve's label above its point, the others below, unless that would
+            # put it on the axis (or above the plot): then on the other side
+            y = y_of(median)
             above = median >= max(medians, default=median)
-            svg.text(left + step + 6, y_of(median) + (-6 if above else 14), f"{median:.2f}", size=11,
+            if not above and y + 14 > top + plot_h - 3:
+                above = True
+            elif above and y - 17 < top:
+                above = False
+            svg.text(left + step + 6, y + (-6 if above else 14), f"{median:.2f}", size=11,
                      fill=s.colour, css_class="median-label")
         legend_y = top + plot_h + 38 + 18 * n
         svg.rect(left, legend_y - 9, 14, 4, s.colour)
         svg.text(left + 20, legend_y - 3, s.label, size=11, css_class="legend")
+    for k, line in enumerate(note_lines):
+        svg.text(left - 50, top + plot_h + 38 + 18 * len(series) + 14 * k, line, size=10,
+                 css_class="axis-note")
     return svg
 
 
@@ -278,8 +307,13 @@ def decode_svg(rows: Sequence[Prediction], title: str) -> Svg | None:
     bar_w, gap = 46.0, 28.0
     group_w = bar_w * len(transports) + gap
     left, top, plot_h = 64.0, 40.0, 220.0
-    width = max(left + group_w * len(tps) + 20, 420.0)
-    height = top + plot_h + 64 + 18 * (len(transports) + 2)
+    width = max(left + group_w * len(tps) + 20, 420.0, text_width(title, 14) + 16)
+    notes = [line for text in (
+        "meas. = measured, est. = estimated (pale, dashed; the JSON's notes say how), "
+        "rec. = replayed recording",
+        f"dark top of a bar: the share of each token spent communicating; {NO_FIT} (outline only): "
+        "the model does not fit in that many nodes' memory") for line in wrap(text, 10, width - left - 8)]
+    height = top + plot_h + 64 + 18 * len(transports) + 14 * len(notes)
     y_top, y_step = _nice_top(max(r.tokens_per_s for r in rows) * 1.1)
     svg = Svg(width, height, title, "chart decode")
     svg.text(8, 22, title, size=14, weight="bold")
@@ -326,12 +360,8 @@ def decode_svg(rows: Sequence[Prediction], title: str) -> Svg | None:
     for n, transport in enumerate(transports):
         svg.rect(left, legend_y + 18 * n - 9, 14, 10, colours[transport])
         svg.text(left + 20, legend_y + 18 * n, short(transport, 40), size=11, css_class="legend")
-    svg.text(left, legend_y + 18 * len(transports),
-             "meas. = measured, est. = estimated (pale, dashed; the JSON's notes say how), "
-             "rec. = replayed recording", size=10)
-    svg.text(left, legend_y + 18 * (len(transports) + 1),
-             f"dark top of a bar: the share of each token spent communicating; {NO_FIT} (outline only): "
-             "the model does not fit in that many nodes' memory", size=10)
+    for k, line in enumerate(notes):  # wrapped to the chart: nothing runs past its right edge
+        svg.text(left, legend_y + 18 * len(transports) + 14 * k, line, size=10, css_class="legend-note")
     return svg
 
 

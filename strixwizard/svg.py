@@ -35,6 +35,17 @@ def text_width(text: str, size: float) -> float:
     return len(text) * size * GLYPH_WIDTH
 
 
+def wrap(text: str, size: float, width: float) -> list[str]:
+    """`text` in lines no wider than `width` at font `size` (broken between words)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and text_width(f"{lines[-1]} {word}", size) <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return lines
+
+
 @dataclass
 class Svg:
     """One chart: `add` shapes, then `render()`; `label` names it for screen readers."""
@@ -61,10 +72,11 @@ class Svg:
                                "class": css_class}, tooltip)
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str = "currentColor",
-             width: float = 1.0, opacity: float | None = None, dash: str | None = None) -> None:
+             width: float = 1.0, opacity: float | None = None, dash: str | None = None,
+             css_class: str | None = None) -> None:
         self._element("line", {"x1": x1, "y1": y1, "x2": x2, "y2": y2, "stroke": stroke,
                                "stroke_width": width, "stroke_opacity": opacity,
-                               "stroke_dasharray": dash}, None)
+                               "stroke_dasharray": dash, "class": css_class}, None)
 
     def polyline(self, points: Sequence[tuple[float, float]], stroke: str, width: float = 2.0,
                  css_class: str | None = None, dash: str | None = None) -> None:

@@ -43,11 +43,12 @@ async def _walk() -> None:
         rows = {str(table.get_row_at(i)[0]): [str(c) for c in table.get_row_at(i)]
                 for i in range(table.row_count)}
         assert set(rows) == {"rdma", "tcp (loopback)"}  # the demo's TCP is this machine's loopback
-        assert rows["rdma"][-1] == "recorded" and rows["tcp (loopback)"][-1] == "estimated"
+        assert len(table.columns) == 5  # transport, all-reduce, TP=1, TP=2, comm share: fits 80 columns
         assert all(float(cell.split()[0]) > 0 for cell in rows["rdma"][2:4])
         head = str(panel.query_one(".decode-head", Static).render())
         assert "Llama-3.1-70B" in head and "16 KiB per all-reduce" in head
         note = str(panel.query_one(".decode-note", Static).render())
+        assert "rdma: recorded" in note and "tcp (loopback): estimated" in note  # each row's source
         assert "rdma: RCCL all_reduce_perf" in note and "(recorded)" in note and "llm-tracker.info" in note
         # the advice of `strixwizard advise`, from the figures this run measured
         assert "advice: fastest is " in note and " on 2 node(s)" in note and "advice: does RDMA help?" in note

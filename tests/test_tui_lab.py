@@ -120,7 +120,8 @@ async def test_deploy_on_a_site_without_rdma_is_refused_by_the_engine(tuilab3: L
         text = str(notice.render())
         assert notice.border_title == "Deploy refused", text
         assert "Ethernet" in text and "node0" in text and "node1" in text, text
-        assert "Nothing is deployed" in text and "--transport tcp" in text
+        assert "Nothing is deployed" in text and "pick the TCP transport above" in text
+        assert "--transport" not in text and "--nodes" not in text, text  # the wizard's words, not flags
         assert not app.screen.query_one("#deploy-plan").display
 
 

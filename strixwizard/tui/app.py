@@ -38,6 +38,7 @@ from strixwizard.services.fix import Applied, rollback_outcome
 from strixwizard.services.test import Cancel, planned_pairs
 from strixwizard.site import Site
 from strixwizard.tui import messages as m
+from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.extras import saved_sections
 from strixwizard.tui.hostkeys import UnknownHostKey, for_the_wizard, unknown_host_key
 from strixwizard.tui.panels import panel_key, spark_points
@@ -93,6 +94,7 @@ class WizardApp(App[int]):
         Binding("b", "prev_step", "Back"),
         *[Binding(step.key, f"goto('{step.id}')", step.title, show=False) for step in STEPS],
         Binding("ctrl+t", "toggle_dark", "Light/dark", show=False),
+        Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -116,8 +118,9 @@ class WizardApp(App[int]):
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every toast of the wizard (its screens' and widgets' too: they call this) is plain text:
-        an error's or a node's words are shown, never read as markup (`markup` is ignored)."""
-        super().notify(visible(message, keep="\n"), title=visible(title), severity=severity,
+        an error's or a node's words are shown, never read as markup (`markup` is ignored), and
+        a command-line next step is said as the wizard's step or key that does it."""
+        super().notify(visible(in_wizard_terms(message), keep="\n"), title=visible(title), severity=severity,
                        timeout=timeout, markup=False)
 
     # -- what screens may ask (tui.wizard.Wizard) ----------------------------------
@@ -268,6 +271,17 @@ class WizardApp(App[int]):
         if step != STEPS[0].id:
             self.ensure_discovery()
         self.switch_mode(step)
+        self.refresh_bindings()  # Next/Back follow the step
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No "Next" on the last step and no "Back" on the first: the footer offers only a
+        key that goes somewhere."""
+        step = self.session.state.step
+        if action == "next_step":
+            return step != STEPS[-1].id
+        if action == "prev_step":
+            return step != STEPS[0].id
+        return True
 
     def action_next_step(self) -> None:
         self.action_goto(step_after(self.session.state.step, +1).id)
@@ -305,6 +319,35 @@ class WizardApp(App[int]):
                                 lambda: self.post_message(m.CancelTests()))
         yield SystemCommand("Light or dark theme", "switch between textual-light and textual-dark",
                             self.action_toggle_dark)
+
+    def action_help(self) -> None:
+        """The help screen: keys, steps, verdicts and where files go."""
+        from strixwizard.fixing.journal import default_journal_dir
+        from strixwizard.tui.saved import display_path
+        from strixwizard.tui.widgets.help import HelpScreen, help_content
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        screen, session = self.screen, self.session
+        everywhere = [(f"1…{len(STEPS)}", "open a step by its number"),
+                      ("n / b", "the next / the previous step"),
+                      ("f", f"only the failing rows ({refer('discover')}; {refer('fix')})"),
+                      ("?", "this help"), ("ctrl+p", "every action by name (the command palette)"),
+                      ("ctrl+t", "light or dark theme"), ("home/end", "top / bottom of the step"),
+                      ("q", "quit: the progress is saved, a running test is stopped first")]
+        here = [(binding.key_display or binding.key, binding.tooltip or binding.description)
+                for binding in getattr(type(screen), "BINDINGS", [])
+                if isinstance(binding, Binding) and binding.show and binding.description
+                and binding.key != "f"]
+        journals = default_journal_dir()
+        files = [("progress (the step you are on, saved reports)",
+                  display_path(session.state_file) if session.state_file else "none until a site is open"),
+                 ("reports (JSON, Markdown, HTML)", display_path(session.out_dir)),
+                 ("fix and deploy journals (head)", display_path(journals)),
+                 ("journals on each node", "/var/lib/strixwizard/journal"),
+                 ("demo dry runs (copies of the snapshots)", display_path(journals.parent / "dry-runs")),
+                 ("deploy files on each node", "/etc/strixwizard")]
+        self.push_screen(HelpScreen(help_content(everywhere, here, files)))
 
     def action_toggle_dark(self) -> None:
         super().action_toggle_dark()
@@ -383,14 +426,23 @@ class WizardApp(App[int]):
             answered.set()
 
         text = f"{question.detail}" if question.detail else question.text
+        worker = get_current_worker()
+        run = (self.session.of(FixState) if worker.group == "fix"
+               else self.session.of(DeployState) if worker.group == "deploy" else None)
+        if run is not None:  # its step says "waiting for your answer", not "running", drawn
+            run.asking = True  # before the dialog covers it (then the step is not the screen)
+            self.call_from_thread(self.screen_changed)
         self.call_from_thread(self.push_screen, ConfirmationModal(
             question.title, text, yes=question.yes, no="Cancel (n)"), done)
-        worker = get_current_worker()
         deadline = time.monotonic() + ANSWER_WAIT_S
-        while not answered.wait(0.1):
-            if worker.is_cancelled or time.monotonic() > deadline:
-                return False
-        return answer[0]
+        try:
+            while not answered.wait(0.1):
+                if worker.is_cancelled or time.monotonic() > deadline:
+                    return False
+            return answer[0]
+        finally:
+            if run is not None:
+                run.asking = False
 
     # -- discovery -------------------------------------------------------------
     def ensure_discovery(self) -> None:

@@ -21,8 +21,11 @@ from strixwizard.site import Thresholds
 
 
 def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurement], demo: bool,
-                   nodes: Sequence[str], outcome: str | None) -> dict[str, Any] | None:
-    """The live engine's own result document of the wizard's last test run (None: no run)."""
+                   nodes: Sequence[str], outcome: str | None, model: str | None = None
+                   ) -> dict[str, Any] | None:
+    """The live engine's own result document of the wizard's last test run (None: no run);
+    its decode block is for `model` (the catalog's default when None), as the Test step
+    showed it."""
     if not results:
         return None
     from strixwizard.live.report import TestReport, matrix_json
@@ -37,7 +40,7 @@ def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurem
     from strixwizard.decode.fabric import fabric_document
 
     # what the Test step's panel shows ("what this fabric buys you"); the HTML report charts it
-    decode = fabric_document(results, from_catalog(DEFAULT_MODEL), len(nodes))
+    decode = fabric_document(results, from_catalog(model or DEFAULT_MODEL), len(nodes))
     if decode["collectives"]:
         document["decode"] = decode
     document["outcome"] = outcome or "running"

@@ -17,6 +17,7 @@ from strixwizard.facts.netdev import Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort
 from strixwizard.model import CheckResult, Status
 from strixwizard.model import LinkEnd as ReportedEnd
+from strixwizard.vendors.usb4net import TCP_LATENCY
 
 UNKNOWN = "?"
 PROBLEMS = (Status.FAIL, Status.ERROR, Status.WARN)
@@ -31,8 +32,8 @@ TRANSPORT_NOTES = {
     "llama.cpp RDMA cannot use it — switch the NICs to RoCE v2",
     "link-layer-mismatch": "an InfiniBand port cabled to an Ethernet one: nothing passes; "
     "switch the port's link type (mlxconfig LINK_TYPE_P1)",
-    "thunderbolt-net": "USB4/Thunderbolt networking carries TCP only: no RDMA verbs, "
-    "~50-130 µs per message instead of ~5 µs. Keep it for management or a fallback; "
+    "thunderbolt-net": f"USB4/Thunderbolt networking carries TCP only: no RDMA verbs, {TCP_LATENCY}. "
+    "Keep it for management or a fallback; "
     "cable the RDMA NICs and point RCCL at them (NCCL_IB_HCA)",
     "ethernet": "plain Ethernet: at least one end has no hardware RDMA port, so traffic "
     "falls back to TCP (NET/Socket)",

@@ -57,6 +57,8 @@ class Session:
     saved: dict[str, Path] = field(default_factory=dict)
     states: dict[str, StepState] = field(default_factory=dict)  # step id -> its state
     version: int = 0
+    failing_only: bool = False  # Discover and Fix show only FAIL and ERROR rows (key f)
+    folds: dict[str, bool] = field(default_factory=dict)  # section key -> folded, as the user left it
 
     def changed(self) -> None:
         self.version += 1

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from strixwizard.vendors.base import Note, Vendor
 
+#: What a message costs over thunderbolt-net, said the same way wherever it is said.
+TCP_LATENCY_SOURCE = "https://blog.hellas.ai/blog/thunderbolt-ibverbs/"
+TCP_LATENCY = (f"tens of µs per message instead of ~5 µs (about 65 µs one-way measured over "
+               f"thunderbolt-net, {TCP_LATENCY_SOURCE})")
 #: Why thunderbolt-net is not an RDMA path.
-TCP_ONLY = ("USB4/Thunderbolt networking is TCP only: no RDMA verbs, tens of µs instead of ~5 µs. "
+TCP_ONLY = (f"USB4/Thunderbolt networking is TCP only: no RDMA verbs, {TCP_LATENCY}. "
             "Keep it for management; put RCCL on a RoCE/InfiniBand NIC link.")
 #: What the experimental USB4 verbs are worth.
 VERBS = ("Research-grade: ~7 µs one-way at best, cannot share the port with thunderbolt-net; pin "

@@ -41,6 +41,7 @@ class RunState(StepState):
     log: list[str] = field(default_factory=list)
     run_error: str | None = None
     rolled_back: str | None = None  # the last rollback, in words
+    asking: bool = False  # the run's question is open: nothing runs until it is answered
 
     def begin(self) -> None:
         """A run starts; what the last one did stays shown until this one ends (a "no" to
@@ -53,7 +54,10 @@ def show_run(notice: Notice, state: RunState, running: bool, *, running_title: s
     """A run's notice: its last lines while it runs (with `note`), then its error, its
     `result` (text, kind, title) or its rollback; hidden before the first run."""
     notice.display = True
-    if running:
+    if running and state.asking:
+        notice.say("Answer the question to go on (y or n): nothing has been changed yet.", "info",
+                   title="Waiting for your answer")
+    elif running:
         log = "\n".join(state.log[-8:]) or "starting…"
         notice.say(f"{log}\n{note}", "info", title=running_title)
     elif state.run_error:

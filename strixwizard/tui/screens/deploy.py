@@ -26,6 +26,7 @@ from strixwizard.services.deploy import (
     stack_labels,
     stack_switches,
 )
+from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.extras import APPLIED
 from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
@@ -33,6 +34,7 @@ from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.text import outside, paragraph
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import INDENT, badge
 from strixwizard.tui.workspace import KEEP_FOR_SITE
@@ -44,6 +46,9 @@ if TYPE_CHECKING:
 
 SMOKE_STATUS = {"pass": Status.PASS, "fail": Status.FAIL, "error": Status.ERROR}
 HEAD = "bold $text-accent"
+#: What the Model field takes, per stack (a stack the wizard does not know: no hint).
+MODEL_HINT = {"ray": "vLLM model (HF id or a path on the nodes)",
+              "llama-rpc": "GGUF file path on the head"}
 
 
 def env_content(plan: DeployPlan) -> Content:
@@ -67,7 +72,8 @@ def node_content(plan: DeployPlan, node: str) -> Content:
     env, settings = plan.env, plan.settings
     plans = plan.site_plan.for_node(node)
     changes = sum(len(p.steps) for p in plans)
-    lines = [outside(f"{changes} change(s), each journalled and reversible (deploy --rollback)")]
+    lines = [outside(f"{changes} change(s), each journalled and reversible ({keys('deploy', 'u')} "
+                     "rolls back)")]
     for p in plans:
         for step in p.steps:
             lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),
@@ -87,7 +93,7 @@ def node_content(plan: DeployPlan, node: str) -> Content:
     notes = [n for p in plans if p.fix == "deploy.rccl" for n in p.notes]
     if notes:
         lines.append(outside("RCCL", HEAD))
-        lines += [outside(f"{INDENT}{note}") for note in notes]
+        lines += [outside(f"{INDENT}{in_wizard_terms(note)}") for note in notes]
     ray = bool(plan.ray_argv)
     role = ("Ray head" if ray else "head") if node == env.head else ("Ray worker" if ray else "worker")
     return Content("\n").join([outside(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
@@ -99,7 +105,8 @@ def llama_content(plan: LlamaPlan, node: str) -> Content:
     plans = plan.site_plan.for_node(node)
     changes = sum(len(p.steps) for p in plans)
     how = "systemd units, started now and at boot" if plan.llama.persist else "processes for this boot"
-    lines = [outside(f"{changes} change(s), each journalled and reversible (deploy --rollback); {how}")]
+    lines = [outside(f"{changes} change(s), each journalled and reversible ({keys('deploy', 'u')} "
+                     f"rolls back); {how}")]
     for p in plans:
         for step in p.steps:
             lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),
@@ -193,7 +200,7 @@ class DeployState(RunState):
 
 class DeployScreen(StepScreen, step="deploy", state=DeployState):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "apply", "Apply deploy"),
+        Binding("a", "apply", "Apply", tooltip="Apply deploy, then its smoke test (you confirm first)"),
         Binding("u", "roll_back", "Roll back"),
         Binding("p", "plan", "Plan again"),
     ]
@@ -221,11 +228,10 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
                              id="deploy-transport")
             with Horizontal(classes="deploy-row"):
                 yield Label("Model")
-                yield Input(choice.model or "", placeholder="vLLM model name, or GGUF path on the head",
+                yield Input(choice.model or "", placeholder=MODEL_HINT.get(choice.stack, ""),
                             compact=True, id="deploy-model")
-                yield Checkbox("start vLLM (--serve)", choice.serve, compact=True, id="deploy-serve")
-                yield Checkbox("systemd units (--persist)", choice.persist, compact=True,
-                               id="deploy-persist")
+                yield Checkbox("start vLLM", choice.serve, compact=True, id="deploy-serve")
+                yield Checkbox("systemd units", choice.persist, compact=True, id="deploy-persist")
             with Horizontal(classes="deploy-row"):
                 yield Label("Nodes")
                 yield SelectionList[str](compact=True, id="deploy-node-list")
@@ -293,7 +299,9 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         self._pick(nodes=() if picked == listed else tuple(picked))
 
     def _sync_pickers(self, choice: DeployChoice) -> None:
-        """Only the checkbox of the chosen stack is shown (--serve: ray, --persist: llama-rpc)."""
+        """Only the checkboxes of the switches the chosen stack reads are shown (start vLLM:
+        ray, systemd units: llama-rpc), and the model field asks for what that stack loads."""
+        self.query_one("#deploy-model", Input).placeholder = MODEL_HINT.get(choice.stack, "")
         switches = stack_switches(choice.stack)
         self.query_one("#deploy-serve").display = "serve" in switches
         self.query_one("#deploy-persist").display = "persist" in switches
@@ -376,7 +384,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         preview = state.preview
         if state.error:
             reason, next_step = state.error
-            notice.say(f"{reason}\n\nNext: {next_step}", "error", title="No deploy plan")
+            notice.say(f"{in_wizard_terms(reason)}\n\nNext: {next_step}", "error", title="No deploy plan")
             self._clear()
             return
         if preview is None:
@@ -390,9 +398,9 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
                    "InfiniBand, ports ACTIVE) between every pair of nodes. Next: connect the nodes' "
                    f"RDMA NICs ({refer('links')} shows what links there are), fix what {refer('fix')} "
                    f"lists, then discover again ({keys('discover', 'r')}); or pick the TCP transport "
-                   "above (`strixwizard deploy --transport tcp`), or fewer nodes."
+                   "above, or fewer nodes."
                    if rdma else "Nothing is deployed. Next: pick other nodes or another stack above.")
-            notice.say(f"{preview.refused}\n\n{why}", "warning", title="Deploy refused")
+            notice.say(f"{in_wizard_terms(str(preview.refused))}\n\n{why}", "warning", title="Deploy refused")
             self._clear()
             return
         self._show_plan(notice, preview.plan, preview.plan_only, preview.replayed)
@@ -404,7 +412,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         stack = stack_labels().get(plan.settings.stack, plan.settings.stack)
         head = (f"{stack}: {env.profile} profile ({env.transport}) over {', '.join(env.links)}; "
                 f"head {env.head}, {len(env.nodes)} nodes; files go to {plan.settings.target_dir}.")
-        warnings = "".join(f"\n! {w}" for w in plan.notes)
+        warnings = "".join(f"\n! {in_wizard_terms(w)}" for w in plan.notes)
         if plan_only:
             notice.say(f"PLAN ONLY: {', '.join(replayed)} are replayed from snapshots, so nothing can "
                        f"be deployed on them; applying needs real nodes (a site with SSH or local "
@@ -420,13 +428,13 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         fixes = {p.fix for p in plan.site_plan.plans}
         box.display = "deploy.env" in fixes  # the stacks that write the RCCL/Ray env file
         box.border_title = "Environment, and where each value comes from"
-        box.update(env_content(plan))
+        box.update(Hanging(env_content(plan)))
         nodes = self.query_one("#deploy-nodes", Vertical)
         nodes.remove_children()
         views = []
         for node in plan.site_plan.nodes:
             content = llama_content(plan, node) if isinstance(plan, LlamaPlan) else node_content(plan, node)
-            view = Static(content, classes="deploy-box")
+            view = Static(Hanging(content), classes="deploy-box")
             view.border_title = outside(f"node {node}")
             views.append(view)
         nodes.mount_all(views)
@@ -436,5 +444,6 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         vllm.border_title = ("vLLM launch line (started on the head by a, then /health and one "
                              "completion)" if started else "vLLM launch line (written, never started)")
         notes = [n for p in plan.site_plan.for_node(env.head) if p.fix == "deploy.vllm" for n in p.notes]
-        vllm.update(Content("\n").join([outside(shlex.join(plan.vllm_argv), "bold"),
-                                        *[outside(n, "$text-muted") for n in notes[1:]]]))
+        vllm.update(Hanging(Content("\n").join([outside(shlex.join(plan.vllm_argv), "bold"),
+                                                *[outside(in_wizard_terms(n), "$text-muted")
+                                                  for n in notes[1:]]])))

@@ -8,8 +8,12 @@ from typing import ClassVar
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import DataTable, ProgressBar, Static
 
+from strixwizard.checking.engine import Report
+from strixwizard.model import CheckResult
 from strixwizard.services.discover import Discovery
 from strixwizard.tui.fit import Column, cell_width, details, fitting, short_kernel, short_sku, short_state
 from strixwizard.tui.hostkeys import for_the_wizard
@@ -18,8 +22,11 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.steps import keys
 from strixwizard.tui.text import lines as text_lines
 from strixwizard.tui.text import outside
-from strixwizard.tui.views import NodePorts, node_rows
+from strixwizard.tui.views import PROBLEMS, NodePorts, node_rows
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.sections import FILTER_NOTE, Section, counted_title, failing
+from strixwizard.tui.widgets.status import badge
 from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.workspace import KEEP, NodeStatus, StepState
 
@@ -66,6 +73,39 @@ def _short_port(cells: tuple[str, ...]) -> tuple[str, ...]:
     return (node, interface, model, rdma.replace(" (TCP only)", ""), state.split(" (")[0], *rest)
 
 
+def check_groups(report: Report) -> list[tuple[str, tuple[CheckResult, ...]]]:
+    """Every check, by node, then the links', then the site's; worst first in each."""
+    groups: dict[str, list[CheckResult]] = {f"node {host.name}": [] for host in report.hosts}
+    for result in report.checks:
+        if result.host is not None:
+            key = f"node {result.host}"
+        else:
+            key = f"site {report.site}" if result.id.startswith("site.") else "links"
+        groups.setdefault(key, []).append(result)
+    return [(title, tuple(sorted(results, key=lambda r: (-r.status.rank, r.id))))
+            for title, results in groups.items() if results]
+
+
+def check_line(result: CheckResult) -> Content:
+    where = f" {result.entity}" if result.entity and result.entity != result.host else ""
+    observed = result.observed or result.detail
+    said = f": {observed}" if observed else ""
+    want = f"  (want {result.expected})" if result.expected and result.status in PROBLEMS else ""
+    return Content.assemble(badge(result.status), outside(f" {result.id}{where}{said}{want}"))
+
+
+def check_section(title: str, results: tuple[CheckResult, ...], failing_only: bool,
+                  folds: dict[str, bool]) -> Section | None:
+    """A node's (or the links', or the site's) checks, folded until opened; with the FAIL
+    filter on, only its failing checks (None: nothing left to show)."""
+    shown = failing(results, failing_only)
+    if not shown:
+        return None
+    body = Static(Hanging(Content("\n").join(check_line(r) for r in shown)), classes="check-lines")
+    return Section(body, key=f"discover {title}", title=counted_title(title, results), folds=folds,
+                   folded=True, classes="check-section")
+
+
 @dataclass
 class DiscoverState(StepState):
     discovery: Discovery | None = None
@@ -79,6 +119,7 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "rediscover", "Discover again"),
         Binding("escape", "cancel", "Cancel"),
+        Binding("f", "failing_only", "FAIL only"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -91,6 +132,9 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
         yield SizedTable(id="ports", cursor_type="row", zebra_stripes=True)
         yield Static("", id="ports-details", classes="details", markup=False)
         yield Static("", id="ports-notes")
+        yield Static("[b]Checks[/b] (Enter or a click folds a section; f: FAIL only)", classes="section",
+                     id="checks-title")
+        yield Vertical(id="check-sections")
 
     def show_details(self) -> None:
         """The selected rows' fields the tables leave out or shorten at this width."""
@@ -136,6 +180,23 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
             return self.wizard.busy("discover")
         return True
 
+    def action_failing_only(self) -> None:
+        """Only the FAIL and ERROR checks (again: every check)."""
+        self.session.failing_only = not self.session.failing_only
+        self.session.changed()
+        self.sync()
+
+    def _show_checks(self, report: Report | None) -> None:
+        box = self.query_one("#check-sections", Vertical)
+        box.remove_children()
+        title = self.query_one("#checks-title", Static)
+        title.display = report is not None and bool(report.checks)
+        if report is None:
+            return
+        only, folds = self.session.failing_only, self.session.folds
+        sections = [check_section(title, results, only, folds) for title, results in check_groups(report)]
+        box.mount_all(section for section in sections if section is not None)
+
     def action_rediscover(self) -> None:
         self.post_message(StartDiscovery())
 
@@ -171,6 +232,7 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
             status.say(f"{reason}\n\nNext: {next_step}", "error", title="Discovery did not finish")
         elif discovery is None:
             status.say("Nothing discovered yet. Press r to probe every node of the site.", "info")
+        self._show_checks(None if discovery is None or discovering else discovery.report)
         if discovery is None or discovering:
             self.show_details()
             self.refresh_bindings()
@@ -186,6 +248,8 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
             from strixwizard.cli.doctor_text import area_marks  # no Textual there, no cost here
 
             text += f"\n{area_marks(report)}"
+        if self.session.failing_only:
+            text += f"\n{FILTER_NOTE}"
         status.say(text, "error" if reachable == 0 else ("warning" if reachable < len(report.hosts)
                                                          else "success"), title="Discovered")
         node_cells: list[tuple[str, ...]] = []

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from strixwizard.model import CheckResult
 from strixwizard.services.fix import Applied
+from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
@@ -21,7 +22,9 @@ from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys
 from strixwizard.tui.text import outside
 from strixwizard.tui.views import PlanView, fix_groups, plan_views
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.notice import Notice
+from strixwizard.tui.widgets.sections import FILTER_NOTE, Section, counted_title, failing
 from strixwizard.tui.widgets.status import INDENT, badge
 
 
@@ -55,15 +58,29 @@ def plan_content(plan: PlanView) -> Content:
         lines.append(Content.assemble(outside(f"{INDENT}{step.summary}: "),
                                       outside(step.before, "$text-error"), " → ",
                                       outside(step.after, "$text-success"), outside(flags)))
-    lines += [outside(f"{INDENT}note: {note}", "$text-muted") for note in plan.notes]
+    lines += [outside(f"{INDENT}note: {in_wizard_terms(note)}", "$text-muted") for note in plan.notes]
     return Content("\n").join(lines)
 
 
 class FixGroupView(Static):
     def __init__(self, title: str, results: tuple[CheckResult, ...], plans: list[PlanView]) -> None:
         parts = [finding_content(r) for r in results] + [plan_content(p) for p in plans]
-        super().__init__(Content("\n").join(parts), classes="fix-group")
-        self.border_title = outside(title)
+        super().__init__(Hanging(Content("\n").join(parts)), classes="fix-group")
+        self.title = title
+
+
+def fix_section(title: str, results: tuple[CheckResult, ...], plans: list[PlanView],
+                failing_only: bool, folds: dict[str, bool]) -> Section | None:
+    """A node's, link's or site's findings and plans in a foldable section; with the FAIL
+    filter on, only its failing findings and the plans that cure them (None: nothing left)."""
+    shown = failing(results, failing_only)
+    if failing_only:
+        cures = {r.fix.id for r in shown if r.fix is not None}
+        plans = [p for p in plans if p.fix in cures]
+    if not shown and not plans:
+        return None
+    return Section(FixGroupView(title, shown, plans), key=f"fix {title}",
+                   title=counted_title(title, results), folds=folds, classes="fix-section")
 
 
 def applied_text(applied: Applied) -> tuple[str, str]:
@@ -93,8 +110,9 @@ class FixState(RunState):
 
 class FixScreen(StepScreen, step="fix", state=FixState):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "apply", "Apply fixes"),
+        Binding("a", "apply", "Apply", tooltip="Apply fixes: the planned changes (you confirm first)"),
         Binding("u", "roll_back", "Roll back"),
+        Binding("f", "failing_only", "FAIL only"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -118,6 +136,12 @@ class FixScreen(StepScreen, step="fix", state=FixState):
         if discovery is None or discovery.plan is None or not discovery.plan.changes:
             return
         self.post_message(ApplyFixes())
+
+    def action_failing_only(self) -> None:
+        """Only the FAIL and ERROR findings (again: every finding)."""
+        self.session.failing_only = not self.session.failing_only
+        self.session.changed()
+        self.sync()
 
     def action_roll_back(self) -> None:
         """The fix service asks first (a modal), then rolls the run back."""
@@ -166,10 +190,13 @@ class FixScreen(StepScreen, step="fix", state=FixState):
             how = "a applies them as a DRY RUN on copies of the demo's snapshots."
         else:
             how = "a applies them (you confirm first); u rolls the last run back (you confirm first)."
-        notice.say(f"{count} problems, {fixable} with a known fix. {planned}\n{how}", "warning",
+        only = self.session.failing_only
+        shown = f"\n{FILTER_NOTE}" if only else ""
+        notice.say(f"{count} problems, {fixable} with a known fix. {planned}\n{how}{shown}", "warning",
                    title="Fix")
-        views = [FixGroupView(g.title, g.results, plans.pop(g.title.removeprefix("node "), []))
-                 if g.title.startswith("node ") else FixGroupView(g.title, g.results, [])
-                 for g in groups]
-        views += [FixGroupView(f"node {node}", (), node_plans) for node, node_plans in plans.items()]
-        box.mount_all(views)
+        fold = self.session.folds
+        sections = [fix_section(g.title, g.results, plans.pop(g.title.removeprefix("node "), [])
+                                if g.title.startswith("node ") else [], only, fold) for g in groups]
+        sections += [fix_section(f"node {node}", (), node_plans, only, fold)
+                     for node, node_plans in plans.items()]
+        box.mount_all(section for section in sections if section is not None)

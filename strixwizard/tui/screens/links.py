@@ -14,6 +14,7 @@ from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import keys
 from strixwizard.tui.text import outside
 from strixwizard.tui.views import LinkEnd, LinkView, link_views, site_link_results
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge
 
@@ -38,7 +39,8 @@ def link_card_content(link: LinkView) -> Content:
 
 class LinkCard(Static):
     def __init__(self, link: LinkView) -> None:
-        super().__init__(link_card_content(link), classes="link-card" + (" warning" if link.warning else ""))
+        super().__init__(Hanging(link_card_content(link)),
+                         classes="link-card" + (" warning" if link.warning else ""))
         self.border_title = outside(link.id)
 
 

@@ -35,6 +35,7 @@ from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.text import outside
 from strixwizard.tui.views import fix_groups, link_views, node_rows
+from strixwizard.tui.widgets.hanging import Hanging
 from strixwizard.tui.widgets.history import HistorySparklines
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.status import badge, styled
@@ -82,7 +83,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         assert discovery is not None
         report = discovery.report
         tests, deploy = self.session.of(TestState), self.session.of(DeployState)
-        key = (id(report), tests.run, len(tests.results), tests.outcome,
+        key = (id(report), tests.run, len(tests.results), tests.outcome, tests.decode_model,
                id(deploy.preview), id(deploy.deployed), deploy.rolled_back)
         if self.saved_for != key:
             self.saved_for = key
@@ -127,7 +128,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             worst = max(group.results, key=lambda r: r.status.rank).status
             lines.append(badged(worst, f"{group.title}: {', '.join(r.id for r in group.results)}"))
         lines += self._steps_lines()
-        body.update(Content("\n").join(lines))
+        body.update(Hanging(Content("\n").join(lines)))
         self.query_one(HistorySparklines).show(report.site, self.session.is_demo)
         self._show_files()
 
@@ -156,12 +157,14 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             lines.append(outside(f"{NB}{note}"))
         for m in verdicts(results):
             assert m.status is not None
-            figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else "no figure"
+            # a result without one figure (the fabric counters) says what it found instead
+            figure = f"{m.figure:.2f} {m.unit}" if m.figure is not None else m.summary
             source = (" (replayed recording)" if m.source == REPLAYED
                       else " (this machine's loopback, not a network: does not compare with RDMA)"
                       if on_loopback(m) else "")
+            what = f"{m.transport} {m.kind}" if m.kind == "counters" else f"{m.transport.upper()} {m.kind}"
             lines.append(Content.assemble(NB, badge(m.status), outside(
-                f" {m.pair_label} {m.transport.upper()} {m.kind}: {figure}{source}")))
+                f" {m.pair_label} {what}: {figure}{source}")))
         return lines
 
     def _sections(self) -> dict[str, Any]:
@@ -175,7 +178,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         document = tests.resumed_document  # an earlier session's, as it saved it
         if document is None:
             document = tests_document(discovery.site.name, discovery.site.thresholds, results,
-                                      session.is_demo, nodes, outcome)
+                                      session.is_demo, nodes, outcome, tests.decode_model)
             if document is not None and note:
                 document["note"] = note
         return {"live_tests": document, "deploy": self._deploy_section(deploy)}

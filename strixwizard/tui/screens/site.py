@@ -16,6 +16,7 @@ from strixwizard.cli.init import parse_node_argument, write_site_file
 from strixwizard.errors import UsageError
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import NodeSpec
+from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import OpenSite, TestSsh
 from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
@@ -116,8 +117,9 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
                      f"progress is saved to {display_path(session.state_file or '')}", kind,
                      title=f"Site {site.name}")
         elif session.site_error:
-            info.say(f"{session.site_error}\n\nNext: correct the file and open it again (o), "
-                     "create a new one below, or press d for the demo.", "error", title="Site file problem")
+            info.say(f"{in_wizard_terms(session.site_error)}\n\nNext: correct the file and open it "
+                     "again (o), create a new one below, or press d for the demo.", "error",
+                     title="Site file problem")
         else:
             info.say("No site file yet: create one below (a commented site.yaml to edit "
                      "later), open one with o, or try the demo with d.", "info", title="No site yet")

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Select, Static
 
+from strixwizard.decode.catalog import DEFAULT_MODEL
 from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import like_for_like, matrix_json
 from strixwizard.live.results import Measurement, cause, overall_status
@@ -82,6 +84,8 @@ class TestState(StepState):
     #: The last soak (its own run: the matrix's results and Report do not include it)
     soak: SoakRun | None = field(default=None, metadata=KEEP_FOR_SITE)
     soak_run: int = field(default=0, metadata=KEEP)
+    #: The model "what this fabric buys you" predicts for (the Report's decode chart follows it)
+    decode_model: str | None = field(default=None, metadata=KEEP)
 
     def reset(self, new_site: bool = False) -> None:
         had = bool(self.results) and not self.earlier
@@ -145,6 +149,14 @@ class TestScreen(StepScreen, step="test", state=TestState):
         Binding("escape", "cancel_tests", "Cancel tests"),
     ]
 
+    @on(Select.Changed, "#decode-model")
+    def _decode_model(self, event: Select.Changed) -> None:
+        """The model picked in "what this fabric buys you": the Report's decode chart follows."""
+        state = self.session.of(TestState)
+        if isinstance(event.value, str) and event.value != state.decode_model:
+            state.decode_model = event.value
+            self.session.changed()
+
     def __init__(self) -> None:
         super().__init__()
         self.layout_key: tuple[object, ...] = ()
@@ -154,7 +166,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
         yield Vertical(id="test-panels")
         yield Static(id="test-matrix-title", classes="section")
         yield SizedTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
-        yield DecodePanel(id="test-decode")
+        yield DecodePanel(self.session.of(TestState).decode_model or DEFAULT_MODEL, id="test-decode")
         yield SoakPanel(id="test-soak")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

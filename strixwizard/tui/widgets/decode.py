@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.widgets import Select, Static
 
 from strixwizard.decode.advise import advice_lines
-from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog
+from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog, names
 from strixwizard.decode.collectives import CollectivePoint, curves
 from strixwizard.decode.fabric import fabric_document
 from strixwizard.live.results import Measurement
@@ -27,6 +28,7 @@ class DecodePanel(Vertical):
     DecodePanel { border: round $primary; padding: 0 1; height: auto; margin: 1 0; }
     DecodePanel .decode-note { color: $text-muted; }
     DecodePanel DataTable { height: auto; }
+    DecodePanel #decode-model { width: 40; margin: 0 0 1 0; }
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, nodes: int = 2, id: str | None = None) -> None:
@@ -36,6 +38,8 @@ class DecodePanel(Vertical):
         self.results: list[Measurement] = []
 
     def compose(self) -> ComposeResult:
+        yield Select([(name, name) for name in names()], value=self.shape.name, allow_blank=False,
+                     compact=True, id="decode-model")
         yield Static(classes="decode-head")
         yield TextTable(cursor_type="none", zebra_stripes=True)
         yield Static(classes="decode-note")
@@ -43,6 +47,13 @@ class DecodePanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = TITLE
         self._draw()
+
+    @on(Select.Changed, "#decode-model")
+    def _model_chosen(self, event: Select.Changed) -> None:
+        """Another model from the catalog: its decode sizes, predicted from the same tests."""
+        if isinstance(event.value, str) and event.value != self.shape.name:
+            self.shape = from_catalog(event.value)
+            self._draw()
 
     def show(self, results: Sequence[Measurement], nodes: int) -> None:
         self.results, self.nodes = list(results), max(2, nodes)
@@ -67,20 +78,22 @@ class DecodePanel(Vertical):
         head.update(outside(f"{shape.name}, batch {BATCH} ({message // 1024} KiB per all-reduce, "
                             f"2 x {shape.layers} per token), {document['mem_bandwidth_gbps']:g} GB/s "
                             "per node"))
-        table.add_columns("transport", "all-reduce µs", *[f"TP={tp} tok/s" for tp in tps],
-                          "comm share", "source")
+        # the table stays narrow enough for 80 columns: each row's source is a line under it
+        table.add_columns("transport", "all-reduce µs", *[f"TP={tp} tok/s" for tp in tps], "comm share")
+        sources = []
         for curve in curves([CollectivePoint.from_json(p) for p in points]):
             rows = [p for p in document["predictions"] if p["transport"] == curve.transport]
             last = rows[-1]
             loopback = any("loopback" in str(p.get("note", "")) for p in points
                            if p["transport"] == curve.transport)
-            table.add_row(f"{curve.transport} (loopback)" if loopback else curve.transport,
-                          f"{curve.two_ranks(message):.1f}",
+            name = f"{curve.transport} (loopback)" if loopback else curve.transport
+            table.add_row(name, f"{curve.two_ranks(message):.1f}",
                           *[f"{p['tokens_per_s']:.1f}" + ("" if p["fits"] else " (no fit)") for p in rows],
-                          f"{last['comm_share']:.0%} at TP={last['tp']}", curve.source)
+                          f"{last['comm_share']:.0%} at TP={last['tp']}")
+            sources.append(f"{name}: {curve.source}")
         notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"
                                    for p in points if p.get("note")))
         advice = advice_lines(document["advice"]) if document.get("advice") else []
-        note.update(lines([*advice, *notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
-                               "strixwizard test decode --model NAME times the all-reduce at the "
-                               "model's own decode sizes"]))
+        note.update(lines([*sources, *advice, *notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
+                           "the model above sets the decode sizes; the figures are read off the "
+                           "tests' all-reduce and latency at those sizes"]))

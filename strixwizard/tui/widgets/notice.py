@@ -6,6 +6,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from strixwizard.tui.text import outside, paragraph
+from strixwizard.tui.widgets.hanging import Hanging
 
 
 class Notice(Static):
@@ -20,7 +21,7 @@ class Notice(Static):
 
     def __init__(self, text: str = "", kind: str = "info", title: str | None = None,
                  id: str | None = None) -> None:
-        super().__init__(paragraph(text), id=id, classes=kind, markup=False)
+        super().__init__(Hanging(paragraph(text), marked_only=True), id=id, classes=kind, markup=False)
         if title:
             self.border_title = outside(title)
 
@@ -28,4 +29,5 @@ class Notice(Static):
         for name in ("info", "warning", "error", "success"):
             self.set_class(name == kind, name)
         self.border_title = None if title is None else outside(title)
-        self.update(text if isinstance(text, Content) else paragraph(text))
+        # a list item ("! …") wraps under its text, not under its mark
+        self.update(Hanging(text if isinstance(text, Content) else paragraph(text), marked_only=True))
