@@ -1,0 +1,81 @@
+"""The CLI as a newcomer meets it (round two, continued): "cured" names only what was broken,
+the fix plan's counts add up to doctor's, and the demo shows how fixes persist."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from checks import ALL
+from fixes import BY_ID
+from strixwizard.demo.hardware import RoceSetup
+from strixwizard.fixing.engine import verify
+from strixwizard.site import NodeSpec, Site
+from tests import scenarios
+from tests.conftest import run_cli
+from tests.test_fix_plans import SITE_FABRIC, pair, plan_of
+
+
+def test_cured_names_only_checks_that_failed_before(tmp_path: Path) -> None:
+    """node-a has no rdma_cm mode to judge (skip) and the link's RoCE version already passes;
+    fixing node-b's default mode cures node-b's check alone, and only that is "now passing"."""
+    broken = pair(RoceSetup(roce_mode="RoCE v1"), RoceSetup(roce_mode=None))
+    plan = plan_of(tmp_path / "plan", broken)
+    before = scenarios.facts_of(tmp_path / "before", broken)
+    fixed = scenarios.facts_of(tmp_path / "after", pair(RoceSetup(roce_mode="RoCE v2"),
+                                                        RoceSetup(roce_mode=None)))
+    site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in before),
+                fabric=SITE_FABRIC)
+    (verdict,) = verify(site, plan, before, {"node-b": fixed["node-b"]}, checks=ALL, fixes=BY_ID)
+    assert verdict.status == "cured"
+    assert verdict.detail == "now passing: rdma.roce_v2_default"  # not link.roce_version
+
+
+def test_a_fix_whose_checks_passed_before_is_passing_not_cured(tmp_path: Path) -> None:
+    healthy = pair(RoceSetup(roce_mode="RoCE v2"))
+    plan = plan_of(tmp_path / "plan", pair(RoceSetup(roce_mode="RoCE v1")))  # from older facts
+    facts = scenarios.facts_of(tmp_path / "facts", healthy)
+    site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts),
+                fabric=SITE_FABRIC)
+    (verdict,) = verify(site, plan, facts, {"node-b": facts["node-b"]}, checks=ALL, fixes=BY_ID)
+    assert verdict.status == "passing"
+    assert verdict.detail == ("link.roce_version, rdma.roce_v2_default passing (none of them "
+                              "failed or warned before the run)")
+
+
+def _doctor_problems(tmp_path: Path) -> tuple[int, list[dict[str, object]]]:
+    doctor = json.loads(run_cli("doctor", "--demo", "--json",
+                                env={"XDG_STATE_HOME": str(tmp_path)}).stdout)
+    bad = [c for c in doctor["checks"] if c["status"] in ("fail", "warn", "error")]
+    return len(bad), bad
+
+
+def test_the_demo_fix_counts_add_up_to_doctors_problems(tmp_path: Path) -> None:
+    problems, bad = _doctor_problems(tmp_path)
+    plan = json.loads(run_cli("fix", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)}).stdout)
+    summary = plan["summary"]
+    assert summary["problems"] == problems
+    assert summary["failed"] == sum(1 for c in bad if c["status"] == "fail")
+    assert summary["cured_by_plan"] + summary["by_hand"] + summary["not_planned"] == problems
+    assert summary["cured_by_plan"] > 0 and summary["changes"] > 0
+    text = run_cli("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
+    line = next(line for line in text.splitlines() if line.startswith("doctor finds "))
+    assert line.startswith(f"doctor finds {problems} problems ")
+    cured, by_hand, none = (int(n) for n in re.findall(
+        r"(\d+) cured by the \d+ change\(s\) above.*; (\d+) to do by hand.*; (\d+) with no plan", line)[0])
+    assert cured + by_hand + none == problems
+    assert f"by the {summary['changes']} change(s) above" in line
+    assert text.rstrip().endswith("Apply with: strixwizard fix --demo --apply")
+
+
+def test_the_demo_apply_calls_cured_only_what_doctor_found_broken(tmp_path: Path) -> None:
+    problems, bad = _doctor_problems(tmp_path)
+    broken_ids = {str(c["id"]) for c in bad}
+    result = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert result.rc == 0, result.stderr
+    cured = [line for line in result.stdout.splitlines() if "✓ cured" in line]
+    assert cured
+    named = {name for line in cured for name in line.split("now passing: ", 1)[1].split(", ")}
+    assert named <= broken_ids, named - broken_ids
+    assert f"doctor finds {problems} problems" in result.stdout
