@@ -206,7 +206,7 @@ def test_fix_json_is_one_document_with_plans_and_steps(cli, state) -> None:
     result = cli("fix", "--demo", "--json", "--only", "net.mtu", env=state)
     doc = result.json()
     assert doc["mode"] == "plan" and doc["dry_run"] is True and doc["schema_version"] == 1
-    assert doc["summary"] == {"changes": 1, "plans": 1, "manual": 0, "problems": 10, "failed": 3,
+    assert doc["summary"] == {"changes": 2, "plans": 1, "manual": 0, "problems": 10, "failed": 3,
                               "warnings": 7, "errors": 0, "cured_by_plan": 2, "by_hand": 0,
                               "not_planned": 8}
     (plan,) = doc["plans"]
@@ -302,6 +302,6 @@ def test_apply_on_a_terminal_asks_and_no_changes_nothing(tmp_path: Path) -> None
     out, err = proc.communicate(timeout=60)
     os.close(main)
     assert proc.returncode == 2
-    assert "Apply 1 change(s) on copies of the snapshots (dry run)? [y/N]" in out
+    assert "Apply 2 change(s) on copies of the snapshots (dry run)? [y/N]" in out
     assert "not confirmed: nothing was changed" in err
     assert not (tmp_path / "state" / "strixwizard" / "journal").exists()

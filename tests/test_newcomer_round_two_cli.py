@@ -79,3 +79,29 @@ def test_the_demo_apply_calls_cured_only_what_doctor_found_broken(tmp_path: Path
     named = {name for line in cured for name in line.split("now passing: ", 1)[1].split(", ")}
     assert named <= broken_ids, named - broken_ids
     assert f"doctor finds {problems} problems" in result.stdout
+
+
+def test_the_demo_nodes_run_systemd_and_their_network_managers() -> None:
+    from strixwizard.facts import NodeFacts
+    from strixwizard.probe.snapshot import SnapshotProbe
+    from strixwizard.services.nodes import demo_site
+
+    site = demo_site()
+    facts = {spec.name: NodeFacts(spec.name, SnapshotProbe.load(site.resolve(str(spec.snapshot))))
+             for spec in site.nodes}
+    a, b = facts["node-a"].persistence, facts["node-b"].persistence
+    assert a.systemd and b.systemd
+    assert (a.nm_connections or {}).get("enp194s0np0") == "fabric"  # Fedora 43: NetworkManager
+    assert b.networkd_files["enp194s0np0"] == "/run/systemd/network/10-netplan-enp194s0np0.network"
+
+
+def test_the_demo_plans_show_how_each_fix_survives_a_reboot(tmp_path: Path) -> None:
+    text = run_cli("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
+    assert "does not run systemd" not in text and "runtime only" not in text
+    assert ("systemd-networkd drop-in for 10-netplan-enp194s0np0.network: MTUBytes=9000  "
+            "[persistence: networkd]") in text
+    assert "+++ /etc/systemd/network/10-netplan-enp194s0np0.network.d/90-strixwizard-mtu.conf" in text
+    assert "write systemd unit strixwizard-ethtool-pause-off-enp194s0np0.service" in text
+    applied = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    assert "✓ applied     enable strixwizard-ethtool-pause-off-enp194s0np0.service at boot" in applied.stdout
