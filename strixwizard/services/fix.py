@@ -90,10 +90,12 @@ class Tally:
 def tally(site: Site, nodes: Sequence[Node], plan: SitePlan) -> Tally:
     """Doctor's problems on `nodes` matched to `plan`: a result is cured by a plan of its check's
     fix on its node (a link's result: on either end)."""
+    from checks import ALL
+    from fixes import BY_ID
+    from strixwizard.checking.engine import run_doctor
     from strixwizard.model import Status
-    from strixwizard.services.discover import check
 
-    report = check(site, nodes)
+    report = run_doctor(site, nodes, ALL, BY_ID)
     bad = [r for r in report.checks if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
     by_plan: list[str] = []
     by_hand: list[str] = []

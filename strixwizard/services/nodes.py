@@ -9,10 +9,8 @@ still get their verdicts.
 from __future__ import annotations
 
 import re
-import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,6 +111,8 @@ def _collect_remote(targets: Sequence[Target], progress: Progress | None, connec
             progress(target.name, "done", f"collected in {time.monotonic() - started:.1f} s")
         return node
 
+    from concurrent.futures import ThreadPoolExecutor  # loads logging: not for snapshots
+
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets)))) as pool:
         return dict(zip([t.name for t in targets], pool.map(one, targets), strict=True))
 
@@ -175,6 +175,8 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     if request.allow_soft_rdma:
         site = replace(site, allow_soft_rdma=True)
     if not nodes:
+        import socket
+
         from strixwizard.node.target import LocalTarget
 
         nodes.append(collect_node(LocalTarget(socket.gethostname())))
