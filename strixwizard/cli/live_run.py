@@ -42,15 +42,22 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
         from strixwizard.cli.prometheus import check_textfile_path
 
         check_textfile_path(args.prometheus)
+    from strixwizard.services.levels import TEST
+
+    scale = TEST[getattr(args, "level", "medium")].samples
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
-                      reference_seconds=min(args.seconds, 3.0))
+                      reference_seconds=min(args.seconds, 3.0),
+                      round_trips=round(TcpSettings.round_trips * scale),
+                      warmup=round(TcpSettings.warmup * min(scale, 1.0)))
     tcp_only = getattr(args, "transport", "all") == "tcp"
     if tcp_only and args.kind not in ("latency", "matrix", "decode"):
         raise UsageError(f"--transport tcp applies to latency, matrix and decode; {args.kind} "
                          "measures RDMA")
     settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher),
                             tcp_only=tcp_only)
-    settings.perftest = type(settings.perftest)(size=args.size)
+    perftest = type(settings.perftest)
+    settings.perftest = perftest(size=args.size, iterations=round(perftest.iterations * scale),
+                                 bw_iterations=round(perftest.bw_iterations * scale))
     soak_bytes = getattr(args, "bytes", 1 << 30)
     if not 1 << 16 <= soak_bytes <= 1 << 40:
         raise UsageError("--bytes must be between 65536 and 1099511627776")
