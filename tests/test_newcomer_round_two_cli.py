@@ -144,3 +144,24 @@ def test_readme_demo_decode_table_says_what_does_not_fit() -> None:
     table = _section("**Demo** (RCCL over E810 RoCE recorded", "**Namespace lab**")
     qwen = next(line for line in table.splitlines() if line.startswith("| Qwen3-235B-A22B"))
     assert "8.8 tok/s (10 %), does not fit" in qwen
+
+
+def test_history_on_a_fresh_install_says_how_to_fill_it_and_the_demo_stores_its_runs(
+        tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    fresh = run_cli("history", env=env)
+    assert fresh.rc == 2
+    assert "`strixwizard test latency --demo` twice, then `strixwizard history --demo`" in fresh.stderr
+    empty = run_cli("history", "--demo", env=env)
+    assert empty.rc == 2 and "`strixwizard test latency --demo` stores one" in empty.stderr
+    for _ in range(2):
+        ran = run_cli("test", "latency", "--demo", "--level", "quick", env=env)
+        assert ran.rc == 0, ran.stdout + ran.stderr
+    shown = run_cli("history", "--demo", env=env)
+    assert shown.rc in (0, 1), shown.stderr  # 1: loopback 10 % slower than the run before
+    assert "strixwizard history: demo: 2 run(s) shown" in shown.stdout
+    assert "node-a-node-b TCP latency" in shown.stdout
+    state = tmp_path / "strixwizard"
+    assert (state / "demo-history.sqlite").is_file()
+    assert not (state / "history.sqlite").exists()  # the demo never joins a real site's history
+    assert (state.stat().st_mode & 0o777) == 0o700

@@ -38,7 +38,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                      inventory=False)
     test.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")
     test.add_argument("--history", type=Path, metavar="FILE",
-                      help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
+                      help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite; "
+                      "the demo's runs go to demo-history.sqlite beside it)")
     test.add_argument("--no-history", action="store_true", help="neither read nor write the history")
     test.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                       help="also write the figures as a node_exporter textfile (replaced atomically)")

@@ -183,7 +183,7 @@ def run_command(args: argparse.Namespace) -> int:
         report.matrix = matrix_json(chosen, report.results, timing.rounds, timing.round_seconds)
     if decode is not None:
         report.decode = decode.document(report.results)
-    if not args.no_history and not args.demo and decode is None and report.signal is None:
+    if not args.no_history and decode is None and report.signal is None:
         _history(args, report, started_at)
     if getattr(args, "prometheus", None) is not None:  # before the verdict: it stays true
         from strixwizard.cli.prometheus import export_problem, write_test_metrics
@@ -203,11 +203,12 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace, report: TestReport, started_at: str) -> None:
-    from strixwizard.live.history import HistoryError
+    from strixwizard.live.history import HistoryError, demo_history_path
     from strixwizard.services.test import record
 
+    path = args.history or (demo_history_path() if args.demo else None)  # the demo's own file
     try:
-        recorded = record(report.site, f"test {args.kind}", started_at, report.results, args.history)
+        recorded = record(report.site, f"test {args.kind}", started_at, report.results, path)
     except HistoryError as error:
         print(f"strixwizard: {error}", file=sys.stderr)
         return
