@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -29,10 +30,16 @@ class CliResult:
         return json.loads(self.stdout)
 
 
+#: The head's state folder (journals, dry runs, the demo's test history) for CLI runs whose test
+#: names none: one per test session, never this machine's own ~/.local/state.
+_STATE = tempfile.TemporaryDirectory(prefix="strixwizard-test-state-")
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:
     """Run `python -m strixwizard ARGS` as a user would, in a separate process."""
     full_env = dict(os.environ)
     full_env.pop("NO_COLOR", None)
+    full_env.setdefault("XDG_STATE_HOME", _STATE.name)
     full_env.update(env or {})
     done = subprocess.run(
         [sys.executable, "-m", "strixwizard", *args],

@@ -72,7 +72,8 @@ def test_apply_changes_the_copy_verifies_and_a_second_apply_changes_nothing(tmp_
     assert [r.status for r in b.steps if r.step.persistence is None] == ["applied"] * 4
     verdicts = {(v.fix, v.node): v.status for v in report.verification}
     assert verdicts[("dcb.pfc", "node-b")] == "cured"
-    assert verdicts[("ethtool.pause_off", "node-b")] == "cured"
+    # pause was no fault before (no PFC yet): turned off because this run turns PFC on
+    assert verdicts[("ethtool.pause_off", "node-b")] == "passing"
     assert verdicts[("dcb.fw_lldp_off", "node-b")] == "cured"
     node_b = NodeFacts("node-b", SnapshotProbe.load(roots["node-b"]))
     assert node_b.netdev("enp194s0np0").mtu == 9000
@@ -205,7 +206,9 @@ def test_fix_json_is_one_document_with_plans_and_steps(cli, state) -> None:
     result = cli("fix", "--demo", "--json", "--only", "net.mtu", env=state)
     doc = result.json()
     assert doc["mode"] == "plan" and doc["dry_run"] is True and doc["schema_version"] == 1
-    assert doc["summary"] == {"changes": 1, "plans": 1, "manual": 0}
+    assert doc["summary"] == {"changes": 2, "plans": 1, "manual": 0, "problems": 10, "failed": 3,
+                              "warnings": 7, "errors": 0, "cured_by_plan": 2, "by_hand": 0,
+                              "not_planned": 8}
     (plan,) = doc["plans"]
     assert plan["fix"] == "net.mtu" and plan["node"] == "node-b"
     step = plan["steps"][0]
@@ -229,7 +232,7 @@ def test_apply_on_the_demo_is_a_labelled_dry_run_then_rollback(cli, state, tmp_p
     assert doc["mode"] == "apply" and doc["apply"]["dry_run"] is True
     assert doc["apply"]["status"] == "applied"
     run_id = doc["apply"]["run_id"]
-    assert {v["status"] for v in doc["apply"]["verification"]} <= {"cured", "not-cured",
+    assert {v["status"] for v in doc["apply"]["verification"]} <= {"cured", "passing", "not-cured",
                                                                   "not-verified", "pending-reboot"}
     assert before == {p: p.read_bytes() for p in before}, "the bundled demo must never change"
     text = cli("fix", "--demo", "--rollback", run_id, "--yes", env=state)
@@ -299,6 +302,6 @@ def test_apply_on_a_terminal_asks_and_no_changes_nothing(tmp_path: Path) -> None
     out, err = proc.communicate(timeout=60)
     os.close(main)
     assert proc.returncode == 2
-    assert "Apply 1 change(s) on copies of the snapshots (dry run)? [y/N]" in out
+    assert "Apply 2 change(s) on copies of the snapshots (dry run)? [y/N]" in out
     assert "not confirmed: nothing was changed" in err
     assert not (tmp_path / "state" / "strixwizard" / "journal").exists()

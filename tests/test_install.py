@@ -255,3 +255,61 @@ def test_the_installed_wizard_opens_the_demo_and_quits(installed: Installed, tmu
     tmux.wait(lambda: status.exists() and status.read_text() != "", "the wizard ending after q",
               timeout=20)
     assert status.read_text() == "0", screen()
+
+
+def installer(name: str, tmp: Path, env: dict[str, str]) -> Path:
+    """`pipx` or `uv` as the README has the user run them: on PATH or beside this interpreter
+    (the test extras install both), else installed from PyPI into a virtualenv of its own in
+    `tmp` — never into this machine's own Python."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if found:
+        return Path(found)
+    tools = tmp / "installers"
+    timed({}, "venv", [sys.executable, "-m", "venv", str(tools)], env=env, timeout=120)
+    timed({}, f"pip install {name}", [str(tools / "bin" / "python"), "-m", "pip", "install", "-q",
+                                      "--no-input", "--disable-pip-version-check", name],
+          env=env, timeout=300)
+    return tools / "bin" / name
+
+
+#: The README's install commands (section "Install on the head node"), with every place each
+#: tool writes to moved into the test's directory, and the interpreter it builds on named.
+TOOL_INSTALLS = {
+    "pipx": (["install", "--system-site-packages"], lambda tmp: {
+        "PIPX_HOME": str(tmp / "home"), "PIPX_BIN_DIR": str(tmp / "bin"),
+        "PIPX_MAN_DIR": str(tmp / "man"), "PIPX_DEFAULT_PYTHON": sys.executable,
+        "UV_CACHE_DIR": str(tmp / "cache" / "uv")}, "home/venvs/strixwizard"),
+    "uv": (["tool", "install"], lambda tmp: {
+        "UV_TOOL_DIR": str(tmp / "home"), "UV_TOOL_BIN_DIR": str(tmp / "bin"),
+        "UV_CACHE_DIR": str(tmp / "cache" / "uv"), "UV_PYTHON": sys.executable,
+        "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}, "home/strixwizard"),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(TOOL_INSTALLS))
+def test_the_wheel_installs_with_pipx_and_uv_as_the_readme_says(
+        built: Built, tool: str, tmp_path: Path) -> None:
+    argv, places, venv = TOOL_INSTALLS[tool]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**clean_env(tmp_path), **places(tmp_path)}
+    program = installer(tool, tmp_path, env)
+    seconds: dict[str, float] = {}
+    timed(seconds, f"{tool} install", [str(program), *argv, str(built.wheel)], cwd=elsewhere,
+          env=env, timeout=600)
+    print(f"{tool} install: {seconds} s")
+    command = tmp_path / "bin" / "strixwizard"
+
+    def run(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(command), *words], cwd=elsewhere, env=env, capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
+
+    version = run("--version")
+    assert (version.returncode, version.stdout.strip()) == (0, f"strixwizard {PROJECT['version']}")
+    where = subprocess.run([str(tmp_path / venv / "bin" / "python"), "-c",
+                            "import strixwizard; print(strixwizard.__file__)"], cwd=elsewhere,
+                           env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert Path(where.stdout.strip()).is_relative_to(tmp_path / venv), where.stderr
+    doctor = run("doctor", "--demo", "--json")
+    assert doctor.returncode == 1, doctor.stderr  # the demo's faults are there on purpose
+    assert json.loads(doctor.stdout)["site"] == "demo"

@@ -72,7 +72,7 @@ def test_no_counts_before_no_verdict(tmp_path: Path) -> None:
 def test_fix_plan_names_the_apply_for_the_same_site_and_selection(site_copy: Path, tmp_path: Path) -> None:
     result = run_cli("fix", "--site", str(site_copy), "--only", "net.mtu", env=_state(tmp_path))
     assert result.rc == 0, result.stderr
-    assert _lines(result)[-1] == (f"1 change(s) planned. Apply with: strixwizard fix --site '{site_copy}' "
+    assert _lines(result)[-1] == (f"2 change(s) planned. Apply with: strixwizard fix --site '{site_copy}' "
                                   "--only net.mtu --apply")
 
 

@@ -93,7 +93,9 @@ def test_fixes_survive_a_reboot_and_their_rollback_survives_the_next(
                                                                    ("vm1", "applied")}
     verdicts = {(v["fix"], v["node"]): v["status"] for v in applied["verification"]}
     for vm in bootvms.vms:
-        assert verdicts[("net.mtu", vm.name)] == verdicts[("rdma.roce_v2_default", vm.name)] == "cured"
+        assert verdicts[("net.mtu", vm.name)] == "cured"  # rxe's active_mtu 1024 warned before
+        # no rdma_cm directory before: the check could not judge it (a skip), so not "cured"
+        assert verdicts[("rdma.roce_v2_default", vm.name)] == "passing"
         assert verdicts[("limits.memlock", vm.name)] == "not-verified"  # until a new session
     planned = {(n["node"], s["target"]) for n in applied["nodes"] for s in n["steps"]}
     assert ("vm0", "/etc/security/limits.d/90-strixwizard-memlock.conf") in planned

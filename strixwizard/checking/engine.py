@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import difflib
-import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,6 +122,8 @@ def select_checks(all_checks: Sequence[Check], only: Iterable[str], skip: Iterab
 
     for wanted in [*only, *skip]:
         if not any(matches(c, wanted) for c in all_checks):
+            import difflib  # only for a mistyped id: doctor's start-up stays lean
+
             close = difflib.get_close_matches(wanted, ids, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise UsageError(
@@ -187,6 +187,8 @@ def _results(check: Check, args: tuple[Any, ...], host: str | None, entity: str,
     try:
         findings = list(check.fn(*args))
     except Exception as error:
+        import traceback  # only when a check crashed
+
         where = traceback.extract_tb(error.__traceback__)[-1]
         return [result(
             Status.ERROR, entity,

@@ -26,10 +26,10 @@ from strixwizard.services import fix as fixing
 from strixwizard.services.output import EXIT_OK, emit, envelope, exit_code
 
 
-def _plan_json(plan: SitePlan) -> dict[str, Any]:
+def _plan_json(plan: SitePlan, counted: fixing.Tally) -> dict[str, Any]:
     return {
         "summary": {"changes": plan.changes, "plans": sum(1 for p in plan.plans if p.steps),
-                    "manual": sum(1 for p in plan.plans if not p.steps)},
+                    "manual": sum(1 for p in plan.plans if not p.steps), **counted.to_json()},
         "unreachable": plan.unreachable,
         "plans": [p.to_json() for p in plan.plans],
     }
@@ -93,18 +93,20 @@ def _fix_site(args: argparse.Namespace, request: Any, on_step: Any) -> int:
         raise UsageError("no node could be reached: nothing to plan ("
                          + "; ".join(f"{k}: {v}" for k, v in unreachable.items()) + ")")
     planned = fixing.plan(site, nodes, args.only, persist=not args.runtime_only)
+    counted = fixing.tally(site, nodes, planned)
     dry_run = fixing.is_dry_run(site, nodes)
     if args.emit:
-        return _emit(args, site, planned)
+        return _emit(args, site, planned, counted)
     if not args.apply:
         if args.json:
-            emit(envelope(site.name, mode="plan", dry_run=dry_run, **_plan_json(planned)))
+            emit(envelope(site.name, mode="plan", dry_run=dry_run, **_plan_json(planned, counted)))
         else:
             from strixwizard.fixing.render import render_plan
 
-            render_plan(planned, sys.stdout, dry_run, _apply_command(args))
+            render_plan(planned, sys.stdout, dry_run, _apply_command(args),
+                        fixing.tally_line(counted, planned.changes))
         return EXIT_OK
-    return _apply(args, site, nodes, planned, dry_run, on_step)
+    return _apply(args, site, nodes, planned, counted, dry_run, on_step)
 
 
 def _apply_command(args: argparse.Namespace) -> str:
@@ -116,7 +118,7 @@ def _apply_command(args: argparse.Namespace) -> str:
     return command(args, ["fix"], *extra, *journal_options(args), "--apply")
 
 
-def _emit(args: argparse.Namespace, site: Any, planned: SitePlan) -> int:
+def _emit(args: argparse.Namespace, site: Any, planned: SitePlan, counted: fixing.Tally) -> int:
     kind, directory = args.emit
     if kind != "ansible":
         raise UsageError(f"--emit knows `ansible` only, not {kind!r}")
@@ -125,21 +127,22 @@ def _emit(args: argparse.Namespace, site: Any, planned: SitePlan) -> int:
     inventory, playbook = emit_ansible(planned, site, Path(directory))
     if args.json:
         emit(envelope(site.name, mode="emit", inventory=str(inventory), playbook=str(playbook),
-                      **_plan_json(planned)))
+                      **_plan_json(planned, counted)))
     else:
         print(f"wrote {inventory} and {playbook}: ansible-playbook -i {inventory} {playbook}")
     return EXIT_OK
 
 
 def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], planned: SitePlan,
-           dry_run: bool, on_step: Any) -> int:
+           counted: fixing.Tally, dry_run: bool, on_step: Any) -> int:
     from strixwizard.fixing.render import render_apply, render_plan
 
     if fixing.changed_nodes(planned) and not args.yes and not sys.stdin.isatty():  # alone, first
         raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
                          f"pass --yes to apply from a script: {_apply_command(args)} --yes")
     if not args.json:
-        render_plan(planned, sys.stdout, dry_run, apply_command=None)
+        render_plan(planned, sys.stdout, dry_run, apply_command=None,
+                    tally=fixing.tally_line(counted, planned.changes))
     applied = fixing.apply(site, nodes, planned, terminal_confirm(args.yes), _options(args), on_step)
     report = applied.report
     text = io.StringIO()
@@ -147,7 +150,7 @@ def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], planned: SiteP
                                            "--rollback"]))
     keep_output(_options(args).store(), report.run_id, text.getvalue(), report.status)
     if args.json:
-        emit(envelope(site.name, mode="apply", dry_run=report.dry_run, **_plan_json(planned),
+        emit(envelope(site.name, mode="apply", dry_run=report.dry_run, **_plan_json(planned, counted),
                       apply=report.to_json()))
     else:
         sys.stdout.write(text.getvalue())

@@ -22,6 +22,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
         "regression, 1 a regression, 2 no verdict (no or bad history file, nothing stored).",
     )
     history.add_argument("--site", type=Path, metavar="FILE", help="only this site's runs")
+    history.add_argument("--demo", action="store_true",
+                         help="the demo's runs (`strixwizard test latency --demo` stores them, in "
+                         "demo-history.sqlite beside the real history, never in it)")
     history.add_argument("--history", type=Path, metavar="FILE",
                          help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
     history.add_argument("--runs", type=int, default=20, metavar="N",
@@ -32,7 +35,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
 
 def run(args: argparse.Namespace) -> int:
     from strixwizard.errors import UsageError
-    from strixwizard.live.history import HistoryError, default_history_path
+    from strixwizard.live.history import HistoryError, default_history_path, demo_history_path
     from strixwizard.live.trends import load_trends, text_lines
 
     if not 1 <= args.runs <= 1000:
@@ -42,8 +45,12 @@ def run(args: argparse.Namespace) -> int:
         from strixwizard.site import load_site
 
         site = load_site(args.site).name
-    path = args.history or default_history_path()
+    if args.demo and args.site is not None:
+        raise UsageError("--demo is a site of its own: it cannot be combined with --site")
+    path = args.history or (demo_history_path() if args.demo else default_history_path())
     document: dict[str, object] = envelope(site, history=str(path))
+    if not path.is_file():  # a fresh install: say what fills it, and how to see one now
+        return _no_verdict(args, document, first_steps(path, args.demo))
     try:
         trends = load_trends(path, site, args.runs)
     except HistoryError as error:
@@ -69,6 +76,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(regressions)} regression(s) against the last good run" if regressions
           else "no regression against the last good run")
     return code
+
+
+def first_steps(path: Path, demo: bool) -> str:
+    if demo:
+        return (f"no test history at {path} yet: `strixwizard test latency --demo` stores "
+                "one (its TCP, measured on this machine's loopback); run it twice, then "
+                "`strixwizard history --demo`")
+    return (f"no test history at {path} yet: every `strixwizard test latency|bandwidth|rccl|"
+            "matrix --site FILE` stores its measured figures there; to see what history shows, "
+            "`strixwizard test latency --demo` twice, then `strixwizard history --demo`")
 
 
 def _no_verdict(args: argparse.Namespace, document: dict[str, object], message: str) -> int:

@@ -38,13 +38,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                      inventory=False)
     test.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")
     test.add_argument("--history", type=Path, metavar="FILE",
-                      help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
+                      help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite; "
+                      "the demo's runs go to demo-history.sqlite beside it)")
     test.add_argument("--no-history", action="store_true", help="neither read nor write the history")
     test.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                       help="also write the figures as a node_exporter textfile (replaced atomically)")
-    test.add_argument("--seconds", type=float, default=5.0, help="time bound of each timed loop (default 5)")
-    test.add_argument("--bytes", type=int, default=1 << 30, metavar="N",
-                      help="soak: bytes to send each way at most (default 1 GiB; --seconds bounds it too)")
+    from strixwizard.services.levels import TEST, TEST_LEVELS
+
+    test.add_argument("--level", choices=TEST_LEVELS, default="medium",
+                      help="how long to measure, as DCGM's run levels: " + "; ".join(
+                          f"{name}: {level.what}" for name, level in TEST.items())
+                      + "; --seconds, --bytes and --no-references override it")
+    test.add_argument("--seconds", type=float, default=None,
+                      help="time bound of each timed loop (default: the level's, 5 at medium)")
+    test.add_argument("--bytes", type=int, default=None, metavar="N",
+                      help="soak: bytes to send each way at most (default: the level's, 1 GiB at "
+                      "medium; --seconds bounds it too)")
     test.add_argument("--all-pairs", action="store_true",
                       help="soak: every pair, in the matrix's rounds of disjoint pairs (disjoint pairs "
                       "at once; each round bounded by --seconds)")
@@ -60,8 +69,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     return test
 
 
+def with_level(args: argparse.Namespace) -> argparse.Namespace:
+    """The level's bounds where no option gave one (an option always wins)."""
+    from strixwizard.services.levels import TEST
+
+    level = TEST[getattr(args, "level", "medium")]
+    if getattr(args, "seconds", None) is None:
+        args.seconds = level.seconds
+    if getattr(args, "bytes", None) is None:
+        args.bytes = level.soak_bytes
+    if not level.references:
+        args.no_references = True
+    return args
+
+
 def run(args: argparse.Namespace) -> int:
     from strixwizard.cli.live_run import run_command
 
+    with_level(args)
     code: int = run_command(args)
     return code

@@ -42,15 +42,22 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
         from strixwizard.cli.prometheus import check_textfile_path
 
         check_textfile_path(args.prometheus)
+    from strixwizard.services.levels import TEST
+
+    scale = TEST[getattr(args, "level", "medium")].samples
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
-                      reference_seconds=min(args.seconds, 3.0))
+                      reference_seconds=min(args.seconds, 3.0),
+                      round_trips=round(TcpSettings.round_trips * scale),
+                      warmup=round(TcpSettings.warmup * min(scale, 1.0)))
     tcp_only = getattr(args, "transport", "all") == "tcp"
     if tcp_only and args.kind not in ("latency", "matrix", "decode"):
         raise UsageError(f"--transport tcp applies to latency, matrix and decode; {args.kind} "
                          "measures RDMA")
     settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher),
                             tcp_only=tcp_only)
-    settings.perftest = type(settings.perftest)(size=args.size)
+    perftest = type(settings.perftest)
+    settings.perftest = perftest(size=args.size, iterations=round(perftest.iterations * scale),
+                                 bw_iterations=round(perftest.bw_iterations * scale))
     soak_bytes = getattr(args, "bytes", 1 << 30)
     if not 1 << 18 <= soak_bytes <= 1 << 40:  # at least one soak block (256 KiB)
         raise UsageError("--bytes must be between 262144 and 1099511627776")
@@ -207,7 +214,7 @@ def run_command(args: argparse.Namespace) -> int:
         report.matrix = matrix_json(chosen, report.results, timing.rounds, timing.round_seconds)
     if decode is not None:
         report.decode = decode.document(report.results)
-    if not args.no_history and not args.demo and decode is None and report.signal is None:
+    if not args.no_history and decode is None and report.signal is None:
         _history(args, report, started_at)
     if getattr(args, "prometheus", None) is not None:  # before the verdict: it stays true
         from strixwizard.cli.prometheus import export_problem, write_test_metrics
@@ -227,11 +234,12 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace, report: TestReport, started_at: str) -> None:
-    from strixwizard.live.history import HistoryError
+    from strixwizard.live.history import HistoryError, demo_history_path
     from strixwizard.services.test import record
 
+    path = args.history or (demo_history_path() if args.demo else None)  # the demo's own file
     try:
-        recorded = record(report.site, f"test {args.kind}", started_at, report.results, args.history)
+        recorded = record(report.site, f"test {args.kind}", started_at, report.results, path)
     except HistoryError as error:
         print(f"strixwizard: {error}", file=sys.stderr)
         return

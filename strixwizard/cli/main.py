@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="leave out this check or area (repeatable)")
     doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    from strixwizard.services.levels import DOCTOR, DOCTOR_LEVELS
+
+    doctor.add_argument("--level", choices=DOCTOR_LEVELS, default="full",
+                        help="how much to read, as DCGM's run levels: "
+                        + "; ".join(f"{name}: {level.what}" for name, level in DOCTOR.items()))
     doctor.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                         help="also write the verdicts as a node_exporter textfile (replaced atomically)")
     doctor.add_argument("--allow-unreachable", action="store_true",
@@ -199,9 +204,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from checks import ALL
     from strixwizard.checking.engine import select_checks
     from strixwizard.services.discover import discover
+    from strixwizard.services.levels import DOCTOR
     from strixwizard.services.nodes import RunRequest
 
-    selected = select_checks(ALL, _split_ids(args.only, "--only"), _split_ids(args.skip, "--skip"))
+    level = DOCTOR[args.level]
+    selected = [c for c in select_checks(ALL, _split_ids(args.only, "--only"),
+                                         _split_ids(args.skip, "--skip"))
+                if c.id not in level.leaves_out]
+    spec = None
+    if level.outputs:
+        from strixwizard.facts.spec import spec_without
+
+        spec = spec_without(level.outputs)
     if args.prometheus is not None:
         from strixwizard.cli.prometheus import check_textfile_path
 
@@ -209,7 +223,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     request = RunRequest(
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
-        allow_soft_rdma=args.allow_soft_rdma,
+        allow_soft_rdma=args.allow_soft_rdma, spec=spec,
     )
     on_node = None if args.json or not sys.stderr.isatty() else node_printer()
     if args.verbose:
@@ -232,6 +246,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         from strixwizard.cli.doctor_text import render
         from strixwizard.cli.nextstep import site_options
 
+        if level.leaves_out:
+            print(f"level {level.name}: left out {', '.join(level.leaves_out)} (`--level full` "
+                  "runs them)")
         render(report, sys.stdout, verbose=args.verbose, strict=args.strict,
                site_options=None if args.snapshot else site_options(args))
     if args.json and report.no_verdict is not None:

@@ -13,8 +13,8 @@ JSON needs none of this: `json.dump` escapes every control character itself.
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +28,7 @@ _SPACES = frozenset("\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u200
 
 #: A colour asked for by the tool: a mark no outside text can hold (a secret of this process),
 #: turned into the real escape sequence only after everything else has been made visible.
-_TOKEN = secrets.token_hex(8)
+_TOKEN = os.urandom(8).hex()  # what secrets.token_hex does, without loading secrets
 _MARK = re.compile(rf"⟦{_TOKEN}:([0-9;]{{1,12}})⟧")
 
 

@@ -11,6 +11,8 @@ Faults left in for the wizard to find (each is a real, common one):
 - the USB4 link is TCP only (thunderbolt-net): fine for management, not for RCCL;
 - its fabric counters (as read after the recorded RDMA run, recordings/counters.json) show
   node-b's global pause and node-a's irdma discards: PFC is not doing its job;
+- both run systemd: node-a (Fedora 43 Workstation) with NetworkManager, node-b (Ubuntu 24.04
+  Server) with netplan's systemd-networkd, so fixes persist as they would there;
 - node-b runs Ubuntu 24.04, whose rdma-core 50 (libirdma) is known to make RCCL fail with
   `Unknown completion` errors against irdma (strixwizard/data/known_bad.json).
 """
@@ -61,6 +63,43 @@ def ubuntu_noble(node: FakeNode, cmdline_extra: str = "iommu=pt") -> None:
             node.command(argv, "", rc=1, stderr=f"dpkg-query: no packages found matching {package}\n")
 
 
+def systemd_init(node: FakeNode) -> None:
+    """PID 1 is systemd, as on every Fedora 43 and Ubuntu 24.04 install."""
+    node.file("/proc/1/comm", "systemd\n")
+
+
+def _ifindex(node: FakeNode, netdev: str) -> int:
+    return int(next(entry["ifindex"] for entry in node.ip_links if entry["ifname"] == netdev))
+
+
+def network_manager(node: FakeNode, connections: dict[str, str]) -> None:
+    """NetworkManager connects these netdevs (netdev → connection name), as Fedora Workstation
+    sets up wired NICs: `nmcli -t -f DEVICE,TYPE,STATE,CONNECTION device status` (terse output,
+    colon-separated: https://networkmanager.dev/docs/api/latest/nmcli.html)."""
+    from strixwizard.facts.persistence import NMCLI_DEVICES
+
+    lines = [f"{netdev}:ethernet:connected:{name}" for netdev, name in connections.items()]
+    node.command(list(NMCLI_DEVICES.argv), "\n".join([*lines, "lo:loopback:connected (externally):lo"])
+                 + "\n")
+
+
+def networkd(node: FakeNode, netdevs: tuple[str, ...]) -> None:
+    """systemd-networkd manages these netdevs from netplan's generated files (Ubuntu Server:
+    netplan writes /run/systemd/network/10-netplan-IF.network,
+    https://netplan.readthedocs.io/en/stable/netplan-generate/); its per-link state file
+    /run/systemd/netif/links/IFINDEX as systemd's link_save() writes it."""
+    from strixwizard.facts.persistence import NETIF_LINKS
+
+    for netdev in netdevs:
+        node.file(f"{NETIF_LINKS}/{_ifindex(node, netdev)}", (
+            "# This is private data. Do not parse.\nADMIN_STATE=configured\nOPER_STATE=routable\n"
+            "CARRIER_STATE=carrier\nADDRESS_STATE=routable\nIPV4_ADDRESS_STATE=routable\n"
+            "IPV6_ADDRESS_STATE=degraded\nONLINE_STATE=online\nACTIVATION_POLICY=up\n"
+            f"NETWORK_FILE=/run/systemd/network/10-netplan-{netdev}.network\n"
+            'NETWORK_FILE_DROPINS=""\nDNS=\nNTP=\nSIP=\nDOMAINS=\nROUTE_DOMAINS=\nLLMNR=yes\n'
+            "MDNS=no\n"))
+
+
 def recorded_counters(node: str) -> tuple[dict[str, int], dict[str, int]]:
     """A demo node's `ethtool -S` and hw_counters as read after the recorded RDMA run
     (recordings/counters.json): what its snapshot holds."""
@@ -82,6 +121,9 @@ def demo_nodes() -> dict[str, FakeNode]:
          statistics=statistics)
     rdma_link(a, "rocep194s0", "enp194s0np0", 3)
     usb4_routers(a, "strix-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01")
+    systemd_init(a)
+    network_manager(a, {"enp192s0": "Wired connection 1", "enp194s0np0": "fabric",
+                        "thunderbolt0": "usb4"})
 
     b = strix_halo_node("strix-b", tuned_gtt=False)
     ubuntu_noble(b)
@@ -92,4 +134,6 @@ def demo_nodes() -> dict[str, FakeNode]:
          counters=counters, statistics=statistics)
     rdma_link(b, "rocep194s0", "enp194s0np0", 3)
     usb4_routers(b, "strix-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
+    systemd_init(b)
+    networkd(b, ("enp192s0", "enp194s0np0", "thunderbolt0"))
     return {"node-a": a, "node-b": b}

@@ -15,6 +15,7 @@ Patterns are `glob` patterns on absolute paths. A command may carry `each`:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypedDict
 
 from strixwizard.facts import declared
@@ -105,3 +106,15 @@ SPEC: CollectionSpec = {
     "commands": [CommandSpec(**c) for o in _COLLECTED if o.is_command  # type: ignore[typeddict-item]
                  for c in o.spec_commands()],
 }
+
+
+def spec_without(outputs: Iterable[str]) -> CollectionSpec:
+    """SPEC without the commands of the named outputs (`doctor --level quick` leaves out the
+    reads that cost most on a node); files and links stay as they are."""
+    left_out = set(outputs)
+    unknown = left_out - {o.name for o in _COLLECTED if o.is_command}
+    if unknown:
+        raise ValueError(f"no collected command output named {sorted(unknown)}")
+    return {"files": list(SPEC["files"]), "links": list(SPEC["links"]), "commands": [
+        CommandSpec(**c) for o in _COLLECTED  # type: ignore[typeddict-item]
+        if o.is_command and o.name not in left_out for c in o.spec_commands()]}

@@ -58,7 +58,9 @@ Progress = Callable[[str, str], None]  # (node, message)
 #: What became of a node in a run or a rollback: its journal's status, or one of these.
 NodeStatus = JournalStatus | Literal["nothing-to-do", "unreachable"]
 #: Whether an applied fix cured what its checks found.
-VerdictStatus = Literal["cured", "not-cured", "pending-reboot", "not-verified"]
+#: "passing": its checks pass now but none of them failed or warned before the run (say, pause
+#: turned off because the same run turned PFC on): kept right, not cured.
+VerdictStatus = Literal["cured", "passing", "not-cured", "pending-reboot", "not-verified"]
 #: A run as a whole.
 RunStatus = Literal["applied", "failed", "aborted", "nothing-to-do", "partial", "stopped", "cancelled",
                     "interrupted"]
@@ -114,7 +116,7 @@ class ApplyReport:
     @property
     def ok(self) -> bool:
         return self.status in ("applied", "nothing-to-do") and all(
-            v.status in ("cured", "pending-reboot") for v in self.verification)
+            v.status in ("cured", "passing", "pending-reboot") for v in self.verification)
 
 
 class _Abort(Exception):
@@ -555,6 +557,12 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
     fix_ids = {fix for fix, _, _ in applied}
     naming = [c for c in checks if c.fix in fix_ids]
     report = run_doctor(site, nodes, naming, fixes)
+    # What failed or warned before the run: "cured" names only those checks, never one that
+    # already passed or could not be judged (a skip) before.
+    earlier = run_doctor(site, [Node(HostReport(name, name, "fix", True), f)
+                                for name, f in before.items()], naming, fixes)
+    was_bad = {(r.id, r.host, r.entity) for r in earlier.checks
+               if r.status in (Status.FAIL, Status.WARN, Status.ERROR)}
     seen: set[tuple[str, str]] = set()
     for fix, node, reboot in applied:
         if (fix, node) in seen:
@@ -584,9 +592,11 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
                 f"{r.id} {r.status.value}: {r.observed or '?'}" + (f" (want {r.expected})" if r.expected
                                                                     else "")
                 + (f"; what to do: {r.detail}" if r.detail else "") for r in bad)))
+        elif cured := sorted({r.id for r in judged if (r.id, r.host, r.entity) in was_bad}):
+            verdicts.append(Verdict(fix, node, "cured", "now passing: " + ", ".join(cured)))
         else:
-            verdicts.append(Verdict(fix, node, "cured", "now passing: " + ", ".join(
-                sorted({r.id for r in judged}))))
+            verdicts.append(Verdict(fix, node, "passing", ", ".join(sorted({r.id for r in judged}))
+                                    + " passing (none of them failed or warned before the run)"))
     return verdicts
 
 

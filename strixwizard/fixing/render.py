@@ -13,8 +13,8 @@ MARK = {"applied": "✓", "rolled-back": "↺", "failed": "✗", "undo-failed": 
         "skipped": "-", "pending": "·"}
 
 #: A verification verdict as words (the JSON keeps the status itself).
-VERDICT_WORDS = {"cured": "✓ cured", "not-cured": "✗ not cured", "pending-reboot": "· after a reboot",
-                 "not-verified": "? not verified"}
+VERDICT_WORDS = {"cured": "✓ cured", "passing": "✓ passing", "not-cured": "✗ not cured",
+                 "pending-reboot": "· after a reboot", "not-verified": "? not verified"}
 
 #: A run's or node's status as words.
 STATUS_WORDS = {"applied": "applied", "rolled-back": "rolled back", "failed": "failed",
@@ -72,8 +72,9 @@ def render_fix(plan: Plan, tag: str, out: TextIO,
 
 
 def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False,
-                apply_command: str | None = "strixwizard fix --apply") -> None:
-    """The plan per node; `apply_command` is the command that applies it (None: it is running)."""
+                apply_command: str | None = "strixwizard fix --apply", tally: str = "") -> None:
+    """The plan per node; `apply_command` is the command that applies it (None: it is running);
+    `tally` (doctor's problems against the plan) goes just before the last line."""
     title = f"Fix plan for site {plan.site}"
     out.write(title + (" (snapshots: applying is a dry run on copies)" if dry_run else "") + "\n")
     for node, why in plan.unreachable.items():
@@ -87,6 +88,8 @@ def render_plan(plan: SitePlan, out: TextIO, dry_run: bool = False,
                 "reboot" if p.reboot else "reversible" if p.reversible else "NOT reversible")
             group = f", link {p.group}" if p.group else ""
             render_fix(p, f"{tag}{group}", out)
+    if tally:
+        out.write(f"\n{tally}\n")
     if plan.changes == 0:
         out.write("\nNothing to change: every selected fix is converged.\n")
     elif apply_command is None:

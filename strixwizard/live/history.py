@@ -45,6 +45,12 @@ def default_history_path() -> Path:
     return Path(base) / "strixwizard" / "history.sqlite"
 
 
+def demo_history_path() -> Path:
+    """The demo's runs, beside the real history and never in it: a demo's TCP is this machine's
+    loopback, no site's link."""
+    return default_history_path().with_name("demo-history.sqlite")
+
+
 def pair_key(pair: tuple[str, str]) -> str:
     return "|".join(sorted(pair))
 

@@ -21,16 +21,18 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strixwizard.files import private_dir
 from strixwizard.node.command import program_name
 from strixwizard.node.errors import ConnectFailed, NodeError, Unreachable
-from strixwizard.node.process import NOT_INSTALLED, Process
 from strixwizard.node.session import Spec
 from strixwizard.node.target import SnapshotTarget, Target
 from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
+
+if TYPE_CHECKING:  # the process module loads subprocess: only a replayed program needs it
+    from strixwizard.node.process import Process
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class ReplayOps:
             try:
                 done = self.probe.run(argv)
             except NotCaptured:
+                from strixwizard.node.process import NOT_INSTALLED
+
                 return {"ok": True, "rc": NOT_INSTALLED, "stdout": "",
                         "stderr": f"{argv[0]}: not recorded in the replay"}
             return {"ok": True, "rc": done.rc, "stdout": done.stdout, "stderr": done.stderr}
@@ -128,6 +132,8 @@ class ReplaySession:
         return ReplayOps(self._usable())
 
     def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
+        from strixwizard.node.process import NOT_INSTALLED, Process
+
         if self.unreachable is not None:
             raise ConnectFailed(self.unreachable)
         self.started.append(tuple(argv))

@@ -18,8 +18,6 @@ import gzip
 import io
 import json
 import os
-import socket
-import subprocess
 import sys
 import tarfile
 import time
@@ -60,6 +58,8 @@ def search_path(path: str) -> str:
 
 def run_command(argv: list[str]) -> dict[str, Any]:
     """Run argv in the C locale, bounded in time; a missing tool is rc 127, a timeout rc 124."""
+    import subprocess  # here: reading a snapshot on the head imports this module's constants only
+
     env = dict(os.environ, LC_ALL="C", LANG="C", PATH=search_path(os.environ.get("PATH", "")))
     try:
         done = subprocess.run(
@@ -244,6 +244,8 @@ class Collector:
         return run_command(argv)
 
     def hostname(self) -> str:
+        import socket
+
         try:
             with open(self._real("/proc/sys/kernel/hostname")) as handle:
                 return handle.read().strip() or socket.gethostname()

@@ -64,6 +64,77 @@ def plan(site: Site, nodes: Sequence[Node], only: Sequence[str] = (), persist: b
     return plan_site(site, facts, list(only), persist=persist, unreachable=unreachable, fixes=FIXES)
 
 
+@dataclass(frozen=True)
+class Tally:
+    """The problems doctor finds (failures, warnings, errors) beside a plan: which ones a planned
+    change cures, which a manual plan leaves to the user, and which no plan here touches. Each
+    problem is one check result (one check on one node, NIC or link), as doctor counts them."""
+
+    failed: int
+    warnings: int
+    errors: int
+    by_plan: tuple[str, ...]  # ids of the checks, once per result
+    by_hand: tuple[str, ...]
+    unplanned: tuple[str, ...]
+
+    @property
+    def problems(self) -> int:
+        return self.failed + self.warnings + self.errors
+
+    def to_json(self) -> dict[str, int]:
+        return {"problems": self.problems, "failed": self.failed, "warnings": self.warnings,
+                "errors": self.errors, "cured_by_plan": len(self.by_plan),
+                "by_hand": len(self.by_hand), "not_planned": len(self.unplanned)}
+
+
+def tally(site: Site, nodes: Sequence[Node], plan: SitePlan) -> Tally:
+    """Doctor's problems on `nodes` matched to `plan`: a result is cured by a plan of its check's
+    fix on its node (a link's result: on either end)."""
+    from checks import ALL
+    from fixes import BY_ID
+    from strixwizard.checking.engine import run_doctor
+    from strixwizard.model import Status
+
+    report = run_doctor(site, nodes, ALL, BY_ID)
+    bad = [r for r in report.checks if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
+    by_plan: list[str] = []
+    by_hand: list[str] = []
+    unplanned: list[str] = []
+    for result in bad:
+        plans = [p for p in plan.plans if result.fix is not None and p.fix == result.fix.id and (
+            result.host == p.node or (result.host is None and f"{p.node}:" in result.entity))]
+        bucket = by_plan if any(p.steps for p in plans) else by_hand if plans else unplanned
+        bucket.append(result.id)
+    count = {status: sum(1 for r in bad if r.status is status) for status in Status}
+    return Tally(count[Status.FAIL], count[Status.WARN], count[Status.ERROR], tuple(by_plan),
+                 tuple(by_hand), tuple(unplanned))
+
+
+def tally_line(counted: Tally, changes: int) -> str:
+    """The tally in one sentence whose counts add up: problems = cured + by hand + not planned."""
+    if not counted.problems:
+        return "doctor finds no problem on these nodes."
+    kinds = [f"{n} {word}" for n, word in ((counted.failed, "failed"),
+                                            (counted.warnings, "warnings" if counted.warnings != 1
+                                             else "warning"),
+                                            (counted.errors, "errors" if counted.errors != 1
+                                             else "error")) if n]
+
+    def ids(names: tuple[str, ...]) -> str:
+        return ", ".join(sorted(set(names)))
+
+    parts = [f"{len(counted.by_plan)} cured by the {changes} change(s) above ({ids(counted.by_plan)})"
+             if counted.by_plan else "none cured by a planned change"]
+    if counted.by_hand:
+        parts.append(f"{len(counted.by_hand)} to do by hand, as the manual plans above say "
+                     f"({ids(counted.by_hand)})")
+    if counted.unplanned:
+        parts.append(f"{len(counted.unplanned)} with no plan here ({ids(counted.unplanned)}): "
+                     "`strixwizard explain ID` says what to do")
+    noun = "problem" if counted.problems == 1 else "problems"
+    return f"doctor finds {counted.problems} {noun} ({', '.join(kinds)}): " + "; ".join(parts) + "."
+
+
 def changed_nodes(plan: SitePlan) -> list[str]:
     return [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]
 

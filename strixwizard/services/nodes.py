@@ -9,10 +9,8 @@ still get their verdicts.
 from __future__ import annotations
 
 import re
-import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +25,7 @@ from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.site import Site, load_site
 
 if TYPE_CHECKING:
-    from strixwizard.node.session import Connector
+    from strixwizard.node.session import Connector, Spec
 
 DEMO_SITE = Path(__file__).resolve().parent.parent / "demo" / "site.yaml"
 
@@ -50,6 +48,8 @@ class RunRequest:
     trust_new_hosts: bool = False
     #: `--allow-soft-rdma`: as `allow_soft_rdma: true` in the site file
     allow_soft_rdma: bool = False
+    #: what to collect from nodes over SSH (None: everything, `facts/spec.py` SPEC)
+    spec: Spec | None = None
 
 
 def demo_site() -> Site:
@@ -83,13 +83,13 @@ def _load_snapshot(path: Path) -> SnapshotProbe:
         raise UsageError(str(error)) from None
 
 
-def collect_node(target: Target, connector: Connector = connect) -> Node:
+def collect_node(target: Target, connector: Connector = connect, spec: Spec | None = None) -> Node:
     """A node's facts through one session of `connector`, closed after. A node that cannot be
     reached is an unreachable host with the reason; a snapshot that does not load is a usage
     error."""
     session = connector(target)
     try:
-        probe = session.collect()
+        probe = session.collect(spec)
     except NodeError as error:
         return Node(HostReport(target.name, target.address, target.kind, reachable=False,
                                error=str(error)), None)
@@ -101,17 +101,19 @@ def collect_node(target: Target, connector: Connector = connect) -> Node:
 
 
 def _collect_remote(targets: Sequence[Target], progress: Progress | None, connector: Connector,
-                    workers: int) -> dict[str, Node]:
+                    workers: int, spec: Spec | None = None) -> dict[str, Node]:
     def one(target: Target) -> Node:
         if progress:
             progress(target.name, "start", f"collecting over SSH from {target.address}")
         started = time.monotonic()
-        node = collect_node(target, connector)
+        node = collect_node(target, connector, spec)
         if progress and not node.report.reachable:
             progress(target.name, "failed", node.report.error or "unreachable")
         elif progress:
             progress(target.name, "done", f"collected in {time.monotonic() - started:.1f} s")
         return node
+
+    from concurrent.futures import ThreadPoolExecutor  # loads logging: not for snapshots
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets)))) as pool:
         return dict(zip([t.name for t in targets], pool.map(one, targets), strict=True))
@@ -119,7 +121,8 @@ def _collect_remote(targets: Sequence[Target], progress: Progress | None, connec
 
 def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | None = None,
                trusted_fingerprints: Mapping[str, str] | None = None,
-               connector: Connector | None = None, parallel: int | None = None) -> list[Node]:
+               connector: Connector | None = None, parallel: int | None = None,
+               spec: Spec | None = None) -> list[Node]:
     """The nodes of a site, each collected through a session from `connector` (`connect` by
     default) for its target (`target_for`); remote ones over SSH in parallel (at most
     `parallel` at once; see `ssh_parallel`).
@@ -132,9 +135,9 @@ def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | N
                           trust_fingerprint=fingerprints.get(spec.name)) for spec in site.nodes]
     connector = connector or connect
     remote = [t for t in targets if isinstance(t, SshTarget)]
-    collected = _collect_remote(remote, progress, connector, parallel or ssh_parallel(site)) \
+    collected = _collect_remote(remote, progress, connector, parallel or ssh_parallel(site), spec) \
         if remote else {}
-    return [collected[t.name] if isinstance(t, SshTarget) else collect_node(t, connector)
+    return [collected[t.name] if isinstance(t, SshTarget) else collect_node(t, connector, spec)
             for t in targets]
 
 
@@ -160,7 +163,8 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
                 connector: Connector | None = None) -> tuple[Site, list[Node]]:
     """The site and its nodes; with nothing given, this machine is the one node."""
     site = resolve_site(request)
-    nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector) if site else []
+    nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector,
+                       spec=request.spec) if site else []
     from strixwizard.services.capture import replayed_site
 
     taken = {n.report.name for n in nodes}
@@ -175,7 +179,9 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     if request.allow_soft_rdma:
         site = replace(site, allow_soft_rdma=True)
     if not nodes:
+        import socket
+
         from strixwizard.node.target import LocalTarget
 
-        nodes.append(collect_node(LocalTarget(socket.gethostname())))
+        nodes.append(collect_node(LocalTarget(socket.gethostname()), spec=request.spec))
     return site, nodes
