@@ -17,10 +17,12 @@ from types import ModuleType
 
 import pytest
 
-from strixwizard.decode.advise import RPC_ROUND_TRIPS_MEASURED
+from strixwizard.decode.rpc_builds import CURRENT, rpc_build
 from tests.llama_parts import build, write_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
+#: what `advise` takes for the current build (rpc_builds.RPC_BUILDS, basis "measured")
+RPC_ROUND_TRIPS_MEASURED = rpc_build(CURRENT).waits
 
 
 def _bench() -> ModuleType:
