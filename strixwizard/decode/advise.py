@@ -336,7 +336,7 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
             why += f", and {rdma.interconnect} busy-polls, taking CPU from dispatch"
     elif split == LAYER:
         why = (f"{trips} RPC wait{'' if trips == 1 else 's'} per token and hop; RDMA saves {saved:.1f} ms "
-               f"of {total:.0f} ms, most of it the TCP stack's host cost per hop, not the wire")
+               f"of {total:.0f} ms (the hop's host cost by transport, and the waits x RTT)")
     else:
         why = f"RDMA saves {saved:.1f} ms of {total:.0f} ms per token"
     helps = gain > 0.01
