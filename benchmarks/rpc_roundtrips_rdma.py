@@ -173,13 +173,20 @@ def main() -> int:
     parser.add_argument("--layers", default="2,8")
     parser.add_argument("--n1", type=int, default=4)
     parser.add_argument("--n2", type=int, default=12)
+    parser.add_argument("--wait-build", type=float, default=0.0, metavar="S",
+                        help="boot the VMs first, then wait up to S seconds for a build of the RDMA "
+                        "binaries that is already running (this script never builds)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    bin_dir = built_bin_dir("rdma")
-    if bin_dir is None:
+    if built_bin_dir("rdma") is None and args.wait_build <= 0:
         raise SystemExit("the RDMA build is missing: scripts/build_llama.sh 0.3.36 rdma")
     rows = []
     with tempfile.TemporaryDirectory() as tmp, VmLab(Path(tmp) / "vmlab", 2, kernel=build_kernel()) as lab:
+        deadline = time.monotonic() + args.wait_build
+        while (bin_dir := built_bin_dir("rdma")) is None:
+            if time.monotonic() > deadline:
+                raise SystemExit("the RDMA build did not finish in --wait-build")
+            time.sleep(10)
         for vm in lab.vms:
             dest = vm.dir / "bin"
             dest.mkdir(exist_ok=True)
