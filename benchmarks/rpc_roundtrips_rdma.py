@@ -6,8 +6,9 @@ ggml-rpc itself (both logs must say `RDMA activated`).
 
 A TCP proxy cannot see this traffic (verbs bypass the socket), so it is counted by the kernel
 RDMA stack: rxe's hw_counters of each VM (/sys/class/infiniband/rxe0/ports/1/hw_counters:
-`rdma_sends` and `rdma_recvs` count SEND work requests, `sent_pkts`/`rcvd_pkts` the RoCE
-packets, ACKs included), read before and after two completions of N1 and N2 tokens; per token
+`rdma_sends` counts SEND work requests the completer finished, i.e. acknowledged by the peer
+(drivers/infiniband/sw/rxe/rxe_comp.c do_complete), `rdma_recvs` received messages,
+`sent_pkts`/`rcvd_pkts` the RoCE packets, ACKs included), read before and after two completions of N1 and N2 tokens; per token
 = (long - short) / (N2 - N1), so the prompt and the load drop out. The TCP socket of the RPC
 connection is read too (`ss -tin`, bytes_acked / bytes_received): after activation nothing
 should cross it.
