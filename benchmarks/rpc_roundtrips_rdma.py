@@ -8,10 +8,10 @@ A TCP proxy cannot see this traffic (verbs bypass the socket), so it is counted 
 RDMA stack: rxe's hw_counters of each VM (/sys/class/infiniband/rxe0/ports/1/hw_counters:
 `rdma_sends` counts SEND work requests the completer finished, i.e. acknowledged by the peer
 (drivers/infiniband/sw/rxe/rxe_comp.c do_complete), `rdma_recvs` received messages,
-`sent_pkts`/`rcvd_pkts` the RoCE packets, ACKs included), read before and after two completions of N1 and N2 tokens; per token
-= (long - short) / (N2 - N1), so the prompt and the load drop out. The TCP socket of the RPC
-connection is read too (`ss -tin`, bytes_acked / bytes_received): after activation nothing
-should cross it.
+`sent_pkts`/`rcvd_pkts` the RoCE packets, ACKs included), read before and after two
+completions of N1 and N2 tokens; per token = (long - short) / (N2 - N1), so the prompt and
+the load drop out. The TCP socket of the RPC connection is read too (`ss -tin`, bytes_acked /
+bytes_received): after activation nothing should cross it.
 
 Why SENDs matter: ggml-rpc's Linux RDMA transport (transport.cpp rdma_send) posts one
 signalled SEND per send_data() call — a command is 3 (cmd byte, size, payload), a reply 2
@@ -21,7 +21,8 @@ with the peer's ACK. So over RDMA every SEND costs the client a round trip at th
 
 TCG VMs: times are not speeds. Counts are what this measures.
 
-    python benchmarks/rpc_roundtrips_rdma.py [--layers 2,8] [--n1 4] [--n2 12] [--json FILE]
+    python benchmarks/rpc_roundtrips_rdma.py [--layers 2,8] [--n1 4] [--n2 12] [--bin-dir DIR]
+                                             [--wait-build S] [--json FILE]
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def measure(lab: VmLab, model: str, layers: int, n1: int, n2: int) -> dict[str, 
         server = _start(lab, head, head_env,
                         ["/vmlab/bin/llama-server", "-m", model, "--rpc", f"{worker.fabric_addr}:{PORT}",
                          "-ngl", "99", "--host", "127.0.0.1", "--port", str(HTTP_PORT), "-c", "256",
-                         "-np", "1", "-t", "1", "--no-warmup"], "/tmp/server.log")
+                         "-np", "1", "-t", "1", "--no-warmup", "-lv", "4"], "/tmp/server.log")
         pids.append((head, server))
         _wait_health(lab, head, server)
         _complete(lab, head, 2)  # settle: first-token allocations out of the way
@@ -163,7 +164,7 @@ def measure(lab: VmLab, model: str, layers: int, n1: int, n2: int) -> dict[str, 
                 "llama_ms_per_token": long.get("timings", {}).get("predicted_per_token_ms"),
                 "short_ms_per_token": short.get("timings", {}).get("predicted_per_token_ms"),
                 "rdma_lines": [line for text in logs.values() for line in text.splitlines()
-                               if "RDMA" in line][:8]}
+                               if "RDMA" in line][:12]}
     finally:
         for vm, pid in reversed(pids):  # only what this script started, by PID, in its own VM
             lab.run(vm, f"kill {pid}; sleep 1; kill -9 {pid} 2>/dev/null; true", timeout=30)
@@ -177,14 +178,21 @@ def main() -> int:
     parser.add_argument("--wait-build", type=float, default=0.0, metavar="S",
                         help="boot the VMs first, then wait up to S seconds for a build of the RDMA "
                         "binaries that is already running (this script never builds)")
+    parser.add_argument("--bin-dir", type=Path,
+                        help="take ggml-rpc-server and llama-server of the RDMA build from here "
+                        "(default: scripts/build_llama.sh's cache)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    if built_bin_dir("rdma") is None and args.wait_build <= 0:
+    if args.bin_dir is not None:
+        given = args.bin_dir
+        if not all((given / name).is_file() for name in ("ggml-rpc-server", "llama-server")):
+            raise SystemExit(f"--bin-dir {given}: no ggml-rpc-server and llama-server there")
+    if args.bin_dir is None and built_bin_dir("rdma") is None and args.wait_build <= 0:
         raise SystemExit("the RDMA build is missing: scripts/build_llama.sh 0.3.36 rdma")
     rows = []
     with tempfile.TemporaryDirectory() as tmp, VmLab(Path(tmp) / "vmlab", 2, kernel=build_kernel()) as lab:
         deadline = time.monotonic() + args.wait_build
-        while (bin_dir := built_bin_dir("rdma")) is None:
+        while (bin_dir := args.bin_dir or built_bin_dir("rdma")) is None:
             if time.monotonic() > deadline:
                 raise SystemExit("the RDMA build did not finish in --wait-build")
             time.sleep(10)
