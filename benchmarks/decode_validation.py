@@ -43,6 +43,7 @@ from strixwizard.decode.advise import (  # noqa: E402
     predict_vllm,
 )
 from strixwizard.decode.bandwidth import MEASURED_GBPS  # noqa: E402
+from strixwizard.decode.rpc_builds import CURRENT  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "published_decode.json"
 README = ROOT / "README.md"
@@ -92,7 +93,7 @@ class Row:
         if self.data.get("measured_from"):
             assert rows is not None, self.id
             measured = float(rows[self.data["measured_from"]].data["tok_s"])
-        inputs = Inputs(model, MEASURED_GBPS, measured)
+        inputs = Inputs(model, MEASURED_GBPS, measured, rpc_build=str(self.data.get("rpc_build", CURRENT)))
         nodes, split, link = int(self.data["nodes"]), self.data["split"], self.link(links)
         if split == SINGLE:
             return predict_single(inputs)

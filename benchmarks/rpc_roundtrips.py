@@ -190,14 +190,14 @@ def _health(port: int, proc: subprocess.Popen[bytes]) -> None:
 
 
 def measure(bin_dir: Path, model: Path, layers: int, gpu_layers: int, n1: int, n2: int,
-            log_dir: Path, delay_ms: float = 0.0, servers: int = 1, split: str = "layer"
-            ) -> dict[str, Any]:
+            log_dir: Path, delay_ms: float = 0.0, servers: int = 1, split: str = "layer",
+            flash_attn: str | None = None) -> dict[str, Any]:
     """One llama-server and `servers` ggml-rpc-servers, each behind its own counting proxy;
     the counts are summed over the servers (per remote node: divide by `servers`)."""
     procs: list[subprocess.Popen[bytes]] = []
     proxies: list[CountingProxy] = []
     logs = contextlib.ExitStack()
-    tag = f"{layers}-{gpu_layers}-{servers}-{split}"
+    tag = f"{layers}-{gpu_layers}-{servers}-{split}-{flash_attn}-{model.stem}"
     try:
         for index in range(servers):
             rpc_port = _free_port()
@@ -209,7 +209,8 @@ def measure(bin_dir: Path, model: Path, layers: int, gpu_layers: int, n1: int, n
         http_port = _free_port()
         server_log = logs.enter_context((log_dir / f"server-{tag}.log").open("wb"))
         rpc = ",".join(f"127.0.0.1:{proxy.port}" for proxy in proxies)
-        extra = ["-sm", split] + (["-fa", "on"] if split == "tensor" else [])
+        fa = flash_attn or ("on" if split == "tensor" else None)
+        extra = ["-sm", split] + (["-fa", fa] if fa else [])
         procs.append(subprocess.Popen(
             [str(bin_dir / "llama-server"), "-m", str(model), "--rpc", rpc, "-ngl", str(gpu_layers),
              *extra, "--host", "127.0.0.1", "--port", str(http_port), "-c", "256", "-np", "1", "-t", "1",
@@ -290,6 +291,10 @@ def main() -> int:
                         "waits per token that the link's RTT multiplies")
     parser.add_argument("--no-tensor", action="store_true",
                         help="skip the runs over 2 RPC servers (-sm layer and -sm tensor)")
+    parser.add_argument("--fa-moe", action="store_true",
+                        help="also run with flash attention on, dense and MoE (8 experts, 2 used), half "
+                        "of the layers remote: FLASH_ATTN_EXT and MUL_MAT_ID nodes are the ones RPC "
+                        "protocol 3.6.0-5.1.0 re-queried with GET_ALLOC_SIZE whenever it allocated a graph")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     bin_dir = build()
@@ -319,6 +324,20 @@ def main() -> int:
                       + (f", +{args.delay_ms:g} ms per reply -> {row['delayed_ms_per_token']:.2f} ms/token "
                          f"({waits:.2f} waits per token)" if waits is not None else "")
                       + f"; {json.dumps(row['commands_per_token'])}", flush=True)
+        if args.fa_moe:
+            for layers in (int(x) for x in args.layers.split(",")):
+                for kind, experts in (("dense", 0), ("MoE", 8)):
+                    model = write_tiny_model(Path(tmp) / f"tiny-{layers}-{kind}.gguf", layers=layers,
+                                             experts=experts)
+                    row = measure(bin_dir, model, layers, max(1, layers // 2), args.n1, args.n2, Path(tmp),
+                                  flash_attn="on")
+                    row["layout"] = f"half remote, -fa on, {kind}"
+                    row["remote_layers"] = max(1, layers // 2)
+                    rows.append(row)
+                    print(f"{layers:>3} layers, {row['layout']:<26}: {row['round_trips_per_token']:5.2f} "
+                          f"round trips, {row['bytes_to_server_per_token']:7.0f} B out, "
+                          f"{row['bytes_to_client_per_token']:6.0f} B back per token; "
+                          f"{json.dumps(row['commands_per_token'])}", flush=True)
         if not args.no_tensor:
             for layers in (int(x) for x in args.layers.split(",")):
                 model = Path(tmp) / f"tiny-{layers}.gguf"

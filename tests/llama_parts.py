@@ -54,8 +54,9 @@ def build(transport: str = "tcp") -> Path:
 
 
 def write_tiny_model(path: Path, layers: int = 2, embd: int = 64, heads: int = 4,
-                     ff: int = 128, seed: int = 1) -> Path:
-    """A tiny llama GGUF with random F32 weights (about 0.5 MB)."""
+                     ff: int = 128, seed: int = 1, experts: int = 0, experts_used: int = 2) -> Path:
+    """A tiny llama GGUF with random F32 weights (about 0.5 MB); with `experts`, a Mixtral-style
+    MoE (routed experts in every layer, so llama.cpp computes them with MUL_MAT_ID)."""
     import gguf
     import numpy as np
 
@@ -69,6 +70,9 @@ def write_tiny_model(path: Path, layers: int = 2, embd: int = 64, heads: int = 4
     writer.add_embedding_length(embd)
     writer.add_block_count(layers)
     writer.add_feed_forward_length(ff)
+    if experts:
+        writer.add_expert_count(experts)
+        writer.add_expert_used_count(experts_used)
     writer.add_head_count(heads)
     writer.add_head_count_kv(heads)
     writer.add_rope_dimension_count(embd // heads)
@@ -96,6 +100,12 @@ def write_tiny_model(path: Path, layers: int = 2, embd: int = 64, heads: int = 4
         for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
             writer.add_tensor(f"blk.{i}.{name}.weight", weights(embd, embd))
         writer.add_tensor(f"blk.{i}.ffn_norm.weight", ones)
+        if experts:
+            writer.add_tensor(f"blk.{i}.ffn_gate_inp.weight", weights(experts, embd))
+            writer.add_tensor(f"blk.{i}.ffn_gate_exps.weight", weights(experts, ff, embd))
+            writer.add_tensor(f"blk.{i}.ffn_up_exps.weight", weights(experts, ff, embd))
+            writer.add_tensor(f"blk.{i}.ffn_down_exps.weight", weights(experts, embd, ff))
+            continue
         writer.add_tensor(f"blk.{i}.ffn_gate.weight", weights(ff, embd))
         writer.add_tensor(f"blk.{i}.ffn_up.weight", weights(ff, embd))
         writer.add_tensor(f"blk.{i}.ffn_down.weight", weights(embd, ff))

@@ -5,6 +5,7 @@ bad input (exit 2). Offline: no nodes, no network."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -61,6 +62,35 @@ def test_layer_split_costs_about_8_ms_over_tcp_and_4_over_rdma() -> None:
     assert tcp.tok_s == pytest.approx(8.83, rel=0.05)  # published
     assert rdma.tok_s == pytest.approx(9.16, rel=0.05)  # published
     assert rdma.tok_s > tcp.tok_s
+
+
+def test_the_waits_per_token_come_from_the_llama_cpp_build() -> None:
+    """The current build's count is the measured one (tests/test_rpc_roundtrips_real.py counts it
+    with the real programs); older protocols wait more, as their source shows."""
+    from strixwizard.decode.rpc_builds import CURRENT, RPC_BUILDS, rpc_build
+
+    assert rpc_build(CURRENT).basis == "measured" and rpc_build(CURRENT).waits == 1
+    assert [b.waits for b in RPC_BUILDS] == [6, 2, 1, 1]
+    assert all(s.startswith(("https://", "benchmarks/")) for b in RPC_BUILDS for s in b.sources)
+    link = resolve_links(["usb4-bond"])[0]
+    by_build = {b.key: predict_layer(replace(_qwen27(), rpc_build=b.key), 2, link) for b in RPC_BUILDS}
+    assert by_build["proto-1"].t_comm_ms - by_build[CURRENT].t_comm_ms == pytest.approx(5 * 0.130)
+    assert "measured for llama.cpp RPC protocol 7.0.0" in " ".join(by_build[CURRENT].assumptions)
+    forced = predict_layer(replace(_qwen27(), rpc_round_trips=38), 2, link)
+    assert forced.t_comm_ms - by_build[CURRENT].t_comm_ms == pytest.approx(37 * 0.130)
+
+
+def test_rpc_build_flag_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _advise(capsys, "--layers", "64", "--hidden", "5120", "--weight-gib", "20.88",
+                        "--link", "usb4-bond", "--rpc-build", "proto-2")
+    assert code == 0
+    jsonschema.validate(doc, SCHEMA)
+    constants = doc["constants"]
+    assert isinstance(constants, dict)
+    assert constants["rpc_round_trips"] == 2 and constants["rpc_build"]["protocol"] == "2.0.0 to 3.0.0"
+    assert main(["advise", "--layers", "64", "--hidden", "5120", "--weight-gib", "20.88",
+                 "--rpc-build", "b1234"]) == 2
+    assert "not a known build" in capsys.readouterr().err
 
 
 def test_tensor_split_is_about_3x_slower_and_rdma_does_not_rescue_it() -> None:

@@ -17,10 +17,12 @@ from types import ModuleType
 
 import pytest
 
-from strixwizard.decode.advise import RPC_ROUND_TRIPS_MEASURED
+from strixwizard.decode.rpc_builds import CURRENT, rpc_build
 from tests.llama_parts import build, write_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
+#: what `advise` takes for the current build (rpc_builds.RPC_BUILDS, basis "measured")
+RPC_ROUND_TRIPS_MEASURED = rpc_build(CURRENT).waits
 
 
 def _bench() -> ModuleType:
@@ -46,6 +48,20 @@ def test_one_wait_per_token_whatever_the_layer_count(layers: int, tmp_path: Path
         assert commands.get("GRAPH_RECOMPUTE") == pytest.approx(1.0)  # the graph is reused
         assert "GRAPH_COMPUTE" not in commands and "GET_ALLOC_SIZE" not in commands
         assert 0 < row["bytes_to_server_per_token"] < 8192
+
+
+@pytest.mark.parametrize("experts", [0, 8])
+def test_flash_attention_and_moe_nodes_cost_no_wait_per_token(experts: int, tmp_path: Path) -> None:
+    """RPC protocol 3.6.0-5.1.0 sent a GET_ALLOC_SIZE round trip for every FLASH_ATTN_EXT and
+    MUL_MAT_ID node whenever it allocated a graph (ggml-rpc.cpp, llama.cpp#17116); this build
+    caches the sizes: with flash attention on and routed experts, still one wait per token."""
+    bench = _bench()
+    bin_dir = build()
+    model = write_tiny_model(tmp_path / "tiny.gguf", layers=4, experts=experts)
+    row = bench.measure(bin_dir, model, 4, 2, 4, 12, tmp_path, flash_attn="on")
+    assert row["round_trips_per_token"] == pytest.approx(RPC_ROUND_TRIPS_MEASURED)
+    assert "GET_ALLOC_SIZE" not in row["commands_per_token"]
+    assert row["commands_per_token"].get("GRAPH_RECOMPUTE") == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("layers", [2, 4])

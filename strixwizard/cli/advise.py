@@ -59,9 +59,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     advise.add_argument("--measured-tok-s", type=float, metavar="TOK_S",
                         help="your measured single-node decode speed of this model (llama-bench tg): "
                         "used as the compute term instead of the bandwidth estimate")
+    advise.add_argument("--rpc-build", default=None, metavar="KEY",
+                        help="the llama.cpp RPC protocol the waits per token are taken for: proto-7 "
+                        "(default, measured: 1), proto-3.5 (3.5.0-5.1.0: 1), proto-2 (2.0.0-3.0.0: 2), "
+                        "proto-1 (before 2.0.0: 6); ggml-rpc-server prints its protocol when it starts")
     advise.add_argument("--rpc-round-trips", type=int, metavar="N",
-                        help="llama.cpp RPC round trips per token and remote node (default 38, fitted "
-                        "to the published builds; 1 measured on a current llama.cpp)")
+                        help="llama.cpp RPC waits per token and remote node, overriding --rpc-build")
     advise.add_argument("--json", action="store_true", help="one JSON document on stdout")
     return advise
 
@@ -160,8 +163,9 @@ def _links(args: argparse.Namespace) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from strixwizard.decode.advise import RPC_ROUND_TRIPS, Inputs, advice_document, named_links
+    from strixwizard.decode.advise import Inputs, advice_document, named_links
     from strixwizard.decode.bandwidth import mem_bandwidth
+    from strixwizard.decode.rpc_builds import CURRENT, rpc_build
     from strixwizard.errors import UsageError
     from strixwizard.services.output import emit, envelope
 
@@ -195,10 +199,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--site picks the site of --history")
         links = _links(args)
     bandwidth, _source = mem_bandwidth(args.mem_bandwidth)
-    trips = RPC_ROUND_TRIPS if args.rpc_round_trips is None else args.rpc_round_trips
-    if not 0 <= trips <= 10000:
+    build = rpc_build(args.rpc_build or CURRENT).key
+    trips = args.rpc_round_trips
+    if trips is not None and not 0 <= trips <= 10000:
         raise UsageError("--rpc-round-trips: give 0 to 10000")
-    inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_round_trips=trips)
+    inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips)
     body = advice_document(inputs, counts, links)
     if args.json:
         emit(envelope(None, command="advise", **body))

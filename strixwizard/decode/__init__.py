@@ -9,7 +9,8 @@ reading its weights from memory. So, per token (one decode step)::
     tokens/s = batch / (t_comm + t_comp)
 
 Modules (pure unless said): `shapes` (a model's shape from a Hugging Face
-config.json), `gguf_shape` (from a GGUF file's metadata, reads the file),
+config.json), `gguf_shape` (from a GGUF file's metadata, reads the file's header with
+`gguf_header`, standard library only),
 `catalog` (popular models shipped as data, and `--model` resolution),
 `bandwidth` (the Strix Halo memory bandwidth default and its sources),
 `collectives` (all-reduce times per size and transport; the ring estimate),
@@ -17,7 +18,9 @@ config.json), `gguf_shape` (from a GGUF file's metadata, reads the file),
 `text` (the table), `fabric` (the same from a Test step's results, for the wizard's panel),
 `links` (USB4 networking beside the NIC), `measure` (runs the all-reduce and ping-pongs on
 nodes), `advise` (`strixwizard advise`: one node, llama.cpp RPC layer split, `-sm tensor` or
-vLLM TP per interconnect, and does RDMA help; also the "advice" of a decode report). The
+vLLM TP per interconnect, and does RDMA help; also the "advice" of a decode report),
+`rpc_builds` (llama.cpp RPC's waits per token by protocol version, measured or read from its
+source). The
 command lines are `cli/decode.py`, `cli/decode_options.py` and `cli/advise.py`.
 
 The "decode" object of `strixwizard test decode --json` (schema:

@@ -5,8 +5,9 @@ to run it, per token:
 
 - ``single``: one node reads every weight once: t_comp = bytes read / bandwidth / efficiency.
 - ``layer`` (llama.cpp RPC ``-sm layer``, a pipeline): the weights are still read one node at
-  a time (t_comp as one node), plus per remote node a fixed cost, ``RPC_ROUND_TRIPS`` round
-  trips and the activations over the link: (N - 1) x (fixed + n_rt x RTT + bytes / bandwidth).
+  a time (t_comp as one node), plus per remote node the hop's host cost by transport, the
+  client's waits (`rpc_builds`, by llama.cpp build) x RTT and the activations over the link:
+  (N - 1) x (hop + waits x RTT + bytes / bandwidth).
 - ``tensor`` (llama.cpp ``-sm tensor``): t_comp / N, plus per sync point a host-dispatch floor
   and an all-reduce; llama.cpp syncs ``TENSOR_SYNCS_PER_LAYER`` times per layer.
 - ``vllm-tp`` (vLLM TP over Ray): t_comp / (N x vLLM efficiency) plus 2 all-reduces per layer.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from strixwizard.decode.rpc_builds import CURRENT, RpcBuild, rpc_build
 from strixwizard.decode.shapes import ModelShape
 from strixwizard.errors import UsageError
 
@@ -39,23 +41,20 @@ NODE_MEMORY_BYTES = 126976 * 2**20
 #: Above this much weight llama.cpp RPC needs --no-mmap (https://github.com/ggml-org/llama.cpp/issues/19745).
 NO_MMAP_BYTES = 100 * 2**30
 
-#: llama.cpp RPC `-sm layer`, per remote node and token. Fitted to the one published TCP/RDMA
-#: pair on the same nodes and model (wkljohn, Qwen3.6-27B Q6_K: 1 node 9.50, 2 nodes 8.83 over a
-#: TCP USB4 bond, 9.16 over OdinLink RDMA): +7.99 ms and +3.91 ms per token; with the links'
-#: 130 µs and 22 µs round trips that is 38 round trips and 3.07 ms fixed. Checked, not fitted,
-#: on llama.cpp#20590 (RDMA saves 2.0 ms per token over 25 GbE; the model says 2.2 ms).
-RPC_ROUND_TRIPS = 38
-RPC_FIXED_MS = 3.07
-#: What the llama.cpp of llama-cpp-python 0.3.36 does, measured here with the real
-#: ggml-rpc-server and llama-server through a counting proxy (benchmarks/rpc_roundtrips.py):
-#: one blocking round trip per token and remote node (GET_TENSOR of its output; SET_TENSOR and
-#: GRAPH_RECOMPUTE are one-way on its asynchronous dispatcher), whatever the layer count.
-#: Older builds waited far more often: 558 round trips per token at b7991 (mostly
-#: GET_ALLOC_SIZE, https://github.com/michaelneale/decentralized-inference), 38 fitted above.
-RPC_ROUND_TRIPS_MEASURED = 1
-RPC_SOURCE = ("fitted to wkljohn's -sm layer TCP/RDMA pair (https://github.com/wkljohn/"
-              "llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/RESULTS.md); checked on "
-              "https://github.com/ggml-org/llama.cpp/pull/20590")
+#: llama.cpp RPC `-sm layer`, per remote node and token: the host cost of one pipeline hop by
+#: transport + the client's waits (rpc_builds: measured for the current build, read from the
+#: source for older ones; one for every build since November 2025) x the link's RTT + the
+#: activations over its bandwidth. The waits cannot explain what a hop costs on Strix Halo:
+#: wkljohn's one published same-nodes A/B (Qwen3.6-27B Q6_K, 9.50 tok/s on one node; two nodes
+#: 8.83 over a TCP USB4 bond, 9.16 over OdinLink RDMA) adds 7.99 and 3.91 ms per token where one
+#: wait is 0.13 and 0.02 ms. The rest is the hop's host cost, named here and taken from that
+#: A/B: 7.99 - 0.13 - 0.02 (activations) = 7.84 ms over kernel TCP, 3.91 - 0.02 - 0.04 = 3.85 ms
+#: over user-space verbs (the split's synchronisation and the transport's own per-message work,
+#: which a faster wire does not remove).
+RPC_HOP_MS = {TCP: 7.84, RDMA: 3.85}
+RPC_HOP_SOURCE = ("the host cost of a pipeline hop, from wkljohn's -sm layer TCP/RDMA A/B "
+                  "(https://github.com/wkljohn/llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/"
+                  "RESULTS.md) less one wait and the activations")
 #: Activations cross a boundary as f32 rows of `hidden` elements, there and back.
 ACTIVATION_BYTES = 4
 
@@ -190,7 +189,16 @@ class Inputs:
     bandwidth_gbps: float
     measured_tok_s: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
-    rpc_round_trips: int = RPC_ROUND_TRIPS
+    rpc_build: str = CURRENT
+    rpc_round_trips: int | None = None  # overrides the build's count
+
+    @property
+    def build(self) -> RpcBuild:
+        return rpc_build(self.rpc_build)
+
+    @property
+    def round_trips(self) -> int:
+        return self.build.waits if self.rpc_round_trips is None else self.rpc_round_trips
 
     @property
     def efficiency(self) -> float:
@@ -225,25 +233,27 @@ def predict_single(inputs: Inputs) -> Advice:
                   (*ASSUMPTIONS_COMMON, inputs.compute_assumption()))
 
 
-def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = RPC_ROUND_TRIPS) -> float:
-    """llama.cpp RPC's network cost per token for one remote node of a layer split."""
+def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = 1) -> float:
+    """llama.cpp RPC's cost per token for one remote node of a layer split."""
     wire = 2 * shape.hidden * ACTIVATION_BYTES * 8 / (link.gbps * 1e9) * 1e3
-    return RPC_FIXED_MS + round_trips * link.rtt_us / 1e3 + wire
+    return RPC_HOP_MS[RDMA if link.transport == RDMA else TCP] + round_trips * link.rtt_us / 1e3 + wire
 
 
 def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
     t_comp = inputs.single_ms()
-    trips = inputs.rpc_round_trips
+    trips = inputs.round_trips
+    build = inputs.build
+    which = (f"{trips} wait(s) (--rpc-round-trips)" if inputs.rpc_round_trips is not None else
+             f"{trips} wait(s) ({build.basis} for llama.cpp RPC protocol {build.protocol}, --rpc-build "
+             f"{build.key})")
+    hop = RPC_HOP_MS[RDMA if link.transport == RDMA else TCP]
     t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link, trips)
-    which = (f"{trips} round trips (fitted to the published builds; a current llama.cpp waits "
-             f"{RPC_ROUND_TRIPS_MEASURED}, measured: --rpc-round-trips {RPC_ROUND_TRIPS_MEASURED})"
-             if trips == RPC_ROUND_TRIPS else f"{trips} round trips (--rpc-round-trips)")
     return Advice(LAYER, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
                   fits(inputs.shape, nodes), t_comm, t_comp,
                   (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
                    "pipeline: weights read one node at a time, so t_comp is one node's",
-                   f"per remote node and token: {RPC_FIXED_MS:g} ms fixed + {which} x {link.rtt_us:g} µs "
-                   f"+ activations at {link.gbps:g} Gb/s ({RPC_SOURCE})"))
+                   f"per remote node and token: {hop:g} ms hop over {link.transport} ({RPC_HOP_SOURCE}) "
+                   f"+ {which} x {link.rtt_us:g} µs + activations at {link.gbps:g} Gb/s"))
 
 
 def predict_tensor(inputs: Inputs, nodes: int, link: Link) -> Advice:
@@ -301,7 +311,7 @@ def _best(predictions: Iterable[Advice]) -> Advice | None:
 
 
 def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: str, nodes: int,
-                 trips: int = RPC_ROUND_TRIPS) -> tuple[bool | None, str]:
+                 trips: int = 1) -> tuple[bool | None, str]:
     """Does RDMA help `split` on `nodes`: the best RDMA link against the best TCP link over the
     same medium (cable or NIC class), else against the best TCP link of all."""
     same = [p for p in predictions if p.split == split and p.nodes == nodes]
@@ -325,8 +335,8 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
         if gain < 0 and rdma.interconnect in polls:
             why += f", and {rdma.interconnect} busy-polls, taking CPU from dispatch"
     elif split == LAYER:
-        why = (f"{trips} RPC round trip{'' if trips == 1 else 's'} per token: RDMA saves {saved:.1f} ms "
-               f"of {total:.0f} ms")
+        why = (f"{trips} RPC wait{'' if trips == 1 else 's'} per token and hop; RDMA saves {saved:.1f} ms "
+               f"of {total:.0f} ms (the hop's host cost by transport, and the waits x RTT)")
     else:
         why = f"RDMA saves {saved:.1f} ms of {total:.0f} ms per token"
     helps = gain > 0.01
@@ -334,7 +344,7 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
 
 
 def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link],
-              trips: int = RPC_ROUND_TRIPS) -> dict[str, Any]:
+              trips: int = 1) -> dict[str, Any]:
     """The fastest way that fits, why, and whether RDMA helps it."""
     fitting = [p for p in predictions if p.fits]
     best = _best(fitting)
@@ -355,8 +365,8 @@ def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[
         else:
             helps, rdma_reason = False, "no: one node needs no network"
     else:
-        why = {LAYER: "a pipeline reads the weights one node at a time but crosses the wire only a "
-                      "few dozen round trips per token",
+        why = {LAYER: "a pipeline reads the weights one node at a time but crosses the wire once per "
+                      "token and node boundary",
                TENSOR: "the tensor split halves the weights read per node, and that outweighs its syncs",
                VLLM: "vLLM's TP split wins here"}[best.split]
         reason = (f"{shape.weight_bytes_total / 2**30:.0f} GiB does not fit one node; " if
@@ -421,14 +431,15 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
         "nodes": sorted(set(node_counts)),
         "interconnects": [link.to_json() for link in links],
         "predictions": [p.to_json() for p in predictions],
-        "recommendation": recommend(shape, predictions, links, inputs.rpc_round_trips),
+        "recommendation": recommend(shape, predictions, links, inputs.round_trips),
         "constants": {
-            "rpc_round_trips": inputs.rpc_round_trips, "rpc_fixed_ms": RPC_FIXED_MS,
-            "rpc_round_trips_measured": RPC_ROUND_TRIPS_MEASURED,
+            "rpc_round_trips": inputs.round_trips, "rpc_build": inputs.build.to_json(),
+            "rpc_hop_ms": dict(RPC_HOP_MS),
             "tensor_syncs_per_layer": TENSOR_SYNCS_PER_LAYER, "tensor_dispatch_ms": TENSOR_DISPATCH_MS,
             "busy_poll_steal": BUSY_POLL_STEAL, "moe_efficiency": MOE_EFFICIENCY,
             "vllm_efficiency": VLLM_EFFICIENCY,
-            "sources": [RPC_SOURCE, TENSOR_SYNC_SOURCE, TENSOR_SOURCE, MOE_SOURCE, VLLM_SOURCE]},
+            "sources": [RPC_HOP_SOURCE, *inputs.build.sources, TENSOR_SYNC_SOURCE, TENSOR_SOURCE,
+                        MOE_SOURCE, VLLM_SOURCE]},
         "notes": [*inputs.notes, *load_notes],
     }
 

@@ -2,11 +2,11 @@
 `<arch>.embedding_length`, `<arch>.expert_count`, `<arch>.expert_used_count`) and the
 tensors' real sizes, so the weight bytes follow the file's quantization exactly.
 
-Reads the file (with the `gguf` package, an optional dependency). Routed-expert tensors
-(`blk.N.ffn_{gate,up,down}_exps.weight`, or a fused `ffn_gate_up_exps`) count for
-`expert_used_count / expert_count` of their size per token; `token_embd` for one row.
-GGUF stores no activation dtype: the all-reduce elements are taken as 2 bytes (bf16/fp16),
-what the tensor-parallel runtimes exchange.
+Reads only the file's header (`gguf_header`, standard library: no numpy, so `advise` on a
+GGUF stays well under a second). Routed-expert tensors (`blk.N.ffn_{gate,up,down}_exps.weight`,
+or a fused `ffn_gate_up_exps`) count for `expert_used_count / expert_count` of their size per
+token; `token_embd` for one row. GGUF stores no activation dtype: the all-reduce elements are
+taken as 2 bytes (bf16/fp16), what the tensor-parallel runtimes exchange.
 """
 
 from __future__ import annotations
@@ -14,39 +14,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from strixwizard.decode.gguf_header import GgufError, GgufHeader, read_header
 from strixwizard.decode.shapes import ModelShape
 from strixwizard.errors import UsageError
 
 ACTIVATION_BYTES = 2
 
 
-def _reader(path: Path) -> Any:
-    try:
-        from gguf import GGUFReader
-    except ImportError as error:
-        raise UsageError("reading a GGUF file needs the `gguf` package: pip install gguf "
-                         f"(or pass a config.json or a model name) ({error})") from error
+def _reader(path: Path) -> GgufHeader:
     if not path.is_file():
         raise UsageError(f"--model {path}: no such file")
     try:
-        return GGUFReader(str(path), "r")
-    except (ValueError, OSError, IndexError, KeyError) as error:
+        return read_header(path)
+    except (GgufError, OSError) as error:
         raise UsageError(f"--model {path}: not a readable GGUF file ({error})") from error
 
 
-def _value(reader: Any, key: str) -> Any:
-    field = reader.get_field(key)
-    if field is None:
-        return None
-    try:
-        return field.contents()
-    except (ValueError, IndexError, TypeError):
-        return None
+def _value(reader: GgufHeader, key: str) -> Any:
+    return reader.metadata.get(key)
 
 
-def _count(reader: Any, path: Path, key: str, required: bool = True) -> int:
+def _count(reader: GgufHeader, path: Path, key: str, required: bool = True) -> int:
     value = _value(reader, key)
-    if isinstance(value, int) and value > 0:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     if required:
         raise UsageError(f"--model {path}: the GGUF metadata has no {key} (a positive integer)")
@@ -70,7 +60,10 @@ def shape_from_gguf(path: Path) -> ModelShape:
     embedding: tuple[int, int] | None = None
     head_seen = False
     for tensor in reader.tensors:
-        elements, size = float(tensor.n_elements), float(tensor.n_bytes)
+        try:
+            elements, size = float(tensor.n_elements), float(tensor.n_bytes)
+        except GgufError as error:
+            raise UsageError(f"--model {path}: {error}") from error
         total_params += elements
         total_bytes += size
         if "_exps." in tensor.name and experts:
