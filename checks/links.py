@@ -29,7 +29,7 @@ from strixwizard.topology import (
     link_layer,
     stack_names,
 )
-from strixwizard.vendors import usb4net
+from strixwizard.vendors import by_transport, usb4net
 
 
 def _pair(link: Link, value: object, unit: str = "") -> str:
@@ -174,16 +174,26 @@ TRUST_KNOWN = _ends_known("trust mode", lambda end: None if effective_trust(end)
 
 @link_check("link.mtu", requires=(SAME_LINK_LAYER, MTU_KNOWN))
 def same_mtu(link: Link, site: Site) -> Iterator[Finding]:
-    """Compares the netdev MTU, and the RDMA active_mtu when ibv_devinfo was captured on both ends."""
+    """Compares the netdev MTU, and the RDMA active_mtu when ibv_devinfo was captured on both ends
+    (FAIL when they differ); equal ends at another MTU than the site's `fabric.mtu` WARN on links
+    that carry the site's MTU (`net.mtu` plans it there), so a plan never cures what doctor
+    did not report."""
     mtus = [end.netdev.mtu for end in link.ends]
     actives = [end.port.active_mtu if end.port else None for end in link.ends]
     observed = _pair(link, lambda e: e.netdev.mtu)
     if link.rdma and None not in actives:
         observed += " (active_mtu " + "/".join(str(a) for a in actives) + ")"
     mismatch = mtus[0] != mtus[1] or (link.rdma and None not in actives and actives[0] != actives[1])
-    yield verdict(not mismatch, link.id, observed, "equal on both ends",
-                  f"Set MTU {max(m or 0 for m in mtus)} on both ends (site wants {site.fabric.mtu}).",
-                  Status.FAIL)
+    if mismatch:
+        yield failed(link.id, observed, "equal on both ends",
+                     f"Set MTU {max(m or 0 for m in mtus)} on both ends (site wants {site.fabric.mtu}).")
+    elif by_transport(link.transport).site_mtu and mtus[0] != site.fabric.mtu:
+        # equal, but not what the site asks for: `fix` plans the site's MTU, so say so here
+        yield warned(link.id, observed, f"equal on both ends, {site.fabric.mtu} (site.yaml fabric.mtu)",
+                     f"Set MTU {site.fabric.mtu} on both ends, or set fabric.mtu: {mtus[0]} in the "
+                     "site file if this MTU is meant.")
+    else:
+        yield passed(link.id, observed, "equal on both ends")
 
 
 @link_check("link.speed", requires=(SAME_LINK_LAYER, SPEED_KNOWN))

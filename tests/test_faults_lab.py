@@ -179,10 +179,12 @@ def run_printed_rollback(out: str, state: Path, free: Path | None = None) -> Cli
 
 
 def assert_link_whole(site: Path) -> None:
-    """`doctor` on the lab says both ends of the link have the same MTU."""
+    """`doctor` on the lab says both ends of the link have the same MTU (it warns, not fails,
+    when that MTU is not the site's: a run rolled back leaves both at 1500)."""
     doctor = run_cli("doctor", "--site", str(site), "--only", "link.mtu", "--json", timeout=120)
     (link_mtu,) = [c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "link.mtu"]
-    assert link_mtu["status"] == "pass", link_mtu
+    assert link_mtu["status"] in ("pass", "warn"), link_mtu
+    assert link_mtu["status"] == "pass" or link_mtu["expected"].startswith("equal on both ends, 9000")
 
 
 SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143),

@@ -99,9 +99,8 @@ def test_apply_verify_rollback_leaves_hosts_as_they_began(lab: Lab, tmp_path: Pa
                       "--node-journal-dir", NODE_JOURNAL, "--apply", "--yes", "--json", env=env)
     assert applied.rc == 0, applied.stdout + applied.stderr
     report = applied.json()["apply"]
-    # both ends were 1500 and equal: link.mtu passed before (no check judges the site's 9000),
-    # so the run keeps it passing rather than curing it
-    assert {(v["fix"], v["status"]) for v in report["verification"]} == {("net.mtu", "passing")}
+    # both ends were 1500 and equal, below the site's 9000: link.mtu warned before, passes now
+    assert {(v["fix"], v["status"]) for v in report["verification"]} == {("net.mtu", "cured")}
     assert _network_state(_capture(lab, lab.hosts[0])) != before[0]
 
     rolled = run_cli("fix", "--site", str(site), "--rollback", report["run_id"], "--yes",

@@ -73,9 +73,8 @@ def test_mtu_over_ssh_apply_verify_rollback_and_idempotent(lab: Lab, tmp_path: P
     assert applied.rc == 0, applied.stdout + applied.stderr
     assert report["status"] == "applied" and report["dry_run"] is False
     assert [h.mtu() for h in lab.hosts] == [9000, 9000]
-    # both ends were 1500 and equal: link.mtu passed before (no check judges the site's 9000),
-    # so the run keeps it passing rather than curing it
-    assert {(v["fix"], v["status"]) for v in report["verification"]} == {("net.mtu", "passing")}
+    # both ends were 1500 and equal, below the site's 9000: link.mtu warned before, passes now
+    assert {(v["fix"], v["status"]) for v in report["verification"]} == {("net.mtu", "cured")}
     run_id = report["run_id"]
     for host in lab.hosts:  # the journal is kept on the node (its own /root)
         on_node = json.loads((host.home / "strixwizard-journal" / f"{run_id}.json").read_text())

@@ -79,12 +79,12 @@ def test_every_registered_fix_is_covered_by_the_rule() -> None:
     assert {f.id for f in FIXES} >= set(COMPANIONS) | {c for cs in COMPANIONS.values() for c in cs}
 
 
-def _pair_with_tos(tos: int) -> dict[str, FakeNode]:
+def _pair_with_tos(tos: int, mtu: int = 9000) -> dict[str, FakeNode]:
     nodes = {}
     for name, host, ip, mac in (("node-a", "strix-a", "192.168.100.1/30", "b4:96:91:9c:3a:10"),
                                 ("node-b", "strix-b", "192.168.100.2/30", "b4:96:91:9c:41:d8")):
         node = strix_halo_node(host)
-        e810(node, ip, mac, setup=RoceSetup(roce_mode="RoCE v2"))
+        e810(node, ip, mac, setup=RoceSetup(roce_mode="RoCE v2", mtu=mtu))
         node.file("/sys/kernel/config/rdma_cm/rocep194s0/ports/1/default_roce_tos", f"{tos}\n")
         nodes[name] = node
     return nodes
@@ -141,3 +141,13 @@ def test_no_mtu_beyond_ipoib_datagram_mode_is_planned(tmp_path: Path) -> None:
     refused = _plan_port(ctx, ib0, None)
     assert refused is not None and refused.steps == ()
     assert "datagram mode, which carries at most MTU 4092" in refused.notes[0]
+
+
+def test_equal_ends_below_the_sites_mtu_warn_and_plan_the_mtu(tmp_path: Path) -> None:
+    """Both ends at 1500 agree, but the site asks for 9000: `net.mtu` plans it, so `link.mtu`
+    must say so (WARN), or fix would plan a change for a check that passed."""
+    nodes = _pair_with_tos(106, mtu=1500)
+    report = scenarios.run_site(tmp_path / "doctor", nodes)
+    (mtu,) = scenarios.results(report, "link.mtu")
+    assert mtu.status == Status.WARN and "9000 (site.yaml fabric.mtu)" in mtu.expected
+    assert doctor_and_plan(tmp_path, nodes) == ({"net.mtu"}, {"net.mtu"})

@@ -152,11 +152,10 @@ def test_mtu_fix_on_the_fabric_netdev_moves_active_mtu_and_rolls_back(vmlab2: Vm
         report = applied["apply"]
         assert report["status"] == "applied"
         assert {(n["node"], n["status"]) for n in report["nodes"]} == {("vm0", "applied"), ("vm1", "applied")}
-        # both ends at 1500 passed link.mtu before (rxe is not judged without the opt-in), so the
-        # fix kept its checks passing rather than cured a failing one
+        # both ends at 1500, below the site's 9000: link.mtu warned before and passes now
         assert {(v["node"], v["status"]) for v in report["verification"]} == {
-            ("vm0", "passing"),
-            ("vm1", "passing"),
+            ("vm0", "cured"),
+            ("vm1", "cured"),
         }
         for vm in vmlab2.vms:
             assert vmlab2.run(vm, "cat", f"/sys/class/net/{FABRIC_NETDEV}/mtu").stdout.strip() == "9000"
