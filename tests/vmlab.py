@@ -873,7 +873,7 @@ def _stage2_systemd(vm: Vm, masked: Sequence[str]) -> str:
         # are up before network-online.target, which units that need them (the persisted
         # llama.cpp units, the timer) order after. `Before=network-pre.target` alone ordered
         # nothing: that target is passive, in no boot transaction unless something pulls it in
-        # (systemd.special(7)), so network-online.target was reached before the fabric address
+        # (https://systemd.io/NETWORK_ONLINE/), so network-online.target came before the address
         "After=systemd-modules-load.service systemd-udevd.service",
         "Before=network.target network-online.target", "",
         "[Service]", "Type=oneshot", "RemainAfterExit=yes", "ExecStart=/bin/sh /vmlab/fabric.sh",
