@@ -251,6 +251,16 @@ def rdma_bin() -> Path:
     return build("rdma")
 
 
+def wait_active(lab: VmLab, vm: Vm, unit: str, timeout: float = 300.0) -> dict[str, str]:
+    """The unit's state once active, or as it is when `timeout` ran out (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = unit_state(lab, vm, unit)
+        if state[f"{unit}.ActiveState"] == "active" or time.monotonic() > deadline:
+            return state
+        time.sleep(2)
+
+
 def _monotonic(lab: VmLab, vm: Vm, prop: str, unit: str) -> int:
     done = lab.run(vm, "systemctl", "show", "-p", prop, "--value", unit, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -282,7 +292,9 @@ def test_persisted_llama_units_start_after_the_fabric_at_boot_answer_over_rdma_a
     bootvms.reboot_all()
     rebooted = time.monotonic() - begun
     for vm in bootvms.vms:
-        state = unit_state(bootvms, vm, units[vm.name])
+        # the head's llama-server may be between restarts ("activating"): it exits when the
+        # worker's RPC server (another machine, no ordering across them) is not up yet
+        state = wait_active(bootvms, vm, units[vm.name])
         assert (state[f"{units[vm.name]}.UnitFileState"],
                 state[f"{units[vm.name]}.ActiveState"]) == ("enabled", "active"), state
     fabric_up = _monotonic(bootvms, worker, "ActiveEnterTimestampMonotonic", "vmlab-fabric.service")
