@@ -272,7 +272,7 @@ def test_a_pair_streams_one_measurement_per_transport_and_the_document_predicts_
 IB_WRITE_LAT_STAND_IN = Path(__file__).parent / "data" / "decode" / "ib_write_lat_stand_in.sh"
 
 
-def test_rccl_absent_on_an_rdma_link_estimates_from_ib_write_lat(tmp_path: Path,
+def test_rccl_absent_on_an_rdma_link_without_verbs_estimates_from_ib_write_lat(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from strixwizard.decode.measure import decode_pair
     from strixwizard.live.plan import PairPlan, RdmaEnd
@@ -290,8 +290,11 @@ def test_rccl_absent_on_an_rdma_link_estimates_from_ib_write_lat(tmp_path: Path,
     settings = DecodeSettings(sizes=(8192, 16384), primary=8192, seconds_per_size=0.2, round_trips=200,
                               launcher="strixwizard-no-such-mpirun")
     results = list(decode_pair({"a": host, "b": host}, plan, {}, settings))
-    rccl, estimate = results[1], results[2]
+    rccl, verbs, estimate = results[1:]
     assert rccl.status is Status.SKIP and "RCCL absent" in rccl.summary
+    # this kernel has no RDMA (or no pyverbs): the verbs all-reduce says why, then the estimate
+    assert verbs.status is Status.SKIP and verbs.tool == "strixwizard verbs all-reduce"
+    assert "no RDMA devices" in verbs.summary or "pyverbs is not installed" in verbs.summary, verbs.summary
     assert estimate.status is Status.PASS and estimate.tool == "ib_write_lat"
     points = estimate.detail["collectives"]
     assert [(p["size_bytes"], p["allreduce_us"], p["source"]) for p in points] == \

@@ -65,8 +65,12 @@ def test_units_carry_the_runtime_argv_environment_and_log() -> None:
     assert shlex.split(unescape(service["ExecStart"])) == ["ggml-rpc-server",
                                                           *plan.rpc_argv["node-b"]]
     assert shlex.split(service["Environment"]) == list(plan.rpc_environment["node-b"])
-    assert service["StandardOutput"] == "append:/var/lib/strixwizard/llama/ggml-rpc-server.log"
+    assert service["StandardOutput"] == "truncate:/var/lib/strixwizard/llama/ggml-rpc-server.log"
     assert (service["Type"], service["LimitMEMLOCK"]) == ("simple", "infinity")
+    # ggml-rpc-server exits 0 when it cannot bind (its address not up yet): on-failure would
+    # leave it down for the boot
+    assert service["Restart"] == "always"
+    assert worker["Unit"]["After"] == worker["Unit"]["Wants"] == "network-online.target"
     assert worker["Install"]["WantedBy"] == "multi-user.target"
     server = parse_unit(steps["node-a", "/etc/systemd/system/strixwizard-llama-server.service"]
                         .after or "")

@@ -92,7 +92,7 @@ def test_units_written_enabled_converged_then_disabled_and_removed(lab: Lab, tmp
     text = (worker.home / "systemd-system" / UNITS[0]).read_text()
     assert f"ExecStart=ggml-rpc-server -H {worker.fabric_addr} -p 50052 -c\n" in text
     assert "Environment=GGML_RPC_NO_RDMA=1\n" in text
-    assert "StandardOutput=append:/root/llama-run/ggml-rpc-server.log\n" in text
+    assert "StandardOutput=truncate:/root/llama-run/ggml-rpc-server.log\n" in text
     assert (worker.home / "systemd-system" / "multi-user.target.wants" / UNITS[0]).is_symlink()
     changes = [c for c in calls(worker) if c[0] != "is-active"]  # reads: observe, drift check
     assert changes == [["daemon-reload"], ["enable", "--now", UNITS[0]]]

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -260,6 +261,42 @@ def test_verbs_exchange_rejects_incomplete_or_oversized_data() -> None:
     with pytest.raises(ConnectionError):
         verbs_pingpong.receive_message(left)
     left.close()
+
+
+class _FakeEnd:
+    """Stand-in for the verbs Endpoint (no RDMA here): `write` puts the sequence byte at the
+    end of the given slot of the peer's buffer, as an RDMA write of the whole slot would."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.buffer, self.peer = size, bytearray(2 * size), cast("_FakeEnd", None)
+        self.writes: list[tuple[int, int]] = []
+
+    def write(self, seq: int, slot: int = 0) -> None:
+        self.writes.append((seq, slot))
+        self.peer.buffer[(slot + 1) * self.size - 1] = seq
+
+    def wait_for(self, seq: int, deadline: float, slot: int = 0) -> bool:
+        while self.buffer[(slot + 1) * self.size - 1] != seq:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0)  # let the other rank's thread run (the real one polls memory)
+        return True
+
+
+def test_verbs_allreduce_steps_use_a_slot_each_so_a_peer_a_step_ahead_is_never_missed() -> None:
+    """Both ranks run 600 all-reduces at once (sequence bytes wrap at 255); a peer that already
+    wrote step 2 must not hide its step 1, which is why each step has its own slot."""
+    a, b = _FakeEnd(64), _FakeEnd(64)
+    a.peer, b.peer = b, a
+    deadline = time.monotonic() + 20
+    done: list[bool] = []
+    thread = threading.Thread(target=lambda: done.append(
+        all(verbs_pingpong._allreduce(b, i, deadline) for i in range(600))))  # type: ignore[arg-type]
+    thread.start()
+    assert all(verbs_pingpong._allreduce(a, i, deadline) for i in range(600))  # type: ignore[arg-type]
+    thread.join(20)
+    assert done == [True]
+    assert a.writes[:4] == [(1, 0), (2, 1), (3, 0), (4, 1)] and len(a.writes) == 1200
 
 
 # -- CLI ---------------------------------------------------------------------------------

@@ -53,10 +53,9 @@ def rdma_bin() -> Path:
     return build("rdma")
 
 
-@pytest.fixture(scope="module")
-def cluster(rdma_bin: Path, llamavms: VmLab) -> VmLab:
-    """The VMs with the binaries in their shares and the model on the head's."""
-    for vm in llamavms.vms:
+def stage_llama(lab: VmLab, rdma_bin: Path) -> None:
+    """The binaries into each VM's share (`/vmlab/bin`), the tiny model into the head's."""
+    for vm in lab.vms:
         dest = vm.dir / "bin"
         dest.mkdir(exist_ok=True)
         for name in PROGRAMS:
@@ -66,7 +65,13 @@ def cluster(rdma_bin: Path, llamavms: VmLab) -> VmLab:
                 os.link(rdma_bin / name, dest / name)
             except OSError:
                 shutil.copy2(rdma_bin / name, dest / name)
-    write_tiny_model(llamavms.vms[0].dir / "tiny.gguf")
+    write_tiny_model(lab.vms[0].dir / "tiny.gguf")
+
+
+@pytest.fixture(scope="module")
+def cluster(rdma_bin: Path, llamavms: VmLab) -> VmLab:
+    """The VMs with the binaries in their shares and the model on the head's."""
+    stage_llama(llamavms, rdma_bin)
     return llamavms
 
 

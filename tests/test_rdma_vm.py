@@ -288,6 +288,44 @@ def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_pi
     assert rdma["status"] == "skip" and "no hardware RDMA" in rdma["summary"]
 
 
+def test_decode_with_allow_soft_rdma_measures_the_all_reduce_over_real_verbs_beside_tcp(
+    vmlab2: VmLab, tmp_path: Path
+) -> None:
+    """`test decode`: RCCL is absent on the VMs, so the RDMA all-reduce is the pyverbs
+    program's 2-rank ring over rxe0 at each decode size (measured), beside TCP on the same
+    pair (estimated from its ping-pong); the tok/s table's RDMA rows say measured."""
+    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+    started = time.monotonic()
+    done = run_cli("test", "decode", "--site", str(site), "--no-history", "--model", "Llama-3.1-8B",
+                   "--allow-soft-rdma", "--json", timeout=CLI_TIMEOUT)
+    took = time.monotonic() - started
+    report = done.json()
+    results = {r["tool"]: r for r in report["results"]}
+    verbs = results["strixwizard verbs all-reduce"]
+    assert verbs["status"] == "pass", verbs["summary"]
+    assert verbs["source"] == "measured" and "software RDMA" in verbs["summary"]
+    assert verbs["path"].startswith(f"vm0:{RDMA_DEVICE}") and f"vm1:{RDMA_DEVICE}" in verbs["path"]
+    points = verbs["detail"]["collectives"]
+    assert [p["size_bytes"] for p in points] == [4096, 8192, 16384]  # 8B: 4096 x bf16 at batch 1
+    assert all((p["transport"], p["source"]) == ("rdma", "measured") and p["allreduce_us"] > 0
+               for p in points), points
+    assert "ib_write_lat" not in results  # measured, so nothing estimated for RDMA
+    tcp = next(r for r in report["results"] if r["transport"] == "tcp" and r["kind"] == "decode")
+    assert tcp["status"] == "pass" and "192.168.77.2" in tcp["path"], tcp  # the same pair's fabric
+    rows = {(p["transport"], p["tp"]): p for p in report["decode"]["predictions"]}
+    assert rows[("rdma", 2)]["source"] == "measured", rows[("rdma", 2)]
+    assert rows[("tcp", 2)]["source"] == "estimated"
+    print(f"\ntest decode --allow-soft-rdma over 2 VMs: {took:.1f} s")
+    for p in points:
+        tcp_at = next(q["allreduce_us"] for q in tcp["detail"]["collectives"]
+                      if q["size_bytes"] == p["size_bytes"])
+        print(f"  all-reduce {p['size_bytes']} B: RDMA (verbs, soft-RoCE) {p['allreduce_us']:.0f} µs,"
+              f" TCP (estimated) {tcp_at:.0f} µs")
+    for key in (("rdma", 2), ("tcp", 2)):
+        print(f"  Llama-3.1-8B TP=2 over {key[0]}: {rows[key]['tokens_per_s']:.2f} tok/s "
+              f"({rows[key]['comm_share']:.0%} comm, {rows[key]['source']})")
+
+
 # -- replay of the recorded VM (runs everywhere) ----------------------------------------------
 
 

@@ -869,7 +869,13 @@ def _stage2_systemd(vm: Vm, masked: Sequence[str]) -> str:
     run = "/run/systemd/system"
     fabric_unit = "\n".join([
         "[Unit]", "Description=vmlab: addresses and rxe0", "DefaultDependencies=no",
-        "After=systemd-modules-load.service systemd-udevd.service", "Before=network-pre.target", "",
+        # the lab plays the node's network manager and its wait-online service: the addresses
+        # are up before network-online.target, which units that need them (the persisted
+        # llama.cpp units, the timer) order after. `Before=network-pre.target` alone ordered
+        # nothing: that target is passive, in no boot transaction unless something pulls it in
+        # (https://systemd.io/NETWORK_ONLINE/), so network-online.target came before the address
+        "After=systemd-modules-load.service systemd-udevd.service",
+        "Before=network.target network-online.target", "",
         "[Service]", "Type=oneshot", "RemainAfterExit=yes", "ExecStart=/bin/sh /vmlab/fabric.sh",
         "StandardOutput=journal+console", "StandardError=journal+console", ""])
     sshd_unit = "\n".join([

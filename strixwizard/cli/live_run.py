@@ -140,6 +140,8 @@ def _decode(args: argparse.Namespace, cancel: Cancel) -> tuple[DecodeRun, Site, 
             raise UsageError("say which site to test: --site FILE (or --demo)")
         site, found = read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
         nodes = list(found)
+        if getattr(args, "allow_soft_rdma", False):  # as for the other kinds (_live)
+            site = dataclasses.replace(site, allow_soft_rdma=True)
     _settings(args, site)
     pair = _pair(args, [spec.name for spec in site.nodes])
     return run, site, decode_stream(args, run, site, pair, cancel, nodes)

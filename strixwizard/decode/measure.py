@@ -4,7 +4,10 @@
 detail carries the times per size ("collectives"); `document` turns them into predictions.
 
 A run with RCCL absent says so (skip) and keeps the TCP estimate; on an RDMA link it
-estimates the RDMA all-reduce from `ib_write_lat` at the same half sizes, labelled so. On the demo the RDMA
+measures the 2-rank ring all-reduce's own traffic over verbs (the pyverbs program's
+`allreduce` pattern: both ranks RDMA-write half the message at once, twice) at every decode
+size, labelled measured, and without pyverbs estimates it from `ib_write_lat` at the same
+half sizes, labelled so. On the demo the RDMA
 all-reduce is replayed from a recording (labelled "recorded") and the TCP ping-pong runs
 for real on this machine's loopback (labelled, it is no fabric link).
 """
@@ -28,11 +31,12 @@ from strixwizard.decode.collectives import (
 from strixwizard.decode.document import KIND
 from strixwizard.decode.links import TcpPath
 from strixwizard.live.hosts import Host, HostError
+from strixwizard.live.native import verbs_run
 from strixwizard.live.perftest import PerftestSettings, rdma_test
 from strixwizard.live.plan import PairPlan, RdmaEnd
 from strixwizard.live.rccl import TOOL as RCCL_TOOL
 from strixwizard.live.rccl import RcclSettings, rccl_measurement, rccl_test
-from strixwizard.live.results import REPLAYED, Measurement
+from strixwizard.live.results import REPLAYED, Measurement, stats_from_samples
 from strixwizard.live.tcp import TOOL as TCP_TOOL
 from strixwizard.live.tcp import TcpRunError, TcpSettings, pingpong_stats
 from strixwizard.model import Status
@@ -42,6 +46,14 @@ from strixwizard.site import Thresholds
 RECORDING = Path(__file__).resolve().parent.parent / "demo" / "recordings" / "all_reduce_perf_decode.txt"
 LOOPBACK = "127.0.0.1"
 UNIT = "µs all-reduce"
+VERBS_ALLREDUCE = "strixwizard verbs all-reduce"
+#: exchanges before the timed ones at each size, within its time bound (`seconds_per_size`,
+#: 1 s): few, so a slow pair still times some (a TCG VM takes ms per round trip; 500 warm-up
+#: round trips there left none timed)
+WARMUP = 50
+#: how long a verbs server may take to listen: importing pyverbs took over 10 s (the ping-pong's
+#: bound) in a TCG VM on busy cores; only a failure waits this long
+VERBS_START_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +90,7 @@ def tcp_decode(client: Host, server: Host, pair: tuple[str, str], address: str, 
     try:
         for size in settings.ping_sizes:
             stats, _ = pingpong_stats(client, server, address, TcpSettings(
-                size=size, round_trips=settings.round_trips, warmup=min(500, settings.round_trips),
+                size=size, round_trips=settings.round_trips, warmup=min(WARMUP, settings.round_trips),
                 seconds=settings.seconds_per_size, references=False))
             if stats.median_us is None:
                 raise TcpRunError(f"the ping-pong at {size} B measured no round trip")
@@ -167,6 +179,40 @@ def rdma_pingpong_decode(client: Host, server: Host, plan: PairPlan, settings: D
                        detail=_detail(points, ping_sizes=sorted(one_way)))
 
 
+def rdma_verbs_decode(client: Host, server: Host, plan: PairPlan, settings: DecodeSettings
+                      ) -> Measurement:
+    """RCCL absent on an RDMA link: the 2-rank ring all-reduce's traffic over real verbs at
+    every decode size, each a median of whole all-reduces (measured; no RCCL overhead and no
+    sums, so a lower bound of RCCL over RDMA)."""
+    assert plan.rdma is not None
+    ends = (plan.rdma[0], plan.rdma[1])
+    software = ("; software RDMA (rxe/siw): tests the setup, not production speed"
+                if plan.software_rdma else "")
+    note = ("2-rank ring all-reduce over RDMA writes (reduce-scatter, all-gather: half the "
+            "message each way at once, twice); RCCL absent, its overhead and the sums not "
+            "included" + software)
+    points: list[CollectivePoint] = []
+    for half in settings.ping_sizes:
+        got = verbs_run(client, server, ends, TcpSettings(
+            size=half, round_trips=settings.round_trips, warmup=min(WARMUP, settings.round_trips),
+            seconds=settings.seconds_per_size, references=False, start_timeout=VERBS_START_S),
+            "allreduce")
+        median = None if isinstance(got, str) else stats_from_samples(ns / 1000.0 for ns in got).median_us
+        if median is None:
+            return Measurement(KIND, "rdma", VERBS_ALLREDUCE, plan.pair, Status.SKIP,
+                               f"the RDMA all-reduce over verbs was not measured at {2 * half} B: "
+                               f"{got}", path=f"{plan.rdma[0].label} -> {plan.rdma[1].label}",
+                               unit=UNIT, detail=_detail([]))
+        points.append(CollectivePoint(RDMA, 2 * half, median, MEASURED, VERBS_ALLREDUCE, note))
+    figure = _figure(points, settings.primary)
+    at = f"{figure:.1f} µs at {settings.primary} B" if figure is not None else f"{len(points)} sizes"
+    return Measurement(KIND, "rdma", VERBS_ALLREDUCE, plan.pair, Status.PASS,
+                       f"RDMA all-reduce measured over verbs: {at} (no RCCL overhead: a lower bound)"
+                       + software, figure=figure, unit=UNIT, threshold="timed at the decode sizes",
+                       path=f"{plan.rdma[0].label} -> {plan.rdma[1].label}",
+                       detail=_detail(points, ping_sizes=[p.size_bytes // 2 for p in points]))
+
+
 def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str],
                 settings: DecodeSettings, other_paths: Sequence[TcpPath] = ()) -> Iterator[Measurement]:
     """TCP over the plan's link (and over USB4 networking beside it), then RCCL across the pair."""
@@ -183,7 +229,10 @@ def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str
                        rdma_link=plan.rdma is not None)
     yield rccl
     if rccl.status is Status.SKIP and plan.rdma is not None:
-        yield rdma_pingpong_decode(client, server, plan, settings)
+        verbs = rdma_verbs_decode(client, server, plan, settings)
+        yield verbs
+        if verbs.status is not Status.PASS:  # no pyverbs there: estimated from ib_write_lat
+            yield rdma_pingpong_decode(client, server, plan, settings)
 
 
 def demo_decode(pair: tuple[str, str], settings: DecodeSettings) -> Iterator[Measurement]:

@@ -5,8 +5,11 @@ Per program, three steps, undone in reverse by the rollback:
 - FILE `UNIT_DIR/strixwizard-llama-rpc.service` (or `-llama-server`): a `Type=simple`
   service whose `ExecStart=` is the same argv the runtime launcher would start, with the same
   RDMA variables (`Environment=`), writing the same log file the smoke test reads
-  (`StandardOutput=append:`; the run directory is made by `ExecStartPre=`, so the log stays
-  after a rollback as it does without --persist); unit values go through the fix engine's
+  (`StandardOutput=truncate:`, systemd 248+: emptied at every start, as the runtime launcher's
+  `>LOG` does, so after a reboot or a restart the smoke test judges what the running program
+  says, never an earlier boot's `RDMA activated`; the run directory is made by
+  `ExecStartPre=`, so the log stays after a rollback as it does without --persist); unit
+  values go through the fix engine's
   systemd escaping (`fixes.steps._unit_value`: `%` and, in commands, `$` kept literal);
 - COMMAND `systemctl daemon-reload && systemctl enable --now UNIT`, state read by
   `systemctl is-active`; undo `systemctl disable --now UNIT` (stops it, removes it from boot);
@@ -35,6 +38,16 @@ RPC_UNIT = "strixwizard-llama-rpc.service"
 SERVER_UNIT = "strixwizard-llama-server.service"
 #: `running` while systemd has the unit active, else `stopped` (the read always exits 0).
 IS_ACTIVE = 'if systemctl is-active --quiet "$0"; then echo running; else echo stopped; fi'
+#: why `Restart=always`: `ggml_backend_rpc_start_server` returns after "Failed to create server
+#: socket" and rpc-server's main() then returns 0 — a clean exit that `Restart=on-failure`
+#: does not retry (systemd.service(5), Restart=). A worker whose fabric address comes up after
+#: network-online.target (a network manager that does not wait for that link, a USB4 link
+#: that appears late) would stay down for the whole boot.
+RESTART_WHY = (
+    "https://github.com/ggml-org/llama.cpp/blob/master/ggml/src/ggml-rpc/ggml-rpc.cpp",
+    "https://github.com/ggml-org/llama.cpp/blob/master/tools/rpc/rpc-server.cpp",
+    "https://www.freedesktop.org/software/systemd/man/latest/systemd.service.html#Restart=",
+)
 ENABLE_NOW = 'systemctl daemon-reload && exec systemctl enable --now "$0"'
 
 
@@ -67,10 +80,12 @@ def unit_text(description: str, binary: str, args: Sequence[str], environment: S
     lines += [
         f"ExecStartPre={command(['/bin/mkdir', '-p', '--', run_dir])}",
         f"ExecStart={command([binary, *args])}",
-        f"StandardOutput=append:{_unit_value(log)}",
+        f"StandardOutput=truncate:{_unit_value(log)}",
         "StandardError=inherit",
         "LimitMEMLOCK=infinity",
-        "Restart=on-failure",
+        # always, not on-failure: ggml-rpc-server exits 0 after "Failed to create server socket"
+        # (its fabric address not there yet; RESTART_WHY), which on-failure never retries
+        "Restart=always",
         "RestartSec=5",
         "",
         "[Install]",

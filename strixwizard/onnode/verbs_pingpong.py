@@ -12,6 +12,14 @@ client RDMA-writes a message whose last byte is a sequence number into the
 server's buffer; the server busy-polls its own buffer for that byte and
 writes back; the client busy-polls for the echo and times the round trip.
 
+`allreduce` (the optional last argument): the 2-rank ring all-reduce's traffic, for `test
+decode`. Each side holds a message of 2 x SIZE bytes; step 1 (reduce-scatter) and step 2
+(all-gather) each RDMA-write SIZE bytes to the peer AT THE SAME TIME as the peer writes to
+us, into a slot of its own per step (the peer may be a step ahead: a second write into the
+same slot could overwrite the first before it was seen). The client times each whole
+all-reduce. The sums themselves are not computed (RCCL adds them on the GPU; they are not
+the fabric's cost).
+
 The verbs part runs for real against soft-RoCE (rxe0) in the project's VM lab
 (tests/test_rdma_vm.py); the TCP exchange is also tested on its own.
 """
@@ -99,7 +107,7 @@ def open_device(name: str) -> Any:
 class Endpoint:
     """One side's PD, MR, CQ and RC QP."""
 
-    def __init__(self, ctx: Any, port: int, gid_index: int, size: int) -> None:
+    def __init__(self, ctx: Any, port: int, gid_index: int, size: int, slots: int = 1) -> None:
         import random
 
         import pyverbs.enums as e
@@ -112,7 +120,8 @@ class Endpoint:
         self.ctx, self.port, self.gid_index, self.size = ctx, port, gid_index, size
         self.pd = PD(ctx)
         access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
-        self.mr = MR(self.pd, size, access)  # the peer writes here; we poll its last byte
+        # the peer writes here, SIZE bytes per slot; we poll each slot's last byte
+        self.mr = MR(self.pd, size * slots, access)
         self.send_mr = MR(self.pd, size, e.IBV_ACCESS_LOCAL_WRITE)  # what we write from
         self.cq = CQ(ctx, 16)
         cap = QPCap(max_send_wr=4, max_recv_wr=1, max_send_sge=1, max_recv_sge=1)
@@ -148,7 +157,7 @@ class Endpoint:
         self.qp.to_rts(attr)
         self.peer = peer
 
-    def write(self, seq: int) -> None:
+    def write(self, seq: int, slot: int = 0) -> None:
         from pyverbs.wr import SGE, SendWR
 
         e = self.e
@@ -156,7 +165,7 @@ class Endpoint:
         self.send_mr.write(bytes([seq]) * self.size, self.size, 0)
         wr = SendWR(opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
                     sg=[SGE(self.send_mr.buf, self.size, self.send_mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
-        wr.set_wr_rdma(int(self.peer["rkey"]), int(self.peer["addr"]))
+        wr.set_wr_rdma(int(self.peer["rkey"]), int(self.peer["addr"]) + slot * self.size)
         self.qp.post_send(wr)
         deadline = time.monotonic() + 5
         while True:  # busy-poll the send completion, bounded
@@ -168,17 +177,30 @@ class Endpoint:
             if time.monotonic() > deadline:
                 raise TimeoutError("no send completion within 5 s")
 
-    def wait_for(self, seq: int, deadline: float) -> bool:
-        read, last = self.mr.read, self.size - 1
+    def wait_for(self, seq: int, deadline: float, slot: int = 0) -> bool:
+        read, last = self.mr.read, (slot + 1) * self.size - 1
         while read(1, last)[0] != seq:  # busy polling on our own buffer
             if time.monotonic() > deadline:
                 return False
         return True
 
 
+PATTERNS = ("pingpong", "allreduce")
+
+
+def _allreduce(end: Endpoint, i: int, deadline: float) -> bool:
+    """One 2-rank ring all-reduce: both sides write step 1, wait for the peer's, then step 2."""
+    for step in (0, 1):
+        seq = (2 * i + step) % 255 + 1
+        end.write(seq, slot=step)
+        if not end.wait_for(seq, deadline, slot=step):
+            return False
+    return True
+
+
 def run(role: str, device: str, port: int, gid_index: int, address: str, tcp_port: int, size: int,
-        trips: int, warmup: int, seconds: float) -> int:
-    if not 0 < size <= 1 << 20 or trips + warmup > MAX_TRIPS:
+        trips: int, warmup: int, seconds: float, pattern: str = "pingpong") -> int:
+    if not 0 < size <= 1 << 20 or trips + warmup > MAX_TRIPS or pattern not in PATTERNS:
         _emit(event="error", error="bad parameters")
         return 3
     try:
@@ -191,23 +213,35 @@ def run(role: str, device: str, port: int, gid_index: int, address: str, tcp_por
         listener.bind((address, tcp_port))
         listener.listen(1)
         _emit(event="listening", address=address, port=listener.getsockname()[1])
-        listener.settimeout(seconds)
+        # the client starts only now (and imports pyverbs: seconds under emulation), so not
+        # just `seconds`: with test decode's 1 s the server had gone before the client came;
+        # the runner's own bound on this process is seconds + 30
+        listener.settimeout(seconds + 20)
         sock, _ = listener.accept()
         listener.close()
     else:
         sock = socket.create_connection((address, tcp_port), timeout=10)
-    end = Endpoint(ctx, port, gid_index, size)
+    end = Endpoint(ctx, port, gid_index, size, slots=2 if pattern == "allreduce" else 1)
     end.connect(exchange(sock, end.info()))
     send_message(sock, {"ready": True})  # both QPs are in RTS before the first write
     receive_message(sock)
     # from here, not from the start: the peer's start-up (pyverbs import) must not eat the time
     deadline = time.monotonic() + seconds
+    # the all-reduce's warm-up also ends after a fifth of the time bound: at the ms an exchange
+    # takes on emulated software RDMA, 50 of them would leave none timed in `test decode`'s 1 s
+    warm_until = time.monotonic() + seconds / 5
     rtt: list[int] = []
     clock = time.perf_counter_ns
     try:
         for i in range(trips + warmup):
             seq = i % 255 + 1
-            if role == "client":
+            if pattern == "allreduce":
+                start = clock()
+                if not _allreduce(end, i, deadline):
+                    break
+                if i >= warmup or time.monotonic() > warm_until:
+                    rtt.append(clock() - start)
+            elif role == "client":
                 start = clock()
                 end.write(seq)
                 if not end.wait_for(seq, deadline):
@@ -222,7 +256,8 @@ def run(role: str, device: str, port: int, gid_index: int, address: str, tcp_por
         _emit(event="error", error=str(error))
     sock.close()
     if role == "client":
-        _emit(event="result", size=size, warmup=warmup, rtt_ns=rtt, stopped_early=len(rtt) < trips)
+        _emit(event="result", size=size, warmup=warmup, rtt_ns=rtt, stopped_early=len(rtt) < trips,
+              pattern=pattern)
     else:
         _emit(event="done")
     return 0
@@ -231,4 +266,4 @@ def run(role: str, device: str, port: int, gid_index: int, address: str, tcp_por
 if __name__ == "__main__":
     a = sys.argv[1:]
     sys.exit(run(a[0], a[1], int(a[2]), int(a[3]), a[4], int(a[5]), int(a[6]), int(a[7]), int(a[8]),
-                 float(a[9])))
+                 float(a[9]), *a[10:11]))
