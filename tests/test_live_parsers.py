@@ -469,7 +469,10 @@ def test_single_rank_copies_are_told_from_the_text_even_with_a_j_document() -> N
     copies = (Path(__file__).parent / "data" / "real"
               / "nccl_tests_mpirun_np2_without_mpi_single_rank_copies.txt").read_text()
     said = "# Writing JSON output to /tmp/r.json\n# Writing JSON output to /tmp/r.json.0\n"
-    assert json_files_written(said + copies) == ("/tmp/r.json", "/tmp/r.json.0")
+    assert json_files_written(said + copies, "/tmp/r.json") == ("/tmp/r.json", "/tmp/r.json.0")
+    # a name that is not the one asked for (or its .N copy) is never read or removed
+    other = "# Writing JSON output to /etc/passwd\n# Writing JSON output to /tmp/r.json.x\n"
+    assert json_files_written(other + said, "/tmp/r.json") == ("/tmp/r.json", "/tmp/r.json.0")
     doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
     m = rccl_measurement(("a", "b"), said + copies, [], "path", from_json=doc, expected_ranks=2)
     assert m.status is Status.FAIL and "single-rank copies" in m.summary, m.summary

@@ -247,7 +247,7 @@ def _json_report_path(head_runner: Runner) -> str | None:
 def _json_document(head_runner: Runner, path: str, output: str) -> CollectiveTable | None:
     """The `-J` document read back from the head, then every file the run wrote removed;
     None when it was not written or is not a finished document (the text table stands)."""
-    written = json_files_written(output) or (path,)
+    written = json_files_written(output, path) or (path,)
     rc, body, _ = run(head_runner, ("cat", written[0]))
     run(head_runner, ("rm", "-f", "--", path, *written))
     try:

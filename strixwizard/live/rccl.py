@@ -175,7 +175,7 @@ def _json_report_path(head: Host, settings: RcclSettings) -> str | None:
 def _json_document(head: Host, output: str, asked: str) -> CollectiveTable | None:
     """The `-J` document read back from the head (then every file the run wrote removed);
     None when it was not written or cannot be read (the text table stands)."""
-    written = json_files_written(output) or (asked,)
+    written = json_files_written(output, asked) or (asked,)
     reader = head.start(["cat", written[0]], 10, f"{JSON_FILE_OPTION} report")
     try:
         reader.wait(10)

@@ -414,10 +414,14 @@ _JSON_COLUMNS = ("size", "count", "type", "redop", "root",
 _WRITING_JSON = re.compile(r"^# Writing JSON output to (\S+)\s*$", re.MULTILINE)
 
 
-def json_files_written(output: str) -> tuple[str, ...]:
+def json_files_written(output: str, asked: str) -> tuple[str, ...]:
     """The files the run says it wrote (`# Writing JSON output to F`): the tool adds `.N` to
-    a name already taken, and every single-rank copy of an MPI-less build writes its own."""
-    return tuple(dict.fromkeys(m.group(1) for m in _WRITING_JSON.finditer(output)))
+    a name already taken, and every single-rank copy of an MPI-less build writes its own.
+    Only `asked` and its `.N` variants are kept: a name the output gives otherwise is never
+    read or removed (the output is the node's text, not ours)."""
+    ours = re.compile(re.escape(asked) + r"(?:\.\d+)?")
+    return tuple(dict.fromkeys(m.group(1) for m in _WRITING_JSON.finditer(output)
+                               if ours.fullmatch(m.group(1))))
 
 
 def supports_json_file(help_text: str) -> bool:
