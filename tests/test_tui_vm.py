@@ -219,7 +219,9 @@ async def test_the_wizard_walks_two_soft_roce_vms_from_site_to_report_and_rolls_
         assert perftest.detail["note"] == SOFT_LABEL
         verbs = results[("rdma", "latency", "strixwizard verbs ping-pong")]
         assert verbs.source == "measured" and verbs.detail["ratio_to_perftest"] > 0
-        assert panel(app, "vm0-vm1:latency:rdma").view.status in (Status.PASS, Status.FAIL)
+        # emulated rxe is far over the 8 µs of hardware RDMA: judged so, labelled software RDMA
+        assert perftest.status is verbs.status is Status.FAIL, (perftest.summary, verbs.summary)
+        assert panel(app, "vm0-vm1:latency:rdma").view.status is Status.FAIL
         counters = [m for m in state.results if m.kind == "counters"]  # around the matrix, RCCL
         assert counters, [m.kind for m in state.results]
         read = {(c["host"], c["device"], c["counter"]) for m in counters for c in m.detail["counters"]}
@@ -240,6 +242,8 @@ async def test_the_wizard_walks_two_soft_roce_vms_from_site_to_report_and_rolls_
         tools = {r["tool"] for r in document["live_tests"]["results"]}
         assert {"ib_write_lat", "strixwizard verbs ping-pong"} <= tools, tools
         assert {h["name"] for h in document["hosts"]} == {"vm0", "vm1"}
+        body = str(app.screen.query_one("#report-body").render())
+        assert all(w in body for w in ("deployed", "RDMA latency", "(roce-v2)")), body
 
         # -- Roll back from the wizard: the deploy, then the fix (each confirmed) -------------
         await open_step(app, pilot, "deploy")
