@@ -17,6 +17,7 @@ from strixwizard.facts.netdev import Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort
 from strixwizard.model import CheckResult, Status
 from strixwizard.model import LinkEnd as ReportedEnd
+from strixwizard.topology import SOFT_RDMA_LABEL
 from strixwizard.vendors.usb4net import TCP_LATENCY
 
 UNKNOWN = "?"
@@ -38,6 +39,10 @@ TRANSPORT_NOTES = {
     "ethernet": "plain Ethernet: at least one end has no hardware RDMA port, so traffic "
     "falls back to TCP (NET/Socket)",
 }
+#: A link whose RDMA is rxe/siw (the site's `allow_soft_rdma`): real verbs, no NIC offload.
+SOFT_RDMA_NOTE = ("software RDMA (rxe/siw, opted in with allow_soft_rdma): the kernel's verbs "
+                  "run the RDMA setup and the tools for real, over plain Ethernet; no hardware "
+                  "RDMA path, so its figures are not a NIC's")
 
 
 @dataclass(frozen=True)
@@ -98,8 +103,18 @@ class LinkView:
     problems: tuple[str, ...]  # "FAIL link.mtu: 1500 vs 9000"
 
     @property
+    def soft(self) -> bool:
+        """RDMA through rxe/siw, which the site opted in to (`allow_soft_rdma`): the topology
+        labels such a link's evidence, and it is no hardware RDMA path."""
+        return self.rdma and SOFT_RDMA_LABEL in self.evidence
+
+    @property
+    def kind(self) -> str:
+        return "software RDMA" if self.soft else "hardware RDMA" if self.rdma else "no RDMA"
+
+    @property
     def warning(self) -> bool:
-        return self.transport in ("thunderbolt-net", "ethernet")
+        return self.soft or self.transport in ("thunderbolt-net", "ethernet")
 
 
 @dataclass(frozen=True)
@@ -290,7 +305,8 @@ def link_views(report: Report) -> list[LinkView]:
         rdma=link.rdma,
         status=link.status,
         evidence=link.evidence,
-        note=TRANSPORT_NOTES.get(link.transport, ""),
+        note=SOFT_RDMA_NOTE if link.rdma and SOFT_RDMA_LABEL in link.evidence
+        else TRANSPORT_NOTES.get(link.transport, ""),
         problems=_problem_lines(link.checks),
     ) for link in report.links]
 

@@ -24,11 +24,10 @@ def _end_text(end: LinkEnd) -> str:
 
 
 def link_card_content(link: LinkView) -> Content:
-    kind = "hardware RDMA" if link.rdma else "no RDMA"
     head = Content.assemble(
         badge(link.status), "  ",
         outside(link.transport, "bold $warning" if link.warning else "bold $success"),
-        outside(f" · {kind} · {link.evidence}"),
+        outside(f" · {link.kind} · {link.evidence}"),
     )
     lines = [head, outside("\u00a0\u00a0" + _end_text(link.a)), outside("⇄\u00a0" + _end_text(link.b))]
     if link.note:
@@ -60,7 +59,8 @@ class LinksScreen(StepScreen, step="links"):
         assert discovery is not None
         links = link_views(discovery.report)
         site_problems = [r for r in site_link_results(discovery.report) if r.status != Status.PASS]
-        rdma = sum(1 for link in links if link.rdma)
+        rdma = sum(1 for link in links if link.rdma and not link.soft)
+        soft = sum(1 for link in links if link.soft)
         if not links:
             detail = "\n".join(f"{r.observed or r.detail} — {r.why}" for r in site_problems)
             notice.say("No fabric link found: no fabric interfaces of two nodes share a subnet.\n"
@@ -70,7 +70,8 @@ class LinksScreen(StepScreen, step="links"):
                        "warning",
                        title="No links")
             return
-        summary = f"{len(links)} {'link' if len(links) == 1 else 'links'}, {rdma} with hardware RDMA."
+        summary = f"{len(links)} {'link' if len(links) == 1 else 'links'}, {rdma} with hardware RDMA"
+        summary += f", {soft} with software RDMA (allow_soft_rdma)." if soft else "."
         if site_problems:
             summary += "\n" + "\n".join(f"{r.status.value.upper()} {r.id}: {r.observed or r.detail}"
                                         for r in site_problems)
