@@ -12,7 +12,7 @@ stdin, goes away with it). The controller never signals remote processes by name
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from strixwizard.node.errors import NodeError
 from strixwizard.node.process import (
@@ -56,3 +56,17 @@ def stop_all(processes: Sequence[Process | None]) -> None:
 __all__ = ["MAX_CAPTURE", "NOT_INSTALLED", "STOPPED", "STOP_GRACE_S", "SUPERVISOR_SOURCE",
            "TIMED_OUT", "Host", "HostError", "Process", "output_of", "stop_all",
            "supervised_argv"]
+
+
+def json_report_path(host: Host, tool: str, timeout: float, offers: Callable[[str], bool]) -> str | None:
+    """A fresh path on `host` for `tool`'s JSON report when its `--help` offers one (`offers`
+    reads the help text: feature-detected, never from a version number); None otherwise."""
+    import secrets
+
+    helper = host.start([tool, "--help"], timeout + 2, f"{tool} --help")
+    try:
+        helper.wait(timeout)
+        offered = offers(helper.stdout + "\n" + helper.stderr)
+    finally:
+        helper.stop()
+    return f"/tmp/strixwizard-{tool}-{secrets.token_hex(6)}.json" if offered else None

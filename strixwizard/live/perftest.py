@@ -11,11 +11,18 @@ never turned into a figure.
 
 from __future__ import annotations
 
-import secrets
 import time
 from dataclasses import dataclass, replace
 
-from strixwizard.live.hosts import NOT_INSTALLED, TIMED_OUT, Host, HostError, Process, stop_all
+from strixwizard.live.hosts import (
+    NOT_INSTALLED,
+    TIMED_OUT,
+    Host,
+    HostError,
+    Process,
+    json_report_path,
+    stop_all,
+)
 from strixwizard.live.perftest_output import (
     JSON_OPTION,
     PerftestParseError,
@@ -124,17 +131,10 @@ def _start_server(tool: str, server: Host, end: RdmaEnd, settings: PerftestSetti
 
 
 def _json_report_path(tool: str, client: Host, settings: PerftestSettings) -> str | None:
-    """A fresh path for the client's `--out_json` report, or None when its perftest is older
-    than the option (feature-detected from `--help`, never from a version number)."""
+    """The client's `--out_json` report path, or None when its perftest is older than the option."""
     if not settings.json_report:
         return None
-    helper = client.start([tool, "--help"], settings.help_timeout + 2, f"{tool} --help")
-    try:
-        helper.wait(settings.help_timeout)
-        offered = supports_json(helper.stdout + "\n" + helper.stderr)
-    finally:
-        helper.stop()
-    return f"/tmp/strixwizard-{tool}-{secrets.token_hex(6)}.json" if offered else None
+    return json_report_path(client, tool, settings.help_timeout, supports_json)
 
 
 def _json_table(client: Host, path: str, text: PerftestTable) -> PerftestTable | None:

@@ -17,11 +17,18 @@ always read from the log.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from strixwizard.live.hosts import NOT_INSTALLED, TIMED_OUT, Host, HostError, Process, stop_all
+from strixwizard.live.hosts import (
+    NOT_INSTALLED,
+    TIMED_OUT,
+    Host,
+    HostError,
+    Process,
+    json_report_path,
+    stop_all,
+)
 from strixwizard.live.plan import RdmaEnd
 from strixwizard.live.rccl_output import (
     JSON_FILE_OPTION,
@@ -158,18 +165,10 @@ def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Seque
 
 
 def _json_report_path(head: Host, settings: RcclSettings) -> str | None:
-    """A fresh path for the `-J` document, or None when the binary on the head is older than
-    the option (feature-detected from `--help`, never from a version number)."""
+    """The `-J` document's path, or None when the head's binary is older than the option."""
     if not settings.json_report:
         return None
-    helper = head.start([settings.binary, "--help"], settings.help_timeout + 2,
-                        f"{settings.binary} --help")
-    try:
-        helper.wait(settings.help_timeout)
-        offered = supports_json_file(helper.stdout + "\n" + helper.stderr)
-    finally:
-        helper.stop()
-    return f"/tmp/strixwizard-{settings.binary}-{secrets.token_hex(6)}.json" if offered else None
+    return json_report_path(head, settings.binary, settings.help_timeout, supports_json_file)
 
 
 def _json_document(head: Host, output: str, asked: str) -> CollectiveTable | None:
