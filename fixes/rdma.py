@@ -7,7 +7,15 @@ from collections.abc import Iterator
 
 from checks.scope import roce_fabric
 from fixes.declare import fix
-from fixes.steps import command_step, file_step, mkdir_step, no_systemd, unit_steps, write_step
+from fixes.steps import (
+    command_step,
+    file_step,
+    mkdir_step,
+    no_systemd,
+    unit_steps,
+    wait_for_path_argv,
+    write_step,
+)
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.devlink import DEVLINK_PARAMS
 from strixwizard.fixing.context import PlanContext
@@ -111,7 +119,9 @@ def _persist_configfs(ctx: PlanContext, node: NodeFacts, device: str, number: in
         more.append(file_step(path, f"tmpfiles rules for rdma_cm/{device}", facts.file(path),
                               content, persistence="systemd"))
     unit, sentence = unit_steps(node, "rdma.roce_v2_default", device, f"rdma_cm RoCE v2 on {device}",
-                                [("systemd-tmpfiles", "--create", path)], netdev)
+                                [wait_for_path_argv(f"/sys/class/infiniband/{device}"),
+                                 ("systemd-tmpfiles", "--create", path)], netdev,
+                                before_network=False)
     return steps + more + unit, sentence
 
 
@@ -148,7 +158,9 @@ def plan_enable_roce(ctx: PlanContext) -> Iterator[Plan]:
                 if ctx.persist:
                     more, persistence = unit_steps(
                         node, "roce.enable", nic.address,
-                        f"RoCE on {nic.vendor.short} {nic.address}", [s.argv for s in steps], None)
+                        f"RoCE on {nic.vendor.short} {nic.address}",
+                        [wait_for_path_argv(f"/sys/bus/pci/devices/{nic.address}/driver"),
+                         *(s.argv for s in steps)], None, before_network=False)
                     steps += more
             else:
                 path = f"{MODPROBE_DIR}/strixwizard-{switch.module}.conf"

@@ -92,8 +92,29 @@ def _unit_value(text: str, command: bool = False) -> str:
     return text.replace("$", "$$") if command else text
 
 
+#: How long a boot-time unit waits for a device it acts on (systemd's own default wait for a
+#: device unit is 90 s)
+DEVICE_WAIT_S = 90
+
+
+def wait_for_path_argv(path: str, seconds: int = DEVICE_WAIT_S) -> tuple[str, ...]:
+    """A command that returns once `path` exists, or fails after `seconds`. Devices a unit acts
+    on can register after the netdev it is bound to, or with nothing to bind to at all: an RDMA
+    device appears after its netdev (mlx5_ib, bnxt_re and qedr are loaded by rdma-core's udev
+    rule on the netdev's add event; soft-RoCE only once something runs `rdma link add`), and a
+    NIC's devlink parameters once its driver has bound (`/sys/bus/pci/devices/ADDR/driver`).
+    The path is an argument, never part of the script."""
+    script = ('i=0; until [ -e "$1" ]; do [ "$i" -ge "$2" ] && '
+              '{ echo "$1 did not appear within $2 s" >&2; exit 1; }; i=$((i+1)); sleep 1; done')
+    return ("/bin/sh", "-c", script, "sh", path, str(seconds))
+
+
 def unit_text(fix_id: str, description: str, commands: Sequence[Sequence[str]],
-              netdev: str | None) -> str:
+              netdev: str | None, before_network: bool = True) -> str:
+    """A oneshot unit replaying `commands` at boot, after `netdev` appears. `before_network`
+    orders it before network.target (settings the network's users must find in place); a unit
+    that waits for something another unit may create later (an RDMA device) must not, or a
+    site whose soft-RoCE unit runs after the network would wait out the whole bound."""
     after = "network-pre.target"
     lines = [
         f"# Written by strixwizard (fix {fix_id}); `strixwizard fix --rollback` removes it.",
@@ -105,15 +126,18 @@ def unit_text(fix_id: str, description: str, commands: Sequence[Sequence[str]],
         lines += [f"BindsTo={device}", f"After={device} {after}"]
     else:
         lines += [f"After={after}"]
-    lines += ["Wants=network-pre.target", "Before=network.target", "", "[Service]", "Type=oneshot",
-              "RemainAfterExit=yes"]
+    lines += ["Wants=network-pre.target"]
+    if before_network:
+        lines += ["Before=network.target"]
+    lines += ["", "[Service]", "Type=oneshot", "RemainAfterExit=yes"]
     lines += [f"ExecStart={_unit_value(shlex.join(argv), command=True)}" for argv in commands]
     lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
     return "\n".join(lines)
 
 
 def unit_steps(node: NodeFacts, fix_id: str, entity: str, description: str,
-               commands: Sequence[Sequence[str]], netdev: str | None) -> tuple[list[Step], str]:
+               commands: Sequence[Sequence[str]], netdev: str | None,
+               before_network: bool = True) -> tuple[list[Step], str]:
     """Steps that write and enable a oneshot unit replaying `commands` at boot, and the
     persistence sentence; without systemd, no steps and a sentence saying it is runtime only."""
     facts = node.persistence
@@ -122,7 +146,7 @@ def unit_steps(node: NodeFacts, fix_id: str, entity: str, description: str,
                     "commands at boot; run them at boot from your init system")
     name = unit_name(fix_id, entity)
     path = f"{UNIT_DIR}/{name}"
-    content = unit_text(fix_id, description, commands, netdev)
+    content = unit_text(fix_id, description, commands, netdev, before_network)
     steps: list[Step] = []
     if facts.file(path) != content:
         steps.append(file_step(path, f"write systemd unit {name}", facts.file(path), content,

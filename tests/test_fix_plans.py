@@ -171,11 +171,20 @@ def test_roce_v2_default_creates_configfs_and_sets_mode_and_tos(tmp_path: Path) 
 
 
 def test_e810_in_iwarp_gets_devlink_enable_roce(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, scenarios.platform_faults_node(), ("roce.enable",))
+    nodes = scenarios.platform_faults_node()
+    nodes["strix-c"].file("/proc/1/comm", "systemd\n")  # so the plan persists it with a unit
+    plan = plan_of(tmp_path, nodes, ("roce.enable",))
     (roce,) = steps_of(plan, "roce.enable")
     assert [s.argv[-5:-2] for s in roce.steps[:2]] == [("enable_iwarp", "value", "false"),
                                                        ("enable_roce", "value", "true")]
     assert roce.steps[1].undo_argv[-3] == "false"
+    (unit,) = [s for s in roce.steps if s.kind is Kind.FILE]
+    exec_lines = [line for line in (unit.after or "").splitlines() if line.startswith("ExecStart=")]
+    # the driver binds (and registers its devlink parameters) at its own pace during boot: the
+    # unit waits for it, bounded, then replays the two devlink steps
+    assert exec_lines[0].endswith(f"sh /sys/bus/pci/devices/{roce.entity.split('/')[1]}/driver 90")
+    assert [line.split()[-3] for line in exec_lines[1:]] == ["false", "true"]
+    assert "Before=network.target" not in (unit.after or "")
 
 
 def test_memlock_plans_a_limits_file_and_says_what_is_not_automated(tmp_path: Path) -> None:

@@ -16,9 +16,11 @@ Interface, device and .network file names are hostile: what a node may report.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -338,3 +340,45 @@ def test_tmpfiles_rules_are_not_written_for_a_device_name_with_a_newline(tmp_pat
     assert _file_steps(plan, "rdma.roce_v2_default") == []
     (cm,) = [p for p in plan.plans if p.fix == "rdma.roce_v2_default" and p.node == "node-a"]
     assert cm.persistence.startswith("runtime only") and "tmpfiles.d" in cm.persistence
+
+
+def _unit_commands(text: str) -> list[list[str]]:
+    """The unit's ExecStart= lines as systemd runs them: `$$` and `%%` unescaped, then split
+    with the shell-style quoting systemd.syntax(7) documents (which `shlex.join` writes)."""
+    lines = [line.partition("=")[2] for line in text.splitlines() if line.startswith("ExecStart=")]
+    return [shlex.split(line.replace("$$", "$").replace("%%", "%")) for line in lines]
+
+
+@pytest.mark.parametrize("rdmadev", HOSTILE_RDMADEVS)
+def test_rdma_cm_unit_waits_for_its_rdma_device_before_making_the_directory(
+        tmp_path: Path, rdmadev: str) -> None:
+    """An RDMA device registers after its netdev (rdma-core's udev rule loads mlx5_ib on the
+    netdev's add event; soft-RoCE needs `rdma link add`): the unit waits, bounded, for
+    /sys/class/infiniband/DEV before systemd-tmpfiles makes rdma_cm/DEV, and is not ordered
+    before network.target (a soft-RoCE unit after the network would otherwise stall the boot)."""
+    plan = _plan(tmp_path / "plan", rdmadev=rdmadev, only=("rdma.roce_v2_default",))
+    step = _file_step(plan, "rdma.roce_v2_default", "/etc/systemd/system/")
+    unit = _install(tmp_path / "unit", step)
+    done = subprocess.run([_tool("systemd-analyze"), "verify", "--man=no", str(unit)],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=unit.parent)
+    assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), done.stderr
+    text = step.after or ""
+    assert "Before=network.target" not in text
+    wait, tmpfiles = _unit_commands(text)
+    assert tmpfiles[:2] == ["systemd-tmpfiles", "--create"]
+    assert wait[:2] == ["/bin/sh", "-c"] and wait[4:] == [f"/sys/class/infiniband/{rdmadev}", "90"]
+
+    device = tmp_path / "infiniband" / rdmadev  # the same script, on a path this test can make
+    absent = subprocess.run([*wait[:4], str(device), "1"], capture_output=True, text=True,
+                            timeout=30, check=False)
+    assert absent.returncode == 1 and "did not appear within 1 s" in absent.stderr
+    waiter = subprocess.Popen([*wait[:4], str(device), "20"], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        assert waiter.poll() is None  # still waiting: the device has not registered yet
+        device.mkdir(parents=True)
+        assert waiter.wait(timeout=10) == 0
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
