@@ -27,16 +27,24 @@ def cache_dir() -> Path:
                                Path.home() / ".cache" / "strixwizard-llama"))
 
 
-def built_bin_dir(transport: str = "tcp") -> Path | None:
+#: The one build both labs run: llama.cpp's RDMA transport compiled in negotiates RDMA only
+#: where both ends find a device for their address, and otherwise stays on TCP (ggml-rpc's
+#: `update_caps`: a peer advertising no RDMA "drop[s] to TCP without reporting a failure"),
+#: which is the namespace lab, so one build serves it and the VM lab (a CI run builds once).
+#: `scripts/build_llama.sh VERSION tcp` remains for a head without libibverbs-dev.
+TRANSPORT = "rdma"
+
+
+def built_bin_dir(transport: str = TRANSPORT) -> Path | None:
     """The cached binaries, or None when they were not built yet. `transport`: "tcp" (RDMA
-    off, the namespace lab) or "rdma" (GGML_RPC_RDMA on, the VM lab; own cache directory)."""
+    off) or "rdma" (GGML_RPC_RDMA on; its own cache directory)."""
     suffix = "-rdma" if transport == "rdma" else ""
     bin_dir = cache_dir() / f"{LLAMA_CPP_PYTHON}{suffix}" / "bin"
     ok = all((bin_dir / name).is_file() for name in ("ggml-rpc-server", "llama-server"))
     return bin_dir if ok else None
 
 
-def build(transport: str = "tcp") -> Path:
+def build(transport: str = TRANSPORT) -> Path:
     """Build (or find cached) ggml-rpc-server and llama-server; returns their directory."""
     found = built_bin_dir(transport)
     if found is not None:
