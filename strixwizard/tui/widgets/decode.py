@@ -37,7 +37,7 @@ def show_ways(head: Static, table: TextTable, advice: dict[str, Any] | None) -> 
     if advice is None:
         head.update("")
         return
-    head.update(WAYS_HEAD)
+    head.update(outside(WAYS_HEAD))
     table.add_columns("split", "nodes", "over", "tok/s", "t_comp", "t_comm", "fits")
     for way in advice["predictions"]:
         table.add_row(way["split"], str(way["nodes"]), way["interconnect"] or "-", f"{way['tok_s']:.2f}",
