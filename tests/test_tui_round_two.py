@@ -106,6 +106,7 @@ async def test_the_decode_table_fits_80_columns_and_the_wizard_picks_the_model()
         assert table.row_count and table.virtual_size.width <= table.size.width  # nothing cut off
         note = str(panel.query_one(".decode-note", Static).render())
         assert "--model" not in note and "strixwizard test decode" not in note  # no CLI-only advice
+        assert "strixwizard advise" not in note and "every way is in the table above" in note
         chooser = panel.query_one("#decode-model", Select)
         assert chooser.value == "Llama-3.1-70B"
         chooser.value = "Llama-3.1-8B"
@@ -124,6 +125,9 @@ def test_command_line_advice_is_said_as_the_wizard_step_or_key() -> None:
     assert "--nodes" not in in_wizard_terms("deploy on the nodes that share one with --nodes A,B")
     assert in_wizard_terms("(`strixwizard doctor` with the same site file says why)") == (
         "(step 2, Discover says why)")
+    assert in_wizard_terms("advice: layer split 1.52 vs tensor split 1.71 tok/s at best (llama.cpp; "
+                           "`strixwizard advise` for every way)").endswith(
+        "(llama.cpp; every way is in the table above)")
 
 
 @sync

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.checking.engine import Node
+from strixwizard.checking.engine import Node, Report
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
 from strixwizard.site import Site
 
@@ -87,15 +87,17 @@ class Tally:
                 "by_hand": len(self.by_hand), "not_planned": len(self.unplanned)}
 
 
-def tally(site: Site, nodes: Sequence[Node], plan: SitePlan) -> Tally:
+def tally(site: Site, nodes: Sequence[Node], plan: SitePlan, report: Report | None = None) -> Tally:
     """Doctor's problems on `nodes` matched to `plan`: a result is cured by a plan of its check's
-    fix on its node (a link's result: on either end)."""
+    fix on its node (a link's result: on either end). `report` is doctor's report on the same
+    nodes when the caller has one (the wizard's discovery); without it doctor runs here."""
     from checks import ALL
     from fixes import BY_ID
     from strixwizard.checking.engine import run_doctor
     from strixwizard.model import Status
 
-    report = run_doctor(site, nodes, ALL, BY_ID)
+    if report is None:
+        report = run_doctor(site, nodes, ALL, BY_ID)
     bad = [r for r in report.checks if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
     by_plan: list[str] = []
     by_hand: list[str] = []

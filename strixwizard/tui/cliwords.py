@@ -28,6 +28,7 @@ def _rules() -> list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]
         (re.compile(r"with --transport tcp"), "by picking the tcp transport above"),
         (re.compile(r"\(deploy --rollback\)"), f"({keys('deploy', 'u')} rolls back)"),
         (re.compile(r"\(fix --rollback\)"), f"({keys('fix', 'u')} rolls back)"),
+        (re.compile(r"`strixwizard advise` for every way"), "every way is in the table above"),
         (re.compile(r"pass --model NAME to write it"), "type the model in the Model field above to "
                                                        "write it"),
     ]

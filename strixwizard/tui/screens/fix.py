@@ -11,8 +11,9 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from strixwizard.fixing.model import SitePlan
 from strixwizard.model import CheckResult
-from strixwizard.services.fix import Applied
+from strixwizard.services.fix import Applied, Tally, changed_nodes, tally
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.saved import display_path
@@ -81,6 +82,35 @@ def fix_section(title: str, results: tuple[CheckResult, ...], plans: list[PlanVi
         return None
     return Section(FixGroupView(title, shown, plans), key=f"fix {title}",
                    title=counted_title(title, results), folds=folds, classes="fix-section")
+
+
+def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None) -> str:
+    """`strixwizard fix`'s tally (`services.fix.tally`: the same counts, adding up the same
+    way) said as the Fix step shows it: the plans are the sections below, not "above"."""
+    kinds = ", ".join(f"{n} {word if n != 1 else word.removesuffix('s')}"
+                      for n, word in ((counted.failed, "failed"), (counted.warnings, "warnings"),
+                                      (counted.errors, "errors")) if n)
+    noun = "problem" if counted.problems == 1 else "problems"
+    head = (f"Discover finds {counted.problems} {noun} ({kinds})" if counted.problems
+            else "Discover finds no problem")
+
+    def ids(names: tuple[str, ...]) -> str:
+        return ", ".join(sorted(set(names)))
+
+    if plan_error is not None:
+        return f"{head}; no plan: {plan_error}."
+    where = f"{changes} change(s) planned on {nodes} node(s), shown as before → after under each node"
+    if not counted.problems:
+        return f"{head}, yet the fix engine has {where}."
+    parts = [f"{len(counted.by_plan)} cured by the {where}" if counted.by_plan
+             else f"none cured by the {where}" if changes else "none cured by a planned change"]
+    if counted.by_hand:
+        parts.append(f"{len(counted.by_hand)} to do by hand, as their plan's note says "
+                     f"({ids(counted.by_hand)})")
+    if counted.unplanned:
+        parts.append(f"{len(counted.unplanned)} with no plan here ({ids(counted.unplanned)}), "
+                     "each with the reason it matters below")
+    return f"{head}: " + "; ".join(parts) + "."
 
 
 def applied_text(applied: Applied) -> tuple[str, str]:
@@ -177,13 +207,9 @@ class FixScreen(StepScreen, step="fix", state=FixState):
             notice.say("No failing check and no warning: nothing to fix.  n: deploy", "success",
                        title="Nothing to fix")
             return
-        count = sum(len(g.results) for g in groups)
-        fixable = sum(1 for g in groups for r in g.results if r.fix is not None)
-        if discovery.plan is not None:
-            planned = (f"The fix engine plans {changes} changes on {len(plans)} nodes, shown as "
-                       "before → after under each node.")
-        else:
-            planned = f"No plan: {discovery.plan_error}."
+        plan = discovery.plan or SitePlan(discovery.site.name)
+        counted = tally(discovery.site, discovery.nodes, plan, discovery.report)
+        said = tally_words(counted, changes, len(changed_nodes(plan)), discovery.plan_error)
         if discovery.plan is None:
             how = f"Apply them by hand, then discover again ({keys('discover', 'r')})."
         elif self.session.is_demo:
@@ -192,8 +218,7 @@ class FixScreen(StepScreen, step="fix", state=FixState):
             how = "a applies them (you confirm first); u rolls the last run back (you confirm first)."
         only = self.session.failing_only
         shown = f"\n{FILTER_NOTE}" if only else ""
-        notice.say(f"{count} problems, {fixable} with a known fix. {planned}\n{how}{shown}", "warning",
-                   title="Fix")
+        notice.say(f"{said}\n{how}{shown}", "warning", title="Fix")
         fold = self.session.folds
         sections = [fix_section(g.title, g.results, plans.pop(g.title.removeprefix("node "), [])
                                 if g.title.startswith("node ") else [], only, fold) for g in groups]

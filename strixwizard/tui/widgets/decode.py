@@ -5,6 +5,7 @@ token spent communicating and where every figure comes from (see strixwizard.dec
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -16,6 +17,7 @@ from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog, names
 from strixwizard.decode.collectives import CollectivePoint, curves
 from strixwizard.decode.fabric import fabric_document
 from strixwizard.live.results import Measurement
+from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.text import lines, outside
 from strixwizard.tui.widgets.table import TextTable
 
@@ -23,10 +25,30 @@ TITLE = "What this fabric buys you"
 BATCH = 1  # one sequence: the latency a user of a chat sees
 
 
+#: Over the table of every way to run the model (the advice's predictions, as the advisor lists them).
+WAYS_HEAD = ("Every way to run it: one node, llama.cpp layer or tensor split, vLLM TP, over each "
+             "transport measured (ms per token):")
+
+
+def show_ways(head: Static, table: TextTable, advice: dict[str, Any] | None) -> None:
+    """The advice's predictions, one row per way: the advisor's table, in the wizard."""
+    table.clear(columns=True)
+    head.display = table.display = advice is not None
+    if advice is None:
+        head.update("")
+        return
+    head.update(outside(WAYS_HEAD))
+    table.add_columns("split", "nodes", "over", "tok/s", "t_comp", "t_comm", "fits")
+    for way in advice["predictions"]:
+        table.add_row(way["split"], str(way["nodes"]), way["interconnect"] or "-", f"{way['tok_s']:.2f}",
+                      f"{way['t_comp_ms']:.1f}", f"{way['t_comm_ms']:.1f}", "yes" if way["fits"] else "NO")
+
+
 class DecodePanel(Vertical):
     DEFAULT_CSS = """
     DecodePanel { border: round $primary; padding: 0 1; height: auto; margin: 1 0; }
     DecodePanel .decode-note { color: $text-muted; }
+    DecodePanel .decode-ways-head { margin: 1 0 0 0; }
     DecodePanel DataTable { height: auto; }
     DecodePanel #decode-model { width: 40; margin: 0 0 1 0; }
     """
@@ -41,7 +63,9 @@ class DecodePanel(Vertical):
         yield Select([(name, name) for name in names()], value=self.shape.name, allow_blank=False,
                      compact=True, id="decode-model")
         yield Static(classes="decode-head")
-        yield TextTable(cursor_type="none", zebra_stripes=True)
+        yield TextTable(cursor_type="none", zebra_stripes=True, id="decode-tp")
+        yield Static(classes="decode-ways-head")
+        yield TextTable(cursor_type="none", zebra_stripes=True, id="decode-ways")
         yield Static(classes="decode-note")
 
     def on_mount(self) -> None:
@@ -65,10 +89,12 @@ class DecodePanel(Vertical):
         document = fabric_document(self.results, shape, self.nodes)
         head = self.query_one(".decode-head", Static)
         note = self.query_one(".decode-note", Static)
-        table = self.query_one(TextTable)
+        table = self.query_one("#decode-tp", TextTable)
         table.clear(columns=True)
         self.display = bool(self.results)
         points = document["collectives"]
+        show_ways(self.query_one(".decode-ways-head", Static), self.query_one("#decode-ways", TextTable),
+                  document.get("advice") if points else None)
         if not points:
             head.update(outside(f"{shape.name}: no all-reduce or latency figure yet: run the tests (r)."))
             note.update("")
@@ -93,7 +119,8 @@ class DecodePanel(Vertical):
             sources.append(f"{name}: {curve.source}")
         notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"
                                    for p in points if p.get("note")))
-        advice = advice_lines(document["advice"]) if document.get("advice") else []
+        advice = [in_wizard_terms(line) for line in advice_lines(document["advice"])
+                  ] if document.get("advice") else []
         note.update(lines([*sources, *advice, *notes, f"memory bandwidth: {document['mem_bandwidth_source']}",
                            "the model above sets the decode sizes; the figures are read off the "
                            "tests' all-reduce and latency at those sizes"]))

@@ -1,0 +1,116 @@
+"""The wizard says what the command line says, in its own words (Textual Pilot on the demo): the
+Fix step counts the problems as `strixwizard fix` does, and the Test step shows the advice of
+`strixwizard advise` without sending anyone to a command."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from strixwizard.services.facade import Services
+from strixwizard.tui.steps import key_of
+from strixwizard.tui.widgets.decode import DecodePanel
+from tests.conftest import run_cli
+from tests.test_tui_round_two import after_the_tests
+from tests.test_tui_walk import make_app, notice_text, settle, sync
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+def command_words() -> re.Pattern[str]:
+    """`strixwizard COMMAND` for each command the CLI has (read off its parser)."""
+    from strixwizard.cli.main import _parser
+
+    parser = _parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return re.compile(r"strixwizard (" + "|".join(sorted(map(re.escape, sub.choices))) + r")\b")
+
+
+def shown_text(widgets: list[Static]) -> str:
+    return "\n".join(str(w.render()) for w in widgets if w.display)
+
+
+@sync
+async def test_the_fix_step_counts_the_problems_as_fix_does() -> None:
+    done = run_cli("fix", "--demo", "--json")
+    assert done.rc == 0, done.stderr
+    summary = done.json()["summary"]
+    assert summary["problems"] == (summary["cured_by_plan"] + summary["by_hand"]
+                                   + summary["not_planned"])
+    assert summary["cured_by_plan"] and summary["by_hand"] and summary["not_planned"]  # all three said
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("fix"))
+        await settle(app, pilot)
+        said = " ".join(notice_text(app, "#fix-status").split())
+    counts = re.search(r"finds (\d+) problems \((\d+) failed, (\d+) warnings\): (\d+) cured by the "
+                       r"(\d+) change\(s\) planned.*?; (\d+) to do by hand.*?; (\d+) with no plan here", said)
+    assert counts is not None, said
+    assert [int(n) for n in counts.groups()] == [
+        summary["problems"], summary["failed"], summary["warnings"], summary["cured_by_plan"],
+        summary["changes"], summary["by_hand"], summary["not_planned"]]
+    assert "above" not in said and not command_words().search(said)  # the plans are below it here
+
+
+@sync
+async def test_the_test_step_shows_every_way_and_names_no_command() -> None:
+    app = make_app(demo=True, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await after_the_tests(app, pilot)
+        panel = app.screen.query_one(DecodePanel)
+        text = shown_text(list(app.screen.query(Static)))
+        assert "advice:" in text and not command_words().search(text), command_words().findall(text)
+        note = " ".join(str(panel.query_one(".decode-note", Static).render()).split())
+        assert "advice: layer split" in note and "every way is in the table above" in note
+        ways: DataTable[object] = panel.query_one("#decode-ways", DataTable)
+        rows = [[str(c) for c in ways.get_row_at(i)] for i in range(ways.row_count)]
+        advice = panel_advice(panel)
+        assert [(r[0], int(r[1]), r[2], float(r[3])) for r in rows] == [
+            (p["split"], p["nodes"], p["interconnect"] or "-", round(p["tok_s"], 2))
+            for p in advice["predictions"]]
+        assert {r[0] for r in rows} == {"single", "layer", "tensor", "vllm-tp"}
+        assert {r[2] for r in rows} == {"-", "rdma", "tcp"}  # one node, and each transport measured
+        assert ways.virtual_size.width <= ways.size.width  # fits 80 columns, nothing cut off
+
+
+def panel_advice(panel: DecodePanel) -> dict[str, object]:
+    """The advice the panel was drawn from: the same document `test decode` reports."""
+    from strixwizard.decode.fabric import fabric_document
+
+    document = fabric_document(panel.results, panel.shape, panel.nodes)
+    advice = document["advice"]
+    assert isinstance(advice, dict)
+    return advice
+
+
+def test_the_command_line_keeps_its_own_pointer() -> None:
+    from strixwizard.decode.advise import advice_lines
+
+    rec = {"split": "tensor", "nodes": 2, "interconnect": "rdma", "tok_s": 1.7, "reason": "r",
+           "rdma_reason": "yes", "layer_vs_tensor": "layer split 1.52 vs tensor split 1.71 tok/s at best"}
+    assert advice_lines({"recommendation": rec})[-1].endswith(
+        "(llama.cpp; `strixwizard advise` for every way)")
+
+
+def test_the_fix_steps_words_follow_the_counts() -> None:
+    from strixwizard.services.fix import Tally
+    from strixwizard.tui.screens.fix import tally_words
+
+    one = Tally(0, 1, 0, (), (), ("nic.pcie_link",))
+    assert tally_words(one, 0, 0, None) == (
+        "Discover finds 1 problem (1 warning): none cured by a planned change; 1 with no plan here "
+        "(nic.pcie_link), each with the reason it matters below.")
+    assert tally_words(Tally(0, 0, 0, (), (), ()), 2, 1, None) == (
+        "Discover finds no problem, yet the fix engine has 2 change(s) planned on 1 node(s), "
+        "shown as before → after under each node.")
+    assert tally_words(one, 0, 0, "planning the fixes failed: X").endswith("; no plan: planning "
+                                                                          "the fixes failed: X.")
