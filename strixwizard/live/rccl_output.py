@@ -34,10 +34,10 @@ virtual device [0] name=rocep1s0f0 ...`: both name the devices in use, with or
 without the later `NET/IB : Using` line.
 
 Why IB was not used, when the log says it, is kept as written for the verdict:
-`Failed to open libibverbs.so[.1]` (INFO, or WARN before NCCL 2.9), `NET/IB : No
+`Failed to open libibverbs.so[.1]` (an INFO line; a WARN in NCCL 2.8), `NET/IB : No
 device found.`, `NCCL_IB_DISABLE set by environment to 1.`, `Failed to initialize
-NET plugin IB` (NCCL 2.29). RCCL 7.0 in a container without rdma-core prints the
-first, then `NET/Socket : Using` and `Using network Socket`.
+NET plugin IB` (NCCL 2.29). RCCL 7.0 in the rocm/vllm container of ROCm/ROCm issue
+5656 prints the first, then `NET/Socket : Using` and `Using network Socket`.
 """
 
 from __future__ import annotations
@@ -310,7 +310,6 @@ class TransportEvidence:
         if self.transport == "NET/IB":
             return "`NET/IB : Using`"
         return "nothing"
-
 
     @property
     def why_not_ib(self) -> str:
