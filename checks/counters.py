@@ -51,7 +51,8 @@ def totals_text(sets: tuple[CounterSet, ...], kinds: tuple[str, ...]) -> str:
 def fabric_counters(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Finding]:
     """Totals of `ethtool -S IF`, the netdev statistics in sysfs and the RDMA port's
     hw_counters/counters (facts/counters.py): warns naming every non-zero retransmit,
-    sequence-error, discard or corrupt-frame counter."""
+    sequence-error, discard or corrupt-frame counter; the RDMA port's packet counts are named,
+    never judged."""
     device = fabric.device.name if fabric.device else None
     number = fabric.port.number if fabric.port else None
     counters = node.counters(fabric.netdev.name, device, number)
@@ -61,13 +62,14 @@ def fabric_counters(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator
     read = ", ".join(f"{len(s.values)} from {s.source} of {s.device}" for s in counters.sets)
     flow = totals_text(counters.sets, ("pause", "cnp", "ecn"))
     dropped = totals_text(counters.sets, ("dropped",))
+    packets = totals_text(counters.sets, ("packets",)).removeprefix("packets: ")
     errors = totals_text(counters.sets, tuple(k for k in KINDS if k in ERROR_KINDS))
     expected = ("CRC, frame, length and other error counters at 0" if fabric.netdev.is_thunderbolt
                 else "retransmit, sequence-error and discard counters at 0")
     totals = f"Totals since boot ({read}): " + (errors or "no error counter above 0") + (
         f"; flow control at work: {flow}" if flow else "; no pause, CNP or ECN counter above 0") + (
         f"; not judged (the stack did not take them: unknown protocol, no memory): {dropped}"
-        if dropped else "")
+        if dropped else "") + (f"; over RDMA since boot: {packets}" if packets else "")
     if errors and fabric.netdev.is_thunderbolt:
         yield warned(fabric.label, observed=errors, expected=expected, detail=(
             f"{totals}. {USB4_CABLE}. These count since boot: run `strixwizard test "

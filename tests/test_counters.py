@@ -36,7 +36,8 @@ def test_counter_kinds_cover_the_names_of_every_driver() -> None:
         "np_cnp_sent", "rp_cnp_handled", "RxECNMrkd", "np_ecn_marked_roce_packets",
         "tcpRetransSegs", "RetransSegs", "local_ack_timeout_err", "retry_exceeded_err",
         "out_of_sequence", "packet_seq_err", "Nak Sequence Error", "out_of_seq_request",
-        "rcvd_seq_err", "ip4InDiscards", "out_of_buffer", "port_xmit_discards", "rx_bytes")}
+        "rcvd_seq_err", "ip4InDiscards", "out_of_buffer", "port_xmit_discards", "rx_bytes",
+        "sent_pkts", "rcvd_pkts", "port_xmit_packets", "port_rcv_packets", "rx_packets")}
     assert kinds == {
         "rx_priority_3_xoff.nic": "pause", "tx_priority_0_xon": "pause", "link_xoff_rx.nic": "pause",
         "rx_prio3_pause": "pause", "rx_prio3_pause_duration": "pause", "rx_pause_ctrl_phy": "pause",
@@ -46,7 +47,10 @@ def test_counter_kinds_cover_the_names_of_every_driver() -> None:
         "local_ack_timeout_err": "retransmit", "retry_exceeded_err": "retransmit",
         "out_of_sequence": "sequence", "packet_seq_err": "sequence", "Nak Sequence Error": "sequence",
         "out_of_seq_request": "sequence", "rcvd_seq_err": "sequence", "ip4InDiscards": "discard",
-        "out_of_buffer": "discard", "port_xmit_discards": "discard", "rx_bytes": "other"}
+        "out_of_buffer": "discard", "port_xmit_discards": "discard", "rx_bytes": "other",
+        # the RDMA port's own packets (rxe hw_counters, IB port counters); a netdev's are not
+        "sent_pkts": "packets", "rcvd_pkts": "packets", "port_xmit_packets": "packets",
+        "port_rcv_packets": "packets", "rx_packets": "other"}
 
 
 # -- fabric.counters -------------------------------------------------------------------------
@@ -76,6 +80,15 @@ def test_fabric_counters_of_a_connectx_name_out_of_buffer(tmp_path: Path) -> Non
     result = one(tmp_path, {"cx-c": node}, "fabric.counters")
     assert result.status is Status.WARN and result.observed == "discard: out_of_buffer 5 (hw_counters)"
     assert "mlnx_qos -i enp194s0f0np0" in result.detail
+
+
+def test_fabric_counters_name_the_rdma_packets_since_boot_never_judged(tmp_path: Path) -> None:
+    node = strix_halo_node("cx-p")
+    connectx(node, "10.10.0.1/24", "0c:42:a1:11:22:01",
+             counters={"out_of_sequence": 0, "np_cnp_sent": 0, "sent_pkts": 0, "rcvd_pkts": 7})
+    result = one(tmp_path, {"cx-p": node}, "fabric.counters")
+    assert result.status is Status.PASS, result
+    assert "over RDMA since boot: rcvd_pkts 7 (hw_counters)" in result.detail
 
 
 def test_fabric_counters_skip_when_nothing_is_readable(tmp_path: Path) -> None:

@@ -238,3 +238,95 @@ def test_a_passing_soak_with_grown_crc_errors_is_a_warning_naming_the_link() -> 
                          "node-a-node-b passed")
     clean = counters_measurement(before, before, [soak], PAIR)
     assert clean.status is None and clean.role == "reference"
+
+
+REAL = Path(__file__).parent / "data" / "real"
+
+
+def rxe_capture() -> dict[str, int]:
+    """rxe0's hw_counters as the VM lab read them right after boot (a real capture, all 0):
+    `grep -r . /sys/class/infiniband/rxe0/ports/1/hw_counters/`."""
+    text = (REAL / "hw_counters_rxe_vmlab_grep_debian_6.1.txt").read_text()
+    return {path.rsplit("/", 1)[1]: int(value)
+            for path, _, value in (line.rpartition(":") for line in text.splitlines())}
+
+
+def rxe_node(name: str, grown: Mapping[str, int]) -> FakeNode:
+    """A soft-RoCE node whose rxe0 holds the real capture, plus `grown` (written for the test:
+    the packets a latency run adds, since the capture is of an idle port)."""
+    node = strix_halo_node(name)
+    device = node.rdma_device("rxe0", "/sys/devices/virtual", parent_netdev="eth0")
+    values = rxe_capture()
+    node.hw_counters(device, 1, {k: v + grown.get(k, 0) for k, v in values.items()})
+    return node
+
+
+def test_rxe_packet_counters_read_around_a_run_say_what_crossed_over_rdma(tmp_path: Path) -> None:
+    """The rxe capture's `sent_pkts`/`rcvd_pkts` are kept beside its error counters: the panel,
+    the text report and `test --json` say how many packets the run sent and received over RDMA;
+    packets are reported, never judged."""
+    grown = {"sent_pkts": 2004, "rcvd_pkts": 2001, "rdma_sends": 1000}
+    host = CapturingHost(tmp_path, [rxe_node("vm0", {}), rxe_node("vm0", grown)])
+    target = Target((), (("rxe0", 1),))
+
+    def run() -> Iterator[Measurement]:
+        yield rdma_latency()
+
+    out = list(sampled(run(), {"vm0": host}, {"vm0": target}, PAIR))
+    assert host.specs[0]["files"] == ["/sys/class/infiniband/rxe0/ports/1/hw_counters/*",
+                                      "/sys/class/infiniband/rxe0/ports/1/counters/*"]
+    m = out[-1]
+    assert m.kind == "counters" and m.status is None and m.role == "reference"
+    rows = {r["counter"]: r for r in m.detail["counters"]}
+    assert rows["sent_pkts"] == {"host": "vm0", "device": "rxe0/1", "counter": "sent_pkts",
+                                 "before": 0, "after": 2004, "delta": 2004, "kind": "packets"}
+    assert rows["rcvd_pkts"]["delta"] == 2001 and rows["rcvd_pkts"]["kind"] == "packets"
+    assert {"rcvd_seq_err", "out_of_seq_request", "retry_exceeded_err"} <= set(rows)
+    assert "rdma_sends" not in rows and "lifespan" not in rows  # work requests: not packets
+    assert m.detail["rdma_packets"] == [
+        {"host": "vm0", "device": "rxe0/1", "sent": 2004, "received": 2001}]
+    assert m.summary == ("fabric counters: 9 read on 1 node(s) before and after, no retransmit "
+                         "or sequence error grew; over RDMA: vm0:rxe0/1 sent +2004, received "
+                         "+2001 packets")
+    report = live_report.TestReport("latency", "site", Thresholds(), results=out).to_json()
+    assert report["rdma_packets"] == m.detail["rdma_packets"] and report["status"] == "pass"
+    assert {(c["counter"], c["kind"]) for c in report["counters"]} >= {
+        ("sent_pkts", "packets"), ("rcvd_pkts", "packets")}
+    assert "      vm0:rxe0/1 sent_pkts 0 -> 2004 (+2004, packets)" in result_lines(m)
+    lines = panel_views([PAIR], out)["counters"].counter_lines()
+    assert lines[0] == m.summary
+    assert lines[1:] == ["vm0:rxe0/1 rcvd_pkts 0 -> 2001 (+2001, packets)",
+                         "vm0:rxe0/1 sent_pkts 0 -> 2004 (+2004, packets)",
+                         "7 of 9 counters read did not change"]
+
+
+def test_the_ib_port_packet_counters_of_mlx5_count_too_and_a_lossy_warning_keeps_them() -> None:
+    """mlx5's IB port counters (prometheus/procfs's real mlx5_0 fixture) name theirs
+    `port_xmit_packets`/`port_rcv_packets`; with a sequence error grown while the test passed,
+    the WARN still says what crossed over RDMA (the growth is written for the test)."""
+    text = (REAL / "counters_mlx5_ib_port_procfs_fixture_ttar.txt").read_text().splitlines()
+    real = {line.rsplit("/", 1)[1]: int(text[i + 2]) for i, line in enumerate(text)
+            if line.startswith("Path: ") and text[i + 1] == "Lines: 1"}
+    grown = {**real, "port_xmit_packets": real["port_xmit_packets"] + 5000,
+             "port_rcv_packets": real["port_rcv_packets"] + 4990, "symbol_error": 2}
+    before = {"node-a": counters("mlx5_0/1", "counters", **real)}
+    after = {"node-a": counters("mlx5_0/1", "counters", **grown)}
+    m = counters_measurement(before, after, [rdma_latency()], PAIR)
+    assert m.status is Status.WARN
+    assert m.summary == (f"{LOSSY}: node-a:mlx5_0/1 symbol_error +2 while RDMA latency "
+                         "node-a-node-b passed; over RDMA: node-a:mlx5_0/1 sent +5000, "
+                         "received +4990 packets")
+    assert m.detail["rdma_packets"] == [
+        {"host": "node-a", "device": "mlx5_0/1", "sent": 5000, "received": 4990}]
+    assert "port_xmit_data" not in {r["counter"] for r in m.detail["counters"]}  # bytes: not kept
+
+
+def test_a_packet_counter_that_went_back_is_said_so_not_subtracted() -> None:
+    before = {"vm0": counters("rxe0/1", "hw_counters", sent_pkts=900, rcvd_pkts=10, rcvd_seq_err=0)}
+    after = {"vm0": counters("rxe0/1", "hw_counters", sent_pkts=40, rcvd_pkts=50, rcvd_seq_err=0)}
+    m = counters_measurement(before, after, [rdma_latency()], PAIR)
+    assert m.status is Status.WARN  # a counter reset: what it would show is unknown
+    assert m.summary.endswith("; over RDMA: vm0:rxe0/1 sent reset during the test: growth unknown "
+                              "(at least 40 since the reset), received +40 packets")
+    assert m.detail["rdma_packets"] == [
+        {"host": "vm0", "device": "rxe0/1", "sent": 40, "received": 40, "reset": True}]

@@ -106,7 +106,7 @@ def _transport(text: str, want: dict[str, object]) -> None:
     got: dict[str, object] = {
         "transport": ev.transport, "network": ev.network, "plugin": ev.plugin,
         "ib_devices": ev.ib_devices, "socket_devices": ev.socket_devices, "channels": ev.channels,
-        "ib_missing": ev.ib_missing, "version": ev.version,
+        "ib_missing": ev.ib_missing, "ib_unavailable": ev.ib_unavailable, "version": ev.version,
         "virtual_devices": ev.virtual_devices,
     }
     _check("transport", got, want)

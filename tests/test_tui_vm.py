@@ -228,8 +228,13 @@ async def test_the_wizard_walks_two_soft_roce_vms_from_site_to_report_and_rolls_
         for vm in vms.vms:  # the kernel's rxe counters, read around the run on both ends
             assert {(vm.name, f"{RDMA_DEVICE}/1", "rcvd_seq_err"),
                     (vm.name, f"{RDMA_DEVICE}/1", "out_of_seq_request")} <= read, read
+        packets = [p for m in counters for p in m.detail.get("rdma_packets", [])]
+        for vm in vms.vms:  # rxe's sent_pkts/rcvd_pkts: the latency runs crossed over RDMA
+            assert any(p["host"] == vm.name and p["device"] == f"{RDMA_DEVICE}/1" and p["sent"]
+                       and p["received"] for p in packets), packets
         counter_text = str(panel(app, "counters").query_one(".details").render())
         assert "read on 2 node(s) before and after" in counter_text, counter_text
+        assert "over RDMA: " in counter_text, counter_text
 
         # -- Report: the deploy and the live tests in the saved document ----------------------
         await open_step(app, pilot, "report")

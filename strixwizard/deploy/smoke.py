@@ -150,8 +150,9 @@ def judge_rccl(env: ClusterEnv, rc: int, log: str, from_json: CollectiveTable | 
                                "did RCCL start?", evidence.lines)
         elif transport == "NET/Socket":
             check = SmokeCheck("rccl.transport", FAIL, "NET/Socket", expected,
-                               "RCCL fell back to TCP sockets: the RDMA path is not used (check "
-                               "NCCL_IB_HCA, the GID index and that rdma-core sees the device)",
+                               "RCCL fell back to TCP sockets: the RDMA path is not used ("
+                               + (evidence.why_not_ib or "check NCCL_IB_HCA, the GID index and "
+                                  "that rdma-core sees the device") + ")",
                                evidence.lines)
         else:
             other = [d for d in evidence.ib_devices if d not in planned]

@@ -26,9 +26,10 @@ Three sources, each declared once:
   bad size `rx_length_errors`, a frame out of sequence in a packet `rx_frame_errors`; each
   such frame is dropped and the packet it belonged to lost).
 
-Every counter gets a kind (pause, retransmit, sequence, cnp, ecn, discard, other): what a
-grown counter means for a lossless fabric. Retransmits, sequence errors and discards are
-errors; pauses, CNPs and ECN marks are the flow control at work.
+Every counter gets a kind (pause, retransmit, sequence, cnp, ecn, discard, packets, other):
+what a grown counter means for a lossless fabric. Retransmits, sequence errors and discards
+are errors; pauses, CNPs and ECN marks are the flow control at work; `packets` are the RDMA
+port's own packet counts (`RDMA_PACKETS`), what crossed the fabric over RDMA, never judged.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from strixwizard.probe import Probe
 IB = "/sys/class/infiniband"
 #: hw_counters entries that are not counters.
 NOT_COUNTERS = frozenset({"lifespan"})
-KINDS = ("pause", "retransmit", "sequence", "cnp", "ecn", "discard", "corrupt", "dropped", "other")
+KINDS = ("pause", "retransmit", "sequence", "cnp", "ecn", "discard", "corrupt", "dropped", "packets",
+         "other")
 #: Kinds that mean packets were lost, damaged or resent: the fabric is not lossless.
 ERROR_KINDS = frozenset({"retransmit", "sequence", "discard", "corrupt"})
 NET = "/sys/class/net"
@@ -58,6 +60,14 @@ NETDEV_KINDS: dict[str, str] = {
     "tx_heartbeat_errors": "discard", "tx_window_errors": "discard",
     "rx_dropped": "dropped", "tx_dropped": "dropped", "rx_nohandler": "dropped",
 }
+
+#: The RDMA port's packet counters, sent or received: the packets that went over RDMA, not
+#: the netdev's. rxe (drivers/infiniband/sw/rxe/rxe_hw_counters.c) counts each packet it hands
+#: to the network (`sent_pkts`, rxe_net.c rxe_xmit_packet) and each it takes in (`rcvd_pkts`);
+#: the IB port counters (counters/, mlx5 among them) name theirs `port_xmit_packets` and
+#: `port_rcv_packets`.
+RDMA_PACKETS: dict[str, str] = {"sent_pkts": "sent", "rcvd_pkts": "received",
+                                "port_xmit_packets": "sent", "port_rcv_packets": "received"}
 
 _STAT_LINE = re.compile(r"^\s*(?P<name>\S(?:.*\S)?)\s*:\s+(?P<value>-?\d+)\s*$")
 
@@ -88,6 +98,8 @@ _NAMED: dict[str, str] = {
     "excessive_buffer_overrun_errors": "discard",
     # netdev statistics (/sys/class/net/IF/statistics)
     **NETDEV_KINDS,
+    # the RDMA port's packets (rxe hw_counters, IB port counters)
+    **dict.fromkeys(RDMA_PACKETS, "packets"),
 }
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(rx|tx)_priority_\d_(xon|xoff)(\.nic)?$"), "pause"),  # ice per priority
@@ -178,8 +190,14 @@ class CounterSet:
 
     @property
     def health(self) -> dict[str, int]:
-        """The counters that say something about the fabric (every kind but "other")."""
-        return {n: v for n, v in self.values.items() if counter_kind(n) != "other"}
+        """The counters that say something about the fabric's health (every kind but
+        "packets" and "other")."""
+        return {n: v for n, v in self.values.items() if counter_kind(n) not in ("packets", "other")}
+
+    @property
+    def packets(self) -> dict[str, int]:
+        """The RDMA port's packet counters (`RDMA_PACKETS`) it has."""
+        return self.of_kind("packets")
 
 
 @dataclass(frozen=True)

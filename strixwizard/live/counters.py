@@ -7,6 +7,11 @@ RDMA ports' hw_counters and counters), parsed by the declared outputs of
 (its `detail["counters"]` is the report's "counters" list). When retransmits or sequence
 errors grew while a test passed its bar, that measurement is a WARN: the fabric is lossy,
 PFC is not doing its job. Otherwise it is a reference, shown but not judged.
+
+Beside the health counters, each RDMA port's packet counters are kept (rxe's `sent_pkts` and
+`rcvd_pkts`, the IB port counters' `port_xmit_packets` and `port_rcv_packets`): how many
+packets the test sent and received over RDMA, per port (`detail["rdma_packets"]`, the
+report's "rdma_packets" list). They are reported, never judged.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.counters import (
     ERROR_KINDS,
+    RDMA_PACKETS,
     CounterSet,
     FabricCounters,
     counter_kind,
@@ -155,9 +161,10 @@ def _by_device(counters: FabricCounters) -> dict[str, dict[str, int]]:
 
 
 def _kept(values: dict[str, int]) -> dict[str, int]:
-    """The health counters of a device; a device with none (a veth) keeps all it has."""
-    health = CounterSet("", "", values).health
-    return health or values
+    """The health and RDMA packet counters of a device; a device with none (a veth) keeps
+    all it has."""
+    found = CounterSet("", "", values)
+    return {**found.health, **found.packets} or values
 
 
 def deltas(host: str, before: FabricCounters, after: FabricCounters) -> list[CounterDelta]:
@@ -176,6 +183,47 @@ def deltas(host: str, before: FabricCounters, after: FabricCounters) -> list[Cou
 
 def _text(rows: Sequence[CounterDelta]) -> str:
     return ", ".join(f"{r.host}:{r.device} {r.counter} {r.said}" for r in rows)
+
+
+@dataclass(frozen=True)
+class PortPackets:
+    """The packets one RDMA port sent and received during the test (None: not counted)."""
+
+    host: str
+    device: str
+    sent: CounterDelta | None
+    received: CounterDelta | None
+
+    @property
+    def said(self) -> str:
+        """"sent +1200, received +1180" (a reset says so)."""
+        return ", ".join(f"{way} {d.said}" for way, d in (("sent", self.sent),
+                                                          ("received", self.received)) if d)
+
+    def to_json(self) -> dict[str, Any]:
+        reset = any(d.reset for d in (self.sent, self.received) if d)
+        return {"host": self.host, "device": self.device,
+                "sent": self.sent.delta if self.sent else None,
+                "received": self.received.delta if self.received else None,
+                **({"reset": True} if reset else {})}
+
+
+def rdma_packets(rows: Sequence[CounterDelta]) -> list[PortPackets]:
+    """Per RDMA port read both times, the packets it sent and received (`RDMA_PACKETS`)."""
+    ports: dict[tuple[str, str], dict[str, CounterDelta]] = {}
+    for r in rows:
+        way = RDMA_PACKETS.get(r.counter)
+        if way is not None:
+            ports.setdefault((r.host, r.device), {}).setdefault(way, r)
+    return [PortPackets(host, device, ways.get("sent"), ways.get("received"))
+            for (host, device), ways in ports.items()]
+
+
+def _packets_text(ports: Sequence[PortPackets]) -> str:
+    """"; over RDMA: node-a:rocep194s0/1 sent +1200, received +1180 packets" or ""."""
+    if not ports:
+        return ""
+    return "; over RDMA: " + "; ".join(f"{p.host}:{p.device} {p.said} packets" for p in ports)
 
 
 RESET = "a counter went backwards during the test: the loss it would show is unknown"
@@ -197,8 +245,12 @@ def counters_measurement(before: Mapping[str, Sample], after: Mapping[str, Sampl
     resets = [r for r in rows if r.reset]
     passed = [m for m in verdicts(results) if m.status is Status.PASS and m.kind != KIND]
     passing = [m for m in passed if m.transport == "rdma" or m.kind == "rccl"] or passed
-    changed = [r for r in rows if r.delta or r.reset]
+    changed = [r for r in rows if (r.delta or r.reset) and r.kind != "packets"]
+    ports = rdma_packets(rows)
+    packets = _packets_text(ports)
     detail: dict[str, Any] = {"counters": [r.to_json() for r in rows]}
+    if ports:
+        detail["rdma_packets"] = [p.to_json() for p in ports]
     if notes:
         detail["notes"] = "; ".join(dict.fromkeys(notes))
     hosts = len({r.host for r in rows})
@@ -207,21 +259,21 @@ def counters_measurement(before: Mapping[str, Sample], after: Mapping[str, Sampl
         return Measurement(KIND, "fabric", TOOL, pair, Status.WARN,
                            f"{RESET}: {_text(resets[:6])}"
                            + (f" (and {len(resets) - 6} more)" if len(resets) > 6 else "")
-                           + lossy, detail=detail)
+                           + lossy + packets, detail=detail)
     if grown and passing:
         tests = ", ".join(dict.fromkeys(f"{m.transport.upper()} {m.kind} {m.pair_label}"
                                         for m in passing))
         why = CORRUPT if any(r.kind == "corrupt" for r in grown) else LOSSY
         return Measurement(KIND, "fabric", TOOL, pair, Status.WARN,
-                           f"{why}: {_text(grown)} while {tests} passed", detail=detail)
+                           f"{why}: {_text(grown)} while {tests} passed{packets}", detail=detail)
     if not rows:
         summary = "fabric counters: none read before and after the run"
     elif grown:
-        summary = f"fabric counters: {_text(grown)} (no test passed to judge)"
+        summary = f"fabric counters: {_text(grown)} (no test passed to judge){packets}"
     else:
         moved = f"; changed: {_text(changed[:6])}" if changed else ""
         summary = (f"fabric counters: {len(rows)} read on {hosts} node(s) before and after, "
-                   f"no retransmit or sequence error grew{moved}")
+                   f"no retransmit or sequence error grew{packets}{moved}")
     return Measurement(KIND, "fabric", TOOL, pair, None, summary, role="reference", detail=detail)
 
 
@@ -243,6 +295,12 @@ def delta_lines(m: Measurement, limit: int = 12) -> list[str]:
 def counter_rows(results: Sequence[Measurement]) -> list[dict[str, Any]]:
     """The report's "counters" list: the deltas of the run's counters measurement(s)."""
     return [row for m in results if m.kind == KIND for row in m.detail.get("counters", [])]
+
+
+def packet_rows(results: Sequence[Measurement]) -> list[dict[str, Any]]:
+    """The report's "rdma_packets" list: per RDMA port, the packets sent and received over
+    RDMA during the run ({host, device, sent, received}, `reset` when a counter went back)."""
+    return [row for m in results if m.kind == KIND for row in m.detail.get("rdma_packets", [])]
 
 
 def sampled(stream: Iterator[Measurement], hosts: Mapping[str, object], wanted: Mapping[str, Target],

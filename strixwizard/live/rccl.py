@@ -92,8 +92,9 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
         speed = f" (busbw up to {table.max_busbw_gbs:.2f} GB/s)"
     if transport == "NET/Socket":
         via = f" over {', '.join(evidence.socket_devices)}" if evidence.socket_devices else ""
+        why = f"; {evidence.why_not_ib}" if evidence.why_not_ib else ""
         return Status.FAIL, (f"RCCL fell back to NET/Socket (TCP){via}: not RDMA, however fast it "
-                             f"looks{speed}; the log shows it by {evidence.how}")
+                             f"looks{speed}; the log shows it by {evidence.how}{why}")
     copies = table.single_rank_copies if table is not None else None
     if copies is not None:
         return Status.FAIL, (f"{copies} single-rank copies of the test ran (each process printed "

@@ -32,6 +32,12 @@ virtual devices) list each device as it is opened, `NET/IB: [0]
 rocep1s0f0:uverbs0:1/RoCE provider=Mlx5 speed=200000 ...`, then `NET/IB : Made
 virtual device [0] name=rocep1s0f0 ...`: both name the devices in use, with or
 without the later `NET/IB : Using` line.
+
+Why IB was not used, when the log says it, is kept as written for the verdict:
+`Failed to open libibverbs.so[.1]` (an INFO line; a WARN in NCCL 2.8), `NET/IB : No
+device found.`, `NCCL_IB_DISABLE set by environment to 1.`, `Failed to initialize
+NET plugin IB` (NCCL 2.29). RCCL 7.0 in the rocm/vllm container of ROCm/ROCm issue
+5656 prints the first, then `NET/Socket : Using` and `Using network Socket`.
 """
 
 from __future__ import annotations
@@ -253,6 +259,8 @@ class TransportEvidence:
     ib_missing: bool = False  # `NET/IB : No device found.`
     version: str | None = None  # "2.21.5+cuda12.4" from `NCCL version ...`, any layout
     virtual_devices: tuple[str, ...] = ()  # `Made virtual device [0] name=X` (X may be a+b)
+    #: why IB was not used, each message as the log says it ("Failed to open libibverbs.so[.1]")
+    ib_unavailable: tuple[str, ...] = ()
 
     @property
     def channel_nets(self) -> tuple[str, ...]:
@@ -298,11 +306,30 @@ class TransportEvidence:
         if self.channel_nets:
             return "the channel lines"
         if self.transport == "NET/Socket":
-            return ("`NET/Socket : Using` with no IB device set up"
-                    + (" (`NET/IB : No device found.`)" if self.ib_missing else ""))
+            return "`NET/Socket : Using` with no IB device set up"  # why: see why_not_ib
         if self.transport == "NET/IB":
             return "`NET/IB : Using`"
         return "nothing"
+
+    @property
+    def why_not_ib(self) -> str:
+        """Why IB was not used, quoted from the log with what it means; "" when the log
+        does not say."""
+        if not self.ib_unavailable:
+            return ""
+        said = self.ib_unavailable[0]
+        meaning = next((m for start, m in _IB_UNAVAILABLE_MEANS if said.startswith(start)), "")
+        return f"the log says why not IB: `{said}`" + (f" ({meaning})" if meaning else "")
+
+
+#: what each reason the log gives for not using IB means, by how the message starts
+_IB_UNAVAILABLE_MEANS = (
+    ("Failed to open libibverbs", "libibverbs cannot be loaded where RCCL runs: install rdma-core "
+     "there, in the container image too"),
+    ("NET/IB", "RCCL sees no RDMA device: none is up, none is passed into the container, or "
+     "NCCL_IB_HCA matches none"),
+    ("NCCL_IB_DISABLE", "NCCL_IB_DISABLE switched IB off"),
+)
 
 
 def _socket(name: str) -> bool:
@@ -324,6 +351,9 @@ _IB_OPENED = re.compile(r"NET/IB\s*:\s*\[\d+\]\s*([^\s:\[\]]+):uverbs\d+:(\d+)/\
 _VIRTUAL_DEVICE = re.compile(r"NET/IB\s*:\s*Made virtual device \[\d+\] name=(\S+)")
 _IB_USING = re.compile(r"NET/IB\s*:\s*Using\s+(.*?)(?:;|$)")
 _IB_MISSING = re.compile(r"NET/IB\s*:\s*No device found")
+_IB_UNAVAILABLE = re.compile(
+    r"NCCL (?:INFO|WARN) ((?:Failed to open libibverbs|NET/IB\s*:\s*No device found"
+    r"|NCCL_IB_DISABLE set by environment to [1-9]|Failed to initialize NET plugin IB\b).*?)\s*$")
 _SOCKET_USING = re.compile(r"NET/Socket\s*:\s*Using\s+(.*?)$")
 _DEVICE = re.compile(r"\[\d+\]([^\s/\[;]+)")
 _CHANNEL = re.compile(r"\b(?:Channel|Ring)\s+\d+\S*\s+:.*?\bvia\s+(NET/[^/]+/\d+\S*|\S+)")
@@ -338,9 +368,12 @@ def parse_transport(log: str) -> TransportEvidence:
     missing = False
     version = None
     virtual: list[str] = []
+    unavailable: list[str] = []
     for raw in log.splitlines():
         if version is None and "WARN" not in raw and (v := _VERSION.search(raw)) is not None:
             version = v.group(1)
+        if (u := _IB_UNAVAILABLE.search(raw)) is not None and u.group(1) not in unavailable:
+            unavailable.append(u.group(1))
         if "NCCL INFO" not in raw:
             continue
         line = strip_launcher_prefix(raw).strip()
@@ -376,7 +409,7 @@ def parse_transport(log: str) -> TransportEvidence:
                 evidence.append(line)
     network = next((n for n in networks if _socket(n)), networks[-1] if networks else None)
     return TransportEvidence(network, tuple(ib), tuple(sockets), tuple(channels), tuple(evidence),
-                             tuple(networks), missing, version, tuple(virtual))
+                             tuple(networks), missing, version, tuple(virtual), tuple(unavailable))
 
 
 def _network_name(rest: str) -> str:

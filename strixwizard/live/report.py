@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strixwizard.live.counters import counter_rows
+from strixwizard.live.counters import counter_rows, packet_rows
 from strixwizard.live.history import Comparison
 from strixwizard.live.results import Measurement, exit_code, overall_status, verdicts
 from strixwizard.live.verdict import ratio_text
@@ -111,6 +111,7 @@ class TestReport:
             "matrix": self.matrix,
             "history": self.history,
             "counters": counter_rows(self.results),
+            "rdma_packets": packet_rows(self.results),
         }
         if self.decode is not None:
             document["decode"] = self.decode
