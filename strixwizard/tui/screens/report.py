@@ -157,7 +157,6 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         else:
             reason = f": {deploy['reason']}" if deploy.get("reason") else ""
             lines.append(outside(f"{NB}{deploy['status']}{reason}"))
-        lines += self._soak_lines(sections.get("soak"))
         lines.append(outside("Live tests", "bold $text-accent"))
         if not results:
             lines.append(outside(f"{NB}not run yet ({keys('test', 'r')})"))
@@ -165,7 +164,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             lines.append(styled(f"{NB}no verdict: the run was {outcome or 'still running'} before "
                                 f"it finished ({keys('test', 'r')} runs the tests again)",
                                 Status.ERROR))
-            return lines
+            return lines + self._soak_lines(sections.get("soak"))
         if note:
             lines.append(outside(f"{NB}{note}"))
         for m in verdicts(results):
@@ -178,7 +177,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             what = f"{m.transport} {m.kind}" if m.kind == "counters" else f"{m.transport.upper()} {m.kind}"
             lines.append(Content.assemble(NB, badge(m.status), outside(
                 f" {m.pair_label} {what}: {figure}{source}")))
-        return lines
+        return lines + self._soak_lines(sections.get("soak"))
 
     @staticmethod
     def _soak_lines(document: dict[str, Any] | None) -> list[Content]:
@@ -186,6 +185,8 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         lines: list[Content] = [outside("Soak", "bold $text-accent")]
         if document is None:
             return [*lines, outside(f"{NB}not run yet ({keys('test', 's')})")]
+        if document.get("outcome") == "running":
+            return [*lines, outside(f"{NB}still running: its verdict comes when it ends")]
         if document.get("outcome") != "done":
             return [*lines, styled(f"{NB}no verdict: the soak was {document.get('outcome')} before "
                                    f"it finished ({keys('test', 's')} soaks again)", Status.ERROR)]
@@ -202,7 +203,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
                                               outside(f" {text}")))
         history = document.get("history")
         if isinstance(history, dict) and history.get("path"):
-            lines.append(outside(f"{NB}stored in the test history {history['path']}"))
+            lines.append(outside(f"{NB}stored in the test history {display_path(history['path'])}"))
         return lines
 
     def _sections(self) -> dict[str, Any]:
