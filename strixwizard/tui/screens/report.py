@@ -249,8 +249,8 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
                       title="Not saved")
         elif session.saved:
             paths = "\n".join(f"{fmt:>4}  {display_path(path)}" for fmt, path in session.saved.items())
-            files.say(f"{paths}\nThe JSON follows the `doctor --json` schema (live tests and deploy "
-                      "as the optional fields live_tests, deploy).  s: save again",
+            files.say(f"{paths}\nThe JSON follows the `doctor --json` schema (live tests, soak and "
+                      "deploy as the optional fields live_tests, soak, deploy).  s: save again",
                       "success", title="Saved")
         else:
             files.say("Not saved yet: press s.", "info", title="Files")
