@@ -199,6 +199,12 @@ async def test_the_wizard_soaks_every_pair_of_a_lab_site_over_ssh_and_leaves_not
             assert all(m.status is Status.PASS for m in verdicts), [m.summary for m in verdicts]
             rows = cells(app.screen.query_one(SoakPanel).query_one(DataTable))
             assert len(rows) == 6 and all(r[1] == "8" and r[6] == "PASS" for r in rows), rows
+            # stored as `test soak` stores it: the site's own history, a run of three pairs
+            from strixwizard.live.history import History, default_history_path
+
+            with History(default_history_path(), read_only=True) as history:
+                assert [(r[2], r[3], r[4]) for r in history.runs()] == [
+                    ("lab", "test soak", "pass")]
         # The soak programs this lab started (their argv names a lab address); the namespaces
         # share the machine's process table, where other runs may soak too.
         addresses = [a for h in lab.hosts for a in (h.mgmt_addr, h.fabric_addr) if a]
