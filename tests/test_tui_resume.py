@@ -1,6 +1,6 @@
 """Pilot tests: resuming the wizard keeps the work of the earlier session. All steps, quit,
-reopen: the Test and Deploy results are there, and the saved report files stay as they were
-until something new runs."""
+reopen: the Test results, the soak and the Deploy are there, and the saved report files stay
+as they were until something new runs."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.services.facade import Services
 from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.steps import key_of
+from strixwizard.tui.widgets.soak import SoakModal, SoakPanel
 from tests.test_tui_walk import SIZE, make_app, notice_text, settle, sync, wait_for_tests
 
 
@@ -28,7 +30,8 @@ def _files(app_saved: dict[str, Path]) -> dict[str, bytes]:
 
 @sync
 async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Path) -> None:
-    first = make_app(demo=True)
+    quick = Services(demo_seconds=0.3, soak_bytes=8 << 20)  # the soak ends at 8 MiB each way
+    first = make_app(quick, demo=True)
     async with first.run_test(size=SIZE) as pilot:
         for key in ("2", "3", "4", "5"):  # every step, as a newcomer walks them
             await pilot.press(key)
@@ -44,6 +47,14 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         decode = first.screen.query_one("DecodePanel DataTable")
         transports = [str(decode.get_row_at(i)[0]) for i in range(decode.row_count)]  # type: ignore[attr-defined]
         assert "tcp (loopback)" in transports and "rdma" in transports
+        await pilot.press("s")  # a soak too (on the demo: for real on this machine's loopback)
+        await pilot.pause()
+        assert isinstance(first.screen, SoakModal)
+        await pilot.press("s")
+        await pilot.pause()
+        await wait_for_tests(first, pilot, 90)
+        soak = first.session.of(TestState).soak
+        assert soak is not None and soak.outcome == "done"
         await pilot.press(key_of("report"))
         await settle(first, pilot)
         saved = dict(first.session.saved)
@@ -55,11 +66,13 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         assert "it does not compare with RDMA between nodes" in page  # the decode chart's caption
         document = json.loads(before["json"])
         assert document["live_tests"]["results"] and document["deploy"]["status"] == "plan-only"
+        assert document["soak"]["status"] == "pass" and document["soak"]["pairs"] == [["node-a", "node-b"]]
         await pilot.press(key_of("links"))  # quit elsewhere: the next start resumes there
         await settle(first, pilot)
     results = len(first.session.of(TestState).results)
+    soaked = [m.to_json() for m in soak.results]
 
-    again = make_app(demo=True)
+    again = make_app(quick, demo=True)
     async with again.run_test(size=SIZE) as pilot:
         await settle(again, pilot)
         assert again.screen.id == "step-links"
@@ -69,6 +82,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         body = str(again.screen.query_one("#report-body").render())
         assert "not run yet" not in body and "not planned yet" not in body
         assert "plan-only" in body and "RDMA latency" in body
+        assert "node-a-node-b TCP soak" in body and "8 MiB checked" in body
         assert _files(saved) == before  # opening the Report rewrote nothing
 
         await pilot.press(key_of("test"))
@@ -77,6 +91,13 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         assert len(tests.results) == results and tests.outcome == "done"
         assert "earlier session" in notice_text(again, "#test-status")
         assert again.screen.query("TestPanel")
+        resumed = tests.soak  # the soak is back on the Test step, as it was
+        assert resumed is not None and resumed.outcome == "done" and resumed.seconds == 30
+        assert resumed.pairs == [("node-a", "node-b")]
+        assert [m.to_json() for m in resumed.results] == soaked
+        panel = again.screen.query_one(SoakPanel)
+        assert panel.display
+        assert "earlier session" in "\n".join(str(w.render()) for w in panel.query("Static"))
         await pilot.press(key_of("deploy"))  # planning the same deploy again is nothing new either
         await settle(again, pilot)
         await pilot.press(key_of("report"))
@@ -92,6 +113,8 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         await pilot.press(key_of("report"))
         await settle(again, pilot)
         assert _files(again.session.saved) != before
+        rewritten = json.loads(again.session.saved["json"].read_text())
+        assert rewritten["soak"] == document["soak"]  # the new test run kept the earlier soak
 
 
 @sync

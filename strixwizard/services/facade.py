@@ -88,3 +88,14 @@ class Services:
 
     def store_tests(self, site: str, started_at: str, results: list[Measurement]) -> str:
         return test.history_line(site, "wizard test", started_at, results)
+
+    def store_soak(self, site: str, started_at: str, results: list[Measurement], demo: bool
+                   ) -> tuple[str, dict[str, object] | None]:
+        """Store a finished soak as `strixwizard test soak` does (the demo's in the demo's own
+        history, as `test soak --demo`): the line to show, and the `history` field of its
+        document (None when the history could not be written)."""
+        from strixwizard.live.history import demo_history_path
+
+        line, recorded = test.store(site, "test soak", started_at, results,
+                                    demo_history_path() if demo else None)
+        return line, recorded.to_json() if recorded is not None else None

@@ -277,15 +277,17 @@ def record(site: str, command: str, started_at: str, results: list[Measurement],
     return record_run(site, command, started_at, results, path)
 
 
-def history_line(site: str, command: str, started_at: str, results: list[Measurement]) -> str:
-    """Store a real-site run in the test history; say where, and how it compared with the last
-    good run, in one line."""
+def store(site: str, command: str, started_at: str, results: list[Measurement],
+          path: Path | None = None) -> tuple[str, Recorded | None]:
+    """Store a finished run in the test history (`path`, else the default file) through
+    `record`, as `strixwizard test` does; say where, and how it compared with the last good
+    run, in one line. The record is None when the history could not be written."""
     from strixwizard.live.history import HistoryError
 
     try:
-        recorded = record(site, command, started_at, results)
+        recorded = record(site, command, started_at, results, path)
     except HistoryError as error:
-        return f"Not stored: {error}"
+        return f"Not stored: {error}", None
     compared = [c for c in recorded.comparisons if c.compared]
     worse = [c.summary for c in compared if c.worse]
     if worse:
@@ -294,4 +296,11 @@ def history_line(site: str, command: str, started_at: str, results: list[Measure
         note = f"; {len(compared)} figure(s) compared with the last good run, none worse"
     else:
         note = "; no earlier good run to compare with"
-    return f"Stored in the test history {recorded.path}{note}."
+    return f"Stored in the test history {recorded.path}{note}.", recorded
+
+
+def history_line(site: str, command: str, started_at: str, results: list[Measurement],
+                 path: Path | None = None) -> str:
+    """Store a real-site run in the test history; say where, and how it compared with the last
+    good run, in one line."""
+    return store(site, command, started_at, results, path)[0]

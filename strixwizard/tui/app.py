@@ -56,7 +56,7 @@ from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.site import SiteState
-from strixwizard.tui.screens.test import SoakRun, TestState
+from strixwizard.tui.screens.test import SoakRun, TestState, resumed_soak
 from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
@@ -163,8 +163,8 @@ class WizardApp(App[int]):
         session.changed()
 
     def _restore(self, session: Session) -> None:
-        """The live tests and the deploy of the report an earlier session saved, back on the
-        Test and Deploy steps (and in the Report, unchanged, until something new runs)."""
+        """The live tests, the soak and the deploy of the report an earlier session saved, back
+        on the Test and Deploy steps (and in the Report, unchanged, until something new runs)."""
         assert session.site is not None
         sections = saved_sections(session.saved.get("json"), session.site.name)
         at = session.state.saved_at
@@ -184,6 +184,9 @@ class WizardApp(App[int]):
                 state.resumed_at, state.resumed_document = at, tests
                 for measurement in results:
                     state.spark.setdefault(panel_key(measurement), []).extend(spark_points(measurement))
+        soak = sections.get("soak")
+        if soak is not None:
+            session.of(TestState).soak = resumed_soak(soak, at)
         deploy = sections.get("deploy")
         if deploy is not None:
             deployed = session.of(DeployState)
@@ -752,18 +755,28 @@ class WizardApp(App[int]):
         def heard(progress: SoakProgress) -> None:
             self.post_message(m.SoakProgressed(run, progress))
 
+        started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         stream = self.services.soak(discovery.site, discovery.nodes, demo, pairs, seconds, cancel,
                                     heard)
+        results: list[Measurement] = []
+        line: str | None = None
+        recorded: dict[str, object] | None = None
+        ended = False
         try:
             for measurement in stream:
                 if cancel.cancelled:
                     break
+                results.append(measurement)
                 self.post_message(m.SoakMeasured(run, measurement))
+            ended = True
         finally:
             close = getattr(stream, "close", None)
             if callable(close):
                 close()  # the runner stops every program still running
-            self.post_message(m.SoakEnded(run))
+            if ended and results and not cancel.cancelled:  # stored as `test soak` stores it
+                line, recorded = self.services.store_soak(discovery.site.name, started_at, results,
+                                                          demo)
+            self.post_message(m.SoakEnded(run, line, recorded))
 
     def _soak_of(self, run: int) -> SoakRun | None:
         state = self.session.of(TestState)
@@ -785,6 +798,7 @@ class WizardApp(App[int]):
         soak = self._soak_of(message.run)
         if soak is not None:
             soak.outcome = "cancelled" if self.test_cancel.cancelled else "done"
+            soak.history, soak.recorded = message.history, message.recorded
             self.screen_changed()
 
     def on_cancel_tests(self, message: m.CancelTests) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from strixwizard.charts import run_pictures
 from strixwizard.checking.engine import Report
 from strixwizard.cli.terminal import terminal_text
-from strixwizard.tui.extras import comparison_label, markdown_sections
+from strixwizard.tui.extras import comparison_label, markdown_sections, soak_lines
 from strixwizard.tui.saved import private_folder, write_private
 
 FORMATS = ("json", "md", "html")
@@ -122,6 +122,22 @@ def _html_sections(sections: dict[str, Any]) -> list[str]:
         parts += [f"<p>{html.escape(comparison_label(tests, c))} {html.escape('-'.join(c['pair']))}: "
                   f"{html.escape(c['summary'])}</p>" for c in tests["like_for_like"]]
         parts += run_pictures(tests)
+    soak = sections.get("soak")
+    if soak:
+        status = html.escape(str(soak["status"]))
+        parts.append(f"<h2>Soak</h2><p>Status: <span class=\"{status}\">{status.upper()}</span> "
+                     f"({html.escape(str(soak['outcome']))}), {len(soak['pairs'])} pair(s), "
+                     f"{soak['seconds']:g} s each at most</p><ul>")
+        for line_status, text in soak_lines(soak):
+            if line_status:
+                parts.append(f"<li><span class=\"{html.escape(line_status)}\">"
+                             f"{html.escape(line_status.upper())}</span> {html.escape(text)}</li>")
+            else:
+                parts.append(f"<li>&nbsp;&nbsp;{html.escape(text)}</li>")
+        parts.append("</ul>")
+        if soak.get("history"):
+            parts.append(f"<p>Stored in the test history {html.escape(str(soak['history']['path']))}"
+                         "</p>")
     deploy = sections.get("deploy")
     if deploy:
         parts.append(f"<h2>Deploy</h2><p>Status: {html.escape(str(deploy['status']))}</p>")
@@ -177,7 +193,7 @@ def to_html(report: Report, extra: dict[str, str] | None = None,
 def save_report(report: Report, directory: Path, extra: dict[str, str] | None = None,
                 sections: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write the three files into `directory` (created if missing); returns format -> path.
-    `sections` (`live_tests`, `deploy`) become optional top-level JSON fields and sections of
+    `sections` (`live_tests`, `soak`, `deploy`) become optional top-level JSON fields and sections of
     the Markdown and HTML. Each file is written 0600 and atomically (a folder created for them
     0700). Raises OSError with the reason when the folder cannot be written."""
     private_folder(directory)

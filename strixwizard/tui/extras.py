@@ -1,8 +1,9 @@
 """What the Report step adds to the doctor report: the live tests and the deploy status.
 
-Both are optional top-level fields of the saved JSON (`live_tests`: the `strixwizard test
---json` document; `deploy`: what the Deploy step planned or did); the doctor schema allows
-additional top-level properties, so the doctor fields stay exactly as `doctor --json`.
+They are optional top-level fields of the saved JSON (`live_tests`: the `strixwizard test
+--json` document; `soak`: the `strixwizard test soak --json` document of the Test step's last
+soak; `deploy`: what the Deploy step planned or did); the doctor schema allows additional
+top-level properties, so the doctor fields stay exactly as `doctor --json`.
 Pure, no Textual.
 """
 
@@ -62,6 +63,54 @@ def reported_run(results: Sequence[Measurement], nodes: Sequence[str], outcome: 
     return results, nodes, outcome, None
 
 
+def soak_document(site: str, thresholds: Thresholds, pairs: Sequence[tuple[str, str]],
+                  seconds: float, results: Sequence[Measurement], outcome: str | None, demo: bool,
+                  history: dict[str, Any] | None) -> dict[str, Any]:
+    """The Test step's last soak as `strixwizard test soak --json` gives it (verdict, results
+    with each direction's bytes checked and first faults, the history it was stored in), plus
+    the pairs asked for, each pair's bound in seconds and how the run ended."""
+    from strixwizard.live.report import TestReport
+
+    report = TestReport(command="soak", site=site, thresholds=thresholds, results=list(results),
+                        demo=demo, history=history)
+    document = report.to_json()
+    document["pairs"] = [list(pair) for pair in pairs]
+    document["seconds"] = seconds
+    document["outcome"] = outcome or "running"
+    if outcome != "done":  # a soak that did not finish judged nothing: no verdict
+        document["status"], document["exit_code"] = "error", EXIT_NO_VERDICT
+        document["error"] = (f"the soak was {outcome or 'still running'} before it finished: "
+                             "no verdict")
+    return document
+
+
+def soak_lines(document: dict[str, Any]) -> list[tuple[str | None, str]]:
+    """The soak document as lines (a status, or None for a line under the one before): per
+    pair its verdict and rate, per direction the bytes checked and what arrived wrong, the
+    first fault located; the counters read around it. Read from the JSON, so a document an
+    earlier session saved reads the same."""
+    out: list[tuple[str | None, str]] = []
+    for r in document.get("results", []):
+        pair = "-".join(str(n) for n in r.get("pair", []))
+        status = r.get("status") or "ref"
+        if r.get("kind") != "soak":
+            out.append((status, f"{pair} {r.get('transport')} {r.get('kind')}: {r.get('summary')}"))
+            continue
+        rate = (f"{r['figure']:.2f} {r.get('unit', '')} both ways"
+                if isinstance(r.get("figure"), (int, float)) else str(r.get("summary", "")))
+        over = f" over {r['path']}" if r.get("path") else ""
+        out.append((status, f"{pair} {str(r.get('transport', '')).upper()} soak: {rate}{over}"))
+        detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
+        for d in detail.get("directions", []):
+            out.append((None, f"{d['from']} -> {d['to']}: {int(d['bytes']) / 2**20:,.0f} MiB "
+                              f"checked ({d['bytes']} bytes, {d['blocks']} blocks), "
+                              f"{d['corrupted']} corrupted, {d['dropped']} dropped, "
+                              f"{d['duplicated']} duplicated"))
+            if d.get("faults"):
+                out.append((None, f"first fault {d['from']} -> {d['to']}: {d['faults'][0]}"))
+    return out
+
+
 def deploy_document(preview: DeployPreview | None, deployed: Deployed | None,
                     rolled_back: str | None, error: tuple[str, str] | None) -> dict[str, Any] | None:
     if error is not None:
@@ -115,6 +164,15 @@ def markdown_sections(extras: dict[str, Any]) -> list[str]:
                          f"{r['tool']} | {figure} | {r['threshold']} | {r['source']} |")
         lines += [f"- {comparison_label(tests, c)} {'-'.join(c['pair'])}: {c['summary']}"
                   for c in tests["like_for_like"]]
+    soak = extras.get("soak")
+    if soak:
+        lines += ["", "## Soak", "",
+                  f"- status: **{str(soak['status']).upper()}** ({soak['outcome']}), "
+                  f"{len(soak['pairs'])} pair(s), {soak['seconds']:g} s each at most", ""]
+        lines += [f"- {status.upper()} {text}" if status else f"  - {text}"
+                  for status, text in soak_lines(soak)]
+        if soak.get("history"):
+            lines.append(f"- stored in the test history {soak['history']['path']}")
     deploy = extras.get("deploy")
     if deploy:
         lines += ["", "## Deploy", "", f"- status: **{deploy['status']}**"]
@@ -134,7 +192,7 @@ APPLIED = ("deployed", "failed", "rolled-back")
 
 
 def saved_sections(path: Path | None, site: str) -> dict[str, dict[str, Any]]:
-    """The `live_tests` and `deploy` documents of a report an earlier session saved for this
+    """The `live_tests`, `soak` and `deploy` documents of a report an earlier session saved for this
     site (what resuming restores), or none: a missing, unreadable or foreign file is no error."""
     if path is None:
         return {}
@@ -144,7 +202,8 @@ def saved_sections(path: Path | None, site: str) -> dict[str, dict[str, Any]]:
         return {}
     if not isinstance(document, dict) or document.get("site") != site:
         return {}
-    return {key: document[key] for key in ("live_tests", "deploy") if isinstance(document.get(key), dict)}
+    return {key: document[key] for key in ("live_tests", "soak", "deploy")
+            if isinstance(document.get(key), dict)}
 
 
 def _timeless(value: Any) -> Any:

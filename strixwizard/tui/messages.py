@@ -166,4 +166,8 @@ class SoakMeasured(Message):
 
 @dataclass
 class SoakEnded(Message):
+    """The soak's stream ended (done or cancelled); a finished soak was stored in the history."""
+
     run: int
+    history: str | None = None  # where the soak was stored and how it compared, in words
+    recorded: dict[str, object] | None = None  # the `history` field of its document

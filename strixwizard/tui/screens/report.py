@@ -21,6 +21,8 @@ from strixwizard.tui.extras import (
     content_fingerprint,
     deploy_document,
     reported_run,
+    soak_document,
+    soak_lines,
     tests_document,
 )
 from strixwizard.tui.fit import hang
@@ -42,6 +44,14 @@ from strixwizard.tui.widgets.status import badge, styled
 from strixwizard.tui.workspace import StepState
 
 NB = "  "
+
+
+def _status_of(value: object) -> Status | None:
+    """A status a saved document names (it may have been edited by hand), or None."""
+    try:
+        return Status(str(value))
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -83,7 +93,9 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         assert discovery is not None
         report = discovery.report
         tests, deploy = self.session.of(TestState), self.session.of(DeployState)
+        soak = tests.soak
         key = (id(report), tests.run, len(tests.results), tests.outcome, tests.decode_model,
+               tests.soak_run, soak.outcome if soak else None, len(soak.results) if soak else 0,
                id(deploy.preview), id(deploy.deployed), deploy.rolled_back)
         if self.saved_for != key:
             self.saved_for = key
@@ -152,7 +164,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             lines.append(styled(f"{NB}no verdict: the run was {outcome or 'still running'} before "
                                 f"it finished ({keys('test', 'r')} runs the tests again)",
                                 Status.ERROR))
-            return lines
+            return lines + self._soak_lines(sections.get("soak"))
         if note:
             lines.append(outside(f"{NB}{note}"))
         for m in verdicts(results):
@@ -165,6 +177,33 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             what = f"{m.transport} {m.kind}" if m.kind == "counters" else f"{m.transport.upper()} {m.kind}"
             lines.append(Content.assemble(NB, badge(m.status), outside(
                 f" {m.pair_label} {what}: {figure}{source}")))
+        return lines + self._soak_lines(sections.get("soak"))
+
+    @staticmethod
+    def _soak_lines(document: dict[str, Any] | None) -> list[Content]:
+        """The Test step's last soak: its verdict, each pair and direction, the first fault."""
+        lines: list[Content] = [outside("Soak", "bold $text-accent")]
+        if document is None:
+            return [*lines, outside(f"{NB}not run yet ({keys('test', 's')})")]
+        if document.get("outcome") == "running":
+            return [*lines, outside(f"{NB}still running: its verdict comes when it ends")]
+        if document.get("outcome") != "done":
+            return [*lines, styled(f"{NB}no verdict: the soak was {document.get('outcome')} before "
+                                   f"it finished ({keys('test', 's')} soaks again)", Status.ERROR)]
+        status = _status_of(document.get("status")) or Status.ERROR
+        lines.append(Content.assemble(NB, badge(status), outside(
+            f" {len(document.get('pairs', []))} pair(s), {document.get('seconds', 0):g} s each at "
+            "most, every byte checked both ways")))
+        for line_status, text in soak_lines(document):
+            if line_status is None:
+                lines.append(outside(f"{NB}    {text}"))
+            else:
+                badge_of = _status_of(line_status)
+                lines.append(Content.assemble(NB, badge(badge_of) if badge_of else outside("  ref  "),
+                                              outside(f" {text}")))
+        history = document.get("history")
+        if isinstance(history, dict) and history.get("path"):
+            lines.append(outside(f"{NB}stored in the test history {display_path(history['path'])}"))
         return lines
 
     def _sections(self) -> dict[str, Any]:
@@ -181,7 +220,13 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
                                       session.is_demo, nodes, outcome, tests.decode_model)
             if document is not None and note:
                 document["note"] = note
-        return {"live_tests": document, "deploy": self._deploy_section(deploy)}
+        soak = tests.soak
+        soaked = None
+        if soak is not None:
+            soaked = soak.resumed_document or soak_document(
+                discovery.site.name, discovery.site.thresholds, soak.pairs, soak.seconds,
+                soak.results, soak.outcome, session.is_demo, soak.recorded)
+        return {"live_tests": document, "soak": soaked, "deploy": self._deploy_section(deploy)}
 
     @staticmethod
     def _deploy_section(deploy: DeployState) -> dict[str, Any] | None:
@@ -204,8 +249,8 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
                       title="Not saved")
         elif session.saved:
             paths = "\n".join(f"{fmt:>4}  {display_path(path)}" for fmt, path in session.saved.items())
-            files.say(f"{paths}\nThe JSON follows the `doctor --json` schema (live tests and deploy "
-                      "as the optional fields live_tests, deploy).  s: save again",
+            files.say(f"{paths}\nThe JSON follows the `doctor --json` schema (live tests, soak and "
+                      "deploy as the optional fields live_tests, soak, deploy).  s: save again",
                       "success", title="Saved")
         else:
             files.say("Not saved yet: press s.", "info", title="Files")

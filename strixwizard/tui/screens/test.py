@@ -55,6 +55,29 @@ class SoakRun:
     progress: dict[tuple[str, str], SoakProgress] = field(default_factory=dict)
     results: list[Measurement] = field(default_factory=list)
     outcome: str | None = None  # "done", "cancelled"
+    history: str | None = None  # where it was stored in the test history and how it compared
+    recorded: dict[str, Any] | None = None  # the `history` field of its document
+    #: The soak came from the report an earlier session saved (its time); that report's `soak`
+    #: document is kept as it was, so the Report does not rewrite it
+    resumed_at: str | None = None
+    resumed_document: dict[str, Any] | None = None
+
+
+def resumed_soak(document: dict[str, Any], saved_at: str | None) -> SoakRun | None:
+    """The soak of the report an earlier session saved (its `soak` document), back on the Test
+    step; None when the document is not one (a file edited by hand: nothing restored)."""
+    try:
+        pairs = [(str(a), str(b)) for a, b in document["pairs"]]
+        results = [Measurement.from_json(r) for r in document["results"]]
+        seconds = float(document["seconds"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    outcome = document.get("outcome")
+    history = document.get("history")
+    return SoakRun(pairs, seconds, results=results,
+                   outcome=outcome if outcome in ("done", "cancelled") else "cancelled",
+                   recorded=history if isinstance(history, dict) else None,
+                   resumed_at=saved_at, resumed_document=document)
 
 
 @dataclass
@@ -81,7 +104,8 @@ class TestState(StepState):
     #: clears both.
     resumed_at: str | None = field(default=None, metadata=KEEP_FOR_SITE)
     resumed_document: dict[str, Any] | None = field(default=None, metadata=KEEP_FOR_SITE)
-    #: The last soak (its own run: the matrix's results and Report do not include it)
+    #: The last soak: its own run, apart from the matrix's results; stored in the test history
+    #: as `test soak` is, and its own section of the Report
     soak: SoakRun | None = field(default=None, metadata=KEEP_FOR_SITE)
     soak_run: int = field(default=0, metadata=KEEP)
     #: The model "what this fabric buys you" predicts for (the Report's decode chart follows it)
@@ -224,8 +248,12 @@ class TestScreen(StepScreen, step="test", state=TestState):
         if soak is None:
             panel.display = False
             return
+        notes = [soak.history] if soak.history else []
+        if soak.resumed_at:
+            notes.append(f"From an earlier session (saved {soak.resumed_at}), restored from its "
+                         "report: s soaks again.")
         panel.show(soak.pairs, soak.seconds, soak.progress, soak.results, soak.outcome,
-                   self.wizard.busy("tests") and soak.outcome is None)
+                   self.wizard.busy("tests") and soak.outcome is None, notes)
 
     def _say(self, notice: Notice) -> None:
         session = self.session

@@ -1,5 +1,6 @@
 """The test history of the site on the Report step: a sparkline per link, as `strixwizard
-history` prints it, with the regressions against the last good run marked."""
+history` prints it, with the regressions against the last good run marked. On the demo, the
+demo's own history (`history --demo`): its soaks, measured on this machine's loopback."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from textual.content import Content
 from textual.widgets import Static
 
-from strixwizard.live.history import HistoryError, default_history_path
+from strixwizard.live.history import HistoryError, default_history_path, demo_history_path
 from strixwizard.live.trends import load_trends
 from strixwizard.model import Status
 from strixwizard.tui.text import outside
@@ -28,7 +29,7 @@ class HistorySparklines(Static):
 
     def show(self, site: str, demo: bool, path: Path | None = None) -> None:
         """Read the history (read-only) when the site or the file changed since last shown."""
-        where = path or default_history_path()
+        where = path or (demo_history_path() if demo else default_history_path())
         try:
             stamp = where.stat().st_mtime_ns if where.is_file() else None
         except OSError:
@@ -43,15 +44,19 @@ class HistorySparklines(Static):
     def _lines(site: str, demo: bool, where: Path, exists: bool) -> list[Content]:
         lines = [outside("History", "bold $text-accent")]
         if demo:
-            return [*lines, outside(f"{NB}demo runs replay recordings and are not stored in the history")]
-        if not exists:
+            lines.append(outside(f"{NB}replayed recordings are not stored in the history; what the "
+                                 "demo measures on this machine's loopback (a soak) is, in the "
+                                 "demo's own history"))
+            if not exists:
+                return lines
+        elif not exists:
             return [*lines, outside(f"{NB}no test run stored yet: each run of the Test step is")]
         try:
             trends = load_trends(where, site)
         except HistoryError as error:
             return [*lines, styled(f"{NB}{error}", Status.ERROR)]
         if not trends:
-            return [*lines, outside(f"{NB}no test run of site {site} stored yet")]
+            return lines if demo else [*lines, outside(f"{NB}no test run of site {site} stored yet")]
         width = max(len(t.label) for t in trends)
         for t in trends:
             latest = t.points[-1].figure if t.points else None

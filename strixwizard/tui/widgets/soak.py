@@ -167,7 +167,9 @@ class SoakPanel(Vertical):
 
     def show(self, pairs: Sequence[tuple[str, str]], seconds: float,
              progress: dict[tuple[str, str], SoakProgress], results: Sequence[Measurement],
-             outcome: str | None, running: bool) -> None:
+             outcome: str | None, running: bool, notes: Sequence[str] = ()) -> None:
+        """`notes`: where the soak was stored in the test history, or that it came from an
+        earlier session's report."""
         self.display = True
         head = self.query_one(".soak-head", Static)
         bars = self.query_one(".soak-progress", Static)
@@ -194,4 +196,4 @@ class SoakPanel(Vertical):
                 table.add_row(*row)
         paths = [f"{m.pair_label} over {m.path}" for m in results if m.kind == "soak" and m.path]
         counters = [m.summary for m in results if m.kind != "soak" and m.summary]
-        note.update(lines([*paths, *counters, RULE]))
+        note.update(lines([*paths, *counters, *notes, RULE]))
