@@ -33,6 +33,9 @@ class CliResult:
 #: The head's state folder (journals, dry runs, the demo's test history) for CLI runs whose test
 #: names none: one per test session, never this machine's own ~/.local/state.
 _STATE = tempfile.TemporaryDirectory(prefix="strixwizard-test-state-")
+#: The same for what runs inside the test process (the wizard under Pilot saves its resume file
+#: and stores its test runs there); a test that needs its own folder sets its own.
+os.environ["XDG_STATE_HOME"] = _STATE.name
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:

@@ -1,5 +1,5 @@
 """The Report step's history: the same sparklines and regressions as `strixwizard history`,
-from runs recorded through the real history API; the demo says its replayed runs are not stored,
+from runs recorded through the real history API; the demo says where its runs are stored,
 and shows its own history (the soaks it measured on loopback)."""
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def test_history_widget_shows_sparklines_and_the_regression(tmp_path: Path) -> N
 
 
 def test_history_widget_without_runs(tmp_path: Path) -> None:
-    assert "recordings are not stored in the history" in _shown("demo", True, tmp_path / "none.sqlite")
+    assert "the demo's runs are stored in the demo's own history" in _shown("demo", True,
+                                                                          tmp_path / "none.sqlite")
     assert "no test run stored yet" in _shown("lab", False, tmp_path / "none.sqlite")
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"junk" * 500)

@@ -114,3 +114,25 @@ def test_the_fix_steps_words_follow_the_counts() -> None:
         "shown as before → after under each node.")
     assert tally_words(one, 0, 0, "planning the fixes failed: X").endswith("; no plan: planning "
                                                                           "the fixes failed: X.")
+
+
+@sync
+async def test_a_demo_test_run_is_stored_in_the_demos_history_as_test_demo_stores_it(
+        state_home: Path) -> None:
+    """`strixwizard test --demo` stores its runs in demo-history.sqlite; the Test step's run on
+    the demo goes to the same file, and the Report's History panel says so."""
+    app = make_app(demo=True, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await after_the_tests(app, pilot)
+        await pilot.press(key_of("report"))
+        await settle(app, pilot)
+        history_panel = " ".join(str(app.screen.query_one("#report-history").render()).split())
+    assert "the demo's runs are stored in the demo's own history" in history_panel
+    done = run_cli("history", "--demo", "--json", env={"XDG_STATE_HOME": str(state_home)})
+    assert done.rc == 0, done.stderr
+    document = done.json()
+    assert document["history"] == str(state_home / "strixwizard" / "demo-history.sqlite")
+    links = document["links"]
+    assert links and {link["kind"] for link in links} >= {"latency"}
+    assert all(len(link["points"]) == 1 for link in links)  # one run, each link's figure once
+    assert not (state_home / "strixwizard" / "history.sqlite").exists()  # never a real site's

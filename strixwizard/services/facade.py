@@ -86,8 +86,14 @@ class Services:
         settings = SoakSettings(bytes=self.soak_bytes, seconds=seconds, progress=progress)
         return test.soak_stream(site, nodes, pairs, settings, cancel, demo, self.connector)
 
-    def store_tests(self, site: str, started_at: str, results: list[Measurement]) -> str:
-        return test.history_line(site, "wizard test", started_at, results)
+    def store_tests(self, site: str, started_at: str, results: list[Measurement],
+                    demo: bool = False) -> str:
+        """Store a finished Test step run; the demo's in the demo's own history, as
+        `strixwizard test --demo` stores its runs."""
+        from strixwizard.live.history import demo_history_path
+
+        return test.history_line(site, "wizard test", started_at, results,
+                                 demo_history_path() if demo else None)
 
     def store_soak(self, site: str, started_at: str, results: list[Measurement], demo: bool
                    ) -> tuple[str, dict[str, object] | None]:

@@ -732,8 +732,8 @@ class WizardApp(App[int]):
             if callable(close):
                 close()  # the runner stops every program still running
         history = None
-        if not demo and not cancel.cancelled:
-            history = self.services.store_tests(discovery.site.name, started_at, results)
+        if not cancel.cancelled:
+            history = self.services.store_tests(discovery.site.name, started_at, results, demo)
         self.post_message(m.TestsEnded(run, history))
 
     def on_run_soak(self, message: m.RunSoak) -> None:

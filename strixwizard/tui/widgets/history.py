@@ -1,6 +1,6 @@
 """The test history of the site on the Report step: a sparkline per link, as `strixwizard
 history` prints it, with the regressions against the last good run marked. On the demo, the
-demo's own history (`history --demo`): its soaks, measured on this machine's loopback."""
+demo's own history (`history --demo`): its Test step runs and soaks."""
 
 from __future__ import annotations
 
@@ -44,9 +44,8 @@ class HistorySparklines(Static):
     def _lines(site: str, demo: bool, where: Path, exists: bool) -> list[Content]:
         lines = [outside("History", "bold $text-accent")]
         if demo:
-            lines.append(outside(f"{NB}replayed recordings are not stored in the history; what the "
-                                 "demo measures on this machine's loopback (a soak) is, in the "
-                                 "demo's own history"))
+            lines.append(outside(f"{NB}the demo's runs are stored in the demo's own history, "
+                                 "never in a real site's"))
             if not exists:
                 return lines
         elif not exists:
