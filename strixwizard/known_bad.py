@@ -13,8 +13,9 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
+
+from strixwizard.files import package_text
 
 FORMAT = "strixwizard-known-bad/1"
 COMPONENTS = ("rdma-core", "linux-firmware", "kernel", "nic-firmware")
@@ -96,7 +97,7 @@ def parse_table(text: str) -> tuple[Entry, ...]:
 @cache
 def table() -> tuple[Entry, ...]:
     """The shipped table (read once)."""
-    text = resources.files("strixwizard").joinpath("data/known_bad.json").read_text("utf-8")
+    text = package_text("strixwizard", "data/known_bad.json")
     return parse_table(text)
 
 
