@@ -31,12 +31,16 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
 
 @dataclass(frozen=True)
 class Source:
+    """A public source of an entry: where, and what it says there."""
+
     url: str
     says: str
 
 
 @dataclass(frozen=True)
 class Entry:
+    """One entry of the known-bad table."""
+
     id: str
     component: str
     applies_to: dict[str, Any]

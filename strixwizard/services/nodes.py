@@ -41,6 +41,8 @@ Progress = Callable[[str, str, str], None]
 
 @dataclass(frozen=True)
 class RunRequest:
+    """What a command was asked to run on: a site file, an inventory, snapshots or the demo."""
+
     site_file: Path | None = None
     inventory: Path | None = None
     snapshots: Sequence[Path] = field(default_factory=tuple)
