@@ -10,13 +10,19 @@ so nothing is written beside the sources), filled by the warm-up runs. With `--w
 in a fresh virtualenv with the wheel installed (built from a copy of the tracked sources), as
 a user's install has it: no editable-install finder in the way.
 
-    python benchmarks/doctor_startup.py [--runs 15] [--wheel]
+The two commands run in turn (doctor, import yaml, doctor, ...), so both medians see the same
+load. `--instructions` also counts the instructions of one run of each under valgrind's
+callgrind: a figure that does not move with the machine's load (the time does, a lot, on a
+shared machine), and the ratio of the two.
+
+    python benchmarks/doctor_startup.py [--runs 15] [--wheel] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -27,18 +33,35 @@ import time
 from pathlib import Path
 
 
-def _median_seconds(argv: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
-    """Median wall and CPU seconds of `runs` runs of `argv`."""
-    walls, cpus = [], []
+def _median_seconds(argvs: list[list[str]], runs: int, env: dict[str, str]
+                    ) -> list[tuple[float, float]]:
+    """Median wall and CPU seconds of each of `argvs` over `runs` rounds, one run of each per
+    round (in turn, so that each sees the same load)."""
+    walls: list[list[float]] = [[] for _ in argvs]
+    cpus: list[list[float]] = [[] for _ in argvs]
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
-                       env=env)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+        for index, argv in enumerate(argvs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                           env=env)
+            walls[index].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[index].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return [(statistics.median(w), statistics.median(c)) for w, c in zip(walls, cpus, strict=True)]
+
+
+def _instructions(argv: list[str], env: dict[str, str], work: str) -> int:
+    """Instructions one run of `argv` executes, counted by valgrind's callgrind."""
+    log = os.path.join(work, "callgrind.log")
+    subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                    f"--log-file={log}", *argv], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False, env=env, timeout=600)
+    with open(log, encoding="utf-8") as handle:
+        found = re.search(r"Collected : (\d+)", handle.read())
+    if found is None:
+        raise SystemExit(f"valgrind counted nothing (see {log})")
+    return int(found.group(1))
 
 
 def _wheel_python(work: Path, env: dict[str, str]) -> str:
@@ -66,28 +89,35 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--wheel", action="store_true",
                         help="measure an installed wheel in a fresh virtualenv (builds one)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the instructions of one run of each (needs valgrind)")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind")
     with tempfile.TemporaryDirectory(prefix="strixwizard-startup-") as work:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         python = _wheel_python(Path(work), env) if args.wheel else sys.executable
-        _measure(python, args.runs, os.path.join(work, "pycache"))
+        _measure(python, args.runs, work, args.instructions)
 
 
-def _measure(python: str, runs: int, cache: str) -> None:
+def _measure(python: str, runs: int, work: str, instructions: bool) -> None:
     doctor_argv = [python, "-m", "strixwizard", "doctor", "--demo", "--json"]
     yaml_argv = [python, "-c", "import yaml"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = cache
-    for argv in (doctor_argv, yaml_argv):  # warm the OS caches and write the bytecode
-        _median_seconds(argv, 2, env)
-    doctor, doctor_cpu = _median_seconds(doctor_argv, runs, env)
-    baseline, baseline_cpu = _median_seconds(yaml_argv, runs, env)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
+    _median_seconds([doctor_argv, yaml_argv], 2, env)  # warm the OS caches, write the bytecode
+    (doctor, doctor_cpu), (baseline, baseline_cpu) = _median_seconds([doctor_argv, yaml_argv],
+                                                                      runs, env)
     print(f"{python}")
     print(f"doctor --demo --json   : {doctor * 1000:7.1f} ms wall, {doctor_cpu * 1000:7.1f} ms CPU "
           f"(medians of {runs})")
     print(f"python -c 'import yaml': {baseline * 1000:7.1f} ms wall, {baseline_cpu * 1000:7.1f} ms CPU")
     print(f"ratio                  : {doctor / baseline:7.2f} wall, {doctor_cpu / baseline_cpu:7.2f} CPU"
           "  (aim: < 4; doctor aim: < 500 ms)")
+    if instructions:
+        doctor_ir, baseline_ir = (_instructions(argv, env, work) for argv in (doctor_argv, yaml_argv))
+        print(f"instructions           : {doctor_ir / 1e6:7.1f} M doctor, {baseline_ir / 1e6:7.1f} M "
+              f"import yaml, ratio {doctor_ir / baseline_ir:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,29 @@
-"""The head's own private folders: journals, dry-run copies, history (0700, as the README says)."""
+"""The head's own private folders: journals, dry-run copies, history (0700, as the README says),
+and the data files shipped inside the packages."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from pathlib import Path
+
+
+def package_text(package: str, name: str) -> str:
+    """The text of `name` (a `/`-separated path) shipped in `package`, as
+    `importlib.resources` reads it. A package installed as files (a wheel, a checkout) is read
+    straight from its folder: `importlib.resources` loads a dozen modules (tempfile and zipfile
+    among them), a tenth of `doctor`'s start-up; it stays the way for any other loader."""
+    module = sys.modules.get(package) or importlib.import_module(package)
+    origin = getattr(module, "__file__", None)
+    if origin is not None:
+        path = os.path.join(os.path.dirname(origin), *name.split("/"))
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                return handle.read()
+    from importlib import resources
+
+    return resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
 def private_dir(path: Path) -> Path:

@@ -13,8 +13,9 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
+
+from strixwizard.files import package_text
 
 FORMAT = "strixwizard-known-bad/1"
 COMPONENTS = ("rdma-core", "linux-firmware", "kernel", "nic-firmware")
@@ -30,12 +31,16 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
 
 @dataclass(frozen=True)
 class Source:
+    """A public source of an entry: where, and what it says there."""
+
     url: str
     says: str
 
 
 @dataclass(frozen=True)
 class Entry:
+    """One entry of the known-bad table."""
+
     id: str
     component: str
     applies_to: dict[str, Any]
@@ -96,7 +101,7 @@ def parse_table(text: str) -> tuple[Entry, ...]:
 @cache
 def table() -> tuple[Entry, ...]:
     """The shipped table (read once)."""
-    text = resources.files("strixwizard").joinpath("data/known_bad.json").read_text("utf-8")
+    text = package_text("strixwizard", "data/known_bad.json")
     return parse_table(text)
 
 

@@ -79,6 +79,8 @@ def with_aliases(document: dict[str, Any], item_id: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class FixRef:
+    """What doctor says of a fix: its id, summary, and whether it is reversible or needs a reboot."""
+
     id: str
     summary: str
     reversible: bool
@@ -87,6 +89,8 @@ class FixRef:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One verdict of a check on one entity (a node, a port, a link, the site)."""
+
     id: str
     title: str
     host: str | None  # None for a link or site-wide check
@@ -107,6 +111,8 @@ class CheckResult:
 
 @dataclass
 class HostReport:
+    """A node as a run reached it (or why it could not), with a summary of its facts."""
+
     name: str
     address: str
     source: str  # "local", "snapshot" or "ssh"

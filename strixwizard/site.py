@@ -142,6 +142,8 @@ STANDARD_TAGS = frozenset(
 
 @dataclass(frozen=True)
 class NodeSpec:
+    """A node of a site file: how to reach it, and its fabric address."""
+
     name: str
     host: str | None = None  # SSH address, or "local" for this machine
     user: str = "root"
@@ -186,6 +188,8 @@ class Fabric:
 
 @dataclass(frozen=True)
 class Thresholds:
+    """The site file's pass marks for latency, bandwidth and GTT size."""
+
     rdma_latency_us: float = 8.0
     tcp_latency_us: float = 150.0
     bandwidth_fraction: float = 0.8  # of the link's rate
@@ -200,6 +204,8 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class SshSettings:
+    """The site file's SSH settings: known hosts, timeouts, parallelism."""
+
     known_hosts: str = "~/.ssh/known_hosts"
     connect_timeout: float = 5.0  # seconds to reach a node's sshd
     deadline: float = 60.0  # seconds for a node's whole collection
@@ -214,6 +220,8 @@ class SshSettings:
 
 @dataclass(frozen=True)
 class Site:
+    """A site: its nodes, its fabric, its thresholds and its SSH settings."""
+
     name: str
     nodes: tuple[NodeSpec, ...] = ()
     fabric: Fabric = field(default_factory=Fabric)

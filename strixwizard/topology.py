@@ -131,6 +131,8 @@ def in_use(fabric: FabricPort) -> bool:
 
 @dataclass(frozen=True)
 class Link:
+    """A link between two nodes' fabric ports, its transport, and the evidence for it."""
+
     a: FabricPort
     b: FabricPort
     transport: str
@@ -209,6 +211,8 @@ def classify(a: FabricPort, b: FabricPort) -> tuple[str, bool]:
 
 @dataclass
 class Topology:
+    """The nodes, the links found between them, and each node's fabric ports."""
+
     nodes: list[NodeFacts]
     links: list[Link] = field(default_factory=list)
     fabric: dict[str, tuple[FabricPort, ...]] = field(default_factory=dict)

@@ -40,9 +40,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, overload
 
+from strixwizard.files import package_text
 from strixwizard.model import Finding, Severity, Status
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def catalog() -> dict[str, Entry]:
     import yaml
 
     package, name = CATALOG
-    text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    text = package_text(package, name)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     raw = yaml.load(text, Loader=loader)
     where = "/".join(CATALOG)

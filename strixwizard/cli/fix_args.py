@@ -1,4 +1,4 @@
-"""The `strixwizard fix` command line. argparse only: `doctor` builds this parser too."""
+"""The `strixwizard fix` command line. argparse only: `strixwizard --help` builds this parser too."""
 
 from __future__ import annotations
 

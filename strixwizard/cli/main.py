@@ -15,6 +15,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from strixwizard import __version__
 from strixwizard.cli.options import add_site_options, add_soft_rdma_option, node_printer
@@ -23,7 +24,10 @@ from strixwizard.services.common import node_progress
 from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. With `command`, only that command's parser is under it: a
+    command line that starts with the command word needs no other (`doctor` builds neither
+    the eight others nor imports their modules)."""
     parser = argparse.ArgumentParser(
         prog="strixwizard",
         description="Set up and verify an RDMA cluster of AMD Strix Halo nodes.",
@@ -40,7 +44,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="open the wizard on this site file (default: ./site.yaml if present; "
                         "a command takes its own, after it: `strixwizard doctor --site FILE`)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="strixwizard")
+    for name, register in _COMMANDS.items():  # in this order in --help
+        if command in (None, name):
+            register(commands)
+    return parser
 
+
+def _add_doctor(commands: Any) -> None:
     doctor = commands.add_parser(
         "doctor",
         help="check nodes and links; exit 0 ok, 1 a failure, 2 no verdict",
@@ -76,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
                         "ones too); without it one line per area, then the failures")
     add_soft_rdma_option(doctor, "judge links on")
 
+
+def _add_capture(commands: Any) -> None:
     capture = commands.add_parser(
         "capture",
         help="record nodes as snapshots (support bundle, replayable offline)",
@@ -96,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                          "and user names replaced by tokens, the same value by the same token (links "
                          "still pair, verdicts replay the same); the map stays beside it, private")
 
+
+def _add_init(commands: Any) -> None:
     init = commands.add_parser(
         "init",
         help="write a site file for a new site",
@@ -127,6 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     timer.add_argument("--unit-dir", type=Path, metavar="DIR",
                        help="where to write the two units (default: this folder)")
 
+
+def _add_explain(commands: Any) -> None:
     explain = commands.add_parser(
         "explain", help="what a check or fix is for, how to fix by hand, sources",
         description="The page of a check or a fix: what it checks and reads, why it matters "
@@ -136,26 +152,43 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--list", action="store_true", help="list every check and fix id")
     explain.add_argument("--json", action="store_true", help="the page as JSON")
 
-    from strixwizard.cli.fix_args import add_fix_parser  # argparse only: doctor stays light
+
+def _add_fix(commands: Any) -> None:
+    from strixwizard.cli.fix_args import add_fix_parser  # argparse only
 
     add_fix_parser(commands)
 
-    from strixwizard.cli.deploy import register as add_deploy_parser  # argparse only
 
-    add_deploy_parser(commands)
+def _add_deploy(commands: Any) -> None:
+    from strixwizard.cli.deploy import register  # argparse only
 
-    from strixwizard.cli.live import register as add_test_parser  # argparse only
+    register(commands)
 
-    add_test_parser(commands)
 
-    from strixwizard.cli.history import register as add_history_parser  # argparse only
+def _add_test(commands: Any) -> None:
+    from strixwizard.cli.live import register  # argparse only
 
-    add_history_parser(commands)
+    register(commands)
 
-    from strixwizard.cli.advise import register as add_advise_parser  # argparse only
 
-    add_advise_parser(commands)
-    return parser
+def _add_history(commands: Any) -> None:
+    from strixwizard.cli.history import register  # argparse only
+
+    register(commands)
+
+
+def _add_advise(commands: Any) -> None:
+    from strixwizard.cli.advise import register  # argparse only
+
+    register(commands)
+
+
+#: Each command and what adds its parser, in the order `strixwizard --help` lists them.
+_COMMANDS: dict[str, Callable[[Any], None]] = {
+    "doctor": _add_doctor, "capture": _add_capture, "init": _add_init, "explain": _add_explain,
+    "fix": _add_fix, "deploy": _add_deploy, "test": _add_test, "history": _add_history,
+    "advise": _add_advise,
+}
 
 
 def _split_ids(values: Sequence[str], flag: str) -> list[str]:
@@ -489,8 +522,8 @@ def _on_this_machine_only(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
     words = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
     _check_command_line(parser, words)
     args = parser.parse_args(words)
     args.argv = words  # what was run, for next-step commands

@@ -66,6 +66,8 @@ TCP_REORDERING = file_output("sysctl.tcp_reordering", TCP_REORDERING_PATH, parse
 
 @dataclass(frozen=True)
 class Bond:
+    """A bonding interface, its mode and its slaves."""
+
     name: str
     mode: str | None  # None: the mode file was not readable
     slaves: tuple[str, ...]

@@ -19,6 +19,8 @@ _IGPU = re.compile(r"radeon\s+(?P<gpu>\d{4}S)\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class CpuInfo:
+    """The CPU as /proc/cpuinfo describes it."""
+
     vendor: str
     family: int | None
     model: int | None

@@ -22,6 +22,8 @@ from strixwizard.probe import Probe
 
 @dataclass(frozen=True)
 class DcbInfo:
+    """An interface's DCB settings as `dcb` reports them: PFC, ETS, the APP table, trust."""
+
     netdev: str
     pfc_enabled: tuple[int, ...] | None  # priorities with PFC on; None = unknown
     pfc_note: str  # why pfc_enabled is unknown

@@ -26,6 +26,8 @@ COUNTERS = {
 
 @dataclass(frozen=True)
 class Congestion:
+    """What a NIC's driver exposes of ECN congestion control (DCQCN)."""
+
     source: str | None  # "mlx5 sysfs", "irdma configfs", or None when nothing is exposed
     notify_priorities: tuple[int, ...] | None = None  # mlx5 roce_np enabled priorities
     react_priorities: tuple[int, ...] | None = None  # mlx5 roce_rp enabled priorities

@@ -16,6 +16,8 @@ from strixwizard.probe import Probe
 
 @dataclass(frozen=True)
 class DriverInfo:
+    """`ethtool -i`: the driver, its version, the firmware, the bus address."""
+
     driver: str | None
     version: str | None
     firmware: str | None  # "4.91 0x800214b5 1.3909.0"
@@ -24,6 +26,8 @@ class DriverInfo:
 
 @dataclass(frozen=True)
 class Pause:
+    """`ethtool -a`: link-level pause frames (None: not reported)."""
+
     autoneg: bool | None
     rx: bool | None
     tx: bool | None

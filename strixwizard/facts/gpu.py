@@ -23,6 +23,8 @@ def gfx_name(target_version: int) -> str:
 
 @dataclass(frozen=True)
 class KfdGpu:
+    """A GPU node of the KFD topology (what ROCm sees)."""
+
     node: int
     gfx_target: str
     simd_count: int
@@ -32,6 +34,8 @@ class KfdGpu:
 
 @dataclass(frozen=True)
 class GpuInfo:
+    """The iGPU on the PCI bus and the GPUs ROCm sees through KFD."""
+
     pci: PciDevice | None  # the Strix Halo iGPU on the PCI bus, if present
     kfd_gpus: tuple[KfdGpu, ...]  # GPU nodes ROCm can see; empty without amdgpu/KFD
     kfd_present: bool

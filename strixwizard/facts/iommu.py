@@ -15,6 +15,8 @@ from strixwizard.facts.kernel import KernelInfo
 
 @dataclass(frozen=True)
 class IommuMode:
+    """The IOMMU's mode, and the kernel parameter that decided it."""
+
     mode: str  # "passthrough", "off" or "translated"
     source: str  # the parameter that decided it, or "default"
 

@@ -13,6 +13,8 @@ from strixwizard.probe import Probe
 
 @dataclass(frozen=True)
 class KernelInfo:
+    """The running kernel, its command line, and the OS it belongs to."""
+
     release: str | None  # "6.18.5-200.fc43.x86_64"
     cmdline: tuple[str, ...]  # words of /proc/cmdline
     os_name: str | None  # PRETTY_NAME from /etc/os-release

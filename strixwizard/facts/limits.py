@@ -19,6 +19,8 @@ from strixwizard.probe import Probe
 
 @dataclass(frozen=True)
 class Memlock:
+    """The locked-memory limit (RLIMIT_MEMLOCK) a login gets."""
+
     soft: int | None  # bytes; None = unlimited
     hard: int | None
 

@@ -14,6 +14,8 @@ PAGE_BYTES = 4096
 
 @dataclass(frozen=True)
 class MemoryInfo:
+    """System RAM and what the iGPU may use of it (GTT, VRAM carve-out, TTM limit)."""
+
     total_bytes: int | None  # MemTotal
     gtt_bytes: int | None  # amdgpu mem_info_gtt_total of the iGPU card
     vram_bytes: int | None  # the BIOS carve-out (mem_info_vram_total)

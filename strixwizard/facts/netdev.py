@@ -28,6 +28,8 @@ IPOIB_CONNECTED_MAX_MTU = 65520
 
 @dataclass(frozen=True)
 class IpAddress:
+    """One address of an interface, as `ip -j addr` gives it."""
+
     family: str  # "inet" or "inet6"
     address: str
     prefixlen: int
@@ -53,6 +55,8 @@ class IpLink:
 
 @dataclass(frozen=True)
 class Netdev:
+    """A network interface: where it sits (bus, driver), its MTU, state and addresses."""
+
     name: str
     sysfs_path: str | None  # /sys/devices/.../net/IF
     bus: str  # "pci", "thunderbolt", "usb", "virtual" or "unknown"

@@ -39,6 +39,8 @@ def lane_gbps(gts: float) -> float:
 
 @dataclass(frozen=True)
 class PcieLink:
+    """A PCIe link's current and maximum speed and width."""
+
     speed_gts: float | None
     width: int | None
     max_speed_gts: float | None
@@ -115,6 +117,8 @@ def pcie_tunnel(probe: Probe, address: str) -> PcieTunnel | None:
 
 @dataclass(frozen=True)
 class Nic:
+    """A network controller on the PCI bus, its NIC family and model, and its interfaces."""
+
     pci: PciDevice
     family: str  # a `strixwizard.vendors` family: "e810", "connectx", "connectx3"...; "other"
     model: str

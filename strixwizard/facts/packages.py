@@ -78,6 +78,8 @@ DPKG_QUERY: Output[tuple[tuple[str, str], ...]] = command_output(
 
 @dataclass(frozen=True)
 class Packages:
+    """Installed versions of the packages the checks name."""
+
     versions: dict[str, str]  # package -> installed version (rpm: VERSION-RELEASE)
     manager: str | None  # "rpm" or "dpkg"; None when neither answered
     note: str  # why a version is unknown, when it is

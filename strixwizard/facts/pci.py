@@ -21,6 +21,8 @@ def _hex_id(text: str | None) -> int | None:
 
 @dataclass(frozen=True)
 class PciDevice:
+    """A PCI function: address, ids, class and bound driver."""
+
     address: str  # "0000:c2:00.0"
     vendor: int
     device: int

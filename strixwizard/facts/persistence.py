@@ -46,6 +46,8 @@ NETWORKD_DIR = "/etc/systemd/network"
 
 @dataclass(frozen=True)
 class Persistence:
+    """How settings survive a reboot here: init, network managers, boot entry, our own files and units."""
+
     init: str | None  # "systemd", another init's name, or None when unknown
     nm_connections: dict[str, str] | None  # netdev → NetworkManager connection; None: no nmcli
     networkd_files: dict[str, str]  # netdev → .network file networkd applied to it

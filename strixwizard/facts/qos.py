@@ -28,6 +28,8 @@ _TCLASS = re.compile(r"^Global tclass=(-?\d+)\s*$")
 
 @dataclass(frozen=True)
 class MlnxQos:
+    """`mlnx_qos -i IF`: trust, DCBX mode, PFC and the priority to traffic-class map."""
+
     trust: str | None  # "dscp" or "pcp"
     dcbx_mode: str | None  # "OS controlled", "Firmware controlled"
     pfc_enabled: tuple[int, ...] | None  # priorities with PFC on
@@ -61,6 +63,8 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
 
 @dataclass(frozen=True)
 class TrafficClass:
+    """The ToS byte RoCE traffic of an RDMA device is sent with."""
+
     global_tclass: int | None  # the ToS byte RoCE traffic is sent with; None: not set
 
     @property

@@ -46,6 +46,8 @@ def roce_active_mtu(netdev_mtu: int, max_mtu: int | None) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Gid:
+    """One entry of an RDMA port's GID table."""
+
     index: int
     gid: str  # as sysfs prints it: "0000:0000:0000:0000:0000:ffff:c0a8:6401"
     type: str | None  # "RoCE v2", "IB/RoCE v1"; None when not readable
@@ -68,6 +70,8 @@ class Gid:
 
 @dataclass(frozen=True)
 class RdmaPort:
+    """A port of an RDMA device: state, link layer, rate, MTU and GIDs."""
+
     device: str
     number: int
     state: str | None  # "ACTIVE", "DOWN", "INIT", "ARMED"
@@ -110,6 +114,8 @@ class RdmaPort:
 
 @dataclass(frozen=True)
 class RdmaDevice:
+    """An RDMA device (hardware, USB4, rxe or siw) and its ports."""
+
     name: str
     kind: str  # "hardware", "usb4", "rxe", "siw"
     node_type: str | None  # "CA" (IB/RoCE) or "RNIC" (iWARP)
@@ -130,6 +136,8 @@ class RdmaDevice:
 
 @dataclass(frozen=True)
 class DevinfoPort:
+    """A port as `ibv_devinfo -v` reports it."""
+
     state: str | None
     active_mtu: int | None
     max_mtu: int | None

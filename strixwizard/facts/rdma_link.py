@@ -16,6 +16,8 @@ from strixwizard.facts.outputs import Output, command_output
 
 @dataclass(frozen=True)
 class RdmaLink:
+    """One line of `rdma link`: a port, its states and its interface."""
+
     device: str
     port: int
     state: str | None

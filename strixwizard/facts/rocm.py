@@ -33,6 +33,8 @@ RCCL_PATTERN = r"amdgcn-amd-amdhsa--gfx\w+|CCOB"  # no [ ] * ?: argv stays glob-
 
 @dataclass(frozen=True)
 class RcclInfo:
+    """The RCCL library found and the GPU targets it was built for."""
+
     library: str | None  # the library examined; None when none was found
     targets: tuple[str, ...]  # gfx targets seen in plain-text bundle ids
     compressed: bool  # compressed bundles seen (their targets are not visible)
@@ -50,6 +52,8 @@ class RcclInfo:
 
 @dataclass(frozen=True)
 class RocmInfo:
+    """The installed ROCm version and its RCCL."""
+
     version_text: str | None  # "7.2.0-43"
     rccl: RcclInfo
 

@@ -26,6 +26,8 @@ _ROUTER = re.compile(r"^\d+-[0-9a-f]+$")
 
 @dataclass(frozen=True)
 class TbPeer:
+    """A device or host at the other end of a USB4/Thunderbolt port."""
+
     name: str  # "0-1"
     kind: str  # "xdomain" (another host) or "device"
     device_name: str | None
@@ -43,6 +45,8 @@ class TbPeer:
 
 @dataclass(frozen=True)
 class Usb4Info:
+    """USB4 host routers, their generation, and the peers connected."""
+
     routers: tuple[PciDevice, ...]  # USB4 host routers on PCI
     host_generation: int | None
     peers: tuple[TbPeer, ...]

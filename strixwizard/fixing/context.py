@@ -14,6 +14,8 @@ from strixwizard.topology import FabricPort, Link, Topology
 
 @dataclass(frozen=True)
 class PlanContext:
+    """What a fix plans from: the site, the nodes' facts, the topology, and the user's choices."""
+
     site: Site
     nodes: tuple[NodeFacts, ...]
     topology: Topology

@@ -56,6 +56,8 @@ class Read:
 
 @dataclass(frozen=True)
 class Step:
+    """One change to a node: what it changes, how it reads it back, before and after."""
+
     kind: Kind
     target: str  # what is changed: a netdev, a path, a device
     summary: str  # one line for people
@@ -148,6 +150,8 @@ class Plan:
 
 @dataclass
 class SitePlan:
+    """The plans of every node of a site, and the nodes that could not be planned."""
+
     site: str
     plans: list[Plan] = field(default_factory=list)
     unreachable: dict[str, str] = field(default_factory=dict)  # node → why it was not planned

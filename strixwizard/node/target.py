@@ -41,6 +41,8 @@ def ssh_parallel(site: Site | None = None) -> int:
 
 @dataclass(frozen=True)
 class SshTarget:
+    """A node reached over SSH, and how."""
+
     name: str
     host: str
     user: str = "root"

@@ -16,6 +16,8 @@ TEST_LEVELS = ("quick", "medium", "long")
 
 @dataclass(frozen=True)
 class DoctorLevel:
+    """A doctor run level: what it leaves out to read less."""
+
     name: str
     #: Checks this level leaves out, and the collected command outputs only they read (so a
     #: node over SSH is not asked for them either).
@@ -26,6 +28,8 @@ class DoctorLevel:
 
 @dataclass(frozen=True)
 class TestLevel:
+    """A test run level: how long and how much each measurement runs."""
+
     name: str
     seconds: float  # the time bound of each timed loop (--seconds)
     references: bool  # sockperf/qperf beside our own ping-pong

@@ -41,6 +41,8 @@ Progress = Callable[[str, str, str], None]
 
 @dataclass(frozen=True)
 class RunRequest:
+    """What a command was asked to run on: a site file, an inventory, snapshots or the demo."""
+
     site_file: Path | None = None
     inventory: Path | None = None
     snapshots: Sequence[Path] = field(default_factory=tuple)
@@ -165,11 +167,13 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     site = resolve_site(request)
     nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector,
                        spec=request.spec) if site else []
-    from strixwizard.services.capture import replayed_site
-
     taken = {n.report.name for n in nodes}
     loaded = [(path, _load_snapshot(path)) for path in request.snapshots]
-    bundle = replayed_site(loaded) if site is None else None  # a site's bundle: the same site
+    bundle = None
+    if site is None and loaded:  # a site's bundle: the same site
+        from strixwizard.services.capture import replayed_site  # and tempfile: not for a site
+
+        bundle = replayed_site(loaded)
     for index, (path, probe) in enumerate(loaded):
         name = _unique(bundle.nodes[index].name if bundle else _snapshot_name(probe.host, path, index),
                        taken)

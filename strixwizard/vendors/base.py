@@ -24,6 +24,8 @@ class Note:
 
 @dataclass(frozen=True)
 class Model:
+    """A NIC model of a family: PCI device id, name, nominal speed."""
+
     device: int  # PCI device id
     name: str  # "E810-C QSFP"
     gbps: int | None  # nominal port speed
@@ -89,6 +91,8 @@ class Qos:
 
 @dataclass(frozen=True)
 class Vendor:
+    """A NIC family: its models, and the rules and tools it declares."""
+
     family: str  # stable key: "e810", "connectx", "connectx3", "infiniband", ...
     name: str  # "Intel E810", for messages
     short: str  # "E810", for terse messages
