@@ -35,3 +35,10 @@ def private_dir(path: Path) -> Path:
     if path.stat().st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
+
+
+def display_path(path: Path | str) -> str:
+    """A path as people read it: the home folder shown as `~`."""
+    text = str(path)
+    home = str(Path.home())
+    return "~" + text[len(home):] if home != "/" and (text == home or text.startswith(home + "/")) else text

@@ -102,10 +102,11 @@ def test_fixes_survive_a_reboot_and_their_rollback_survives_the_next(
             "1500", "absent", "", "systemd")
         assert state["memlock"] != "unlimited"
     only = [arg for fix_id in FIXES for arg in ("--only", fix_id)]
-    applied = fix("--site", str(site), *only, "--apply", "--journal-dir", journals)["apply"]
+    document = fix("--site", str(site), *only, "--apply", "--journal-dir", journals)
+    applied = document["apply"]
     assert applied["status"] == "applied", applied
     assert {(n["node"], n["status"]) for n in applied["nodes"]} == {("vm0", "applied"),
-                                                                   ("vm1", "applied")}
+                                                                   ("vm1", "applied")}, document
     verdicts = {(v["fix"], v["node"]): v["status"] for v in applied["verification"]}
     for vm in bootvms.vms:
         assert verdicts[("net.mtu", vm.name)] == "cured"  # rxe's active_mtu 1024 warned before

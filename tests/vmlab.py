@@ -87,6 +87,8 @@ BUSYBOX = Path("/bin/busybox")
 SSHD = "/usr/sbin/sshd"
 QEMU = "qemu-system-x86_64"
 RDMA_DEVICE = "rxe0"
+#: seconds between the fabric netdev coming up and rxe0 registering, on systemd VMs
+RDMA_REGISTER_GAP_S = 3
 FABRIC_NETDEV = "eth0"
 #: the guest address user-mode networking forwards to
 GUEST_MGMT_ADDR = "10.0.2.15"
@@ -856,8 +858,13 @@ def _fabric_script(vm: Vm) -> str:
         lines += [
             f"ip addr add {vm.fabric_addr}/24 dev {FABRIC_NETDEV} 2>/dev/null;"
             f" ip link set {FABRIC_NETDEV} up",
+            # A real NIC's RDMA device registers after its netdev (rdma-core's udev rule loads
+            # mlx5_ib on the netdev's add event); the lab makes that gap certain, so a boot-time
+            # unit bound to the netdev that needs the RDMA device meets it on every boot (CI
+            # once found the rdma_cm unit had run before rxe0 existed)
             f"[ -d /sys/class/infiniband/{RDMA_DEVICE} ] ||"
-            f" rdma link add {RDMA_DEVICE} type rxe netdev {FABRIC_NETDEV}",
+            f" {{ sleep {RDMA_REGISTER_GAP_S}; rdma link add {RDMA_DEVICE} type rxe netdev"
+            f" {FABRIC_NETDEV}; }}",
         ]
     return "\n".join([*lines, "ip -br link", "exit 0", ""])
 

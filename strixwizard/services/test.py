@@ -296,7 +296,9 @@ def store(site: str, command: str, started_at: str, results: list[Measurement],
         note = f"; {len(compared)} figure(s) compared with the last good run, none worse"
     else:
         note = "; no earlier good run to compare with"
-    return f"Stored in the test history {recorded.path}{note}.", recorded
+    from strixwizard.files import display_path
+
+    return f"Stored in the test history {display_path(recorded.path)}{note}.", recorded
 
 
 def history_line(site: str, command: str, started_at: str, results: list[Measurement],

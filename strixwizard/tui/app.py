@@ -325,8 +325,8 @@ class WizardApp(App[int]):
 
     def action_help(self) -> None:
         """The help screen: keys, steps, verdicts and where files go."""
+        from strixwizard.files import display_path
         from strixwizard.fixing.journal import default_journal_dir
-        from strixwizard.tui.saved import display_path
         from strixwizard.tui.widgets.help import HelpScreen, help_content
 
         if isinstance(self.screen, HelpScreen):

@@ -58,12 +58,6 @@ def write_private(path: Path, text: str) -> None:
     write_durably(path, text, mode=0o600)
 
 
-def display_path(path: Path | str) -> str:
-    """A path as people read it: the home folder shown as `~`."""
-    text = str(path)
-    home = str(Path.home())
-    return "~" + text[len(home):] if home != "/" and (text == home or text.startswith(home + "/")) else text
-
 
 def state_path(site_file: Path | None, demo: bool) -> Path:
     if demo or site_file is None:

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from strixwizard.files import display_path
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import Site
-from strixwizard.tui.saved import WizardState, display_path, output_dir
+from strixwizard.tui.saved import WizardState, output_dir
 from strixwizard.tui.steps import later_steps
 
 KEEP = {"keep": True}  # field metadata: kept when the step is reset (e.g. sparkline history)

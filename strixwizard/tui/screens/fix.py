@@ -11,12 +11,12 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from strixwizard.files import display_path
 from strixwizard.fixing.model import SitePlan
 from strixwizard.model import CheckResult
 from strixwizard.services.fix import Applied, Tally, changed_nodes, tally
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
-from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
@@ -95,7 +95,9 @@ def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None
             else "Discover finds no problem")
 
     def ids(names: tuple[str, ...]) -> str:
-        return ", ".join(sorted(set(names)))
+        """Each check id once, with how many of the problems it raised (`link.transport: 2`)."""
+        return ", ".join(name if names.count(name) == 1 else f"{name}: {names.count(name)}"
+                         for name in sorted(set(names)))
 
     if plan_error is not None:
         return f"{head}; no plan: {plan_error}."

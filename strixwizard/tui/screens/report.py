@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from strixwizard.decode.fabric import on_loopback
+from strixwizard.files import display_path
 from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
 from strixwizard.tui.export import save_report
@@ -28,7 +29,6 @@ from strixwizard.tui.extras import (
 from strixwizard.tui.fit import hang
 from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import SaveProgress
-from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.deploy import DeployState

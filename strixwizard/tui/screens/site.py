@@ -14,11 +14,11 @@ from textual.widgets import Button, DataTable, Input, Label, Static
 
 from strixwizard.cli.init import parse_node_argument, write_site_file
 from strixwizard.errors import UsageError
+from strixwizard.files import display_path
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import NodeSpec
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import OpenSite, TestSsh
-from strixwizard.tui.saved import display_path
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.text import outside, paragraph
 from strixwizard.tui.widgets.notice import Notice
