@@ -39,7 +39,7 @@ from tests.test_llama_rdma_vm import (
     running,
     stage_llama,
 )
-from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, vm_lab_fixture
+from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, persisted_bytecode, vm_lab_fixture
 
 bootvms = vm_lab_fixture(2, name="bootvms", init="systemd")
 CLI_TIMEOUT = 900.0
@@ -190,7 +190,7 @@ def prom_after_boot(lab: VmLab, vm: Vm, booted: float) -> str:
 
 
 def test_init_timer_units_start_at_boot_and_their_removal_survives_the_next(
-        bootvms: VmLab) -> None:
+        bootvms: VmLab, tmp_path: Path) -> None:
     """`init --timer` run in vm0 (this machine's tree is the VM's lower layer, so the same
     interpreter and package are there) for a one-node site (`host: local`); enabled as the
     command prints; through a reboot the timer is active and its doctor run of the new boot
@@ -232,6 +232,8 @@ def test_init_timer_units_start_at_boot_and_their_removal_survives_the_next(
     seen = bootvms.run(vm, f"cat {PROBE_OUT}", timeout=30).stdout
     assert f" {vm.fabric_addr}/24 " in seen, seen  # up before network-online.target
     text = prom_after_boot(bootvms, vm, booted)
+    # the doctor runs imported the package in the VM; it wrote no bytecode of its own
+    assert persisted_bytecode(vm.disk, tmp_path / "upper") == []
     print(f"\ninit --timer: reboot, then the timer's first doctor run wrote {TEXTFILE} "
           f"{time.monotonic() - begun:.1f} s after `systemctl reboot`")
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value

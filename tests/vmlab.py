@@ -113,6 +113,14 @@ BASE_CMDLINE = "console=ttyS0 panic=-1 loglevel=4 net.ifnames=0"
 _CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.:,=/+-]{1,200}")
 _RESERVED = ("init=", "rdinit=", "console=", "root=", "vmlab.", "panic=", "systemd.unit=")
 REBOOT_TIMEOUT = 240.0
+#: Python in a VM (SSH sessions, systemd units) writes no bytecode: an overlay's lower layer must
+#: not change while mounted (this machine's tree), and a .pyc the VM wrote to its persistent
+#: layer shortly before a reboot was once read back truncated ("marshal data too short").
+NO_BYTECODE = "PYTHONDONTWRITEBYTECODE=1"
+#: this project's packages, compiled before a lab boots so the VMs find current bytecode in
+#: the lower layer and this machine does not write into it while they run
+_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGES = ("strixwizard", "checks", "fixes")
 
 #: tool -> Debian package that provides it
 REQUIRED_TOOLS: dict[str, str] = {
@@ -457,6 +465,7 @@ class VmLab:
             self.workdir.mkdir(parents=True, exist_ok=True)
             self._make_vms()
             self._write_files()
+            compile_tree_bytecode()
             started = time.monotonic()
             for vm in self.vms:
                 self._start(vm)
@@ -664,7 +673,8 @@ class VmLab:
         words = [BASE_CMDLINE]
         if self.init == "systemd":
             # fstab=no: this machine's /etc/fstab (the lower layer's) is not the VM's
-            words += ["vmlab.disk=1", "fstab=no", "systemd.show_status=0"]
+            words += ["vmlab.disk=1", "fstab=no", "systemd.show_status=0",
+                      f"systemd.setenv={NO_BYTECODE}"]
         return [*words, *vm.cmdline_extra]
 
     def reboot_all(self, timeout: float = REBOOT_TIMEOUT) -> None:
@@ -744,6 +754,15 @@ class VmLab:
                 time.sleep(0.5)
 
 
+def compile_tree_bytecode() -> None:
+    """Bytecode for this project's packages, as importing them here would write it (timestamp
+    pycs beside the sources; current ones are left as they are)."""
+    import compileall
+
+    for package in _PACKAGES:
+        compileall.compile_dir(_SOURCE_ROOT / package, quiet=2)
+
+
 def _sshd_config(pam: bool = False) -> str:
     return "\n".join(
         [
@@ -760,7 +779,7 @@ def _sshd_config(pam: bool = False) -> str:
             "StrictModes no",
             "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
             "UseDNS no",
-            "SetEnv PATH=/usr/bin:/bin:/usr/sbin:/sbin",
+            f"SetEnv PATH=/usr/bin:/bin:/usr/sbin:/sbin {NO_BYTECODE}",
             "PrintMotd no",
             "PrintLastLog no",
             "MaxStartups 50",
@@ -831,6 +850,16 @@ def persisted_cmdline(disk: Path) -> tuple[str, ...]:
         return ()
     words = done.stdout.split()
     return tuple(w for w in words if _CMDLINE_WORD.fullmatch(w) and not w.startswith(_RESERVED))
+
+
+def persisted_bytecode(disk: Path, scratch: Path) -> list[str]:
+    """The .pyc files a VM wrote over this project's tree into its persistent layer (read from
+    the disk image with debugfs, never mounted here): none while NO_BYTECODE holds."""
+    tool = _which("debugfs") or "debugfs"
+    scratch.mkdir(parents=True, exist_ok=True)
+    subprocess.run([tool, "-R", f"rdump /upper{_SOURCE_ROOT} {scratch}", str(disk)],
+                   capture_output=True, timeout=120, check=False)
+    return sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*.pyc"))
 
 
 def _fabric_script(vm: Vm) -> str:
