@@ -116,6 +116,18 @@ def test_the_fix_steps_words_follow_the_counts() -> None:
                                                                           "the fixes failed: X.")
 
 
+def test_the_fix_commands_tally_names_each_id_with_its_count_as_the_wizard_does() -> None:
+    """`fix`'s tally line and the Fix step both say `id: N` for an id that raised N problems,
+    so the ids add up to the count before them."""
+    from strixwizard.services.fix import Tally, tally_line
+    from strixwizard.tui.screens.fix import tally_words
+
+    counted = Tally(1, 2, 0, ("link.mtu",), (), ("nic.pcie_link", "nic.pcie_link"))
+    line = tally_line(counted, 2)
+    assert "2 with no plan here (nic.pcie_link: 2)" in line, line
+    assert "(nic.pcie_link: 2)" in tally_words(counted, 2, 1, None)
+
+
 @sync
 async def test_a_demo_test_run_is_stored_in_the_demos_history_as_test_demo_stores_it(
         state_home: Path) -> None:

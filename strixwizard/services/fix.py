@@ -112,6 +112,13 @@ def tally(site: Site, nodes: Sequence[Node], plan: SitePlan, report: Report | No
                  tuple(by_hand), tuple(unplanned))
 
 
+def tally_ids(names: tuple[str, ...]) -> str:
+    """Each check id once, with how many of the problems it raised (`link.transport: 2`), so the
+    ids add up to the count they follow."""
+    return ", ".join(name if names.count(name) == 1 else f"{name}: {names.count(name)}"
+                     for name in sorted(set(names)))
+
+
 def tally_line(counted: Tally, changes: int) -> str:
     """The tally in one sentence whose counts add up: problems = cured + by hand + not planned."""
     if not counted.problems:
@@ -121,10 +128,7 @@ def tally_line(counted: Tally, changes: int) -> str:
                                              else "warning"),
                                             (counted.errors, "errors" if counted.errors != 1
                                              else "error")) if n]
-
-    def ids(names: tuple[str, ...]) -> str:
-        return ", ".join(sorted(set(names)))
-
+    ids = tally_ids
     parts = [f"{len(counted.by_plan)} cured by the {changes} change(s) above ({ids(counted.by_plan)})"
              if counted.by_plan else "none cured by a planned change"]
     if counted.by_hand:

@@ -14,7 +14,7 @@ from textual.widgets import Static
 from strixwizard.files import display_path
 from strixwizard.fixing.model import SitePlan
 from strixwizard.model import CheckResult
-from strixwizard.services.fix import Applied, Tally, changed_nodes, tally
+from strixwizard.services.fix import Applied, Tally, changed_nodes, tally, tally_ids
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.screens.base import StepScreen
@@ -93,11 +93,7 @@ def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None
     noun = "problem" if counted.problems == 1 else "problems"
     head = (f"Discover finds {counted.problems} {noun} ({kinds})" if counted.problems
             else "Discover finds no problem")
-
-    def ids(names: tuple[str, ...]) -> str:
-        """Each check id once, with how many of the problems it raised (`link.transport: 2`)."""
-        return ", ".join(name if names.count(name) == 1 else f"{name}: {names.count(name)}"
-                         for name in sorted(set(names)))
+    ids = tally_ids
 
     if plan_error is not None:
         return f"{head}; no plan: {plan_error}."
