@@ -58,6 +58,10 @@ def test_hang_lines_keep_each_line_under_its_own_start() -> None:
     assert [line.plain for line in hang_lines(content, 22)] == [
         "title", "\u00a0\u00a0\u00a0\u00a0one two three four", "      five six seven"]
     assert [line.plain for line in hang_lines(Content("a b"), 10)] == ["a b"]
+    # a link card's second end ("⇄ node-b …") wraps as its first ("  node-a …") does
+    ends = Content("\u00a0\u00a0node-a eth0 10.0.0.1\n⇄\u00a0node-b eth0 10.0.0.2")
+    assert [line.plain for line in hang_lines(ends, 18)] == [
+        "\u00a0\u00a0node-a eth0", "    10.0.0.1", "⇄\u00a0node-b eth0", "    10.0.0.2"]
 
 
 @sync

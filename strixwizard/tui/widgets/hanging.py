@@ -19,12 +19,17 @@ _BLANKS = " \u00a0"
 #: Marks that start an item of a list ("! MTU differs …"): with `marked_only`, only such
 #: lines (and indented ones) hang; a plain paragraph wraps as usual.
 MARKS = ("! ", "✗ ", "✓ ", "- ", "• ")
+#: Marks drawn in a line's indentation ("⇄ node-b …" under "  node-a …"): they count as
+#: blanks, so the two lines wrap alike.
+GUTTER_MARKS = ("⇄\u00a0",)
 
 
 def leading(line: Content) -> int:
-    """How many cells of blanks (spaces, no-break spaces) a line starts with."""
+    """How many cells of blanks (spaces, no-break spaces, a gutter mark) a line starts with."""
     plain = line.plain
-    return len(plain) - len(plain.lstrip(_BLANKS))
+    mark = next((m for m in GUTTER_MARKS if plain.startswith(m)), "")
+    rest = plain[len(mark):]
+    return len(mark) + len(rest) - len(rest.lstrip(_BLANKS))
 
 
 def hang_lines(content: Content, width: int, hang: int = 2, marked_only: bool = False) -> list[Content]:
