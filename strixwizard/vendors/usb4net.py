@@ -10,7 +10,7 @@ from strixwizard.vendors.base import Note, Vendor
 
 #: What a message costs over thunderbolt-net, said the same way wherever it is said.
 TCP_LATENCY_SOURCE = "https://blog.hellas.ai/blog/thunderbolt-ibverbs/"
-TCP_LATENCY = (f"50-130 µs per message over TCP instead of ~5 µs (about 65 µs one-way measured over "
+TCP_LATENCY = (f"tens of µs per message instead of ~5 µs (about 65 µs one-way measured over "
                f"thunderbolt-net, {TCP_LATENCY_SOURCE})")
 #: Why thunderbolt-net is not an RDMA path.
 TCP_ONLY = (f"USB4/Thunderbolt networking is TCP only: no RDMA verbs, {TCP_LATENCY}. "
