@@ -857,7 +857,7 @@ def persisted_bytecode(disk: Path, scratch: Path) -> list[str]:
     the disk image with debugfs, never mounted here): none while NO_BYTECODE holds."""
     tool = _which("debugfs") or "debugfs"
     scratch.mkdir(parents=True, exist_ok=True)
-    subprocess.run([tool, "-R", f"rdump /upper{_SOURCE_ROOT} {scratch}", str(disk)],
+    subprocess.run([tool, "-R", f'rdump "/upper{_SOURCE_ROOT}" "{scratch}"', str(disk)],
                    capture_output=True, timeout=120, check=False)
     return sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*.pyc"))
 

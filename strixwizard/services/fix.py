@@ -128,14 +128,13 @@ def tally_line(counted: Tally, changes: int) -> str:
                                              else "warning"),
                                             (counted.errors, "errors" if counted.errors != 1
                                              else "error")) if n]
-    ids = tally_ids
-    parts = [f"{len(counted.by_plan)} cured by the {changes} change(s) above ({ids(counted.by_plan)})"
-             if counted.by_plan else "none cured by a planned change"]
+    parts = [f"{len(counted.by_plan)} cured by the {changes} change(s) above "
+             f"({tally_ids(counted.by_plan)})" if counted.by_plan else "none cured by a planned change"]
     if counted.by_hand:
         parts.append(f"{len(counted.by_hand)} to do by hand, as the manual plans above say "
-                     f"({ids(counted.by_hand)})")
+                     f"({tally_ids(counted.by_hand)})")
     if counted.unplanned:
-        parts.append(f"{len(counted.unplanned)} with no plan here ({ids(counted.unplanned)}): "
+        parts.append(f"{len(counted.unplanned)} with no plan here ({tally_ids(counted.unplanned)}): "
                      "`strixwizard explain ID` says what to do")
     noun = "problem" if counted.problems == 1 else "problems"
     return f"doctor finds {counted.problems} {noun} ({', '.join(kinds)}): " + "; ".join(parts) + "."

@@ -93,7 +93,6 @@ def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None
     noun = "problem" if counted.problems == 1 else "problems"
     head = (f"Discover finds {counted.problems} {noun} ({kinds})" if counted.problems
             else "Discover finds no problem")
-    ids = tally_ids
 
     if plan_error is not None:
         return f"{head}; no plan: {plan_error}."
@@ -104,9 +103,9 @@ def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None
              else f"none cured by the {where}" if changes else "none cured by a planned change"]
     if counted.by_hand:
         parts.append(f"{len(counted.by_hand)} to do by hand, as their plan's note says "
-                     f"({ids(counted.by_hand)})")
+                     f"({tally_ids(counted.by_hand)})")
     if counted.unplanned:
-        parts.append(f"{len(counted.unplanned)} with no plan here ({ids(counted.unplanned)}), "
+        parts.append(f"{len(counted.unplanned)} with no plan here ({tally_ids(counted.unplanned)}), "
                      "each with the reason it matters below")
     return f"{head}: " + "; ".join(parts) + "."
 
