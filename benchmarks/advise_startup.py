@@ -66,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=11)
     args = parser.parse_args()
-    from tests.llama_parts import write_tiny_model
+    from tests.support.llama_parts import write_tiny_model
 
     base = [sys.executable, "-m", "strixwizard", "advise"]
     with tempfile.TemporaryDirectory() as tmp:

@@ -60,7 +60,7 @@ def main() -> int:
     report("demo, Llama-3.1-70B, --batch 32", [timed(["--demo", "--batch", "32"])
                                                for _ in range(options.runs)])
     if options.lab:
-        from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+        from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
 
         require_lab_tools()
         sweep_stale_labs()
@@ -76,8 +76,8 @@ def main() -> int:
 def calibrate_on_lab(runs: int) -> int:
     import shutil
 
-    from tests.lab import Lab, require_lab_tools, sweep_stale_labs
-    from tests.llama_parts import build, write_tiny_model
+    from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
+    from tests.support.llama_parts import build, write_tiny_model
 
     require_lab_tools()
     sweep_stale_labs()

@@ -2,7 +2,7 @@
 
 The same parts as tests/test_deploy_llama_lab.py: `ggml-rpc-server` and `llama-server` built
 from the llama.cpp tree in the llama-cpp-python sdist (scripts/build_llama.sh, cached), a tiny
-random-weight GGUF (tests/llama_parts.py), two lab nodes (node0: head, llama-server and an RPC
+random-weight GGUF (tests/support/llama_parts.py), two lab nodes (node0: head, llama-server and an RPC
 server; node1: an RPC server), TCP over the lab's veth fabric. Per run it times:
 - time to a working cluster: `deploy --apply --yes` until its smoke test has a completion back
   (start both RPC servers, start llama-server, wait for /health, one completion, read the logs);
@@ -31,8 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.lab import Lab, require_lab_tools, sweep_stale_labs
-from tests.llama_parts import build, write_tiny_model
+from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
+from tests.support.llama_parts import build, write_tiny_model
 
 RUN_TIMEOUT_S = 300.0
 #: Run in the head's namespace: N completions of T tokens, one JSON line of timings.

@@ -1,7 +1,7 @@
 """Benchmark of the `deploy --serve` ORCHESTRATION with a STAND-IN vLLM (NOT vLLM).
 
 vLLM cannot run on this machine (no GPU, no ROCm), so `vllm` on the lab's head is
-tests/standin_openai.py, a stdlib OpenAI-compatible server, next to the STAND-IN `ray` and
+tests/support/standin_openai.py, a stdlib OpenAI-compatible server, next to the STAND-IN `ray` and
 `mpirun` of the Ray deploy tests. Every figure printed here times strixwizard's own work (SSH
 executor, journal, launcher, the /health wait, the streamed completion's plumbing, the
 rollback) around a server that answers instantly; none of it says anything about vLLM's
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,8 @@ def main() -> None:
             host.stand_in("ray", (DATA / "deploy" / "standins" / "ray").read_text())
             host.stand_in("mpirun", MPIRUN)
         head = lab.hosts[0]
-        head.stand_in("vllm", f'#!/bin/sh\nexec python3 {ROOT / "tests" / "standin_openai.py"} "$@"\n')
+        stand_in = ROOT / "tests" / "support" / "standin_openai.py"
+        head.stand_in("vllm", f'#!/bin/sh\nexec python3 {stand_in} "$@"\n')
         (head.home / "standin-vllm.json").write_text(json.dumps(
             {"load_s": args.load_s, "token_ms": args.token_ms}))
         site = lab.write_site_yaml(work / "lab.yaml")

@@ -55,7 +55,7 @@ def main() -> int:
             report(f"test latency --demo --level {level}",
                    ["test", "latency", "--demo", "--level", level, "--no-history"], options.runs, state)
         if options.lab:
-            from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+            from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
 
             require_lab_tools()
             sweep_stale_labs()

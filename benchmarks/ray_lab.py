@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
 
 RAY = Path(sys.executable).parent / "ray"
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"

@@ -1,6 +1,6 @@
 """Measure llama.cpp RPC's network cost per generated token with the real programs: the
 `ggml-rpc-server` and `llama-server` built by scripts/build_llama.sh (CPU backend), tiny GGUFs
-of several layer counts (tests/llama_parts.py), and a counting TCP proxy between them on this
+of several layer counts (tests/support/llama_parts.py), and a counting TCP proxy between them on this
 machine's loopback. The proxy parses the client's command stream (| cmd 1 B | size 8 B | data |,
 ggml-rpc.cpp send_rpc_cmd) and counts, per command, the bytes each way and the round trips —
 a reply from the server after the client sent something, which is when the client waits.
@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.llama_parts import build, write_tiny_model  # noqa: E402
+from tests.support.llama_parts import build, write_tiny_model  # noqa: E402
 
 #: ggml-rpc.cpp's enum rpc_cmd, in order (llama.cpp as vendored by llama-cpp-python 0.3.36).
 COMMANDS = ("ALLOC_BUFFER", "GET_ALIGNMENT", "GET_MAX_SIZE", "BUFFER_GET_BASE", "FREE_BUFFER",

@@ -1,6 +1,6 @@
 """Count llama.cpp RPC's traffic per generated token over its RDMA transport, with the real
 programs on the VM lab: the RDMA build of scripts/build_llama.sh (`0.3.36 rdma`), two qemu VMs
-with soft-RoCE (tests/vmlab.py), vm0 running llama-server (the client), vm1 ggml-rpc-server,
+with soft-RoCE (tests/support/vmlab.py), vm0 running llama-server (the client), vm1 ggml-rpc-server,
 every layer of a tiny GGUF on vm1 (`-ngl 99`: one hop per token), RDMA negotiated by
 ggml-rpc itself (both logs must say `RDMA activated`).
 
@@ -41,8 +41,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.llama_parts import built_bin_dir, write_tiny_model  # noqa: E402
-from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, build_kernel  # noqa: E402
+from tests.support.llama_parts import built_bin_dir, write_tiny_model  # noqa: E402
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, build_kernel  # noqa: E402
 
 PORT = 50052
 HTTP_PORT = 8080

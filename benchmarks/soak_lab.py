@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.lab import Lab, LabHost, require_lab_tools, sweep_stale_labs
+from tests.support.lab import Lab, LabHost, require_lab_tools, sweep_stale_labs
 
 SOAK = str(Path(__file__).resolve().parent.parent / "strixwizard" / "onnode" / "soak.py")
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable

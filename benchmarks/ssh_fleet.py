@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.lab import MAX_HOSTS, Lab, require_lab_tools, sweep_stale_labs
+from tests.support.lab import MAX_HOSTS, Lab, require_lab_tools, sweep_stale_labs
 
 RUN_TIMEOUT_S = 300.0  # one doctor run; a bound, never reached by a healthy lab
 

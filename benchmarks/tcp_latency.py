@@ -37,7 +37,7 @@ from strixwizard.live.tcp import (
 )
 from strixwizard.node import connect, target_for
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
 
 
 def _hosts(site_file: Path) -> tuple[dict[str, Host], object, dict[str, object]]:

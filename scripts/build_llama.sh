@@ -8,7 +8,7 @@
 # tcp:  RDMA off (GGML_RPC_RDMA=OFF), for the namespace lab; binaries in
 #       ${STRIXWIZARD_LLAMA_CACHE:-~/.cache/strixwizard-llama}/<version>/bin.
 # rdma: the RDMA transport on (GGML_RPC_RDMA=ON, links libibverbs: Debian's libibverbs-dev),
-#       for the VM lab (tests/vmlab.py), in <version>-rdma/bin. The VMs run under TCG with
+#       for the VM lab (tests/support/vmlab.py), in <version>-rdma/bin. The VMs run under TCG with
 #       qemu's default CPU model, which has no SSE4.2/AVX, so this build uses none of them.
 # The last line printed is that directory. A second run finds them and builds nothing.
 # build-seconds in the same directory records how long the build took.

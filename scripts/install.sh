@@ -9,7 +9,7 @@ packages=(python3 python3-venv python3-pip python3-pyverbs rdma-core ibverbs-uti
 if [[ "$want_tests" == "test" ]]; then
     packages+=(openssh-server openssh-client util-linux procps iputils-ping perftest sockperf
                qperf lldpad tmux qemu-system-x86 busybox-static cpio kmod e2fsprogs
-               cmake g++ libibverbs-dev  # qemu..e2fsprogs: the VM lab (tests/vmlab.py); cmake, g++,
+               cmake g++ libibverbs-dev  # qemu..e2fsprogs: the VM lab (tests/support/vmlab.py); cmake, g++,
                                          # libibverbs-dev: scripts/build_llama.sh (tcp, rdma)
                chromium   # the HTML report's charts, loaded in a headless browser
                librsvg2-bin)  # rsvg-convert: screenshots/ as PNG (scripts/screenshots.py)

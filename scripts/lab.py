@@ -6,10 +6,10 @@
     python scripts/lab.py down --dir /tmp/lab            # tear down from /tmp/lab/lab.json
     python scripts/lab.py sweep [--all]                  # tear down labs whose owner died
     python scripts/lab.py up --rdma-vms 2 --dir /tmp/vmlab [--lifetime 1800]
-                                   # soft-RoCE VMs (tests/vmlab.py); foreground, bounded lifetime
+                                   # soft-RoCE VMs (tests/support/vmlab.py); foreground, bounded lifetime
 
 Both ways write DIR/lab.json, so ``down`` also cleans up after a foreground run
-that was killed.  See tests/lab.py for what the lab is.
+that was killed.  See tests/support/lab.py for what the lab is.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from types import FrameType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.lab import Lab, LabError, require_lab_tools, sweep_stale_labs
-from tests.vmlab import VmLab, VmLabError
+from tests.support.lab import Lab, LabError, require_lab_tools, sweep_stale_labs
+from tests.support.vmlab import VmLab, VmLabError
 
 STATE_FILE = "lab.json"
 SITE_FILE = "site.yaml"
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--prefix", default="swlab", help="namespace name prefix (default: swlab)")
     up.add_argument(
         "--rdma-vms", type=int, default=0, metavar="N",
-        help="instead: N qemu VMs with soft-RoCE (rxe0), see tests/vmlab.py",
+        help="instead: N qemu VMs with soft-RoCE (rxe0), see tests/support/vmlab.py",
     )  # fmt: skip
     up.add_argument(
         "--lifetime", type=float, default=1800.0, metavar="SECONDS",

@@ -4,7 +4,7 @@
     python scripts/layers.py
 
 The same figures `tests/test_layering.py` holds the code to (read from the source by
-`tests/layering.py`: every import, deferred ones included, `TYPE_CHECKING` blocks left out).
+`tests/support/layering.py`: every import, deferred ones included, `TYPE_CHECKING` blocks left out).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.layering import LAYERS, cycles, edges, layer_name, module_files, up_imports
+from tests.support.layering import LAYERS, cycles, edges, layer_name, module_files, up_imports
 
 
 def main() -> int:

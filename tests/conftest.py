@@ -1,12 +1,18 @@
-"""Shared fixtures: the real CLI as a subprocess, snapshots built from fake nodes."""
+"""Shared fixtures, and the tiers every test is sorted into by what it uses.
+
+A test's tier is derived, never kept by hand, so a new test lands in the right one by itself:
+- ``lab``: its module uses the namespace lab (tests/support/lab.py: namespaces, sshd, root);
+- ``vm``: it uses a VM lab fixture (tests/support/vmlab.py: qemu VMs with soft-RoCE);
+- ``reboot``: that fixture boots systemd VMs with persistent disks, which the test reboots;
+- ``pythons``: its module starts other Python interpreters (tests/support/pythons.py);
+- ``llama``: its module runs the real llama.cpp build (tests/support/llama_parts.py ``build``).
+``interpreter`` is the one hand-set marker: the tests that exercise what a newer Python changes
+(scripts/test_pythons.sh runs them on 3.12 and up). The unit tier is everything else; what
+scripts/test.sh runs in each tier is said in README.md, "The test lab".
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -15,41 +21,7 @@ from typing import Any
 import pytest
 
 from strixwizard.demo.builder import FakeNode
-
-ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_PATH = ROOT / "strixwizard" / "schema" / "doctor.schema.json"
-
-
-class CliResult:
-    def __init__(self, done: subprocess.CompletedProcess[str]) -> None:
-        self.rc = done.returncode
-        self.stdout = done.stdout
-        self.stderr = done.stderr
-
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-
-#: The head's state folder (journals, dry runs, the demo's test history) for CLI runs whose test
-#: names none: one per test session, never this machine's own ~/.local/state.
-_STATE = tempfile.TemporaryDirectory(prefix="strixwizard-test-state-")
-#: The same for what runs inside the test process (the wizard under Pilot saves its resume file
-#: and stores its test runs there); a test that needs its own folder sets its own.
-os.environ["XDG_STATE_HOME"] = _STATE.name
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:
-    """Run `python -m strixwizard ARGS` as a user would, in a separate process."""
-    full_env = dict(os.environ)
-    full_env.pop("NO_COLOR", None)
-    full_env.setdefault("XDG_STATE_HOME", _STATE.name)
-    full_env.update(env or {})
-    done = subprocess.run(
-        [sys.executable, "-m", "strixwizard", *args],
-        capture_output=True, text=True, timeout=timeout, env=full_env, check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    return CliResult(done)
+from tests.support.cli import SCHEMA_PATH, CliResult, run_cli
 
 
 @pytest.fixture
@@ -73,30 +45,49 @@ def snapshot_of(tmp_path: Path) -> Callable[[FakeNode], Path]:
 
 @pytest.fixture(scope="session")
 def report_schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text())
+    import json
+
+    return dict(json.loads(SCHEMA_PATH.read_text()))
 
 
-def validate_report(document: Any, schema: dict[str, Any]) -> None:
-    import jsonschema
-
-    jsonschema.validate(document, schema, format_checker=jsonschema.FormatChecker())
-
-
-#: The modules that start the root-only lab: a test module that uses them is marked `lab`.
-LAB_MODULES = frozenset({"tests.lab", "tests.vmlab"})
+#: module-level names a test module takes from these support modules -> its tier
+_TIER_OF_MODULE = {
+    "tests.support.lab": "lab",
+    "tests.support.pythons": "pythons",
+}
 
 
-def _uses_the_lab(module: ModuleType) -> bool:
-    return any(
-        (value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None))
-        in LAB_MODULES
-        for value in vars(module).values()
-    )
+def _module_tiers(module: ModuleType) -> set[str]:
+    tiers: set[str] = set()
+    for value in vars(module).values():
+        owner = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        if owner in _TIER_OF_MODULE:
+            tiers.add(_TIER_OF_MODULE[owner])
+        if owner == "tests.support.llama_parts" and getattr(value, "__name__", "") == "build":
+            tiers.add("llama")
+    return tiers
+
+
+def _fixture_tiers(item: pytest.Item) -> set[str]:
+    """``vm`` (and ``reboot``) from the VM lab fixtures the test uses, however indirectly."""
+    info = getattr(item, "_fixtureinfo", None)
+    tiers: set[str] = set()
+    for definitions in (info.name2fixturedefs.values() if info is not None else ()):
+        for definition in definitions:
+            init = getattr(definition.func, "vmlab_init", None)
+            if init is not None:
+                tiers.add("vm")
+                if init == "systemd":
+                    tiers.add("reboot")
+    return tiers
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test of a module that imports the lab `lab` (`-m "not lab"`: the unit tests)."""
+    """Mark every test with the tiers it belongs to (README, "The test lab")."""
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and _uses_the_lab(module):
-            item.add_marker(pytest.mark.lab)
+        tiers = _fixture_tiers(item) | (_module_tiers(module) if module is not None else set())
+        if "vm" in tiers:
+            tiers.discard("lab")  # the VM lab borrows helpers of the namespace lab, not its hosts
+        for tier in sorted(tiers):
+            item.add_marker(getattr(pytest.mark, tier))

@@ -139,7 +139,7 @@ def test_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_gguf_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.llama_parts import write_tiny_model
+    from tests.support.llama_parts import write_tiny_model
 
     path = write_tiny_model(tmp_path / "tiny.gguf", layers=3)
     code, doc = _advise(capsys, "--model", str(path))
@@ -262,7 +262,7 @@ def test_a_stored_calibration_of_the_same_model_is_the_compute_term(
     from strixwizard.live.history import record_run
     from strixwizard.live.results import LatencyStats, Measurement
     from strixwizard.model import Status
-    from tests.llama_parts import write_tiny_model
+    from tests.support.llama_parts import write_tiny_model
 
     model = write_tiny_model(tmp_path / "tiny.gguf", layers=2)
     pair = ("node-a", "node-b")

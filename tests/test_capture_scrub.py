@@ -16,7 +16,7 @@ import pytest
 
 from strixwizard.probe.scrub import Scrubber, map_path, scrub_bundle
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 DEMO = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
 
@@ -91,7 +91,7 @@ def test_capture_scrub_on_this_machine(tmp_path: Path) -> None:
 
 @pytest.mark.lab
 def test_a_lab_bundle_scrubbed_replays_as_the_site_with_the_same_verdicts(tmp_path: Path) -> None:
-    from tests.lab import Lab, require_lab_tools, sweep_stale_labs
+    from tests.support.lab import Lab, require_lab_tools, sweep_stale_labs
 
     require_lab_tools()
     sweep_stale_labs()

@@ -7,7 +7,7 @@ from pathlib import Path
 from strixwizard.demo.hardware import RoceSetup, connectx, e810
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.model import Status
-from tests.scenarios import Nodes, results, run_site
+from tests.support.scenarios import Nodes, results, run_site
 
 
 def _cx_pair(ecn: tuple[int, ...]) -> Nodes:

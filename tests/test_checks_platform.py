@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from strixwizard.model import Status
-from tests.scenarios import report_of, statuses
+from tests.support.scenarios import report_of, statuses
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_node_rccl_gfx1151_fails_without_gfx1151_code(root: Path) -> None:
 
 def test_node_rccl_gfx1151_with_compressed_bundles_is_unknown_not_fail(tmp_path: Path) -> None:
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("strix-z")
     node.rocm(compressed=True)
@@ -55,7 +55,7 @@ def test_node_memlock_warns_on_8_mib(root: Path) -> None:
 
 def test_node_ttm_limit_warns_when_ttm_caps_gtt(tmp_path: Path) -> None:
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("strix-t")
     node.file("/sys/module/ttm/parameters/pages_limit", "16441649\n")  # 62.7 GiB < 124 GiB GTT

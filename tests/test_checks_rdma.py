@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from strixwizard.model import Status
-from tests.scenarios import report_of, results, statuses
+from tests.support.scenarios import report_of, results, statuses
 
 E810_A = "node-a:enp194s0np0"
 E810_B = "node-b:enp194s0np0"
@@ -37,7 +37,7 @@ def test_nic_driver_reports_firmware(root: Path) -> None:
 def test_nic_driver_fails_without_the_driver(tmp_path: Path) -> None:
     from strixwizard.demo.hardware import e810
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("strix-d")
     e810(node, "192.168.100.1/30", "b4:96:91:9c:3a:10")
@@ -73,7 +73,7 @@ def test_rdma_roce_v2_gid_names_the_index_read_from_sysfs(root: Path) -> None:
 def test_rdma_roce_v2_gid_fails_when_only_v1_gids_exist(tmp_path: Path) -> None:
     from strixwizard.demo.hardware import connectx
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("cx-v1")
     connectx(node, "10.10.0.1/24", "0c:42:a1:11:22:01")
@@ -104,7 +104,7 @@ def test_rdma_roce_v2_default(root: Path) -> None:
 def test_rdma_roce_v2_default_fails_on_v1(tmp_path: Path) -> None:
     from strixwizard.demo.hardware import RoceSetup, e810
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("strix-v1")
     e810(node, "192.168.100.1/30", "b4:96:91:9c:3a:10", setup=RoceSetup(roce_mode="IB/RoCE v1"))
@@ -123,7 +123,7 @@ def test_dcb_checks_on_the_misconfigured_node(root: Path) -> None:
 
 def test_dcb_pause_and_pfc_fails_in_the_demo(tmp_path: Path) -> None:
     from strixwizard.demo.scenarios import demo_nodes
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     report = run_site(tmp_path, demo_nodes())
     (result,) = [r for r in results(report, "dcb.pause_and_pfc") if r.status == Status.FAIL]
@@ -135,7 +135,7 @@ def test_dcb_pause_and_pfc_fails_in_the_demo(tmp_path: Path) -> None:
 def test_dcb_flow_control_fails_without_pfc_or_pause(tmp_path: Path) -> None:
     from strixwizard.demo.hardware import RoceSetup, e810
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("strix-l")
     e810(node, "192.168.100.1/30", "b4:96:91:9c:3a:10", setup=RoceSetup(pfc=()))
@@ -150,7 +150,7 @@ def test_dcb_trust(root: Path, tmp_path: Path) -> None:
     assert "E810 L3 mode" in healthy[0].observed
     from strixwizard.demo.hardware import RoceSetup, connectx
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("cx-pcp")
     connectx(node, "10.10.0.1/24", "0c:42:a1:11:22:01", setup=RoceSetup(trust=("pcp",)))
@@ -161,7 +161,7 @@ def test_dcb_trust(root: Path, tmp_path: Path) -> None:
 def test_e810_one_pfc_tc(tmp_path: Path, root: Path) -> None:
     from strixwizard.demo.hardware import RoceSetup, e810
     from strixwizard.demo.scenarios import strix_halo_node
-    from tests.scenarios import run_site
+    from tests.support.scenarios import run_site
 
     node = strix_halo_node("strix-2tc")
     e810(node, "192.168.100.1/30", "b4:96:91:9c:3a:10",
@@ -187,7 +187,7 @@ def test_usb4_soft_rdma(root: Path) -> None:
 
 
 def test_usb4_link_rate(root: Path, tmp_path: Path) -> None:
-    from tests.scenarios import run_site, thunderbolt_only_pair
+    from tests.support.scenarios import run_site, thunderbolt_only_pair
 
     assert statuses(report_of(root, "thunderbolt"), "usb4.link_rate") == {
         "tb-a/0-1 (tb-b)": Status.PASS, "tb-b/0-1 (tb-a)": Status.PASS}

@@ -15,7 +15,7 @@ from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.facts.packages import PACKAGES
 from strixwizard.known_bad import Entry, parse_table, table, version_tuple
 from strixwizard.model import CheckResult, Status
-from tests import scenarios
+from tests.support import scenarios
 
 DATA = Path(__file__).resolve().parent.parent / "strixwizard" / "data" / "known_bad.json"
 MANIFEST = ("https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/main/docs/"

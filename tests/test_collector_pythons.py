@@ -30,8 +30,8 @@ from strixwizard.node.process import supervised_argv
 from strixwizard.node.ssh import OPS_BOOTSTRAP, collector_script
 from strixwizard.onnode import ops, pingpong
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests.conftest import run_cli
-from tests.pythons import NODE_VERSIONS, available
+from tests.support.cli import run_cli
+from tests.support.pythons import NODE_VERSIONS, available
 
 #: The node's python3 the lab and the VM lab run: Debian's.
 REFERENCE = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3"

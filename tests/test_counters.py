@@ -10,7 +10,7 @@ from strixwizard.demo.hardware import RoceSetup, connectx, e810, usb4_routers
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.facts.counters import counter_kind
 from strixwizard.model import CheckResult, Status
-from tests import scenarios
+from tests.support import scenarios
 
 REAL = Path(__file__).parent / "data" / "real"
 ICE_HEALTHY = {"cnpSent": 0, "cnpHandled": 4, "RxECNMrkd": 4, "ip4InDiscards": 0,

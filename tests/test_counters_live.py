@@ -31,7 +31,7 @@ from strixwizard.probe import Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import Thresholds
 from strixwizard.tui.panels import panel_views
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 PAIR = ("node-a", "node-b")
 

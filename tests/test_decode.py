@@ -22,7 +22,7 @@ from strixwizard.decode.shapes import ModelShape, shape_from_config
 from strixwizard.errors import UsageError
 from strixwizard.model import Status
 from strixwizard.node.local import LocalSession
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "strixwizard" / "schema" / "decode.schema.json")
                     .read_text())
@@ -230,7 +230,7 @@ def test_usb4_networking_beside_the_rdma_nic_is_timed_too(tmp_path: Path) -> Non
     from strixwizard.demo.scenarios import strix_halo_node
     from strixwizard.live.plan import plan_pair
     from strixwizard.site import NodeSpec, Site
-    from tests.scenarios import facts_of
+    from tests.support.scenarios import facts_of
 
     a, b = strix_halo_node("strix-a"), strix_halo_node("strix-b")
     e810(a, "192.168.100.1/30", "b4:96:91:9c:3a:10", setup=RoceSetup(roce_mode="RoCE v2"))

@@ -11,9 +11,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import run_cli
-from tests.lab import Lab, lab_fixture
-from tests.llama_parts import build, write_tiny_model
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, lab_fixture
+from tests.support.llama_parts import build, write_tiny_model
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "strixwizard" / "schema" / "decode.schema.json")
                     .read_text())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import jsonschema
 
-from tests.conftest import run_cli
-from tests.lab import Lab, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, lab_fixture
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "strixwizard" / "schema" / "decode.schema.json")
                     .read_text())

@@ -11,7 +11,7 @@ from strixwizard.demo.hardware import connectx
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.deploy.env import ClusterEnv, DeployRefused, generate_env, hca_selects
 from strixwizard.topology import build_topology
-from tests.scenarios import (
+from tests.support.scenarios import (
     connectx6dx_pair,
     facts_of,
     healthy_e810_pair,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-from tests.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+from tests.support.cli import CliResult, run_cli
+from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
 
 lab2 = lab_fixture(2, name="deploylab2")
 DATA = Path(__file__).parent / "data"

@@ -27,7 +27,7 @@ from strixwizard.deploy.plan import DeploySettings
 from strixwizard.deploy.smoke import FAIL, PASS
 from strixwizard.fixing.model import Kind
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 LOGS = Path(__file__).parent / "data" / "deploy" / "llama"
 MODEL = "/models/Llama-3.3-70B-Instruct-Q4_K_M.gguf"

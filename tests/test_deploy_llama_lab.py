@@ -3,7 +3,7 @@
 `ggml-rpc-server` and `llama-server` are built from the llama.cpp tree in the
 llama-cpp-python sdist (scripts/build_llama.sh, cached in ~/.cache/strixwizard-llama;
 about 4 minutes on 2 cores the first time), the model is a tiny random-weight GGUF written
-here (tests/llama_parts.py). node0 is the head and also runs an RPC server
+here (tests/support/llama_parts.py). node0 is the head and also runs an RPC server
 (`--rpc-on-head`), node1 runs one too, found under its older name `rpc-server`; both bind
 their fabric address; llama-server on node0 answers a completion over HTTP through both.
 The lab's fabric is a veth pair, so this is the TCP path (`--transport tcp`); RDMA is judged
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-from tests.lab import Lab, LabHost, _kill_in_netns, lab_fixture
-from tests.llama_parts import build, write_tiny_model
+from tests.support.cli import CliResult, run_cli
+from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+from tests.support.llama_parts import build, write_tiny_model
 
 llamalab2 = lab_fixture(2, name="llamalab2")
 TARGET = "/root/strixwizard-etc"  # per lab host: HOST.home/strixwizard-etc

@@ -16,7 +16,7 @@ from strixwizard.deploy.llama import LlamaPlan, LlamaSettings
 from strixwizard.deploy.llama_persist import unit_text
 from strixwizard.deploy.plan import DeploySettings
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 
 def persist_plan(**llama: object) -> LlamaPlan:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.support.cli import CliResult, run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 persistlab2 = lab_fixture(2, name="persistlab2")
 UNIT_DIR = "/root/systemd-system"  # per lab host: HOST.home/systemd-system

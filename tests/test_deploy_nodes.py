@@ -9,8 +9,8 @@ from pathlib import Path
 
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import onboard_lan
-from tests.conftest import run_cli
-from tests.scenarios import capture
+from tests.support.cli import run_cli
+from tests.support.scenarios import capture
 
 
 def plain_node(host: str, mgmt: str, fabric: str | None, mac: int) -> FakeNode:

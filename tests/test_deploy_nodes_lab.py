@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-from tests.lab import Lab, lab_fixture
+from tests.support.cli import CliResult, run_cli
+from tests.support.lab import Lab, lab_fixture
 
 nodeslab3 = lab_fixture(3, name="nodeslab3")
 DATA = Path(__file__).parent / "data"

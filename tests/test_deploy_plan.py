@@ -8,8 +8,8 @@ from pathlib import Path
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.conftest import run_cli
-from tests.scenarios import capture, thunderbolt_only_pair
+from tests.support.cli import run_cli
+from tests.support.scenarios import capture, thunderbolt_only_pair
 
 DEMO_ENV_NODE_A = (
     "# RCCL/NCCL, Gloo, Ray and vLLM environment of cluster demo: rdma profile (roce-v2) "

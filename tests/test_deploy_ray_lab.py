@@ -22,8 +22,8 @@ import pytest
 
 from strixwizard.deploy.ray import STOP
 from strixwizard.deploy.smoke import parse_ray_status
-from tests.conftest import CliResult, run_cli
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.support.cli import CliResult, run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 raylab = lab_fixture(3, scope="module", name="raylab", fabric="switch")
 DATA = Path(__file__).parent / "data"

@@ -1,6 +1,6 @@
 """`deploy --serve` (vLLM on the Ray cluster): the line checked against vLLM's own option names,
 the plan, and the health wait and timed completion against a STAND-IN OpenAI-compatible
-server (tests/standin_openai.py, not vLLM: vLLM cannot run on this machine)."""
+server (tests/support/standin_openai.py, not vLLM: vLLM cannot run on this machine)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from strixwizard.deploy.serve import (
     vllm_argv,
 )
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 DATA = Path(__file__).parent / "data" / "deploy"
-STAND_IN = Path(__file__).parent / "standin_openai.py"
+STAND_IN = Path(__file__).parent / "support" / "standin_openai.py"
 MODEL = "amd/Llama-3.3-70B-Instruct-FP8-KV"
 
 

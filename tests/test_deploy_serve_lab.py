@@ -1,4 +1,4 @@
-"""`deploy --serve` on the namespace lab with a STAND-IN `vllm` (tests/standin_openai.py, an
+"""`deploy --serve` on the namespace lab with a STAND-IN `vllm` (tests/support/standin_openai.py, an
 OpenAI-compatible stdlib server, NOT vLLM) and the STAND-IN `ray` and `mpirun` the Ray deploy
 tests use: the real SSH executor and journal start it on the head through the launcher, the
 smoke test waits for /health and times one streamed completion, and the rollback stops exactly
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from strixwizard.tui.steps import key_of
-from tests.conftest import CliResult, run_cli
-from tests.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+from tests.support.cli import CliResult, run_cli
+from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
 
 servelab2 = lab_fixture(2, name="servelab2")
 DATA = Path(__file__).parent / "data"
-STAND_IN = Path(__file__).parent / "standin_openai.py"
+STAND_IN = Path(__file__).parent / "support" / "standin_openai.py"
 TARGET = "/root/strixwizard-etc"
 RAY_TEMP = "/root/strixwizard-ray"  # in the node's home: never this machine's /var/lib
 NODE_JOURNAL = "/root/strixwizard-journal"

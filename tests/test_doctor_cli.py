@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from strixwizard.demo.scenarios import strix_halo_node
-from tests.conftest import validate_report
+from tests.support.cli import validate_report
 
 
 def test_demo_json_validates_and_finds_the_demo_faults(cli, report_schema) -> None:

@@ -13,7 +13,7 @@ from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, HostReport, Severity, Status
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import Site
-from tests.conftest import validate_report
+from tests.support.cli import validate_report
 
 
 @node_check("test.explodes", entry=Entry(title="Explodes", severity=Severity.LOW, fix=None, why="to test",

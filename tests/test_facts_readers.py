@@ -24,7 +24,7 @@ from strixwizard.fixing.readers import VIEWS, ReadError, parse, pfc_value, rende
 from strixwizard.fixing.runner import SnapshotRunner
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
-from tests import scenarios
+from tests.support import scenarios
 from tests.test_fact_cases import CASES_DIR
 from tests.test_fix_plans import SITE_FABRIC
 

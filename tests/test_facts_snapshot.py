@@ -12,7 +12,7 @@ from strixwizard.facts import NodeFacts
 from strixwizard.facts.spec import SPEC
 from strixwizard.probe import CmdResult
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests import scenarios
+from tests.support import scenarios
 
 
 class RecordingProbe:

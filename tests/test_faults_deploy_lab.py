@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.lab import Lab, LabHost, _kill_in_netns, lab_fixture
-from tests.llama_parts import build, write_tiny_model
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+from tests.support.llama_parts import build, write_tiny_model
 
 faultllama = lab_fixture(2, name="faultllama")
 TARGET = "/root/strixwizard-etc"

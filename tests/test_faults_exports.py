@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 
 @pytest.fixture

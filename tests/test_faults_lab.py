@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.support.cli import CliResult, run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 faultlab = lab_fixture(2, name="faultlab")
 NODE_JOURNAL = "/root/strixwizard-journal"

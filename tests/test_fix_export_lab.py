@@ -17,8 +17,8 @@ import pytest
 
 from strixwizard.node import SshTarget, connect
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests.conftest import run_cli
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 exportlab = lab_fixture(2, name="exportlab")
 NODE_JOURNAL = "/root/strixwizard-journal"

@@ -25,8 +25,8 @@ from strixwizard.fixing.runner import LocalRunner
 from strixwizard.fixing.ssh import SshRunner
 from strixwizard.node.target import SshTarget
 from strixwizard.site import Site
-from tests.conftest import run_cli
-from tests.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
 
 lab2 = lab_fixture(2, name="fixlab2")
 NODE_JOURNAL = "/root/strixwizard-journal"

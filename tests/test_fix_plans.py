@@ -15,7 +15,7 @@ from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.model import Kind, Plan, SitePlan
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
-from tests import scenarios
+from tests.support import scenarios
 
 SITE_FABRIC = Fabric(mtu=9000, pfc_priority=3, trust="dscp", roce_version=2)
 

@@ -14,7 +14,7 @@ import pytest
 from strixwizard.decode.gguf_header import QUANT_SIZES, GgufError, read_header
 from strixwizard.decode.gguf_shape import shape_from_gguf
 from strixwizard.errors import UsageError
-from tests.llama_parts import write_tiny_model
+from tests.support.llama_parts import write_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

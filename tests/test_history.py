@@ -14,7 +14,7 @@ from strixwizard.live.history import record_run
 from strixwizard.live.results import LatencyStats, Measurement
 from strixwizard.live.trends import BARS, GAP, load_trends, sparkline
 from strixwizard.model import Status
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 PAIR = ("node-a", "node-b")
 

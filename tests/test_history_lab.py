@@ -10,8 +10,8 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from strixwizard.charts import run_pictures
-from tests.conftest import run_cli
-from tests.lab import Lab, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, lab_fixture
 
 lab3 = lab_fixture(3, scope="module", name="lab3")
 TOOL = "strixwizard tcp ping-pong"

@@ -1,4 +1,4 @@
-"""Hostile site files and inventories (the corpus under tests/hostile/): each is refused with
+"""Hostile site files and inventories (the corpus under tests/data/hostile/): each is refused with
 one clear line naming the file, exit 2 and a valid `--json` error document, in bounded memory,
 reading nothing but the file itself and writing nothing at all.
 
@@ -19,9 +19,9 @@ import jsonschema
 import pytest
 
 from strixwizard.site import MAX_FILE_BYTES, SiteError, load_site
-from tests.conftest import ROOT, SCHEMA_PATH
+from tests.support.cli import ROOT, SCHEMA_PATH
 
-CORPUS = Path(__file__).parent / "hostile"
+CORPUS = Path(__file__).parent / "data" / "hostile"
 SITES = sorted((CORPUS / "sites").glob("*.yaml"))
 INVENTORIES = sorted((CORPUS / "inventories").glob("*.yaml"))
 #: The doctor process may use this much address space; an input that needs more is a bug.

@@ -20,7 +20,7 @@ import pytest
 
 from strixwizard.probe import snapshot
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
-from tests.conftest import SCHEMA_PATH
+from tests.support.cli import SCHEMA_PATH
 
 META = json.dumps({"format": "strixwizard-snapshot/1", "host": "h"}).encode()
 #: The doctor process may use this much address space; a snapshot that would need more is a bug.

@@ -1,4 +1,4 @@
-"""Text from a node is data (issue 22): the hostile corpus (tests/hostile/strings.py) through
+"""Text from a node is data (issue 22): the hostile corpus (tests/support/hostile/strings.py) through
 the plain CLI's one escaping function, the parsers that type what a node reports, `init`'s site
 file, a bundle's site, and the deploy options that become lines of a unit. The wizard's side is
 tests/test_hostile_text_tui.py, live nodes tests/test_hostile_text_lab.py."""
@@ -14,9 +14,9 @@ import pytest
 from strixwizard.cli.terminal import VisibleStream, paint, terminal_text, visible
 from strixwizard.facts.netdev import ifname_problem, parse_ip_addr_json
 from strixwizard.site import NodeSpec, address_problem, load_site
-from tests.conftest import run_cli
-from tests.hostile import strings
-from tests.hostile.bundles import hostile_bundle
+from tests.support.cli import run_cli
+from tests.support.hostile import strings
+from tests.support.hostile.bundles import hostile_bundle
 
 KERNEL = "6.1.0[/]\x1b[2J"
 FIRMWARE = "[@click=app.screenshot('owned.conf','/tmp')]4.91[/]\x1b]52;c;cHduZWQ=\x07\x1b]0;PWNED\x07"
@@ -207,7 +207,7 @@ def test_deploy_plan_on_a_hostile_bundle_spells_it_out(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("host", ["x\n\x1b]0;PWNED\x07[/]", "../../etc", "a b"])
 def test_a_plain_snapshots_host_is_a_node_name_only_when_it_is_one(tmp_path: Path, host: str) -> None:
-    from tests.hostile.bundles import hostile_snapshot
+    from tests.support.hostile.bundles import hostile_snapshot
 
     path = hostile_snapshot("node-a", tmp_path, "6.18.5", "4.91", host=host)
     document = run_cli("doctor", "--json", "--snapshot", str(path)).json()

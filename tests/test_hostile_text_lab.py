@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from strixwizard.site import load_site
-from tests.conftest import run_cli
-from tests.hostile.strings import contains_control
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.hostile.strings import contains_control
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 hostiletextlab = lab_fixture(2, name="hostiletextlab")
 ESCAPED_NAME = "e\x1b]0;PWND\x07"  # 10 bytes: an interface name Linux takes

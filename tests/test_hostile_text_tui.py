@@ -21,8 +21,8 @@ from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.screens.links import LinkCard
 from strixwizard.tui.steps import BY_ID
-from tests.hostile.bundles import hostile_snapshot
-from tests.hostile.strings import contains_control
+from tests.support.hostile.bundles import hostile_snapshot
+from tests.support.hostile.strings import contains_control
 
 STEPS = ("site", "discover", "links", "fix", "deploy", "test", "report")
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, run_cli, validate_report
-from tests.pythons import HEAD_VERSIONS, available
+from tests.support.cli import ROOT, run_cli, validate_report
+from tests.support.pythons import HEAD_VERSIONS, available
 
 pytestmark = pytest.mark.pythons
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-import tests.lab as lab_module
-from tests.lab import (
+import tests.support.lab as lab_module
+from tests.support.lab import (
     REGISTRY,
     Lab,
     LabError,
@@ -420,7 +420,7 @@ def test_sweep_tears_down_a_lab_whose_owner_was_killed(tmp_path: Path) -> None:
     code = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from tests.lab import Lab\n"
+        "from tests.support.lab import Lab\n"
         "lab = Lab(Path(sys.argv[1]), 2).up()\n"
         "print(lab.prefix, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -442,7 +442,7 @@ def test_sweep_tears_down_a_lab_whose_owner_was_killed(tmp_path: Path) -> None:
 
 
 def test_sweep_passes_over_a_state_file_it_cannot_read() -> None:
-    """Another checkout's lab (an older or newer tests/lab.py) keeps its state in the same
+    """Another checkout's lab (an older or newer tests/support/lab.py) keeps its state in the same
     registry; the sweep leaves it to its owner instead of failing every lab test here."""
     REGISTRY.mkdir(mode=0o700, exist_ok=True)
     foreign = REGISTRY / f"swlab-foreign-{os.getpid()}.json"

@@ -1,4 +1,4 @@
-"""The architecture as tests: layers, loops and purity, read from the source (tests/layering.py).
+"""The architecture as tests: layers, loops and purity, read from the source (tests/support/layering.py).
 
 Each rule is also run once on a small tree with a deliberate violation, so a rule that
 stopped seeing anything would fail here rather than pass forever.
@@ -12,8 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from tests import layering
-from tests.layering import ROOT, Edge, cycles, edges, front_imports_from_engines, module_files, up_imports
+from tests.support import layering
+from tests.support.layering import (
+    ROOT,
+    Edge,
+    cycles,
+    edges,
+    front_imports_from_engines,
+    module_files,
+    up_imports,
+)
 
 #: The imports that run back up the layers, each with why it stays. At most four.
 ALLOWED_UP = {

@@ -8,8 +8,8 @@ import pytest
 
 from strixwizard.model import Status
 from strixwizard.topology import build_topology
-from tests import scenarios
-from tests.scenarios import report_of, results, statuses
+from tests.support import scenarios
+from tests.support.scenarios import report_of, results, statuses
 
 E810_LINK = "node-a:enp194s0np0 <-> node-b:enp194s0np0"
 
@@ -214,7 +214,7 @@ def test_same_link_layer_passes_on_a_roce_pair(root: Path) -> None:
 @pytest.mark.parametrize("name", ["iwarp", "ib_vs_eth", "healthy"])
 def test_link_json_of_every_transport_validates_against_the_shipped_schema(
         root: Path, name: str, report_schema: dict[str, object]) -> None:
-    from tests.conftest import validate_report
+    from tests.support.cli import validate_report
 
     document = report_of(root, name).to_json()
     validate_report(document, report_schema)

@@ -19,8 +19,8 @@ from strixwizard.live.plan import RdmaEnd
 from strixwizard.model import Status
 from strixwizard.node import NodeSession, connect, target_for
 from strixwizard.site import Thresholds, load_site
-from tests.conftest import run_cli
-from tests.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
 
 DATA = Path(__file__).parent / "data" / "live"
 lab4 = lab_fixture(4)

@@ -30,7 +30,7 @@ from strixwizard.model import Status
 from strixwizard.node.local import LocalSession
 from strixwizard.onnode import verbs_pingpong
 from strixwizard.site import Thresholds
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 T = Thresholds()
 

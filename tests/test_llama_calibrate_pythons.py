@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from strixwizard.onnode import llama_calibrate
-from tests.llama_parts import build, write_tiny_model
-from tests.pythons import NODE_VERSIONS, available
+from tests.support.llama_parts import build, write_tiny_model
+from tests.support.pythons import NODE_VERSIONS, available
 
 PYTHONS = available(NODE_VERSIONS)
 SOURCE = Path(llama_calibrate.__file__).read_text(encoding="utf-8")

@@ -1,11 +1,11 @@
 """`deploy --stack llama-rpc --allow-soft-rdma` with REAL llama.cpp over REAL verbs: soft-RoCE
-(rxe0) between two qemu VMs (tests/vmlab.py), RDMA negotiated by ggml-rpc's own transport.
+(rxe0) between two qemu VMs (tests/support/vmlab.py), RDMA negotiated by ggml-rpc's own transport.
 
 `ggml-rpc-server` and `llama-server` come from `scripts/build_llama.sh 0.3.36 rdma`
 (GGML_RPC_RDMA=ON against libibverbs; cached in ~/.cache/strixwizard-llama/0.3.36-rdma,
 apart from the TCP build of tests/test_deploy_llama_lab.py), copied into each VM's own share
 (`/vmlab/bin`: the VM's /root and /tmp are its own tmpfs); the model is the tiny random GGUF
-of tests/llama_parts.py at `/vmlab/tiny.gguf` on the head. vm0 is the head (llama-server),
+of tests/support/llama_parts.py at `/vmlab/tiny.gguf` on the head. vm0 is the head (llama-server),
 vm1 the worker (ggml-rpc-server). The smoke test passes only when both logs say
 `RDMA activated`; the negative cases break the RDMA path for real and the smoke test must
 FAIL naming the cause, never pass over TCP:
@@ -32,9 +32,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-from tests.llama_parts import build, write_tiny_model
-from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, vm_lab_fixture
+from tests.support.cli import CliResult, run_cli
+from tests.support.llama_parts import build, write_tiny_model
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, vm_lab_fixture
 
 llamavms = vm_lab_fixture(2, name="llamavms")
 PROGRAMS = ("ggml-rpc-server", "llama-server")

@@ -11,7 +11,7 @@ from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.errors import UsageError
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.services.capture import replayed_site, with_site_meta
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 
 def _bundle_node(snapshot_of, tmp_path: Path, host: str, node: str, site: str = "lab") -> Path:

@@ -11,7 +11,7 @@ from strixwizard.demo.hardware import RoceSetup
 from strixwizard.fixing.engine import restoring, shown, verify
 from strixwizard.fixing.model import Kind
 from strixwizard.site import NodeSpec, Site
-from tests import scenarios
+from tests.support import scenarios
 from tests.test_fix_plans import SITE_FABRIC, pair, plan_of, steps_of
 
 

@@ -12,8 +12,8 @@ from fixes import BY_ID
 from strixwizard.demo.hardware import RoceSetup
 from strixwizard.fixing.engine import verify
 from strixwizard.site import NodeSpec, Site
-from tests import scenarios
-from tests.conftest import run_cli
+from tests.support import scenarios
+from tests.support.cli import run_cli
 from tests.test_fix_plans import SITE_FABRIC, pair, plan_of
 
 

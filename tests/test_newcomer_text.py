@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
+from tests.support.cli import CliResult, run_cli
 
 DEMO = Path(__file__).resolve().parent.parent / "strixwizard" / "demo"
 

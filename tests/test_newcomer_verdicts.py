@@ -9,7 +9,7 @@ from strixwizard.live.report import TestReport as RunReport
 from strixwizard.live.results import Measurement, exit_code, overall_status
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 NO_LINK = "no fabric link found between node1 and node2 (no interfaces in a shared subnet)"
 

@@ -34,7 +34,7 @@ from strixwizard.node import (
 from strixwizard.node.local import LocalSession
 from strixwizard.node.replay import Recording, ReplayConnector, ReplaySession
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "strixwizard" / "demo" / "snapshots"

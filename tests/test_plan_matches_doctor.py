@@ -19,7 +19,7 @@ from strixwizard.fixing.planning import plan_site
 from strixwizard.model import Status
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
-from tests import scenarios
+from tests.support import scenarios
 
 #: fixes planned as part of another fix's cure: link-level pause goes off when PFC comes on
 #: (`dcb.pause_and_pfc` passes while pause is the only flow control; `dcb.pfc` turns PFC on)

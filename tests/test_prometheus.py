@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from strixwizard import __version__
 from strixwizard.cli.prometheus import STATUS_VALUES, counter_deltas, live_test_registry, write_metrics
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 

@@ -16,7 +16,7 @@ import pytest
 
 from strixwizard.cli.timer import DEFAULT_TEXTFILE, doctor_argv, timer_units
 from strixwizard.errors import UsageError
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 SITE_TEXT = "site: lab\nnodes:\n  - name: n1\n    host: local\n"
 

@@ -1,6 +1,6 @@
 """strixwizard against a real kernel RDMA stack: soft-RoCE (rxe0) between two qemu VMs.
 
-The VM lab (tests/vmlab.py) boots Debian's kernel under TCG; sysfs, the GID
+The VM lab (tests/support/vmlab.py) boots Debian's kernel under TCG; sysfs, the GID
 table, configfs rdma_cm and ``ibv_devinfo`` are the kernel's own.  Timings are
 not meaningful under emulation, so nothing here asserts a speed.  The tests
 skip, with the reason, only when the VM lab cannot run on this machine (no
@@ -24,8 +24,8 @@ import pytest
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.rdma import RdmaPort, parse_ibv_devinfo, rdma_devices, roce_active_mtu
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests.conftest import run_cli
-from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab, vm_lab_fixture
+from tests.support.cli import run_cli
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab, vm_lab_fixture
 
 DATA = Path(__file__).parent / "data" / "vm"
 SNAPSHOT = DATA / "vm0.tar.gz"

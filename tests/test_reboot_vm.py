@@ -1,5 +1,5 @@
 """Fixes that claim to survive a reboot, through a REAL reboot: two VMs with systemd as PID 1
-and a persistent ext4 disk as their overlay's upper layer (tests/vmlab.py, init="systemd"), so
+and a persistent ext4 disk as their overlay's upper layer (tests/support/vmlab.py, init="systemd"), so
 the VM's /etc and /var survive `systemctl reboot`.
 
 The boot's kernel command line: qemu runs with -no-reboot, so a guest reboot ends it; the
@@ -27,8 +27,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import run_cli
-from tests.llama_parts import build
+from tests.support.cli import run_cli
+from tests.support.llama_parts import build
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, persisted_bytecode, vm_lab_fixture
 from tests.test_llama_rdma_vm import (
     MODEL,
     PROGRAMS,
@@ -39,7 +40,6 @@ from tests.test_llama_rdma_vm import (
     running,
     stage_llama,
 )
-from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, persisted_bytecode, vm_lab_fixture
 
 bootvms = vm_lab_fixture(2, name="bootvms", init="systemd")
 CLI_TIMEOUT = 900.0

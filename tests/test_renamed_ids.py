@@ -11,7 +11,7 @@ import jsonschema
 import checks
 import fixes
 from strixwizard.model import RENAMED_IDS, aliases_of, current_id
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "strixwizard" / "schema"
                      / "doctor.schema.json").read_text())

@@ -1,6 +1,6 @@
 """llama.cpp RPC's traffic per generated token over its own RDMA transport, counted with the
 REAL programs (the RDMA build of scripts/build_llama.sh) between two soft-RoCE VMs
-(tests/vmlab.py) by rxe's hw_counters, with benchmarks/rpc_roundtrips_rdma.py's `measure`.
+(tests/support/vmlab.py) by rxe's hw_counters, with benchmarks/rpc_roundtrips_rdma.py's `measure`.
 No timing is asserted (TCG).
 
 What it pins down: the 8 commands of a token (6 SET_TENSOR, GRAPH_RECOMPUTE, GET_TENSOR, as
@@ -20,8 +20,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.llama_parts import build, write_tiny_model
-from tests.vmlab import VmLab, vm_lab_fixture
+from tests.support.llama_parts import build, write_tiny_model
+from tests.support.vmlab import VmLab, vm_lab_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 rdmacount = vm_lab_fixture(2, name="rdmacount")

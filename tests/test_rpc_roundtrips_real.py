@@ -1,6 +1,6 @@
 """llama.cpp RPC's traffic per generated token, counted with the REAL programs: the
 `ggml-rpc-server` and `llama-server` of scripts/build_llama.sh (built, or found cached, by
-tests/llama_parts.py), tiny GGUFs of 2 and 8 layers, and benchmarks/rpc_roundtrips.py's
+tests/support/llama_parts.py), tiny GGUFs of 2 and 8 layers, and benchmarks/rpc_roundtrips.py's
 counting proxy between them on this machine's loopback (real TCP; no timing is asserted).
 
 What it pins down for `strixwizard advise`: this llama.cpp waits for the server once per
@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 
 from strixwizard.decode.rpc_builds import CURRENT, rpc_build
-from tests.llama_parts import build, write_tiny_model
+from tests.support.llama_parts import build, write_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
 #: what `advise` takes for the current build (rpc_builds.RPC_BUILDS, basis "measured")

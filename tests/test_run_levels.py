@@ -15,7 +15,7 @@ from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.services.levels import DOCTOR, TEST
 from strixwizard.services.nodes import RunRequest, demo_site, resolve_run
 from strixwizard.site import Site
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 QUICK_LEFT_OUT = {"node.rdma_core_version", "node.linux_firmware", "node.rccl_gfx1151"}
 

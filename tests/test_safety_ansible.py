@@ -18,7 +18,7 @@ from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.ansible import emit
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
-from tests import scenarios
+from tests.support import scenarios
 
 
 class UnsafeLoader(yaml.SafeLoader):

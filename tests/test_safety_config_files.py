@@ -32,7 +32,7 @@ from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.model import Kind, Plan, SitePlan, Step
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
-from tests import scenarios
+from tests.support import scenarios
 
 FABRIC = Fabric(mtu=9000, pfc_priority=3, trust="dscp", roce_version=2)
 HOSTILE_NETDEVS = ["enp194s0np0", "f;id>PWNED0", "p$%q", "br.10", "vlan-1.20", "a`b`", "x'y\"z"]

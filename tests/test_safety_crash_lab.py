@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 crashlab = lab_fixture(2, name="crashlab")
 NODE_JOURNAL = "/root/strixwizard-journal"

@@ -21,7 +21,7 @@ from strixwizard.fixing.engine import verify
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.runner import SnapshotRunner, StepFailed
 from strixwizard.site import Site
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 
 def tree_hash(root: Path) -> str:
@@ -116,7 +116,7 @@ def test_snapshot_archive_links_are_rewritten_inside_the_copy(tmp_path: Path) ->
 
 
 def test_a_fix_whose_checks_all_skip_is_not_verified(tmp_path: Path) -> None:
-    from tests.scenarios import facts_of
+    from tests.support.scenarios import facts_of
 
     node = strix_halo_node("strix-b")  # no fabric NIC: the MTU checks skip
     facts = facts_of(tmp_path, {"node-b": node})

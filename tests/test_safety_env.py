@@ -18,7 +18,7 @@ from strixwizard.deploy.plan import WITH_ENV, DeploySettings
 from strixwizard.deploy.ray_stack import container_script, vllm_script
 from strixwizard.facts.netdev import ifname_problem
 from strixwizard.topology import build_topology
-from tests.scenarios import facts_of
+from tests.support.scenarios import facts_of
 
 HOSTILE_NETDEV = "f;id>PWNED0"
 HOSTILE_SITE = "lab\nid>PWNED1\n$(id>PWNED2)"

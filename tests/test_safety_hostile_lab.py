@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
 
 hostilelab = lab_fixture(2, name="hostilelab")
 DATA = Path(__file__).parent / "data"

@@ -16,8 +16,8 @@ import pytest
 
 from strixwizard.fixing.lock import LockHeld, site_lock
 from strixwizard.onnode import ops
-from tests.conftest import run_cli
-from tests.lab import Lab, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, lab_fixture
 
 locklab = lab_fixture(2, name="locklab")
 NODE_JOURNAL = "/root/strixwizard-journal"

@@ -12,7 +12,7 @@ from strixwizard.fixing.journal import JournalStore
 from strixwizard.inventory import parse_inventory
 from strixwizard.services.capture import capture_site
 from strixwizard.site import NodeSpec, Site, SiteError, parse_site
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 BAD_NAMES = ["../../x", "a/b", "..", ".", "a b", "x" * 65, "node\nid", "$(id)", "ü"]
 

@@ -12,7 +12,7 @@ import pytest
 
 from checks import ALL
 from strixwizard.model import Status
-from tests.scenarios import bad, report_of
+from tests.support.scenarios import bad, report_of
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "strixwizard" / "schema" /
                      "doctor.schema.json").read_text())

@@ -127,7 +127,7 @@ HEADER = ("schema_version", "tool", "generated_at", "site")
 ], ids=lambda words: words[0])
 def test_every_json_document_starts_with_the_one_envelope(words: tuple[str, ...]) -> None:
     """One header for every command (`services/output.envelope`, `model.document_header`)."""
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
 
     done = run_cli(*words, "--json", timeout=120)
     assert done.rc in (0, 1, 2), done.stderr

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from strixwizard.onnode import soak as soak_program
-from tests.conftest import run_cli
-from tests.lab import Lab, lab_fixture
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, lab_fixture
 
 soaklab2 = lab_fixture(2, name="soaklab2")
 

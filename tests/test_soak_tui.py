@@ -166,7 +166,7 @@ async def test_the_wizard_soaks_every_pair_of_a_lab_site_over_ssh_and_leaves_not
     """Three lab nodes reached over SSH: "every pair" soaks node0-node1, node0-node2 and
     node1-node2 in the matrix's rounds, each judged per direction; no soak program is left on
     any node."""
-    from tests.lab import Lab, require_lab_tools
+    from tests.support.lab import Lab, require_lab_tools
     from tests.test_tui_lab import discovered
 
     require_lab_tools()

@@ -86,7 +86,7 @@ def _argv_matches(argv: tuple[str, ...], pattern: tuple[object, ...]) -> bool:
 
 
 def _scenario_snapshots(tmp_path: Path) -> list[Path]:
-    import tests.scenarios as scenarios
+    import tests.support.scenarios as scenarios
 
     builders = [scenarios.healthy_e810_pair, scenarios.connectx6dx_pair,
                 scenarios.misconfigured_e810_pair, scenarios.downgraded_x4_pair,

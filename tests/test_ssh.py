@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, validate_report
-from tests.lab import Lab, lab_fixture, require_lab_tools, sweep_stale_labs
+from tests.support.cli import run_cli, validate_report
+from tests.support.lab import Lab, lab_fixture, require_lab_tools, sweep_stale_labs
 
 lab3 = lab_fixture(3)
 

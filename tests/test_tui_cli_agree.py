@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from strixwizard.services.facade import Services
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import DecodePanel
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 from tests.test_tui_round_two import after_the_tests
 from tests.test_tui_walk import make_app, notice_text, settle, sync
 

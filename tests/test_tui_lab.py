@@ -19,7 +19,7 @@ from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.notice import Notice
-from tests.lab import Lab, lab_fixture
+from tests.support.lab import Lab, lab_fixture
 from tests.test_tui_walk import cells, live_state, settle, sync, wait_for_tests
 
 tuilab3 = lab_fixture(3, name="tuilab3")

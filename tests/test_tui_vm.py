@@ -1,4 +1,4 @@
-"""The wizard end to end on two soft-RoCE VMs (tests/vmlab.py): Site → Discover → Links → Fix
+"""The wizard end to end on two soft-RoCE VMs (tests/support/vmlab.py): Site → Discover → Links → Fix
 (apply, confirmed in the modal) → Deploy (llama.cpp RPC over RDMA, confirmed) → Test (latency
 over real verbs, the kernel's rxe counters) → Report, then the deploy and the fix rolled back
 from the wizard; every step's verdict is checked against what the VMs are (read over SSH
@@ -35,6 +35,7 @@ from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.links import LinkCard
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.confirm import ConfirmationModal
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab, vm_lab_fixture
 from tests.test_llama_rdma_vm import (
     MODEL,
     PROGRAMS,
@@ -46,7 +47,6 @@ from tests.test_llama_rdma_vm import (
     stage_llama,
 )
 from tests.test_tui_walk import cells, live_state, notice_text, panel, settle, sync
-from tests.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab, vm_lab_fixture
 
 walkvms = vm_lab_fixture(2, name="walkvms")
 SITE_MTU = 9000

@@ -238,7 +238,7 @@ async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
 
 @sync
 async def test_report_json_validates_against_the_doctor_schema(report_schema: dict[str, object]) -> None:
-    from tests.conftest import validate_report
+    from tests.support.cli import validate_report
 
     app = make_app(demo=True)
     async with app.run_test(size=SIZE) as pilot:

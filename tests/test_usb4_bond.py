@@ -14,7 +14,7 @@ from strixwizard.fixing.model import Kind
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import CheckResult, Status
 from strixwizard.site import NodeSpec, Site
-from tests import scenarios
+from tests.support import scenarios
 
 
 def check(tmp_path: Path, mode: str = "balance-rr 0", tcp_reordering: int | None = 3

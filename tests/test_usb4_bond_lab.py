@@ -20,7 +20,7 @@ from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.ssh import SshRunner
 from strixwizard.node.target import SshTarget
 from strixwizard.site import Site
-from tests.lab import Lab, LabHost, lab_fixture
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 bondlab1 = lab_fixture(1, name="bondlab1")
 NODE_JOURNAL = "/root/strixwizard-journal"

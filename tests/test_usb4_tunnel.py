@@ -1,7 +1,7 @@
 """NICs behind a USB4/Thunderbolt PCIe tunnel (a card in a Thunderbolt enclosure): the NIC's own
 PCIe link looks fine while the tunnel caps it; `nic.pcie_link` finds the tunnel from the
 device's sysfs path and the kernel's `removable` marks, judges its ceiling and names it.
-The scenario (tests/scenarios.py `tunnelled_connectx_pair`) is captured through the real
+The scenario (tests/support/scenarios.py `tunnelled_connectx_pair`) is captured through the real
 collector; its STAND-IN parts are named there."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from strixwizard.facts.nic import pcie_tunnel
 from strixwizard.model import Status
-from tests.scenarios import (
+from tests.support.scenarios import (
     TUNNEL_CHAIN,
     TUNNEL_HOST_PORT,
     capture,

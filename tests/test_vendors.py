@@ -19,7 +19,7 @@ from strixwizard.fixing.planning import plan_site
 from strixwizard.model import Status
 from strixwizard.site import Fabric, NodeSpec, Site
 from strixwizard.vendors import GENERIC, Firmware, Model, Note, Qos, Vendor
-from tests.scenarios import facts_of, results, run_site
+from tests.support.scenarios import facts_of, results, run_site
 
 #: A NIC family the product does not know: what a new vendor module would declare.
 THOR = Vendor(

@@ -1,6 +1,6 @@
 """A lab with a real kernel RDMA stack: soft-RoCE (``rdma_rxe``) between small qemu VMs.
 
-Beside the namespace lab (tests/lab.py), whose kernel has no RDMA, this one boots
+Beside the namespace lab (tests/support/lab.py), whose kernel has no RDMA, this one boots
 Debian's own kernel in ``qemu-system-x86_64 -accel tcg`` (nested KVM hangs on
 this machine kind), so sysfs, GID tables, configfs ``rdma_cm``, ``rdma -j link``,
 ``ib_write_lat`` and pyverbs are real.  Timings under emulation are not.
@@ -63,7 +63,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tests.lab import _public_key, _wait_pidfds  # the namespace lab's own helpers
+from tests.support.lab import _public_key, _wait_pidfds  # the namespace lab's own helpers
 
 KERNEL_META_PACKAGE = "linux-image-amd64"
 #: modules the VM loads (their dependencies are resolved by modprobe)
@@ -119,7 +119,7 @@ REBOOT_TIMEOUT = 240.0
 NO_BYTECODE = "PYTHONDONTWRITEBYTECODE=1"
 #: this project's packages, compiled before a lab boots so the VMs find current bytecode in
 #: the lower layer and this machine does not write into it while they run
-_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]
 _PACKAGES = ("strixwizard", "checks", "fixes")
 
 #: tool -> Debian package that provides it
@@ -766,7 +766,7 @@ def compile_tree_bytecode() -> None:
 def _sshd_config(pam: bool = False) -> str:
     return "\n".join(
         [
-            "# written by tests/vmlab.py; this sshd never reads /etc/ssh",
+            "# written by tests/support/vmlab.py; this sshd never reads /etc/ssh",
             f"ListenAddress {GUEST_MGMT_ADDR}",
             "Port 22",
             "HostKey /vmlab/ssh_host_ed25519_key",
@@ -995,4 +995,5 @@ def vm_lab_fixture(n: int, *, scope: str = "module", name: str | None = None, in
         with VmLab(tmp_path_factory.mktemp("vmlab"), n, kernel=kernel, init=init) as lab:
             yield lab
 
+    _vmlab.vmlab_init = init  # type: ignore[attr-defined]  # tests/conftest.py: the vm tier
     return pytest.fixture(scope=scope, name=name)(_vmlab)  # type: ignore[call-overload,no-any-return]

@@ -29,7 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-FLAGS = Path(__file__).resolve().parent / "data" / "deploy" / "vllm_serve_flags.json"
+FLAGS = Path(__file__).resolve().parents[1] / "data" / "deploy" / "vllm_serve_flags.json"
 SEEN_ENV = ("RAY_ADDRESS", "VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
             "NCCL_IB_DISABLE", "RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES")
 WORDS = ("Paris", ".", " It", " is", " the", " capital", " and", " the", " largest", " city")

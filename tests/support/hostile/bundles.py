@@ -7,7 +7,7 @@ import json
 import tarfile
 from pathlib import Path
 
-DEMO = Path(__file__).resolve().parents[2] / "strixwizard" / "demo" / "snapshots"
+DEMO = Path(__file__).resolve().parents[3] / "strixwizard" / "demo" / "snapshots"
 
 
 def hostile_snapshot(name: str, out: Path, kernel: str, firmware: str, host: str | None = None,

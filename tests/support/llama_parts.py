@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "scripts" / "build_llama.sh"
 #: llama-cpp-python's sdist that carries the llama.cpp tree (vendor/llama.cpp) we build.
 LLAMA_CPP_PYTHON = "0.3.36"

@@ -76,7 +76,7 @@ Layout of one lab of two hosts (``k`` is an even number claimed per lab)::
 
 Using it from pytest (``conftest.py``)::
 
-    from tests.lab import lab_fixture
+    from tests.support.lab import lab_fixture
     lab3 = lab_fixture(3)            # a session-scoped fixture named "lab3"
 
 or by hand::
@@ -955,7 +955,7 @@ class Lab:
     def _sshd_config(self, host: LabHost) -> str:
         return "\n".join(
             [
-                "# written by tests/lab.py; this sshd never reads /etc/ssh",
+                "# written by tests/support/lab.py; this sshd never reads /etc/ssh",
                 f"ListenAddress {host.mgmt_addr}",
                 f"Port {SSH_PORT}",
                 f"HostKey {host.host_key}",

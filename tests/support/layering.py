@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("strixwizard", "checks", "fixes")
 
 #: Top down. Each layer is the module prefixes it holds.

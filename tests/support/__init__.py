@@ -1,0 +1,1 @@
+"""What the tests share: the labs, the CLI runner, scenarios and stand-ins (no tests here)."""
