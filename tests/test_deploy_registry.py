@@ -169,8 +169,7 @@ def test_the_wizard_offers_a_new_stack_and_shows_its_plan() -> None:
     from textual.widgets import Checkbox, Input, Select
 
     from strixwizard.tui.steps import key_of
-    from tests.test_deploy_serve_wizard import node_boxes, replanned
-    from tests.test_tui_walk import make_app, notice_text, sync
+    from tests.support.wizard import make_app, node_boxes, notice_text, replanned, sync
 
     @sync
     async def walk() -> None:

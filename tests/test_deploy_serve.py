@@ -86,7 +86,7 @@ def test_the_demo_line_is_tensor_parallel_over_ray_on_the_head_fabric_address_ea
 
 def test_eager_can_be_switched_off_and_is_not_added_off_strix(tmp_path: Path) -> None:
     assert "--enforce-eager" not in demo_plan(eager=False).vllm_argv  # type: ignore[attr-defined]
-    from tests.test_deploy_nodes import plain_site
+    from tests.support.scenarios import plain_site
 
     done = run_cli("deploy", "--site", str(plain_site(tmp_path)), "--transport", "tcp",
                    "--nodes", "n0,n1", "--model", "m", "--serve", "--json")

@@ -187,8 +187,7 @@ def test_the_wizard_deploys_the_stand_in_vllm_shows_the_verdict_and_rolls_back(
     from strixwizard.services.facade import Services
     from strixwizard.tui.app import WizardApp
     from strixwizard.tui.screens.deploy import DeployState
-    from tests.test_tui_lab import discovered
-    from tests.test_tui_walk import notice_text, settle, wait_for_modal
+    from tests.support.wizard import discovered, notice_text, settle, wait_for_modal
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     head = lab.hosts[0]

@@ -10,20 +10,11 @@ from strixwizard.services.deploy import DeployChoice
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.steps import key_of
-from tests.test_tui_walk import SIZE, make_app, notice_text, settle, sync
-
-
-async def replanned(app: WizardApp, pilot: object) -> None:
-    for _ in range(3):
-        await settle(app, pilot)  # type: ignore[arg-type]
+from tests.support.wizard import SIZE, make_app, node_boxes, notice_text, replanned, sync
 
 
 def text_of(app: WizardApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).render())
-
-
-def node_boxes(app: WizardApp) -> str:
-    return "\n".join(str(box.render()) for box in app.screen.query("#deploy-nodes Static"))
 
 
 @sync

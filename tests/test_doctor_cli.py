@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
 
 from strixwizard.demo.scenarios import strix_halo_node
 from tests.support.cli import validate_report
+from tests.support.terminal import run_on_pty
 
 
 def test_demo_json_validates_and_finds_the_demo_faults(cli, report_schema) -> None:
@@ -84,31 +84,6 @@ def test_snapshot_names_come_from_their_hosts_and_never_clash(cli, snapshot_of) 
     again = snapshot_of(strix_halo_node("strix-a"))
     report = cli("doctor", "--snapshot", str(a), "--snapshot", str(again), "--json").json()
     assert [h["name"] for h in report["hosts"]] == ["strix-a", "strix-a-2"]
-
-
-def run_on_pty(args: list[str], env: dict[str, str] | None = None) -> str:
-    """Run the CLI with stdout and stderr on a pseudo-terminal; return what it showed."""
-    if env is None:
-        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-        env["TERM"] = "xterm-256color"
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "strixwizard", *args],
-        stdout=terminal, stderr=terminal, stdin=subprocess.DEVNULL, env=env,
-    )
-    os.close(terminal)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    process.wait(timeout=60)
-    os.close(controller)
-    return b"".join(chunks).decode()
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:

@@ -14,7 +14,7 @@ from strixwizard.cli import explain
 from strixwizard.demo.hardware import RoceSetup
 from strixwizard.fixing.model import Kind
 from tests.support import scenarios
-from tests.test_fix_plans import pair, plan_of, systemd
+from tests.support.fixplans import pair, plan_of, systemd
 
 SECTIONS = ("What it checks", "What it reads", "Why it matters", "How to fix it by hand", "Sources")
 

@@ -19,8 +19,7 @@ import pytest
 
 from strixwizard.facts import declared, output
 from strixwizard.facts.outputs import Output
-
-CASES_DIR = Path(__file__).resolve().parent / "data" / "fact_cases"
+from tests.support.fact_cases import CASES_DIR
 
 
 def plain(value: Any) -> Any:

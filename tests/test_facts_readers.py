@@ -25,8 +25,8 @@ from strixwizard.fixing.runner import SnapshotRunner
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 from tests.support import scenarios
-from tests.test_fact_cases import CASES_DIR
-from tests.test_fix_plans import SITE_FABRIC
+from tests.support.fact_cases import CASES_DIR
+from tests.support.fixplans import SITE_FABRIC
 
 E810 = "0000:c2:00.0"
 #: enable_roce listed as permanent true and driverinit false: driverinit is what irdma uses.

@@ -23,7 +23,7 @@ from strixwizard.fixing.runner import SnapshotRunner, StepFailed, Unreachable, w
 from strixwizard.fixing.site_apply import runner_from_journal
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
-from tests.test_fix_plans import SITE_FABRIC, pair
+from tests.support.fixplans import SITE_FABRIC, pair
 
 BAD_B = RoceSetup(mtu=1500, pfc=(), fw_lldp=True, pause=(True, True), roce_mode="RoCE v2")
 
@@ -246,7 +246,7 @@ def test_emit_ansible_writes_inventory_and_playbook(cli, state, tmp_path: Path) 
     out = tmp_path / "ansible"
     result = cli("fix", "--demo", "--emit", "ansible", str(out), env=state)
     assert result.rc == 0, result.stderr
-    from tests.test_safety_ansible import UnsafeLoader
+    from tests.support.ansible import UnsafeLoader
 
     inventory = yaml.load((out / "inventory.yml").read_text(), Loader=UnsafeLoader)
     # node-a's faults in the demo (PCIe x4 slot, counters) have no automated cure: it plans nothing

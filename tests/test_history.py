@@ -10,41 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from strixwizard.live.history import record_run
-from strixwizard.live.results import LatencyStats, Measurement
 from strixwizard.live.trends import BARS, GAP, load_trends, sparkline
 from strixwizard.model import Status
 from tests.support.cli import run_cli
-
-PAIR = ("node-a", "node-b")
-
-
-def _latency(transport: str, tool: str, median: float, status: Status | None = Status.PASS,
-             role: str = "verdict") -> Measurement:
-    stats = LatencyStats(median * 0.9, median, median * 1.05, median * 1.3, median * 2, median * 4)
-    return Measurement("latency", transport, tool, PAIR, status, "", role=role, figure=median, unit="µs",
-                       latency=stats)
-
-
-def _bandwidth(gbps: float, status: Status = Status.PASS) -> Measurement:
-    return Measurement("bandwidth", "rdma", "ib_write_bw", PAIR, status, "", figure=gbps, unit="Gb/s",
-                       bandwidth_gbps=gbps)
-
-
-def _run(path: Path, day: int, rdma: float, tcp: float, gbps: float, site: str = "lab",
-         rdma_status: Status = Status.PASS) -> None:
-    results = [_latency("rdma", "ib_write_lat", rdma, rdma_status),
-               _latency("tcp", "strixwizard tcp ping-pong", tcp),
-               _latency("tcp", "sockperf ping-pong", tcp * 3, None, "reference"), _bandwidth(gbps)]
-    record_run(site, "test latency", f"2026-03-0{day}T10:00:00+00:00", results, path)
+from tests.support.history import PAIR, store_run
 
 
 @pytest.fixture
 def recorded_pair(tmp_path: Path) -> Path:
     """Two runs of site `lab`, the second slower (RDMA +30%, bandwidth -33%), TCP about the same."""
     path = tmp_path / "history.sqlite"
-    _run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
-    _run(path, 2, rdma=6.5, tcp=26.0, gbps=60.0)
+    store_run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
+    store_run(path, 2, rdma=6.5, tcp=26.0, gbps=60.0)
     return path
 
 
@@ -90,9 +67,9 @@ def test_json_carries_the_same(recorded_pair: Path) -> None:
 
 def test_last_good_run_skips_a_failed_one(tmp_path: Path) -> None:
     path = tmp_path / "history.sqlite"
-    _run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
-    _run(path, 2, rdma=12.0, tcp=25.0, gbps=90.0, rdma_status=Status.FAIL)
-    _run(path, 3, rdma=5.2, tcp=25.0, gbps=90.0)
+    store_run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
+    store_run(path, 2, rdma=12.0, tcp=25.0, gbps=90.0, rdma_status=Status.FAIL)
+    store_run(path, 3, rdma=5.2, tcp=25.0, gbps=90.0)
     (rdma,) = [t for t in load_trends(path) if t.transport == "rdma" and t.kind == "latency"]
     assert rdma.sparkline == "▁█▁" and not rdma.regression
     assert rdma.comparison.last_good_at == "2026-03-01T10:00:00+00:00"  # not the failed run 2
@@ -100,7 +77,7 @@ def test_last_good_run_skips_a_failed_one(tmp_path: Path) -> None:
 
 
 def test_site_filter_and_nothing_stored(tmp_path: Path, recorded_pair: Path) -> None:
-    _run(recorded_pair, 3, rdma=9.0, tcp=25.0, gbps=90.0, site="other")
+    store_run(recorded_pair, 3, rdma=9.0, tcp=25.0, gbps=90.0, site="other")
     site = tmp_path / "site.yaml"
     site.write_text("site: lab\nnodes:\n  - name: node-a\n    host: local\n")
     doc = run_cli("history", "--history", str(recorded_pair), "--site", str(site), "--json").json()

@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 
 from strixwizard.live.trends import load_trends
 from strixwizard.tui.widgets.history import HistorySparklines
-from tests.test_history import _run
+from tests.support.history import store_run
 
 
 class _Host(App[None]):
@@ -33,8 +33,8 @@ def _shown(site: str, demo: bool, path: Path) -> str:
 
 def test_history_widget_shows_sparklines_and_the_regression(tmp_path: Path) -> None:
     path = tmp_path / "history.sqlite"
-    _run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
-    _run(path, 2, rdma=6.5, tcp=26.0, gbps=60.0)
+    store_run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
+    store_run(path, 2, rdma=6.5, tcp=26.0, gbps=60.0)
     text = _shown("lab", False, path)
     rdma = next(t for t in load_trends(path, "lab") if t.transport == "rdma" and t.kind == "latency")
     line = next(line for line in text.splitlines() if "RDMA latency (ib_write_lat)" in line)

@@ -12,7 +12,7 @@ from strixwizard.fixing.engine import restoring, shown, verify
 from strixwizard.fixing.model import Kind
 from strixwizard.site import NodeSpec, Site
 from tests.support import scenarios
-from tests.test_fix_plans import SITE_FABRIC, pair, plan_of, steps_of
+from tests.support.fixplans import SITE_FABRIC, pair, plan_of, steps_of
 
 
 def test_memlock_left_limited_in_the_checking_session_says_log_in_again(tmp_path: Path) -> None:

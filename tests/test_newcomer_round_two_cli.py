@@ -14,7 +14,7 @@ from strixwizard.fixing.engine import verify
 from strixwizard.site import NodeSpec, Site
 from tests.support import scenarios
 from tests.support.cli import run_cli
-from tests.test_fix_plans import SITE_FABRIC, pair, plan_of
+from tests.support.fixplans import SITE_FABRIC, pair, plan_of
 
 
 def test_cured_names_only_checks_that_failed_before(tmp_path: Path) -> None:

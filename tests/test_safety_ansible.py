@@ -5,7 +5,6 @@ connection named `{{ lookup('pipe', 'touch MARKER') }}` goes through the real
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,20 +18,7 @@ from strixwizard.fixing.ansible import emit
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
 from tests.support import scenarios
-
-
-class UnsafeLoader(yaml.SafeLoader):
-    """Reads `!unsafe` scalars as plain strings (what Ansible shows of them)."""
-
-
-UnsafeLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
-
-
-def ansible_playbook() -> str:
-    playbook = Path(sys.executable).with_name("ansible-playbook")
-    found = str(playbook) if playbook.exists() else shutil.which("ansible-playbook")
-    assert found, "ansible-playbook not found: install the test extras (pip install -e '.[test]')"
-    return found
+from tests.support.ansible import UnsafeLoader, ansible_playbook
 
 
 def test_hostile_connection_name_is_never_templated(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from tests.test_report_html import png_pixels
+from tests.support.png import png_pixels
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from screenshots import PRESERVE, keep_whitespace

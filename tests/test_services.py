@@ -11,7 +11,7 @@ from strixwizard.services.common import NotConfirmed, Question
 from strixwizard.services.discover import Discovery, discover
 from strixwizard.services.nodes import RunRequest
 from strixwizard.services.output import emit, envelope, exit_code
-from tests.test_tui_imports import _imports
+from tests.support.imports import imports_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ FRONT_ENDS = ["strixwizard/cli/main.py", "strixwizard/cli/fix.py", "strixwizard/
 
 
 def test_front_ends_never_assemble_the_engines() -> None:
-    offenders = {name: sorted(_imports(ROOT / name) & ENGINE_ASSEMBLY) for name in FRONT_ENDS}
+    offenders = {name: sorted(imports_of(ROOT / name) & ENGINE_ASSEMBLY) for name in FRONT_ENDS}
     assert not {k: v for k, v in offenders.items() if v}
 
 

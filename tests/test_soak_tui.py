@@ -22,7 +22,7 @@ from strixwizard.services.facade import Services
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.soak import SoakModal, SoakPanel, progress_line
-from tests.test_tui_walk import SIZE, cells, live_state, make_app, settle, sync, wait_for_tests
+from tests.support.wizard import SIZE, cells, live_state, make_app, settle, sync, wait_for_tests
 
 
 @pytest.fixture(autouse=True)
@@ -167,7 +167,7 @@ async def test_the_wizard_soaks_every_pair_of_a_lab_site_over_ssh_and_leaves_not
     node1-node2 in the matrix's rounds, each judged per direction; no soak program is left on
     any node."""
     from tests.support.lab import Lab, require_lab_tools
-    from tests.test_tui_lab import discovered
+    from tests.support.wizard import discovered
 
     require_lab_tools()
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # type: ignore[attr-defined]
@@ -228,7 +228,7 @@ def test_the_cli_prints_a_pairs_progress_every_five_seconds_on_stderr(
 
 @sync
 async def test_a_one_node_site_is_told_a_soak_needs_two_nodes(tmp_path: Path) -> None:
-    from tests.test_tui_walk import next_to
+    from tests.support.wizard import next_to
 
     demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo"
     site = tmp_path / "site.yaml"

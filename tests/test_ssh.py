@@ -280,7 +280,7 @@ def test_progress_goes_to_stderr_on_a_terminal_only(lab3: Lab, tmp_path: Path) -
     site = lab3.write_site_yaml(tmp_path / "lab.yaml")
     piped = run_cli("doctor", "--site", str(site))
     assert "collecting over SSH" not in piped.stderr
-    from tests.test_doctor_cli import run_on_pty
+    from tests.support.terminal import run_on_pty
 
     on_terminal = run_on_pty(["doctor", "--site", str(site)])
     assert "node0: collecting over SSH from root@10.99." in on_terminal

@@ -15,8 +15,7 @@ from strixwizard.services.facade import Services
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import DecodePanel
 from tests.support.cli import run_cli
-from tests.test_tui_round_two import after_the_tests
-from tests.test_tui_walk import make_app, notice_text, settle, sync
+from tests.support.wizard import after_the_tests, make_app, notice_text, settle, sync
 
 
 @pytest.fixture(autouse=True)

@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support.imports import imports_of
 
 TUI = Path(__file__).resolve().parent.parent / "strixwizard" / "tui"
 FORBIDDEN = {"subprocess", "paramiko", "pyroute2", "pyverbs", "socket", "strixwizard.probe.local",
              "strixwizard.node.ssh"}
 
 
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
 def test_nothing_under_tui_imports_io_modules() -> None:
     files = sorted(TUI.rglob("*.py"))
     assert len(files) > 10
     offenders = {
-        str(f.relative_to(TUI)): sorted(n for n in _imports(f)
+        str(f.relative_to(TUI)): sorted(n for n in imports_of(f)
                                         if any(n == bad or n.startswith(bad + ".") for bad in FORBIDDEN))
         for f in files
     }

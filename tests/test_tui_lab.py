@@ -9,30 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
-from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.notice import Notice
 from tests.support.lab import Lab, lab_fixture
-from tests.test_tui_walk import cells, live_state, settle, sync, wait_for_tests
+from tests.support.wizard import cells, discovered, live_state, settle, sync, wait_for_tests
 
 tuilab3 = lab_fixture(3, name="tuilab3")
-
-
-async def discovered(app: WizardApp, pilot: Pilot[int]) -> None:
-    """Wait (bounded, 60 s) until the discovery the Discover step started has finished."""
-    for _ in range(600):
-        await settle(app, pilot)
-        if app.session.of(DiscoverState).discovery is not None and not app.busy("discover"):
-            return
-        await pilot.pause(0.1)
-    raise AssertionError("discovery did not finish within 60 s")
 
 
 #: Each measurement kept to a fraction of a second (the defaults run several seconds), injected.
@@ -134,7 +122,7 @@ async def test_an_unknown_host_key_is_trusted_in_a_modal_not_with_a_flag(tuilab3
     and adds exactly that key."""
     from strixwizard.tui.screens.site import SiteState
     from strixwizard.tui.widgets.confirm import ConfirmationModal
-    from tests.test_tui_walk import wait_for_modal
+    from tests.support.wizard import wait_for_modal
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     known = tmp_path / "known_hosts"

@@ -13,7 +13,7 @@ from strixwizard.model import Status
 from strixwizard.tui.fit import Column, fitting, short_kernel, short_sku, short_state
 from strixwizard.tui.screens.discover import NODE_COLUMNS
 from strixwizard.tui.steps import key_of
-from tests.test_tui_walk import (
+from tests.support.wizard import (
     cells,
     make_app,
     notice_text,
@@ -204,7 +204,7 @@ def test_a_pair_without_a_fabric_link_is_titled_as_measured_over_management() ->
 async def test_home_reaches_the_top_and_the_applied_panel_scrolls_into_view() -> None:
     from textual.containers import VerticalScroll
 
-    from tests.test_tui_walk import wait_for_modal
+    from tests.support.wizard import wait_for_modal
 
     app = make_app(demo=True)
     async with app.run_test(size=(80, 24)) as pilot:

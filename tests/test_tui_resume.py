@@ -14,7 +14,7 @@ from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.test import TestState
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.soak import SoakModal, SoakPanel
-from tests.test_tui_walk import SIZE, make_app, notice_text, settle, sync, wait_for_tests
+from tests.support.wizard import SIZE, make_app, notice_text, settle, sync, wait_for_tests
 
 
 @pytest.fixture(autouse=True)

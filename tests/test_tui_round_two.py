@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from textual.content import Content
 from textual.geometry import Region
-from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Checkbox, DataTable, Input, Select, Static
 from textual.widgets._collapsible import CollapsibleTitle
@@ -20,8 +19,15 @@ from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import DecodePanel
 from strixwizard.tui.widgets.hanging import hang_lines
 from strixwizard.tui.widgets.notice import Notice
-from strixwizard.tui.widgets.sections import Section
-from tests.test_tui_walk import make_app, notice_text, settle, sync, wait_for_modal, wait_for_tests
+from tests.support.wizard import (
+    after_the_tests,
+    make_app,
+    notice_text,
+    settle,
+    step_sections,
+    sync,
+    wait_for_modal,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -89,15 +95,6 @@ async def test_wrapped_lines_keep_their_indent_in_links_fix_deploy_and_report() 
         assert items and any(len(line) > 76 for line in items)  # some item wraps at 80 columns
         for line in unhung(notice):
             assert not any(line.strip() in item for item in items), line
-
-
-async def after_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
-    """On the Test step with the demo's tests run (TCP on loopback for real, RDMA replayed)."""
-    await pilot.press(key_of("test"))
-    await settle(app, pilot)
-    await pilot.press("r")
-    await wait_for_tests(app, pilot)
-    await settle(app, pilot)
 
 
 @sync
@@ -252,17 +249,13 @@ async def test_question_mark_opens_help_with_keys_steps_verdicts_and_files() -> 
         assert not isinstance(app.screen, HelpScreen) and app.session.state.step == "fix"
 
 
-def _sections(app: WizardApp, selector: str) -> list[Section]:
-    return list(app.screen.query(selector).results(Section))
-
-
 @sync
 async def test_fix_sections_fold_and_f_shows_only_the_failing_findings() -> None:
     app = make_app(demo=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press(key_of("fix"))
         await settle(app, pilot)
-        sections = _sections(app, ".fix-section")
+        sections = step_sections(app, ".fix-section")
         assert {s.key for s in sections} >= {"fix node node-a", "fix node node-b"}
         everything = "\n".join(str(s.query_one(Static).render()) for s in sections)
         assert "WARN" in everything and "FAIL" in everything
@@ -273,19 +266,19 @@ async def test_fix_sections_fold_and_f_shows_only_the_failing_findings() -> None
         assert first.collapsed and app.session.folds[first.key] is True
         await pilot.press(key_of("links"), key_of("fix"))
         await settle(app, pilot)
-        assert next(s for s in _sections(app, ".fix-section") if s.key == first.key).collapsed
+        assert next(s for s in step_sections(app, ".fix-section") if s.key == first.key).collapsed
         assert "f" in {b.key for (_, b, on, _) in app.active_bindings.values() if b.show and on}
         app.screen.focus_next()  # the key works wherever the focus is on the step
         await pilot.press("f")
         await settle(app, pilot)
         assert "FAIL and ERROR rows only" in notice_text(app, "#fix-status")
-        shown = "\n".join(str(s.query_one(FixGroupView).render()) for s in _sections(app, ".fix-section"))
+        shown = "\n".join(str(s.query_one(FixGroupView).render()) for s in step_sections(app, ".fix-section"))
         assert "FAIL" in shown and "! WARN" not in shown
         assert "fabric.counters" not in shown  # a warning only: filtered out
         await pilot.press("f")
         await settle(app, pilot)
         assert "fabric.counters" in "\n".join(
-            str(s.query_one(FixGroupView).render()) for s in _sections(app, ".fix-section"))
+            str(s.query_one(FixGroupView).render()) for s in step_sections(app, ".fix-section"))
 
 
 @sync
@@ -294,7 +287,7 @@ async def test_discover_lists_every_check_in_folded_sections_and_f_filters_them(
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press(key_of("discover"))
         await settle(app, pilot)
-        sections = _sections(app, ".check-section")
+        sections = step_sections(app, ".check-section")
         assert [s.key for s in sections] == ["discover node node-a", "discover node node-b",
                                              "discover links", "discover site demo"]
         assert all(s.collapsed for s in sections)  # folded until opened: the tables stay on screen
@@ -305,7 +298,7 @@ async def test_discover_lists_every_check_in_folded_sections_and_f_filters_them(
         assert "✓ PASS" in lines and "✗ FAIL" in lines
         await pilot.press("f")
         await settle(app, pilot)
-        sections = _sections(app, ".check-section")
+        sections = step_sections(app, ".check-section")
         assert [s.key for s in sections] == ["discover node node-b", "discover links"]  # failing only
         assert not sections[0].collapsed  # opened before: still open
         lines = str(sections[0].query_one(".check-lines", Static).render())

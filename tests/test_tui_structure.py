@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from strixwizard.tui import steps
-from tests.test_tui_imports import _imports
+from tests.support.imports import imports_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TUI = ROOT / "strixwizard" / "tui"
@@ -46,11 +46,11 @@ def test_each_tui_module_imports_alone_in_a_fresh_interpreter() -> None:
 def test_no_screen_or_widget_imports_the_app() -> None:
     """Screens post messages and read the `Wizard` protocol; only the app knows the screens."""
     offenders = {
-        str(path.relative_to(TUI)): sorted(n for n in _imports(path) if n.startswith("strixwizard.tui.app"))
+        str(path.relative_to(TUI)): sorted(n for n in imports_of(path) if n.startswith("strixwizard.tui.app"))
         for folder in ("screens", "widgets") for path in sorted((TUI / folder).rglob("*.py"))
     }
     offenders.update({
-        str(path.relative_to(TUI)): sorted(n for n in _imports(path) if n.startswith("strixwizard.tui.app"))
+        str(path.relative_to(TUI)): sorted(n for n in imports_of(path) if n.startswith("strixwizard.tui.app"))
         for path in sorted(TUI.glob("*.py")) if path.name != "app.py"
     })
     assert not {k: v for k, v in offenders.items() if v}

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 import json
-import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +19,25 @@ from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.links import LinkCard
 from strixwizard.tui.screens.site import SiteState
-from strixwizard.tui.screens.test import TestState
-from strixwizard.tui.steps import BY_ID, STEPS, key_of
+from strixwizard.tui.steps import BY_ID, key_of
 from strixwizard.tui.widgets.confirm import ConfirmationModal
 from strixwizard.tui.widgets.notice import Notice
-from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
-
-SIZE = (80, 24)
-
-
-def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test with asyncio.run (no pytest-asyncio in the dependencies)."""
-
-    @functools.wraps(test)
-    def run(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return run
+from tests.support.wizard import (
+    SIZE,
+    cells,
+    discovery_of,
+    live_state,
+    make_app,
+    next_to,
+    notice_text,
+    panel,
+    replayed_ssh_app,
+    settle,
+    settle_until,
+    sync,
+    wait_for_modal,
+    wait_for_tests,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -48,98 +45,6 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(home))
     return home
-
-
-async def settle(app: WizardApp, pilot: Pilot[int]) -> None:
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
-
-
-async def next_to(app: WizardApp, pilot: Pilot[int], step_id: str) -> None:
-    """Press `n` (Next) until the wizard shows `step_id`: a walk that holds with any number of
-    steps in between (a new step changes no walk)."""
-    for _ in STEPS:
-        await pilot.press("n")
-        await settle(app, pilot)
-        if app.screen.id == f"step-{step_id}":
-            return
-    raise AssertionError(f"Next never reached {step_id}: stopped at {app.screen.id}")
-
-
-async def settle_until(app: WizardApp, pilot: Pilot[int], done: Callable[[], bool],
-                       seconds: float = 60) -> None:
-    """Settle until `done()` holds: a step whose job starts another job (discover, then plan)
-    needs as many rounds as the chain is long, more on a loaded machine."""
-    from textual.worker import WorkerFailed
-
-    deadline = time.monotonic() + seconds
-    while True:
-        with contextlib.suppress(WorkerFailed):  # a job that fails on purpose is still awaited
-            await settle(app, pilot)
-        if done() or time.monotonic() > deadline:
-            return
-        await asyncio.sleep(0.05)
-
-
-def cells(table: DataTable[object]) -> list[list[str]]:
-    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-
-
-def notice_text(app: WizardApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Notice).render())
-
-
-QUICK = Services(demo_seconds=0.3)  # the demo's loopback TCP loops, kept short
-
-
-def make_app(services: Services | None = None, **kwargs: Any) -> WizardApp:
-    """The wizard with the services injected (short demo tests unless told otherwise)."""
-    return WizardApp(services=services or QUICK, **kwargs)
-
-
-def replayed_ssh_app(tmp_path: Path) -> WizardApp:
-    """The wizard on a site of two SSH nodes (lab addresses) answered by the demo's snapshots
-    through a replay connector: the SSH code path, no network, no patching."""
-    from strixwizard.node.replay import ReplayConnector
-    from strixwizard.probe.snapshot import SnapshotProbe
-
-    demo = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
-    site_file = tmp_path / "site.yaml"
-    site_file.write_text("site: replayed\nnodes:\n  - name: node-a\n    host: 10.99.250.1\n"
-                         "  - name: node-b\n    host: 10.99.250.2\n")
-    connector = ReplayConnector(probes={name: SnapshotProbe.load(demo / f"{name}.tar.gz")
-                                        for name in ("node-a", "node-b")})
-    return make_app(Services(connector=connector), source=SiteSource(site_file=site_file), resume=False)
-
-
-def live_state(app: WizardApp) -> TestState:
-    return app.session.of(TestState)
-
-
-def discovery_of(app: WizardApp) -> Discovery | None:
-    return app.session.of(DiscoverState).discovery
-
-
-async def wait_for_tests(app: WizardApp, pilot: Pilot[int], limit_s: float = 60.0) -> None:
-    for _ in range(int(limit_s / 0.1)):
-        if not app.busy("tests"):
-            break
-        await pilot.pause(0.1)
-    await settle(app, pilot)
-
-
-async def wait_for_modal(app: WizardApp, pilot: Pilot[int], limit_s: float = 10.0) -> ConfirmationModal:
-    """The services ask from their worker: wait (bounded) for the question to be shown."""
-    for _ in range(int(limit_s / 0.05)):
-        if isinstance(app.screen, ConfirmationModal):
-            return app.screen
-        await pilot.pause(0.05)
-    raise AssertionError("no confirmation was asked")
-
-
-def panel(app: WizardApp, key: str) -> TestPanel:
-    return app.screen.query_one(f"#{panel_id(key)}", TestPanel)
 
 
 async def run_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:

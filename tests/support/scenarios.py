@@ -295,3 +295,36 @@ def tunnelled_connectx_pair(usb4_gbps: int = 40, device_id: int = 0x1015, speed:
         nodes[name] = node
     return nodes
 SCENARIOS["tunnel"] = tunnelled_connectx_pair
+
+
+def plain_node(host: str, mgmt: str, fabric: str | None, mac: int) -> FakeNode:
+    """A Xeon box with no Strix Halo iGPU: the onboard LAN on the management network and,
+    optionally, a second plain Ethernet NIC (Intel I226, no RDMA) on the fabric subnet."""
+    node = FakeNode(host)
+    node.cpu(model_name="Intel(R) Xeon(R) E-2388G CPU @ 3.20GHz", family=6, model=167,
+             threads=16, vendor="GenuineIntel")
+    node.memory(65_000_000)
+    node.kernel(release="6.8.0-45-generic", os_pretty="Ubuntu 24.04.1 LTS")
+    onboard_lan(node, mgmt, f"9c:6b:00:4a:{mac:02x}:01")
+    if fabric:
+        pci = node.pci_device("0000:01:00.0", 0x8086, 0x125C, 0x020000, "igc",
+                              bridge="0000:00:1c.0")
+        node.netdev("fab0", pci, f"9c:6b:00:4a:{mac:02x}:02", speed=2500, ipv4=fabric)
+        node.ethtool("fab0", "igc", "2017:888d", "0000:01:00.0")
+        node.dcb("fab0", supported=False)
+    return node
+
+
+def plain_site(tmp_path: Path) -> Path:
+    """Three nodes: n0 and n1 share a plain Ethernet fabric link, n2 has the management
+    network only (a lab node without a fabric pair looks the same)."""
+    nodes = {"n0": plain_node("n0", "10.99.1.10/24", "10.99.2.1/30", 1),
+             "n1": plain_node("n1", "10.99.1.11/24", "10.99.2.2/30", 2),
+             "n2": plain_node("n2", "10.99.1.12/24", None, 3)}
+    capture(tmp_path, nodes)
+    site = tmp_path / "site.yaml"
+    site.write_text("site: plain\nnodes:\n" + "".join(
+        f"  - name: {name}\n    snapshot: {name}\n    host: 10.99.1.{10 + i}\n"
+        + (f"    fabric_address: 10.99.2.{1 + i}\n" if i < 2 else "")
+        for i, name in enumerate(nodes)))
+    return site
