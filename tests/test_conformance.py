@@ -1,4 +1,5 @@
-"""Structural rules every check and fix must follow (in the spirit of sos's conformance tests)."""
+"""Structural rules every check and fix must follow (in the spirit of sos's conformance tests),
+and no jargon a user cannot look up in the text the product shows."""
 
 from __future__ import annotations
 
@@ -112,3 +113,12 @@ def test_pure_modules_do_no_io(path: Path) -> None:
             assert node.func.id not in FORBIDDEN_CALLS, (
                 f"{path.name}:{node.lineno} calls {node.func.id}()"
             )
+
+
+def test_user_facing_text_has_no_jargon_a_user_cannot_look_up() -> None:
+    root = Path(__file__).resolve().parent.parent
+    sources = [p for d in ("checks", "fixes", "strixwizard") for p in (root / d).rglob("*.py")]
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for jargon in ("kyuz0 measured", "init is {", "'s init is", "kyuz0's gfx1151-rccl"):
+            assert jargon not in text, f"{path}: {jargon}"

@@ -5,10 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import run_cli
+from tests.support.demo import demo_site_copy, printed_lines, state_env
 from tests.support.scenarios import capture, thunderbolt_only_pair
 
 DEMO_ENV_NODE_A = (
@@ -171,3 +174,37 @@ def test_doctor_does_not_import_the_deploy_engine() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('strixwizard.deploy')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"  # `deploy`'s parser (cli/deploy.py) loads none of it
+
+
+def test_deploy_warns_with_the_checks_doctor_fails_on_the_same_nodes(tmp_path: Path) -> None:
+    import json
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    doctor = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    failing = {(c["id"], c["host"] or c["entity"]) for c in doctor["checks"] if c["status"] == "fail"}
+    assert ("node.rdma_core_version", "node-b") in failing
+    out = run_cli("deploy", "--demo", env=env).stdout
+    warnings = out.split("Warnings:", 1)[1].split("\n\n", 1)[0]
+    for check, where in failing:
+        assert f"doctor FAILs {check} on {where}" in warnings, (check, where)
+    assert "RCCL ready" not in out  # built for gfx1151 is not ready on a node doctor fails
+    assert "cure what fix can first: strixwizard fix --demo;" in out
+    assert "`strixwizard fix` first" not in out  # no hint that drops the site
+    plan = json.loads(run_cli("deploy", "--demo", "--json", env=env).stdout)["plan"]
+    assert any(note.startswith("doctor FAILs node.rdma_core_version on node-b") for note in plan["notes"])
+
+
+@pytest.fixture
+def site_copy(tmp_path: Path) -> Path:
+    """The demo site as a user's own site file in another directory (snapshot nodes)."""
+    return demo_site_copy(tmp_path)
+
+
+def test_deploy_plan_names_the_apply_of_the_same_command(site_copy: Path, tmp_path: Path) -> None:
+    from strixwizard.cli.nextstep import same_command
+
+    assert same_command(["deploy", "--site", "a b.yaml", "--plan", "--stack", "llama-rpc"], drop=("--plan",),
+                        add=("--apply",)) == "strixwizard deploy --site 'a b.yaml' --stack llama-rpc --apply"
+    demo = run_cli("deploy", "--demo", env=state_env(tmp_path))
+    assert "Apply with" not in demo.stdout  # snapshots: an apply would be refused
+    assert printed_lines(demo)[-1] == "The nodes are snapshots: this plan is shown, it cannot be applied."

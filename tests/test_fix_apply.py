@@ -15,14 +15,16 @@ from checks import ALL
 from fixes import BY_ID, FIXES
 from strixwizard.demo.hardware import RoceSetup
 from strixwizard.facts import NodeFacts
-from strixwizard.fixing.engine import apply_plan, rollback_run, verify
+from strixwizard.fixing.engine import apply_plan, restoring, rollback_run, shown, verify
 from strixwizard.fixing.journal import JournalStore
-from strixwizard.fixing.model import Step
+from strixwizard.fixing.model import Kind, Step
 from strixwizard.fixing.planning import plan_site
 from strixwizard.fixing.runner import SnapshotRunner, StepFailed, Unreachable, with_active_mtu
 from strixwizard.fixing.site_apply import runner_from_journal
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
+from tests.support.cli import run_cli
+from tests.support.demo import demo_site_copy, printed_lines, state_env
 from tests.support.fixplans import SITE_FABRIC, pair
 
 BAD_B = RoceSetup(mtu=1500, pfc=(), fw_lldp=True, pause=(True, True), roce_mode="RoCE v2")
@@ -305,3 +307,61 @@ def test_apply_on_a_terminal_asks_and_no_changes_nothing(tmp_path: Path) -> None
     assert "Apply 2 change(s) on copies of the snapshots (dry run)? [y/N]" in out
     assert "not confirmed: nothing was changed" in err
     assert not (tmp_path / "state" / "strixwizard" / "journal").exists()
+
+
+def test_no_python_none_in_restore_words() -> None:
+    assert restoring("/etc/x.conf", Kind.FILE, None) == "removing /etc/x.conf, the file strixwizard created"
+    assert "None" not in restoring("/sys/x", Kind.MTU, None)
+    assert restoring("eth0", Kind.MTU, "1500") == "restoring eth0 to '1500'"
+    assert shown(None) == "(absent)" and shown("") == "''"
+
+
+def test_the_state_folders_a_fix_run_makes_are_private(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chmod(state, 0o755)  # as ~/.local/state usually is: left as its owner set it
+    done = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(state)})
+    assert done.rc == 0, done.stderr
+    own = state / "strixwizard"
+    folders = [own, *own.glob("*"), *own.glob("journal/*"), *own.glob("dry-runs/*"),
+               *own.glob("dry-runs/*/*")]  # what strixwizard makes, not the copies' insides
+    assert any(p.name == "dry-runs" for p in folders)
+    loose = [f"{oct(stat.S_IMODE(p.stat().st_mode))} {p}" for p in folders
+             if p.is_dir() and stat.S_IMODE(p.stat().st_mode) & 0o077]
+    assert not loose, loose
+    assert stat.S_IMODE(state.stat().st_mode) == 0o755
+
+
+# -- the command line on the demo as a user's own site file ----------------------------
+
+@pytest.fixture
+def site_copy(tmp_path: Path) -> Path:
+    """The demo site as a user's own site file in another directory (snapshot nodes)."""
+    return demo_site_copy(tmp_path)
+
+
+def test_fix_plan_names_the_apply_for_the_same_site_and_selection(site_copy: Path, tmp_path: Path) -> None:
+    result = run_cli("fix", "--site", str(site_copy), "--only", "net.mtu", env=state_env(tmp_path))
+    assert result.rc == 0, result.stderr
+    assert printed_lines(result)[-1] == (
+        f"2 change(s) planned. Apply with: strixwizard fix --site '{site_copy}' --only net.mtu --apply")
+
+
+def test_fix_apply_without_terminal_prints_the_refusal_alone(site_copy: Path, tmp_path: Path) -> None:
+    result = run_cli("fix", "--site", str(site_copy), "--apply", env=state_env(tmp_path))
+    assert result.rc == 2 and result.stdout == ""
+    assert result.stderr.startswith("strixwizard: error: refusing to change nodes without confirmation")
+    assert f"strixwizard fix --site '{site_copy}' --apply --yes" in result.stderr
+
+
+def test_fix_apply_does_not_suggest_itself_and_its_undo_names_the_journal(site_copy: Path,
+                                                                         tmp_path: Path) -> None:
+    journals = tmp_path / "journals"
+    result = run_cli("fix", "--site", str(site_copy), "--apply", "--yes", "--journal-dir", str(journals),
+                     "--dry-run-dir", str(tmp_path / "dry"), env=state_env(tmp_path))
+    assert result.rc in (0, 1), result.stderr
+    assert "Apply with" not in result.stdout
+    assert f"Undo this run with: strixwizard fix --journal-dir {journals} --rollback " in result.stdout

@@ -10,6 +10,7 @@ import pytest
 from strixwizard.facts.rdma import roce_active_mtu
 from strixwizard.fixing.runner import with_active_mtu
 from strixwizard.probe.snapshot import SnapshotProbe
+from tests.support.cli import run_cli
 
 DEVINFO = """hca_id:\trocep194s0
 \ttransport:\t\t\tInfiniBand (0)
@@ -59,3 +60,16 @@ def test_demo_mtu_fix_is_cured_in_the_dry_run_and_rolled_back(cli, tmp_path: Pat
     rolled = cli("fix", "--demo", "--rollback", report["run_id"], "--yes", env=env)
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     assert _active_mtu(copy) == "1024 (3)"
+
+
+def test_a_dry_run_copy_keeps_the_gpu_link_so_node_gtt_is_judged_the_same(tmp_path: Path) -> None:
+    import json
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    assert run_cli("fix", "--demo", "--apply", "--yes", env=env).rc == 0
+    [copy] = (tmp_path / "strixwizard" / "dry-runs").glob("*/node-b")
+    replayed = json.loads(run_cli("doctor", "--json", "--only", "node.gtt", "--snapshot", str(copy),
+                                  env=env).stdout)
+    demo = json.loads(run_cli("doctor", "--demo", "--json", "--only", "node.gtt", env=env).stdout)
+    wanted = {c["status"] for c in demo["checks"] if c["host"] == "node-b"}
+    assert {c["status"] for c in replayed["checks"]} == wanted == {"warn"}

@@ -1,5 +1,6 @@
 """Planning on snapshot scenarios: each fix plans the right steps on a failing node and
-nothing on a converged one; every registered fix has a plan function."""
+nothing on a converged one; every registered fix has a plan function; each plan says how it
+survives a reboot (the demo's nodes run systemd and their network managers)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from strixwizard.demo.hardware import RoceSetup, connectx
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.model import Kind
 from tests.support import scenarios
+from tests.support.cli import run_cli
 from tests.support.fixplans import pair, plan_of, steps_of
 
 GOOD = RoceSetup(roce_mode="RoCE v2")
@@ -228,3 +230,36 @@ def test_the_misconfigured_scenario_plans_a_fix_for_every_failing_network_check(
     plan = plan_of(tmp_path / "plan", scenarios.misconfigured_e810_pair())
     planned = {p.fix for p in plan.plans if p.steps}
     assert named and named <= planned, named - planned
+
+
+def test_the_demo_nodes_run_systemd_and_their_network_managers() -> None:
+    from strixwizard.facts import NodeFacts
+    from strixwizard.probe.snapshot import SnapshotProbe
+    from strixwizard.services.nodes import demo_site
+
+    site = demo_site()
+    facts = {spec.name: NodeFacts(spec.name, SnapshotProbe.load(site.resolve(str(spec.snapshot))))
+             for spec in site.nodes}
+    a, b = facts["node-a"].persistence, facts["node-b"].persistence
+    assert a.systemd and b.systemd
+    assert (a.nm_connections or {}).get("enp194s0np0") == "fabric"  # Fedora 43: NetworkManager
+    assert b.networkd_files["enp194s0np0"] == "/run/systemd/network/10-netplan-enp194s0np0.network"
+
+
+def test_the_demo_plans_show_how_each_fix_survives_a_reboot(tmp_path: Path) -> None:
+    text = run_cli("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
+    assert "does not run systemd" not in text and "runtime only" not in text
+    assert ("systemd-networkd drop-in for 10-netplan-enp194s0np0.network: MTUBytes=9000  "
+            "[persistence: networkd]") in text
+    assert "+++ /etc/systemd/network/10-netplan-enp194s0np0.network.d/90-strixwizard-mtu.conf" in text
+    assert "write systemd unit strixwizard-ethtool-pause-off-enp194s0np0.service" in text
+    applied = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    assert "✓ applied     enable strixwizard-ethtool-pause-off-enp194s0np0.service at boot" in applied.stdout
+
+
+def test_runtime_only_persistence_says_what_is_true_in_plain_words() -> None:
+    from fixes.steps import no_systemd
+
+    assert no_systemd("process_api") == "the node does not run systemd (its first process is process_api)"
+    assert "could not be read" in no_systemd(None)

@@ -107,3 +107,34 @@ def test_missing_or_bad_history_files_are_clear_errors(tmp_path: Path) -> None:
     bad_site.write_text("site: [\n")
     assert run_cli("history", "--history", str(other), "--site", str(bad_site)).rc == 2
     assert json.loads(run_cli("history", "--history", str(missing), "--json").stdout)["exit_code"] == 2
+
+
+def test_the_history_database_folder_is_private(tmp_path: Path) -> None:
+    import stat
+
+    from strixwizard.live.history import History
+
+    History(tmp_path / "new" / "strixwizard" / "history.sqlite").close()
+    for folder in (tmp_path / "new", tmp_path / "new" / "strixwizard"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_history_on_a_fresh_install_says_how_to_fill_it_and_the_demo_stores_its_runs(
+        tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    fresh = run_cli("history", env=env)
+    assert fresh.rc == 2
+    assert "`strixwizard test latency --demo` twice, then `strixwizard history --demo`" in fresh.stderr
+    empty = run_cli("history", "--demo", env=env)
+    assert empty.rc == 2 and "`strixwizard test latency --demo` stores one" in empty.stderr
+    for _ in range(2):
+        ran = run_cli("test", "latency", "--demo", "--level", "quick", env=env)
+        assert ran.rc == 0, ran.stdout + ran.stderr
+    shown = run_cli("history", "--demo", env=env)
+    assert shown.rc in (0, 1), shown.stderr  # 1: loopback 10 % slower than the run before
+    assert "strixwizard history: demo: 2 run(s) shown" in shown.stdout
+    assert "node-a-node-b TCP latency" in shown.stdout
+    state = tmp_path / "strixwizard"
+    assert (state / "demo-history.sqlite").is_file()
+    assert not (state / "history.sqlite").exists()  # the demo never joins a real site's history
+    assert (state.stat().st_mode & 0o777) == 0o700

@@ -9,6 +9,7 @@ import pytest
 
 from strixwizard.inventory import parse_inventory
 from strixwizard.site import NodeSpec, SiteError, load_site
+from tests.support.cli import run_cli
 
 INVENTORY = """\
 all:
@@ -150,3 +151,9 @@ def test_what_a_node_reports_stays_a_comment_or_an_address(tmp_path: Path) -> No
     text = out.read_text()
     assert "# found by init: fab0 allow_soft_rdma: true # , rdma link to b:fab0" in text
     assert "the node reported '10.99.8.2\\nnodes: []', not an IP address" in text
+
+
+def test_every_option_of_init_is_explained() -> None:
+    out = run_cli("init", "--help").stdout
+    line = next(line for line in out.splitlines() if line.strip().startswith("--out FILE"))
+    assert len(line.split()) > 2, line  # a help text beside it, not the bare option

@@ -397,3 +397,16 @@ def test_pairs_in_rounds_keep_disjoint_pairs_together_in_the_matrix_order() -> N
     some = in_rounds([("c", "d"), ("a", "b"), ("b", "a")], nodes)
     assert some[0] == [("a", "b"), ("c", "d")] or some[0] == [("c", "d"), ("a", "b")]
     assert some[-1] == [("b", "a")]  # not as the rounds hold it: alone, last
+
+
+def test_test_latency_on_the_demo_shows_the_path_doctor_judges(tmp_path: Path) -> None:
+    import json
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    doctor = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    mtu = next(c for c in doctor["checks"] if c["id"] == "link.mtu" and c["status"] == "fail")
+    assert "1024" in mtu["observed"]  # node-b's port, as the snapshot has it
+    done = run_cli("test", "latency", "--demo", "--json", "--seconds", "0.5", "--no-history", env=env)
+    rdma = next(r for r in json.loads(done.stdout)["results"] if r["transport"] == "rdma")
+    assert rdma["path"].endswith("node-b:rocep194s0:1 gid 1 mtu 1024"), rdma["path"]
+    assert "this site's path differs (node-b active_mtu 1024)" in rdma["detail"]["note"]

@@ -1,10 +1,13 @@
 """A plan is exactly the cure for what `doctor` reports: on every scenario the tests build, on
 the demo (as shipped and with its faults cured) and on the node snapshots the project ships
 (the demo's tarballs, the VM lab's real-kernel capture), `fix` plans only fixes that a failing
-or warning check names, and nothing at all when no such check exists."""
+or warning check names, and nothing at all when no such check exists. On the demo, `fix`'s
+counts add up to doctor's problems and an apply calls cured only what doctor found broken."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from strixwizard.model import Status
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 from tests.support import scenarios
+from tests.support.cli import run_cli
 
 #: fixes planned as part of another fix's cure: link-level pause goes off when PFC comes on
 #: (`dcb.pause_and_pfc` passes while pause is the only flow control; `dcb.pfc` turns PFC on)
@@ -151,3 +155,40 @@ def test_equal_ends_below_the_sites_mtu_warn_and_plan_the_mtu(tmp_path: Path) ->
     (mtu,) = scenarios.results(report, "link.mtu")
     assert mtu.status == Status.WARN and "9000 (site.yaml fabric.mtu)" in mtu.expected
     assert doctor_and_plan(tmp_path, nodes) == ({"net.mtu"}, {"net.mtu"})
+
+
+def _doctor_problems(tmp_path: Path) -> tuple[int, list[dict[str, object]]]:
+    doctor = json.loads(run_cli("doctor", "--demo", "--json",
+                                env={"XDG_STATE_HOME": str(tmp_path)}).stdout)
+    bad = [c for c in doctor["checks"] if c["status"] in ("fail", "warn", "error")]
+    return len(bad), bad
+
+
+def test_the_demo_fix_counts_add_up_to_doctors_problems(tmp_path: Path) -> None:
+    problems, bad = _doctor_problems(tmp_path)
+    plan = json.loads(run_cli("fix", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)}).stdout)
+    summary = plan["summary"]
+    assert summary["problems"] == problems
+    assert summary["failed"] == sum(1 for c in bad if c["status"] == "fail")
+    assert summary["cured_by_plan"] + summary["by_hand"] + summary["not_planned"] == problems
+    assert summary["cured_by_plan"] > 0 and summary["changes"] > 0
+    text = run_cli("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
+    line = next(line for line in text.splitlines() if line.startswith("doctor finds "))
+    assert line.startswith(f"doctor finds {problems} problems ")
+    cured, by_hand, none = (int(n) for n in re.findall(
+        r"(\d+) cured by the \d+ change\(s\) above.*; (\d+) to do by hand.*; (\d+) with no plan", line)[0])
+    assert cured + by_hand + none == problems
+    assert f"by the {summary['changes']} change(s) above" in line
+    assert text.rstrip().endswith("Apply with: strixwizard fix --demo --apply")
+
+
+def test_the_demo_apply_calls_cured_only_what_doctor_found_broken(tmp_path: Path) -> None:
+    problems, bad = _doctor_problems(tmp_path)
+    broken_ids = {str(c["id"]) for c in bad}
+    result = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert result.rc == 0, result.stderr
+    cured = [line for line in result.stdout.splitlines() if "✓ cured" in line]
+    assert cured
+    named = {name for line in cured for name in line.split("now passing: ", 1)[1].split(", ")}
+    assert named <= broken_ids, named - broken_ids
+    assert f"doctor finds {problems} problems" in result.stdout

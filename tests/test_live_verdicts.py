@@ -1,4 +1,6 @@
-"""A test run that measured nothing it was asked to judge has no verdict (exit 2), in words."""
+"""A test run's verdict and the summary a person reads: a run that measured nothing it was
+asked to judge has no verdict (exit 2), in words; a run is judged on what it was asked
+(`--transport tcp`); the matrix counts its rounds."""
 
 from __future__ import annotations
 
@@ -64,3 +66,17 @@ def test_demo_transport_tcp_measures_tcp_alone() -> None:
 def test_transport_tcp_is_refused_for_bandwidth() -> None:
     result = run_cli("test", "bandwidth", "--demo", "--transport", "tcp")
     assert result.rc == 2 and "--transport tcp applies to latency, matrix and decode" in result.stderr
+
+
+def test_one_round_of_the_matrix_is_one_round() -> None:
+    from strixwizard.live.render import print_summary
+    from strixwizard.live.report import TestReport
+    from strixwizard.site import Thresholds
+
+    report = TestReport(command="matrix", site="demo", thresholds=Thresholds())
+    report.matrix = {"nodes": ["a", "b"], "rounds": [[["a", "b"]]], "elapsed_s": 1.0,
+                     "tcp_latency_us": {"a": {"b": 9.0}, "b": {"a": 9.0}},
+                     "rdma_latency_us": {"a": {}, "b": {}}}
+    out = io.StringIO()
+    print_summary(report, out)
+    assert "Matrix (1 round, 1.0 s)" in out.getvalue()

@@ -1,0 +1,68 @@
+"""The command line as a whole: a wizard option before a command is refused with the right
+order, a typo of a command gets the close ones, the help says where a command's site goes, a
+command run on this machine alone says so, and a suggested rerun replaces the option it changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_cli
+
+
+@pytest.mark.parametrize(("argv", "fixed"), [
+    (["--demo", "doctor"], "strixwizard doctor --demo"),
+    (["--site", "f.yaml", "fix"], "strixwizard fix --site f.yaml"),
+    (["--site=f.yaml", "deploy", "--json"], "strixwizard deploy --site=f.yaml --json"),
+    (["--demo", "test", "latency"], "strixwizard test --demo latency"),
+])
+def test_a_wizard_option_before_a_command_is_refused_with_the_right_order(
+        argv: list[str], fixed: str, tmp_path: Path) -> None:
+    result = run_cli(*argv, env={"XDG_STATE_HOME": str(tmp_path)})
+    assert result.rc == 2
+    assert result.stdout == ""  # nothing ran: not on this machine, not anywhere
+    assert f"put it after the command: {fixed}" in result.stderr
+    assert "site local" not in result.stderr
+
+
+def test_the_corrected_order_runs_on_the_demo(tmp_path: Path) -> None:
+    result = run_cli("doctor", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert '"site": "demo"' in result.stdout
+
+
+def test_the_help_says_where_a_commands_site_goes() -> None:
+    out = run_cli("--help").stdout
+    assert "`strixwizard doctor --demo`" in " ".join(out.split())
+    assert out.startswith("usage: strixwizard [-h] [--version] [--demo | --site FILE]   (the wizard)\n"
+                          "       strixwizard COMMAND [options]")
+
+
+def test_a_typo_of_a_command_gets_the_close_ones() -> None:
+    result = run_cli("doctr", "--demo")
+    assert result.rc == 2
+    assert "'doctr' is not a command; did you mean doctor?" in result.stderr
+    assert "invalid choice" not in result.stderr
+    far = run_cli("zzzz")
+    assert far.rc == 2 and "did you mean" not in far.stderr and "is not a command" in far.stderr
+
+
+def test_a_command_on_this_machine_says_so(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    local = run_cli("doctor", "--json", "--only", "node.strix_halo", env=env)
+    assert "no --site, --inventory or --demo given: this machine only" in local.stderr
+    demo = run_cli("doctor", "--demo", "--json", "--only", "node.strix_halo", env=env)
+    assert "this machine only" not in demo.stderr
+
+
+def test_a_suggested_rerun_replaces_the_option_it_changes() -> None:
+    from strixwizard.cli.nextstep import same_command
+
+    argv = ["test", "latency", "--transport", "all", "--site", "x y"]
+    rerun = same_command(argv, add=("--transport", "tcp"))
+    assert rerun == "strixwizard test latency --site 'x y' --transport tcp"
+    assert same_command(["test", "matrix", "--transport=all"], add=("--transport", "tcp")) \
+        == "strixwizard test matrix --transport tcp"
+    assert same_command(["deploy", "--apply", "--site", "s"], add=("--yes",)) \
+        == "strixwizard deploy --apply --site s --yes"
