@@ -1,10 +1,12 @@
 """The collector and `strixwizard capture`, on fake trees and on this very machine; a support
-bundle's snapshots say which site and node they are, and plain snapshots stay plain."""
+bundle's snapshots say which site and node they are, and plain snapshots stay plain; a capture
+writes only inside its directory, and its archive is private."""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ from strixwizard.facts import NodeFacts
 from strixwizard.onnode.collector import DirSink, collect
 from strixwizard.probe.local import LocalProbe
 from strixwizard.probe.snapshot import SnapshotProbe
-from strixwizard.services.capture import replayed_site, with_site_meta
+from strixwizard.services.capture import capture_local, capture_site, replayed_site, with_site_meta
+from strixwizard.site import NodeSpec, Site
 from tests.support.cli import run_cli
 
 
@@ -34,6 +37,10 @@ def _fake_root(tmp_path: Path) -> Path:
     (root / "sys/bus/pci/drivers/ice").mkdir(parents=True)
     (device / "driver").symlink_to("/sys/bus/pci/drivers/ice")
     return root
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
 
 
 def test_collector_keeps_symlinks_relative_and_inside(tmp_path: Path) -> None:
@@ -197,3 +204,16 @@ def test_a_bundle_naming_a_bad_node_is_refused(snapshot_of, tmp_path: Path) -> N
     with pytest.raises(UsageError, match="not a node name"):
         replayed_site([(bad, SnapshotProbe.load(bad))])
     assert json.loads(json.dumps(SnapshotProbe.load(bad).meta))["site"]["node"] == "../x"
+
+
+def test_local_capture_archive_is_private(tmp_path: Path) -> None:
+    out = capture_local(tmp_path / "me", as_tar=True, root=str(tmp_path / "empty-root"))
+    assert mode(out) == 0o600
+
+
+def test_capture_never_writes_outside_its_directory(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "captures"
+    site = Site("lab", nodes=(NodeSpec(name="../../x", host="local"),))
+    result = capture_site(site, out, trust_new_hosts=False)
+    assert result.written == {} and "would not land in" in result.failed["../../x"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["captures", "out"]

@@ -5,6 +5,9 @@ they are not Ray or OpenMPI, they answer with the same argv, outputs and exit co
 The lab's fabric is a veth pair: no RDMA, so the RDMA profile is refused and the apply runs
 the explicit TCP profile. Files go to /root/... which, for a lab host's SSH sessions, is that
 host's own directory under the lab's temp workdir (never this machine's /etc or /root).
+
+A fabric interface named with shell metacharacters: the env file sourced on every node runs
+nothing, the Ray daemon gets the exact name, and the RCCL smoke refuses to hand it to mpirun.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 
 from tests.support.cli import CliResult, run_cli
 from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+from tests.support.netdevs import rename
 
 lab2 = lab_fixture(2, name="deploylab2")
 DATA = Path(__file__).parent / "data"
@@ -184,3 +188,57 @@ def test_the_smoke_reads_the_results_from_the_j_document_where_offered(lab: Lab,
     assert argv[-11:-7] == ["all_reduce_perf", "-J", written, "-b"]
     rolled = deploy(site, tmp_path, "--rollback", doc["apply"]["run_id"], "--yes")
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
+
+
+# -- a fabric interface named with shell metacharacters ---------------------------------------
+
+#: The name of the fabric interface on the nodes of `hostile_lab` (Linux takes it).
+HOSTILE = "f;id>PWNED0"
+hostilelab = lab_fixture(2, name="hostilelab")
+
+
+@pytest.fixture
+def hostile_lab(hostilelab: Lab) -> Iterator[Lab]:
+    """A lab of its own whose fabric interface is named HOSTILE, with the stand-in `ray` and an
+    `mpirun` that only records its argv."""
+    for host in hostilelab.hosts:
+        host.stand_in("ray", (DATA / "deploy" / "standins" / "ray").read_text())
+        host.stand_in("mpirun", '#!/bin/sh\nprintf "%s\\n" "$@" > "$HOME/mpirun.argv"\nexit 1\n')
+        rename(host, "fab0", HOSTILE)
+    yield hostilelab
+    for host in hostilelab.hosts:
+        pid = raylet_pid(host)
+        root_pid = host.root_pid(pid) if pid is not None else None  # the node's PID, in the root's
+        if root_pid is not None:
+            _kill_in_netns([root_pid], [host.netns])
+        rename(host, HOSTILE, "fab0")
+
+
+def test_deploy_with_a_hostile_interface_name_runs_nothing(hostile_lab: Lab, tmp_path: Path) -> None:
+    site = hostile_lab.write_site_yaml(tmp_path / "lab.yaml")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    common = ("--site", str(site), "--target-dir", TARGET, "--node-journal-dir", NODE_JOURNAL,
+              "--ray-temp-dir", "/root/strixwizard-ray")
+    applied = run_cli("deploy", *common, "--transport", "tcp", "--apply", "--yes", "--json",
+                      "--no-smoke", env=env, timeout=120)
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    assert applied.json()["apply"]["status"] == "applied"
+    for host in hostile_lab.hosts:
+        assert not list(host.home.rglob("PWNED*")), "sourcing the env file ran a command"
+        daemon = json.loads((host.home / ".ray-stand-in" / "daemon.env").read_text())
+        assert (daemon["NCCL_SOCKET_IFNAME"], daemon["GLOO_SOCKET_IFNAME"]) == (
+            "=" + HOSTILE, HOSTILE)
+        assert daemon["VLLM_HOST_IP"] == host.fabric_addr
+    assert not list(Path.cwd().glob("PWNED*")) and not list(tmp_path.rglob("PWNED*"))
+    smoke = run_cli("deploy", *common, "--transport", "tcp", "--smoke", "--json", env=env,
+                    timeout=120)
+    checks = {c["id"]: c for c in smoke.json()["smoke"]["checks"]}
+    assert checks["ray.nodes"]["status"] == "pass", smoke.stdout
+    rccl = checks["rccl.transport"]
+    assert (rccl["status"], rccl["observed"]) == ("error", "not run") and smoke.rc == 2
+    assert "would pass through mpirun's remote shell" in rccl["detail"]
+    assert not (hostile_lab.hosts[0].home / "mpirun.argv").exists()
+    rolled = run_cli("deploy", *common, "--rollback", "--yes", env=env, timeout=120)
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    for host in hostile_lab.hosts:
+        assert not (host.home / "strixwizard-etc").exists()

@@ -3,7 +3,8 @@
 Only the fabric MTU (and a `dcb` step, which veth refuses) is applied here, with
 --runtime-only and --only net.mtu: lab nodes share this machine's /etc, so no
 persistence file may be written. Node journals go to each node's own /root
-(a per-host directory bind-mounted for its sshd).
+(a per-host directory bind-mounted for its sshd). A fabric interface named with shell
+metacharacters has its MTU set and restored, running nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from strixwizard.node.target import SshTarget
 from strixwizard.site import Site
 from tests.support.cli import run_cli
 from tests.support.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
+from tests.support.netdevs import rename
 
 lab2 = lab_fixture(2, name="fixlab2")
 NODE_JOURNAL = "/root/strixwizard-journal"
@@ -202,3 +205,40 @@ def test_node_killed_mid_apply_is_reported_and_the_other_end_rolled_back(fresh_l
                      env={"XDG_STATE_HOME": str(state)})
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     assert "done" in rolled.stdout.splitlines()[0]
+
+
+# -- a fabric interface named with shell metacharacters ---------------------------------------
+
+#: The name of the fabric interface on the nodes of `hostile_lab` (Linux takes it).
+HOSTILE = "f;id>PWNED0"
+hostilelab = lab_fixture(2, name="hostilelab")
+
+
+@pytest.fixture
+def hostile_lab(hostilelab: Lab) -> Iterator[Lab]:
+    """A lab of its own whose fabric interface is named HOSTILE."""
+    for host in hostilelab.hosts:
+        rename(host, "fab0", HOSTILE)
+    yield hostilelab
+    for host in hostilelab.hosts:
+        rename(host, HOSTILE, "fab0")
+
+
+def test_fix_with_a_hostile_interface_name_runs_nothing(hostile_lab: Lab, tmp_path: Path) -> None:
+    site = hostile_lab.write_site_yaml(tmp_path / "lab.yaml")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    common = ("--site", str(site), "--only", "net.mtu", "--runtime-only",
+              "--node-journal-dir", NODE_JOURNAL)
+
+    def mtus() -> list[int]:
+        return [int(json.loads(h.run_in_ns(["ip", "-j", "link", "show", "dev", HOSTILE],
+                                           check=True).stdout)[0]["mtu"]) for h in hostile_lab.hosts]
+
+    applied = run_cli("fix", *common, "--apply", "--yes", "--json", env=env, timeout=120)
+    assert applied.rc == 0, applied.stdout + applied.stderr
+    assert mtus() == [9000, 9000]
+    rolled = run_cli("fix", *common, "--rollback", "--yes", env=env, timeout=120)
+    assert rolled.rc == 0, rolled.stdout + rolled.stderr
+    assert mtus() == [1500, 1500]
+    for host in hostile_lab.hosts:
+        assert not list(host.home.rglob("PWNED*"))

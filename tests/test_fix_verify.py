@@ -4,12 +4,16 @@ still fails and what to do, and one that a new login must pick up says so."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from checks import ALL
 from fixes import BY_ID
+from fixes.steps import mtu_step
 from strixwizard.demo.hardware import RoceSetup
+from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.engine import verify
+from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.site import NodeSpec, Site
 from tests.support import scenarios
 from tests.support.fixplans import SITE_FABRIC, pair, plan_of, steps_of
@@ -68,3 +72,15 @@ def test_a_fix_whose_checks_passed_before_is_passing_not_cured(tmp_path: Path) -
     assert verdict.status == "passing"
     assert verdict.detail == ("link.roce_version, rdma.roce_v2_default passing (none of them "
                               "failed or warned before the run)")
+
+
+def test_a_fix_whose_checks_all_skip_is_not_verified(tmp_path: Path) -> None:
+    from tests.support.scenarios import facts_of
+
+    node = strix_halo_node("strix-b")  # no fabric NIC: the MTU checks skip
+    facts = facts_of(tmp_path, {"node-b": node})
+    plan = SitePlan("t", [Plan("net.mtu", "node-b", "node-b:fab0", (mtu_step("fab0", 1500, 9000),))])
+    verdicts = verify(Site("t"), plan, facts, facts, checks=ALL, fixes=BY_ID)
+    assert [(v.fix, v.status) for v in verdicts] == [("net.mtu", "not-verified")]
+    assert "skip" in verdicts[0].detail
+    assert json.dumps([v.to_json() for v in verdicts])

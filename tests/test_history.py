@@ -1,15 +1,18 @@
 """`strixwizard history`: runs recorded through the real history API (as `strixwizard test`
 records them) come back per link with their figures, a sparkline, and a regression against
-the last good run; a missing or bad history file is one clear error and exit 2."""
+the last good run; a missing or bad history file is one clear error and exit 2; the history
+database and its folder are private, and a fresh install says how to fill it."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
 
+from strixwizard.live.history import History
 from strixwizard.live.trends import BARS, GAP, load_trends, sparkline
 from strixwizard.model import Status
 from tests.support.cli import run_cli
@@ -23,6 +26,10 @@ def recorded_pair(tmp_path: Path) -> Path:
     store_run(path, 1, rdma=5.0, tcp=25.0, gbps=90.0)
     store_run(path, 2, rdma=6.5, tcp=26.0, gbps=60.0)
     return path
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
 
 
 def test_sparkline() -> None:
@@ -138,3 +145,13 @@ def test_history_on_a_fresh_install_says_how_to_fill_it_and_the_demo_stores_its_
     assert (state / "demo-history.sqlite").is_file()
     assert not (state / "history.sqlite").exists()  # the demo never joins a real site's history
     assert (state.stat().st_mode & 0o777) == 0o700
+
+
+def test_history_database_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "strixwizard" / "history.sqlite"
+    with History(path) as history:
+        history.runs()
+    assert mode(path) == 0o600 and mode(path.parent) == 0o700
+    path.chmod(0o644)
+    History(path).close()
+    assert mode(path) == 0o600

@@ -157,3 +157,9 @@ def test_every_option_of_init_is_explained() -> None:
     out = run_cli("init", "--help").stdout
     line = next(line for line in out.splitlines() if line.strip().startswith("--out FILE"))
     assert len(line.split()) > 2, line  # a help text beside it, not the bare option
+
+
+def test_inventory_refuses_a_host_name_that_is_not_a_file_name() -> None:
+    text = "all:\n  hosts:\n    good-1:\n    ../../etc:\n      ansible_host: 10.0.0.2\n"
+    with pytest.raises(SiteError, match=r"^inv\.yml:4: host name '\.\./\.\./etc' holds '/'"):
+        parse_inventory(text, "inv.yml")

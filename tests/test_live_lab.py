@@ -3,13 +3,15 @@
 The lab has no RDMA: TCP is measured for real between namespaces over the
 fabric veth (fab0); perftest and mpirun are stand-in executables (installed
 with `LabHost.stand_in`) that print recorded real-format outputs from
-tests/data/live/ — they are labelled as stand-ins below.
+tests/data/live/ — they are labelled as stand-ins below. A fabric interface named with shell
+metacharacters is measured over and runs nothing.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from strixwizard.node import NodeSession, connect, target_for
 from strixwizard.site import Thresholds, load_site
 from tests.support.cli import run_cli
 from tests.support.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
+from tests.support.netdevs import rename
 
 DATA = Path(__file__).parent / "data" / "live"
 lab4 = lab_fixture(4)
@@ -334,3 +337,45 @@ def test_bandwidth_is_read_from_out_json_where_perftest_offers_it(lab2: Lab, tmp
     report = next(arg for arg in argv if arg.startswith("--out_json_file=")).split("=", 1)[1]
     probe = a.start(["test", "-e", report], 10, "is the report gone")
     assert probe.wait(10) and probe.status == 1
+
+
+# -- a fabric interface named with shell metacharacters ---------------------------------------
+
+#: The name of the fabric interface on the nodes of `hostile_lab` (Linux takes it).
+HOSTILE = "f;id>PWNED0"
+hostilelab = lab_fixture(2, name="hostilelab")
+
+
+@pytest.fixture
+def hostile_lab(hostilelab: Lab) -> Iterator[Lab]:
+    """A lab of its own whose fabric interface is named HOSTILE."""
+    for host in hostilelab.hosts:
+        rename(host, "fab0", HOSTILE)
+    yield hostilelab
+    for host in hostilelab.hosts:
+        rename(host, HOSTILE, "fab0")
+
+
+def test_latency_with_a_hostile_interface_name_runs_nothing(hostile_lab: Lab, tmp_path: Path) -> None:
+    """`test latency` between the two nodes: the TCP ping-pong goes over the renamed fabric
+    interface, the references run or say why not, and no name reaches a shell."""
+    site = hostile_lab.write_site_yaml(tmp_path / "lab.yaml")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    result = run_cli("test", "latency", "--site", str(site), "--pair", "node0,node1", "--json",
+                     "--seconds", "1", "--no-history", env=env, timeout=180)
+    for host in hostile_lab.hosts:
+        assert not list(host.home.rglob("PWNED*")), "a node ran a command from the name"
+    assert not list(Path.cwd().glob("PWNED*")) and not list(tmp_path.rglob("PWNED*"))
+    # the lab has no RDMA: a run asked for RDMA that measured none has no verdict (exit 2)
+    assert result.rc == 2 and result.json()["status"] == "error", result.stdout + result.stderr
+    by_tool = {r["tool"]: r for r in result.json()["results"]}
+    tcp = by_tool["strixwizard tcp ping-pong"]
+    assert tcp["status"] == "pass" and tcp["source"] == "measured", tcp
+    assert HOSTILE in tcp["path"] and hostile_lab.hosts[1].fabric_addr in tcp["path"]
+    assert tcp["latency_us"]["samples"] > 0
+    for tool in ("sockperf ping-pong", "qperf tcp_lat"):  # references: measured on the same path
+        reference = by_tool[tool]
+        assert reference["role"] == "reference" and HOSTILE in reference["path"], reference
+        assert max(v for v in reference["latency_us"].values() if isinstance(v, (int, float))) > 0
+    rdma = by_tool["ib_write_lat"]
+    assert rdma["status"] == "skip" and f"node0:{HOSTILE} <-> node1:{HOSTILE}" in rdma["summary"]

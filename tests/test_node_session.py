@@ -2,7 +2,8 @@
 
 SSH behaviour against real sshds is in tests/test_ssh.py (the lab); here: a fake paramiko
 channel for the read-to-the-end rule, the local and replay sessions, injection of a
-session factory into the engines, and the rule that only strixwizard/node/ opens SSH.
+session factory into the engines, the rule that only strixwizard/node/ opens SSH, and a
+private key others can read refused as OpenSSH refuses it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from strixwizard.node import (
 )
 from strixwizard.node.local import LocalSession
 from strixwizard.node.replay import Recording, ReplayConnector, ReplaySession
+from strixwizard.node.ssh import open_client
 from strixwizard.probe.snapshot import SnapshotProbe
 from tests.support.cli import run_cli
 
@@ -468,3 +470,14 @@ def test_exit_127_of_a_launcher_script_names_the_program_it_execs_not_sh(stderr:
     argv = ("sh", "/root/etc/ray-start.sh", "/root/etc/rccl.env", "/tmp/ray", "ray", "start")
     assert command_error(argv, {"rc": 127, "stderr": stderr}) == \
         "`ray` is not installed on the node"
+
+
+@pytest.mark.parametrize("key_mode", [0o644, 0o640, 0o604, 0o660])
+def test_private_key_readable_by_others_is_refused(tmp_path: Path, key_mode: int) -> None:
+    key = tmp_path / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    key.chmod(key_mode)
+    target = SshTarget(name="n", host="10.99.255.254", key_file=str(key),
+                       known_hosts=tmp_path / "known_hosts", connect_timeout=0.1)
+    with pytest.raises(NodeError, match=rf"permissions 0{key_mode:o}: .*chmod 600 {key}"):
+        open_client(target)

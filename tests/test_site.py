@@ -1,4 +1,5 @@
-"""site.yaml: what is accepted, and that every mistake names its file and line."""
+"""site.yaml: what is accepted, and that every mistake names its file and line; site and node
+names must be file names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from strixwizard.site import Fabric, SiteError, Thresholds, load_site, parse_site
+from tests.support.cli import run_cli
 
 GOOD = """\
 site: lab
@@ -115,3 +117,33 @@ def test_values_are_checked_however_a_record_is_built() -> None:
                   lambda: SshSettings(deadline=-1.0), lambda: Fabric(trust="dscp;x")):
         with pytest.raises(FieldError):
             build()
+
+
+BAD_NAMES = ["../../x", "a/b", "..", ".", "a b", "x" * 65, "node\nid", "$(id)", "ü"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_site_file_refuses_a_node_name_that_is_not_a_file_name(name: str) -> None:
+    text = f"site: lab\nnodes:\n  - name: ok\n    host: local\n  - name: {name!r}\n    host: h\n"
+    text = text.replace(repr(name), '"' + name.replace("\n", "\\n") + '"')
+    with pytest.raises(SiteError, match=r"^lab\.yaml:5: node name .* (holds|cannot be|is \d+)"):
+        parse_site(text, "lab.yaml")
+
+
+@pytest.mark.parametrize("name", ["lab\nid>PWNED", "a/b", "..", "x" * 65])
+def test_site_file_refuses_a_site_name_that_is_not_a_file_name(name: str) -> None:
+    escaped = name.replace("\n", "\\n")
+    with pytest.raises(SiteError, match=r"^s\.yaml:1: site name "):
+        parse_site(f'site: "{escaped}"\nnodes:\n  - name: a\n    host: local\n', "s.yaml")
+
+
+def test_site_name_from_the_file_name_is_checked_too() -> None:
+    with pytest.raises(SiteError, match=r"taken from the file name: set `site: NAME`"):
+        parse_site("nodes:\n  - name: a\n    host: local\n", "my site.yaml")
+
+
+def test_cli_exits_2_with_file_and_line(tmp_path: Path) -> None:
+    site = tmp_path / "lab.yaml"
+    site.write_text("site: lab\nnodes:\n  - name: ../x\n    host: local\n")
+    done = run_cli("doctor", "--site", str(site))
+    assert done.rc == 2 and f"{site}:3: node name '../x'" in done.stderr

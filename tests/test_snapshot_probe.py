@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 
@@ -117,3 +118,18 @@ def test_archive_without_meta_is_refused(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(buffer.getvalue()))
     with pytest.raises(SnapshotError, match=r"no meta\.json"):
         SnapshotProbe.load(path)
+
+
+def test_snapshot_archive_links_are_rewritten_inside_the_copy(tmp_path: Path) -> None:
+    from strixwizard.probe.snapshot import SnapshotProbe, SnapshotTree
+
+    tree = SnapshotTree()
+    tree.add_file("/sys/devices/x/mtu", "1500\n")
+    tree.add_link("/sys/class/net/eth0", "/sys/devices/x")
+    tree.add_link("/sys/class/net/up", "../../../../../etc")
+    probe = SnapshotProbe(tree, {"host": "n"}, [], "n")
+    out = probe.write_dir(tmp_path / "copy")
+    net = out / "fs" / "sys" / "class" / "net"
+    assert os.readlink(net / "eth0") == "../../devices/x"
+    assert os.readlink(net / "up") == "../../../etc"
+    assert (net / "eth0" / "mtu").read_text() == "1500\n"

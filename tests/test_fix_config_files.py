@@ -8,7 +8,10 @@ a node, or by a strict parser of their documented format where no such program c
 - systemd-networkd drop-ins: systemd's own lookup (`systemd-analyze cat-config --root`) finds the
   drop-in for the .network file, and a systemd.syntax(7) parser reads `[Link] MTUBytes=`;
 - tmpfiles.d: `systemd-tmpfiles --root` creates and writes exactly the configfs paths meant,
-  for RDMA device names with quotes, spaces, `%` and backslashes.
+  for RDMA device names with quotes, spaces, `%` and backslashes;
+- systemd units: they bind to the right device whatever the interface is called (the `BindsTo=`
+  name is systemd's own escaping, checked against `systemd-escape`) and pass `systemd-analyze
+  verify` without a warning.
 
 Interface, device and .network file names are hostile: what a node may report.
 """
@@ -26,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from fixes import FIXES
+from fixes.steps import systemd_path_escape, unit_name, unit_text
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import strix_halo_node
@@ -382,3 +386,43 @@ def test_rdma_cm_unit_waits_for_its_rdma_device_before_making_the_directory(
         if waiter.poll() is None:
             waiter.kill()
             waiter.wait()
+
+
+# -- systemd units -------------------------------------------------------------------------
+
+#: Interface names a generated unit binds to (`BindsTo=` the device systemd names after them).
+UNIT_NETDEVS = ["enp1s0-a", "br.10", "vlan-1.20", ".hidden", "f;id>x", "p$%q", "näme", "a_b"]
+
+
+def _systemd_tool(name: str) -> str:
+    """A tool of Debian's systemd package: this machine must have it (missing fails, not skips)."""
+    found = shutil.which(name)
+    assert found, f"{name} not found: Debian's systemd package provides it"
+    return found
+
+
+@pytest.mark.parametrize("netdev", UNIT_NETDEVS)
+def test_binds_to_is_systemd_escaped(netdev: str) -> None:
+    expected = subprocess.run([_systemd_tool("systemd-escape"), "--path",
+                               f"/sys/subsystem/net/devices/{netdev}"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    assert systemd_path_escape(f"/sys/subsystem/net/devices/{netdev}") == expected
+    text = unit_text("net.mtu", f"MTU 9000 on {netdev}", [["ip", "link", "set", "dev", netdev,
+                                                           "mtu", "9000"]], netdev)
+    assert f"BindsTo={expected}.device\n" in text
+
+
+@pytest.mark.parametrize("netdev", UNIT_NETDEVS)
+def test_unit_passes_systemd_analyze_verify(tmp_path: Path, netdev: str) -> None:
+    path = tmp_path / unit_name("net.mtu", netdev)
+    path.write_text(unit_text("net.mtu", f"MTU 9000 on {netdev}",
+                              [["ip", "link", "set", "dev", netdev, "mtu", "9000"]], netdev))
+    done = subprocess.run([_systemd_tool("systemd-analyze"), "verify", "--man=no", str(path)],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), done.stderr
+
+
+def test_specifiers_and_variables_stay_literal() -> None:
+    text = unit_text("net.mtu", "MTU on p$%q", [["ip", "link", "set", "dev", "p$%q"]], "p$%q")
+    assert "Description=strixwizard: MTU on p$%%q\n" in text
+    assert "ExecStart=ip link set dev 'p$$%%q'\n" in text
