@@ -22,6 +22,9 @@ from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.services.capture import capture_local, capture_site, replayed_site, with_site_meta
 from strixwizard.site import NodeSpec, Site
 from tests.support.cli import run_cli
+from tests.support.hostile import strings
+from tests.support.hostile.bundles import hostile_bundle
+from tests.support.hostile.strings import assert_no_control
 
 
 def _fake_root(tmp_path: Path) -> Path:
@@ -217,3 +220,23 @@ def test_capture_never_writes_outside_its_directory(tmp_path: Path) -> None:
     result = capture_site(site, out, trust_new_hosts=False)
     assert result.written == {} and "would not land in" in result.failed["../../x"]
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["captures", "out"]
+
+
+@pytest.mark.parametrize("site_name", ["x\n\x1b]0;PWNED\x07[/]", "[/]", "a b", "../etc"])
+def test_a_bundles_site_name_follows_the_site_file_rules(tmp_path: Path, site_name: str) -> None:
+    paths = hostile_bundle(tmp_path, "6.18.5", "4.91", site_name=site_name)
+    result = run_cli("doctor", "--snapshot", *map(str, paths))
+    assert result.rc == 2 and "which is not a site name" in result.stderr, result.stderr
+    assert_no_control(result.stdout + result.stderr)
+
+
+@pytest.mark.parametrize(("field", "value"), [("host", "10.99.250.1\n  - name: ghost"),
+                                              ("host", "x\x1b]0;PWNED\x07"),
+                                              ("fabric_address", strings.IPV6_SCOPES[0]),
+                                              ("fabric_address", "not-an-address")])
+def test_a_bundles_node_addresses_follow_the_site_file_rules(tmp_path: Path, field: str,
+                                                             value: str) -> None:
+    paths = hostile_bundle(tmp_path, "6.18.5", "4.91", nodes={"node-b": {field: value}})
+    result = run_cli("doctor", "--snapshot", *map(str, paths))
+    assert result.rc == 2 and f"meta.json's node 'node-b': {field}" in result.stderr, result.stderr
+    assert_no_control(result.stdout + result.stderr)

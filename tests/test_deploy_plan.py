@@ -12,6 +12,8 @@ from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import run_cli
 from tests.support.demo import demo_site_copy, printed_lines, state_env
+from tests.support.hostile.bundles import hostile_bundle
+from tests.support.hostile.strings import FIRMWARE, KERNEL, assert_no_control
 from tests.support.scenarios import capture, thunderbolt_only_pair
 
 DEMO_ENV_NODE_A = (
@@ -208,3 +210,15 @@ def test_deploy_plan_names_the_apply_of_the_same_command(site_copy: Path, tmp_pa
     demo = run_cli("deploy", "--demo", env=state_env(tmp_path))
     assert "Apply with" not in demo.stdout  # snapshots: an apply would be refused
     assert printed_lines(demo)[-1] == "The nodes are snapshots: this plan is shown, it cannot be applied."
+
+
+def test_deploy_plan_on_a_hostile_bundle_spells_it_out(tmp_path: Path) -> None:
+    paths = hostile_bundle(tmp_path / "bundle", KERNEL, FIRMWARE)
+    site = tmp_path / "site.yaml"
+    site.write_text("site: hostile\nnodes:\n" + "".join(
+        f"  - name: {p.name}\n    snapshot: {p}\n    fabric_address: 192.168.100.{i + 1}\n"
+        for i, p in enumerate(paths)))
+    result = run_cli("deploy", "--site", str(site), "--plan",
+                     env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert result.rc in (0, 2), result.stdout + result.stderr
+    assert_no_control(result.stdout + result.stderr)

@@ -7,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from strixwizard.demo.scenarios import strix_halo_node
-from tests.support.cli import validate_report
+from tests.support.cli import run_cli, validate_report
 from tests.support.terminal import run_on_pty
 
 
@@ -225,3 +227,12 @@ def test_an_unusable_journal_dir_is_one_line(cli, tmp_path: Path) -> None:
                  "--dry-run-dir", str(blocker / "dry"))
     assert result.rc == 2 and "--dry-run-dir" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "j").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("host", ["x\n\x1b]0;PWNED\x07[/]", "../../etc", "a b"])
+def test_a_plain_snapshots_host_is_a_node_name_only_when_it_is_one(tmp_path: Path, host: str) -> None:
+    from tests.support.hostile.bundles import hostile_snapshot
+
+    path = hostile_snapshot("node-a", tmp_path, "6.18.5", "4.91", host=host)
+    document = run_cli("doctor", "--json", "--snapshot", str(path)).json()
+    assert [h["name"] for h in document["hosts"]] == ["node-a"]  # the snapshot's file name

@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.cli import run_cli
 from tests.support.demo import demo_site_copy, printed_lines, state_env
+from tests.support.hostile.bundles import hostile_bundle
+from tests.support.hostile.strings import FIRMWARE, KERNEL, assert_no_control
 
 
 @pytest.fixture
@@ -78,3 +80,15 @@ def test_doctor_reads_at_a_glance_and_in_full_with_v(tmp_path: Path) -> None:
     # the JSON is the same document either way
     document = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
     assert document["summary"]["fail"] == 3 and "areas" not in document
+
+
+def test_doctor_text_spells_out_what_a_hostile_bundle_says(tmp_path: Path) -> None:
+    paths = hostile_bundle(tmp_path, KERNEL, FIRMWARE)
+    for verbose in ((), ("--verbose",)):
+        result = run_cli("doctor", *verbose, "--snapshot", *map(str, paths))
+        assert result.rc == 1, result.stderr
+        assert_no_control(result.stdout + result.stderr)
+        assert "kernel 6.1.0[/]\\x1b[2J" in result.stdout.splitlines()[1]
+    assert "\\x1b]52;c;cHduZWQ=\\x07" in result.stdout  # --verbose shows the firmware
+    exact = run_cli("doctor", "--json", "--snapshot", *map(str, paths)).json()
+    assert [h["facts"]["kernel"] for h in exact["hosts"]] == [KERNEL, KERNEL]  # JSON: exact

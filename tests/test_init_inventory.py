@@ -1,4 +1,5 @@
-"""`strixwizard init` and Ansible inventories as node lists."""
+"""`strixwizard init` and Ansible inventories as node lists: a hostile inventory is refused in
+one line, and the site file init writes quotes every value a node reports."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from strixwizard.inventory import parse_inventory
 from strixwizard.site import NodeSpec, SiteError, load_site
 from tests.support.cli import run_cli
+from tests.support.hostile import strings
+from tests.support.refusals import INVENTORIES, expected_message, refused_in_one_line
 
 INVENTORY = """\
 all:
@@ -163,3 +166,52 @@ def test_inventory_refuses_a_host_name_that_is_not_a_file_name() -> None:
     text = "all:\n  hosts:\n    good-1:\n    ../../etc:\n      ansible_host: 10.0.0.2\n"
     with pytest.raises(SiteError, match=r"^inv\.yml:4: host name '\.\./\.\./etc' holds '/'"):
         parse_inventory(text, "inv.yml")
+
+
+def test_init_quotes_every_value_it_did_not_type(tmp_path: Path) -> None:
+    from strixwizard.cli.init import Found, write_site_file
+
+    nodes = [NodeSpec(name=f"n{i}", host=f"10.99.9.{i + 1}", user=value, key=value)
+             for i, value in enumerate(strings.YAML) if "\x00" not in value]
+    found = {n.name: Found(f"fe80::{i + 1}%eth0", "fab0\nallow_soft_rdma: true")
+             for i, n in enumerate(nodes)}
+    out = write_site_file(tmp_path / "site.yaml", "s", nodes, found)
+    site = load_site(out)
+    assert [(n.name, n.user, n.key) for n in site.nodes] == [(n.name, n.user, n.key) for n in nodes]
+    assert [n.fabric_address for n in site.nodes] == [f"fe80::{i + 1}%eth0" for i in range(len(nodes))]
+    assert not site.allow_soft_rdma
+
+
+def test_init_drops_an_address_whose_scope_injects_a_node(tmp_path: Path) -> None:
+    from strixwizard.cli.init import Found, write_site_file
+
+    nodes = [NodeSpec(name="a", host="10.99.9.1"), NodeSpec(name="b", host="10.99.9.2")]
+    found = {"a": Found(strings.IPV6_SCOPES[0], "fab0"), "b": Found("10.99.8.2", "fab0")}
+    site = load_site(write_site_file(tmp_path / "site.yaml", "s", nodes, found))
+    assert [n.name for n in site.nodes] == ["a", "b"]
+    assert [n.fabric_address for n in site.nodes] == [None, "10.99.8.2"]
+    assert "not an IP address" in (tmp_path / "site.yaml").read_text()
+
+
+def test_init_refuses_to_save_a_file_that_reads_back_otherwise(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were a value ever written unquoted, the read-back catches the node it injects."""
+    from strixwizard.cli import init
+    from strixwizard.errors import UsageError
+
+    monkeypatch.setattr(init, "_quoted", str)  # a quoting bug, on purpose
+    nodes = [NodeSpec(name="a", host="10.99.9.1", user="root\n  - name: ghost\n    host: 10.99.10.99")]
+    with pytest.raises(UsageError, match="not saved: the site file would read back differently"):
+        init.write_site_file(tmp_path / "site.yaml", "s", nodes, None)
+    assert not (tmp_path / "site.yaml").exists()
+
+
+@pytest.mark.parametrize("path", INVENTORIES, ids=lambda p: p.stem)
+def test_hostile_inventory_is_refused_in_one_line(path: Path, tmp_path: Path) -> None:
+    from strixwizard.inventory import load_inventory
+
+    message = expected_message(path)
+    with pytest.raises(SiteError) as caught:
+        load_inventory(path)
+    assert message in str(caught.value) and str(caught.value).startswith(f"{path}:")
+    refused_in_one_line("--inventory", path, message, tmp_path)

@@ -14,6 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from strixwizard import __version__
 from strixwizard.cli.prometheus import STATUS_VALUES, counter_deltas, live_test_registry, write_metrics
 from tests.support.cli import run_cli
+from tests.support.hostile import strings
+from tests.support.hostile.bundles import hostile_bundle
+from tests.support.hostile.strings import FIRMWARE, KERNEL
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -157,3 +160,27 @@ def test_doctor_does_not_import_prometheus_client_without_the_flag() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           timeout=60)
     assert done.stdout.strip() == "False"
+
+
+def test_prometheus_and_html_keep_their_escaping(tmp_path: Path) -> None:
+    """The textfile and the HTML report held before issue 22 (markup escaped); the HTML and
+    Markdown reports now spell control characters out too, as the terminal does."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from strixwizard.services.discover import discover
+    from strixwizard.services.nodes import RunRequest
+    from strixwizard.tui.export import to_html
+
+    paths = hostile_bundle(tmp_path / "bundle", KERNEL, FIRMWARE)
+    prom = tmp_path / "doctor.prom"
+    result = run_cli("doctor", "--snapshot", *map(str, paths), "--prometheus", str(prom))
+    assert result.rc == 1, result.stderr
+    text = prom.read_text()
+    assert not strings.contains_control(text)
+    labels = [v for family in text_string_to_metric_families(text) for sample in family.samples
+              for v in sample.labels.values()]
+    assert labels  # it parses, every label value whole
+    report = discover(RunRequest(snapshots=tuple(paths)), None, plan=False).report
+    html = to_html(report)
+    assert "[@click=app.screenshot(&#x27;owned.conf&#x27;" in html and "\\x1b]52;c;" in html
+    assert not strings.contains_control(html)

@@ -1,14 +1,18 @@
 """site.yaml: what is accepted, and that every mistake names its file and line; site and node
-names must be file names."""
+names must be file names; a hostile site file (the corpus under tests/data/hostile/, and ones
+too deep, too large, not UTF-8, a device or a FIFO) is refused in one line, in bounded memory,
+reading nothing but the file itself and writing nothing at all."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from strixwizard.site import Fabric, SiteError, Thresholds, load_site, parse_site
+from strixwizard.site import MAX_FILE_BYTES, Fabric, SiteError, Thresholds, load_site, parse_site
 from tests.support.cli import run_cli
+from tests.support.refusals import SITES, doctor_capped, expected_message, refused_in_one_line
 
 GOOD = """\
 site: lab
@@ -147,3 +151,77 @@ def test_cli_exits_2_with_file_and_line(tmp_path: Path) -> None:
     site.write_text("site: lab\nnodes:\n  - name: ../x\n    host: local\n")
     done = run_cli("doctor", "--site", str(site))
     assert done.rc == 2 and f"{site}:3: node name '../x'" in done.stderr
+
+
+@pytest.mark.parametrize("path", SITES, ids=lambda p: p.stem)
+def test_hostile_site_file_is_refused_in_one_line(path: Path, tmp_path: Path) -> None:
+    message = expected_message(path)
+    with pytest.raises(SiteError, match=None) as caught:
+        load_site(path)
+    assert message in str(caught.value) and str(caught.value).startswith(f"{path}:")
+    refused_in_one_line("--site", path, message, tmp_path)
+
+
+def _deep_yaml(path: Path) -> Path:
+    path.write_text("site: " + "[" * 20000 + "]" * 20000 + "\n")
+    return path
+
+
+def _deep_groups(path: Path) -> Path:
+    lines = ["all:"]
+    for depth in range(40):
+        lines.append("  " * (2 * depth + 1) + "children:")
+        lines.append("  " * (2 * depth + 2) + f"g{depth}:")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _too_large(path: Path) -> Path:
+    with path.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 10)  # sparse: no disk used
+    return path
+
+
+def _not_utf8(path: Path) -> Path:
+    path.write_bytes(b"site: \xff\xfe\x00\x00\n")
+    return path
+
+
+GENERATED = {
+    "site-nested-20000-deep": ("--site", _deep_yaml, "nested too deeply"),
+    "inventory-groups-40-deep": ("--inventory", _deep_groups, "groups nest deeper than 32 levels"),
+    "site-larger-than-the-cap": ("--site", _too_large, "is larger than 4 MiB"),
+    "inventory-larger-than-the-cap": ("--inventory", _too_large, "is larger than 4 MiB"),
+    "site-not-utf8": ("--site", _not_utf8, "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GENERATED))
+def test_generated_hostile_input_is_refused_in_one_line(case: str, tmp_path: Path) -> None:
+    option, make, message = GENERATED[case]
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    path = make(inputs / f"{case}.yaml")
+    work = tmp_path / "work"
+    work.mkdir()
+    refused_in_one_line(option, path, message, work)
+
+
+@pytest.mark.parametrize("option", ["--site", "--inventory"])
+def test_a_device_is_refused_without_reading_it(option: str, tmp_path: Path) -> None:
+    text = doctor_capped(option, "/dev/zero", cwd=tmp_path)
+    assert text.rc == 2 and "Traceback" not in text.stderr
+    assert text.stderr.strip() == (
+        f"strixwizard: error: /dev/zero: the {'site file' if option == '--site' else 'inventory'} "
+        "is not a regular file"
+    )
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "in" / "site.yaml"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    work = tmp_path / "work"
+    work.mkdir()
+    text = doctor_capped("--site", str(fifo), cwd=work)
+    assert text.rc == 2 and "is not a regular file" in text.stderr

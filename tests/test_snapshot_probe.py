@@ -1,4 +1,7 @@
-"""The snapshot probe: loading directories and archives, symlinks, and refusing bad input."""
+"""The snapshot probe: loading directories and archives, symlinks, and refusing bad input; a
+hostile snapshot or archive (a member claiming 2 GiB, a device, a FIFO, 1800 levels, a command
+whose rc is not a whole number) is refused in one line and exit 2, in bounded memory and time,
+reading nothing outside it; a copy's links are rewritten to stay inside it."""
 
 from __future__ import annotations
 
@@ -6,15 +9,22 @@ import gzip
 import io
 import json
 import os
+import resource
+import shutil
+import subprocess
+import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.scenarios import strix_halo_node
-from strixwizard.probe import NotCaptured
+from strixwizard.probe import NotCaptured, snapshot
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
+from tests.support.cli import SCHEMA_PATH
 
 
 def test_directory_snapshot_answers_files_links_and_listings(snapshot_of) -> None:
@@ -133,3 +143,173 @@ def test_snapshot_archive_links_are_rewritten_inside_the_copy(tmp_path: Path) ->
     assert os.readlink(net / "eth0") == "../../devices/x"
     assert os.readlink(net / "up") == "../../../etc"
     assert (net / "eth0" / "mtu").read_text() == "1500\n"
+
+
+META = json.dumps({"format": "strixwizard-snapshot/1", "host": "h"}).encode()
+
+
+#: The doctor process may use this much address space; a snapshot that would need more is a bug.
+MEMORY_CAP = 1024 * 1024 * 1024
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, **fields: object) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for key, value in fields.items():
+        setattr(info, key, value)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _archive(path: Path, build: object) -> Path:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        _add(tar, "meta.json", META)
+        build(tar)  # type: ignore[operator]
+    path.write_bytes(gzip.compress(buffer.getvalue(), compresslevel=1))
+    return path
+
+
+def _huge_member_header(path: Path) -> Path:
+    """A member whose header claims 2 GiB, followed by only a little data: a loader that reads
+    before it checks the size would first try to read it all."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        _add(tar, "meta.json", META)
+    head = buffer.getvalue()[:1024]  # meta.json's header and its one block of data, no end blocks
+    info = tarfile.TarInfo("fs/proc/cpuinfo")
+    info.size = 2 * 1024**3
+    path.write_bytes(gzip.compress(head + info.tobuf() + bytes(4 * 1024 * 1024), compresslevel=1))
+    return path
+
+
+def _device_member(path: Path) -> Path:
+    def build(tar: tarfile.TarFile) -> None:
+        _add(tar, "fs/dev/zero", b"", type=tarfile.CHRTYPE, devmajor=1, devminor=5)
+    return _archive(path, build)
+
+
+def _fifo_member(path: Path) -> Path:
+    return _archive(path, lambda tar: _add(tar, "fs/run/pipe", b"", type=tarfile.FIFOTYPE))
+
+
+def _deep_directory(path: Path) -> Path:
+    path.mkdir()
+    (path / "meta.json").write_bytes(META)
+    deep = path / "fs"
+    os.makedirs(deep)
+    descriptor = os.open(deep, os.O_RDONLY)
+    try:  # 1800 levels: more than a recursive walk can take, made relative to stay under PATH_MAX
+        for _ in range(1800):
+            os.mkdir("d", dir_fd=descriptor)
+            child = os.open("d", os.O_RDONLY, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = child
+    finally:
+        os.close(descriptor)
+    return path
+
+
+def _remove_deep(path: Path) -> None:
+    """Remove what `_deep_directory` made, bottom up (a recursive rmtree would overflow)."""
+    if not (path / "fs").is_dir():
+        return
+    descriptors = [os.open(path / "fs", os.O_RDONLY)]
+    try:
+        while os.path.isdir(f"/proc/self/fd/{descriptors[-1]}/d"):
+            descriptors.append(os.open("d", os.O_RDONLY, dir_fd=descriptors[-1]))
+        for parent in reversed(descriptors[:-1]):
+            os.rmdir("d", dir_fd=parent)
+    finally:
+        for descriptor in descriptors:
+            os.close(descriptor)
+
+
+def _fifo_in_directory(path: Path) -> Path:
+    path.mkdir()
+    (path / "meta.json").write_bytes(META)
+    (path / "fs" / "run").mkdir(parents=True)
+    os.mkfifo(path / "fs" / "run" / "pipe")
+    return path
+
+
+def _commands(rc: str) -> object:
+    def make(path: Path) -> Path:
+        path.mkdir()
+        (path / "meta.json").write_bytes(META)
+        (path / "commands.json").write_text(f'[{{"argv": ["ip", "-j", "addr", "show"], "rc": {rc}}}]')
+        return path
+    return make
+
+
+CORPUS = {
+    "member-claims-2GiB": (_huge_member_header, "the cap on one file"),
+    "device-in-archive": (_device_member, "device, FIFO or socket"),
+    "fifo-in-archive": (_fifo_member, "device, FIFO or socket"),
+    "1800-deep-directory": (_deep_directory, "the cap on depth"),
+    "fifo-in-directory": (_fifo_in_directory, "device, FIFO or socket"),
+    "rc-infinity": (_commands("Infinity"), "rc must be a whole number"),
+    "rc-nan": (_commands("NaN"), "rc must be a whole number"),
+    "rc-float": (_commands("1.5"), "rc must be a whole number"),
+    "rc-true": (_commands("true"), "rc must be a whole number"),
+    "rc-huge": (_commands("1e400"), "rc must be a whole number"),
+}
+
+
+def _doctor_capped(*args: str) -> subprocess.CompletedProcess[str]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    return subprocess.run([sys.executable, "-m", "strixwizard", "doctor", *args],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          stdin=subprocess.DEVNULL, preexec_fn=limit)
+
+
+@pytest.mark.parametrize("case", sorted(CORPUS))
+def test_hostile_snapshot_is_refused_in_one_line(case: str, tmp_path: Path) -> None:
+    make, message = CORPUS[case]
+    if case != "1800-deep-directory":
+        _judged_in_one_line(make(tmp_path / case), message)
+        return
+    # Outside pytest's temporary directory: its clean-up walks trees recursively.
+    scratch = Path(tempfile.mkdtemp(prefix="sw-deep-"))
+    try:
+        _judged_in_one_line(make(scratch / case), message)
+    finally:
+        _remove_deep(scratch / case)
+        shutil.rmtree(scratch)
+
+
+def _judged_in_one_line(path: Path, message: str) -> None:
+    with pytest.raises(SnapshotError, match=message):
+        SnapshotProbe.load(path)
+    text = _doctor_capped("--snapshot", str(path))
+    assert text.returncode == 2
+    assert message in text.stderr and "Traceback" not in text.stderr
+    assert len(text.stderr.strip().splitlines()) == 1
+    as_json = _doctor_capped("--json", "--snapshot", str(path))
+    assert as_json.returncode == 2 and "Traceback" not in as_json.stderr
+    document = json.loads(as_json.stdout)
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
+    assert document["status"] == "error" and message in document["error"]
+
+
+def test_a_device_path_is_refused_without_reading_it() -> None:
+    with pytest.raises(SnapshotError, match="not a directory or a regular file"):
+        SnapshotProbe.load("/dev/zero")
+
+
+@pytest.mark.parametrize(("cap", "value", "message", "members"), [
+    ("MAX_SNAPSHOT_BYTES", 1000, "the cap on a snapshot's size", 3),
+    ("MAX_MEMBERS", 10, "the cap on entries", 20),
+])
+def test_archive_caps_stop_loading_as_entries_arrive(cap: str, value: int, message: str, members: int,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                     ) -> None:
+    monkeypatch.setattr(snapshot, cap, value)
+
+    def build(tar: tarfile.TarFile) -> None:
+        for index in range(members):
+            _add(tar, f"fs/sys/file{index}", bytes(600))
+
+    with pytest.raises(SnapshotError, match=message):
+        SnapshotProbe.load(_archive(tmp_path / "many.tar.gz", build))

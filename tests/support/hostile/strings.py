@@ -67,3 +67,14 @@ def large(size: int = 10 * 1024 * 1024) -> str:
 def contains_control(text: str) -> bool:
     """Whether `text` holds a character a terminal acts on (C0 but newline, DEL, C1)."""
     return any((ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f for c in text)
+
+
+#: A kernel release and a NIC firmware version as a hostile bundle reports them: markup that closes
+#: nothing or clicks a screenshot, a clear screen, the clipboard and the window title.
+KERNEL = "6.1.0[/]\x1b[2J"
+FIRMWARE = "[@click=app.screenshot('owned.conf','/tmp')]4.91[/]\x1b]52;c;cHduZWQ=\x07\x1b]0;PWNED\x07"
+
+
+def assert_no_control(text: str) -> None:
+    """Fail, naming the first lines that hold one, when `text` holds a character a terminal acts on."""
+    assert not contains_control(text), [line for line in text.splitlines() if contains_control(line)][:3]

@@ -1,6 +1,8 @@
-"""The wizard on a hostile demo variant: a node's words (kernel release, NIC firmware, hostname)
-are markup and escape sequences. Every step draws without a crash, clicking every cell of every
-table runs no action and writes no file, and the words are shown as they are (issue 22)."""
+"""Text from outside in the wizard (strixwizard/tui/text.py, issue 22), on a hostile demo
+variant: a node's words (kernel release, NIC firmware, hostname) are markup and escape
+sequences. Every step draws without a crash, clicking every cell of every table runs no action
+and writes no file, and the words are shown as they are; dialogs show hostile titles and keys as
+text."""
 
 from __future__ import annotations
 
