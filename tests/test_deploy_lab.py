@@ -8,11 +8,13 @@ host's own directory under the lab's temp workdir (never this machine's /etc or 
 
 A fabric interface named with shell metacharacters: the env file sourced on every node runs
 nothing, the Ray daemon gets the exact name, and the RCCL smoke refuses to hand it to mpirun.
+On nodes without `ray`, the failure names `ray`, not the shell that execs it.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -242,3 +244,43 @@ def test_deploy_with_a_hostile_interface_name_runs_nothing(hostile_lab: Lab, tmp
     assert rolled.rc == 0, rolled.stdout + rolled.stderr
     for host in hostile_lab.hosts:
         assert not (host.home / "strixwizard-etc").exists()
+
+
+# -- nodes without Ray ------------------------------------------------------------------------
+
+#: A lab of its own with no stand-in at all: `ray` is not installed on its nodes.
+barelab2 = lab_fixture(2, name="barelab2")
+
+
+def _reset_bare(lab: Lab) -> None:
+    for host in lab.hosts:
+        for stand_in in host.bin_dir.glob("*"):
+            stand_in.unlink()
+        for marker in host.home.glob("fault-*"):
+            marker.unlink()
+        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
+
+
+@pytest.fixture
+def bare_lab(barelab2: Lab) -> Iterator[Lab]:
+    _reset_bare(barelab2)
+    yield barelab2
+    _reset_bare(barelab2)
+
+
+def test_deploy_on_nodes_without_ray_names_ray_not_sh(bare_lab: Lab, tmp_path: Path) -> None:
+    """`sh DIR/ray-start.sh ENV TEMP ray start …` exits 127 when the launcher's `exec` finds no
+    `ray`: the message names `ray`, the program that is missing, not the shell."""
+    site = bare_lab.write_site_yaml(tmp_path / "lab.yaml")
+    done = run_cli("deploy", "--site", str(site), "--transport", "tcp", "--target-dir",
+                   "/root/strixwizard-etc", "--node-journal-dir", NODE_JOURNAL, "--ray-temp-dir",
+                   "/root/strixwizard-ray", "--apply", "--yes", "--json", "--no-smoke",
+                   env={"XDG_STATE_HOME": str(tmp_path / "state")}, timeout=180)
+    try:
+        assert done.rc == 1, done.stdout + done.stderr
+        states = " ".join(n["state"] for n in done.json()["apply"]["nodes"])
+        assert "`ray` is not installed on the node" in states, states
+        assert "`sh` is not installed" not in states
+    finally:
+        for host in bare_lab.hosts:
+            shutil.rmtree(host.home / "strixwizard-etc", ignore_errors=True)

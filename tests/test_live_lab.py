@@ -4,11 +4,16 @@ The lab has no RDMA: TCP is measured for real between namespaces over the
 fabric veth (fab0); perftest and mpirun are stand-in executables (installed
 with `LabHost.stand_in`) that print recorded real-format outputs from
 tests/data/live/ — they are labelled as stand-ins below. A fabric interface named with shell
-metacharacters is measured over and runs nothing.
+metacharacters is measured over and runs nothing; a counter reset during a test warns, and a
+signal during a test ends it after the result in flight with no program left on a node.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -379,3 +384,100 @@ def test_latency_with_a_hostile_interface_name_runs_nothing(hostile_lab: Lab, tm
         assert max(v for v in reference["latency_us"].values() if isinstance(v, (int, float))) > 0
     rdma = by_tool["ib_write_lat"]
     assert rdma["status"] == "skip" and f"node0:{HOSTILE} <-> node1:{HOSTILE}" in rdma["summary"]
+
+
+# -- a counter reset and a signal during a test ----------------------------------------------
+
+#: A lab of its own for the tests that put stand-ins on a node: each starts and ends with no
+#: stand-in, no marker and the fabric MTU at 1500.
+stoplab2 = lab_fixture(2, name="stoplab2")
+
+
+def _reset(lab: Lab) -> None:
+    for host in lab.hosts:
+        for stand_in in host.bin_dir.glob("*"):
+            stand_in.unlink()
+        for marker in host.home.glob("fault-*"):
+            marker.unlink()
+        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
+
+
+@pytest.fixture
+def lab(stoplab2: Lab) -> Iterator[Lab]:
+    _reset(stoplab2)
+    yield stoplab2
+    _reset(stoplab2)
+
+
+SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143),
+           "SIGHUP": (signal.SIGHUP, 129)}
+
+
+def test_a_counter_reset_during_a_test_warns_and_huge_values_are_dropped(
+        lab: Lab, tmp_path: Path) -> None:
+    """node0's `ethtool -S fab0` (a stand-in: veth has no such counters) says rx_discards_phy
+    1000 before the test and 7 after it, as after a NIC reset, and prints one 400-digit value.
+    It is called by discovery (twice), then before and after the test."""
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    lab.hosts[0].stand_in("ethtool", '#!/bin/sh\n'
+                          '[ "$1" = -S ] || exec /usr/sbin/ethtool "$@"\n'
+                          'n=$(($(cat /root/fault-ethtool 2>/dev/null || echo 0) + 1))\n'
+                          'echo $n > /root/fault-ethtool\n'
+                          'if [ $n -le 3 ]; then v=1000; else v=7; fi\n'
+                          'echo "NIC statistics:"\necho "     rx_discards_phy: $v"\n'
+                          f'echo "     tx_errors: {"9" * 400}"\n')
+    prom = tmp_path / "test.prom"
+    try:
+        result = run_cli("test", "latency", "--site", str(site), "--pair", "node0,node1",
+                         "--json", "--seconds", "0.5", "--no-references", "--no-history",
+                         "--transport", "tcp", "--prometheus", str(prom), timeout=180)
+    finally:
+        calls = (lab.hosts[0].home / "fault-ethtool").read_text().strip()
+        for marker in lab.hosts[0].home.glob("fault-*"):
+            marker.unlink()
+    doc = result.json()
+    assert calls == "4", calls  # discovery (twice), before, after: the last one is 7
+    (counters,) = [r for r in doc["results"] if r["kind"] == "counters"]
+    assert counters["status"] == "warn", counters
+    (row,) = [c for c in doc["counters"] if c["host"] == "node0" and c["counter"] == "rx_discards_phy"]
+    assert (row["before"], row["after"], row["reset"]) == (1000, 7, True)
+    assert ("node0:fab0 rx_discards_phy reset during the test: growth unknown (at least 7 since "
+            "the reset)") in counters["summary"]
+    assert doc["status"] == "warn" and "no retransmit or sequence error grew" not in str(doc)
+    assert "fab0: dropped tx_errors: not an unsigned 64-bit value" in counters["detail"]["notes"]
+    assert "Traceback" not in result.stderr and prom.is_file()
+    assert "strixwizard_test_status" in prom.read_text()
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_test_ends_after_the_result_in_flight_with_no_program_left(
+        lab: Lab, tmp_path: Path, name: str) -> None:
+    """`test latency` (TCP on the lab, references on: sockperf and qperf follow our ping-pong):
+    the signal arrives while the first measurement runs; the run ends after it, as cancelled,
+    with exit 128+N and no program of the test left on either node."""
+    signum, status = SIGNALS[name]
+    site = lab.write_site_yaml(tmp_path / "lab.yaml")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strixwizard", "test", "latency", "--site", str(site), "--pair",
+         "node0,node1", "--seconds", "2", "--no-history", "--transport", "tcp"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the header: the run has begun
+        assert first.startswith("strixwizard test latency on"), first
+        time.sleep(1.0)  # inside the first measurement
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == status, (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert f"no verdict (exit {status}): cancelled by {name} after " in out, out
+    assert "verdict: pass" not in out
+    time.sleep(1)
+    for host in lab.hosts:
+        left = [cmd for cmd in host.node_pids().values()  # only the node's init and sshd
+                if "sshd" not in cmd and 'execvp("mount"' not in cmd]
+        assert left == [], (host.name, left)

@@ -1,4 +1,4 @@
-"""Faults during a two-node `deploy --stack llama-rpc --apply` with REAL llama.cpp programs on
+"""A two-node `deploy --stack llama-rpc --apply` with REAL llama.cpp programs interrupted on
 the namespace lab (built as in tests/test_deploy_llama_lab.py): `kill -9` of the deploy after
 node1's RPC server started, then a retry and a rollback; SIGINT, SIGTERM and SIGHUP at each
 program start; the head's disk filling (a 1 MiB tmpfs state dir) at each program start. After
@@ -26,7 +26,7 @@ from tests.support.cli import run_cli
 from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
 from tests.support.llama_parts import build, write_tiny_model
 
-faultllama = lab_fixture(2, name="faultllama")
+interruptllama = lab_fixture(2, name="interruptllama")
 TARGET = "/root/strixwizard-etc"
 NODE_JOURNAL = "/root/strixwizard-journal"
 RUN_DIR = "/root/strixwizard-run"
@@ -61,9 +61,9 @@ def deploy_processes(host: LabHost) -> dict[int, str]:
 
 
 @pytest.fixture
-def lab(faultllama: Lab, llama_bin: Path) -> Iterator[Lab]:
-    head, worker = faultllama.hosts
-    for host in faultllama.hosts:
+def lab(interruptllama: Lab, llama_bin: Path) -> Iterator[Lab]:
+    head, worker = interruptllama.hosts
+    for host in interruptllama.hosts:
         for path in host.bin_dir.glob("*"):
             path.unlink()
         for marker in host.home.glob("fault-*"):
@@ -71,8 +71,8 @@ def lab(faultllama: Lab, llama_bin: Path) -> Iterator[Lab]:
     (head.bin_dir / "ggml-rpc-server").symlink_to(llama_bin / "ggml-rpc-server")
     (head.bin_dir / "llama-server").symlink_to(llama_bin / "llama-server")
     (worker.bin_dir / "rpc-server").symlink_to(llama_bin / "ggml-rpc-server")
-    yield faultllama
-    for host in faultllama.hosts:  # what a failed test left, by PID, in its node only
+    yield interruptllama
+    for host in interruptllama.hosts:  # what a failed test left, by PID, in its node only
         pids = [host.root_pid(pid) for pid in deploy_processes(host)]
         if live := [pid for pid in pids if pid is not None]:
             _kill_in_netns(live, [host.netns])
