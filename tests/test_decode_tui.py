@@ -1,4 +1,5 @@
-"""The Test step's panel "what this fabric buys you" renders on the demo (Textual Pilot)."""
+"""The Test step's panel "what this fabric buys you" renders on the demo (Textual Pilot); at 80
+columns its table fits and the wizard picks the model, with no command-line-only advice."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Select, Static
 
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import TITLE, DecodePanel
+from tests.support.wizard import after_the_tests, make_app, settle, sync
 
 
 @pytest.fixture(autouse=True)
@@ -56,3 +58,21 @@ async def _walk() -> None:
 
 def test_the_fabric_panel_renders_on_the_demo() -> None:
     asyncio.run(_walk())
+
+
+@sync
+async def test_the_decode_table_fits_80_columns_and_the_wizard_picks_the_model() -> None:
+    app = make_app(demo=True, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await after_the_tests(app, pilot)
+        panel = app.screen.query_one(DecodePanel)
+        table = panel.query_one(DataTable)
+        assert table.row_count and table.virtual_size.width <= table.size.width  # nothing cut off
+        note = str(panel.query_one(".decode-note", Static).render())
+        assert "--model" not in note and "strixwizard test decode" not in note  # no CLI-only advice
+        assert "strixwizard advise" not in note and "every way is in the table above" in note
+        chooser = panel.query_one("#decode-model", Select)
+        assert chooser.value == "Llama-3.1-70B"
+        chooser.value = "Llama-3.1-8B"
+        await settle(app, pilot)
+        assert str(panel.query_one(".decode-head", Static).render()).startswith("Llama-3.1-8B")

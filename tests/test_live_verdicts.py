@@ -1,6 +1,6 @@
 """A test run's verdict and the summary a person reads: a run that measured nothing it was
 asked to judge has no verdict (exit 2), in words; a run is judged on what it was asked
-(`--transport tcp`); the matrix counts its rounds."""
+(`--transport tcp`); the matrix counts its rounds; the headline names the cause."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import io
 
 from strixwizard.live.render import print_summary
 from strixwizard.live.report import TestReport as RunReport
-from strixwizard.live.results import Measurement, exit_code, overall_status
+from strixwizard.live.results import Measurement, cause, exit_code, overall_status
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
 from tests.support.cli import run_cli
@@ -80,3 +80,19 @@ def test_one_round_of_the_matrix_is_one_round() -> None:
     out = io.StringIO()
     print_summary(report, out)
     assert "Matrix (1 round, 1.0 s)" in out.getvalue()
+
+
+def _m(status: Status, summary: str, transport: str = "tcp", kind: str = "latency",
+       figure: float | None = 1.0) -> Measurement:
+    return Measurement(kind, transport, "t", ("node0", "node1"), status, summary, figure=figure)
+
+
+def test_the_headline_names_the_cause() -> None:
+    broken = [_m(Status.PASS, "ok"), _m(Status.ERROR, "mpirun is not installed on node0", "rdma", "rccl",
+                                        None)]
+    assert cause(broken).startswith("mpirun is not installed on node0 (node0-node1 RDMA rccl")
+    assert cause([_m(Status.PASS, "ok"), _m(Status.FAIL, "RDMA: 12 µs, over", "rdma")]).startswith(
+        "RDMA: 12 µs, over (node0-node1 RDMA latency")
+    never = [_m(Status.PASS, "ok"), _m(Status.SKIP, "RDMA not measured: no link", "rdma", figure=None)]
+    assert cause(never).startswith("RDMA was never measured")
+    assert cause([_m(Status.PASS, "ok")]).startswith("every judged figure within its limit")

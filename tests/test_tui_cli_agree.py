@@ -1,6 +1,7 @@
 """The wizard says what the command line says, in its own words (Textual Pilot on the demo): the
-Fix step counts the problems as `strixwizard fix` does, and the Test step shows the advice of
-`strixwizard advise` without sending anyone to a command."""
+Fix step counts the problems as `strixwizard fix` does, the Test step shows the advice of
+`strixwizard advise` without sending anyone to a command, command-line advice is said as the
+wizard's step or key, and the Deploy step speaks of its fields and keys, not of flags."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Static
+from textual.widgets import Checkbox, DataTable, Input, Select, Static
 
 from strixwizard.services.facade import Services
 from strixwizard.tui.steps import key_of
@@ -147,3 +148,38 @@ async def test_a_demo_test_run_is_stored_in_the_demos_history_as_test_demo_store
     assert links and {link["kind"] for link in links} >= {"latency"}
     assert all(len(link["points"]) == 1 for link in links)  # one run, each link's figure once
     assert not (state_home / "strixwizard" / "history.sqlite").exists()  # never a real site's
+
+
+def test_command_line_advice_is_said_as_the_wizard_step_or_key() -> None:
+    from strixwizard.tui.cliwords import in_wizard_terms
+
+    refused = ("switch the NICs to RoCE v2 (`strixwizard fix`; `strixwizard doctor` names the cure "
+               "under link.transport)")
+    assert in_wizard_terms(refused) == ("switch the NICs to RoCE v2 (step 4, Fix; step 2, Discover "
+                                        "names the cure under link.transport)")
+    assert "strixwizard" not in in_wizard_terms("set one MTU (`strixwizard fix --only link.mtu`)")
+    assert "--nodes" not in in_wizard_terms("deploy on the nodes that share one with --nodes A,B")
+    assert in_wizard_terms("(`strixwizard doctor` with the same site file says why)") == (
+        "(step 2, Discover says why)")
+    assert in_wizard_terms("advice: layer split 1.52 vs tensor split 1.71 tok/s at best (llama.cpp; "
+                           "`strixwizard advise` for every way)").endswith(
+        "(llama.cpp; every way is in the table above)")
+
+
+@sync
+async def test_deploy_speaks_of_its_fields_and_keys_not_flags() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("deploy"))
+        await settle(app, pilot)
+        screen = app.screen
+        labels = [str(box.label) for box in screen.query(Checkbox)]
+        assert labels and not any("--" in label for label in labels), labels
+        shown = "\n".join(str(w.render()) for w in screen.query(".deploy-box"))
+        assert "deploy --rollback" not in shown and "5, u rolls back" in shown
+        assert "pass --model" not in shown and "Model field above" in shown
+        model = screen.query_one("#deploy-model", Input)
+        assert model.placeholder.startswith("vLLM model")
+        screen.query_one("#deploy-stack", Select).value = "llama-rpc"
+        await settle(app, pilot)
+        assert model.placeholder == "GGUF file path on the head"  # not the vLLM stack's words

@@ -1,5 +1,6 @@
-"""The wizard's saved progress and the reports it exports are private (0600 files, 0700 for the
-folders strixwizard creates) and written atomically: a failed write leaves the old file whole."""
+"""The wizard's saved progress, its preferences and the reports it exports are private (0600
+files, 0700 for the folders strixwizard creates) and written atomically: a failed write leaves
+the old file whole; the theme picked is remembered."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from strixwizard.checking.engine import Report, run_doctor
 from strixwizard.services.nodes import RunRequest, resolve_run
 from strixwizard.tui.export import FORMATS, save_report
 from strixwizard.tui.saved import WizardState, load_state, output_dir, save_state, state_path
+from tests.support.wizard import make_app, sync
 
 
 def mode(path: Path) -> int:
@@ -122,3 +124,27 @@ def test_failed_report_write_raises_with_the_reason(tmp_path: Path, report: Repo
     blocked.write_text("")
     with pytest.raises(OSError):
         save_report(report, blocked / "out")
+
+
+@pytest.fixture
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """XDG_STATE_HOME in the test's own folder (where the wizard keeps its preferences)."""
+    home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+@sync
+async def test_the_theme_is_remembered_privately(state_home: Path) -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.theme == "textual-dark"
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme == "textual-light"
+    saved = state_home / "strixwizard" / "wizard-preferences.json"
+    assert saved.stat().st_mode & 0o777 == 0o600
+    again = make_app(demo=True)
+    async with again.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert again.theme == "textual-light"

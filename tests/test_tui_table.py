@@ -1,4 +1,5 @@
-"""The wizard's tables show whole cells once their columns have widened (no "Ryz", "gfx")."""
+"""The wizard's tables show whole cells once their columns have widened (no "Ryz", "gfx"), and
+leave columns out by their rank, never the node's, until the rest fit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
+from strixwizard.tui.fit import Column, fitting, short_kernel, short_sku, short_state
 from strixwizard.tui.widgets.table import SizedTable
 
 
@@ -80,3 +82,14 @@ def test_a_long_table_has_no_scrollbar_of_its_own_and_the_body_follows_its_curso
     own_scrollbar, scrolled, row_at, visible = asyncio.run(run())
     assert not own_scrollbar
     assert scrolled <= row_at < scrolled + visible  # the cursor row is on screen
+
+
+def test_columns_are_left_out_by_their_rank_until_the_rest_fit() -> None:
+    columns = [Column("node", 0), Column("a", 1), Column("b", 3), Column("c", 2)]
+    rows = [("node-a", "x" * 10, "y" * 10, "z" * 10)]
+    assert fitting(columns, rows, 100) == [0, 1, 2, 3]
+    assert fitting(columns, rows, 30) == [0, 2]
+    assert fitting(columns, rows, 5) == [0]  # the node column always stays
+    assert short_kernel("6.18.5-200.fc43.x86_64") == "6.18.5-200.fc43"
+    assert short_sku("AMD Ryzen AI Max+ 395") == "AI Max+ 395"
+    assert short_state("✗ unknown host key for 10.99.2.10: ssh-ed25519 SHA256:abc") == "✗ host key?"

@@ -1,4 +1,5 @@
-"""The wizard's pure helpers: rows from engine objects, report files, saved progress, host keys."""
+"""The wizard's pure helpers: rows from engine objects, report files, saved progress, host keys,
+and the transport notes (USB4 latency said one-way, as everywhere)."""
 
 from __future__ import annotations
 
@@ -125,3 +126,11 @@ def test_host_key_messages() -> None:
     assert key.fingerprint == "SHA256:q1W+/abc"
     assert unknown_host_key("node-a", "connection refused") is None
     assert changed_host_key("host key for 10.0.0.1 CHANGED: it now offers SHA256:x")
+
+
+def test_usb4_latency_is_said_one_way_everywhere() -> None:
+    from strixwizard.tui.views import TRANSPORT_NOTES
+    from strixwizard.vendors.usb4net import TCP_LATENCY, TCP_ONLY
+
+    assert TCP_LATENCY in TRANSPORT_NOTES["thunderbolt-net"] and TCP_LATENCY in TCP_ONLY
+    assert "50-130" not in TRANSPORT_NOTES["thunderbolt-net"]
