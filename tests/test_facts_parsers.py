@@ -1,6 +1,7 @@
-"""Fact helpers beyond the parsers, and what `ip -j addr` parsing drops of a node's words (an
-address whose scope would inject YAML, an interface name Linux cannot have). The parsers
-themselves run on the table of recorded texts in tests/data/fact_cases (tests/test_fact_cases.py)."""
+"""Fact helpers beyond the parsers, what `ip -j addr` parsing drops of a node's words (an address
+whose scope would inject YAML, an interface name Linux cannot have), and exit 127 read as the
+missing program it names. The parsers themselves run on the table of recorded texts in
+tests/data/fact_cases (tests/test_fact_cases.py)."""
 
 from __future__ import annotations
 

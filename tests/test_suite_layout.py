@@ -13,12 +13,6 @@ TESTS = Path(__file__).resolve().parent
 #: Words that name a review round, not a subject: a test about hostile site files is filed with
 #: the site file's tests, not under "hostile".
 ROUND_WORDS = ("newcomer", "round_two", "round_three", "safety", "hostile", "faults")
-#: Imports of test modules still made by modules whose helpers are moving to tests/support/ in
-#: another change: module -> the test modules it imports. An entry that no longer holds fails
-#: the test below, so it is removed as soon as its module is fixed.
-PENDING: dict[str, set[str]] = {
-    "test_tui_vm.py": {"tests.test_tui_walk", "tests.test_rdma_vm"},
-}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -70,9 +64,7 @@ def round_named(root: Path) -> list[str]:
 
 
 def test_no_module_under_tests_imports_a_test_module() -> None:
-    found = imports_of_test_modules(TESTS)
-    assert {module: found.get(module) for module in PENDING} == PENDING, "PENDING no longer holds"
-    assert {module: imported for module, imported in found.items() if module not in PENDING} == {}
+    assert imports_of_test_modules(TESTS) == {}
 
 
 def test_no_test_module_is_named_after_a_review_round() -> None:
