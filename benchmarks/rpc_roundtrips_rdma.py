@@ -61,7 +61,7 @@ def _sh(lab: VmLab, vm: Vm, script: str, timeout: float = 120.0) -> str:
 
 
 def roce_v2_gid(lab: VmLab, vm: Vm) -> int:
-    from tests.test_llama_rdma_vm import roce_v2_gid_index
+    from tests.support.llama_vm import roce_v2_gid_index
 
     return roce_v2_gid_index(lab, vm)
 

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# The unit tests (all but the root-only lab and the tests that start other Pythons) on every
-# newer Python the head node may run: one ./.venv-3.X per interpreter, found on PATH or in pyenv,
-# with the package and its test extra (less the lint's and the lab's own tools).
-# A version with no interpreter on this machine is named and left out; none at all fails.
-# Usage: bash scripts/test_pythons.sh [VERSION...] [-- PYTEST-ARGS...]   (default: 3.12 3.13 3.14)
+# The tests that exercise what a newer Python changes (marked `interpreter`: every module
+# imports, argparse texts, tarfile and snapshot reads, dataclasses, a Pilot walk, the JSON
+# schema...) on every newer Python the head node may run; with --full, the whole unit tier.
+# One ./.venv-3.X per interpreter, found on PATH or in pyenv, with the package and its test
+# extra (less the lint's and the lab's own tools). A version with no interpreter on this
+# machine is named and left out; none at all fails. $TEST_REPORT_DIR, when set, gets each
+# run's junit report (interpreter-3.X.xml) for scripts/test.sh's closing table.
+# Usage: bash scripts/test_pythons.sh [--full] [VERSION...] [-- PYTEST-ARGS...]   (default: 3.12 3.13 3.14)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+selection="interpreter"
 versions=()
-while (($#)) && [[ "$1" != "--" ]]; do versions+=("$1"); shift; done
+while (($#)) && [[ "$1" != "--" ]]; do
+    if [[ "$1" == "--full" ]]; then
+        selection="not lab and not vm and not pythons and not llama"
+    else
+        versions+=("$1")
+    fi
+    shift
+done
 (($#)) && shift
 ((${#versions[@]})) || versions=(3.12 3.13 3.14)
 
@@ -70,7 +81,9 @@ started=$SECONDS
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
 for venv in "${venvs[@]}"; do
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not lab and not pythons" "$@" \
+    report=()
+    [[ -n "${TEST_REPORT_DIR:-}" ]] && report=(--junitxml="$TEST_REPORT_DIR/interpreter-${venv#.venv-}.xml")
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$selection" ${report[@]+"${report[@]}"} "$@" \
         > "$venv/pytest.log" 2>&1 &
     pids+=($!)
 done
@@ -84,7 +97,7 @@ trap - INT TERM
 echo "test_pythons: ${#venvs[@]} interpreter(s) tested side by side in $((SECONDS - started)) s"
 failed=0
 for i in "${!venvs[@]}"; do
-    echo "test_pythons: $("${venvs[$i]}/bin/python" -V): unit tests (exit ${statuses[$i]})"
+    echo "test_pythons: $("${venvs[$i]}/bin/python" -V): -m \"$selection\" (exit ${statuses[$i]})"
     cat "${venvs[$i]}/pytest.log"
     ((statuses[i] == 0)) || failed=1
 done

@@ -13,7 +13,7 @@ scripts/test.sh runs in each tier is said in README.md, "The test lab".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,6 +22,9 @@ import pytest
 
 from strixwizard.demo.builder import FakeNode
 from tests.support.cli import SCHEMA_PATH, CliResult, run_cli
+from tests.support.llama_parts import build
+from tests.support.llama_vm import stage_llama
+from tests.support.vmlab import VmLab, vm_lab_fixture
 
 
 @pytest.fixture
@@ -91,3 +94,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             tiers.discard("lab")  # the VM lab borrows helpers of the namespace lab, not its hosts
         for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
+
+
+# -- the VM lab: one boot of each pair per test session ---------------------------------------
+#: the soft-RoCE pair every VM module shares (qemu, rxe0 over the fabric; sh as init)
+rdma_vms = vm_lab_fixture(2, scope="session", name="rdma_vms")
+#: the systemd pair with persistent disks, for the tests that reboot
+systemd_vms = vm_lab_fixture(2, scope="session", name="systemd_vms", init="systemd")
+
+
+@pytest.fixture(scope="module")
+def soft_roce_pair(rdma_vms: VmLab) -> Iterator[VmLab]:
+    """The shared soft-RoCE pair as ``up()`` made it, for one module; reset after it (what a
+    module left running or changed is undone, a killed VM booted again) and checked before."""
+    rdma_vms.reset()
+    yield rdma_vms
+    rdma_vms.reset()
+
+
+@pytest.fixture(scope="session")
+def llama_rdma_bin() -> Path:
+    """The llama.cpp build with the RDMA transport (scripts/build_llama.sh, cached)."""
+    return build("rdma")
+
+
+@pytest.fixture(scope="module")
+def llama_pair(soft_roce_pair: VmLab, llama_rdma_bin: Path) -> VmLab:
+    """The shared pair with the llama.cpp build in each VM's share and the tiny model on vm0."""
+    stage_llama(soft_roce_pair, llama_rdma_bin)
+    return soft_roce_pair

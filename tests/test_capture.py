@@ -26,6 +26,9 @@ from tests.support.hostile import strings
 from tests.support.hostile.bundles import hostile_bundle
 from tests.support.hostile.strings import assert_no_control
 
+#: what a newer Python changes (tarfile: snapshots written and read back): run on 3.12 and up too
+pytestmark = pytest.mark.interpreter
+
 
 def _fake_root(tmp_path: Path) -> Path:
     root = tmp_path / "root"

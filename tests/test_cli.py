@@ -11,6 +11,9 @@ import pytest
 
 from tests.support.cli import run_cli
 
+#: what a newer Python changes (argparse's texts and errors): run on 3.12 and up too
+pytestmark = pytest.mark.interpreter
+
 
 @pytest.mark.parametrize(("argv", "fixed"), [
     (["--demo", "doctor"], "strixwizard doctor --demo"),

@@ -13,6 +13,9 @@ from strixwizard.demo.scenarios import strix_halo_node
 from tests.support.cli import run_cli, validate_report
 from tests.support.terminal import run_on_pty
 
+#: what a newer Python changes (the CLI's exit codes, texts and JSON schema): run on 3.12 and up too
+pytestmark = pytest.mark.interpreter
+
 
 def test_demo_json_validates_and_finds_the_demo_faults(cli, report_schema) -> None:
     result = cli("doctor", "--demo", "--json")

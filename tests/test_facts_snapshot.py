@@ -14,6 +14,9 @@ from strixwizard.probe import CmdResult
 from strixwizard.probe.snapshot import SnapshotProbe
 from tests.support import scenarios
 
+#: what a newer Python changes (tarfile and the snapshot reader): run on 3.12 and up too
+pytestmark = pytest.mark.interpreter
+
 
 class RecordingProbe:
     def __init__(self, inner: SnapshotProbe) -> None:

@@ -161,3 +161,24 @@ def test_the_rules_see_a_deliberate_violation(violating_tree: Path) -> None:
 def test_the_layers_named_in_the_design_are_the_ones_tested() -> None:
     design = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "python scripts/layers.py" in design
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("package", ["strixwizard", "checks", "fixes"])
+def test_every_module_of_the_package_imports(package: str) -> None:
+    """Each module imports on this interpreter (scripts/test_pythons.sh: on 3.12 and up too):
+    a syntax or standard-library change shows here before any test of what the module does."""
+    import importlib
+    import pkgutil
+
+    root = importlib.import_module(package)
+    names = [info.name for info in pkgutil.walk_packages(root.__path__, f"{package}.")
+             if not info.name.endswith(".__main__")]  # that one runs the CLI
+    assert len(names) > 3
+    failed = {}
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as error:  # every failure named, not the first alone
+            failed[name] = f"{type(error).__name__}: {error}"
+    assert not failed, failed

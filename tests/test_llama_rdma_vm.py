@@ -2,10 +2,11 @@
 (rxe0) between two qemu VMs (tests/support/vmlab.py), RDMA negotiated by ggml-rpc's own transport.
 
 `ggml-rpc-server` and `llama-server` come from `scripts/build_llama.sh 0.3.36 rdma`
-(GGML_RPC_RDMA=ON against libibverbs; cached in ~/.cache/strixwizard-llama/0.3.36-rdma,
-apart from the TCP build of tests/test_deploy_llama_lab.py), copied into each VM's own share
-(`/vmlab/bin`: the VM's /root and /tmp are its own tmpfs); the model is the tiny random GGUF
-of tests/support/llama_parts.py at `/vmlab/tiny.gguf` on the head. vm0 is the head (llama-server),
+(GGML_RPC_RDMA=ON against libibverbs; cached in ~/.cache/strixwizard-llama/0.3.36-rdma; the
+namespace lab runs the same build, which stays on TCP there), staged into each VM's own share
+(`/vmlab/bin`: the VM's /root and /tmp are its own tmpfs) by the session's `llama_pair`
+(tests/conftest.py); the model is the tiny random GGUF of tests/support/llama_parts.py at
+`/vmlab/tiny.gguf` on the head. vm0 is the head (llama-server),
 vm1 the worker (ggml-rpc-server). The smoke test passes only when both logs say
 `RDMA activated`; the negative cases break the RDMA path for real and the smoke test must
 FAIL naming the cause, never pass over TCP:
@@ -20,11 +21,7 @@ recorded ConnectX table (tests/test_llama_rdma_path.py), not here.
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,76 +29,27 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import CliResult, run_cli
-from tests.support.llama_parts import build, write_tiny_model
-from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, Vm, VmLab, vm_lab_fixture
-
-llamavms = vm_lab_fixture(2, name="llamavms")
-PROGRAMS = ("ggml-rpc-server", "llama-server")
-BIN_DIR = "/vmlab/bin"
-MODEL = "/vmlab/tiny.gguf"
-RUN_DIR = "/var/lib/strixwizard/llama"
-TARGET = "/etc/strixwizard"
-CLI_TIMEOUT = 900.0
-HEALTH_TIMEOUT_S = 180.0
-SSH_DEADLINE = 400.0  # per node: TCG VMs on 2 busy cores collect in 1-4 minutes
-
-
-@pytest.fixture(scope="module")
-def rdma_bin() -> Path:
-    """The RDMA build (built once, about 30 minutes on 2 busy cores; then cached)."""
-    return build("rdma")
-
-
-def stage_llama(lab: VmLab, rdma_bin: Path) -> None:
-    """The binaries into each VM's share (`/vmlab/bin`), the tiny model into the head's."""
-    for vm in lab.vms:
-        dest = vm.dir / "bin"
-        dest.mkdir(exist_ok=True)
-        for name in PROGRAMS:
-            with contextlib.suppress(FileNotFoundError):
-                (dest / name).unlink()
-            try:
-                os.link(rdma_bin / name, dest / name)
-            except OSError:
-                shutil.copy2(rdma_bin / name, dest / name)
-    write_tiny_model(lab.vms[0].dir / "tiny.gguf")
-
-
-@pytest.fixture(scope="module")
-def cluster(rdma_bin: Path, llamavms: VmLab) -> VmLab:
-    """The VMs with the binaries in their shares and the model on the head's."""
-    stage_llama(llamavms, rdma_bin)
-    return llamavms
-
-
-def _sh(lab: VmLab, vm: Vm, script: str, timeout: float = 60) -> str:
-    done = lab.run(vm, script, timeout=timeout)
-    assert done.returncode == 0, f"{vm.name}: {script}: {done.stderr}"
-    return done.stdout
-
-
-def running(lab: VmLab, vm: Vm, program: str) -> bool:
-    """pgrep inside the VM's own kernel: a read, no signal."""
-    return lab.run(vm, "pgrep", "-x", program, timeout=30).returncode == 0
-
-
-def roce_v2_gid_index(lab: VmLab, vm: Vm) -> int:
-    """The RoCE v2 GID of the VM's fabric address, read from sysfs here (not by strixwizard)."""
-    base = f"/sys/class/infiniband/{RDMA_DEVICE}/ports/1"
-    out = _sh(lab, vm, f"for i in $(seq 0 15); do echo $i $(cat {base}/gids/$i)"
-                       f" $(cat {base}/gid_attrs/types/$i 2>/dev/null); done")
-    for line in out.splitlines():
-        index, gid, *kind = line.split()
-        mapped = ipaddress.IPv6Address(gid).ipv4_mapped
-        if " ".join(kind) == "RoCE v2" and str(mapped) == vm.fabric_addr:
-            return int(index)
-    raise AssertionError(f"{vm.name}: no RoCE v2 GID for {vm.fabric_addr}: {out}")
+from tests.support.llama_vm import (
+    BIN_DIR,
+    HEALTH_TIMEOUT_S,
+    MODEL,
+    PROGRAMS,
+    RUN_DIR,
+    SSH_DEADLINE,
+    TARGET,
+    checks_of,
+    deploy,
+    roce_v2_gid_index,
+    running,
+    sh,
+)
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab
 
 
 @pytest.fixture
-def lab(cluster: VmLab) -> Iterator[VmLab]:
+def lab(llama_pair: VmLab) -> Iterator[VmLab]:
     """After each test: nothing of ours running, the fabric as the lab made it."""
+    cluster = llama_pair
     yield cluster
     for vm in cluster.vms:
         # the pid files name exactly the processes the deploy started in this VM
@@ -110,16 +58,6 @@ def lab(cluster: VmLab) -> Iterator[VmLab]:
         cluster.run(vm, f"ip link set dev {FABRIC_NETDEV} mtu 1500", timeout=30)
         if cluster.run(vm, f"test -d /sys/class/infiniband/{RDMA_DEVICE}", timeout=30).returncode:
             cluster.run(vm, f"rdma link add {RDMA_DEVICE} type rxe netdev {FABRIC_NETDEV}", timeout=60)
-
-
-def deploy(site: Path, tmp: Path, *args: str) -> CliResult:
-    return run_cli("deploy", "--site", str(site), "--stack", "llama-rpc", "--allow-soft-rdma",
-                   "--llama-bin-dir", BIN_DIR, "--journal-dir", str(tmp / "journal"), *args,
-                   env={"XDG_STATE_HOME": str(tmp / "state")}, timeout=CLI_TIMEOUT)
-
-
-def checks_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["id"]: c for c in (doc.get("smoke") or {}).get("checks", [])}
 
 
 def rollback_leaves_nothing(lab: VmLab, site: Path, tmp: Path, run_id: str) -> None:
@@ -157,18 +95,18 @@ def test_llama_rpc_negotiates_rdma_on_both_ends_over_soft_roce(lab: VmLab, tmp_p
     print("\n".join(quoted))
 
     # the worker's RPC server: its fabric address only, the device and GID index of the real table
-    listening = _sh(lab, worker, "ss -Hltn").split()
+    listening = sh(lab, worker, "ss -Hltn").split()
     assert [a for a in listening if a.endswith(":50052")] == [f"{worker.fabric_addr}:50052"]
-    pid = _sh(lab, worker, f"head -n 1 {RUN_DIR}/ggml-rpc-server.pid").strip()
-    environ = _sh(lab, worker, f"cat /proc/{pid}/environ").split("\0")
+    pid = sh(lab, worker, f"head -n 1 {RUN_DIR}/ggml-rpc-server.pid").strip()
+    environ = sh(lab, worker, f"cat /proc/{pid}/environ").split("\0")
     assert f"GGML_RDMA_DEV={RDMA_DEVICE}" in environ
     assert f"GGML_RDMA_GID={gids['vm1']}" in environ
     # the real logs of both ends, as llama.cpp wrote them (transport.cpp:345, :410)
-    rpc_log = _sh(lab, worker, f"cat {RUN_DIR}/ggml-rpc-server.log")
+    rpc_log = sh(lab, worker, f"cat {RUN_DIR}/ggml-rpc-server.log")
     assert "transport      : TCP (RDMA auto-negotiate enabled)" in rpc_log
     assert f"RDMA probed: dev={RDMA_DEVICE} gid={gids['vm1']} RoCEv2" in rpc_log
     assert "RDMA activated: qpn=" in rpc_log and "RDMA activate failed" not in rpc_log
-    server_log = _sh(lab, head, f"cat {RUN_DIR}/llama-server.log")
+    server_log = sh(lab, head, f"cat {RUN_DIR}/llama-server.log")
     assert f"RDMA probed: dev={RDMA_DEVICE} gid={gids['vm0']} RoCEv2" in server_log
     assert "RDMA activated: qpn=" in server_log
 
@@ -178,7 +116,7 @@ def test_llama_rpc_negotiates_rdma_on_both_ends_over_soft_roce(lab: VmLab, tmp_p
 def test_a_peer_with_another_fabric_mtu_fails_the_smoke_naming_the_mtu(
         lab: VmLab, tmp_path: Path) -> None:
     worker = lab.vms[1]
-    _sh(lab, worker, f"ip link set dev {FABRIC_NETDEV} mtu 4200")
+    sh(lab, worker, f"ip link set dev {FABRIC_NETDEV} mtu 4200")
     site = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
     applied = deploy(site, tmp_path, "--gguf", MODEL, "--apply", "--yes", "--json")
     doc = applied.json()
@@ -228,7 +166,7 @@ def test_the_workers_rxe_device_removed_after_the_plan_fails_the_smoke_naming_it
         lab: VmLab, tmp_path: Path) -> None:
     worker = lab.vms[1]
     deployed, options = _deploy_with_a_plan_made_before(
-        lab, tmp_path, lambda: _sh(lab, worker, f"rdma link delete {RDMA_DEVICE}"))
+        lab, tmp_path, lambda: sh(lab, worker, f"rdma link delete {RDMA_DEVICE}"))
     try:
         assert deployed.smoke is not None and deployed.smoke.status == "fail", deployed
         checks = {c.id: c for c in deployed.smoke.checks}
@@ -252,7 +190,7 @@ def test_a_planned_gid_index_that_went_missing_fails_the_smoke_naming_it(
     def shift_the_gid_table() -> None:
         # the fabric address leaves its GID slot to another address (another subnet, so it is
         # no secondary of it), comes back in the next slot, and the other address goes away
-        _sh(lab, worker, f"ip addr del {address} dev {FABRIC_NETDEV} && "
+        sh(lab, worker, f"ip addr del {address} dev {FABRIC_NETDEV} && "
                          f"ip addr add 10.77.0.2/24 dev {FABRIC_NETDEV} && sleep 1 && "
                          f"ip addr add {address} dev {FABRIC_NETDEV} && sleep 1 && "
                          f"ip addr del 10.77.0.2/24 dev {FABRIC_NETDEV} && sleep 1")

@@ -25,13 +25,17 @@ from strixwizard.facts import NodeFacts
 from strixwizard.facts.rdma import RdmaPort, parse_ibv_devinfo, rdma_devices, roce_active_mtu
 from strixwizard.probe.snapshot import SnapshotProbe
 from tests.support.cli import run_cli
-from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab, vm_lab_fixture
+from tests.support.vm_records import SNAPSHOT, replay_site
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab
 
-DATA = Path(__file__).parent / "data" / "vm"
-SNAPSHOT = DATA / "vm0.tar.gz"
 CLI_TIMEOUT = 240.0
 
-vmlab2 = vm_lab_fixture(2)
+
+
+@pytest.fixture(scope="module")
+def pair(soft_roce_pair: VmLab) -> VmLab:
+    """The session's shared soft-RoCE pair (tests/conftest.py), reset around this module."""
+    return soft_roce_pair
 
 
 def _rxe_port(probe: SnapshotProbe) -> RdmaPort:
@@ -72,22 +76,22 @@ def _active_mtu(lab: VmLab, vm_name: str) -> tuple[int, int | None]:
     return info.active_mtu, info.max_mtu
 
 
-def test_vms_boot_to_sshd_with_rxe0_on_the_fabric(vmlab2: VmLab) -> None:
-    for vm in vmlab2.vms:
+def test_vms_boot_to_sshd_with_rxe0_on_the_fabric(pair: VmLab) -> None:
+    for vm in pair.vms:
         assert vm.boot_seconds is not None and vm.boot_seconds < 60
-        done = vmlab2.run(vm, "rdma", "-j", "link", "show")
+        done = pair.run(vm, "rdma", "-j", "link", "show")
         assert done.returncode == 0, done.stderr
         links = json.loads(done.stdout)
         assert [(lk["ifname"], lk["state"], lk["netdev"]) for lk in links] == [
             (RDMA_DEVICE, "ACTIVE", FABRIC_NETDEV)
         ]
-    vm0, vm1 = vmlab2.vms
-    ping = vmlab2.run(vm0, "ping", "-c", "1", "-W", "5", vm1.fabric_addr or "")
+    vm0, vm1 = pair.vms
+    ping = pair.run(vm0, "ping", "-c", "1", "-W", "5", vm1.fabric_addr or "")
     assert ping.returncode == 0, ping.stdout + ping.stderr
 
 
-def test_doctor_over_two_vms_judges_rxe_as_software_rdma(vmlab2: VmLab, tmp_path: Path) -> None:
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+def test_doctor_over_two_vms_judges_rxe_as_software_rdma(pair: VmLab, tmp_path: Path) -> None:
+    site = pair.write_site_yaml(tmp_path / "site.yaml")
     started = time.monotonic()
     result = run_cli("doctor", "--site", str(site), "--json", timeout=CLI_TIMEOUT)
     print(f"doctor --site over 2 VMs: {time.monotonic() - started:.1f} s")
@@ -97,7 +101,7 @@ def test_doctor_over_two_vms_judges_rxe_as_software_rdma(vmlab2: VmLab, tmp_path
     for host in hosts.values():
         assert host["reachable"], host["error"]
         assert host["facts"]["rdma_devices"] == [RDMA_DEVICE]
-        assert host["facts"]["kernel"] == _release(vmlab2)
+        assert host["facts"]["kernel"] == _release(pair)
     checks = {(c["id"], c["host"]): c for c in report["checks"]}
     for name in hosts:
         soft = checks[("usb4.soft_rdma", name)]
@@ -111,30 +115,30 @@ def test_doctor_over_two_vms_judges_rxe_as_software_rdma(vmlab2: VmLab, tmp_path
     assert {end["mtu"] for end in link["ends"]} == {1500}
 
 
-def test_capture_of_a_vm_reads_the_real_gid_table(vmlab2: VmLab, tmp_path: Path) -> None:
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+def test_capture_of_a_vm_reads_the_real_gid_table(pair: VmLab, tmp_path: Path) -> None:
+    site = pair.write_site_yaml(tmp_path / "site.yaml")
     out = tmp_path / "captured"
     result = run_cli("capture", "--site", str(site), "--out", str(out), timeout=CLI_TIMEOUT)
     assert result.rc == 0, result.stderr
-    for vm in vmlab2.vms:
+    for vm in pair.vms:
         probe = SnapshotProbe.load(out / f"{vm.name}.tar.gz")
         _assert_rxe_port(_rxe_port(probe), vm.fabric_addr or "")
-        assert NodeFacts(vm.name, probe).kernel.release == _release(vmlab2)
+        assert NodeFacts(vm.name, probe).kernel.release == _release(pair)
 
 
-def test_netdev_mtu_moves_rxe_active_mtu_as_the_model_says(vmlab2: VmLab) -> None:
+def test_netdev_mtu_moves_rxe_active_mtu_as_the_model_says(pair: VmLab) -> None:
     """The kernel's RoCE MTU rule against strixwizard.facts.rdma.roce_active_mtu."""
-    vm = vmlab2.vms[0]
+    vm = pair.vms[0]
     seen = {}
     try:
         for mtu in (1500, 4200, 9000):
-            done = vmlab2.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", str(mtu))
+            done = pair.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", str(mtu))
             assert done.returncode == 0, done.stderr
-            active, max_mtu = _active_mtu(vmlab2, vm.name)
+            active, max_mtu = _active_mtu(pair, vm.name)
             seen[mtu] = active
             assert active == roce_active_mtu(mtu, max_mtu)[0], (mtu, active, max_mtu)
     finally:
-        vmlab2.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", "1500")
+        pair.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", "1500")
     assert seen == {1500: 1024, 4200: 4096, 9000: 4096}
 
 
@@ -144,8 +148,8 @@ def _fix(*args: str) -> dict[str, Any]:
     return result.json()  # type: ignore[no-any-return]
 
 
-def test_mtu_fix_on_the_fabric_netdev_moves_active_mtu_and_rolls_back(vmlab2: VmLab, tmp_path: Path) -> None:
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", fabric_mtu=9000)
+def test_mtu_fix_on_the_fabric_netdev_moves_active_mtu_and_rolls_back(pair: VmLab, tmp_path: Path) -> None:
+    site = pair.write_site_yaml(tmp_path / "site.yaml", fabric_mtu=9000)
     journals = str(tmp_path / "journal")
     try:
         applied = _fix("--site", str(site), "--only", "net.mtu", "--apply", "--journal-dir", journals)
@@ -157,17 +161,17 @@ def test_mtu_fix_on_the_fabric_netdev_moves_active_mtu_and_rolls_back(vmlab2: Vm
             ("vm0", "cured"),
             ("vm1", "cured"),
         }
-        for vm in vmlab2.vms:
-            assert vmlab2.run(vm, "cat", f"/sys/class/net/{FABRIC_NETDEV}/mtu").stdout.strip() == "9000"
-            assert _active_mtu(vmlab2, vm.name) == (4096, 4096) == (roce_active_mtu(9000, 4096)[0], 4096)
+        for vm in pair.vms:
+            assert pair.run(vm, "cat", f"/sys/class/net/{FABRIC_NETDEV}/mtu").stdout.strip() == "9000"
+            assert _active_mtu(pair, vm.name) == (4096, 4096) == (roce_active_mtu(9000, 4096)[0], 4096)
         rolled = _fix("--rollback", "--journal-dir", journals, "--site", str(site))["rollback"]
         assert rolled["ok"]
-        for vm in vmlab2.vms:
-            assert vmlab2.run(vm, "cat", f"/sys/class/net/{FABRIC_NETDEV}/mtu").stdout.strip() == "1500"
-            assert _active_mtu(vmlab2, vm.name)[0] == 1024
+        for vm in pair.vms:
+            assert pair.run(vm, "cat", f"/sys/class/net/{FABRIC_NETDEV}/mtu").stdout.strip() == "1500"
+            assert _active_mtu(pair, vm.name)[0] == 1024
     finally:
-        for vm in vmlab2.vms:
-            vmlab2.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", "1500")
+        for vm in pair.vms:
+            pair.run(vm, "ip", "link", "set", "dev", FABRIC_NETDEV, "mtu", "1500")
 
 
 RDMA_CM_DIR = f"/sys/kernel/config/rdma_cm/{RDMA_DEVICE}"
@@ -189,12 +193,12 @@ def _configfs(lab: VmLab, vm_name: str) -> tuple[str, str] | None:
 
 
 def test_doctor_with_allow_soft_rdma_judges_the_rxe_link_from_the_real_sysfs(
-    vmlab2: VmLab, tmp_path: Path
+    pair: VmLab, tmp_path: Path
 ) -> None:
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
+    site = pair.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
     report = run_cli("doctor", "--site", str(site), "--json", timeout=CLI_TIMEOUT).json()
     checks = {(c["id"], c["host"]): c for c in report["checks"]}
-    for vm in vmlab2.vms:
+    for vm in pair.vms:
         assert checks[("rdma.port_active", vm.name)]["observed"] == "ACTIVE / LinkUp"
         gid = checks[("rdma.roce_v2_gid", vm.name)]
         assert (gid["status"], gid["observed"]) == ("pass", f"GID index 1 = ::ffff:{vm.fabric_addr} RoCE v2")
@@ -209,18 +213,18 @@ def test_doctor_with_allow_soft_rdma_judges_the_rxe_link_from_the_real_sysfs(
     ] * 2
 
 
-def test_roce_v2_default_fix_writes_real_configfs_and_rolls_back(vmlab2: VmLab, tmp_path: Path) -> None:
-    vm0, vm1 = vmlab2.vms
-    plain = vmlab2.write_site_yaml(tmp_path / "plain.yaml")
+def test_roce_v2_default_fix_writes_real_configfs_and_rolls_back(pair: VmLab, tmp_path: Path) -> None:
+    vm0, vm1 = pair.vms
+    plain = pair.write_site_yaml(tmp_path / "plain.yaml")
     refused = _fix("--site", str(plain), "--only", "rdma.roce_v2_default")
     assert refused["plans"] == []  # without the opt-in rxe is not the fabric's RDMA
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
+    site = pair.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
     journals = str(tmp_path / "journal")
     # vm0: an rdma_cm directory someone made earlier, with their own ToS; vm1: none yet
-    made = vmlab2.run(vm0, f"mkdir {RDMA_CM_DIR} && echo 32 > {RDMA_CM_PORT}/default_roce_tos")
+    made = pair.run(vm0, f"mkdir {RDMA_CM_DIR} && echo 32 > {RDMA_CM_PORT}/default_roce_tos")
     assert made.returncode == 0, made.stderr
-    assert _configfs(vmlab2, vm0.name) == ("RoCE v2", "32")
-    assert _configfs(vmlab2, vm1.name) is None
+    assert _configfs(pair, vm0.name) == ("RoCE v2", "32")
+    assert _configfs(pair, vm1.name) is None
     try:
         report = _fix(
             "--site", str(site), "--only", "rdma.roce_v2_default", "--apply", "--journal-dir", journals
@@ -235,28 +239,28 @@ def test_roce_v2_default_fix_writes_real_configfs_and_rolls_back(vmlab2: VmLab, 
             ("vm0", "cured"),
             ("vm1", "passing"),
         }
-        assert _configfs(vmlab2, vm0.name) == ("RoCE v2", ROCE_TOS)
-        assert _configfs(vmlab2, vm1.name) == ("RoCE v2", ROCE_TOS)
+        assert _configfs(pair, vm0.name) == ("RoCE v2", ROCE_TOS)
+        assert _configfs(pair, vm1.name) == ("RoCE v2", ROCE_TOS)
         rolled = _fix("--rollback", "--journal-dir", journals, "--site", str(site))["rollback"]
         assert rolled["ok"], rolled
-        assert _configfs(vmlab2, vm0.name) == ("RoCE v2", "32")  # the earlier value, back
-        assert _configfs(vmlab2, vm1.name) is None  # the directory the fix made, gone
+        assert _configfs(pair, vm0.name) == ("RoCE v2", "32")  # the earlier value, back
+        assert _configfs(pair, vm1.name) is None  # the directory the fix made, gone
         # the kernel keeps rdma_cm's values in the device, not in the directory: the rollback
         # wrote back what the device had (read right after the fix's mkdir) before removing it
-        again = vmlab2.run(vm1, f"mkdir {RDMA_CM_DIR} && cat {RDMA_CM_PORT}/default_roce_tos")
+        again = pair.run(vm1, f"mkdir {RDMA_CM_DIR} && cat {RDMA_CM_PORT}/default_roce_tos")
         assert again.stdout.strip() == "0", again.stdout
     finally:
-        for vm in vmlab2.vms:
-            vmlab2.run(vm, "rmdir", RDMA_CM_DIR)
+        for vm in pair.vms:
+            pair.run(vm, "rmdir", RDMA_CM_DIR)
 
 
 SOFT_LABEL = "software RDMA: tests the setup and the tool, not production speed"
 
 
 def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_ping_pong(
-    vmlab2: VmLab, tmp_path: Path
+    pair: VmLab, tmp_path: Path
 ) -> None:
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+    site = pair.write_site_yaml(tmp_path / "site.yaml")
     argv = ("test", "latency", "--site", str(site), "--no-history", "--no-references", "--seconds", "5")
     started = time.monotonic()
     report = run_cli(*argv, "--allow-soft-rdma", "--json", timeout=CLI_TIMEOUT).json()
@@ -289,12 +293,12 @@ def test_latency_with_allow_soft_rdma_runs_real_ib_write_lat_beside_the_verbs_pi
 
 
 def test_decode_with_allow_soft_rdma_measures_the_all_reduce_over_real_verbs_beside_tcp(
-    vmlab2: VmLab, tmp_path: Path
+    pair: VmLab, tmp_path: Path
 ) -> None:
     """`test decode`: RCCL is absent on the VMs, so the RDMA all-reduce is the pyverbs
     program's 2-rank ring over rxe0 at each decode size (measured), beside TCP on the same
     pair (estimated from its ping-pong); the tok/s table's RDMA rows say measured."""
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml")
+    site = pair.write_site_yaml(tmp_path / "site.yaml")
     started = time.monotonic()
     done = run_cli("test", "decode", "--site", str(site), "--no-history", "--model", "Llama-3.1-8B",
                    "--allow-soft-rdma", "--json", timeout=CLI_TIMEOUT)
@@ -329,8 +333,8 @@ def test_decode_with_allow_soft_rdma_measures_the_all_reduce_over_real_verbs_bes
 # -- replay of the recorded VM (runs everywhere) ----------------------------------------------
 
 
-def test_bandwidth_with_allow_soft_rdma_runs_real_ib_write_bw(vmlab2: VmLab, tmp_path: Path) -> None:
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
+def test_bandwidth_with_allow_soft_rdma_runs_real_ib_write_bw(pair: VmLab, tmp_path: Path) -> None:
+    site = pair.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
     started = time.monotonic()
     report = run_cli("test", "bandwidth", "--site", str(site), "--no-history", "--seconds", "5",
                      "--allow-soft-rdma", "--json", timeout=CLI_TIMEOUT).json()
@@ -349,22 +353,22 @@ def _running(lab: VmLab, vm_name: str, program: str) -> bool:
 
 
 def test_a_vm_killed_mid_test_is_reported_lost_and_leaves_nothing_on_its_peer(
-    vmlab2: VmLab, tmp_path: Path
+    pair: VmLab, tmp_path: Path
 ) -> None:
-    """Runs last among the VM tests: it kills vm1."""
-    vm0, vm1 = vmlab2.vms
-    site = vmlab2.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
+    """It kills vm1: the shared pair boots it again before the next module."""
+    vm0, vm1 = pair.vms
+    site = pair.write_site_yaml(tmp_path / "site.yaml", allow_soft_rdma=True)
     argv = [sys.executable, "-m", "strixwizard", "test", "latency", "--site", str(site),
             "--no-history", "--no-references", "--seconds", "30", "--json"]
     run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 180
-        while not any(_running(vmlab2, vm.name, "ib_write_lat") for vm in (vm0, vm1)):
+        while not any(_running(pair, vm.name, "ib_write_lat") for vm in (vm0, vm1)):
             assert run.poll() is None, "the test ended before ib_write_lat started"
             assert time.monotonic() < deadline, "ib_write_lat never started on either VM"
             time.sleep(0.5)
-        vmlab2.kill(vm1)
+        pair.kill(vm1)
         out, err = run.communicate(timeout=CLI_TIMEOUT)
     finally:
         if run.poll() is None:
@@ -376,9 +380,9 @@ def test_a_vm_killed_mid_test_is_reported_lost_and_leaves_nothing_on_its_peer(
     assert lost, report["results"]
     assert any("vm1" in r["summary"] for r in lost), [r["summary"] for r in lost]
     deadline = time.monotonic() + 30  # the supervisor ends what the run started on vm0
-    while _running(vmlab2, vm0.name, "ib_write_lat") and time.monotonic() < deadline:
+    while _running(pair, vm0.name, "ib_write_lat") and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not _running(vmlab2, vm0.name, "ib_write_lat"), "ib_write_lat left running on vm0"
+    assert not _running(pair, vm0.name, "ib_write_lat"), "ib_write_lat left running on vm0"
 
 
 def test_recorded_vm_snapshot_holds_the_real_rxe_port() -> None:
@@ -395,27 +399,15 @@ def test_doctor_replays_the_recorded_vm() -> None:
     assert (soft["status"], soft["observed"]) == ("warn", "rxe0: software rxe over eth0")
 
 
-def _replay_site(path: Path, allow_soft_rdma: bool) -> Path:
-    lines = ["site: vm-replay", f"allow_soft_rdma: {str(allow_soft_rdma).lower()}", "nodes:"]
-    for index, name in enumerate(("vm0", "vm1")):
-        lines += [
-            f"  - name: {name}",
-            f"    snapshot: {DATA / name}.tar.gz",
-            f"    fabric_address: 192.168.77.{index + 1}",
-        ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_recorded_vms_replayed_with_allow_soft_rdma_form_a_roce_v2_link(tmp_path: Path) -> None:
-    site = _replay_site(tmp_path / "soft.yaml", allow_soft_rdma=True)
+    site = replay_site(tmp_path / "soft.yaml", allow_soft_rdma=True)
     [link] = run_cli("doctor", "--site", str(site), "--json").json()["links"]
     assert (link["transport"], link["rdma"]) == ("roce-v2", True)
     assert "software RDMA" in link["evidence"]
     assert [(e["rdma_device"], e["gid_index"], e["active_mtu"]) for e in link["ends"]] == [
         (RDMA_DEVICE, 1, 1024)
     ] * 2
-    plain = _replay_site(tmp_path / "plain.yaml", allow_soft_rdma=False)
+    plain = replay_site(tmp_path / "plain.yaml", allow_soft_rdma=False)
     [link] = run_cli("doctor", "--site", str(plain), "--json").json()["links"]
     assert (link["transport"], link["rdma"], link["ends"][0]["rdma_device"]) == ("ethernet", False, None)
     [flagged] = run_cli("doctor", "--site", str(plain), "--allow-soft-rdma", "--json").json()["links"]

@@ -1,7 +1,7 @@
 """llama.cpp RPC's traffic per generated token over its own RDMA transport, counted with the
-REAL programs (the RDMA build of scripts/build_llama.sh) between two soft-RoCE VMs
-(tests/support/vmlab.py) by rxe's hw_counters, with benchmarks/rpc_roundtrips_rdma.py's `measure`.
-No timing is asserted (TCG).
+REAL programs (the RDMA build of scripts/build_llama.sh) between two soft-RoCE VMs (the
+session's shared pair, tests/support/vmlab.py) by rxe's hw_counters, with
+benchmarks/rpc_roundtrips_rdma.py's `measure`. No timing is asserted (TCG).
 
 What it pins down: the 8 commands of a token (6 SET_TENSOR, GRAPH_RECOMPUTE, GET_TENSOR, as
 the TCP proxy counts them) go as 3 acknowledged SENDs each, the one reply as 2, and nothing
@@ -10,21 +10,17 @@ crosses the RPC connection's TCP socket once RDMA is activated.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
-import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.support.llama_parts import build, write_tiny_model
-from tests.support.vmlab import VmLab, vm_lab_fixture
+from tests.support.llama_parts import write_tiny_model
+from tests.support.vmlab import VmLab
 
 ROOT = Path(__file__).resolve().parent.parent
-rdmacount = vm_lab_fixture(2, name="rdmacount")
 
 
 def _bench() -> ModuleType:
@@ -37,23 +33,8 @@ def _bench() -> ModuleType:
     return module
 
 
-@pytest.fixture(scope="module")
-def lab(rdmacount: VmLab) -> VmLab:
-    bin_dir = build("rdma")
-    for vm in rdmacount.vms:
-        dest = vm.dir / "bin"
-        dest.mkdir(exist_ok=True)
-        for name in ("ggml-rpc-server", "llama-server"):
-            with contextlib.suppress(FileNotFoundError):
-                (dest / name).unlink()
-            try:
-                os.link(bin_dir / name, dest / name)
-            except OSError:
-                shutil.copy2(bin_dir / name, dest / name)
-    return rdmacount
-
-
-def test_every_send_is_acknowledged_and_nothing_goes_over_tcp(lab: VmLab) -> None:
+def test_every_send_is_acknowledged_and_nothing_goes_over_tcp(llama_pair: VmLab) -> None:
+    lab = llama_pair
     bench = _bench()
     write_tiny_model(lab.vms[0].dir / "tiny-2.gguf", layers=2)
     row = bench.measure(lab, "/vmlab/tiny-2.gguf", 2, 4, 12)

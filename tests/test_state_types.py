@@ -9,9 +9,14 @@ import ast
 from pathlib import Path
 from typing import get_args
 
+import pytest
+
 from strixwizard.model import SCHEMA_VERSION, exit_code
 from strixwizard.onnode import ops
 from strixwizard.tui.wizard import RunGroup, WorkerGroup
+
+#: what a newer Python changes (dataclasses): run on 3.12 and up too
+pytestmark = pytest.mark.interpreter
 
 ROOT = Path(__file__).resolve().parent.parent / "strixwizard"
 OPS = set(get_args(ops.Op))

@@ -24,6 +24,7 @@ def _module(path: Path) -> str:
 TUI_MODULES = sorted(_module(p) for p in TUI.rglob("*.py"))
 
 
+@pytest.mark.interpreter
 def test_each_tui_module_imports_alone_in_a_fresh_interpreter() -> None:
     """An import cycle shows as an ImportError when a module in it is imported first."""
     code = textwrap.dedent("""

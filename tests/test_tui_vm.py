@@ -7,7 +7,7 @@ here, not by strixwizard).
 The site file says `allow_soft_rdma: true` (the wizard's way of `--allow-soft-rdma`) and a
 fabric MTU of 9000 where the VMs run 1500, so the fix engine has a change that its checks can
 see cured (net.mtu; limits.memlock is planned too and verified only by a new login). The
-llama.cpp binaries are the RDMA build staged as tests/test_llama_rdma_vm.py does; the wizard's
+llama.cpp binaries are the RDMA build staged by the session's `llama_pair` (tests/conftest.py); the wizard's
 Deploy step has no binary-directory picker (it starts them from PATH, as a user installs
 them), so each VM gets links to them in its own /usr/bin (the VM's overlay, never this
 machine's). Every wait polls the app, bounded: the VMs run under TCG on 2 busy cores.
@@ -35,20 +35,11 @@ from strixwizard.tui.screens.fix import FixState
 from strixwizard.tui.screens.links import LinkCard
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.confirm import ConfirmationModal
-from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab, vm_lab_fixture
-from tests.test_llama_rdma_vm import (
-    MODEL,
-    PROGRAMS,
-    RUN_DIR,
-    SSH_DEADLINE,
-    TARGET,
-    rdma_bin,  # noqa: F401  (the module's fixture: the cached RDMA build)
-    running,
-    stage_llama,
-)
-from tests.test_tui_walk import cells, live_state, notice_text, panel, settle, sync
+from tests.support.llama_vm import MODEL, PROGRAMS, RUN_DIR, SSH_DEADLINE, TARGET, running
+from tests.support.vm_records import replay_site
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab
+from tests.support.wizard import cells, live_state, notice_text, panel, settle, sync
 
-walkvms = vm_lab_fixture(2, name="walkvms")
 SITE_MTU = 9000
 LIMITS_FILE_GLOB = "/etc/security/limits.d/*strixwizard*"
 SOFT_LABEL = "software RDMA: tests the setup and the tool, not production speed"
@@ -57,10 +48,10 @@ SHORT_TCP = TcpSettings(seconds=2.0, round_trips=2000, warmup=100, references=Fa
 
 
 @pytest.fixture
-def vms(walkvms: VmLab, rdma_bin: Path) -> Iterator[VmLab]:  # noqa: F811
+def vms(llama_pair: VmLab) -> Iterator[VmLab]:
     """The VMs with the RDMA build on their PATH and the model on the head; afterwards (pass
     or fail) nothing of the deploy running and the fabric as the lab made it."""
-    stage_llama(walkvms, rdma_bin)
+    walkvms = llama_pair
     for vm in walkvms.vms:
         links = " && ".join(f"ln -sf /vmlab/bin/{p} /usr/bin/{p}" for p in PROGRAMS)
         done = walkvms.run(vm, links, timeout=60)
@@ -282,10 +273,8 @@ async def test_a_soft_roce_link_is_shown_as_software_rdma_never_hardware(tmp_pat
     """The Links step on the recorded VMs (runs everywhere): with the opt-in the rxe link is
     RDMA, and the card says software RDMA — not "hardware RDMA … the ~5 µs path RCCL should
     use", which it said before the walk above ran on the VMs."""
-    from tests.test_rdma_vm import _replay_site
-
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    app = WizardApp(site_file=_replay_site(tmp_path / "soft.yaml", allow_soft_rdma=True), resume=False)
+    app = WizardApp(site_file=replay_site(tmp_path / "soft.yaml", allow_soft_rdma=True), resume=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_step(app, pilot, "discover")
         await until(app, pilot, lambda: app.session.of(DiscoverState).discovery is not None

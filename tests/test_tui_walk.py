@@ -75,6 +75,7 @@ async def run_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
     assert "extra, TCP on this machine's loopback" in ratio and "ratio" in ratio
 
 
+@pytest.mark.interpreter  # one Pilot walk on each newer Python
 @sync
 async def test_walk_the_demo_from_site_to_report(state_home: Path) -> None:
     app = make_app(demo=True)

@@ -51,6 +51,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -525,6 +526,68 @@ class VmLab:
     ) -> None:
         self.down()
 
+    def restart(self, vm: Vm, timeout: float | None = None) -> None:
+        """Power ``vm`` off (if it runs) and boot it again with the same ports, keys and disk."""
+        self.kill(vm)
+        started = time.monotonic()
+        self._start(vm)
+        self._wait_ready(started, timeout or (REBOOT_TIMEOUT if self.init == "systemd" else BOOT_TIMEOUT),
+                         [vm])
+
+    def baseline_problems(self, vm: Vm) -> list[str]:
+        """How ``vm`` differs from what ``up()`` made: sshd answering, the fabric at MTU 1500 with
+        its address, rxe0 ACTIVE over it with that address's RoCE v2 GID at index 1, none of
+        the programs the tests start running, nothing the tool writes on a node left."""
+        if not vm.running():
+            return ["not running"]
+        script = (
+            f"echo mtu=$(cat /sys/class/net/{FABRIC_NETDEV}/mtu);"
+            f" echo addr=$(ip -4 -o addr show dev {FABRIC_NETDEV} | awk '{{print $4}}' | tr '\\n' ' ');"
+            f" echo rdma=$(rdma -j link show 2>/dev/null);"
+            f" echo gid1=$(cat /sys/class/infiniband/{RDMA_DEVICE}/ports/1/gids/1 2>/dev/null);"
+            f" echo running=$(pgrep -l -x '{'|'.join(TEST_PROGRAMS)}' | tr '\\n' ' ');"
+            f" echo written=$(ls -d {' '.join(NODE_WRITES)} 2>/dev/null | tr '\\n' ' ')"
+        )
+        try:
+            done = self.run(vm, script, timeout=60)
+        except subprocess.TimeoutExpired:
+            return ["no answer over SSH within 60 s"]
+        if done.returncode != 0:
+            return [f"ssh failed ({done.returncode}): {done.stderr.strip()[-300:]}"]
+        seen = dict(line.partition("=")[::2] for line in done.stdout.splitlines())
+        problems = []
+        if seen.get("mtu") != "1500":
+            problems.append(f"fabric MTU {seen.get('mtu')}")
+        if vm.fabric_addr and seen.get("addr", "").split() != [f"{vm.fabric_addr}/24"]:
+            problems.append(f"fabric addresses {seen.get('addr')!r}")
+        links = json.loads(seen.get("rdma") or "[]")
+        if [(lk.get("ifname"), lk.get("state"), lk.get("netdev")) for lk in links] != [
+                (RDMA_DEVICE, "ACTIVE", FABRIC_NETDEV)]:
+            problems.append(f"rdma links {seen.get('rdma')}")
+        if vm.fabric_addr and seen.get("gid1") != _ipv4_mapped_gid(vm.fabric_addr):
+            problems.append(f"GID 1 is {seen.get('gid1')!r}")
+        if seen.get("running", "").strip():
+            problems.append(f"still running: {seen['running'].strip()}")
+        if seen.get("written", "").strip():
+            problems.append(f"left on the node: {seen['written'].strip()}")
+        return problems
+
+    def reset(self) -> None:
+        """Bring every VM back to what ``up()`` made (see ``baseline_problems``), for the next
+        module of a session that shares this lab: end the tests' programs (in the VM's own
+        kernel, where every process but sshd is a test's), remove what the tool wrote, restore
+        MTU, address and rxe0; a VM that still differs (or was killed) is booted again. Raises
+        VmLabError naming what is still wrong after that."""
+        for vm in self.vms:
+            if vm.running() and self.baseline_problems(vm):
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.run(vm, _reset_script(vm), timeout=90)
+            if self.baseline_problems(vm):
+                self.restart(vm)
+            problems = self.baseline_problems(vm)
+            if problems:
+                raise VmLabError(f"{vm.name} could not be reset: {'; '.join(problems)}")
+
     def vm(self, name: str) -> Vm:
         return next(vm for vm in self.vms if vm.name == name)
 
@@ -754,6 +817,40 @@ class VmLab:
                 time.sleep(0.5)
 
 
+#: programs the tests start in a VM (directly or through the tool), ended between modules
+TEST_PROGRAMS = ("ggml-rpc-server", "llama-server", "ib_write_lat", "ib_write_bw", "ib_send_lat",
+                 "ib_send_bw", "qperf", "sockperf", "python3", "python", "iperf3")
+#: what the tool writes on a node (deploy, fix, journals), removed between modules
+NODE_WRITES = ("/etc/strixwizard", "/var/lib/strixwizard", "/etc/security/limits.d/*strixwizard*",
+               "/usr/bin/ggml-rpc-server", "/usr/bin/llama-server",
+               f"/sys/kernel/config/rdma_cm/{RDMA_DEVICE}")
+
+
+def _ipv4_mapped_gid(address: str) -> str:
+    """The RoCE v2 GID of an IPv4 address as sysfs writes it (``0000:...:ffff:c0a8:4d01``)."""
+    a, b, c, d = (int(part) for part in address.split("."))
+    return f"0000:0000:0000:0000:0000:ffff:{a << 8 | b:04x}:{c << 8 | d:04x}"
+
+
+def _reset_script(vm: Vm) -> str:
+    """Run in ``vm`` by ``VmLab.reset``: back to what the boot made."""
+    lines = [
+        f"pkill -9 -x '{'|'.join(TEST_PROGRAMS)}'",
+        f"[ -d /sys/kernel/config/rdma_cm/{RDMA_DEVICE} ] && rmdir /sys/kernel/config/rdma_cm/{RDMA_DEVICE}",
+        f"rm -rf {' '.join(NODE_WRITES[:-1])}",
+        f"ip link set dev {FABRIC_NETDEV} mtu 1500",
+    ]
+    if vm.fabric_addr:
+        lines += [
+            f"ip -4 addr flush dev {FABRIC_NETDEV}",
+            f"[ -d /sys/class/infiniband/{RDMA_DEVICE} ] && rdma link delete {RDMA_DEVICE}",
+            f"ip addr add {vm.fabric_addr}/24 dev {FABRIC_NETDEV}",
+            f"rdma link add {RDMA_DEVICE} type rxe netdev {FABRIC_NETDEV}",
+            "sleep 1",
+        ]
+    return "; ".join(lines) + "; true"
+
+
 def compile_tree_bytecode() -> None:
     """Bytecode for this project's packages, as importing them here would write it (timestamp
     pycs beside the sources; current ones are left as they are)."""
@@ -789,6 +886,27 @@ def _sshd_config(pam: bool = False) -> str:
     )
 
 
+#: the folders a VM gets empty tmpfs mounts on: a tree under one of them would be hidden
+_VM_PRIVATE_DIRS = ("/run", "/tmp", "/var/tmp", "/var/log", "/root")
+#: where the tree is held while those folders are mounted over
+_HOLD = "/.vmlab-tree"
+
+
+def _keep_tree_visible(*mounts: str) -> list[str]:
+    """``mounts`` (the VM's own /run, /tmp, /root...), with this project's tree kept at its path:
+    a clone under /tmp or /root (the tests' venv, the timer unit's python) stays visible in the
+    VM wherever it lives. Bind it aside first, mount, then move it back into the new tmpfs."""
+    tree = str(_SOURCE_ROOT)
+    if not any(tree == d or tree.startswith(d + "/") for d in _VM_PRIVATE_DIRS):
+        return list(mounts)
+    quoted = shlex.quote(tree)
+    return [
+        f"mkdir -p {_HOLD} && mount --bind {quoted} {_HOLD}",
+        *mounts,
+        f"mkdir -p {quoted} && mount --move {_HOLD} {quoted}",
+    ]
+
+
 def _stage2_script(vm: Vm) -> str:
     """Run as PID 1 in the overlay root: the VM's own identity, addresses, rxe0, sshd."""
     machine_id = uuid.uuid5(uuid.NAMESPACE_DNS, f"{vm.name}.vmlab").hex
@@ -799,8 +917,10 @@ def _stage2_script(vm: Vm) -> str:
         "mount -t devtmpfs devtmpfs /dev",
         "mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs tmpfs /dev/shm",
         "mount -t configfs configfs /sys/kernel/config",
-        "for d in /run /tmp /var/tmp /var/log; do mount -t tmpfs -o mode=1777 tmpfs $d; done",
-        "mount -t tmpfs -o mode=0700 tmpfs /root",
+        *_keep_tree_visible(
+            "for d in /run /tmp /var/tmp /var/log; do mount -t tmpfs -o mode=1777 tmpfs $d; done",
+            "mount -t tmpfs -o mode=0700 tmpfs /root",
+        ),
         f"hostname {vm.name}",
         f"echo {vm.name} > /etc/hostname",
         f"echo {machine_id} > /etc/machine-id",
@@ -921,9 +1041,11 @@ def _stage2_systemd(vm: Vm, masked: Sequence[str]) -> str:
         "Restart=always", "StandardOutput=journal+console", "StandardError=journal+console", ""])
     lines = [
         "#!/bin/sh",
-        "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
-        "for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs $d; done",
-        "mount -t tmpfs -o mode=0700 tmpfs /root",
+        *_keep_tree_visible(
+            "mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run",
+            "for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs $d; done",
+            "mount -t tmpfs -o mode=0700 tmpfs /root",
+        ),
         f"[ -s /etc/vmlab-identity ] || {{ echo {vm.name} > /etc/hostname;"
         f" echo {machine_id} > /etc/machine-id; echo {vm.name} > /etc/vmlab-identity; }}",
         f"mkdir -p {run}/multi-user.target.wants",
