@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from strixwizard.demo.builder import FakeNode
-from tests.support.cli import SCHEMA_PATH, CliResult, run_cli
+from tests.support.cli import SCHEMA_PATH, CliResult, invoke
 from tests.support.llama_parts import build
 from tests.support.llama_vm import stage_llama
 from tests.support.vmlab import VmLab, vm_lab_fixture
@@ -29,7 +29,9 @@ from tests.support.vmlab import VmLab, vm_lab_fixture
 
 @pytest.fixture
 def cli() -> Callable[..., CliResult]:
-    return run_cli
+    """The CLI in this process (tests/support/cli.py `invoke`): where the process is the point,
+    a test calls `run_cli`."""
+    return invoke
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from strixwizard.probe.local import LocalProbe
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.services.capture import capture_local, capture_site, replayed_site, with_site_meta
 from strixwizard.site import NodeSpec, Site
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.hostile import strings
 from tests.support.hostile.bundles import hostile_bundle
 from tests.support.hostile.strings import assert_no_control
@@ -189,7 +189,7 @@ def test_bundle_snapshots_replay_with_their_site_names_and_settings(snapshot_of,
     assert site is not None and site.name == "lab"
     assert [n.name for n in site.nodes] == ["node0", "node1"]
     assert site.fabric.mtu == 4200 and site.thresholds.rdma_latency_us == 6.0
-    report = run_cli("doctor", "--json", "--snapshot", *map(str, paths)).json()
+    report = invoke("doctor", "--json", "--snapshot", *map(str, paths)).json()
     assert report["site"] == "lab" and [h["name"] for h in report["hosts"]] == ["node0", "node1"]
 
 
@@ -199,7 +199,7 @@ def test_snapshots_of_different_sites_replay_by_host_name(snapshot_of, tmp_path:
     assert replayed_site([(p, SnapshotProbe.load(p)) for p in (a, b)]) is None
     plain = snapshot_of(strix_halo_node("strix-a"))
     assert replayed_site([(plain, SnapshotProbe.load(plain))]) is None
-    report = run_cli("doctor", "--json", "--snapshot", str(a), str(b)).json()
+    report = invoke("doctor", "--json", "--snapshot", str(a), str(b)).json()
     assert [h["name"] for h in report["hosts"]] == ["vm", "vm-2"]
 
 
@@ -228,7 +228,7 @@ def test_capture_never_writes_outside_its_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize("site_name", ["x\n\x1b]0;PWNED\x07[/]", "[/]", "a b", "../etc"])
 def test_a_bundles_site_name_follows_the_site_file_rules(tmp_path: Path, site_name: str) -> None:
     paths = hostile_bundle(tmp_path, "6.18.5", "4.91", site_name=site_name)
-    result = run_cli("doctor", "--snapshot", *map(str, paths))
+    result = invoke("doctor", "--snapshot", *map(str, paths))
     assert result.rc == 2 and "which is not a site name" in result.stderr, result.stderr
     assert_no_control(result.stdout + result.stderr)
 
@@ -240,6 +240,6 @@ def test_a_bundles_site_name_follows_the_site_file_rules(tmp_path: Path, site_na
 def test_a_bundles_node_addresses_follow_the_site_file_rules(tmp_path: Path, field: str,
                                                              value: str) -> None:
     paths = hostile_bundle(tmp_path, "6.18.5", "4.91", nodes={"node-b": {field: value}})
-    result = run_cli("doctor", "--snapshot", *map(str, paths))
+    result = invoke("doctor", "--snapshot", *map(str, paths))
     assert result.rc == 2 and f"meta.json's node 'node-b': {field}" in result.stderr, result.stderr
     assert_no_control(result.stdout + result.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 #: what a newer Python changes (argparse's texts and errors): run on 3.12 and up too
 pytestmark = pytest.mark.interpreter
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.interpreter
 ])
 def test_a_wizard_option_before_a_command_is_refused_with_the_right_order(
         argv: list[str], fixed: str, tmp_path: Path) -> None:
-    result = run_cli(*argv, env={"XDG_STATE_HOME": str(tmp_path)})
+    result = invoke(*argv, env={"XDG_STATE_HOME": str(tmp_path)})
     assert result.rc == 2
     assert result.stdout == ""  # nothing ran: not on this machine, not anywhere
     assert f"put it after the command: {fixed}" in result.stderr
@@ -31,31 +31,31 @@ def test_a_wizard_option_before_a_command_is_refused_with_the_right_order(
 
 
 def test_the_corrected_order_runs_on_the_demo(tmp_path: Path) -> None:
-    result = run_cli("doctor", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)})
+    result = invoke("doctor", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)})
     assert '"site": "demo"' in result.stdout
 
 
 def test_the_help_says_where_a_commands_site_goes() -> None:
-    out = run_cli("--help").stdout
+    out = invoke("--help").stdout
     assert "`strixwizard doctor --demo`" in " ".join(out.split())
     assert out.startswith("usage: strixwizard [-h] [--version] [--demo | --site FILE]   (the wizard)\n"
                           "       strixwizard COMMAND [options]")
 
 
 def test_a_typo_of_a_command_gets_the_close_ones() -> None:
-    result = run_cli("doctr", "--demo")
+    result = invoke("doctr", "--demo")
     assert result.rc == 2
     assert "'doctr' is not a command; did you mean doctor?" in result.stderr
     assert "invalid choice" not in result.stderr
-    far = run_cli("zzzz")
+    far = invoke("zzzz")
     assert far.rc == 2 and "did you mean" not in far.stderr and "is not a command" in far.stderr
 
 
 def test_a_command_on_this_machine_says_so(tmp_path: Path) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path)}
-    local = run_cli("doctor", "--json", "--only", "node.strix_halo", env=env)
+    local = invoke("doctor", "--json", "--only", "node.strix_halo", env=env)
     assert "no --site, --inventory or --demo given: this machine only" in local.stderr
-    demo = run_cli("doctor", "--demo", "--json", "--only", "node.strix_halo", env=env)
+    demo = invoke("doctor", "--demo", "--json", "--only", "node.strix_halo", env=env)
     assert "this machine only" not in demo.stderr
 
 

@@ -31,7 +31,7 @@ from strixwizard.probe import Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import Thresholds
 from strixwizard.tui.panels import panel_views
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 PAIR = ("node-a", "node-b")
 
@@ -156,7 +156,7 @@ def test_report_text_and_wizard_panel_show_the_deltas() -> None:
 
 
 def test_demo_matrix_shows_recorded_counter_deltas_as_a_lossy_warning() -> None:
-    result = run_cli("test", "matrix", "--demo", "--seconds", "0.5", "--no-references", "--json")
+    result = invoke("test", "matrix", "--demo", "--seconds", "0.5", "--no-references", "--json")
     doc = result.json()
     (m,) = [r for r in doc["results"] if r["kind"] == "counters"]
     assert m["status"] == "warn" and m["source"] == "replayed recording"
@@ -164,7 +164,7 @@ def test_demo_matrix_shows_recorded_counter_deltas_as_a_lossy_warning() -> None:
     grown = {(c["host"], c["counter"]): c["delta"] for c in doc["counters"] if c["delta"]}
     assert grown == {("node-a", "ip4InDiscards"): 412, ("node-a", "link_xoff_rx.nic"): 1203,
                      ("node-b", "link_xoff_tx.nic"): 1203}
-    text = run_cli("test", "matrix", "--demo", "--seconds", "0.5", "--no-references").stdout
+    text = invoke("test", "matrix", "--demo", "--seconds", "0.5", "--no-references").stdout
     assert "node-b:enp194s0np0 link_xoff_tx.nic 5120 -> 6323 (+1203, pause)" in text
 
 

@@ -22,7 +22,7 @@ from strixwizard.decode.shapes import ModelShape, shape_from_config
 from strixwizard.errors import UsageError
 from strixwizard.model import Status
 from strixwizard.node.local import LocalSession
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "strixwizard" / "schema" / "decode.schema.json")
                     .read_text())
@@ -184,8 +184,8 @@ def test_rccl_absent_is_a_skip_that_says_so() -> None:
 
 
 def test_demo_json_validates_and_labels_every_figure() -> None:
-    result = run_cli("test", "decode", "--demo", "--json", "--model", "Qwen3-30B-A3B", "--batch", "2",
-                     "--tp", "1,2,4", "--seconds", "0.3", timeout=120)
+    result = invoke("test", "decode", "--demo", "--json", "--model", "Qwen3-30B-A3B", "--batch", "2",
+                     "--tp", "1,2,4", "--seconds", "0.3")
     assert result.rc == 0, result.stderr
     document = result.json()
     jsonschema.validate(document, SCHEMA)
@@ -207,17 +207,17 @@ def test_demo_json_validates_and_labels_every_figure() -> None:
     ("/nonexistent/model.gguf", "no such file"),
 ])
 def test_bad_model_exits_2_with_a_clear_error(model: str, message: str) -> None:
-    result = run_cli("test", "decode", "--demo", "--model", model, timeout=60)
+    result = invoke("test", "decode", "--demo", "--model", model)
     assert result.rc == 2 and message in result.stderr
 
 
 def test_bad_json_and_text_mode(tmp_path: Path) -> None:
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
-    result = run_cli("test", "decode", "--demo", "--json", "--model", str(bad), timeout=60)
+    result = invoke("test", "decode", "--demo", "--json", "--model", str(bad))
     assert result.rc == 2 and "not valid JSON" in result.json()["error"]
-    text = run_cli("test", "decode", "--demo", "--model", "Llama-3.1-8B", "--seconds", "0.3",
-                   "--mem-bandwidth", "200", timeout=120)
+    text = invoke("test", "decode", "--demo", "--model", "Llama-3.1-8B", "--seconds", "0.3",
+                   "--mem-bandwidth", "200")
     assert text.rc == 0, text.stderr
     for words in ("predicted decode", "[recorded, all_reduce_perf]", "[estimated, strixwizard tcp ping-pong]",
                   "--mem-bandwidth 200 GB/s", "huggingface.co/meta-llama/Llama-3.1-8B"):

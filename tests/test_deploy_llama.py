@@ -27,7 +27,7 @@ from strixwizard.deploy.plan import DeploySettings
 from strixwizard.deploy.smoke import FAIL, PASS
 from strixwizard.fixing.model import Kind
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 LOGS = Path(__file__).parent / "data" / "deploy" / "llama"
 MODEL = "/models/Llama-3.3-70B-Instruct-Q4_K_M.gguf"
@@ -211,12 +211,12 @@ def test_stop_leaves_a_process_alone_that_is_not_the_one_started(tmp_path: Path)
 
 
 def test_cli_plan_shows_the_launch_lines() -> None:
-    done = run_cli("deploy", "--demo", "--stack", "llama-rpc", "--gguf", MODEL)
+    done = invoke("deploy", "--demo", "--stack", "llama-rpc", "--gguf", MODEL)
     assert done.rc == 0, done.stderr
     assert ("node-b: env GGML_RDMA_DEV=rocep194s0 GGML_RDMA_GID=1 ggml-rpc-server -H "
             "192.168.100.2 -p 50052 -c") in done.stdout
     assert "--rpc 192.168.100.2:50052 -ngl 99 -sm layer -lv 4" in done.stdout
-    as_json = run_cli("deploy", "--demo", "--stack", "llama-rpc", "--json")
+    as_json = invoke("deploy", "--demo", "--stack", "llama-rpc", "--json")
     assert as_json.json()["plan"]["stack"] == "llama-rpc"
 
 

@@ -16,7 +16,7 @@ from strixwizard.deploy.llama import LlamaPlan, LlamaSettings
 from strixwizard.deploy.llama_persist import unit_text
 from strixwizard.deploy.plan import DeploySettings
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.hostile.strings import assert_no_control
 
 
@@ -113,18 +113,18 @@ def test_the_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
 
 
 def test_cli_persist_plan_says_units_and_how_they_are_undone() -> None:
-    done = run_cli("deploy", "--demo", "--stack", "llama-rpc", "--persist", "--gguf", "/m.gguf")
+    done = invoke("deploy", "--demo", "--stack", "llama-rpc", "--persist", "--gguf", "/m.gguf")
     assert done.rc == 0, done.stderr
     assert "systemd units go to /etc/systemd/system (--persist" in done.stdout
     assert ("undo: systemctl disable --now strixwizard-llama-rpc.service, then the unit file "
             "is removed") in done.stdout
-    ray = run_cli("deploy", "--demo", "--persist")
+    ray = invoke("deploy", "--demo", "--persist")
     assert ray.rc == 2 and "--persist is for --stack llama-rpc" in ray.stderr
 
 
 def test_deploy_persist_refuses_a_gguf_path_with_a_line_break(tmp_path: Path) -> None:
     for path in ("/models/x.gguf\nExecStartPre=/bin/sh -c id", "/models/x\x1b]0;t\x07.gguf"):
-        result = run_cli("deploy", "--demo", "--stack", "llama-rpc", "--persist", "--gguf", path,
+        result = invoke("deploy", "--demo", "--stack", "llama-rpc", "--persist", "--gguf", path,
                          "--plan", env={"XDG_STATE_HOME": str(tmp_path / "state")})
         assert result.rc == 2 and "--gguf" in result.stderr and "control character" in result.stderr
         assert_no_control(result.stdout + result.stderr)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.scenarios import plain_site
 
 
 def deploy(site: Path, *args: str) -> tuple[int, dict[str, object], str]:
-    done = run_cli("deploy", "--site", str(site), "--json", *args)
+    done = invoke("deploy", "--site", str(site), "--json", *args)
     return done.rc, done.json(), done.stderr
 
 
@@ -50,7 +50,7 @@ def test_tcp_goes_over_the_management_network_when_the_fabric_misses_a_pair(
     said = env["warnings"][0]
     assert said.startswith("TCP over the management network: no RDMA, expect 50-130 µs per hop")
     assert "n0 and n2 share no link at all" in said
-    text = run_cli("deploy", "--site", str(tmp_path / "site.yaml"), "--transport", "tcp")
+    text = invoke("deploy", "--site", str(tmp_path / "site.yaml"), "--transport", "tcp")
     assert "! TCP over the management network: no RDMA, expect 50-130 µs per hop" in text.stdout
 
 
@@ -61,7 +61,7 @@ def test_the_rdma_profile_never_goes_over_the_management_network(tmp_path: Path)
 
 
 def test_an_unknown_node_name_lists_the_site_nodes(tmp_path: Path) -> None:
-    done = run_cli("deploy", "--site", str(plain_site(tmp_path)), "--nodes", "n0,nx")
+    done = invoke("deploy", "--site", str(plain_site(tmp_path)), "--nodes", "n0,nx")
     assert done.rc == 2
     assert "--nodes: nx not in the site (its nodes: n0, n1, n2)" in done.stderr
 

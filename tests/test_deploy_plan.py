@@ -10,7 +10,7 @@ import pytest
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.demo import demo_site_copy, printed_lines, state_env
 from tests.support.hostile.bundles import hostile_bundle
 from tests.support.hostile.strings import FIRMWARE, KERNEL, assert_no_control
@@ -115,7 +115,7 @@ def test_observed_state_fills_before_and_drops_converged_steps() -> None:
 
 
 def test_cli_demo_plan_text_shows_provenance_and_exits_0() -> None:
-    done = run_cli("deploy", "--demo")
+    done = invoke("deploy", "--demo")
     assert done.rc == 0, done.stderr
     assert "Deploy plan for site demo: rdma profile (roce-v2), head node-a, 2 nodes" in done.stdout
     assert ("  NCCL_IB_GID_INDEX=1\n      ← node-a: /sys/class/infiniband/rocep194s0/ports/1/"
@@ -131,7 +131,7 @@ def test_cli_demo_plan_text_shows_provenance_and_exits_0() -> None:
 
 
 def test_cli_demo_json_shape() -> None:
-    done = run_cli("deploy", "--demo", "--json", "--target-dir", "/opt/sw", "--model", "m")
+    done = invoke("deploy", "--demo", "--json", "--target-dir", "/opt/sw", "--model", "m")
     assert done.rc == 0, done.stderr
     doc = done.json()
     assert (doc["mode"], doc["status"], doc["site"]) == ("plan", "planned", "demo")
@@ -148,7 +148,7 @@ def test_cli_demo_json_shape() -> None:
 
 
 def test_cli_demo_apply_is_refused_clearly() -> None:
-    done = run_cli("deploy", "--demo", "--apply", "--yes")
+    done = invoke("deploy", "--demo", "--apply", "--yes")
     assert done.rc == 2
     assert "replayed from snapshots: nothing to deploy on" in done.stderr
 
@@ -158,13 +158,13 @@ def test_cli_thunderbolt_only_site_is_refused_with_exit_2(tmp_path: Path) -> Non
     site = tmp_path / "site.yaml"
     site.write_text("site: tb\nnodes:\n  - name: tb-a\n    snapshot: tb-a\n"
                     "  - name: tb-b\n    snapshot: tb-b\n")
-    done = run_cli("deploy", "--site", str(site), "--json")
+    done = invoke("deploy", "--site", str(site), "--json")
     assert done.rc == 2
     doc = done.json()
     assert doc["status"] == "refused" and "plan" not in doc
     assert doc["reason"].startswith("no RDMA profile: tb-a and tb-b share only")
     assert "deploy refused: no RDMA profile" in done.stderr
-    tcp = run_cli("deploy", "--site", str(site), "--json", "--transport", "tcp")
+    tcp = invoke("deploy", "--site", str(site), "--json", "--transport", "tcp")
     assert tcp.rc == 0 and tcp.json()["plan"]["env"]["profile"] == "tcp"
 
 
@@ -182,17 +182,17 @@ def test_deploy_warns_with_the_checks_doctor_fails_on_the_same_nodes(tmp_path: P
     import json
 
     env = {"XDG_STATE_HOME": str(tmp_path)}
-    doctor = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    doctor = json.loads(invoke("doctor", "--demo", "--json", env=env).stdout)
     failing = {(c["id"], c["host"] or c["entity"]) for c in doctor["checks"] if c["status"] == "fail"}
     assert ("node.rdma_core_version", "node-b") in failing
-    out = run_cli("deploy", "--demo", env=env).stdout
+    out = invoke("deploy", "--demo", env=env).stdout
     warnings = out.split("Warnings:", 1)[1].split("\n\n", 1)[0]
     for check, where in failing:
         assert f"doctor FAILs {check} on {where}" in warnings, (check, where)
     assert "RCCL ready" not in out  # built for gfx1151 is not ready on a node doctor fails
     assert "cure what fix can first: strixwizard fix --demo;" in out
     assert "`strixwizard fix` first" not in out  # no hint that drops the site
-    plan = json.loads(run_cli("deploy", "--demo", "--json", env=env).stdout)["plan"]
+    plan = json.loads(invoke("deploy", "--demo", "--json", env=env).stdout)["plan"]
     assert any(note.startswith("doctor FAILs node.rdma_core_version on node-b") for note in plan["notes"])
 
 
@@ -207,7 +207,7 @@ def test_deploy_plan_names_the_apply_of_the_same_command(site_copy: Path, tmp_pa
 
     assert same_command(["deploy", "--site", "a b.yaml", "--plan", "--stack", "llama-rpc"], drop=("--plan",),
                         add=("--apply",)) == "strixwizard deploy --site 'a b.yaml' --stack llama-rpc --apply"
-    demo = run_cli("deploy", "--demo", env=state_env(tmp_path))
+    demo = invoke("deploy", "--demo", env=state_env(tmp_path))
     assert "Apply with" not in demo.stdout  # snapshots: an apply would be refused
     assert printed_lines(demo)[-1] == "The nodes are snapshots: this plan is shown, it cannot be applied."
 
@@ -218,7 +218,7 @@ def test_deploy_plan_on_a_hostile_bundle_spells_it_out(tmp_path: Path) -> None:
     site.write_text("site: hostile\nnodes:\n" + "".join(
         f"  - name: {p.name}\n    snapshot: {p}\n    fabric_address: 192.168.100.{i + 1}\n"
         for i, p in enumerate(paths)))
-    result = run_cli("deploy", "--site", str(site), "--plan",
+    result = invoke("deploy", "--site", str(site), "--plan",
                      env={"XDG_STATE_HOME": str(tmp_path / "state")})
     assert result.rc in (0, 2), result.stdout + result.stderr
     assert_no_control(result.stdout + result.stderr)

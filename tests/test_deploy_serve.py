@@ -26,7 +26,7 @@ from strixwizard.deploy.serve import (
     vllm_argv,
 )
 from strixwizard.services.nodes import RunRequest, resolve_run
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 DATA = Path(__file__).parent / "data" / "deploy"
 STAND_IN = Path(__file__).parent / "support" / "standin_openai.py"
@@ -88,17 +88,17 @@ def test_eager_can_be_switched_off_and_is_not_added_off_strix(tmp_path: Path) ->
     assert "--enforce-eager" not in demo_plan(eager=False).vllm_argv  # type: ignore[attr-defined]
     from tests.support.scenarios import plain_site
 
-    done = run_cli("deploy", "--site", str(plain_site(tmp_path)), "--transport", "tcp",
+    done = invoke("deploy", "--site", str(plain_site(tmp_path)), "--transport", "tcp",
                    "--nodes", "n0,n1", "--model", "m", "--serve", "--json")
     assert done.rc == 0, done.stderr
     assert "--enforce-eager" not in done.json()["plan"]["vllm_argv"]
 
 
 def test_cli_serve_plan_text_and_json() -> None:
-    done = run_cli("deploy", "--demo", "--serve", "--model", MODEL)
+    done = invoke("deploy", "--demo", "--serve", "--model", MODEL)
     assert done.rc == 0, done.stderr
     assert "start vllm serve on 192.168.100.1:8000 (tensor parallel over 2 nodes" in done.stdout
-    doc = run_cli("deploy", "--demo", "--serve", "--model", MODEL, "--json").json()
+    doc = invoke("deploy", "--demo", "--serve", "--model", MODEL, "--json").json()
     assert doc["plan"]["serve"] == {"url": "http://192.168.100.1:8000",
                                     "pidfile": "/var/lib/strixwizard/vllm/vllm.pid",
                                     "log": "/var/lib/strixwizard/vllm/vllm.log",
@@ -106,11 +106,11 @@ def test_cli_serve_plan_text_and_json() -> None:
 
 
 def test_serve_without_a_model_is_refused_with_the_next_step() -> None:
-    done = run_cli("deploy", "--demo", "--serve", "--json")
+    done = invoke("deploy", "--demo", "--serve", "--json")
     assert done.rc == 2
     assert done.json()["reason"].startswith("--serve starts `vllm serve MODEL` on the head: name "
                                             "the model with --model NAME")
-    llama = run_cli("deploy", "--demo", "--serve", "--stack", "llama-rpc")
+    llama = invoke("deploy", "--demo", "--serve", "--stack", "llama-rpc")
     assert llama.rc == 2 and "--gguf PATH starts llama-server" in llama.stderr
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from strixwizard.demo.scenarios import strix_halo_node
-from tests.support.cli import run_cli, validate_report
+from tests.support.cli import invoke, validate_report
 from tests.support.terminal import run_on_pty
 
 #: what a newer Python changes (the CLI's exit codes, texts and JSON schema): run on 3.12 and up too
@@ -237,5 +237,5 @@ def test_a_plain_snapshots_host_is_a_node_name_only_when_it_is_one(tmp_path: Pat
     from tests.support.hostile.bundles import hostile_snapshot
 
     path = hostile_snapshot("node-a", tmp_path, "6.18.5", "4.91", host=host)
-    document = run_cli("doctor", "--json", "--snapshot", str(path)).json()
+    document = invoke("doctor", "--json", "--snapshot", str(path)).json()
     assert [h["name"] for h in document["hosts"]] == ["node-a"]  # the snapshot's file name

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.demo import demo_site_copy, printed_lines, state_env
 from tests.support.hostile.bundles import hostile_bundle
 from tests.support.hostile.strings import FIRMWARE, KERNEL, assert_no_control
@@ -22,28 +22,28 @@ def site_copy(tmp_path: Path) -> Path:
 
 
 def test_doctor_ends_with_the_fix_command_for_the_same_site(site_copy: Path, tmp_path: Path) -> None:
-    result = run_cli("doctor", "--site", str(site_copy), env=state_env(tmp_path))
+    result = invoke("doctor", "--site", str(site_copy), env=state_env(tmp_path))
     assert result.rc == 1
     assert printed_lines(result)[-1] == f"next: strixwizard fix --site '{site_copy}'"
-    demo = run_cli("doctor", "--demo", env=state_env(tmp_path))
+    demo = invoke("doctor", "--demo", env=state_env(tmp_path))
     assert printed_lines(demo)[-1] == "next: strixwizard fix --demo"
 
 
 def test_doctor_groups_the_same_finding_on_several_nodes(tmp_path: Path) -> None:
-    out = run_cli("doctor", "--demo", env=state_env(tmp_path)).stdout
+    out = invoke("doctor", "--demo", env=state_env(tmp_path)).stdout
     assert sum(line.split()[1:2] == ["nic.pcie_link"] for line in out.splitlines()) == 1
     assert re.search(r"nic\.pcie_link +0000:c2:00\.0 on nodes node-a, node-b\n", out)
 
 
 def test_doctor_lines_wrap_at_words_within_the_width_keeping_the_indent(tmp_path: Path) -> None:
-    out = run_cli("doctor", "--demo", "-v", env={**state_env(tmp_path), "COLUMNS": "60"}).stdout
+    out = invoke("doctor", "--demo", "-v", env={**state_env(tmp_path), "COLUMNS": "60"}).stdout
     lines = out.splitlines()
     # a word longer than the width (a URL) stands alone on its line, never cut
     too_long = [line for line in lines if len(line) > 60 and " " in line.strip()]
     assert not too_long, too_long
     at = lines.index(next(line for line in lines if line.startswith("        RDMA bandwidth is capped")))
     assert lines[at + 1].startswith("        ") and not lines[at + 1].startswith("         ")
-    words = set(run_cli("doctor", "--demo", "-v", env=state_env(tmp_path)).stdout.split())
+    words = set(invoke("doctor", "--demo", "-v", env=state_env(tmp_path)).stdout.split())
     assert set(out.split()) == words  # nothing cut, only wrapped
 
 
@@ -51,7 +51,7 @@ def test_no_counts_before_no_verdict(tmp_path: Path) -> None:
     from checks import ALL
 
     skipped = [arg for area in sorted({c.id.split(".")[0] for c in ALL}) for arg in ("--skip", area)]
-    result = run_cli("doctor", "--demo", *skipped, env=state_env(tmp_path))
+    result = invoke("doctor", "--demo", *skipped, env=state_env(tmp_path))
     assert result.rc == 2 and "no verdict" in result.stdout
     assert "0 failed" not in result.stdout and "0 passed" not in result.stdout
     assert "next:" not in result.stdout
@@ -61,7 +61,7 @@ def test_doctor_reads_at_a_glance_and_in_full_with_v(tmp_path: Path) -> None:
     import json
 
     env = {"XDG_STATE_HOME": str(tmp_path), "COLUMNS": "100", "NO_COLOR": "1"}
-    out = run_cli("doctor", "--demo", env=env).stdout
+    out = invoke("doctor", "--demo", env=env).stdout
     lines = out.splitlines()
     areas = [line.split()[:2] for line in lines if line[:4] in ("  ✓ ", "  ! ", "  ✗ ", "  - ")]
     assert [area for _, area in areas] == ["platform", "NICs", "links", "lossless", "versions", "counters"]
@@ -74,21 +74,21 @@ def test_doctor_reads_at_a_glance_and_in_full_with_v(tmp_path: Path) -> None:
     assert any(line.startswith("  WARN  nic.pcie_link") for line in lines)
     assert "`strixwizard doctor --demo -v` explains them" in out
     assert "links: 2" not in out and len(lines) < 45
-    full = run_cli("doctor", "--demo", "-v", env=env).stdout
+    full = invoke("doctor", "--demo", "-v", env=env).stdout
     assert "links: 2" in full and "more: strixwizard explain nic.pcie_link" in full
     assert "  ✗ versions" not in full
     # the JSON is the same document either way
-    document = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    document = json.loads(invoke("doctor", "--demo", "--json", env=env).stdout)
     assert document["summary"]["fail"] == 3 and "areas" not in document
 
 
 def test_doctor_text_spells_out_what_a_hostile_bundle_says(tmp_path: Path) -> None:
     paths = hostile_bundle(tmp_path, KERNEL, FIRMWARE)
     for verbose in ((), ("--verbose",)):
-        result = run_cli("doctor", *verbose, "--snapshot", *map(str, paths))
+        result = invoke("doctor", *verbose, "--snapshot", *map(str, paths))
         assert result.rc == 1, result.stderr
         assert_no_control(result.stdout + result.stderr)
         assert "kernel 6.1.0[/]\\x1b[2J" in result.stdout.splitlines()[1]
     assert "\\x1b]52;c;cHduZWQ=\\x07" in result.stdout  # --verbose shows the firmware
-    exact = run_cli("doctor", "--json", "--snapshot", *map(str, paths)).json()
+    exact = invoke("doctor", "--json", "--snapshot", *map(str, paths)).json()
     assert [h["facts"]["kernel"] for h in exact["hosts"]] == [KERNEL, KERNEL]  # JSON: exact

@@ -30,7 +30,7 @@ from strixwizard.fixing.site_apply import runner_from_journal
 from strixwizard.probe import Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.demo import demo_site_copy, printed_lines, state_env
 from tests.support.fixplans import SITE_FABRIC, pair
 
@@ -330,7 +330,7 @@ def test_the_state_folders_a_fix_run_makes_are_private(tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
     os.chmod(state, 0o755)  # as ~/.local/state usually is: left as its owner set it
-    done = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(state)})
+    done = invoke("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(state)})
     assert done.rc == 0, done.stderr
     own = state / "strixwizard"
     folders = [own, *own.glob("*"), *own.glob("journal/*"), *own.glob("dry-runs/*"),
@@ -351,14 +351,14 @@ def site_copy(tmp_path: Path) -> Path:
 
 
 def test_fix_plan_names_the_apply_for_the_same_site_and_selection(site_copy: Path, tmp_path: Path) -> None:
-    result = run_cli("fix", "--site", str(site_copy), "--only", "net.mtu", env=state_env(tmp_path))
+    result = invoke("fix", "--site", str(site_copy), "--only", "net.mtu", env=state_env(tmp_path))
     assert result.rc == 0, result.stderr
     assert printed_lines(result)[-1] == (
         f"2 change(s) planned. Apply with: strixwizard fix --site '{site_copy}' --only net.mtu --apply")
 
 
 def test_fix_apply_without_terminal_prints_the_refusal_alone(site_copy: Path, tmp_path: Path) -> None:
-    result = run_cli("fix", "--site", str(site_copy), "--apply", env=state_env(tmp_path))
+    result = invoke("fix", "--site", str(site_copy), "--apply", env=state_env(tmp_path))
     assert result.rc == 2 and result.stdout == ""
     assert result.stderr.startswith("strixwizard: error: refusing to change nodes without confirmation")
     assert f"strixwizard fix --site '{site_copy}' --apply --yes" in result.stderr
@@ -367,7 +367,7 @@ def test_fix_apply_without_terminal_prints_the_refusal_alone(site_copy: Path, tm
 def test_fix_apply_does_not_suggest_itself_and_its_undo_names_the_journal(site_copy: Path,
                                                                          tmp_path: Path) -> None:
     journals = tmp_path / "journals"
-    result = run_cli("fix", "--site", str(site_copy), "--apply", "--yes", "--journal-dir", str(journals),
+    result = invoke("fix", "--site", str(site_copy), "--apply", "--yes", "--journal-dir", str(journals),
                      "--dry-run-dir", str(tmp_path / "dry"), env=state_env(tmp_path))
     assert result.rc in (0, 1), result.stderr
     assert "Apply with" not in result.stdout

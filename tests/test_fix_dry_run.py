@@ -18,7 +18,7 @@ from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.facts.rdma import roce_active_mtu
 from strixwizard.fixing.runner import SnapshotRunner, StepFailed, with_active_mtu
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 DEVINFO = """hca_id:\trocep194s0
 \ttransport:\t\t\tInfiniBand (0)
@@ -74,11 +74,11 @@ def test_a_dry_run_copy_keeps_the_gpu_link_so_node_gtt_is_judged_the_same(tmp_pa
     import json
 
     env = {"XDG_STATE_HOME": str(tmp_path)}
-    assert run_cli("fix", "--demo", "--apply", "--yes", env=env).rc == 0
+    assert invoke("fix", "--demo", "--apply", "--yes", env=env).rc == 0
     [copy] = (tmp_path / "strixwizard" / "dry-runs").glob("*/node-b")
-    replayed = json.loads(run_cli("doctor", "--json", "--only", "node.gtt", "--snapshot", str(copy),
+    replayed = json.loads(invoke("doctor", "--json", "--only", "node.gtt", "--snapshot", str(copy),
                                   env=env).stdout)
-    demo = json.loads(run_cli("doctor", "--demo", "--json", "--only", "node.gtt", env=env).stdout)
+    demo = json.loads(invoke("doctor", "--demo", "--json", "--only", "node.gtt", env=env).stdout)
     wanted = {c["status"] for c in demo["checks"] if c["host"] == "node-b"}
     assert {c["status"] for c in replayed["checks"]} == wanted == {"warn"}
 
@@ -135,7 +135,7 @@ def test_hostile_bundle_changes_nothing_outside_its_copy(tmp_path: Path, packed:
     site.write_text(f"site: lab\nnodes:\n  - name: node-b\n    snapshot: {source}\n")
     before = tree_hash(world)
     # the rdma_cm directory the bundle hides is created only when the fix is asked for by name
-    done = run_cli("fix", "--site", str(site), "--only", "rdma.roce_v2_default", "--apply",
+    done = invoke("fix", "--site", str(site), "--only", "rdma.roce_v2_default", "--apply",
                    "--yes", "--json", env={"XDG_STATE_HOME": str(tmp_path / "state")})
     assert done.rc in (0, 1), done.stdout + done.stderr
     assert done.json()["apply"]["dry_run"] is True

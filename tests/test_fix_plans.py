@@ -14,7 +14,7 @@ from strixwizard.demo.hardware import RoceSetup, connectx
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.fixing.model import Kind
 from tests.support import scenarios
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.fixplans import pair, plan_of, steps_of
 
 GOOD = RoceSetup(roce_mode="RoCE v2")
@@ -247,13 +247,13 @@ def test_the_demo_nodes_run_systemd_and_their_network_managers() -> None:
 
 
 def test_the_demo_plans_show_how_each_fix_survives_a_reboot(tmp_path: Path) -> None:
-    text = run_cli("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
+    text = invoke("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
     assert "does not run systemd" not in text and "runtime only" not in text
     assert ("systemd-networkd drop-in for 10-netplan-enp194s0np0.network: MTUBytes=9000  "
             "[persistence: networkd]") in text
     assert "+++ /etc/systemd/network/10-netplan-enp194s0np0.network.d/90-strixwizard-mtu.conf" in text
     assert "write systemd unit strixwizard-ethtool-pause-off-enp194s0np0.service" in text
-    applied = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
+    applied = invoke("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
     assert applied.rc == 0, applied.stdout + applied.stderr
     assert "✓ applied     enable strixwizard-ethtool-pause-off-enp194s0np0.service at boot" in applied.stdout
 

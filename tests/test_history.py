@@ -15,7 +15,7 @@ import pytest
 from strixwizard.live.history import History
 from strixwizard.live.trends import BARS, GAP, load_trends, sparkline
 from strixwizard.model import Status
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.history import PAIR, store_run
 
 
@@ -42,7 +42,7 @@ def test_sparkline() -> None:
 
 def test_text_shows_the_trend_and_the_regression(recorded_pair: Path) -> None:
     before = recorded_pair.read_bytes()
-    result = run_cli("history", "--history", str(recorded_pair))
+    result = invoke("history", "--history", str(recorded_pair))
     assert result.rc == 1, result.stderr
     lines = result.stdout.splitlines()
     rdma = next(line for line in lines if "RDMA latency (ib_write_lat)" in line)
@@ -59,7 +59,7 @@ def test_text_shows_the_trend_and_the_regression(recorded_pair: Path) -> None:
 
 
 def test_json_carries_the_same(recorded_pair: Path) -> None:
-    result = run_cli("history", "--history", str(recorded_pair), "--json")
+    result = invoke("history", "--history", str(recorded_pair), "--json")
     doc = result.json()
     assert result.rc == 1 and doc["exit_code"] == 1 and doc["status"] == "fail" and doc["regressions"] == 2
     links = {(link["transport"], link["kind"], link["tool"]): link for link in doc["links"]}
@@ -80,40 +80,40 @@ def test_last_good_run_skips_a_failed_one(tmp_path: Path) -> None:
     (rdma,) = [t for t in load_trends(path) if t.transport == "rdma" and t.kind == "latency"]
     assert rdma.sparkline == "▁█▁" and not rdma.regression
     assert rdma.comparison.last_good_at == "2026-03-01T10:00:00+00:00"  # not the failed run 2
-    assert run_cli("history", "--history", str(path)).rc == 0
+    assert invoke("history", "--history", str(path)).rc == 0
 
 
 def test_site_filter_and_nothing_stored(tmp_path: Path, recorded_pair: Path) -> None:
     store_run(recorded_pair, 3, rdma=9.0, tcp=25.0, gbps=90.0, site="other")
     site = tmp_path / "site.yaml"
     site.write_text("site: lab\nnodes:\n  - name: node-a\n    host: local\n")
-    doc = run_cli("history", "--history", str(recorded_pair), "--site", str(site), "--json").json()
+    doc = invoke("history", "--history", str(recorded_pair), "--site", str(site), "--json").json()
     assert {link["site"] for link in doc["links"]} == {"lab"} and doc["site"] == "lab"
-    all_sites = run_cli("history", "--history", str(recorded_pair))
+    all_sites = invoke("history", "--history", str(recorded_pair))
     assert "site lab" in all_sites.stdout and "site other" in all_sites.stdout
     site.write_text("site: empty\nnodes:\n  - name: node-a\n    host: local\n")
-    empty = run_cli("history", "--history", str(recorded_pair), "--site", str(site))
+    empty = invoke("history", "--history", str(recorded_pair), "--site", str(site))
     assert empty.rc == 2 and "no test run stored" in empty.stderr and "for site empty" in empty.stderr
 
 
 def test_missing_or_bad_history_files_are_clear_errors(tmp_path: Path) -> None:
     missing = tmp_path / "nope.sqlite"
-    result = run_cli("history", "--history", str(missing))
+    result = invoke("history", "--history", str(missing))
     assert result.rc == 2 and f"no test history at {missing}" in result.stderr and not missing.exists()
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_bytes(b"this is not sqlite at all\n" * 100)
-    result = run_cli("history", "--history", str(garbage), "--json")
+    result = invoke("history", "--history", str(garbage), "--json")
     assert result.rc == 2 and "not a strixwizard test history" in result.stderr
     assert result.json()["status"] == "error" and "Traceback" not in result.stderr
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as db:
         db.execute("CREATE TABLE t (x)")
-    result = run_cli("history", "--history", str(other))
+    result = invoke("history", "--history", str(other))
     assert result.rc == 2 and "not a strixwizard test history" in result.stderr
     bad_site = tmp_path / "bad.yaml"
     bad_site.write_text("site: [\n")
-    assert run_cli("history", "--history", str(other), "--site", str(bad_site)).rc == 2
-    assert json.loads(run_cli("history", "--history", str(missing), "--json").stdout)["exit_code"] == 2
+    assert invoke("history", "--history", str(other), "--site", str(bad_site)).rc == 2
+    assert json.loads(invoke("history", "--history", str(missing), "--json").stdout)["exit_code"] == 2
 
 
 def test_the_history_database_folder_is_private(tmp_path: Path) -> None:
@@ -129,15 +129,15 @@ def test_the_history_database_folder_is_private(tmp_path: Path) -> None:
 def test_history_on_a_fresh_install_says_how_to_fill_it_and_the_demo_stores_its_runs(
         tmp_path: Path) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path)}
-    fresh = run_cli("history", env=env)
+    fresh = invoke("history", env=env)
     assert fresh.rc == 2
     assert "`strixwizard test latency --demo` twice, then `strixwizard history --demo`" in fresh.stderr
-    empty = run_cli("history", "--demo", env=env)
+    empty = invoke("history", "--demo", env=env)
     assert empty.rc == 2 and "`strixwizard test latency --demo` stores one" in empty.stderr
     for _ in range(2):
-        ran = run_cli("test", "latency", "--demo", "--level", "quick", env=env)
+        ran = invoke("test", "latency", "--demo", "--level", "quick", env=env)
         assert ran.rc == 0, ran.stdout + ran.stderr
-    shown = run_cli("history", "--demo", env=env)
+    shown = invoke("history", "--demo", env=env)
     assert shown.rc in (0, 1), shown.stderr  # 1: loopback 10 % slower than the run before
     assert "strixwizard history: demo: 2 run(s) shown" in shown.stdout
     assert "node-a-node-b TCP latency" in shown.stdout

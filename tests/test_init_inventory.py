@@ -10,7 +10,7 @@ import pytest
 
 from strixwizard.inventory import parse_inventory
 from strixwizard.site import NodeSpec, SiteError, load_site
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.hostile import strings
 from tests.support.refusals import INVENTORIES, expected_message, refused_in_one_line
 
@@ -157,7 +157,7 @@ def test_what_a_node_reports_stays_a_comment_or_an_address(tmp_path: Path) -> No
 
 
 def test_every_option_of_init_is_explained() -> None:
-    out = run_cli("init", "--help").stdout
+    out = invoke("init", "--help").stdout
     line = next(line for line in out.splitlines() if line.strip().startswith("--out FILE"))
     assert len(line.split()) > 2, line  # a help text beside it, not the bare option
 

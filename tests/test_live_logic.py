@@ -30,7 +30,7 @@ from strixwizard.model import Status
 from strixwizard.node.local import LocalSession
 from strixwizard.onnode import verbs_pingpong
 from strixwizard.site import Thresholds
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 T = Thresholds()
 
@@ -301,7 +301,7 @@ def test_verbs_allreduce_steps_use_a_slot_each_so_a_peer_a_step_ahead_is_never_m
 
 # -- CLI ---------------------------------------------------------------------------------
 def test_demo_latency_shows_rdma_beside_tcp_like_for_like() -> None:
-    result = run_cli("test", "latency", "--demo", "--seconds", "1", "--no-references")
+    result = invoke("test", "latency", "--demo", "--seconds", "1", "--no-references")
     assert result.rc == 0, result.stderr
     assert "RDMA latency  ib_write_lat [replayed recording]" in result.stdout
     assert "TCP latency  strixwizard tcp ping-pong" in result.stdout
@@ -316,7 +316,7 @@ def test_demo_latency_shows_rdma_beside_tcp_like_for_like() -> None:
 
 
 def test_demo_json_labels_replayed_results_and_measured_ones() -> None:
-    result = run_cli("test", "latency", "--demo", "--seconds", "1", "--json", "--no-references")
+    result = invoke("test", "latency", "--demo", "--seconds", "1", "--json", "--no-references")
     doc = result.json()
     assert result.rc == 0 and doc["exit_code"] == 0 and doc["status"] == "pass" and doc["demo"] is True
     sources = {(r["transport"], r["source"]) for r in doc["results"]}
@@ -331,7 +331,7 @@ def test_demo_json_labels_replayed_results_and_measured_ones() -> None:
 
 
 def test_demo_bandwidth_at_half_the_link_rate_is_named_capped_by_its_x4_slot() -> None:
-    result = run_cli("test", "bandwidth", "--demo", "--json")
+    result = invoke("test", "bandwidth", "--demo", "--json")
     doc = result.json()
     assert result.rc == 0  # a warning: the slot is the cap, as nic.pcie_link says
     (bw,) = doc["results"]
@@ -364,17 +364,17 @@ def test_bandwidth_bands_name_the_cause(gbps: float, rate: float, pcie: float | 
 
 
 def test_demo_rccl_passes_on_net_ib() -> None:
-    result = run_cli("test", "rccl", "--demo", "--json")
+    result = invoke("test", "rccl", "--demo", "--json")
     (r,) = result.json()["results"]
     assert result.rc == 0 and r["status"] == "pass" and r["detail"]["transport"] == "NET/IB"
 
 
 def test_bad_pair_is_no_verdict_with_a_clear_message() -> None:
-    result = run_cli("test", "latency", "--demo", "--pair", "node-a,nope", "--json")
+    result = invoke("test", "latency", "--demo", "--pair", "node-a,nope", "--json")
     assert result.rc == 2
     assert "no node 'nope' in the site" in result.json()["error"]
     assert "no node 'nope'" in result.stderr
-    result = run_cli("test", "latency")
+    result = invoke("test", "latency")
     assert result.rc == 2 and "--site FILE (or --demo)" in result.stderr
 
 
@@ -403,10 +403,10 @@ def test_test_latency_on_the_demo_shows_the_path_doctor_judges(tmp_path: Path) -
     import json
 
     env = {"XDG_STATE_HOME": str(tmp_path)}
-    doctor = json.loads(run_cli("doctor", "--demo", "--json", env=env).stdout)
+    doctor = json.loads(invoke("doctor", "--demo", "--json", env=env).stdout)
     mtu = next(c for c in doctor["checks"] if c["id"] == "link.mtu" and c["status"] == "fail")
     assert "1024" in mtu["observed"]  # node-b's port, as the snapshot has it
-    done = run_cli("test", "latency", "--demo", "--json", "--seconds", "0.5", "--no-history", env=env)
+    done = invoke("test", "latency", "--demo", "--json", "--seconds", "0.5", "--no-history", env=env)
     rdma = next(r for r in json.loads(done.stdout)["results"] if r["transport"] == "rdma")
     assert rdma["path"].endswith("node-b:rocep194s0:1 gid 1 mtu 1024"), rdma["path"]
     assert "this site's path differs (node-b active_mtu 1024)" in rdma["detail"]["note"]

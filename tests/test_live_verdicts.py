@@ -11,7 +11,7 @@ from strixwizard.live.report import TestReport as RunReport
 from strixwizard.live.results import Measurement, cause, exit_code, overall_status
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 NO_LINK = "no fabric link found between node1 and node2 (no interfaces in a shared subnet)"
 
@@ -56,7 +56,7 @@ def test_tcp_only_run_is_judged_on_tcp() -> None:
 
 
 def test_demo_transport_tcp_measures_tcp_alone() -> None:
-    result = run_cli("test", "latency", "--demo", "--seconds", "0.5", "--no-references", "--json",
+    result = invoke("test", "latency", "--demo", "--seconds", "0.5", "--no-references", "--json",
                      "--transport", "tcp")
     doc = result.json()
     assert result.rc == 0 and doc["status"] == "pass"
@@ -64,7 +64,7 @@ def test_demo_transport_tcp_measures_tcp_alone() -> None:
 
 
 def test_transport_tcp_is_refused_for_bandwidth() -> None:
-    result = run_cli("test", "bandwidth", "--demo", "--transport", "tcp")
+    result = invoke("test", "bandwidth", "--demo", "--transport", "tcp")
     assert result.rc == 2 and "--transport tcp applies to latency, matrix and decode" in result.stderr
 
 

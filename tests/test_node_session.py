@@ -36,7 +36,7 @@ from strixwizard.node.local import LocalSession
 from strixwizard.node.replay import Recording, ReplayConnector, ReplaySession
 from strixwizard.node.ssh import open_client
 from strixwizard.probe.snapshot import SnapshotProbe
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "strixwizard" / "demo" / "snapshots"
@@ -397,7 +397,7 @@ def test_a_port_that_accepts_then_resets_prints_one_line_and_no_traceback(tmp_pa
         site.write_text(f"site: reset\nssh:\n  known_hosts: {tmp_path / 'known_hosts'}\n"
                         f"nodes:\n  - name: n0\n    host: 127.0.0.1\n    port: {port}\n")
         for extra in ((), ("--json",)):
-            result = run_cli("doctor", "--site", str(site), *extra)
+            result = invoke("doctor", "--site", str(site), *extra)
             assert result.rc == 2
             assert "Traceback" not in result.stderr, result.stderr
             assert "SSHException" not in result.stderr and "Exception (client)" not in result.stderr

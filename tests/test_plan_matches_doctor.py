@@ -23,7 +23,7 @@ from strixwizard.model import Status
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 from tests.support import scenarios
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 #: fixes planned as part of another fix's cure: link-level pause goes off when PFC comes on
 #: (`dcb.pause_and_pfc` passes while pause is the only flow control; `dcb.pfc` turns PFC on)
@@ -158,7 +158,7 @@ def test_equal_ends_below_the_sites_mtu_warn_and_plan_the_mtu(tmp_path: Path) ->
 
 
 def _doctor_problems(tmp_path: Path) -> tuple[int, list[dict[str, object]]]:
-    doctor = json.loads(run_cli("doctor", "--demo", "--json",
+    doctor = json.loads(invoke("doctor", "--demo", "--json",
                                 env={"XDG_STATE_HOME": str(tmp_path)}).stdout)
     bad = [c for c in doctor["checks"] if c["status"] in ("fail", "warn", "error")]
     return len(bad), bad
@@ -166,13 +166,13 @@ def _doctor_problems(tmp_path: Path) -> tuple[int, list[dict[str, object]]]:
 
 def test_the_demo_fix_counts_add_up_to_doctors_problems(tmp_path: Path) -> None:
     problems, bad = _doctor_problems(tmp_path)
-    plan = json.loads(run_cli("fix", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)}).stdout)
+    plan = json.loads(invoke("fix", "--demo", "--json", env={"XDG_STATE_HOME": str(tmp_path)}).stdout)
     summary = plan["summary"]
     assert summary["problems"] == problems
     assert summary["failed"] == sum(1 for c in bad if c["status"] == "fail")
     assert summary["cured_by_plan"] + summary["by_hand"] + summary["not_planned"] == problems
     assert summary["cured_by_plan"] > 0 and summary["changes"] > 0
-    text = run_cli("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
+    text = invoke("fix", "--demo", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
     line = next(line for line in text.splitlines() if line.startswith("doctor finds "))
     assert line.startswith(f"doctor finds {problems} problems ")
     cured, by_hand, none = (int(n) for n in re.findall(
@@ -185,7 +185,7 @@ def test_the_demo_fix_counts_add_up_to_doctors_problems(tmp_path: Path) -> None:
 def test_the_demo_apply_calls_cured_only_what_doctor_found_broken(tmp_path: Path) -> None:
     problems, bad = _doctor_problems(tmp_path)
     broken_ids = {str(c["id"]) for c in bad}
-    result = run_cli("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
+    result = invoke("fix", "--demo", "--apply", "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
     assert result.rc == 0, result.stderr
     cured = [line for line in result.stdout.splitlines() if "✓ cured" in line]
     assert cured

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from strixwizard import __version__
 from strixwizard.cli.prometheus import STATUS_VALUES, counter_deltas, live_test_registry, write_metrics
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.hostile import strings
 from tests.support.hostile.bundles import hostile_bundle
 from tests.support.hostile.strings import FIRMWARE, KERNEL
@@ -46,7 +46,7 @@ def test_status_mapping_is_the_worst_status_order() -> None:
 
 def test_doctor_textfile_carries_what_the_json_says(tmp_path: Path) -> None:
     prom = tmp_path / "strixwizard.prom"
-    result = run_cli("doctor", "--demo", "--json", "--prometheus", str(prom))
+    result = invoke("doctor", "--demo", "--json", "--prometheus", str(prom))
     doc = result.json()
     assert result.rc == 1 and doc["status"] == "fail"
     samples = _samples(prom)
@@ -72,7 +72,7 @@ def test_doctor_textfile_carries_what_the_json_says(tmp_path: Path) -> None:
 
 def test_test_textfile_carries_the_links_figures(tmp_path: Path) -> None:
     prom = tmp_path / "test.prom"
-    result = run_cli("test", "latency", "--demo", "--json", "--seconds", "0.3", "--no-references",
+    result = invoke("test", "latency", "--demo", "--json", "--seconds", "0.3", "--no-references",
                      "--prometheus", str(prom))
     doc = result.json()
     assert result.rc == 0, result.stderr
@@ -147,13 +147,13 @@ def test_names_are_escaped_label_values(tmp_path: Path) -> None:
 def test_file_is_replaced_atomically_and_bad_paths_are_refused(tmp_path: Path) -> None:
     prom = tmp_path / "strixwizard.prom"
     prom.write_text("old\n")
-    assert run_cli("doctor", "--demo", "--prometheus", str(prom)).rc == 1
+    assert invoke("doctor", "--demo", "--prometheus", str(prom)).rc == 1
     assert "strixwizard_doctor_status" in prom.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["strixwizard.prom"]  # no temporary left
     assert prom.stat().st_mode & 0o777 == 0o644  # node_exporter reads it as its own user
-    wrong = run_cli("doctor", "--demo", "--prometheus", str(tmp_path / "x.txt"))
+    wrong = invoke("doctor", "--demo", "--prometheus", str(tmp_path / "x.txt"))
     assert wrong.rc == 2 and "must end in .prom" in wrong.stderr
-    missing = run_cli("test", "latency", "--demo", "--json", "--prometheus", str(tmp_path / "no" / "x.prom"))
+    missing = invoke("test", "latency", "--demo", "--json", "--prometheus", str(tmp_path / "no" / "x.prom"))
     assert missing.rc == 2 and "no such folder" in missing.stderr
     assert missing.json()["status"] == "error"
 
@@ -178,7 +178,7 @@ def test_prometheus_and_html_keep_their_escaping(tmp_path: Path) -> None:
 
     paths = hostile_bundle(tmp_path / "bundle", KERNEL, FIRMWARE)
     prom = tmp_path / "doctor.prom"
-    result = run_cli("doctor", "--snapshot", *map(str, paths), "--prometheus", str(prom))
+    result = invoke("doctor", "--snapshot", *map(str, paths), "--prometheus", str(prom))
     assert result.rc == 1, result.stderr
     text = prom.read_text()
     assert not strings.contains_control(text)
@@ -220,7 +220,7 @@ def _left_alone(folder: Path) -> None:
 
 def test_doctor_prometheus_on_a_full_disk_is_one_line_and_exit_2(full_dir: Path) -> None:
     prom = full_dir / "old.prom"
-    result = run_cli("doctor", "--demo", "--prometheus", str(prom))
+    result = invoke("doctor", "--demo", "--prometheus", str(prom))
     assert result.rc == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
     (line,) = [x for x in result.stderr.splitlines() if "not written" in x]
@@ -231,7 +231,7 @@ def test_doctor_prometheus_on_a_full_disk_is_one_line_and_exit_2(full_dir: Path)
 
 def test_test_prometheus_on_a_full_disk_says_so_in_the_verdict_line(full_dir: Path) -> None:
     prom = full_dir / "old.prom"
-    result = run_cli("test", "latency", "--demo", "--seconds", "0.3", "--no-references",
+    result = invoke("test", "latency", "--demo", "--seconds", "0.3", "--no-references",
                      "--prometheus", str(prom))
     assert result.rc == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -240,7 +240,7 @@ def test_test_prometheus_on_a_full_disk_says_so_in_the_verdict_line(full_dir: Pa
                     "on device (errno 28 ENOSPC) (exit 2)"), result.stdout
     assert "verdict: pass (exit 0)" not in result.stdout
     _left_alone(full_dir)
-    as_json = run_cli("test", "latency", "--demo", "--seconds", "0.3", "--no-references", "--json",
+    as_json = invoke("test", "latency", "--demo", "--seconds", "0.3", "--no-references", "--json",
                       "--prometheus", str(prom))
     assert as_json.rc == 2 and "No space left on device" in as_json.json()["export_error"]
     _left_alone(full_dir)

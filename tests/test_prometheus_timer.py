@@ -16,7 +16,7 @@ import pytest
 
 from strixwizard.cli.timer import DEFAULT_TEXTFILE, doctor_argv, timer_units
 from strixwizard.errors import UsageError
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 SITE_TEXT = "site: lab\nnodes:\n  - name: n1\n    host: local\n"
 
@@ -96,7 +96,7 @@ def test_init_timer_writes_the_pair_once(tmp_path: Path) -> None:
     units.mkdir()
     argv = ("init", "--timer", "--site", str(site), "--unit-dir", str(units), "--every", "10",
             "--prometheus", str(tmp_path / "x.prom"))
-    first = run_cli(*argv)
+    first = invoke(*argv)
     assert first.rc == 0, first.stderr
     assert "systemctl enable --now strixwizard-doctor-lab.timer" in first.stdout
     names = sorted(p.name for p in units.iterdir())
@@ -105,12 +105,12 @@ def test_init_timer_writes_the_pair_once(tmp_path: Path) -> None:
     service = _unit((units / names[0]).read_text())
     assert systemd_argv(service["Service"]["ExecStart"])[-4:] == ["--site", str(site), "--prometheus",
                                                                   str(tmp_path / "x.prom")]
-    assert run_cli(*argv).rc == 0  # the same units again: nothing to refuse
-    other = run_cli(*argv[:-4], "--every", "15")
+    assert invoke(*argv).rc == 0  # the same units again: nothing to refuse
+    other = invoke(*argv[:-4], "--every", "15")
     assert other.rc == 2 and "already exists with other content" in other.stderr
-    assert run_cli("init", "--timer", "--unit-dir", str(units)).rc == 2  # which site?
-    alone = run_cli("init", "--site", str(site), "--out", str(tmp_path / "new.yaml"))
+    assert invoke("init", "--timer", "--unit-dir", str(units)).rc == 2  # which site?
+    alone = invoke("init", "--site", str(site), "--out", str(tmp_path / "new.yaml"))
     assert alone.rc == 2 and "go with --timer" in alone.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("site: [\n")
-    assert run_cli("init", "--timer", "--site", str(bad), "--unit-dir", str(units)).rc == 2
+    assert invoke("init", "--timer", "--site", str(bad), "--unit-dir", str(units)).rc == 2

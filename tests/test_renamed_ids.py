@@ -11,7 +11,7 @@ import jsonschema
 import checks
 import fixes
 from strixwizard.model import RENAMED_IDS, aliases_of, current_id
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "strixwizard" / "schema"
                      / "doctor.schema.json").read_text())
@@ -26,7 +26,7 @@ def test_every_new_id_exists_and_no_old_id_is_still_declared() -> None:
 
 
 def test_doctor_json_lists_the_old_id_beside_the_new_one() -> None:
-    result = run_cli("doctor", "--demo", "--json")
+    result = invoke("doctor", "--demo", "--json")
     document = json.loads(result.stdout)
     jsonschema.validate(document, SCHEMA)
     rows = {row["id"]: row for row in document["checks"]}
@@ -39,12 +39,12 @@ def test_doctor_json_lists_the_old_id_beside_the_new_one() -> None:
 
 
 def test_an_old_id_still_selects_and_explains_its_check() -> None:
-    only = json.loads(run_cli("doctor", "--demo", "--json", "--only", "e810.fw_lldp").stdout)
+    only = json.loads(invoke("doctor", "--demo", "--json", "--only", "e810.fw_lldp").stdout)
     assert {row["id"] for row in only["checks"]} == {"dcb.fw_lldp"}
-    page = run_cli("explain", "e810.one_pfc_tc")
+    page = invoke("explain", "e810.one_pfc_tc")
     assert page.rc == 0 and page.stdout.startswith("dcb.pfc_tc_limit: ")
     assert "formerly e810.one_pfc_tc" in page.stdout
-    fix_page = json.loads(run_cli("explain", "e810.enable_roce", "--json").stdout)
+    fix_page = json.loads(invoke("explain", "e810.enable_roce", "--json").stdout)
     assert fix_page["pages"][0]["id"] == "roce.enable"
     assert fix_page["pages"][0]["aliases"] == ["e810.enable_roce"]
 

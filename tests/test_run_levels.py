@@ -15,13 +15,13 @@ from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.services.levels import DOCTOR, TEST
 from strixwizard.services.nodes import RunRequest, demo_site, resolve_run
 from strixwizard.site import Site
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 
 QUICK_LEFT_OUT = {"node.rdma_core_version", "node.linux_firmware", "node.rccl_gfx1151"}
 
 
 def _ids(*argv: str, state: Path) -> set[str]:
-    doc = json.loads(run_cli("doctor", "--demo", "--json", *argv,
+    doc = json.loads(invoke("doctor", "--demo", "--json", *argv,
                              env={"XDG_STATE_HOME": str(state)}).stdout)
     return {c["id"] for c in doc["checks"]}
 
@@ -30,7 +30,7 @@ def test_doctor_quick_leaves_out_the_costly_reads_and_says_so(tmp_path: Path) ->
     full, quick = _ids(state=tmp_path), _ids("--level", "quick", state=tmp_path)
     assert full - quick == QUICK_LEFT_OUT == set(DOCTOR["quick"].leaves_out)
     assert _ids("--level", "full", state=tmp_path) == full
-    text = run_cli("doctor", "--demo", "--level", "quick", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
+    text = invoke("doctor", "--demo", "--level", "quick", env={"XDG_STATE_HOME": str(tmp_path)}).stdout
     assert text.startswith("level quick: left out node.rdma_core_version, node.linux_firmware, "
                            "node.rccl_gfx1151 (`--level full` runs them)\n")
 
@@ -91,7 +91,7 @@ def test_test_levels_set_the_bounds_and_an_option_wins() -> None:
 
 
 def test_test_latency_quick_on_the_demo_takes_fewer_samples_and_no_references(tmp_path: Path) -> None:
-    result = run_cli("test", "latency", "--demo", "--level", "quick", "--no-history",
+    result = invoke("test", "latency", "--demo", "--level", "quick", "--no-history",
                      env={"XDG_STATE_HOME": str(tmp_path)})
     assert result.rc == 0, result.stdout + result.stderr
     assert "(2000 samples)" in result.stdout

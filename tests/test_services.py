@@ -127,9 +127,9 @@ HEADER = ("schema_version", "tool", "generated_at", "site")
 ], ids=lambda words: words[0])
 def test_every_json_document_starts_with_the_one_envelope(words: tuple[str, ...]) -> None:
     """One header for every command (`services/output.envelope`, `model.document_header`)."""
-    from tests.support.cli import run_cli
+    from tests.support.cli import invoke
 
-    done = run_cli(*words, "--json", timeout=120)
+    done = invoke(*words, "--json")
     assert done.rc in (0, 1, 2), done.stderr
     document = done.json()
     assert tuple(document)[:4] == HEADER, (words, tuple(document)[:6])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from strixwizard.site import MAX_FILE_BYTES, Fabric, SiteError, Thresholds, load_site, parse_site
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.refusals import SITES, doctor_capped, expected_message, refused_in_one_line
 
 GOOD = """\
@@ -149,7 +149,7 @@ def test_site_name_from_the_file_name_is_checked_too() -> None:
 def test_cli_exits_2_with_file_and_line(tmp_path: Path) -> None:
     site = tmp_path / "lab.yaml"
     site.write_text("site: lab\nnodes:\n  - name: ../x\n    host: local\n")
-    done = run_cli("doctor", "--site", str(site))
+    done = invoke("doctor", "--site", str(site))
     assert done.rc == 2 and f"{site}:3: node name '../x'" in done.stderr
 
 

@@ -15,7 +15,7 @@ from textual.widgets import Checkbox, DataTable, Input, Select, Static
 from strixwizard.services.facade import Services
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.decode import DecodePanel
-from tests.support.cli import run_cli
+from tests.support.cli import invoke
 from tests.support.wizard import after_the_tests, make_app, notice_text, settle, sync
 
 
@@ -41,7 +41,7 @@ def shown_text(widgets: list[Static]) -> str:
 
 @sync
 async def test_the_fix_step_counts_the_problems_as_fix_does() -> None:
-    done = run_cli("fix", "--demo", "--json")
+    done = invoke("fix", "--demo", "--json")
     assert done.rc == 0, done.stderr
     summary = done.json()["summary"]
     assert summary["problems"] == (summary["cured_by_plan"] + summary["by_hand"]
@@ -140,7 +140,7 @@ async def test_a_demo_test_run_is_stored_in_the_demos_history_as_test_demo_store
         await settle(app, pilot)
         history_panel = " ".join(str(app.screen.query_one("#report-history").render()).split())
     assert "the demo's runs are stored in the demo's own history" in history_panel
-    done = run_cli("history", "--demo", "--json", env={"XDG_STATE_HOME": str(state_home)})
+    done = invoke("history", "--demo", "--json", env={"XDG_STATE_HOME": str(state_home)})
     assert done.rc == 0, done.stderr
     document = done.json()
     assert document["history"] == str(state_home / "strixwizard" / "demo-history.sqlite")
