@@ -101,3 +101,50 @@ async def test_report_lines_wrap_under_their_start_at_80_columns() -> None:
         assert lines[at + 1].startswith("    ") and lines[at + 1].strip() == "125.4 GiB", lines[at:at + 2]
         problem = next(i for i, line in enumerate(lines) if "node node-b: dcb.pause_and_pfc" in line)
         assert lines[problem + 1].startswith(" " * 10) and lines[problem + 1][10] != " "
+
+
+def clipped_widgets(body: Widget) -> list[str]:
+    """Widgets under the step's scrolling body that a container of theirs cuts off: a child
+    whose rows reach past its parent's, which no scrolling can bring into view."""
+    cut = []
+    for widget in body.query("*"):
+        if not widget.display or widget.region.height == 0:
+            continue
+        parent = widget.parent
+        if not isinstance(parent, Widget) or parent is body or parent.region.height == 0:
+            continue
+        if widget.region.y < parent.region.y or widget.region.bottom > parent.region.bottom:
+            cut.append(f"{widget!r} rows {widget.region.y}-{widget.region.bottom} in {parent!r} "
+                       f"rows {parent.region.y}-{parent.region.bottom}")
+    return cut
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@sync
+async def test_every_row_of_every_step_can_be_scrolled_into_view(size: tuple[int, int]) -> None:
+    """On the demo, each step with every fold open: no container cuts off what it holds, and
+    the step's body scrolls to its last row. (The Discover step's checks once got only the rows
+    left in the window, 1 at 80x24, with no way to scroll to the rest.)"""
+    from textual.containers import VerticalScroll
+
+    from strixwizard.tui.steps import STEPS
+    from strixwizard.tui.widgets.sections import Section
+
+    app = make_app(demo=True)
+    async with app.run_test(size=size) as pilot:
+        for step in STEPS:
+            await pilot.press(key_of(step.id))
+            await settle(app, pilot)
+            for section in app.screen.query(Section):
+                section.collapsed = False
+            await settle(app, pilot)
+            body = app.screen.query_one("#body", VerticalScroll)
+            assert clipped_widgets(body) == [], (step.id, size)
+            shown = [w for w in body.children if w.display and w.region.height]
+            if shown:
+                bottom = max(w.region.bottom for w in shown) - body.region.y + body.scroll_y
+                assert body.virtual_size.height >= bottom, (step.id, size)
+                body.scroll_end(animate=False)
+                await settle(app, pilot)
+                last = max(shown, key=lambda w: w.region.bottom)
+                assert last.region.bottom <= body.region.bottom, (step.id, size, repr(last))
