@@ -10,8 +10,9 @@
 # rdma: the RDMA transport on (GGML_RPC_RDMA=ON, links libibverbs: Debian's libibverbs-dev),
 #       for the VM lab (tests/support/vmlab.py), in <version>-rdma/bin. The VMs run under TCG with
 #       qemu's default CPU model, which has no SSE4.2/AVX, so this build uses none of them.
-# The last line printed is that directory. A second run finds them and builds nothing.
-# build-seconds in the same directory records how long the build took.
+# The last line printed is that directory. A second run with the same version and flags finds
+# them and builds nothing; other flags (this script changed) rebuild in place. build-flags and
+# build-seconds in the same directory record the flags and how long the build took.
 set -euo pipefail
 
 version=${1:-0.3.36}
@@ -29,8 +30,15 @@ case "$transport" in
     *) echo "build_llama.sh: transport must be tcp or rdma, not $transport" >&2; exit 2 ;;
 esac
 bin="$out/bin"
+flags="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_RPC=ON ${transport_flags[*]}"
+flags+=" -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF"
+flags+=" -DLLAMA_BUILD_EXAMPLES=OFF"
+built() {  # this version, with these flags, already built
+    [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]] &&
+        [[ "$(cat "$out/build-flags" 2>/dev/null)" == "$flags" ]]
+}
 
-if [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]]; then
+if built; then
     echo "$bin"
     exit 0
 fi
@@ -39,7 +47,7 @@ fi
 mkdir -p "$out"
 exec 9>"$out/.lock"
 flock 9
-if [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]]; then
+if built; then
     echo "$bin"
     exit 0
 fi
@@ -67,13 +75,11 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 # The transport is auto-detected from libibverbs otherwise (ggml/src/ggml-rpc/CMakeLists.txt);
 # it is set explicitly so the build is the same wherever it runs.
-nice -n 19 cmake -S "$source_dir" -B "$build_dir" "${generator[@]}" \
-    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-    -DGGML_RPC=ON "${transport_flags[@]}" -DGGML_NATIVE=OFF \
-    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF >"$out/configure.log"
+# shellcheck disable=SC2086  # $flags: one -D option a word, none with spaces
+nice -n 19 cmake -S "$source_dir" -B "$build_dir" "${generator[@]}" $flags >"$out/configure.log"
 nice -n 19 cmake --build "$build_dir" -j"$jobs" --target ggml-rpc-server llama-server \
     >"$out/build.log"
 cp "$build_dir/bin/ggml-rpc-server" "$build_dir/bin/llama-server" "$bin/"
 echo $(( $(date +%s) - started )) >"$out/build-seconds"
+echo "$flags" >"$out/build-flags"
 echo "$bin"

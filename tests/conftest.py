@@ -120,8 +120,15 @@ def llama_rdma_bin() -> Path:
     return build("rdma")
 
 
+@pytest.fixture(scope="session")
+def llama_staged(rdma_vms: VmLab, llama_rdma_bin: Path) -> VmLab:
+    """The build and the tiny model staged once into the shared pair's shares (host folders a
+    VM reads as /vmlab: they outlive a VM booted again)."""
+    stage_llama(rdma_vms, llama_rdma_bin)
+    return rdma_vms
+
+
 @pytest.fixture(scope="module")
-def llama_pair(soft_roce_pair: VmLab, llama_rdma_bin: Path) -> VmLab:
+def llama_pair(soft_roce_pair: VmLab, llama_staged: VmLab) -> VmLab:
     """The shared pair with the llama.cpp build in each VM's share and the tiny model on vm0."""
-    stage_llama(soft_roce_pair, llama_rdma_bin)
     return soft_roce_pair

@@ -45,10 +45,8 @@ def built_bin_dir(transport: str = TRANSPORT) -> Path | None:
 
 
 def build(transport: str = TRANSPORT) -> Path:
-    """Build (or find cached) ggml-rpc-server and llama-server; returns their directory."""
-    found = built_bin_dir(transport)
-    if found is not None:
-        return found
+    """Build (or find cached) ggml-rpc-server and llama-server; returns their directory. The
+    script decides: it returns at once when this version was built with its current flags."""
     missing = [tool for tool in ("cmake", "g++") if shutil.which(tool) is None]
     if missing:
         raise RuntimeError(f"cannot build llama.cpp: {', '.join(missing)} missing "
