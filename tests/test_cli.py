@@ -69,3 +69,19 @@ def test_a_suggested_rerun_replaces_the_option_it_changes() -> None:
         == "strixwizard test matrix --transport tcp"
     assert same_command(["deploy", "--apply", "--site", "s"], add=("--yes",)) \
         == "strixwizard deploy --apply --site s --yes"
+
+
+@pytest.mark.parametrize(("words", "meant"), [
+    (("fix", "--demo", "--app"), "--apply"),  # prefix matching would have applied the fixes
+    (("doctor", "--dmeo"), "--demo"),
+    (("doctor", "--de"), "--demo"),
+    (("deploy", "--demo", "--rollbak", "x"), "--rollback"),
+])
+def test_an_option_is_never_taken_by_its_prefix_and_a_typo_gets_the_close_ones(
+        words: tuple[str, ...], meant: str) -> None:
+    result = invoke(*words)
+    assert result.rc == 2, result.stdout
+    assert result.stdout == ""
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"strixwizard {words[0]}: error: unrecognized arguments: "), last
+    assert f"did you mean {meant}" in last, last

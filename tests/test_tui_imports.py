@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.imports import imports_of
 
 TUI = Path(__file__).resolve().parent.parent / "strixwizard" / "tui"
@@ -37,8 +39,10 @@ def test_doctor_and_the_tui_helpers_do_not_load_textual() -> None:
     assert done.stderr.strip().splitlines()[-1] == "False"
 
 
-def test_without_a_terminal_the_bare_command_prints_help() -> None:
-    done = subprocess.run([sys.executable, "-m", "strixwizard"], capture_output=True, text=True,
-                          timeout=60, check=False, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0
+@pytest.mark.parametrize("words", [(), ("--demo",)])
+def test_without_a_terminal_the_wizard_prints_help_and_exits_2(words: tuple[str, ...]) -> None:
+    """It could not start: a script that runs it must not take that for success."""
+    done = subprocess.run([sys.executable, "-m", "strixwizard", *words], capture_output=True,
+                          text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
     assert "--demo" in done.stdout and "needs a terminal" in done.stderr

@@ -24,11 +24,20 @@ from strixwizard.services.common import node_progress
 from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
 
 
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse without prefix matching, for the parser and every command's under it (they are
+    made of its class): `--app` must not mean `--apply`, a typo must not choose a change."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser. With `command`, only that command's parser is under it: a
     command line that starts with the command word needs no other (`doctor` builds neither
     the eight others nor imports their modules)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandLineParser(
         prog="strixwizard",
         description="Set up and verify an RDMA cluster of AMD Strix Halo nodes.",
         # a command's own options go after it: `--demo` before one would open the wizard
@@ -402,10 +411,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _wizard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """No command: the Textual wizard (only on a terminal; Textual is imported only here)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # it could not start: a script that runs it must not take that for success
         parser.print_help()
         print("\nstrixwizard: the wizard needs a terminal; use a command above in scripts",
               file=sys.stderr)
-        return EXIT_OK
+        return EXIT_NO_VERDICT
     from strixwizard.tui.app import run
 
     return run(site_file=args.wizard_site, demo=args.wizard_demo)
@@ -478,7 +488,7 @@ def _command_index(argv: Sequence[str]) -> int | None:
             return index + 1 if index + 1 < len(argv) else None
         if not word.startswith("-"):
             return index
-        if len(word) > 3 and "--site".startswith(word):  # `--site FILE` (or an abbreviation)
+        if word == "--site":  # `--site FILE`
             index += 1
         index += 1
     return None
@@ -506,6 +516,38 @@ def _check_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) ->
                      f"it after the command: {fixed}")
 
 
+def _command_parsers(parser: argparse.ArgumentParser, args: argparse.Namespace
+                     ) -> list[argparse.ArgumentParser]:
+    """The parser that took the command line, outermost first: the top level, the command's,
+    and a command's own command (`test latency`)."""
+    chain = [parser]
+    while True:
+        actions = [a for a in chain[-1]._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions and actions[0].dest else None
+        if not actions or chosen not in actions[0].choices:
+            return chain
+        chain.append(actions[0].choices[chosen])
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                    unknown: Sequence[str]) -> None:
+    """Words no parser took: a usage error from the innermost command's parser (its usage, not
+    the top level's), naming the options close to a mistyped one."""
+    import difflib
+
+    chain = _command_parsers(parser, args)
+    known = sorted({option for p in chain[1:] or chain for action in p._actions
+                    for option in action.option_strings})
+    hints = []
+    for word in unknown:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=2, cutoff=0.6)
+            if close:
+                hints.append(f"{word}: did you mean {' or '.join(close)}?")
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    chain[-1].error(message + (f" ({'; '.join(hints)})" if hints else ""))
+
+
 def _on_this_machine_only(args: argparse.Namespace) -> str | None:
     """The note a site command prints when nothing named a site: it runs on this machine, and
     says so rather than falling back silently."""
@@ -525,7 +567,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
     _check_command_line(parser, words)
-    args = parser.parse_args(words)
+    args, unknown = parser.parse_known_args(words)
+    if unknown:
+        _refuse_unknown(parser, args, unknown)
     args.argv = words  # what was run, for next-step commands
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
