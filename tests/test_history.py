@@ -6,6 +6,7 @@ database and its folder are private, and a fresh install says how to fill it."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import stat
 from pathlib import Path
@@ -155,3 +156,34 @@ def test_history_database_is_private(tmp_path: Path) -> None:
     path.chmod(0o644)
     History(path).close()
     assert mode(path) == 0o600
+
+
+def _twins(tmp_path: Path) -> dict[str, Path]:
+    """What a careless `--history` may name, made by the test (never the machine's own): a twin
+    of /dev/null (root only), a FIFO, a folder, a link to a file."""
+    twins = {}
+    if os.geteuid() == 0:
+        twins["device"] = tmp_path / "null"
+        os.mknod(twins["device"], stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    twins["fifo"] = tmp_path / "fifo"
+    os.mkfifo(twins["fifo"], 0o644)
+    twins["folder"] = tmp_path / "folder"
+    twins["folder"].mkdir(mode=0o1777)
+    os.chmod(twins["folder"], 0o1777)
+    (tmp_path / "real.sqlite").write_bytes(b"")
+    twins["link"] = tmp_path / "link"
+    twins["link"].symlink_to(tmp_path / "real.sqlite")
+    return twins
+
+
+def test_a_history_that_is_not_a_regular_file_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    """`--history /dev/null` as root once chmodded the device to 0600; a FIFO blocked the run."""
+    from strixwizard.live.history import HistoryError, record_run
+
+    for kind, path in _twins(tmp_path).items():
+        before = os.lstat(path)
+        with pytest.raises(HistoryError, match="a test history is a regular file"):
+            record_run("lab", "test latency", "2026-03-01T10:00:00+00:00", [], path)
+        after = os.lstat(path)
+        assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid), kind
+    assert os.stat(tmp_path / "real.sqlite").st_size == 0  # the link's target untouched

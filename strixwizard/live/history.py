@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +120,20 @@ class StoredResult:
         return Measurement.from_json(json.loads(self.document))
 
 
+def refuse_unless_regular(path: Path) -> None:
+    """ValueError unless `path` is missing or a regular file (not a link, device, FIFO or
+    folder): a history handed `/dev/null` or a pipe must not chmod it or block on it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode)
+                else "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                or stat.S_ISBLK(mode) else "not a regular file")
+        raise ValueError(f"{path} is {kind}; a test history is a regular file (nothing was changed)")
+
+
 class History:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         """`read_only`: open an existing file and never create or change it (sqlite3.Error
@@ -130,14 +145,23 @@ class History:
                              "document FROM results LIMIT 0")
             self._db.execute("SELECT id, started_at, site, command, status FROM runs LIMIT 0")
             return
+        refuse_unless_regular(path)  # before anything is made or changed
         missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
         for folder in reversed(missing):  # each made 0700: `mkdir(parents=True)` would not
             folder.mkdir(mode=0o700, exist_ok=True)
             os.chmod(folder, 0o700)
-        # private: it names the site's hosts; SQLite gives its journal files the same mode
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        if path.stat().st_mode & 0o077:
-            os.chmod(path, 0o600)
+        # private: it names the site's hosts; SQLite gives its journal files the same mode. The
+        # mode is set through the descriptor, of what was opened (no link followed, no FIFO
+        # waited on), and only once that is known to be a regular file.
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # it changed since the check above
+                raise ValueError(f"{path} is not a regular file; a test history is a regular file "
+                                 "(nothing was changed)")
+            if os.fstat(fd).st_mode & 0o077:
+                os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
         self._db = sqlite3.connect(str(path))
         self._db.executescript(SCHEMA)
 
