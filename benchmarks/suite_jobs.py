@@ -3,7 +3,7 @@
 time and outcome, then the median per count. scripts/test.sh keeps the fastest count that
 never failed (STRIXWIZARD_TEST_JOBS overrides it).
 
-    python benchmarks/suite_jobs.py [--tier unit|lab] [--jobs 2 3 auto] [--repeat 1]
+    python benchmarks/suite_jobs.py [--tier unit|lab|llama] [--jobs 2 3 auto] [--repeat 1]
 
 Results: benchmarks/test_suite.md.
 """
@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: the same selections as scripts/test.sh
 SELECTIONS = {
     "unit": "not lab and not vm and not pythons and not llama",
-    "lab": "(lab or llama) and not vm and not pythons",
+    "lab": "lab and not llama and not vm and not pythons",
+    "llama": "llama and not vm and not pythons",
 }
 
 

@@ -9,7 +9,8 @@
 #
 # Tiers (set from what each test uses, tests/conftest.py; README "The test lab"):
 #   unit          no root, no lab, no build: in parallel on every core
-#   lab           the namespace lab and the real llama.cpp build: in parallel
+#   lab           the namespace lab (no llama.cpp): in parallel, while the build goes on
+#   llama         the real llama.cpp build, on loopback and in the namespace lab: in parallel
 #   vm            the soft-RoCE VMs, booted once for the whole tier: one process
 #   reboot        the systemd VMs and their reboots: one process
 #   pythons       tests that start other interpreters themselves (wheel install, node programs)
@@ -22,14 +23,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_tiers=(unit lab vm reboot pythons interpreters)
+all_tiers=(unit lab llama vm reboot pythons interpreters)
 tiers=()
 pytest_args=()
 while (($#)); do
     case "$1" in
         --) shift; pytest_args=("$@"); break ;;
         quick) tiers+=(unit) ;;
-        unit | lab | vm | reboot | pythons | interpreters) tiers+=("$1") ;;
+        unit | lab | llama | vm | reboot | pythons | interpreters) tiers+=("$1") ;;
         *) echo "test.sh: no tier '$1' (quick, ${all_tiers[*]}; pytest arguments after --)" >&2
            exit 2 ;;
     esac
@@ -43,7 +44,7 @@ bash scripts/install.sh test
 reports=$(mktemp -d "${TMPDIR:-/tmp}/strixwizard-tiers-XXXXXX")
 background=()
 trap 'kill "${background[@]}" 2>/dev/null || true' EXIT
-if wants lab || wants vm || wants reboot || wants pythons; then
+if wants llama || wants vm || wants reboot || wants pythons; then
     # the llama.cpp build and the VM kernel (each cached; a second run finds them at once)
     .venv/bin/python -c 'from tests.support.llama_parts import build; print(build())' \
         >"$reports/llama-build.log" 2>&1 &
@@ -80,9 +81,10 @@ wait_for_builds() {
 }
 
 wants unit && run_tier unit -n "$jobs" -m "not lab and not vm and not pythons and not llama"
-if wants lab; then
+wants lab && run_tier lab -n "$jobs" -m "lab and not llama and not vm and not pythons"
+if wants llama; then
     wait_for_builds
-    run_tier lab -n "$jobs" -m "(lab or llama) and not vm and not pythons"
+    run_tier llama -n "$jobs" -m "llama and not vm and not pythons"
 fi
 if wants vm; then
     wait_for_builds

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: the order scripts/test.sh runs them in; reports of other names (interpreter-3.12) follow
-ORDER = ("unit", "lab", "vm", "reboot", "pythons")
+ORDER = ("unit", "lab", "llama", "vm", "reboot", "pythons")
 
 
 @dataclass
