@@ -92,3 +92,20 @@ def test_doctor_text_spells_out_what_a_hostile_bundle_says(tmp_path: Path) -> No
     assert "\\x1b]52;c;cHduZWQ=\\x07" in result.stdout  # --verbose shows the firmware
     exact = invoke("doctor", "--json", "--snapshot", *map(str, paths)).json()
     assert [h["facts"]["kernel"] for h in exact["hosts"]] == [KERNEL, KERNEL]  # JSON: exact
+
+
+@pytest.mark.parametrize("chosen", [
+    ("--demo",),
+    ("--snapshot", "strixwizard/demo/snapshots/node-b.tar.gz"),
+    ("--demo", "--strict", "--only", "rdma.active_mtu"),
+])
+def test_the_explain_them_hint_repeats_the_options_that_chose_the_nodes(chosen: tuple[str, ...]) -> None:
+    """`doctor --snapshot X` once ended with "`strixwizard doctor -v` explains them", which
+    checks this machine instead."""
+    root = Path(__file__).resolve().parent.parent
+    words = tuple(str(root / w) if w.endswith(".tar.gz") else w for w in chosen)
+    result = invoke("doctor", *words)
+    text = " ".join(result.stdout.split())
+    hint = re.search(r"one line per warning: `([^`]+)` explains them", text)
+    assert hint is not None, text
+    assert hint.group(1).split() == ["strixwizard", "doctor", *words, "-v"]

@@ -249,9 +249,11 @@ def _at_a_glance(finding: Finding, verbose: bool) -> bool:
 
 
 def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool = False,
-           site_options: Sequence[str] | None = None, width: int | None = None) -> None:
+           site_options: Sequence[str] | None = None, width: int | None = None,
+           verbose_again: str | None = None) -> None:
     """The report for a terminal, wrapped within `width` (default: the terminal's); it ends with
-    the one command to run next when there is one (see `next_command`)."""
+    the one command to run next when there is one (see `next_command`). `verbose_again`: the
+    command that was run with `-v` (every option that chose the nodes kept, a snapshot too)."""
     columns = width or terminal_width()
     stream = visible_stream(stream)  # the tool's own lines and colours; nothing else raw
 
@@ -297,7 +299,7 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
             for line in (glance_lines if brief else _result_lines)(finding, paint, id_width):
                 write(line)
         if any(_at_a_glance(f, verbose) for f in findings):
-            again = shlex.join(["strixwizard", "doctor", *(site_options or ()), "-v"])
+            again = verbose_again or shlex.join(["strixwizard", "doctor", *(site_options or ()), "-v"])
             write(f"  (one line per warning: `{again}` explains them and lists every check)")
     stream.write("\n")
     if report.no_verdict is not None:

@@ -286,13 +286,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         emit(report.to_json())
     else:
         from strixwizard.cli.doctor_text import render
-        from strixwizard.cli.nextstep import site_options
+        from strixwizard.cli.nextstep import same_command, site_options
 
         if level.leaves_out:
             print(f"level {level.name}: left out {', '.join(level.leaves_out)} (`--level full` "
                   "runs them)")
         render(report, sys.stdout, verbose=args.verbose, strict=args.strict,
-               site_options=None if args.snapshot else site_options(args))
+               site_options=None if args.snapshot else site_options(args),
+               verbose_again=same_command(args.argv, drop=("--verbose",), add=("-v",)))
     if args.json and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
     if export_failed is not None:
