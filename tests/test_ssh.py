@@ -354,3 +354,39 @@ def test_one_connection_serves_collection_ops_and_programs(lab3: Lab, tmp_path: 
     finally:
         session.close()
     assert host.sshd_log.read_text().count("Accepted publickey") - before == 1
+
+
+@pytest.mark.parametrize("program", ["collector", "step runner"])
+def test_a_python3_that_ends_before_taking_its_program_is_said_missing(fresh_lab: Lab, program: str
+                                                                      ) -> None:
+    """The stand-in exits 127 at once; when that beats the upload of the collector (or of the
+    fix engine's step runner), the write finds the session closed. It must still say python3
+    is missing (the exit status), not "connection lost" (CI once saw that, under load): the
+    write is made to come late here."""
+    from strixwizard.node.errors import RuntimeMissing
+    from strixwizard.node.ssh import SshOps, SshSession
+    from strixwizard.node.target import SshTarget
+
+    host = fresh_lab.hosts[0]
+    host.stand_in("python3", "#!/bin/sh\nexit 127\n")
+
+    class LateWriter(SshSession):
+        def open_channel(self):  # type: ignore[no-untyped-def]
+            channel = super().open_channel()
+            run = channel.exec_command
+
+            def run_then_wait_for_its_end(command: str) -> None:
+                run(command)
+                assert channel.status_event.wait(10)  # the program ended before the upload
+                assert channel.closed or channel.exit_status_ready()
+
+            channel.exec_command = run_then_wait_for_its_end  # type: ignore[method-assign]
+            return channel
+
+    session = LateWriter(SshTarget(name=host.name, host=host.mgmt_addr, key_file=str(fresh_lab.client_key),
+                                   known_hosts=fresh_lab.known_hosts))
+    with pytest.raises(RuntimeMissing, match="python3 is not installed"):
+        if program == "collector":
+            session.collect_archive()
+        else:
+            SshOps(session)

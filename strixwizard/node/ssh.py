@@ -262,7 +262,13 @@ class SshOps:
             channel.sendall(f"{len(source)}\n{source}".encode())
             channel.settimeout(self.timeout_s)
         except _CHANNEL_ERRORS as error:
+            # a python3 that ended before it took the runner (missing: exit 127) closes the
+            # session under the write: its exit status says why
+            ended = channel.status_event.wait(1.0) and channel.exit_status == 127
             channel.close()
+            if ended:
+                raise RuntimeMissing(f"{self.host}: python3 is not installed (the step runner "
+                                     "needs it)") from None
             raise ConnectionLost(f"{self.host}: cannot start the step runner ({error})") from None
         self._channel: paramiko.Channel | None = channel
         self._reader: paramiko.ChannelFile | None = channel.makefile("rb")
@@ -337,8 +343,15 @@ class SshSession:
             channel = self.open_channel()
             try:
                 channel.exec_command(remote_command(["python3", "-"]))
-                channel.sendall(collector_script(spec))
-                channel.shutdown_write()
+                try:
+                    channel.sendall(collector_script(spec))
+                    channel.shutdown_write()
+                except _CHANNEL_ERRORS:
+                    # the program may have ended before it took its input (a node without
+                    # python3 exits 127 at once and closes the session): its exit status says
+                    # why, not the write that found the session closed; a session really
+                    # lost ends without one (-1, below)
+                    pass
                 out, err, status = read_to_end(channel, t.host, deadline)
             finally:
                 channel.close()
