@@ -36,8 +36,9 @@ this machine kind), so sysfs, GID tables, configfs ``rdma_cm``, ``rdma -j link``
   ``atexit``), and each qemu gets ``PR_SET_PDEATHSIG`` so a SIGKILLed owner
   takes its VMs with it.
 
-From pytest: ``vm_lab_fixture(2)`` in a test module; by hand:
-``python scripts/lab.py up --rdma-vms 2 --dir /tmp/vmlab``.
+From pytest: the session's shared pairs of tests/conftest.py (``soft_roce_pair``, reset
+between modules by ``VmLab.reset``; ``llama_pair``; ``systemd_vms``), or ``vm_lab_fixture(n)``
+for a lab of a module's own; by hand: ``python scripts/lab.py up --rdma-vms 2 --dir /tmp/vmlab``.
 """
 
 from __future__ import annotations
