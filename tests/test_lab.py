@@ -52,7 +52,8 @@ def root_ns_state() -> dict[str, Any]:
 def assert_gone(lab: Lab, before: dict[str, Any]) -> None:
     after = root_ns_state()
     assert not [ns for ns in after["netns"] if ns.startswith(lab.prefix)]
-    assert not [name for name in after["links"] if name.startswith(f"sw{lab.block}")]
+    # sw2br is block 2's, sw20br block 20's (another lab, up beside this one under xdist)
+    assert not [name for name in after["links"] if re.match(rf"sw{lab.block}(?!\d)", name)]
     assert not [r for r in after["routes"] if f'"10.99.{lab.block}.' in r]
     assert _own(lab, after) == _own(lab, before), "down() must restore the root namespace exactly"
 
@@ -415,8 +416,8 @@ def test_script_detach_then_down(tmp_path: Path) -> None:
     assert_gone(lab, before)
 
 
-def test_sweep_tears_down_a_lab_whose_owner_was_killed(tmp_path: Path) -> None:
-    before = root_ns_state()
+def _killed_owners_lab(tmp_path: Path) -> Lab:
+    """A lab whose owner was SIGKILLed: up, registered, nobody to tear it down."""
     code = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
@@ -425,20 +426,57 @@ def test_sweep_tears_down_a_lab_whose_owner_was_killed(tmp_path: Path) -> None:
         "print(lab.prefix, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    owner = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    owner = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=REPO,
+                           capture_output=True, text=True, timeout=60)
     assert owner.returncode == -9, owner.stderr
-    prefix = owner.stdout.strip()
-    lab = Lab.from_state(REGISTRY / f"{prefix.rstrip('-')}.json")
+    return Lab.from_state(REGISTRY / f"{owner.stdout.strip().rstrip('-')}.json")
+
+
+def test_sweep_tears_down_a_lab_whose_owner_was_killed(tmp_path: Path) -> None:
+    before = root_ns_state()
+    lab = _killed_owners_lab(tmp_path)
+    prefix = lab.prefix
     assert root_ns_state() != before, "the killed owner left its lab behind"
     assert prefix in sweep_stale_labs()
     assert_gone(lab, before)
     assert not any(h.sshd_pid and sshd_alive(h.sshd_pid) for h in lab.hosts)
+
+
+def test_two_sweeps_at_once_tear_a_stale_lab_down_once_and_neither_fails(tmp_path: Path) -> None:
+    """Test processes side by side (pytest-xdist) each sweep before their first lab: two that
+    tore the same stale lab down at once removed each other's namespaces, and every lab test
+    after it failed on "lab teardown incomplete"."""
+    import threading
+
+    before = root_ns_state()
+    lab = _killed_owners_lab(tmp_path)
+    swept: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def sweep() -> None:
+        try:
+            swept.append(sweep_stale_labs())
+        except BaseException as error:
+            errors.append(error)
+
+    sweepers = [threading.Thread(target=sweep) for _ in range(2)]
+    for sweeper in sweepers:
+        sweeper.start()
+    for sweeper in sweepers:
+        sweeper.join(60)
+    assert errors == []
+    assert sum(lab.prefix in prefixes for prefixes in swept) == 1
+    assert_gone(lab, before)
+
+
+def test_a_stale_lab_already_partly_gone_is_swept_without_error(tmp_path: Path) -> None:
+    """down() is idempotent: what is already gone (a namespace, a bridge) is not an error."""
+    before = root_ns_state()
+    lab = _killed_owners_lab(tmp_path)
+    subprocess.run(["ip", "netns", "del", lab.netns_names[0]], check=True)
+    subprocess.run(["ip", "link", "del", "dev", lab.bridge], check=True)
+    assert lab.prefix in sweep_stale_labs()
+    assert_gone(lab, before)
 
 
 def test_sweep_passes_over_a_state_file_it_cannot_read() -> None:

@@ -117,6 +117,8 @@ LOCK_FILE = Path("/run/lock/strixwizard-lab.lock")
 STATE_FORMAT = "strixwizard-lab/1"
 #: One state file per live lab (tmpfs: gone at reboot, like the namespaces).
 REGISTRY = Path("/run/strixwizard-lab")
+#: held while sweeping stale labs (in REGISTRY, never a lab's state file: those end in .json)
+SWEEP_LOCK = ".sweep.lock"
 MAX_HOSTS = 128  # 64 fabric /30s fit in one /24
 READY_TIMEOUT = 10.0
 KILL_TIMEOUT = 3.0
@@ -1011,7 +1013,10 @@ class Lab:
     def _delete_namespaces(self) -> None:
         for netns in reversed(self.netns_names):
             if Path("/run/netns", netns).exists():
-                _run(["ip", "netns", "del", netns])
+                done = _run(["ip", "netns", "del", netns], check=False)
+                if done.returncode != 0 and Path("/run/netns", netns).exists():  # gone is gone
+                    raise LabError(f"ip netns del {netns} failed ({done.returncode}): "
+                                   f"{done.stderr.strip()}")
 
     def _own_links(self) -> set[str]:
         """Root-namespace links carrying this lab's alias (set right after creating each)."""
@@ -1035,7 +1040,10 @@ class Lab:
         own = self._own_links()
         for bridge in (self.fabric_bridge, self.bridge):
             if bridge in own:
-                _run(["ip", "link", "del", "dev", bridge])
+                done = _run(["ip", "link", "del", "dev", bridge], check=False)
+                if done.returncode != 0 and bridge in self._own_links():  # gone is gone
+                    raise LabError(f"ip link del dev {bridge} failed ({done.returncode}): "
+                                   f"{done.stderr.strip()}")
 
     def _release_route(self) -> None:
         """Drop the unreachable route once no lab uses 10.99/16, if a lab added it.
@@ -1067,19 +1075,26 @@ def sweep_stale_labs(*, include_detached: bool = False) -> list[str]:
     unless ``include_detached``.  Returns the prefixes of the labs torn down.
     """
     swept = []
-    for path in sorted(REGISTRY.glob("*.json")):
-        try:
-            lab = Lab.from_state(path)
-        except (LabError, OSError, ValueError, KeyError, TypeError):
-            # Written by another version of this file (or half written): not ours to judge.
-            # Its owner tears it down; a crash here would fail every lab test of this run.
-            continue
-        if lab.owner_pid is None and not include_detached:
-            continue
-        if lab.owner_pid is not None and _pid_alive(lab.owner_pid):
-            continue
-        lab.down()
-        swept.append(lab.prefix)
+    REGISTRY.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # One sweeper at a time: test processes side by side (pytest-xdist) each sweep before their
+    # first lab, and two tearing down the same stale lab removed each other's namespaces.
+    with open(REGISTRY / SWEEP_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for path in sorted(REGISTRY.glob("*.json")):
+            if not path.exists():  # swept by the one before us
+                continue
+            try:
+                lab = Lab.from_state(path)
+            except (LabError, OSError, ValueError, KeyError, TypeError):
+                # Written by another version of this file (or half written): not ours to judge.
+                # Its owner tears it down; a crash here would fail every lab test of this run.
+                continue
+            if lab.owner_pid is None and not include_detached:
+                continue
+            if lab.owner_pid is not None and _pid_alive(lab.owner_pid):
+                continue
+            lab.down()
+            swept.append(lab.prefix)
     return swept
 
 
