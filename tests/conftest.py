@@ -26,6 +26,9 @@ from tests.support.llama_parts import build
 from tests.support.llama_vm import stage_llama
 from tests.support.vmlab import VmLab, vm_lab_fixture
 
+#: fixtures shared by modules of several subjects (`small_state`: a head whose disk fills)
+pytest_plugins = ["tests.support.disk"]
+
 
 @pytest.fixture
 def cli() -> Callable[..., CliResult]:

@@ -5,59 +5,29 @@ the same command captures both nodes."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import run_cli
-from tests.support.lab import Lab, lab_fixture
+from tests.support.disk import fill
+from tests.support.lab import Lab, lab_fixture, reset_hosts
 
 capturelab = lab_fixture(2, name="capturelab")
 
 
-def _reset(lab: Lab) -> None:
-    for host in lab.hosts:
-        for stand_in in host.bin_dir.glob("*"):
-            stand_in.unlink()
-        for marker in host.home.glob("fault-*"):
-            marker.unlink()
-        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
 
 
 @pytest.fixture
 def lab(capturelab: Lab) -> Iterator[Lab]:
-    _reset(capturelab)
+    reset_hosts(capturelab)
     yield capturelab
-    _reset(capturelab)
+    reset_hosts(capturelab)
 
 
-@pytest.fixture
-def small_state(tmp_path: Path) -> Iterator[Path]:
-    """XDG_STATE_HOME on its own 1 MiB tmpfs, under the test's temp dir only."""
-    state = tmp_path / "state"
-    state.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "swfault", str(state)],
-                   check=True)
-    try:
-        yield state
-    finally:
-        if subprocess.run(["umount", str(state)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(state)], check=False)
 
 
-def fill(directory: Path) -> None:
-    """Write a file until the filesystem says ENOSPC."""
-    with contextlib.suppress(OSError), open(directory / "filler", "wb", buffering=0) as handle:
-        while True:
-            handle.write(b"\0" * 4096)
-    probe = directory / "probe"
-    with pytest.raises(OSError) as full:
-        probe.write_bytes(b"x" * 8192)
-    assert full.value.errno == errno.ENOSPC
 
 
 def test_capture_on_a_full_disk_leaves_no_empty_archive_and_can_run_again(

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import CliResult, run_cli
-from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
+from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture, reset_hosts
 from tests.support.netdevs import rename
 
 lab2 = lab_fixture(2, name="deploylab2")
@@ -252,20 +252,13 @@ def test_deploy_with_a_hostile_interface_name_runs_nothing(hostile_lab: Lab, tmp
 barelab2 = lab_fixture(2, name="barelab2")
 
 
-def _reset_bare(lab: Lab) -> None:
-    for host in lab.hosts:
-        for stand_in in host.bin_dir.glob("*"):
-            stand_in.unlink()
-        for marker in host.home.glob("fault-*"):
-            marker.unlink()
-        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
 
 
 @pytest.fixture
 def bare_lab(barelab2: Lab) -> Iterator[Lab]:
-    _reset_bare(barelab2)
+    reset_hosts(barelab2)
     yield barelab2
-    _reset_bare(barelab2)
+    reset_hosts(barelab2)
 
 
 def test_deploy_on_nodes_without_ray_names_ray_not_sh(bare_lab: Lab, tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ test says go, then `exec` the real binary (same PID: the pid file names the real
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_cli
+from tests.support.disk import fill
 from tests.support.lab import Lab, LabHost, _kill_in_netns, lab_fixture
 from tests.support.llama_parts import build, write_tiny_model
 
@@ -216,24 +216,8 @@ def test_a_signal_during_a_program_start_ends_a_cancelled_deploy_with_nothing_le
         assert deploy_processes(node) == {}, (node.name, out)
 
 
-@pytest.fixture
-def small_state(tmp_path: Path) -> Iterator[Path]:
-    """XDG_STATE_HOME on its own 1 MiB tmpfs, under the test's temp dir only."""
-    state = tmp_path / "state"
-    state.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "swfault", str(state)],
-                   check=True)
-    try:
-        yield state
-    finally:
-        if subprocess.run(["umount", str(state)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(state)], check=False)
 
 
-def fill(directory: Path) -> None:
-    with contextlib.suppress(OSError), open(directory / "filler", "wb", buffering=0) as handle:
-        while True:
-            handle.write(b"\0" * 4096)
 
 
 @pytest.mark.parametrize("point", list(STARTS))
@@ -246,7 +230,7 @@ def test_head_disk_full_during_a_deploy_leaves_no_process_and_prints_the_rollbac
     proc = start(deploy_argv(site, model, "--apply", "--yes", "--no-smoke"), small_state)
     try:
         wait_for(marker, proc)
-        fill(small_state)
+        fill(small_state, confirm=False)
         go.touch()
         out, err = proc.communicate(timeout=180)
     finally:

@@ -13,8 +13,6 @@ lands), then runs the real `ip`."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import os
 import shlex
@@ -28,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import CliResult, run_cli
-from tests.support.lab import Lab, LabHost, lab_fixture
+from tests.support.disk import fill
+from tests.support.lab import Lab, LabHost, lab_fixture, reset_hosts
 
 interruptlab = lab_fixture(2, name="interruptlab")
 NODE_JOURNAL = "/root/strixwizard-journal"
@@ -36,45 +35,17 @@ REAL_IP = "/usr/sbin/ip"
 WAIT_S = 30  # how long a stand-in waits for the test (bounded)
 
 
-def _reset(lab: Lab) -> None:
-    for host in lab.hosts:
-        for stand_in in host.bin_dir.glob("*"):
-            stand_in.unlink()
-        for marker in host.home.glob("fault-*"):
-            marker.unlink()
-        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
 
 
 @pytest.fixture
 def lab(interruptlab: Lab) -> Iterator[Lab]:
-    _reset(interruptlab)
+    reset_hosts(interruptlab)
     yield interruptlab
-    _reset(interruptlab)
+    reset_hosts(interruptlab)
 
 
-@pytest.fixture
-def small_state(tmp_path: Path) -> Iterator[Path]:
-    """XDG_STATE_HOME on its own 1 MiB tmpfs, under the test's temp dir only."""
-    state = tmp_path / "state"
-    state.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "swfault", str(state)],
-                   check=True)
-    try:
-        yield state
-    finally:
-        if subprocess.run(["umount", str(state)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(state)], check=False)
 
 
-def fill(directory: Path) -> None:
-    """Write a file until the filesystem says ENOSPC."""
-    with contextlib.suppress(OSError), open(directory / "filler", "wb", buffering=0) as handle:
-        while True:
-            handle.write(b"\0" * 4096)
-    probe = directory / "probe"
-    with pytest.raises(OSError) as full:
-        probe.write_bytes(b"x" * 8192)
-    assert full.value.errno == errno.ENOSPC
 
 
 def hold_at(host: LabHost, match: str, nth: int) -> tuple[Path, Path]:
@@ -314,20 +285,13 @@ crashlab = lab_fixture(2, name="crashlab")
 PAUSE_S = 2  # how long the stand-in blocks; the node's step runner ends after it
 
 
-def _reset_killed(lab: Lab) -> None:
-    for host in lab.hosts:
-        for stand_in in host.bin_dir.glob("*"):
-            stand_in.unlink()
-        for marker in host.home.glob("blocked-*"):  # marker and call count
-            marker.unlink()
-        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
 
 
 @pytest.fixture
 def killed_lab(crashlab: Lab):
-    _reset_killed(crashlab)
+    reset_hosts(crashlab, "blocked-*")
     yield crashlab
-    _reset_killed(crashlab)
+    reset_hosts(crashlab, "blocked-*")
 
 
 def _block(host: LabHost, match: str, landed: bool, nth: int) -> Path:

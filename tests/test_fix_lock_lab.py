@@ -17,25 +17,20 @@ import pytest
 from strixwizard.fixing.lock import LockHeld, site_lock
 from strixwizard.onnode import ops
 from tests.support.cli import run_cli
-from tests.support.lab import Lab, lab_fixture
+from tests.support.lab import Lab, lab_fixture, reset_hosts
 
 locklab = lab_fixture(2, name="locklab")
 NODE_JOURNAL = "/root/strixwizard-journal"
 REAL_IP = "/usr/sbin/ip"
 
 
-def _reset(lab: Lab) -> None:
-    for host in lab.hosts:
-        for path in [*host.bin_dir.glob("*"), *host.home.glob("slow-*")]:
-            path.unlink()
-        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
 
 
 @pytest.fixture
 def lab(locklab: Lab):
-    _reset(locklab)
+    reset_hosts(locklab, "slow-*")
     yield locklab
-    _reset(locklab)
+    reset_hosts(locklab, "slow-*")
 
 
 def _fix(site: Path, state: Path, *args: str) -> list[str]:

@@ -27,7 +27,14 @@ from strixwizard.model import Status
 from strixwizard.node import NodeSession, connect, target_for
 from strixwizard.site import Thresholds, load_site
 from tests.support.cli import run_cli
-from tests.support.lab import Lab, LabHost, lab_fixture, require_lab_tools, sweep_stale_labs
+from tests.support.lab import (
+    Lab,
+    LabHost,
+    lab_fixture,
+    require_lab_tools,
+    reset_hosts,
+    sweep_stale_labs,
+)
 from tests.support.netdevs import rename
 
 DATA = Path(__file__).parent / "data" / "live"
@@ -393,20 +400,13 @@ def test_latency_with_a_hostile_interface_name_runs_nothing(hostile_lab: Lab, tm
 stoplab2 = lab_fixture(2, name="stoplab2")
 
 
-def _reset(lab: Lab) -> None:
-    for host in lab.hosts:
-        for stand_in in host.bin_dir.glob("*"):
-            stand_in.unlink()
-        for marker in host.home.glob("fault-*"):
-            marker.unlink()
-        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
 
 
 @pytest.fixture
 def lab(stoplab2: Lab) -> Iterator[Lab]:
-    _reset(stoplab2)
+    reset_hosts(stoplab2)
     yield stoplab2
-    _reset(stoplab2)
+    reset_hosts(stoplab2)
 
 
 SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143),

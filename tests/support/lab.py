@@ -1098,6 +1098,15 @@ def sweep_stale_labs(*, include_detached: bool = False) -> list[str]:
     return swept
 
 
+def reset_hosts(lab: Lab, markers: str = "fault-*") -> None:
+    """Each host as a test of a shared lab expects it: no stand-in, no marker file of the
+    tests (`markers`, a glob in its home), the fabric MTU at 1500."""
+    for host in lab.hosts:
+        for path in [*host.bin_dir.glob("*"), *host.home.glob(markers)]:
+            path.unlink()
+        host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
+
+
 def lab_fixture(
     n: int, *, scope: str = "session", name: str | None = None, fabric: str = "pairs"
 ) -> Callable[..., Any]:
