@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("strixwizard.__main__",)),
     ("tui", ("strixwizard.tui",)),
     ("cli", ("strixwizard.cli",)),
+    ("present", ("strixwizard.present",)),
     ("services", ("strixwizard.services",)),
     ("deploy", ("strixwizard.deploy",)),
     ("fixes", ("fixes",)),
