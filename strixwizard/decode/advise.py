@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.decode.rpc_builds import CURRENT, RpcBuild, rpc_build
-from strixwizard.decode.shapes import ModelShape
+from strixwizard.decode.shapes import HIDDEN, LAYERS, ModelShape
 from strixwizard.errors import UsageError
+from strixwizard.readback import Range
 
 INTERCONNECTS = Path(__file__).resolve().parent.parent / "data" / "interconnects.json"
 
@@ -132,7 +133,7 @@ def resolve_links(names: Sequence[str]) -> list[Link]:
     if not names:
         return list(known.values())
     out = []
-    for name in names:
+    for name in dict.fromkeys(names):  # a name given twice is one link (5000 --link: 1 row)
         if name not in known:
             raise UsageError(f"--link {name}: not a known interconnect ({', '.join(known)}); "
                              "or give --rtt-us, --gbps and --transport")
@@ -389,19 +390,21 @@ def with_weight_bytes(shape: ModelShape, total_bytes: float) -> ModelShape:
                    expert_bytes_per_token=shape.expert_bytes_per_token * ratio)
 
 
+#: The share of the weights a token reads: 1 for dense; Kimi K2 (32B of 1T, 0.032) is the
+#: sparsest published MoE, so 0.001 leaves room and keeps the division finite.
+ACTIVE_FRACTION = Range(0.001, 1.0)
+
+
 def explicit_shape(name: str, layers: int, hidden: int, weight_bytes: float, active_fraction: float,
                    experts: bool = False) -> ModelShape:
     """A model from its published figures: layers, hidden size, the weights' bytes (the GGUF
     file's size) and the fraction of them a token reads (1 for dense; active / total
     parameters for MoE)."""
-    if not 1 <= layers <= 1000:
-        raise UsageError(f"--layers {layers}: give 1 to 1000")
-    if not 64 <= hidden <= 131072:
-        raise UsageError(f"--hidden {hidden}: give 64 to 131072")
+    LAYERS.check(layers, "--layers")
+    HIDDEN.check(hidden, "--hidden")
     if not 1e6 <= weight_bytes <= 1e14:
         raise UsageError("--weight-gib: give the weights' size, 0.001 to 90000 GiB")
-    if not 0.0 < active_fraction <= 1.0:
-        raise UsageError(f"--active-fraction {active_fraction:g}: give a fraction above 0, at most 1")
+    ACTIVE_FRACTION.check(active_fraction, "--active-fraction")
     moe = experts or active_fraction < 1.0
     read = weight_bytes * active_fraction
     # Only batch 1 is predicted here, so the expert counts just mark the model as MoE (for

@@ -9,6 +9,7 @@ from typing import Any
 
 from strixwizard.decode.shapes import ModelShape, shape_from_config
 from strixwizard.errors import UsageError
+from strixwizard.readback import MAX_JSON_BYTES, loads
 
 CATALOG = Path(__file__).resolve().parent.parent / "data" / "models.json"
 DEFAULT_MODEL = "Llama-3.1-70B"
@@ -37,11 +38,10 @@ def from_catalog(name: str) -> ModelShape:
 
 def from_config_file(path: Path) -> ModelShape:
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:  # at most one byte past the bound: never a huge file whole
+            config = loads(handle.read(MAX_JSON_BYTES + 1), f"--model {path}")
     except OSError as error:
         raise UsageError(f"--model {path}: cannot read it ({error.strerror})") from error
-    except (ValueError, UnicodeDecodeError) as error:
-        raise UsageError(f"--model {path}: not valid JSON ({error})") from error
     if not isinstance(config, dict):
         raise UsageError(f"--model {path}: a config.json holds one JSON object")
     name = config.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)

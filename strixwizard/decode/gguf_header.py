@@ -38,10 +38,18 @@ QUANT_SIZES = {
     27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2), 34: (256, 54), 35: (256, 66),
     39: (32, 17), 40: (64, 36), 41: (128, 18),
 }
-#: Bounds against a corrupt header (no real model comes near them).
+#: Bounds against a corrupt or hostile header (no real model comes near them): a 671B
+#: DeepSeek GGUF lists about 1,100 tensors and 50 keys; the largest vocabularies hold 256k
+#: strings and as many merges.
 MAX_COUNT = 1 << 24
+MAX_TENSORS = 1 << 17
 MAX_STRING = 1 << 24
 MAX_DIMS = 8
+#: Arrays inside arrays: real files nest none.
+MAX_ARRAY_DEPTH = 4
+#: Array elements walked one by one in the whole header, nested ones included (a bound per
+#: array let 2^28 empty arrays inside one array run for minutes).
+MAX_WALKED = 1 << 23
 
 
 class GgufError(ValueError):
@@ -66,6 +74,9 @@ class TensorInfo:
         if self.ggml_type not in QUANT_SIZES:
             raise GgufError(f"tensor {self.name}: unknown ggml type {self.ggml_type}")
         block, size = QUANT_SIZES[self.ggml_type]
+        if self.n_elements % block:  # ggml stores whole blocks: a 1-element Q2_K is no tensor
+            raise GgufError(f"tensor {self.name}: {self.n_elements} elements is not a whole "
+                            f"number of blocks of {block}")
         return self.n_elements * size // block
 
 
@@ -80,6 +91,12 @@ class _Cursor:
     def __init__(self, data: Any) -> None:
         self.data = data
         self.pos = 0
+        self.walked = 0  # array elements walked one by one so far (MAX_WALKED)
+
+    def _walk(self, count: int) -> None:
+        self.walked += count
+        if self.walked > MAX_WALKED:
+            raise GgufError(f"the header's arrays hold more than {MAX_WALKED} elements")
 
     def take(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
@@ -97,11 +114,17 @@ class _Cursor:
         self.pos += length
         return raw.decode("utf-8", errors="replace")
 
-    def skip_array(self) -> None:
+    def skip_array(self, depth: int = 1) -> None:
         kind, count = self.take("<I"), self.take("<Q")
         if count > MAX_COUNT * 16:
             raise GgufError(f"an array of {count} elements")
+        if depth > MAX_ARRAY_DEPTH:
+            raise GgufError(f"arrays nested more than {MAX_ARRAY_DEPTH} deep")
+        smallest = {STRING: 8, ARRAY: 12}.get(kind, 0)  # bytes an element takes at least
+        if smallest and count * smallest > len(self.data) - self.pos:
+            raise GgufError(f"an array of {count} elements runs past the end of the file")
         if kind == STRING:  # the vocabulary: the one hot loop of the reader
+            self._walk(count)
             data, pos, unpack = self.data, self.pos, U64.unpack_from
             try:
                 for _ in range(count):
@@ -110,8 +133,9 @@ class _Cursor:
                 raise GgufError("a string array runs past the end of the file") from error
             self.pos = pos
         elif kind == ARRAY:
+            self._walk(count)
             for _ in range(count):
-                self.skip_array()
+                self.skip_array(depth + 1)
         elif kind in SCALARS:
             self.pos += struct.calcsize(SCALARS[kind]) * count
         else:
@@ -151,7 +175,7 @@ def _parse(cur: _Cursor) -> GgufHeader:
     if version not in (2, 3):
         raise GgufError(f"GGUF version {version} (this reader knows 2 and 3, little-endian)")
     n_tensors, n_kv = cur.take("<Q"), cur.take("<Q")
-    if n_tensors > MAX_COUNT or n_kv > MAX_COUNT:
+    if n_tensors > MAX_TENSORS or n_kv > MAX_COUNT:
         raise GgufError(f"implausible counts ({n_tensors} tensors, {n_kv} keys)")
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):

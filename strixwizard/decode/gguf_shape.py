@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.decode.gguf_header import GgufError, GgufHeader, read_header
-from strixwizard.decode.shapes import ModelShape
+from strixwizard.decode.shapes import EXPERTS, HIDDEN, LAYERS, ModelShape
 from strixwizard.errors import UsageError
+from strixwizard.readback import Range, integer
 
 ACTIVATION_BYTES = 2
 
@@ -34,13 +35,14 @@ def _value(reader: GgufHeader, key: str) -> Any:
     return reader.metadata.get(key)
 
 
-def _count(reader: GgufHeader, path: Path, key: str, required: bool = True) -> int:
+def _count(reader: GgufHeader, path: Path, key: str, bounds: Range, required: bool = True) -> int:
+    """A count the metadata gives, in the same range as the matching `advise` flag."""
     value = _value(reader, key)
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    if required:
-        raise UsageError(f"--model {path}: the GGUF metadata has no {key} (a positive integer)")
-    return 0
+    if value is None and not required:
+        return 0
+    if value is None:
+        raise UsageError(f"--model {path}: the GGUF metadata has no {key} ({bounds.text()})")
+    return integer(value, f"--model {path}: the GGUF metadata's {key}", bounds)
 
 
 def shape_from_gguf(path: Path) -> ModelShape:
@@ -48,10 +50,10 @@ def shape_from_gguf(path: Path) -> ModelShape:
     arch = _value(reader, "general.architecture")
     if not isinstance(arch, str) or not arch:
         raise UsageError(f"--model {path}: the GGUF metadata has no general.architecture")
-    layers = _count(reader, path, f"{arch}.block_count")
-    hidden = _count(reader, path, f"{arch}.embedding_length")
-    experts = _count(reader, path, f"{arch}.expert_count", required=False)
-    used = _count(reader, path, f"{arch}.expert_used_count", required=False) if experts else 0
+    layers = _count(reader, path, f"{arch}.block_count", LAYERS)
+    hidden = _count(reader, path, f"{arch}.embedding_length", HIDDEN)
+    experts = _count(reader, path, f"{arch}.expert_count", EXPERTS, required=False)
+    used = _count(reader, path, f"{arch}.expert_used_count", EXPERTS, required=False) if experts else 0
     if experts and not 0 < used <= experts:
         raise UsageError(f"--model {path}: {arch}.expert_used_count must be between 1 and {experts}")
     name = _value(reader, "general.name")
@@ -77,8 +79,8 @@ def shape_from_gguf(path: Path) -> ModelShape:
             continue
         head_seen = head_seen or tensor.name.startswith("output.")
         read_bytes += size
-    if total_params == 0:
-        raise UsageError(f"--model {path}: the GGUF file lists no tensors")
+    if total_params == 0 or total_bytes == 0:
+        raise UsageError(f"--model {path}: the GGUF file lists no tensors with weights")
     if embedding is not None:  # one row per token; the whole table when it is also the head
         rows = embedding[0] / hidden
         read_bytes += embedding[1] if not head_seen else embedding[1] / max(rows, 1.0)

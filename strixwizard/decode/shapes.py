@@ -20,6 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from strixwizard.errors import UsageError
+from strixwizard.readback import Range, ReadBackError, integer
+
+#: One range per shape figure, for the flag and for the file alike (`advise --layers` and a
+#: config.json's num_hidden_layers): wide enough for every published model, narrow enough that
+#: the arithmetic and the per-layer sets stay small.
+LAYERS = Range(1, 1000)
+HIDDEN = Range(64, 131072)
+HEADS = Range(1, 4096)
+HEAD_DIM = Range(1, 65536)
+VOCAB = Range(1, 1 << 24)
+INTERMEDIATE = Range(1, 1 << 22)
+EXPERTS = Range(0, 1 << 16)
+SHARED_EXPERTS = Range(0, 1024)
 
 DTYPE_BYTES = {"float32": 4, "float": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2,
                "bf16": 2, "fp16": 2, "float8_e4m3fn": 1, "fp8": 1}
@@ -64,18 +77,24 @@ class ModelShape:
             + self.expert_bytes_per_token * touched / k
 
 
-def _int(config: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
+def _int(config: Mapping[str, Any], *keys: str, bounds: Range, default: int | None = None) -> int:
+    """The first of `keys` the config gives (null counts as absent), a whole number in `bounds`."""
     for key in keys:
-        value = config.get(key)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int) and value >= 0:
-            return value
-        if isinstance(value, float) and value.is_integer() and value >= 0:
-            return int(value)
+        if config.get(key) is not None:
+            return integer(config[key], f"the config's {key}", bounds)
     if default is not None:
         return default
-    raise UsageError(f"the config has no {' / '.join(keys)} (a positive integer)")
+    raise UsageError(f"the config has no {' / '.join(keys)} (a whole number, {bounds.text()})")
+
+
+def _layer_numbers(config: Mapping[str, Any], layers: int) -> set[int]:
+    """`mlp_only_layers`: a list of layer numbers (Qwen MoE), each below `layers`."""
+    value = config.get("mlp_only_layers")
+    if value is None:
+        return set()
+    if not isinstance(value, list) or len(value) > layers:
+        raise ReadBackError(f"the config's mlp_only_layers: a list of at most {layers} layer numbers")
+    return {integer(item, "the config's mlp_only_layers item", Range(0, layers - 1)) for item in value}
 
 
 def dtype_bytes_of(config: Mapping[str, Any]) -> int:
@@ -109,36 +128,36 @@ def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> Mode
         config = {**config["text_config"]}
         if outer_dtype is not None:
             config.setdefault("torch_dtype", outer_dtype)
-    layers = _int(config, "num_hidden_layers", "n_layer", "num_layers")
-    hidden = _int(config, "hidden_size", "n_embd", "d_model")
-    if layers == 0 or hidden == 0:
-        raise UsageError("the config says 0 layers or a hidden size of 0")
-    heads = _int(config, "num_attention_heads", "n_head")
-    if heads == 0:
-        raise UsageError("the config says 0 attention heads")
-    kv_heads = _int(config, "num_key_value_heads", default=heads)
-    head_dim = _int(config, "head_dim", default=hidden // heads)
-    vocab = _int(config, "vocab_size")
-    dense_inter = _int(config, "intermediate_size", "ffn_dim", default=4 * hidden)
+    layers = _int(config, "num_hidden_layers", "n_layer", "num_layers", bounds=LAYERS)
+    hidden = _int(config, "hidden_size", "n_embd", "d_model", bounds=HIDDEN)
+    heads = _int(config, "num_attention_heads", "n_head", bounds=HEADS)
+    kv_heads = _int(config, "num_key_value_heads", bounds=HEADS, default=heads)
+    head_dim = _int(config, "head_dim", bounds=HEAD_DIM, default=max(hidden // heads, 1))
+    vocab = _int(config, "vocab_size", bounds=VOCAB)
+    dense_inter = _int(config, "intermediate_size", "ffn_dim", bounds=INTERMEDIATE, default=4 * hidden)
     dtype = dtype_bytes_of(config)
     expert_bytes, other_bytes = _weight_bytes(config, dtype)
 
     attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
-    experts = _int(config, "num_experts", "num_local_experts", "n_routed_experts", default=0)
+    experts = _int(config, "num_experts", "num_local_experts", "n_routed_experts", bounds=EXPERTS,
+                   default=0)
     per_token = _int(config, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
-                     "moe_topk", default=0)
+                     "moe_topk", bounds=EXPERTS, default=0)
     if experts and not 0 < per_token <= experts:
         raise UsageError(f"an MoE config with {experts} experts needs num_experts_per_tok "
                          f"between 1 and {experts}")
-    moe_inter = _int(config, "moe_intermediate_size", default=dense_inter)
-    shared = _int(config, "n_shared_experts", "num_shared_experts", default=0) * moe_inter
-    shared = _int(config, "shared_expert_intermediate_size", default=shared)
-    dense_layers = set(range(_int(config, "first_k_dense_replace", default=0))) if experts else set()
-    sparse_step = _int(config, "decoder_sparse_step", default=1) or 1
-    mlp_only = config.get("mlp_only_layers") or []
+    moe_inter = _int(config, "moe_intermediate_size", bounds=INTERMEDIATE, default=dense_inter)
+    shared = _int(config, "n_shared_experts", "num_shared_experts", bounds=SHARED_EXPERTS,
+                  default=0) * moe_inter
+    shared = _int(config, "shared_expert_intermediate_size", bounds=Range(0, 1 << 26), default=shared)
+    every_layer = Range(0, layers)
+    first_dense = _int(config, "first_k_dense_replace", bounds=every_layer, default=0)
+    dense_layers = set(range(first_dense)) if experts else set()
+    sparse_step = _int(config, "decoder_sparse_step", bounds=every_layer, default=1) or 1
+    mlp_only = _layer_numbers(config, layers)
     if experts:
         dense_layers |= {i for i in range(layers) if (i + 1) % sparse_step != 0}
-        dense_layers |= {i for i in mlp_only if isinstance(i, int)}
+        dense_layers |= mlp_only
     moe_layers = layers - len(dense_layers) if experts else 0
 
     dense_mlp = 3 * hidden * dense_inter
@@ -155,6 +174,8 @@ def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> Mode
     expert_active = moe_layers * per_token * expert_one
     read_other = other_total - (0 if tied else embedding)  # one embedding row is read, not the table
     expert_read_bytes = expert_active * expert_bytes
+    if read_other * other_bytes + expert_read_bytes <= 0:
+        raise UsageError("the config's weights come to 0 bytes a token reads")
     return ModelShape(
         name=name, layers=layers, hidden=hidden, dtype_bytes=dtype,
         total_params=float(other_total + expert_total),
