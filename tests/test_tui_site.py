@@ -119,3 +119,33 @@ async def test_the_site_form_answers_inside_the_form_never_under_a_toast(
         await pilot.pause()
         assert "open or create a site first" in str(screen.query_one("#create-said", Static).render())
         assert len(app._notifications) == 0
+
+
+@sync
+async def test_a_text_field_shows_its_way_out_and_escape_leaves_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a field the step's letters type into it; the footer then offers Escape (leave the
+    field, its text kept) and Ctrl+Q (quit), and after Escape the letters are keys again."""
+    from textual.widgets import Input
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        node = app.screen.query_one("#create-node", Input)
+        node.focus()
+        await pilot.pause()
+
+        def shown() -> set[str]:
+            return {b.binding.key for b in app.active_bindings.values() if b.binding.show}
+
+        assert {"escape", "ctrl+q"} <= shown() and "q" not in shown()
+        await pilot.press("q", "d")
+        assert node.value == "qd"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is None and node.value == "qd"
+        assert "q" in shown() and "escape" not in shown()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code is not None or not app.is_running

@@ -23,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from strixwizard.cli.terminal import visible
@@ -96,6 +97,10 @@ class WizardApp(App[int]):
         Binding("ctrl+t", "toggle_dark", "Light/dark", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
+        # In a text field the letters above type into it: these two keys are the way out,
+        # and the footer shows them only there (check_action).
+        Binding("escape", "leave_field", "Leave the field"),
+        Binding("ctrl+q", "quit_from_field", "Quit"),
     ]
 
     def __init__(self, site_file: Path | None = None, demo: bool = False,
@@ -279,6 +284,8 @@ class WizardApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """No "Next" on the last step and no "Back" on the first: the footer offers only a
         key that goes somewhere."""
+        if action in ("leave_field", "quit_from_field"):
+            return isinstance(self.focused, Input)
         step = self.session.state.step
         if action == "next_step":
             return step != STEPS[-1].id
@@ -366,6 +373,14 @@ class WizardApp(App[int]):
         """The Test step, then its soak dialog (as s there opens it)."""
         self.action_goto("test")
         self.call_after_refresh(lambda: self.screen.run_action("soak"))
+
+    def action_leave_field(self) -> None:
+        """Out of the text field, so the step's keys work again (the field keeps its text)."""
+        self.set_focus(None)
+        self.refresh_bindings()
+
+    async def action_quit_from_field(self) -> None:
+        await self.action_quit()
 
     async def action_quit(self) -> None:
         self._cancel_tests()  # stop the programs of a running test before leaving
