@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard import __version__
+from strixwizard.cli import shell
 from strixwizard.cli.options import add_site_options, add_soft_rdma_option, node_printer
 from strixwizard.errors import UsageError, os_error_line
 from strixwizard.services.common import node_progress
@@ -196,7 +197,8 @@ def _add_advise(commands: Any) -> None:
 _COMMANDS: dict[str, Callable[[Any], None]] = {
     "doctor": _add_doctor, "capture": _add_capture, "init": _add_init, "explain": _add_explain,
     "fix": _add_fix, "deploy": _add_deploy, "test": _add_test, "history": _add_history,
-    "advise": _add_advise,
+    "advise": _add_advise, "help": shell.add_help, "completion": shell.add_completion,
+    "man": shell.add_man,
 }
 
 
@@ -566,6 +568,7 @@ def _on_this_machine_only(args: argparse.Namespace) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    shell.complete_if_asked(_parser)
     parser = _parser(words[0] if words and words[0] in _COMMANDS else None)
     _check_command_line(parser, words)
     args, unknown = parser.parse_known_args(words)
@@ -575,7 +578,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = bool(getattr(args, "json", False))
     handlers = {"doctor": cmd_doctor, "capture": cmd_capture, "init": cmd_init, "fix": cmd_fix,
                 "deploy": cmd_deploy, "test": cmd_test, "explain": cmd_explain,
-                "history": cmd_history, "advise": cmd_advise}
+                "history": cmd_history, "advise": cmd_advise,
+                "help": lambda args: shell.run_help(_parser(), args.topic),
+                "completion": lambda args: shell.run_completion(args.shell),
+                "man": lambda args: shell.run_man(_parser(), args.topic)}
     if args.command is None:
         return _wizard(parser, args)
     if (note := _on_this_machine_only(args)) is not None:
