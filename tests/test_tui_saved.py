@@ -148,3 +148,17 @@ async def test_the_theme_is_remembered_privately(state_home: Path) -> None:
     async with again.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert again.theme == "textual-light"
+
+
+@pytest.mark.parametrize("text", [
+    '{"format": "strixwizard-wizard-state/1", "step": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    '{"format": "strixwizard-wizard-state/1", "step": "links", "saved_at": NaN}',
+    "x" * (2 << 20),
+    "[1, 2]",
+])
+def test_a_hostile_progress_file_is_a_fresh_start_and_stays_on_disk(tmp_path: Path, text: str) -> None:
+    """Nested 100,000 deep it once raised RecursionError at every start of the wizard."""
+    path = tmp_path / ".strixwizard-state.json"
+    path.write_text(text, encoding="utf-8")
+    assert load_state(path) == WizardState()
+    assert path.read_text(encoding="utf-8") == text

@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from strixwizard.fixing.journal import write_durably
+from strixwizard.readback import ReadBackError, loads
 from strixwizard.tui.steps import BY_ID
 
 FORMAT = "strixwizard-wizard-state/1"
+#: The progress file holds a step, the steps visited and the reports' paths: a few hundred bytes.
+MAX_STATE_BYTES = 1 << 20
 STATE_FILE_NAME = ".strixwizard-state.json"
 
 
@@ -96,9 +99,13 @@ class WizardState:
 
 
 def load_state(path: Path) -> WizardState:
+    """The saved progress; a file that breaks the read-back rule (`strixwizard/readback.py`:
+    too big, nested too deep, not JSON) is a fresh start, as a missing one is, and stays on
+    disk until the next save replaces it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with path.open("rb") as handle:
+            data = loads(handle.read(MAX_STATE_BYTES + 1), str(path), max_bytes=MAX_STATE_BYTES)
+    except (OSError, ReadBackError):
         return WizardState()
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return WizardState()
@@ -135,8 +142,9 @@ THEMES = ("textual-dark", "textual-light")
 def load_theme(default: str = THEMES[0]) -> str:
     """The theme the user chose last (`$XDG_STATE_HOME/strixwizard/wizard-preferences.json`)."""
     try:
-        data = json.loads((user_state_dir() / PREFERENCES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with (user_state_dir() / PREFERENCES_FILE).open("rb") as handle:
+            data = loads(handle.read(MAX_STATE_BYTES + 1), PREFERENCES_FILE, max_bytes=MAX_STATE_BYTES)
+    except (OSError, ReadBackError):
         return default
     theme = data.get("theme") if isinstance(data, dict) else None
     return theme if theme in THEMES else default
