@@ -21,6 +21,7 @@ from tests.support.cli import CliResult
 from tests.support.scenarios import SCENARIOS, capture
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
+ROOT = Path(__file__).resolve().parents[1]
 REGENERATE = os.environ.get("STRIXWIZARD_REGEN_GOLDEN") == "1"
 
 #: Commands on the demo whose output is the same on every machine (no clock, no live measure).
@@ -43,8 +44,9 @@ _VOLATILE = re.compile(r'"generated_at": "[^"]*"')
 
 
 def _stable(text: str, tmp: Path | None = None) -> str:
-    """The output without what differs between runs: the time it was made, the test's folder."""
-    text = _VOLATILE.sub('"generated_at": "-"', text)
+    """The output without what differs between runs and clones: the time it was made, the
+    test's folder, the checkout's own folder (the demo's snapshots are inside it)."""
+    text = _VOLATILE.sub('"generated_at": "-"', text).replace(str(ROOT), "<CHECKOUT>")
     return text.replace(str(tmp), "<SNAPSHOTS>") if tmp is not None else text
 
 
