@@ -26,6 +26,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                        help="a Hugging Face config.json, a GGUF file, or a catalog name "
                        "(Llama-3.1-8B, Llama-3.1-70B, Qwen3-30B-A3B, Qwen3-235B-A22B, gpt-oss-120b, "
                        "GLM-4.5-Air); or give --layers, --hidden and --weight-gib instead")
+    model.add_argument("--quant", metavar="Q",
+                       help="with a catalog --model: its llama.cpp GGUF quantization (Q4_K_M, Q3_K_M, "
+                       "Q8_0, MXFP4 for gpt-oss …): the bytes a token reads follow that file's tensor "
+                       "types; without it a catalog model is taken at its checkpoint's precision (said)")
     model.add_argument("--layers", type=int, metavar="N", help="transformer layers (block count)")
     model.add_argument("--hidden", type=int, metavar="N", help="hidden size (embedding length)")
     model.add_argument("--weight-gib", type=float, metavar="GIB",
@@ -91,12 +95,14 @@ def _shape(args: argparse.Namespace) -> Any:
 
         if args.layers is not None or args.hidden is not None:
             raise UsageError("give either --model or --layers/--hidden, not both")
-        shape = resolve(args.model)
+        shape = resolve(args.model, args.quant)
         if weight is not None:
             if not 1e6 <= weight <= 1e14:
                 raise UsageError("--weight-gib: give the weights' size, 0.001 to 90000 GiB")
             shape = with_weight_bytes(shape, weight)
         return shape
+    if args.quant is not None:
+        raise UsageError("--quant names a quantization of a catalog --model")
     if args.layers is None or args.hidden is None or weight is None:
         raise UsageError("give --model NAME|config.json|file.gguf, or the shape: --layers, --hidden "
                          "and --weight-gib (and --active-fraction for MoE)")
@@ -183,9 +189,11 @@ def run(args: argparse.Namespace) -> int:
     counts = node_counts(args.nodes)
     shape = _shape(args)
     notes: tuple[str, ...] = ()
-    if args.model is not None and args.weight_gib is None and not str(args.model).lower().endswith(".gguf"):
-        notes = (f"weights at the checkpoint's own precision ({shape.weight_bytes_total / 2**30:.0f} GiB); "
-                 "for a GGUF quantization pass its file size with --weight-gib",)
+    if args.model is not None and args.weight_gib is None and args.quant is None \
+            and not str(args.model).lower().endswith(".gguf"):
+        notes = (f"precision assumed: {shape.precision or 'the checkpoint'}, "
+                 f"{shape.weight_bytes_total / 2**30:.0f} GiB; for a llama.cpp file pass --quant "
+                 "(a catalog model) or the .gguf itself as --model",)
     if args.history is not None:
         links, note, calibrated = _history_links(args, shape)
         links += _links(args) if (args.link or args.rtt_us is not None) else []
@@ -224,6 +232,7 @@ def advice_lines(body: dict[str, Any]) -> list[str]:
     lines = [f"Model: {safe(model['name'])} ({model['layers']} layers, hidden {model['hidden']}, "
              f"{model['weight_bytes_total'] / 2**30:.1f} GiB, {model['weight_bytes_per_token'] / 1e9:.2f} GB "
              f"read per token{', MoE' if model['moe'] else ''})",
+             f"Precision: {safe(model['precision'])}",
              f"  {'split':<8} {'nodes':>5}  {'interconnect':<14} {'transport':<9} {'tok/s':>8} "
              f"{'t_comp ms':>10} {'t_comm ms':>10}  fits"]
     for p in body["predictions"]:

@@ -386,6 +386,9 @@ def with_weight_bytes(shape: ModelShape, total_bytes: float) -> ModelShape:
     """The same model at another quantization: the bytes read scale with the file."""
     ratio = total_bytes / shape.weight_bytes_total
     return replace(shape, weight_bytes_total=total_bytes,
+                   precision=f"{shape.precision or 'the model'} scaled to {total_bytes / 2**30:g} GiB "
+                             "(--weight-gib)",
+                   shared_bytes_per_token=shape.shared_bytes_per_token * ratio,
                    weight_bytes_per_token=shape.weight_bytes_per_token * ratio,
                    expert_bytes_per_token=shape.expert_bytes_per_token * ratio)
 
@@ -428,7 +431,10 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
         "model": {"name": shape.name, "layers": shape.layers, "hidden": shape.hidden,
                   "weight_bytes_total": round(shape.weight_bytes_total),
                   "weight_bytes_per_token": round(shape.weight_bytes_per_token),
-                  "moe": shape.moe, "source": shape.source},
+                  "moe": shape.moe, "source": shape.source,
+                  "precision": shape.precision or "as given (--weight-gib)",
+                  "expert_bytes_per_token": round(shape.expert_bytes_per_token),
+                  "shared_bytes_per_token": round(shape.shared_bytes_per_token)},
         "mem_bandwidth_gbps": inputs.bandwidth_gbps,
         "measured_tok_s": inputs.measured_tok_s,
         "nodes": sorted(set(node_counts)),

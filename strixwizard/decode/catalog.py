@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from strixwizard.decode.shapes import ModelShape, shape_from_config
+from strixwizard.decode.quants import Quant
+from strixwizard.decode.shapes import ModelShape, config_layout, shape_from_config
 from strixwizard.errors import UsageError
 from strixwizard.readback import MAX_JSON_BYTES, loads
 
@@ -26,14 +27,46 @@ def names() -> list[str]:
     return [str(entry["name"]) for entry in catalog()]
 
 
-def from_catalog(name: str) -> ModelShape:
+SHAPE_FLAGS = "or give the shape: --layers, --hidden, --weight-gib (and --active-fraction for MoE)"
+
+
+def entry_of(name: str) -> dict[str, Any]:
     wanted = name.lower()
     for entry in catalog():
         if str(entry["name"]).lower() == wanted:
-            return shape_from_config(entry["config"], str(entry["name"]),
-                                     f"config.json of {entry['source']}")
+            return entry
     raise UsageError(f"--model {name}: no such file, and not a model of the catalog "
-                     f"({', '.join(names())}); pass a config.json or a .gguf file")
+                     f"({', '.join(names())}); pass a config.json or a .gguf file, {SHAPE_FLAGS}")
+
+
+def quants_of(entry: dict[str, Any]) -> list[Quant]:
+    return [Quant.from_json(item) for item in entry.get("quants", [])]
+
+
+def from_catalog(name: str, quant: str | None = None) -> ModelShape:
+    """A catalog model at its checkpoint's precision, or as the llama.cpp quantization
+    `quant` (its tensor table built the way llama-quantize types each tensor)."""
+    entry = entry_of(name)
+    model = str(entry["name"])
+    if quant is None:
+        return shape_from_config(entry["config"], model, f"config.json of {entry['source']}")
+    offered = {q.name.lower(): q for q in quants_of(entry)}
+    chosen = offered.get(quant.lower())
+    if chosen is None:
+        raise UsageError(f"--quant {quant}: not a quantization the catalog has for {model} "
+                         f"({', '.join(q.name for q in quants_of(entry)) or 'none'}); for another "
+                         "file pass it with --model file.gguf")
+    from strixwizard.decode.gguf_shape import shape_from_tensors
+    from strixwizard.decode.quants import SOURCE, metadata, tensor_table
+
+    layout = config_layout(entry["config"])
+    label = f"{model} {chosen.name}"
+    published = (f"; the published file is {chosen.file_gib:g} GiB ({chosen.source})"
+                 if chosen.file_gib is not None else "")
+    return shape_from_tensors(metadata(str(entry["gguf_arch"]), label, layout),
+                              tensor_table(layout, chosen.name), Path(model), label,
+                              f"config.json of {entry['source']}, as llama.cpp's {chosen.name} "
+                              f"tensor types ({SOURCE}){published}")
 
 
 def from_config_file(path: Path) -> ModelShape:
@@ -51,15 +84,20 @@ def from_config_file(path: Path) -> ModelShape:
         raise UsageError(f"--model {path}: {error}") from error
 
 
-def resolve(model: str) -> ModelShape:
-    """The shape a `--model` value names (UsageError: missing file, bad JSON, unknown name)."""
+def resolve(model: str, quant: str | None = None) -> ModelShape:
+    """The shape a `--model` value names (UsageError: missing file, bad JSON, unknown name);
+    `quant`: a catalog model's llama.cpp quantization (a file already has its own)."""
     path = Path(model)
+    is_file = path.suffix.lower() in (".gguf", ".json") or path.is_file()
+    if quant is not None and is_file:
+        raise UsageError(f"--quant {quant}: only for a catalog model; {model} is a file "
+                         "(a GGUF file carries its own tensor types)")
     if path.suffix.lower() == ".gguf":
         from strixwizard.decode.gguf_shape import shape_from_gguf
 
         return shape_from_gguf(path)
-    if path.suffix.lower() == ".json" or path.is_file():
+    if is_file:
         if not path.is_file():
             raise UsageError(f"--model {model}: no such file")
         return from_config_file(path)
-    return from_catalog(model)
+    return from_catalog(model, quant)

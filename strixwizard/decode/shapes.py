@@ -56,6 +56,9 @@ class ModelShape:
     experts: int = 0  # routed experts per MoE layer (0: dense)
     experts_per_token: int = 0
     expert_bytes_per_token: float = 0.0  # the routed-expert part of weight_bytes_per_token
+    #: what the weights are stored as: "BF16 (the checkpoint's dtype)", "Q4_K 70%, Q6_K 28%, …"
+    precision: str = ""
+    shared_bytes_per_token: float = 0.0  # the shared-expert part (read by every token)
 
     @property
     def moe(self) -> bool:
@@ -121,13 +124,46 @@ def _weight_bytes(config: Mapping[str, Any], dtype_bytes: int) -> tuple[float, f
     return float(dtype_bytes), float(dtype_bytes)
 
 
-def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> ModelShape:
-    """The decode shape of a Hugging Face config.json (UsageError when keys are missing)."""
+@dataclass(frozen=True)
+class Layout:
+    """The architecture a config.json describes: what the parameter count and the GGUF
+    tensor table of a quantization (`decode.quants`) are built from."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    dense_inter: int
+    moe_inter: int
+    experts: int
+    per_token: int
+    shared_inter: int
+    dense_layers: frozenset[int]
+    tied: bool
+    dtype: int
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - len(self.dense_layers) if self.experts else 0
+
+    def is_moe_layer(self, layer: int) -> bool:
+        return bool(self.experts) and layer not in self.dense_layers
+
+
+def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     if "num_hidden_layers" not in config and isinstance(config.get("text_config"), Mapping):
         outer_dtype = config.get("torch_dtype", config.get("dtype"))
         config = {**config["text_config"]}
         if outer_dtype is not None:
             config.setdefault("torch_dtype", outer_dtype)
+    return config
+
+
+def config_layout(config: Mapping[str, Any]) -> Layout:
+    """The architecture of a Hugging Face config.json (UsageError when keys are missing)."""
+    config = _text_config(config)
     layers = _int(config, "num_hidden_layers", "n_layer", "num_layers", bounds=LAYERS)
     hidden = _int(config, "hidden_size", "n_embd", "d_model", bounds=HIDDEN)
     heads = _int(config, "num_attention_heads", "n_head", bounds=HEADS)
@@ -135,10 +171,6 @@ def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> Mode
     head_dim = _int(config, "head_dim", bounds=HEAD_DIM, default=max(hidden // heads, 1))
     vocab = _int(config, "vocab_size", bounds=VOCAB)
     dense_inter = _int(config, "intermediate_size", "ffn_dim", bounds=INTERMEDIATE, default=4 * hidden)
-    dtype = dtype_bytes_of(config)
-    expert_bytes, other_bytes = _weight_bytes(config, dtype)
-
-    attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
     experts = _int(config, "num_experts", "num_local_experts", "n_routed_experts", bounds=EXPERTS,
                    default=0)
     per_token = _int(config, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
@@ -158,30 +190,52 @@ def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> Mode
     if experts:
         dense_layers |= {i for i in range(layers) if (i + 1) % sparse_step != 0}
         dense_layers |= mlp_only
-    moe_layers = layers - len(dense_layers) if experts else 0
+    return Layout(layers, hidden, heads, kv_heads, head_dim, vocab, dense_inter, moe_inter, experts,
+                  per_token if experts else 0, shared, frozenset(dense_layers),
+                  bool(config.get("tie_word_embeddings", False)), dtype_bytes_of(config))
 
-    dense_mlp = 3 * hidden * dense_inter
-    expert_one = 3 * hidden * moe_inter
-    shared_mlp = 3 * hidden * shared
+
+def _precision(config: Mapping[str, Any], dtype: int) -> str:
+    name = {4: "F32", 2: "BF16/F16", 1: "FP8"}[dtype]
+    quant = config.get("quantization_config")
+    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, Mapping) else ""
+    if method == "mxfp4":
+        return f"MXFP4 experts, {name} the rest (the checkpoint's own precision)"
+    if method:
+        return f"{method} (the checkpoint's quantization_config)"
+    return f"{name} (the checkpoint's torch_dtype; not a GGUF quantization)"
+
+
+def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> ModelShape:
+    """The decode shape of a Hugging Face config.json (UsageError when keys are missing)."""
+    config = _text_config(config)
+    lay = config_layout(config)
+    layers, hidden, experts, per_token = lay.layers, lay.hidden, lay.experts, lay.per_token
+    expert_bytes, other_bytes = _weight_bytes(config, lay.dtype)
+    attention = hidden * lay.heads * lay.head_dim * 2 + hidden * lay.kv_heads * lay.head_dim * 2
+    moe_layers = lay.moe_layers
+    dense_mlp = 3 * hidden * lay.dense_inter
+    expert_one = 3 * hidden * lay.moe_inter
+    shared_mlp = 3 * hidden * lay.shared_inter
     router = hidden * experts
-    embedding = vocab * hidden
-    tied = bool(config.get("tie_word_embeddings", False))
-    head = 0 if tied else vocab * hidden
+    embedding = lay.vocab * hidden
+    head = 0 if lay.tied else lay.vocab * hidden
 
     other_total = layers * attention + (layers - moe_layers) * dense_mlp \
         + moe_layers * (shared_mlp + router) + embedding + head
     expert_total = moe_layers * experts * expert_one
     expert_active = moe_layers * per_token * expert_one
-    read_other = other_total - (0 if tied else embedding)  # one embedding row is read, not the table
+    read_other = other_total - (0 if lay.tied else embedding)  # one embedding row is read, not the table
     expert_read_bytes = expert_active * expert_bytes
     if read_other * other_bytes + expert_read_bytes <= 0:
         raise UsageError("the config's weights come to 0 bytes a token reads")
     return ModelShape(
-        name=name, layers=layers, hidden=hidden, dtype_bytes=dtype,
+        name=name, layers=layers, hidden=hidden, dtype_bytes=lay.dtype,
         total_params=float(other_total + expert_total),
         active_params=float(other_total + expert_active),
         weight_bytes_per_token=read_other * other_bytes + expert_read_bytes,
         weight_bytes_total=other_total * other_bytes + expert_total * expert_bytes,
-        source=source, experts=experts, experts_per_token=per_token if experts else 0,
-        expert_bytes_per_token=expert_read_bytes,
+        source=source, experts=experts, experts_per_token=per_token,
+        expert_bytes_per_token=expert_read_bytes, precision=_precision(config, lay.dtype),
+        shared_bytes_per_token=moe_layers * shared_mlp * other_bytes,
     )
