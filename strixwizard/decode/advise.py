@@ -52,10 +52,17 @@ NO_MMAP_BYTES = 100 * 2**30
 #: A/B: 7.99 - 0.13 - 0.02 (activations) = 7.84 ms over kernel TCP, 3.91 - 0.02 - 0.04 = 3.85 ms
 #: over user-space verbs (the split's synchronisation and the transport's own per-message work,
 #: which a faster wire does not remove).
-RPC_HOP_MS = {TCP: 7.84, RDMA: 3.85}
-RPC_HOP_SOURCE = ("the host cost of a pipeline hop, from wkljohn's -sm layer TCP/RDMA A/B "
-                  "(https://github.com/wkljohn/llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/"
-                  "RESULTS.md) less one wait and the activations")
+#: Refitted with lhl's 1 -> 2 -> 3 -> 4-node curve of gpt-oss-120b (33.50, 28.87, 23.02, 21.61
+#: tok/s over Ethernet, https://github.com/lhl/strix-halo-testing/blob/main/rpc-test/README.md)
+#: beside wkljohn's TCP row: least squares of (published - compute - waits x RTT - activations)
+#: per extra node over those 4 rows gives 5.72 ms over kernel TCP; 3.85 ms over verbs from
+#: wkljohn's RDMA row (`python benchmarks/advise_validation.py` prints each fit).
+RPC_HOP_MS = {TCP: 5.72, RDMA: 3.85}
+RPC_HOP_SOURCE = ("the host cost of a pipeline hop per extra node, fitted to lhl's 1-4 node "
+                  "gpt-oss-120b curve (https://github.com/lhl/strix-halo-testing/blob/main/rpc-test/"
+                  "README.md) and wkljohn's -sm layer TCP/RDMA A/B (https://github.com/wkljohn/"
+                  "llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/RESULTS.md), less the waits and "
+                  "the activations")
 #: Activations cross a boundary as f32 rows of `hidden` elements, there and back.
 ACTIVATION_BYTES = 4
 
@@ -74,24 +81,48 @@ TENSOR_SYNC_SOURCE = ("ggml/src/ggml-backend-meta.cpp, ggml_backend_meta_graph_c
 #: (3.30 tok/s with a 100 µs all-reduce): 21 % (wkljohn: "the plugin busy-spins").
 TENSOR_DISPATCH_MS = 1.53
 BUSY_POLL_STEAL = 0.21
+#: The dispatch per sync grows with the graph each piece carries: `-sm tensor` resends the
+#: graph before every sync point, measured at 8.5 KB + 33.3 KB x L + 20.6 KB x L^2 per token
+#: and server (benchmarks/rpc_roundtrips.py, 2-16 layers), so per sync point (2 L of them)
+#: 4.25 / L + 16.65 + 10.3 x L KB. TENSOR_DISPATCH_MS is the cost at 64 layers (wkljohn's
+#: model); other layer counts scale with those bytes. The graph's size does not depend on the
+#: hidden size, so the hidden size does not enter.
+TENSOR_REFERENCE_LAYERS = 64
+
+
+def graph_kb_per_sync(layers: int) -> float:
+    return 4.25 / layers + 16.65 + 10.3 * layers
+
+
+def tensor_dispatch_scale(layers: int) -> float:
+    """The per-sync dispatch of a `layers`-layer model relative to the fitted 64-layer one."""
+    return graph_kb_per_sync(layers) / graph_kb_per_sync(TENSOR_REFERENCE_LAYERS)
 TENSOR_SOURCE = ("fitted to wkljohn's -sm tensor TCP/RDMA A/B (https://github.com/wkljohn/"
                  "llama.cpp-strix-halo-RCCL-RDMA/blob/main/odinlink/RESULTS.md)")
 
-#: MoE in llama.cpp reaches less of the bandwidth than a dense model (routing, per-expert small
-#: GEMVs, launches): published / predicted on one node is 0.75 (Qwen3-30B-A3B), 0.84
-#: (Qwen3-235B-A22B) and 0.70 (gpt-oss-120b) in visorcraft's table: their mean, 0.77.
-MOE_EFFICIENCY = 0.77
-MOE_SOURCE = ("fitted: mean of published/predicted of visorcraft's three single-node MoE rows "
+#: A per-token cost that does not shrink with the weights (kernel launches, sampling, and for
+#: MoE routing and per-expert small GEMVs). MoE, per layer: least squares over visorcraft's
+#: Qwen3-30B-A3B Q4_K_M and Qwen3-235B-A22B Q3_K_M one-node rows, with the bytes a token reads
+#: from the quant's tensor types (`--quant`): 0.072 ms per layer (3.5 ms on 48 layers, 6.8 on
+#: 94). Dense, per token: what Geerling's Llama 3.2 3B and visorcraft's Llama 2 7B rows leave
+#: over their bandwidth bound, 1.88 and 1.91 ms: 1.90 ms (per layer it would not fit both).
+MOE_LAYER_MS = 0.072
+DENSE_TOKEN_MS = 1.90
+MOE_SOURCE = ("fitted per layer on visorcraft's Qwen3-30B-A3B and Qwen3-235B-A22B one-node rows "
               "(https://github.com/visorcraft/strix-halo-llm-perf)")
+DENSE_SOURCE = ("fitted on Geerling's Llama 3.2 3B (https://github.com/geerlingguy/"
+                "ai-benchmarks/issues/21) and visorcraft's Llama 2 7B one-node rows")
 #: vLLM on gfx1151 for one stream: 7.5 tok/s for gpt-oss-120b where llama.cpp gives 50, and
 #: 4 vs 30 for Qwen 3.6 (https://github.com/vllm-project/vllm/issues/34579): 0.13-0.15 of
-#: llama.cpp's speed. The factor applies to llama.cpp's predicted compute.
-VLLM_EFFICIENCY = 0.15
+#: llama.cpp's speed. The factor applies to llama.cpp's predicted compute of the checkpoint vLLM
+#: loads (gpt-oss-120b: MXFP4 experts, BF16 the rest): 7.5 tok/s over the predicted 38.2 = 0.196.
+VLLM_EFFICIENCY = 0.196
 VLLM_SOURCE = "published: vLLM single-stream 7.5 vs llama.cpp 50 tok/s (https://github.com/vllm-project/vllm/issues/34579)"
 
 ASSUMPTIONS_COMMON = (
     "one sequence (batch 1), short context: KV-cache reads left out",
-    "t_comp = weight bytes read per token / memory bandwidth (x efficiency); 124 GiB GPU pool per node",
+    "t_comp = weight bytes read per token / memory bandwidth + a fitted fixed cost per token; 124 GiB "
+    "GPU pool per node",
 )
 
 
@@ -182,6 +213,25 @@ class Advice:
 
 
 @dataclass(frozen=True)
+class Costs:
+    """The fitted constants (each fit: `python benchmarks/advise_validation.py`)."""
+
+    dense_token_ms: float = DENSE_TOKEN_MS
+    moe_layer_ms: float = MOE_LAYER_MS
+    hop_tcp_ms: float = RPC_HOP_MS[TCP]
+    hop_rdma_ms: float = RPC_HOP_MS[RDMA]
+    tensor_dispatch_ms: float = TENSOR_DISPATCH_MS
+    busy_poll_steal: float = BUSY_POLL_STEAL
+    vllm_efficiency: float = VLLM_EFFICIENCY
+
+    def hop_ms(self, transport: str) -> float:
+        return self.hop_rdma_ms if transport == RDMA else self.hop_tcp_ms
+
+
+COSTS = Costs()
+
+
+@dataclass(frozen=True)
 class Inputs:
     """What a prediction needs besides the split: the shape, the bandwidth, and optionally a
     measured single-node speed that replaces the bandwidth estimate of the compute."""
@@ -201,23 +251,30 @@ class Inputs:
     def round_trips(self) -> int:
         return self.build.waits if self.rpc_round_trips is None else self.rpc_round_trips
 
+    costs: Costs = field(default_factory=lambda: COSTS)
+
     @property
-    def efficiency(self) -> float:
-        return MOE_EFFICIENCY if self.shape.moe else 1.0
+    def fixed_ms(self) -> float:
+        """The per-token cost that does not scale with the bytes read."""
+        if self.shape.moe:
+            return self.costs.moe_layer_ms * self.shape.layers
+        return self.costs.dense_token_ms
 
     def single_ms(self) -> float:
-        """llama.cpp's time per token on one node, measured or estimated."""
+        """llama.cpp's time per token on one node, measured or estimated: the bytes a token
+        reads over the bandwidth, plus the per-layer cost that does not scale with them."""
         if self.measured_tok_s:
             return 1e3 / self.measured_tok_s
         bound = self.shape.weight_bytes_per_token / (self.bandwidth_gbps * 1e9) * 1e3
-        return bound / self.efficiency
+        return bound + self.fixed_ms
 
     def compute_assumption(self) -> str:
         if self.measured_tok_s:
             return f"compute from the measured single-node speed, {self.measured_tok_s:g} tok/s"
-        if self.shape.moe:
-            return (f"MoE: {MOE_EFFICIENCY:g} of the bandwidth bound ({MOE_SOURCE})")
-        return f"dense: the bandwidth bound at {self.bandwidth_gbps:g} GB/s"
+        kind, source = ("MoE", MOE_SOURCE) if self.shape.moe else ("dense", DENSE_SOURCE)
+        per = (f"{self.costs.moe_layer_ms:g} ms per layer" if self.shape.moe else
+               f"{self.costs.dense_token_ms:g} ms per token")
+        return f"{kind}: the bandwidth bound at {self.bandwidth_gbps:g} GB/s + {per} ({source})"
 
 
 def fits(shape: ModelShape, nodes: int) -> bool:
@@ -234,10 +291,10 @@ def predict_single(inputs: Inputs) -> Advice:
                   (*ASSUMPTIONS_COMMON, inputs.compute_assumption()))
 
 
-def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = 1) -> float:
+def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = 1, costs: Costs = COSTS) -> float:
     """llama.cpp RPC's cost per token for one remote node of a layer split."""
     wire = 2 * shape.hidden * ACTIVATION_BYTES * 8 / (link.gbps * 1e9) * 1e3
-    return RPC_HOP_MS[RDMA if link.transport == RDMA else TCP] + round_trips * link.rtt_us / 1e3 + wire
+    return costs.hop_ms(link.transport) + round_trips * link.rtt_us / 1e3 + wire
 
 
 def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
@@ -247,8 +304,8 @@ def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
     which = (f"{trips} wait(s) (--rpc-round-trips)" if inputs.rpc_round_trips is not None else
              f"{trips} wait(s) ({build.basis} for llama.cpp RPC protocol {build.protocol}, --rpc-build "
              f"{build.key})")
-    hop = RPC_HOP_MS[RDMA if link.transport == RDMA else TCP]
-    t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link, trips)
+    hop = inputs.costs.hop_ms(link.transport)
+    t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link, trips, inputs.costs)
     return Advice(LAYER, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
                   fits(inputs.shape, nodes), t_comm, t_comp,
                   (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
@@ -259,31 +316,33 @@ def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
 
 def predict_tensor(inputs: Inputs, nodes: int, link: Link) -> Advice:
     t_comp = inputs.single_ms() / nodes
-    syncs = TENSOR_SYNCS_PER_LAYER * inputs.shape.layers
-    dispatch = TENSOR_DISPATCH_MS * (nodes - 1) * (1 + (BUSY_POLL_STEAL if link.busy_poll else 0.0))
+    costs, layers = inputs.costs, inputs.shape.layers
+    syncs = TENSOR_SYNCS_PER_LAYER * layers
+    per_sync = costs.tensor_dispatch_ms * tensor_dispatch_scale(layers)
+    dispatch = per_sync * (nodes - 1) * (1 + (costs.busy_poll_steal if link.busy_poll else 0.0))
     allreduce = link.allreduce_us / 1e3 * _butterfly_steps(nodes)
     t_comm = syncs * (dispatch + allreduce)
-    poll = (f"; the transport busy-polls: +{BUSY_POLL_STEAL:.0%} on dispatch" if link.busy_poll else "")
+    poll = (f"; the transport busy-polls: +{costs.busy_poll_steal:.0%} on dispatch" if link.busy_poll else "")
     return Advice(TENSOR, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
                   fits(inputs.shape, nodes), t_comm, t_comp,
                   (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
                    f"{syncs} sync points per token ({TENSOR_SYNC_SOURCE})",
-                   f"per sync: {TENSOR_DISPATCH_MS:g} ms host dispatch per remote node{poll} + a "
+                   f"per sync: {per_sync:.2f} ms host dispatch per remote node ({TENSOR_DISPATCH_MS:g} ms "
+                   f"at {TENSOR_REFERENCE_LAYERS} layers, scaled with the graph resent per sync){poll} + a "
                    f"{link.allreduce_us:g} µs all-reduce x {_butterfly_steps(nodes)} butterfly step(s) "
                    f"({TENSOR_SOURCE})",
-                   "the dispatch floor is one figure, fitted on a 64-layer, hidden-5120 model with an "
-                   "in-graph RCCL all-reduce; mainline's host butterfly also resends a graph that grows "
-                   "with the square of the layers (measured: benchmarks/rpc_roundtrips.py), so other "
-                   "shapes are an extrapolation"))
+                   "the dispatch floor is fitted on one 64-layer model; its growth with the layers is "
+                   "the measured graph traffic (benchmarks/rpc_roundtrips.py), not yet checked on a "
+                   "published row of another layer count"))
 
 
 def predict_vllm(inputs: Inputs, nodes: int, link: Link | None) -> Advice:
-    t_comp = inputs.single_ms() / (VLLM_EFFICIENCY * nodes)
+    t_comp = inputs.single_ms() / (inputs.costs.vllm_efficiency * nodes)
     allreduce_us = link.allreduce_us * _butterfly_steps(nodes) if link is not None else 0.0
     t_comm = 2 * inputs.shape.layers * allreduce_us / 1e3 if nodes > 1 else 0.0
     transport = link.transport if link is not None and nodes > 1 else NONE
     notes = [*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
-             f"vLLM on gfx1151 reaches {VLLM_EFFICIENCY:g} of llama.cpp's single-stream speed "
+             f"vLLM on gfx1151 reaches {inputs.costs.vllm_efficiency:g} of llama.cpp's single-stream speed "
              f"({VLLM_SOURCE})"]
     if nodes > 1 and link is not None:
         notes.append(f"2 all-reduces per layer at {link.allreduce_us:g} µs (RCCL) x "
@@ -443,12 +502,14 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
         "recommendation": recommend(shape, predictions, links, inputs.round_trips),
         "constants": {
             "rpc_round_trips": inputs.round_trips, "rpc_build": inputs.build.to_json(),
-            "rpc_hop_ms": dict(RPC_HOP_MS),
-            "tensor_syncs_per_layer": TENSOR_SYNCS_PER_LAYER, "tensor_dispatch_ms": TENSOR_DISPATCH_MS,
-            "busy_poll_steal": BUSY_POLL_STEAL, "moe_efficiency": MOE_EFFICIENCY,
-            "vllm_efficiency": VLLM_EFFICIENCY,
+            "rpc_hop_ms": {TCP: inputs.costs.hop_tcp_ms, RDMA: inputs.costs.hop_rdma_ms},
+            "tensor_syncs_per_layer": TENSOR_SYNCS_PER_LAYER,
+            "tensor_dispatch_ms": inputs.costs.tensor_dispatch_ms,
+            "busy_poll_steal": inputs.costs.busy_poll_steal, "moe_layer_ms": inputs.costs.moe_layer_ms,
+            "dense_token_ms": inputs.costs.dense_token_ms,
+            "vllm_efficiency": inputs.costs.vllm_efficiency,
             "sources": [RPC_HOP_SOURCE, *inputs.build.sources, TENSOR_SYNC_SOURCE, TENSOR_SOURCE,
-                        MOE_SOURCE, VLLM_SOURCE]},
+                        MOE_SOURCE, DENSE_SOURCE, VLLM_SOURCE]},
         "notes": [*inputs.notes, *load_notes],
     }
 
