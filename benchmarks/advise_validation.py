@@ -17,6 +17,7 @@ A/B pairs with the sign the model gives each; the rows that name no model.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +46,7 @@ from strixwizard.decode.advise import (  # noqa: E402
     predict_vllm,
     tensor_dispatch_scale,
 )
+from strixwizard.decode.backends import ROCM_TIME_FACTOR, VULKAN  # noqa: E402
 from strixwizard.decode.bandwidth import MEASURED_GBPS  # noqa: E402
 from strixwizard.decode.catalog import from_catalog  # noqa: E402
 from strixwizard.decode.rpc_builds import CURRENT  # noqa: E402
@@ -110,7 +112,8 @@ class Row:
             assert rows is not None, self.id
             measured = float(rows[self.data["measured_from"]].data["tok_s"])
         inputs = Inputs(self.shape(), MEASURED_GBPS, measured,
-                        rpc_build=str(self.data.get("rpc_build", CURRENT)), costs=costs)
+                        rpc_build=str(self.data.get("rpc_build", CURRENT)), costs=costs,
+                        backend=str(self.data.get("backend", VULKAN)))
         nodes, split, link = int(self.data["nodes"]), self.data["split"], self.link(links)
         if split == SINGLE:
             return predict_single(inputs)
@@ -173,6 +176,53 @@ def fits(rows: Sequence[Row]) -> dict[str, tuple[float, list[str]]]:
     steal = (ms(rdma) - bare.t_comp_ms - bare.t_comm_ms) / (syncs * COSTS.tensor_dispatch_ms
                                                              * tensor_dispatch_scale(layers))
     out["busy_poll_steal"] = (steal, [rdma.id])
+    return out
+
+
+#: A backend pair whose published tok/s differ by less than this is a tie: no sign to check.
+TIE = 0.05
+
+
+def backend_pairs() -> list[dict[str, Any]]:
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    return list(data["backend_pairs"])
+
+
+def backend_fits(pairs: Sequence[dict[str, Any]]) -> dict[str, tuple[float, list[str]]]:
+    """ROCm's time over Vulkan's per kind: the geometric mean over the kind's fitted pairs."""
+    out: dict[str, tuple[float, list[str]]] = {}
+    for kind in ROCM_TIME_FACTOR:
+        use = [p for p in pairs if p["kind"] == kind and p["role"] == "fitted"]
+        logs = [math.log(float(p["vulkan_tok_s"]) / float(p["rocm_tok_s"])) for p in use]
+        out[kind] = (math.exp(sum(logs) / len(logs)), [str(p["id"]) for p in use])
+    return out
+
+
+def backend_markdown() -> list[str]:
+    pairs = backend_pairs()
+    out = ["| backend pair (same file, build, box) | kind | Vulkan | ROCm | published ROCm/Vulkan "
+           "| predicted | faster: published / predicted | role |",
+           "|---|---|---:|---:|---:|---:|---|---|"]
+    for p in pairs:
+        published = float(p["rocm_tok_s"]) / float(p["vulkan_tok_s"])
+        predicted = 1 / ROCM_TIME_FACTOR[p["kind"]]
+        tie = abs(published - 1) < TIE
+        pub_name = "tie" if tie else ("rocm" if published > 1 else "vulkan")
+        pre_name = "rocm" if predicted > 1 else "vulkan"
+        mark = "" if tie else (" ✓" if pub_name == pre_name else " ✗")
+        out.append(f"| {p['model']} ({p['file_gib']:g} GiB) | {p['kind']} | {p['vulkan_tok_s']:g} | "
+                   f"{p['rocm_tok_s']:g} | {published:.2f} | {predicted:.2f} | "
+                   f"{pub_name} / {pre_name}{mark} | {p['role']} |")
+    out.append("")
+    out.append("| backend constant | value in backends.py | fit | fitted on |")
+    out.append("|---|---:|---:|---|")
+    for kind, (value, ids) in backend_fits(pairs).items():
+        out.append(f"| ROCm time factor, {kind} | {ROCM_TIME_FACTOR[kind]:g} | {value:.4f} | "
+                   f"{', '.join(ids)} |")
+    out.append("")
+    out.append(f"Source of every pair: {pairs[0]['source']} (llama-bench tg128, each pair one build; "
+               "the data file names it); a pair within "
+               f"±{TIE:.0%} is a tie, and the sign of every other pair is checked.")
     return out
 
 
@@ -255,6 +305,8 @@ def markdown() -> str:
             same = (pub > 1) == (pre > 1)
             out.append(f"| {pair['question']}: {a.id} / {b.id} | {pub:.2f} | {pre:.2f} | "
                        f"{'✓' if same else '✗'} |")
+    out.append("")
+    out.extend(backend_markdown())
     unverifiable = [r for r in rows if not r.verifiable]
     if unverifiable:
         out.append("")

@@ -85,3 +85,20 @@ def test_the_readme_table_is_generated_from_the_data_file() -> None:
     module = _validation()
     assert module.readme_block(module.document_text()) == module.markdown(), \
         "README out of date: run python benchmarks/advise_validation.py --readme"
+
+
+def test_the_backend_factors_are_their_fits_and_every_clear_pair_has_the_right_sign() -> None:
+    from strixwizard.decode.backends import ROCM_TIME_FACTOR
+
+    module = _validation()
+    pairs = module.backend_pairs()
+    assert len(pairs) >= 9
+    assert sum(1 for p in pairs if p["role"] == "checked") >= 5
+    for kind, (value, ids) in module.backend_fits(pairs).items():
+        assert ids, kind
+        assert ROCM_TIME_FACTOR[kind] == pytest.approx(value, abs=0.0006), kind
+    for pair in pairs:
+        published = float(pair["rocm_tok_s"]) / float(pair["vulkan_tok_s"])
+        if abs(published - 1) < module.TIE:
+            continue
+        assert (published > 1) == (ROCM_TIME_FACTOR[pair["kind"]] < 1), pair["id"]

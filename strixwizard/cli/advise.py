@@ -60,6 +60,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     fabric.add_argument("--list-links", action="store_true", help="list the named interconnects and exit")
     advise.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
                         help="memory bandwidth per node in GB/s (default 212, measured on Strix Halo)")
+    advise.add_argument("--backend", default="vulkan", metavar="vulkan|rocm",
+                        help="the llama.cpp backend the nodes run (default vulkan, the constants' "
+                        "reference); the advice also names the faster one for this model")
     advise.add_argument("--measured-tok-s", type=float, metavar="TOK_S",
                         help="your measured single-node decode speed of this model (llama-bench tg): "
                         "used as the compute term instead of the bandwidth estimate")
@@ -211,7 +214,10 @@ def run(args: argparse.Namespace) -> int:
     trips = args.rpc_round_trips
     if trips is not None and not 0 <= trips <= 10000:
         raise UsageError("--rpc-round-trips: give 0 to 10000")
-    inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips)
+    from strixwizard.decode.backends import check
+
+    inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips,
+                    backend=check(args.backend))
     body = advice_document(inputs, counts, links)
     if args.json:
         emit(envelope(None, command="advise", **body))
@@ -249,6 +255,7 @@ def advice_lines(body: dict[str, Any]) -> list[str]:
     lines.append(f"Does RDMA help? {rec['rdma_reason']}")
     if rec.get("layer_vs_tensor"):
         lines.append(f"Layer or tensor? {rec['layer_vs_tensor']}")
+    lines.append(f"Which backend? {rec['backend_reason']} (predicted for --backend {body['backend']})")
     for note in body["notes"]:
         lines.append(f"note: {safe(note)}")
     lines.append("Assumptions (the fastest way's; every row's are in --json):")

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from strixwizard.decode.backends import SOURCE as BACKEND_SOURCE
+from strixwizard.decode.backends import VULKAN, faster, time_factor
+from strixwizard.decode.backends import kind as backend_kind
 from strixwizard.decode.rpc_builds import CURRENT, RpcBuild, rpc_build
 from strixwizard.decode.shapes import HIDDEN, LAYERS, ModelShape
 from strixwizard.errors import UsageError
@@ -252,6 +255,7 @@ class Inputs:
         return self.build.waits if self.rpc_round_trips is None else self.rpc_round_trips
 
     costs: Costs = field(default_factory=lambda: COSTS)
+    backend: str = VULKAN
 
     @property
     def fixed_ms(self) -> float:
@@ -266,7 +270,7 @@ class Inputs:
         if self.measured_tok_s:
             return 1e3 / self.measured_tok_s
         bound = self.shape.weight_bytes_per_token / (self.bandwidth_gbps * 1e9) * 1e3
-        return bound + self.fixed_ms
+        return (bound + self.fixed_ms) * time_factor(self.backend, self.shape)
 
     def compute_assumption(self) -> str:
         if self.measured_tok_s:
@@ -274,7 +278,10 @@ class Inputs:
         kind, source = ("MoE", MOE_SOURCE) if self.shape.moe else ("dense", DENSE_SOURCE)
         per = (f"{self.costs.moe_layer_ms:g} ms per layer" if self.shape.moe else
                f"{self.costs.dense_token_ms:g} ms per token")
-        return f"{kind}: the bandwidth bound at {self.bandwidth_gbps:g} GB/s + {per} ({source})"
+        backend = (f"; llama.cpp {self.backend}: x{time_factor(self.backend, self.shape):g} for a "
+                   f"{backend_kind(self.shape)} model ({BACKEND_SOURCE})" if self.backend != VULKAN else
+                   "; llama.cpp Vulkan (the constants' reference)")
+        return f"{kind}: the bandwidth bound at {self.bandwidth_gbps:g} GB/s + {per} ({source}){backend}"
 
 
 def fits(shape: ModelShape, nodes: int) -> bool:
@@ -405,7 +412,14 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
 
 def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link],
               trips: int = 1) -> dict[str, Any]:
-    """The fastest way that fits, why, and whether RDMA helps it."""
+    """The fastest way that fits, why, whether RDMA helps it, and the faster backend."""
+    out = _recommend(shape, predictions, links, trips)
+    name, _gain, why = faster(shape)
+    return {**out, "backend": name, "backend_reason": why}
+
+
+def _recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link],
+               trips: int = 1) -> dict[str, Any]:
     fitting = [p for p in predictions if p.fits]
     best = _best(fitting)
     single = next((p for p in predictions if p.split == SINGLE), None)
@@ -495,6 +509,7 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
                   "expert_bytes_per_token": round(shape.expert_bytes_per_token),
                   "shared_bytes_per_token": round(shape.shared_bytes_per_token)},
         "mem_bandwidth_gbps": inputs.bandwidth_gbps,
+        "backend": inputs.backend,
         "measured_tok_s": inputs.measured_tok_s,
         "nodes": sorted(set(node_counts)),
         "interconnects": [link.to_json() for link in links],
