@@ -57,6 +57,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                         "test history (default file ~/.local/state/strixwizard/history.sqlite)")
     fabric.add_argument("--site", type=Path, metavar="FILE",
                         help="with --history: only this site's runs")
+    fabric.add_argument("--nodes-spec", metavar="GIB[:GBPS],...",
+                        help="unequal nodes, in llama.cpp's device order: each node's memory free for "
+                        "weights in GiB and its memory bandwidth in GB/s (default --mem-bandwidth), e.g. "
+                        "100:212,60:212 or 110:212,120:540 (a Mac or GB10 is a node with other numbers); "
+                        "advises the -ts of a layer split that fits, and its speed")
+    fabric.add_argument("--tensor-split", metavar="A/B/...",
+                        help="with --nodes-spec: your own -ts, checked to fit and predicted")
     fabric.add_argument("--list-links", action="store_true", help="list the named interconnects and exit")
     advise.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
                         help="memory bandwidth per node in GB/s (default 212, measured on Strix Halo)")
@@ -171,6 +178,33 @@ def _links(args: argparse.Namespace) -> list[Any]:
     return resolve_links(args.link)
 
 
+def _ratios(text: str) -> list[float]:
+    from strixwizard.errors import UsageError
+
+    if "," in text:
+        raise UsageError(f"--tensor-split {text}: separate the shares with '/' (with a comma llama-bench "
+                         "runs each number as a separate test instead of one split)")
+    try:
+        return [float(part) for part in text.split("/")]
+    except ValueError as error:
+        raise UsageError(f"--tensor-split {text}: give shares such as 3/1") from error
+
+
+def _hetero(args: argparse.Namespace, inputs: Any, links: list[Any], bandwidth: float) -> Any:
+    from strixwizard.decode.advise import hetero_advice
+    from strixwizard.errors import UsageError
+
+    if args.nodes_spec is None:
+        if args.tensor_split is not None:
+            raise UsageError("--tensor-split needs --nodes-spec (each node's memory and bandwidth)")
+        return None
+    from strixwizard.decode.hetero import parse_spec
+
+    nodes = parse_spec(args.nodes_spec, bandwidth)
+    ratios = _ratios(args.tensor_split) if args.tensor_split is not None else None
+    return hetero_advice(inputs, nodes, links, ratios)
+
+
 def run(args: argparse.Namespace) -> int:
     from strixwizard.decode.advise import Inputs, advice_document, named_links
     from strixwizard.decode.bandwidth import mem_bandwidth
@@ -219,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips,
                     backend=check(args.backend))
     body = advice_document(inputs, counts, links)
+    body["heterogeneous"] = _hetero(args, inputs, links, bandwidth)
     if args.json:
         emit(envelope(None, command="advise", **body))
     else:
@@ -256,6 +291,16 @@ def advice_lines(body: dict[str, Any]) -> list[str]:
     if rec.get("layer_vs_tensor"):
         lines.append(f"Layer or tensor? {rec['layer_vs_tensor']}")
     lines.append(f"Which backend? {rec['backend_reason']} (predicted for --backend {body['backend']})")
+    hetero = body.get("heterogeneous")
+    if hetero is not None:
+        if hetero["tensor_split"] is None:
+            lines.append(f"Unequal nodes: nothing fits: {hetero['reason']}")
+        else:
+            over = f" over {safe(hetero['interconnect'])}" if hetero["interconnect"] else ""
+            where = (f"layer split on {hetero['used_nodes']} nodes" if hetero["used_nodes"] > 1 else
+                     "one node (the rest are not needed)")
+            lines.append(f"Unequal nodes: {where}{over}, "
+                         f"{hetero['tok_s']:.2f} tok/s: {hetero['reason']}")
     for note in body["notes"]:
         lines.append(f"note: {safe(note)}")
     lines.append("Assumptions (the fastest way's; every row's are in --json):")

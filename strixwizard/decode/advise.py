@@ -588,3 +588,45 @@ def advice_lines(advice: dict[str, Any]) -> list[str]:
     if rec.get("layer_vs_tensor"):
         lines.append(f"advice: {rec['layer_vs_tensor']} (llama.cpp; `strixwizard advise` for every way)")
     return lines
+
+
+def hetero_advice(inputs: Inputs, nodes: Sequence[Any], links: Sequence[Link],
+                  ratios: Sequence[float] | None = None) -> dict[str, Any]:
+    """A layer split over unequal nodes (`decode.hetero.NodeSpec`s in device order): the `-ts`
+    that fits and is fastest (or the one given, refused when it cannot fit), and its speed over
+    the best link."""
+    from strixwizard.decode.hetero import GIB, best_split, given_split, read_ms, ts_text
+
+    shape = inputs.shape
+    weights = shape.weight_bytes_total
+    held = given_split(weights, nodes, ratios) if ratios is not None else best_split(weights, nodes)
+    described = [{"memory_gib": round(n.memory_bytes / GIB, 2), "bandwidth_gbps": n.bandwidth_gbps}
+                 for n in nodes]
+    if held is None:
+        room = sum(n.memory_bytes for n in nodes) / GIB
+        return {"nodes": described, "tensor_split": None, "tok_s": None, "interconnect": None,
+                "reason": f"{weights / 2**30:.0f} GiB of weights do not fit the nodes' {room:.0f} GiB "
+                          "together"}
+    used = sum(1 for h in held if h > 0)
+    factor = time_factor(inputs.backend, shape)
+    t_comp = (read_ms(shape.weight_bytes_per_token, weights, held, nodes) + inputs.fixed_ms) * factor
+    options = [(t_comp + (used - 1) * rpc_ms_per_node(shape, link, inputs.round_trips, inputs.costs), link)
+               for link in links] if used > 1 else [(t_comp, None)]
+    total, link = min(options, key=lambda item: item[0])
+    for entry, h in zip(described, held, strict=True):
+        entry["weights_gib"] = round(h / GIB, 2)
+    fastest = max(n.bandwidth_gbps for n in nodes)
+    if ratios is not None:
+        why = "the split given (--tensor-split); every node holds its share"
+    elif len({n.bandwidth_gbps for n in nodes}) > 1:
+        why = (f"a pipeline reads each node's layers at that node's bandwidth, so the fastest nodes "
+               f"({fastest:g} GB/s) take as much as fits")
+    else:
+        why = "equal bandwidths: shares by memory, the most headroom left on each node for the KV cache"
+    if used < len(nodes):
+        why += f"; {len(nodes) - used} node(s) hold nothing and are left out (each extra node costs a hop)"
+    return {"nodes": described, "tensor_split": ts_text(held), "used_nodes": used,
+            "tok_s": round(1e3 / total, 3),
+            "interconnect": link.name if link is not None else None, "t_comp_ms": round(t_comp, 3),
+            "t_comm_ms": round(total - t_comp, 3),
+            "reason": f"-ts {ts_text(held)} (llama.cpp device order, as --nodes-spec lists them): {why}"}
