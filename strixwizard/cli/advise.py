@@ -73,6 +73,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     advise.add_argument("--measured-tok-s", type=float, metavar="TOK_S",
                         help="your measured single-node decode speed of this model (llama-bench tg): "
                         "used as the compute term instead of the bandwidth estimate")
+    advise.add_argument("--llama-bench", type=Path, metavar="FILE",
+                        help="your llama-bench run of this model on one node (its markdown table, "
+                        "-o json or -o jsonl): its tg row is the compute term; a failed run is refused "
+                        "with its cause")
     advise.add_argument("--rpc-build", default=None, metavar="KEY",
                         help="the llama.cpp RPC protocol the waits per token are taken for: proto-7 "
                         "(default, measured: 1), proto-3.5 (3.5.0-5.1.0: 1), proto-2 (2.0.0-3.0.0: 2), "
@@ -178,6 +182,28 @@ def _links(args: argparse.Namespace) -> list[Any]:
     return resolve_links(args.link)
 
 
+def _llama_bench(args: argparse.Namespace, shape: Any) -> tuple[str, ...]:
+    """--llama-bench FILE: its decode row becomes --measured-tok-s; what the advice says of it."""
+    if args.llama_bench is None:
+        return ()
+    from strixwizard.decode.llama_bench import read
+    from strixwizard.errors import UsageError
+
+    if args.measured_tok_s is not None:
+        raise UsageError("give either --llama-bench or --measured-tok-s")
+    run, row = read(args.llama_bench)
+    args.measured_tok_s = row.tok_s
+    spread = f" ± {row.stddev:g}" if row.stddev is not None else ""
+    built = f", build {run.build}" if run.build else ""
+    notes = [f"compute from llama-bench {args.llama_bench} ({run.layout}): {row.test} {row.tok_s:g}{spread} "
+             f"t/s, {row.model}, backend {row.backend}{built}"]
+    file_gib = shape.weight_bytes_total / 2**30
+    if row.size_gib is not None and abs(row.size_gib / file_gib - 1) > 0.03:
+        notes.append(f"the llama-bench run's file is {row.size_gib:.2f} GiB, the model advised "
+                     f"{file_gib:.2f} GiB: another quantization?")
+    return tuple(notes)
+
+
 def _ratios(text: str) -> list[float]:
     from strixwizard.errors import UsageError
 
@@ -225,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--measured-tok-s: give tokens/s between 0.01 and 100000")
     counts = node_counts(args.nodes)
     shape = _shape(args)
+    bench_note = _llama_bench(args, shape)
     notes: tuple[str, ...] = ()
     if args.model is not None and args.weight_gib is None and args.quant is None \
             and not str(args.model).lower().endswith(".gguf"):
@@ -250,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--rpc-round-trips: give 0 to 10000")
     from strixwizard.decode.backends import check
 
+    notes = (*notes, *bench_note)
     inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips,
                     backend=check(args.backend))
     body = advice_document(inputs, counts, links)
