@@ -226,6 +226,47 @@ def backend_markdown() -> list[str]:
     return out
 
 
+def mtp_rows() -> list[dict[str, Any]]:
+    return list(json.loads(DATA.read_text(encoding="utf-8"))["mtp_rows"])
+
+
+def mtp_fit(rows: Sequence[dict[str, Any]]) -> tuple[float, list[str]]:
+    """The draft's cost per step from the fitted MTP off/on pair: (1 + K A) x off / on - 1."""
+    fitted = [r for r in rows if r["role"] == "fitted"]
+    off = next(r for r in fitted if not r["mtp_tokens"])
+    on = next(r for r in fitted if r["mtp_tokens"])
+    tokens = 1 + int(on["mtp_tokens"]) * float(on["acceptance"])
+    return tokens * float(off["tok_s"]) / float(on["tok_s"]) - 1, [str(off["id"]), str(on["id"])]
+
+
+def mtp_checks(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
+    """Each checked MTP row predicted from the fitted MTP-on row by its tokens per step alone
+    (same step time): (row, predicted tok/s)."""
+    on = next(r for r in rows if r["role"] == "fitted" and r["mtp_tokens"])
+    base = float(on["tok_s"]) / (1 + int(on["mtp_tokens"]) * float(on["acceptance"]))
+    return [(r, base * (1 + int(r["mtp_tokens"]) * float(r["acceptance"])))
+            for r in rows if r["role"] == "checked"]
+
+
+def mtp_markdown() -> list[str]:
+    rows = mtp_rows()
+    value, ids = mtp_fit(rows)
+    out = ["| vLLM MTP row | MTP, acceptance | published | predicted | ratio | role |",
+           "|---|---|---:|---:|---:|---|"]
+    checks = {str(r["id"]): p for r, p in mtp_checks(rows)}
+    for r in rows:
+        mtp = f"{r['mtp_tokens']}, {float(r['acceptance']):.0%}" if r["mtp_tokens"] else "off"
+        predicted = checks.get(str(r["id"]))
+        shown = (f"{predicted:.2f} | {predicted / float(r['tok_s']):.2f}" if predicted is not None
+                 else "(fits the draft cost) | -")
+        out.append(f"| {r['id']} ({r['pin']} pin) | {mtp} | {float(r['tok_s']):g} | {shown} | {r['role']} |")
+    out.append("")
+    out.append(f"MTP draft cost per step: {COSTS.mtp_draft_cost:g} in advise.py, fit {value:.4f} on "
+               f"{', '.join(ids)}; the checked rows test the tokens-per-step term (1 + K x acceptance) at "
+               f"the fitted row's step time ({rows[0]['source']}).")
+    return out
+
+
 def load() -> tuple[list[Row], list[dict[str, Any]]]:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     return [Row(r) for r in data["rows"]], list(data.get("pairs", []))
@@ -307,6 +348,8 @@ def markdown() -> str:
                        f"{'✓' if same else '✗'} |")
     out.append("")
     out.extend(backend_markdown())
+    out.append("")
+    out.extend(mtp_markdown())
     unverifiable = [r for r in rows if not r.verifiable]
     if unverifiable:
         out.append("")

@@ -48,3 +48,15 @@ def test_the_text_names_the_faster_backend(capsys: pytest.CaptureFixture[str]) -
 def test_an_unmodelled_backend_exits_2(backend: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["advise", "--model", "Llama-3.1-8B", "--backend", backend]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_vllm_mtp_acceptance_is_an_input(capsys: pytest.CaptureFixture[str]) -> None:
+    def vllm(*argv: str) -> float:
+        body = _advise(capsys, "--model", "gpt-oss-120b", *argv)
+        return float(next(p["tok_s"] for p in body["predictions"] if p["split"] == "vllm-tp"))
+
+    off = vllm()
+    assert vllm("--mtp", "3", "--mtp-acceptance", "1") / off == pytest.approx(4 / 1.19, rel=0.01)
+    assert vllm("--mtp", "3", "--mtp-acceptance", "0") < off  # drafts that are never accepted cost
+    assert main(["advise", "--model", "gpt-oss-120b", "--mtp", "3"]) == 2
+    assert "--mtp-acceptance" in capsys.readouterr().err

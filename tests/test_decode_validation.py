@@ -102,3 +102,14 @@ def test_the_backend_factors_are_their_fits_and_every_clear_pair_has_the_right_s
         if abs(published - 1) < module.TIE:
             continue
         assert (published > 1) == (ROCM_TIME_FACTOR[pair["kind"]] < 1), pair["id"]
+
+
+def test_the_mtp_draft_cost_is_its_fit_and_the_checked_rows_hold() -> None:
+    module = _validation()
+    rows = module.mtp_rows()
+    value, ids = module.mtp_fit(rows)
+    assert len(ids) == 2 and COSTS.mtp_draft_cost == pytest.approx(value, abs=0.006)
+    checks = module.mtp_checks(rows)
+    assert len(checks) >= 3
+    for row, predicted in checks:
+        assert abs(predicted / float(row["tok_s"]) - 1) <= 0.25, row["id"]

@@ -73,6 +73,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     advise.add_argument("--measured-tok-s", type=float, metavar="TOK_S",
                         help="your measured single-node decode speed of this model (llama-bench tg): "
                         "used as the compute term instead of the bandwidth estimate")
+    advise.add_argument("--mtp", type=int, default=0, metavar="K",
+                        help="vLLM with multi-token prediction: K draft tokens per step (default 0: off)")
+    advise.add_argument("--mtp-acceptance", type=float, default=None, metavar="A",
+                        help="with --mtp: the share of draft tokens accepted, 0 to 1 (vLLM's spec-decode "
+                        "metrics print it)")
     advise.add_argument("--llama-bench", type=Path, metavar="FILE",
                         help="your llama-bench run of this model on one node (its markdown table, "
                         "-o json or -o jsonl): its tg row is the compute term; a failed run is refused "
@@ -204,6 +209,18 @@ def _llama_bench(args: argparse.Namespace, shape: Any) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def _mtp(args: argparse.Namespace) -> tuple[int, float]:
+    from strixwizard.errors import UsageError
+
+    if not 0 <= args.mtp <= 16:
+        raise UsageError("--mtp: give 0 to 16 draft tokens per step")
+    if args.mtp and args.mtp_acceptance is None:
+        raise UsageError("--mtp needs --mtp-acceptance (the share of draft tokens accepted, 0 to 1)")
+    if args.mtp_acceptance is not None and not (args.mtp and 0 <= args.mtp_acceptance <= 1):
+        raise UsageError("--mtp-acceptance: give 0 to 1, with --mtp K")
+    return args.mtp, args.mtp_acceptance or 0.0
+
+
 def _ratios(text: str) -> list[float]:
     from strixwizard.errors import UsageError
 
@@ -278,8 +295,9 @@ def run(args: argparse.Namespace) -> int:
     from strixwizard.decode.backends import check
 
     notes = (*notes, *bench_note)
+    mtp, acceptance = _mtp(args)
     inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips,
-                    backend=check(args.backend))
+                    backend=check(args.backend), mtp_tokens=mtp, mtp_acceptance=acceptance)
     body = advice_document(inputs, counts, links)
     body["heterogeneous"] = _hetero(args, inputs, links, bandwidth)
     if args.json:

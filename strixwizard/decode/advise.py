@@ -122,6 +122,15 @@ DENSE_SOURCE = ("fitted on Geerling's Llama 3.2 3B (https://github.com/geerlingg
 VLLM_EFFICIENCY = 0.196
 VLLM_SOURCE = "published: vLLM single-stream 7.5 vs llama.cpp 50 tok/s (https://github.com/vllm-project/vllm/issues/34579)"
 
+#: vLLM with multi-token prediction (MTP, K draft tokens per step, a share A of them accepted):
+#: 1 + K x A tokens per step, each step longer by the draft's cost. davidcanar's GLM-5.3-Flash
+#: TP=2 over USB4 (https://github.com/davidcanar/vllm-strix-halo, Sep-27 pin): MTP off 5.5
+#: tok/s, MTP=3 at 41 % acceptance 10.3 tok/s, so the draft adds (1 + 3 x 0.41) x 5.5 / 10.3
+#: - 1 = 0.19 of a step.
+MTP_DRAFT_COST = 0.19
+MTP_SOURCE = ("MTP: 1 + K x acceptance tokens per step; the draft's cost per step fitted on "
+              "davidcanar's GLM-5.3-Flash MTP on/off pair (https://github.com/davidcanar/vllm-strix-halo)")
+
 ASSUMPTIONS_COMMON = (
     "one sequence (batch 1), short context: KV-cache reads left out",
     "t_comp = weight bytes read per token / memory bandwidth + a fitted fixed cost per token; 124 GiB "
@@ -226,6 +235,7 @@ class Costs:
     tensor_dispatch_ms: float = TENSOR_DISPATCH_MS
     busy_poll_steal: float = BUSY_POLL_STEAL
     vllm_efficiency: float = VLLM_EFFICIENCY
+    mtp_draft_cost: float = MTP_DRAFT_COST
 
     def hop_ms(self, transport: str) -> float:
         return self.hop_rdma_ms if transport == RDMA else self.hop_tcp_ms
@@ -256,6 +266,8 @@ class Inputs:
 
     costs: Costs = field(default_factory=lambda: COSTS)
     backend: str = VULKAN
+    mtp_tokens: int = 0  # vLLM's draft tokens per step (0: no multi-token prediction)
+    mtp_acceptance: float = 0.0  # the share of them accepted
 
     @property
     def fixed_ms(self) -> float:
@@ -354,8 +366,15 @@ def predict_vllm(inputs: Inputs, nodes: int, link: Link | None) -> Advice:
     if nodes > 1 and link is not None:
         notes.append(f"2 all-reduces per layer at {link.allreduce_us:g} µs (RCCL) x "
                      f"{_butterfly_steps(nodes)} step(s)")
+    step, tokens = t_comp + t_comm, 1.0
+    if inputs.mtp_tokens:
+        tokens = 1 + inputs.mtp_tokens * inputs.mtp_acceptance
+        step *= 1 + inputs.costs.mtp_draft_cost
+        notes.append(f"MTP: {inputs.mtp_tokens} draft tokens, {inputs.mtp_acceptance:.0%} accepted: "
+                     f"{tokens:.2f} tokens per step, each step +{inputs.costs.mtp_draft_cost:.0%} "
+                     f"({MTP_SOURCE})")
     return Advice(VLLM, nodes, transport, link.name if link is not None and nodes > 1 else None,
-                  1e3 / (t_comp + t_comm), fits(inputs.shape, nodes), t_comm, t_comp, tuple(notes))
+                  1e3 * tokens / step, fits(inputs.shape, nodes), t_comm, t_comp, tuple(notes))
 
 
 def predict_all(inputs: Inputs, node_counts: Iterable[int], links: Sequence[Link]) -> list[Advice]:
@@ -523,6 +542,7 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
             "busy_poll_steal": inputs.costs.busy_poll_steal, "moe_layer_ms": inputs.costs.moe_layer_ms,
             "dense_token_ms": inputs.costs.dense_token_ms,
             "vllm_efficiency": inputs.costs.vllm_efficiency,
+            "mtp_draft_cost": inputs.costs.mtp_draft_cost,
             "sources": [RPC_HOP_SOURCE, *inputs.build.sources, TENSOR_SYNC_SOURCE, TENSOR_SOURCE,
                         MOE_SOURCE, DENSE_SOURCE, VLLM_SOURCE]},
         "notes": [*inputs.notes, *load_notes],
