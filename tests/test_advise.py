@@ -138,6 +138,7 @@ def test_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     jsonschema.validate(doc, SCHEMA)
     assert doc["model"]["layers"] == 32 and doc["model"]["hidden"] == 4096
     assert [p["interconnect"] for p in doc["predictions"] if p["nodes"] == 2] == ["e810-roce"] * 3
+    assert doc["model"]["name"] == str(path)  # a hand-written config names no model: not its folder's name
 
 
 def test_gguf_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,7 +77,9 @@ def from_config_file(path: Path) -> ModelShape:
         raise UsageError(f"--model {path}: cannot read it ({error.strerror})") from error
     if not isinstance(config, dict):
         raise UsageError(f"--model {path}: a config.json holds one JSON object")
-    name = config.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+    # A hand-written config.json names no model: the file as given names it (not its folder's
+    # name, which says nothing of the model in a folder such as /tmp or models/).
+    name = config.get("_name_or_path") or str(path)
     try:
         return shape_from_config(config, str(name), f"config.json {path}")
     except UsageError as error:
