@@ -1,4 +1,4 @@
-"""The plain CLI's one escaping function for text from outside (strixwizard/cli/terminal.py,
+"""The plain CLI's one escaping function for text from outside (strixwizard/present/terminal.py,
 issue 22): every control character of the hostile corpus (tests/support/hostile/strings.py) is
 spelled out, printable text and the tool's own lines and colours are left as they are, and a
 large string is escaped whole. Live nodes saying such words: tests/test_cli_terminal_lab.py; the
@@ -10,7 +10,7 @@ import io
 
 import pytest
 
-from strixwizard.cli.terminal import VisibleStream, paint, terminal_text, visible
+from strixwizard.present.terminal import VisibleStream, paint, terminal_text, visible
 from tests.support.hostile import strings
 
 

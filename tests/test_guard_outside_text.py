@@ -1,6 +1,6 @@
 """The guard of issue 22: outside text reaches a Textual sink (a table, `Static`, `Label`, a
 border title, `notify`) only through `strixwizard.tui.text` (or a tool literal), and the plain
-CLI's output only through `strixwizard.cli.terminal`. An AST walk of the sources; it is shown to
+CLI's output only through `strixwizard.present.terminal`. An AST walk of the sources; it is shown to
 fail on a module that breaks each rule."""
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_every_command_writes_through_the_visible_streams() -> None:
     withs = [n for n in ast.walk(main) if isinstance(n, ast.With)]
     assert any(_name(item.context_expr.func) == "visible_output" for w in withs for item in w.items
                if isinstance(item.context_expr, ast.Call))
-    for path in sorted((ROOT / "cli").glob("*.py")):
+    for path in sorted([*(ROOT / "cli").glob("*.py"), *(ROOT / "present").rglob("*.py")]):
         text = path.read_text()
         if path.name != "terminal.py":
             assert "\\x1b" not in text and "\\033" not in text, f"{path.name} writes an escape itself"

@@ -132,8 +132,8 @@ _NODE_VALUES = {"gguf": "--gguf", "model": "--model", "gpu_layers": "--gpu-layer
 def _refuse_control_characters(args: argparse.Namespace) -> None:
     """A line break (or another control character) in a path would end the `ExecStart=` line
     of a unit systemd then refuses: refuse it here, before anything is planned."""
-    from strixwizard.cli.terminal import visible
     from strixwizard.errors import UsageError
+    from strixwizard.present.terminal import visible
 
     values = [(flag, getattr(args, name, None)) for name, flag in _NODE_VALUES.items()]
     values += [("--rpc-device", device) for device in getattr(args, "rpc_device", [])]

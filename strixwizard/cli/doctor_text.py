@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from strixwizard.checking.engine import Report
-from strixwizard.cli.terminal import paint, unpainted, visible, visible_stream
 from strixwizard.model import CheckResult, HostReport, LinkReport, Status
+from strixwizard.present.terminal import paint, unpainted, visible, visible_stream
 
 _COLOURS = {
     Status.PASS: "32",

@@ -401,7 +401,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
         check_site_file(args.out, name, nodes)
         found = probe_nodes(nodes, args.trust_new_hosts, node_printer() if sys.stderr.isatty() else None)
-        from strixwizard.cli.terminal import visible
+        from strixwizard.present.terminal import visible
 
         for node, what in found.items():  # a node's words: on one line each, spelled out
             print(f"{node}: fabric_address {visible(what.address)}: {visible(what.how)}" if what.address
@@ -586,8 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _wizard(parser, args)
     if (note := _on_this_machine_only(args)) is not None:
         print(note, file=sys.stderr)
-    from strixwizard.cli.terminal import visible_output
     from strixwizard.node import signals
+    from strixwizard.present.terminal import visible_output
 
     # no control character reaches the terminal raw; SIGINT, SIGTERM, SIGHUP: a change stops at
     # a step boundary

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
+from strixwizard.present.terminal import visible
 from strixwizard.services.common import NodeEvent, Question, StepEvent
 
 

@@ -26,11 +26,11 @@ from textual.screen import Screen
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from strixwizard.cli.terminal import visible
 from strixwizard.errors import UsageError
 from strixwizard.fixing.lock import LockHeld, UnfinishedRun
 from strixwizard.live.results import Measurement
 from strixwizard.live.soak import SoakProgress
+from strixwizard.present.terminal import visible
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed
 from strixwizard.services.discover import Discovery, SiteSource

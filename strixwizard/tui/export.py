@@ -14,7 +14,7 @@ from typing import Any
 
 from strixwizard.charts import run_pictures
 from strixwizard.checking.engine import Report
-from strixwizard.cli.terminal import terminal_text
+from strixwizard.present.terminal import terminal_text
 from strixwizard.tui.extras import comparison_label, markdown_sections, soak_lines
 from strixwizard.tui.saved import private_folder, write_private
 

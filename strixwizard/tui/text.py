@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from rich.text import Text
 from textual.content import Content
 
-from strixwizard.cli.terminal import visible
+from strixwizard.present.terminal import visible
 
 
 def outside(value: object, style: str = "") -> Content:
