@@ -1,2 +1,3 @@
-"""The front doors: the `strixwizard` command line, one module per command, text rendering
-and next steps. Nothing below `cli/` imports it; importing this package loads nothing."""
+"""The front doors: the `strixwizard` command line, one module per command, and next steps
+(how results look is `strixwizard/present`). Nothing below `cli/` imports it; importing this
+package loads nothing."""

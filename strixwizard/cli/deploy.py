@@ -336,7 +336,7 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
     from strixwizard.cli.options import terminal_confirm
     from strixwizard.deploy.llama_render import render_plan as render_deploy
     from strixwizard.deploy.render import render_smoke
-    from strixwizard.fixing.render import render_apply
+    from strixwizard.present.fix_text import render_apply
     from strixwizard.services.deploy import apply_on
     from strixwizard.services.output import emit, envelope, exit_code
 
@@ -389,7 +389,7 @@ def _rollback(args: argparse.Namespace, on_step: Any) -> int:
         import shlex
 
         from strixwizard.cli.nextstep import journal_options
-        from strixwizard.fixing.render import render_rollback
+        from strixwizard.present.fix_text import render_rollback
 
         render_rollback(report, sys.stdout, shlex.join(["strixwizard", "deploy",
                                                         *journal_options(args), "--rollback"]))

@@ -101,7 +101,7 @@ def _fix_site(args: argparse.Namespace, request: Any, on_step: Any) -> int:
         if args.json:
             emit(envelope(site.name, mode="plan", dry_run=dry_run, **_plan_json(planned, counted)))
         else:
-            from strixwizard.fixing.render import render_plan
+            from strixwizard.present.fix_text import render_plan
 
             render_plan(planned, sys.stdout, dry_run, _apply_command(args),
                         fixing.tally_line(counted, planned.changes))
@@ -135,7 +135,7 @@ def _emit(args: argparse.Namespace, site: Any, planned: SitePlan, counted: fixin
 
 def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], planned: SitePlan,
            counted: fixing.Tally, dry_run: bool, on_step: Any) -> int:
-    from strixwizard.fixing.render import render_apply, render_plan
+    from strixwizard.present.fix_text import render_apply, render_plan
 
     if fixing.changed_nodes(planned) and not args.yes and not sys.stdin.isatty():  # alone, first
         raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
@@ -177,7 +177,7 @@ def keep_output(store: Any, run_id: str, text: str, status: str) -> None:
 
 
 def _rollback(args: argparse.Namespace, on_step: Any) -> int:
-    from strixwizard.fixing.render import render_rollback
+    from strixwizard.present.fix_text import render_rollback
 
     run_id = None if args.rollback == "latest" else args.rollback
     journals = fixing.load_run(_options(args).store(), run_id)

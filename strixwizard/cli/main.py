@@ -287,8 +287,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         emit(report.to_json())
     else:
-        from strixwizard.cli.doctor_text import render
         from strixwizard.cli.nextstep import same_command, site_options
+        from strixwizard.present.doctor_text import render
 
         if level.leaves_out:
             print(f"level {level.name}: left out {', '.join(level.leaves_out)} (`--level full` "

@@ -9,7 +9,7 @@ from strixwizard.deploy.base import DeployPlan
 from strixwizard.deploy.llama import SERVER_TARGET, LlamaPlan, rpc_log, server_log
 from strixwizard.deploy.render import render_changes, render_deploy
 from strixwizard.fixing.model import Step
-from strixwizard.fixing.render import step_lines
+from strixwizard.present.fix_text import step_lines
 
 
 def render_plan(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:

@@ -9,7 +9,7 @@ from typing import TextIO
 from strixwizard.deploy.base import DeployPlan
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.fixing.model import Kind, Step
-from strixwizard.fixing.render import render_fix, step_lines
+from strixwizard.present.fix_text import render_fix, step_lines
 
 MARK = {"pass": "✓", "fail": "✗", "error": "?"}
 

@@ -245,7 +245,7 @@ class DiscoverScreen(StepScreen, step="discover", state=DiscoverState):
                 f"{counts['warn']} warnings, {counts['pass']} passed, {counts['skip']} skipped checks "
                 f"· {links} {'link' if links == 1 else 'links'}.  n: see the links")
         if report.checks:
-            from strixwizard.cli.doctor_text import area_marks  # no Textual there, no cost here
+            from strixwizard.present.doctor_text import area_marks  # no Textual there, no cost here
 
             text += f"\n{area_marks(report)}"
         if self.session.failing_only:
