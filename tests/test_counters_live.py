@@ -218,7 +218,7 @@ def test_ethtool_values_are_unsigned_64_bit_and_anything_else_is_dropped_with_a_
 
 
 def test_prometheus_numbers_never_overflow() -> None:
-    from strixwizard.cli.prometheus import _number, counter_deltas
+    from strixwizard.present.prometheus import _number, counter_deltas
 
     assert _number(10 ** 400) is None and _number(float("inf")) is None and _number(7) == 7.0
     rows = list(counter_deltas([{"host": "n", "device": "d", "counter": "c", "delta": 10 ** 400},

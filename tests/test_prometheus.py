@@ -17,7 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from strixwizard import __version__
-from strixwizard.cli.prometheus import STATUS_VALUES, counter_deltas, live_test_registry, write_metrics
+from strixwizard.cli.prometheus import write_metrics
+from strixwizard.present.prometheus import STATUS_VALUES, counter_deltas, live_test_registry
 from tests.support.cli import invoke
 from tests.support.hostile import strings
 from tests.support.hostile.bundles import hostile_bundle
