@@ -173,9 +173,9 @@ def test_prometheus_and_html_keep_their_escaping(tmp_path: Path) -> None:
     Markdown reports now spell control characters out too, as the terminal does."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    from strixwizard.present.report import to_html
     from strixwizard.services.discover import discover
     from strixwizard.services.nodes import RunRequest
-    from strixwizard.tui.export import to_html
 
     paths = hostile_bundle(tmp_path / "bundle", KERNEL, FIRMWARE)
     prom = tmp_path / "doctor.prom"

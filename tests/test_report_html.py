@@ -24,10 +24,11 @@ from strixwizard.live.report import TestReport as RunReport
 from strixwizard.live.report import matrix_json
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings
+from strixwizard.present.report import to_html
 from strixwizard.services.discover import discover
 from strixwizard.services.nodes import RunRequest
 from strixwizard.site import Thresholds
-from strixwizard.tui.export import save_report, to_html
+from strixwizard.tui.export import save_report
 from tests.support.png import png_pixels
 
 HOSTILE = '<b id="x">node-c</b>&"'

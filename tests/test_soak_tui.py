@@ -316,8 +316,9 @@ def test_a_failed_soak_reads_with_its_first_fault_located() -> None:
     gives, its fault text as the node program words it): the verdict, each direction and the
     first fault located to its stream offset, in the Report's and the files' lines."""
     from strixwizard.live.results import Measurement
+    from strixwizard.present.report import markdown_sections, soak_lines
     from strixwizard.site import Thresholds
-    from strixwizard.tui.extras import markdown_sections, soak_document, soak_lines
+    from strixwizard.tui.extras import soak_document
 
     fault = ("block 3 at stream offset 786432: digest mismatch, first bad byte at payload byte "
              "17 (stream offset 786457)")

@@ -12,8 +12,9 @@ from checks import ALL
 from fixes import BY_ID
 from strixwizard.checking.engine import Node, Report, run_doctor
 from strixwizard.model import HostReport, Status
+from strixwizard.present.report import to_html, to_markdown
 from strixwizard.services.nodes import RunRequest, resolve_run
-from strixwizard.tui.export import save_report, to_html, to_markdown
+from strixwizard.tui.export import save_report
 from strixwizard.tui.hostkeys import changed_host_key, unknown_host_key
 from strixwizard.tui.saved import WizardState, load_state, save_state, state_path
 from strixwizard.tui.steps import STEPS, step_after

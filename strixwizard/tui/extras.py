@@ -3,8 +3,8 @@
 They are optional top-level fields of the saved JSON (`live_tests`: the `strixwizard test
 --json` document; `soak`: the `strixwizard test soak --json` document of the Test step's last
 soak; `deploy`: what the Deploy step planned or did); the doctor schema allows additional
-top-level properties, so the doctor fields stay exactly as `doctor --json`.
-Pure, no Textual.
+top-level properties, so the doctor fields stay exactly as `doctor --json`. How they read in
+Markdown and HTML is `present/report.py`'s. Pure, no Textual.
 """
 
 from __future__ import annotations
@@ -84,33 +84,6 @@ def soak_document(site: str, thresholds: Thresholds, pairs: Sequence[tuple[str, 
     return document
 
 
-def soak_lines(document: dict[str, Any]) -> list[tuple[str | None, str]]:
-    """The soak document as lines (a status, or None for a line under the one before): per
-    pair its verdict and rate, per direction the bytes checked and what arrived wrong, the
-    first fault located; the counters read around it. Read from the JSON, so a document an
-    earlier session saved reads the same."""
-    out: list[tuple[str | None, str]] = []
-    for r in document.get("results", []):
-        pair = "-".join(str(n) for n in r.get("pair", []))
-        status = r.get("status") or "ref"
-        if r.get("kind") != "soak":
-            out.append((status, f"{pair} {r.get('transport')} {r.get('kind')}: {r.get('summary')}"))
-            continue
-        rate = (f"{r['figure']:.2f} {r.get('unit', '')} both ways"
-                if isinstance(r.get("figure"), (int, float)) else str(r.get("summary", "")))
-        over = f" over {r['path']}" if r.get("path") else ""
-        out.append((status, f"{pair} {str(r.get('transport', '')).upper()} soak: {rate}{over}"))
-        detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
-        for d in detail.get("directions", []):
-            out.append((None, f"{d['from']} -> {d['to']}: {int(d['bytes']) / 2**20:,.0f} MiB "
-                              f"checked ({d['bytes']} bytes, {d['blocks']} blocks), "
-                              f"{d['corrupted']} corrupted, {d['dropped']} dropped, "
-                              f"{d['duplicated']} duplicated"))
-            if d.get("faults"):
-                out.append((None, f"first fault {d['from']} -> {d['to']}: {d['faults'][0]}"))
-    return out
-
-
 def deploy_document(preview: DeployPreview | None, deployed: Deployed | None,
                     rolled_back: str | None, error: tuple[str, str] | None) -> dict[str, Any] | None:
     if error is not None:
@@ -138,52 +111,6 @@ def deploy_document(preview: DeployPreview | None, deployed: Deployed | None,
     elif rolled_back:
         document["status"], document["rollback"] = "rolled-back", rolled_back
     return document
-
-
-def comparison_label(tests: dict[str, Any], comparison: dict[str, Any]) -> str:
-    """How a TCP/RDMA comparison is introduced: like for like only when both crossed the same
-    kind of path; the demo's TCP is this machine's loopback beside recorded RDMA."""
-    if tests.get("demo") or "loopback" in str(comparison.get("summary", "")):
-        return ("extra, TCP on this machine's loopback beside recorded RDMA (not a network: the "
-                "two do not compare)")
-    return "like for like"
-
-
-def markdown_sections(extras: dict[str, Any]) -> list[str]:
-    lines: list[str] = []
-    tests = extras.get("live_tests")
-    if tests:
-        lines += ["", "## Live tests", "",
-                  f"- status: **{str(tests['status']).upper()}** ({tests['outcome']})",
-                  "", "| status | pair | test | tool | figure | threshold | source |",
-                  "|---|---|---|---|---|---|---|"]
-        for r in tests["results"]:
-            figure = f"{r['figure']:.2f} {r['unit']}" if r["figure"] is not None else ""
-            status = (r["status"] or "ref").upper()
-            lines.append(f"| {status} | {'-'.join(r['pair'])} | {r['transport'].upper()} {r['kind']} | "
-                         f"{r['tool']} | {figure} | {r['threshold']} | {r['source']} |")
-        lines += [f"- {comparison_label(tests, c)} {'-'.join(c['pair'])}: {c['summary']}"
-                  for c in tests["like_for_like"]]
-    soak = extras.get("soak")
-    if soak:
-        lines += ["", "## Soak", "",
-                  f"- status: **{str(soak['status']).upper()}** ({soak['outcome']}), "
-                  f"{len(soak['pairs'])} pair(s), {soak['seconds']:g} s each at most", ""]
-        lines += [f"- {status.upper()} {text}" if status else f"  - {text}"
-                  for status, text in soak_lines(soak)]
-        if soak.get("history"):
-            lines.append(f"- stored in the test history {soak['history']['path']}")
-    deploy = extras.get("deploy")
-    if deploy:
-        lines += ["", "## Deploy", "", f"- status: **{deploy['status']}**"]
-        if deploy.get("reason"):
-            lines.append(f"- reason: {deploy['reason']}")
-        if deploy.get("head"):
-            lines.append(f"- {deploy['profile']} profile ({deploy['transport']}), head {deploy['head']}, "
-                         f"{deploy['changes']} change(s) planned")
-        if deploy.get("smoke"):
-            lines.append(f"- smoke test: {deploy['smoke']['status']}")
-    return lines
 
 
 #: What a deploy did on the nodes (not only planned): an earlier session's such result stays the

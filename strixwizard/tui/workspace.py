@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from strixwizard.files import display_path
+from strixwizard.present.report import source_line
 from strixwizard.services.discover import SiteSource
 from strixwizard.site import Site
 from strixwizard.tui.saved import WizardState, output_dir
@@ -95,6 +95,4 @@ class Session:
     def describe_source(self) -> str:
         if self.source is None:
             return "no site yet"
-        if self.source.demo:
-            return "the bundled demo (two Strix Halo nodes replayed from snapshots; nothing is probed)"
-        return display_path(self.source.site_file or "")
+        return source_line(self.source.demo, self.source.site_file)

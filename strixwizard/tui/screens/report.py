@@ -16,6 +16,7 @@ from strixwizard.decode.fabric import on_loopback
 from strixwizard.files import display_path
 from strixwizard.live.results import REPLAYED, verdicts
 from strixwizard.model import Status
+from strixwizard.present.report import soak_lines
 from strixwizard.tui.export import save_report
 from strixwizard.tui.extras import (
     APPLIED,
@@ -23,7 +24,6 @@ from strixwizard.tui.extras import (
     deploy_document,
     reported_run,
     soak_document,
-    soak_lines,
     tests_document,
 )
 from strixwizard.tui.fit import hang
