@@ -138,7 +138,7 @@ def test_init_refuses_a_port_out_of_range(cli, tmp_path: Path) -> None:
 def test_what_a_node_reports_stays_a_comment_or_an_address(tmp_path: Path) -> None:
     """init writes what nodes report into site.yaml: an interface name or an error with a line
     break must not start a key of its own, and only an IP address becomes a value."""
-    from strixwizard.cli.init import Found, write_site_file
+    from strixwizard.services.site_file import Found, write_site_file
 
     nodes = [NodeSpec(name="a", host="10.99.9.1"), NodeSpec(name="b", host="10.99.9.2"),
              NodeSpec(name="c", host="10.99.9.3")]
@@ -169,7 +169,7 @@ def test_inventory_refuses_a_host_name_that_is_not_a_file_name() -> None:
 
 
 def test_init_quotes_every_value_it_did_not_type(tmp_path: Path) -> None:
-    from strixwizard.cli.init import Found, write_site_file
+    from strixwizard.services.site_file import Found, write_site_file
 
     nodes = [NodeSpec(name=f"n{i}", host=f"10.99.9.{i + 1}", user=value, key=value)
              for i, value in enumerate(strings.YAML) if "\x00" not in value]
@@ -183,7 +183,7 @@ def test_init_quotes_every_value_it_did_not_type(tmp_path: Path) -> None:
 
 
 def test_init_drops_an_address_whose_scope_injects_a_node(tmp_path: Path) -> None:
-    from strixwizard.cli.init import Found, write_site_file
+    from strixwizard.services.site_file import Found, write_site_file
 
     nodes = [NodeSpec(name="a", host="10.99.9.1"), NodeSpec(name="b", host="10.99.9.2")]
     found = {"a": Found(strings.IPV6_SCOPES[0], "fab0"), "b": Found("10.99.8.2", "fab0")}
@@ -196,8 +196,8 @@ def test_init_drops_an_address_whose_scope_injects_a_node(tmp_path: Path) -> Non
 def test_init_refuses_to_save_a_file_that_reads_back_otherwise(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Were a value ever written unquoted, the read-back catches the node it injects."""
-    from strixwizard.cli import init
     from strixwizard.errors import UsageError
+    from strixwizard.services import site_file as init
 
     monkeypatch.setattr(init, "_quoted", str)  # a quoting bug, on purpose
     nodes = [NodeSpec(name="a", host="10.99.9.1", user="root\n  - name: ghost\n    host: 10.99.10.99")]

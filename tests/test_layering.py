@@ -20,7 +20,9 @@ from tests.support.layering import (
     edges,
     front_imports_from_engines,
     module_files,
+    present_imports_of_textual,
     up_imports,
+    wizard_imports_of_the_cli,
 )
 
 #: The imports that run back up the layers, each with why it stays. At most four.
@@ -69,6 +71,14 @@ def test_only_the_allowed_imports_run_back_up_the_layers() -> None:
 
 def test_engines_never_import_the_front_ends() -> None:
     assert front_imports_from_engines() == []
+
+
+def test_the_wizard_imports_nothing_from_the_command_line() -> None:
+    assert wizard_imports_of_the_cli() == [], "the wizard reaches into cli/ (move what it needs down)"
+
+
+def test_the_presentation_layer_never_imports_textual() -> None:
+    assert present_imports_of_textual() == []
 
 
 def test_every_module_has_a_layer() -> None:
@@ -144,6 +154,11 @@ def violating_tree(tmp_path: Path) -> Path:
         # and a builtin that opens a file
         "strixwizard/facts/__init__.py": "",
         "strixwizard/facts/bad.py": "def read():\n    return open('/proc/cpuinfo').read()\n",
+        # the wizard borrowing from the command line, and a renderer loading Textual
+        "strixwizard/tui/__init__.py": "",
+        "strixwizard/tui/screen.py": "from strixwizard.cli.fix import plan_text\n",
+        "strixwizard/present/__init__.py": "",
+        "strixwizard/present/page.py": "def f():\n    from textual.content import Content\n",
     })
 
 
@@ -156,6 +171,10 @@ def test_the_rules_see_a_deliberate_violation(violating_tree: Path) -> None:
     assert "checks.sneaky:1 imports importlib" in problems
     assert "checks.direct imports strixwizard.onnode.ops" in problems
     assert "strixwizard.facts.bad:2 uses open" in problems
+    assert wizard_imports_of_the_cli(violating_tree) == [
+        Edge("strixwizard.tui.screen", "strixwizard.cli.fix", 1, False)]
+    assert present_imports_of_textual(violating_tree) == [
+        "strixwizard.present.page:2 imports textual.content"]
 
 
 def test_the_layers_named_in_the_design_are_the_ones_tested() -> None:

@@ -378,7 +378,7 @@ def _scrub(paths: list[Path], out: Path) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from strixwizard.cli.init import parse_node_argument, write_site_file
+    from strixwizard.services.site_file import parse_node_argument, write_site_file
 
     if args.timer:
         from strixwizard.cli.timer import run_init_timer
@@ -397,7 +397,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     name = args.name or args.out.resolve().parent.name or "site"
     found = None
     if nodes and not args.no_probe:
-        from strixwizard.cli.init import check_site_file, probe_nodes
+        from strixwizard.services.site_file import check_site_file, probe_nodes
 
         check_site_file(args.out, name, nodes)
         found = probe_nodes(nodes, args.trust_new_hosts, node_printer() if sys.stderr.isatty() else None)

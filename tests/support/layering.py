@@ -137,6 +137,31 @@ def front_imports_from_engines(root: Path = ROOT) -> list[Edge]:
     return [e for e in edges(root) if layer_of(e.source) not in front and layer_of(e.target) in front]
 
 
+def wizard_imports_of_the_cli(root: Path = ROOT) -> list[Edge]:
+    """The wizard importing the command line. Both front doors stand on the same layers below
+    them (present, services); what one needs of the other moves down, never across."""
+    return [e for e in edges(root) if layer_name(e.source) == "tui" and layer_name(e.target) == "cli"]
+
+
+#: Packages the presentation layer never imports: it renders text, for a terminal or a file,
+#: and `doctor` (which renders through it) must never load Textual.
+NOT_IN_PRESENT = ("textual",)
+
+
+def present_imports_of_textual(root: Path = ROOT) -> list[str]:
+    """Every import of Textual in `strixwizard.present` (deferred and `TYPE_CHECKING` ones too)."""
+    found = []
+    for module, path in module_files(root).items():
+        if layer_name(module) != "present":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{module}:{node.lineno} imports {name}" for name in names
+                      if any(name == bad or name.startswith(bad + ".") for bad in NOT_IN_PRESENT)]
+    return found
+
+
 def cycles(root: Path = ROOT) -> list[list[str]]:
     """Strongly connected groups of more than one module (Tarjan), deferred imports included:
     a loop that closes only when a function runs is still a loop a reader must untie."""

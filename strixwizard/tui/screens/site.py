@@ -12,10 +12,10 @@ from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.widgets import Button, DataTable, Input, Label, Static
 
-from strixwizard.cli.init import parse_node_argument, write_site_file
 from strixwizard.errors import UsageError
 from strixwizard.files import display_path
 from strixwizard.services.discover import SiteSource
+from strixwizard.services.site_file import parse_node_argument, write_site_file
 from strixwizard.site import NodeSpec
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import OpenSite, TestSsh

@@ -1,4 +1,6 @@
-"""`strixwizard init`: write a site file for a new site, commented, ready to edit.
+"""A new site's file, commented and ready to edit: what `strixwizard init` and the wizard's
+Site step both write (`write_site_file`), from nodes given as `NAME=[USER@]HOST[:PORT]`
+(`parse_node_argument`) or read from an inventory.
 
 With nodes given, each is read once (one collection, as `doctor` reads it) and the
 address of its fabric interface is written as `fabric_address`: the end of a link the
