@@ -15,7 +15,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strixwizard import __version__
 from strixwizard.cli import shell
@@ -23,6 +23,9 @@ from strixwizard.cli.options import add_site_options, add_soft_rdma_option, node
 from strixwizard.errors import UsageError, os_error_line
 from strixwizard.services.common import node_progress
 from strixwizard.services.output import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_OK, emit, envelope
+
+if TYPE_CHECKING:
+    from strixwizard.present.formats import Format
 
 
 class CommandLineParser(argparse.ArgumentParser):
@@ -60,6 +63,18 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _FormatChoice(argparse.Action):
+    """`--format NAME`; `--format json` is `--json` (a failed run's error is a JSON document)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from strixwizard.present.formats import JSON
+
+        namespace.format = values
+        if values == JSON:
+            namespace.json = True
+
+
 def _add_doctor(commands: Any) -> None:
     doctor = commands.add_parser(
         "doctor",
@@ -86,6 +101,11 @@ def _add_doctor(commands: Any) -> None:
     doctor.add_argument("--level", choices=DOCTOR_LEVELS, default="full",
                         help="how much to read, as DCGM's run levels: "
                         + "; ".join(f"{name}: {level.what}" for name, level in DOCTOR.items()))
+    from strixwizard.present import formats
+
+    doctor.add_argument("--format", choices=formats.names(), action=_FormatChoice, default=None,
+                        help="what to print: " + "; ".join(f"{f.name}: {f.summary}" for f in formats.ALL)
+                        + f" (default {formats.ALL[0].name}; --json is --format {formats.JSON})")
     doctor.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                         help="also write the verdicts as a node_exporter textfile (replaced atomically)")
     doctor.add_argument("--allow-unreachable", action="store_true",
@@ -243,6 +263,7 @@ def _list_checks(as_json: bool) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    output = _doctor_format(args)
     if args.list_checks:
         return _list_checks(args.json)
     from checks import ALL
@@ -284,24 +305,45 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         document = report.to_json()
         export_failed = export_problem(args.prometheus, lambda: write_doctor_metrics(
             args.prometheus, document, code))
-    if args.json:
-        emit(report.to_json())
-    else:
-        from strixwizard.cli.nextstep import same_command, site_options
-        from strixwizard.present.doctor_text import render
+    from strixwizard.cli.nextstep import same_command, site_options
+    from strixwizard.present.formats import DoctorRun
 
-        if level.leaves_out:
-            print(f"level {level.name}: left out {', '.join(level.leaves_out)} (`--level full` "
-                  "runs them)")
-        render(report, sys.stdout, verbose=args.verbose, strict=args.strict,
-               site_options=None if args.snapshot else site_options(args),
-               verbose_again=same_command(args.argv, drop=("--verbose",), add=("-v",)))
-    if args.json and report.no_verdict is not None:
+    notes = () if not level.leaves_out else (
+        f"level {level.name}: left out {', '.join(level.leaves_out)} (`--level full` runs them)",)
+    output.write(DoctorRun(
+        report, code, strict=args.strict, verbose=args.verbose,
+        site_options=None if args.snapshot else site_options(args),
+        verbose_again=same_command(args.argv, drop=("--verbose",), add=("-v",)), notes=notes,
+        extra={"source": _report_source(args)}), sys.stdout)
+    if not output.terminal and report.no_verdict is not None:
         print(f"strixwizard: {report.no_verdict}: no verdict", file=sys.stderr)
     if export_failed is not None:
         print(f"strixwizard: error: {export_failed} (exit {EXIT_NO_VERDICT})", file=sys.stderr)
         return EXIT_NO_VERDICT
     return code
+
+
+def _doctor_format(args: argparse.Namespace) -> Format:
+    """The format `--format` (or `--json`) asked for; both naming different ones is refused."""
+    from strixwizard.present.formats import ALL, JSON, by_name
+
+    if args.json and args.format not in (None, JSON):
+        raise UsageError(f"--json is --format {JSON}: give one of --json and --format {args.format}")
+    return by_name(args.format or (JSON if args.json else ALL[0].name))
+
+
+def _report_source(args: argparse.Namespace) -> str:
+    """Where the report's nodes came from, as the wizard's report says it for the same site."""
+    from strixwizard.files import display_path
+    from strixwizard.present.report import source_line
+
+    if args.demo or args.site:
+        return source_line(args.demo, args.site and args.site.expanduser().resolve())
+    if args.snapshot:
+        return "snapshots: " + ", ".join(display_path(path) for path in args.snapshot)
+    if args.inventory:
+        return f"inventory {display_path(args.inventory.expanduser().resolve())}"
+    return "this machine"
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
