@@ -94,3 +94,20 @@ async def test_md_and_html_print_what_the_wizards_report_step_saves(state_home: 
         assert printed.rc == 1, printed.stderr
         assert _timeless(printed.stdout) == _timeless(saved[name]), name
     assert "- source: the bundled demo" in saved["md"]
+
+
+def test_a_site_files_report_names_it_as_the_wizards_does(tmp_path: Path) -> None:
+    """The one line the wizard adds to its report (where the nodes came from) is the same for
+    the same site file from either front door."""
+    from strixwizard.services.discover import SiteSource
+    from strixwizard.tui.workspace import Session
+
+    snapshots = Path(__file__).resolve().parent.parent / "strixwizard" / "demo" / "snapshots"
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text("site: replayed\nnodes:\n"
+                         f"  - name: node-a\n    snapshot: {snapshots / 'node-a.tar.gz'}\n"
+                         f"  - name: node-b\n    snapshot: {snapshots / 'node-b.tar.gz'}\n")
+    done = invoke("doctor", "--site", str(site_file), "--format", "md")
+    assert done.rc == 1, done.stderr
+    wizard = Session(source=SiteSource(site_file=site_file.resolve())).describe_source()
+    assert f"- source: {wizard}\n" in done.stdout
