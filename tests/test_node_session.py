@@ -32,6 +32,8 @@ from strixwizard.node import (
     program_name,
     remote_command,
 )
+from strixwizard.node.channel import Ping, WriteAttribute
+from strixwizard.node.errors import OpRefused
 from strixwizard.node.local import LocalSession
 from strixwizard.node.replay import Recording, ReplayConnector, ReplaySession
 from strixwizard.node.ssh import open_client
@@ -139,7 +141,7 @@ def test_exit_127_from_a_shell_names_the_program_it_execs() -> None:
     from strixwizard.fixing.runner import command_error
 
     argv = ("sh", "-ac", WITH_ENV, "/etc/strixwizard/cluster.env", "ray", "start", "--head")
-    message = command_error(argv, {"rc": 127, "stderr": "sh: 1: exec: ray: not found"})
+    message = command_error(argv, 127, "", "sh: 1: exec: ray: not found")
     assert message == "`ray` is not installed on the node"
 
 
@@ -304,15 +306,19 @@ def test_collection_runs_at_most_parallel_nodes_at_once(tmp_path: Path) -> None:
 
 
 def test_the_fix_runner_works_through_an_injected_session() -> None:
-    from strixwizard.fixing.model import Read
+    from strixwizard.fixing.model import Kind, Read, Step
+    from strixwizard.fixing.runner import StepFailed
     from strixwizard.fixing.ssh import SshRunner
 
     connector = ReplayConnector(probes={"node-a": SnapshotProbe.load(DEMO / "node-a.tar.gz")})
     runner = SshRunner(SshTarget("node-a", "10.99.250.1"), connector=connector)
     assert "RYZEN AI MAX" in (runner.read(Read("file", path="/proc/cpuinfo")) or "")
     assert runner.probe().host == runner.session.collect().host
-    refused = runner.op({"op": "write", "path": "/sys/x", "data": "1"})
-    assert refused == {"ok": False, "error": "a replayed node changes nothing (write refused)"}
+    with pytest.raises(OpRefused) as refused:
+        runner.send(WriteAttribute("/sys/x", "1"))
+    assert str(refused.value) == "a replayed node changes nothing (write refused)"
+    with pytest.raises(StepFailed, match="a replayed node changes nothing"):
+        runner.apply(Step(Kind.WRITE, "/sys/x", "write 1", Read("file", path="/sys/x"), None, "1"))
     runner.close()
     [session] = connector.sessions["node-a"]
     assert session.closed
@@ -325,7 +331,7 @@ def test_an_unreachable_session_makes_the_fix_runner_unreachable() -> None:
     runner = SshRunner(SshTarget("n", "10.99.250.1"),
                        connector=ReplayConnector(unreachable={"n": "cannot connect: refused"}))
     with pytest.raises(RunnerUnreachable, match="cannot connect: refused"):
-        runner.op({"op": "ping"})
+        runner.send(Ping())
     assert RunnerUnreachable is Unreachable and issubclass(ConnectFailed, Unreachable)
 
 
@@ -468,7 +474,7 @@ def test_exit_127_of_a_launcher_script_names_the_program_it_execs_not_sh(stderr:
     from strixwizard.fixing.runner import command_error
 
     argv = ("sh", "/root/etc/ray-start.sh", "/root/etc/rccl.env", "/tmp/ray", "ray", "start")
-    assert command_error(argv, {"rc": 127, "stderr": stderr}) == \
+    assert command_error(argv, 127, "", stderr) == \
         "`ray` is not installed on the node"
 
 

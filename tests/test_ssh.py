@@ -332,6 +332,7 @@ def test_an_unreadable_key_file_is_named(lab3: Lab, tmp_path: Path) -> None:
 
 def test_one_connection_serves_collection_ops_and_programs(lab3: Lab, tmp_path: Path) -> None:
     """The session keeps one SSH connection per node for everything it does there."""
+    from strixwizard.node.channel import Run
     from strixwizard.node.ssh import SshSession
     from strixwizard.node.target import SshTarget, target_for
     from strixwizard.site import load_site
@@ -346,7 +347,7 @@ def test_one_connection_serves_collection_ops_and_programs(lab3: Lab, tmp_path: 
         probe = session.collect()
         assert "processor" in (probe.read("/proc/cpuinfo") or "")
         ops = session.ops()
-        assert ops.request({"op": "run", "argv": ["echo", "a b; c"]})["stdout"] == "a b; c\n"
+        assert ops.send(Run(("echo", "a b; c"))).stdout == "a b; c\n"
         ops.close()
         process = session.start(["sh", "-c", "exec strixwizard-no-such-tool"], 10)
         assert process.wait(10) and process.not_found

@@ -26,7 +26,8 @@ from typing import Any
 
 from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import file_name
-from strixwizard.onnode import ops
+from strixwizard.node.channel import Lock, Unlock, here
+from strixwizard.node.errors import NodeLockHeld, OpRefused
 
 NODE_LOCK = ".lock"
 
@@ -122,17 +123,19 @@ def site_lock(store_root: Path, site: str, command: str, break_stale: bool = Fal
         yield _HELD[key]
         return
     holder = holder_record(command, site)
-    answer = ops.handle(ops.request("lock", path=path, holder=holder))
-    if not answer.get("ok") and "holder" in answer:
-        held = parse_holder(str(answer["holder"]))
-        if not (break_stale and may_break(held)):
-            raise LockHeld(f"site {site!r} ({path})", held)
-        answer = ops.handle(ops.request("lock", path=path, holder=holder, take_over=True))
-    if not answer.get("ok"):
-        raise UsageError(f"cannot lock site {site!r}: {answer.get('error')}")
+    try:
+        try:
+            here(Lock(path, holder))
+        except NodeLockHeld as held_here:
+            held = parse_holder(held_here.holder)
+            if not (break_stale and may_break(held)):
+                raise LockHeld(f"site {site!r} ({path})", held) from None
+            here(Lock(path, holder, take_over=True))
+    except OpRefused as refused:
+        raise UsageError(f"cannot lock site {site!r}: {refused}") from None
     _HELD[key] = holder
     try:
         yield holder
     finally:
         del _HELD[key]
-        ops.handle(ops.request("unlock", path=path))
+        here(Unlock(path))

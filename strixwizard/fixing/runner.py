@@ -21,21 +21,37 @@ import posixpath
 import shutil
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from strixwizard.facts.rdma import IBV_DEVINFO, roce_active_mtu, with_active_mtu
 from strixwizard.fixing.model import BEFORE, Kind, Read, Step
 from strixwizard.fixing.readers import ReadError, parse, render
+from strixwizard.node.channel import (
+    Delete,
+    Exists,
+    GetMtu,
+    Lock,
+    MakeDir,
+    OpsChannel,
+    ReadFile,
+    RemoveDir,
+    ReplaceFile,
+    Request,
+    Run,
+    SetMtu,
+    Unlock,
+    WriteAttribute,
+)
 from strixwizard.node.command import not_installed
-from strixwizard.node.errors import NodeError
+from strixwizard.node.errors import NodeError, NodeLockHeld, OpRefused
 from strixwizard.node.errors import Unreachable as Unreachable  # the name engines import
-from strixwizard.node.session import NodeSession, OpsChannel
-from strixwizard.onnode import ops
+from strixwizard.node.session import NodeSession
 from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
 DEFAULT_NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"
 MAX_LINK_HOPS = 40  # as the kernel (ELOOP)
+A = TypeVar("A")
 
 
 class StepFailed(Exception):
@@ -47,11 +63,11 @@ def first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def command_error(argv: tuple[str, ...] | list[str], answer: dict[str, Any]) -> str:
-    if answer.get("rc") == 127:
-        return not_installed(argv, stderr=str(answer.get("stderr") or ""))
-    reason = first_line(str(answer.get("stderr") or "")) or first_line(str(answer.get("stdout") or ""))
-    return f"`{' '.join(argv)}` failed: {reason or 'exit status ' + str(answer.get('rc'))}"
+def command_error(argv: tuple[str, ...] | list[str], rc: int, stdout: str, stderr: str) -> str:
+    if rc == 127:
+        return not_installed(argv, stderr=stderr)
+    reason = first_line(stderr) or first_line(stdout)
+    return f"`{' '.join(argv)}` failed: {reason or 'exit status ' + str(rc)}"
 
 
 def undo_argv(step: Step, before: str | None) -> tuple[str, ...]:
@@ -92,58 +108,56 @@ class Runner(ABC):
 
 
 class OpsRunner(Runner):
-    """A runner that works through `ops` requests (in-process or over SSH)."""
+    """A runner that works through the ops channel (`node/channel.py`: in-process or over SSH).
+    A refused change is `StepFailed`, a refused read `ReadError`."""
 
     journal_dir: str = DEFAULT_NODE_JOURNAL_DIR
 
     @abstractmethod
-    def op(self, request: dict[str, Any]) -> dict[str, Any]: ...
+    def send(self, request: Request[A]) -> A: ...
 
-    def _must(self, request: dict[str, Any]) -> dict[str, Any]:
-        answer = self.op(request)
-        if not answer.get("ok"):
-            raise StepFailed(str(answer.get("error") or "failed"))
-        return answer
+    def _must(self, request: Request[A]) -> A:
+        try:
+            return self.send(request)
+        except OpRefused as refused:
+            raise StepFailed(str(refused)) from None
 
     def _run(self, argv: tuple[str, ...]) -> None:
-        answer = self._must(ops.request("run", argv=list(argv)))
-        if answer.get("rc") != 0:
-            raise StepFailed(command_error(argv, answer))
+        done = self._must(Run(argv))
+        if done.rc != 0:
+            raise StepFailed(command_error(argv, done.rc, done.stdout, done.stderr))
 
     def read(self, read: Read) -> str | None:
-        if read.source == "mtu":
-            answer = self.op(ops.request("mtu_get", ifname=read.path))
-            if not answer.get("ok"):
-                raise ReadError(str(answer.get("error")))
-            return str(answer["value"])
-        if read.source in ("file", "exists"):
-            answer = self.op(ops.request("read" if read.source == "file" else "exists", path=read.path))
-            if not answer.get("ok"):
-                raise ReadError(str(answer.get("error")))
-            value = answer.get("value")
-            return value if value is None or read.source == "exists" else parse(read.parse, value)
-        answer = self.op(ops.request("run", argv=list(read.argv)))
-        if not answer.get("ok"):
-            raise ReadError(str(answer.get("error")))
-        if answer.get("rc") != 0:
-            raise ReadError(command_error(read.argv, answer))
-        return parse(read.parse, str(answer.get("stdout", "")))
+        try:
+            if read.source == "mtu":
+                return str(self.send(GetMtu(read.path)).value)
+            if read.source == "file":
+                value = self.send(ReadFile(read.path)).value
+                return None if value is None else parse(read.parse, value)
+            if read.source == "exists":
+                return self.send(Exists(read.path)).value
+            done = self.send(Run(read.argv))
+        except OpRefused as refused:
+            raise ReadError(str(refused)) from None
+        if done.rc != 0:
+            raise ReadError(command_error(read.argv, done.rc, done.stdout, done.stderr))
+        return parse(read.parse, done.stdout)
 
     def _set(self, step: Step, value: str | None, argv: tuple[str, ...]) -> None:
         if step.kind is Kind.MTU:
             if value is None:
                 raise StepFailed(f"no MTU to set on {step.target}")
-            self._must(ops.request("mtu_set", ifname=step.target, mtu=int(value)))
+            self._must(SetMtu(step.target, int(value)))
         elif step.kind is Kind.WRITE:
             if value is not None:  # None: the attribute goes with its configfs directory
-                self._must(ops.request("write", path=step.target, data=value))
+                self._must(WriteAttribute(step.target, value))
         elif step.kind is Kind.MKDIR:
-            self._must(ops.request("mkdir" if value else "rmdir", path=step.target))
+            self._must(MakeDir(step.target) if value else RemoveDir(step.target))
         elif step.kind is Kind.FILE:
             if value is None:
-                self._must(ops.request("delete", path=step.target))
+                self._must(Delete(step.target))
             else:
-                self._must(ops.request("replace", path=step.target, data=value, mode=step.mode))
+                self._must(ReplaceFile(step.target, value, step.mode))
         else:
             self._run(argv)
 
@@ -153,28 +167,35 @@ class OpsRunner(Runner):
     def undo(self, step: Step, before: str | None) -> None:
         self._set(step, before, undo_argv(step, before))
 
-    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
-        from strixwizard.fixing.lock import NODE_LOCK, LockHeld, may_break, parse_holder
+    def _lock_path(self) -> str:
+        from strixwizard.fixing.lock import NODE_LOCK
 
-        request = ops.request("lock", path=f"{self.journal_dir.rstrip('/')}/{NODE_LOCK}",
-                              holder=holder)
-        answer = self.op(request)
-        if not answer.get("ok") and "holder" in answer:
-            held = parse_holder(str(answer["holder"]))
-            if not (break_stale and may_break(held)):
-                raise LockHeld(f"node {self.node} ({request['path']})", held)
-            answer = self.op({**request, "take_over": True})
-        if not answer.get("ok"):
-            raise StepFailed(f"cannot lock {request['path']}: {answer.get('error')}")
+        return f"{self.journal_dir.rstrip('/')}/{NODE_LOCK}"
+
+    def lock(self, holder: dict[str, Any], break_stale: bool = False) -> None:
+        from strixwizard.fixing.lock import LockHeld, may_break, parse_holder
+
+        request = Lock(self._lock_path(), holder)
+        try:
+            try:
+                self.send(request)
+            except NodeLockHeld as held_here:
+                held = parse_holder(held_here.holder)
+                if not (break_stale and may_break(held)):
+                    raise LockHeld(f"node {self.node} ({request.path})", held) from None
+                self.send(Lock(request.path, holder, take_over=True))
+        except OpRefused as refused:
+            raise StepFailed(f"cannot lock {request.path}: {refused}") from None
 
     def unlock(self) -> None:
-        self.op(ops.request("unlock", path=f"{self.journal_dir.rstrip('/')}/.lock"))
+        self.send(Unlock(self._lock_path()))
 
     def save_journal(self, run_id: str, text: str) -> str:
         path = f"{self.journal_dir.rstrip('/')}/{run_id}.json"
-        answer = self.op(ops.request("replace", path=path, data=text, mode=0o600))
-        if not answer.get("ok"):
-            raise StepFailed(f"cannot write the journal on the node: {answer.get('error')}")
+        try:
+            self.send(ReplaceFile(path, text, mode=0o600))
+        except OpRefused as refused:
+            raise StepFailed(f"cannot write the journal on the node: {refused}") from None
         return path
 
 
@@ -190,11 +211,13 @@ class SessionRunner(OpsRunner):
         self.where = session.where
         self._ops: OpsChannel | None = None
 
-    def op(self, request: dict[str, Any]) -> dict[str, Any]:
+    def send(self, request: Request[A]) -> A:
         try:
             if self._ops is None:
                 self._ops = self.session.ops()
-            return self._ops.request(request)
+            return self._ops.send(request)
+        except OpRefused:  # the node answered: the channel still serves
+            raise
         except Unreachable:
             self._ops = None
             raise
@@ -304,7 +327,7 @@ class SnapshotRunner(Runner):
         except NotCaptured:
             raise ReadError(f"`{' '.join(read.argv)}` was not captured in the snapshot") from None
         if not result.ok:
-            raise ReadError(command_error(read.argv, result.to_json()))
+            raise ReadError(command_error(read.argv, result.rc, result.stdout, result.stderr))
         return parse(read.parse, result.stdout)
 
     def _follow_roce_mtu(self, netdev: str, mtu: int) -> None:
@@ -380,7 +403,7 @@ class SnapshotRunner(Runner):
                 raise StepFailed(f"cannot simulate {' '.join(step.argv)}: "
                                  f"`{' '.join(step.read.argv)}` was not captured") from None
             if not old.ok:
-                raise StepFailed(command_error(step.argv, old.to_json()))
+                raise StepFailed(command_error(step.argv, old.rc, old.stdout, old.stderr))
             new = render(step.read.parse, old.stdout, value)
             if new is None:
                 raise StepFailed(f"cannot simulate `{' '.join(step.argv)}` on a snapshot")

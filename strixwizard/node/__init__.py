@@ -15,6 +15,7 @@ from strixwizard.node.connect import connect
 
 if TYPE_CHECKING:
     from strixwizard.node.cancel import Cancel
+    from strixwizard.node.channel import OpsChannel
     from strixwizard.node.command import program_name, remote_command
     from strixwizard.node.errors import (
         AuthFailed,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
         Unreachable,
     )
     from strixwizard.node.process import Process
-    from strixwizard.node.session import Connector, NodeSession, OpsChannel, ProgramRunner, Spec
+    from strixwizard.node.session import Connector, NodeSession, ProgramRunner, Spec
     from strixwizard.node.target import LocalTarget, SnapshotTarget, SshTarget, Target, target_for
 
 #: Where each name of the package lives: loaded on first use (PEP 562), so importing a
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "Cancel": "cancel", "program_name": "command", "remote_command": "command",
     "Process": "process", "Connector": "session", "NodeSession": "session",
-    "OpsChannel": "session", "ProgramRunner": "session", "Spec": "session",
+    "OpsChannel": "channel", "ProgramRunner": "session", "Spec": "session",
     "LocalTarget": "target", "SnapshotTarget": "target", "SshTarget": "target", "Target": "target",
     "target_for": "target",
     **{name: "errors" for name in (

@@ -12,6 +12,8 @@
     │   ├── DeadlineExceeded the work did not finish within its deadline
     │   ├── RuntimeMissing   the node has no python3 for the collector or the step runner
     │   └── CollectionFailed the collector ran but gave no usable snapshot
+    ├── OpRefused            the node answered an operation of the ops channel with a failure
+    │   └── NodeLockHeld     the lock asked for is held (carries the holder's record)
     ├── ProgramNotFound      a program the node was asked to run is not installed
     └── Cancelled            the run was cancelled before this could start
 """
@@ -71,6 +73,19 @@ class RuntimeMissing(Unreachable):
 
 class CollectionFailed(Unreachable):
     pass
+
+
+class OpRefused(NodeError):
+    """The node did not do what the ops channel asked (`node/channel.py` `answer_of`); the
+    node is as it was, and the channel still answers."""
+
+
+class NodeLockHeld(OpRefused):
+    """The lock file is held by another process; `holder` is its record, as the node read it."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class ProgramNotFound(NodeError):

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from strixwizard.node.channel import OpsChannel
 from strixwizard.node.command import program_name
 from strixwizard.node.process import Process, drained, spawn, start_readers, supervised_argv
 from strixwizard.node.session import Spec
@@ -18,7 +19,8 @@ from strixwizard.probe import Probe
 
 
 class LocalOps:
-    """`ops` requests answered in this process; MTUs through netlink (in `netns` if given)."""
+    """The ops transport of this machine: requests answered in this process, MTUs through
+    netlink (in `netns` if given)."""
 
     def __init__(self, netns: str | None = None) -> None:
         self.netns = netns
@@ -45,7 +47,7 @@ class LocalOps:
         finally:
             ipr.close()
 
-    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+    def exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         from strixwizard.onnode import ops
 
         if request.get("op") == "mtu_get":
@@ -82,8 +84,8 @@ class LocalSession:
         collect(dict(spec or SPEC), TarSink(buffer), __version__)
         return buffer.getvalue()
 
-    def ops(self) -> LocalOps:
-        return LocalOps(self.netns)
+    def ops(self) -> OpsChannel:
+        return OpsChannel(LocalOps(self.netns))
 
     def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
         popen = subprocess.Popen(

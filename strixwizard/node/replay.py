@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strixwizard.files import private_dir
+from strixwizard.node.channel import OpsChannel
 from strixwizard.node.command import program_name
 from strixwizard.node.errors import ConnectFailed, NodeError, Unreachable
 from strixwizard.node.session import Spec
@@ -49,13 +50,14 @@ Recordings = Mapping[tuple[str, ...] | str, Recording]
 
 
 class ReplayOps:
-    """Reads from the snapshot; every change is refused (a replay changes nothing)."""
+    """The ops transport of a replay: reads from the snapshot; every change is refused (a
+    replay changes nothing)."""
 
     def __init__(self, probe: Probe) -> None:
         self.probe = probe
         self.requests: list[dict[str, Any]] = []
 
-    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+    def exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         self.requests.append(request)
         op = request.get("op")
         if op == "ping":
@@ -128,8 +130,8 @@ class ReplaySession:
                 archive.add(root, arcname="snapshot")
         return buffer.getvalue()
 
-    def ops(self) -> ReplayOps:
-        return ReplayOps(self._usable())
+    def ops(self) -> OpsChannel:
+        return OpsChannel(ReplayOps(self._usable()))
 
     def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
         from strixwizard.node.process import NOT_INSTALLED, Process

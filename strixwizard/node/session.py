@@ -3,7 +3,8 @@
 Three things a session does, each the only way the rest of the code does it:
 - `collect(spec)`: a snapshot of the node (one exec over SSH), as a read-only `Probe`;
   `collect_archive(spec)` gives the snapshot's `.tar.gz` bytes;
-- `ops()`: the fix engine's channel: one JSON request, one JSON answer (`onnode/ops.py`);
+- `ops()`: the fix engine's channel: typed requests and answers (`node/channel.py`) over
+  one JSON line each way to `onnode/ops.py`;
 - `start(argv, limit_s)`: a program under the supervisor, as a `Process`.
 
 Implementations: `LocalSession` (this machine, optionally a network namespace),
@@ -20,20 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from strixwizard.node.channel import OpsChannel
     from strixwizard.node.process import Process
     from strixwizard.node.target import Target
     from strixwizard.probe import Probe
 
 #: The collection spec (`facts/spec.py` SPEC): files, trees and argvs to gather.
 Spec = Mapping[str, Any]
-
-
-class OpsChannel(Protocol):
-    """The fix engine's channel to a node: `request({"op": ...})` -> `{"ok": ..., ...}`."""
-
-    def request(self, request: dict[str, Any]) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
 
 
 class ProgramRunner(Protocol):

@@ -25,6 +25,7 @@ from typing import Any
 
 import paramiko
 
+from strixwizard.node.channel import OpsChannel, Ping, answer_of
 from strixwizard.node.command import program_name, remote_command
 from strixwizard.node.errors import (
     AuthFailed,
@@ -34,6 +35,7 @@ from strixwizard.node.errors import (
     ConnectionLost,
     DeadlineExceeded,
     NodeError,
+    OpRefused,
     PassphraseNeeded,
     RuntimeMissing,
     UnknownHostKey,
@@ -247,7 +249,8 @@ def read_to_end(channel: Any, host: str, deadline: float, limit: int = MAX_OUTPU
 
 
 class SshOps:
-    """The fix engine's channel over SSH: `ops.serve()` on the node, one JSON line each way."""
+    """The ops transport over SSH: `ops.serve()` on the node, one JSON line each way; it
+    answers a ping before it is handed out."""
 
     def __init__(self, session: SshSession) -> None:
         from strixwizard.onnode import ops
@@ -272,10 +275,13 @@ class SshOps:
             raise ConnectionLost(f"{self.host}: cannot start the step runner ({error})") from None
         self._channel: paramiko.Channel | None = channel
         self._reader: paramiko.ChannelFile | None = channel.makefile("rb")
-        if not self.request(ops.request("ping")).get("ok"):
-            raise ConnectionLost(f"{self.host}: the step runner did not start")
+        try:
+            answer_of(Ping(), self.exchange(Ping().wire()))
+        except OpRefused:
+            self.close()
+            raise ConnectionLost(f"{self.host}: the step runner did not start") from None
 
-    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+    def exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         channel, reader = self._channel, self._reader
         if channel is None or reader is None:
             raise ConnectionLost(f"{self.host}: the step runner's session is closed")
@@ -382,8 +388,8 @@ class SshSession:
             raise CollectionFailed(str(error)) from None
 
     # -- ops ---------------------------------------------------------------
-    def ops(self) -> SshOps:
-        return SshOps(self)
+    def ops(self) -> OpsChannel:
+        return OpsChannel(SshOps(self))
 
     # -- programs ---------------------------------------------------------
     def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
