@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from strixwizard.facts.spec import SPEC
 from strixwizard.node.process import supervised_argv
 from strixwizard.node.ssh import OPS_BOOTSTRAP, collector_script
 from strixwizard.onnode import ops, pingpong
@@ -47,7 +48,7 @@ def node_env() -> dict[str, str]:
 
 def collect_with(python: str, tmp: Path) -> bytes:
     """A snapshot `.tar.gz` from the collector run as the SSH session runs it, on `python`."""
-    done = subprocess.run([python, "-"], input=collector_script(), capture_output=True, timeout=120,
+    done = subprocess.run([python, "-"], input=collector_script(SPEC), capture_output=True, timeout=120,
                           cwd=tmp, env=node_env(), check=False)
     assert done.returncode == 0, f"{python}: the collector failed:\n{done.stderr.decode()}"
     assert done.stderr == b"", done.stderr.decode()

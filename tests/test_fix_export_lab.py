@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.facts.spec import SPEC
 from strixwizard.node import SshTarget, connect
 from strixwizard.probe.snapshot import SnapshotProbe
 from tests.support.cli import run_cli
@@ -69,7 +70,7 @@ def _capture(lab: Lab, host: LabHost) -> SnapshotProbe:
     session = connect(SshTarget(name=host.name, host=host.mgmt_addr, key_file=str(lab.client_key),
                                 known_hosts=lab.known_hosts))
     try:
-        probe = session.collect()
+        probe = session.collect(SPEC)
     finally:
         session.close()
     assert isinstance(probe, SnapshotProbe)

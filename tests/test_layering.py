@@ -123,6 +123,17 @@ def test_checks_facts_and_plans_reach_no_io() -> None:
     assert purity_violations() == []
 
 
+def transport_payload_imports(root: Path = ROOT) -> list[Edge]:
+    """The node seam's transports importing the facts (the same layer): a session is handed
+    the collection spec by its caller and carries whatever it is given."""
+    return [e for e in edges(root) if e.source.startswith("strixwizard.node")
+            and (e.target == "strixwizard.facts" or e.target.startswith("strixwizard.facts."))]
+
+
+def test_the_node_sessions_do_not_know_their_payload() -> None:
+    assert transport_payload_imports() == []
+
+
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = tmp_path / name
@@ -153,6 +164,9 @@ def violating_tree(tmp_path: Path) -> Path:
         "strixwizard/onnode/ops.py": "",
         # and a builtin that opens a file
         "strixwizard/facts/__init__.py": "",
+        "strixwizard/facts/spec.py": "SPEC = {}\n",
+        # a transport that fetches its own payload
+        "strixwizard/node/ssh.py": "def script():\n    from strixwizard.facts.spec import SPEC\n",
         "strixwizard/facts/bad.py": "def read():\n    return open('/proc/cpuinfo').read()\n",
         # the wizard borrowing from the command line, and a renderer loading Textual
         "strixwizard/tui/__init__.py": "",
@@ -175,6 +189,8 @@ def test_the_rules_see_a_deliberate_violation(violating_tree: Path) -> None:
         Edge("strixwizard.tui.screen", "strixwizard.cli.fix", 1, False)]
     assert present_imports_of_textual(violating_tree) == [
         "strixwizard.present.page:2 imports textual.content"]
+    assert transport_payload_imports(violating_tree) == [
+        Edge("strixwizard.node.ssh", "strixwizard.facts.spec", 2, True)]
 
 
 def test_the_layers_named_in_the_design_are_the_ones_tested() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from strixwizard.facts.spec import SPEC
 from strixwizard.node import (
     Cancel,
     Cancelled,
@@ -270,7 +271,7 @@ def test_every_kind_of_node_goes_through_the_injected_connector(tmp_path: Path) 
 
 def test_an_archive_is_collected_through_the_injected_connector() -> None:
     connector = ReplayConnector(probes={"node-a": SnapshotProbe.load(DEMO / "node-a.tar.gz")})
-    data = connector(SshTarget("node-a", "10.99.250.1")).collect_archive()
+    data = connector(SshTarget("node-a", "10.99.250.1")).collect_archive(SPEC)
     again = SnapshotProbe.from_bytes(data, "node-a")
     assert again.read("/proc/cpuinfo") == SnapshotProbe.load(DEMO / "node-a.tar.gz").read("/proc/cpuinfo")
 
@@ -313,7 +314,7 @@ def test_the_fix_runner_works_through_an_injected_session() -> None:
     connector = ReplayConnector(probes={"node-a": SnapshotProbe.load(DEMO / "node-a.tar.gz")})
     runner = SshRunner(SshTarget("node-a", "10.99.250.1"), connector=connector)
     assert "RYZEN AI MAX" in (runner.read(Read("file", path="/proc/cpuinfo")) or "")
-    assert runner.probe().host == runner.session.collect().host
+    assert runner.probe().host == runner.session.collect(SPEC).host
     with pytest.raises(OpRefused) as refused:
         runner.send(WriteAttribute("/sys/x", "1"))
     assert str(refused.value) == "a replayed node changes nothing (write refused)"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.facts.spec import SPEC
 from strixwizard.fixing.journal import NodeJournal
 from strixwizard.fixing.model import Kind, Read, Step
 from strixwizard.fixing.runner import LocalRunner, SnapshotRunner, Unreachable
@@ -53,7 +54,7 @@ def test_connect_gives_a_session_for_every_kind(tmp_path: Path) -> None:
     snap, here, _ = (target_for(site, spec) for spec in site.nodes)
     session = connect(snap)
     assert isinstance(session, SnapshotSession) and session.copy is None
-    assert session.collect().read("/proc/cpuinfo") is not None
+    assert session.collect(SPEC).read("/proc/cpuinfo") is not None
     assert isinstance(connect(here), LocalSession)
 
 

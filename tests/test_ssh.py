@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.facts.spec import SPEC
 from tests.support.cli import run_cli, validate_report
 from tests.support.lab import Lab, lab_fixture, require_lab_tools, sweep_stale_labs
 
@@ -344,7 +345,7 @@ def test_one_connection_serves_collection_ops_and_programs(lab3: Lab, tmp_path: 
     host = lab3.hosts[0]
     before = host.sshd_log.read_text().count("Accepted publickey")
     try:
-        probe = session.collect()
+        probe = session.collect(SPEC)
         assert "processor" in (probe.read("/proc/cpuinfo") or "")
         ops = session.ops()
         assert ops.send(Run(("echo", "a b; c"))).stdout == "a b; c\n"
@@ -388,6 +389,6 @@ def test_a_python3_that_ends_before_taking_its_program_is_said_missing(fresh_lab
                                    known_hosts=fresh_lab.known_hosts))
     with pytest.raises(RuntimeMissing, match="python3 is not installed"):
         if program == "collector":
-            session.collect_archive()
+            session.collect_archive(SPEC)
         else:
             SshOps(session)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from strixwizard.facts.rdma import IBV_DEVINFO, roce_active_mtu, with_active_mtu
+from strixwizard.facts.spec import SPEC
 from strixwizard.fixing.model import BEFORE, Kind, Read, Step
 from strixwizard.fixing.readers import ReadError, parse, render
 from strixwizard.node.channel import (
@@ -227,7 +228,7 @@ class SessionRunner(OpsRunner):
 
     def probe(self) -> Probe:
         try:
-            return self.session.collect()
+            return self.session.collect(SPEC)
         except Unreachable:
             raise
         except NodeError as error:

@@ -70,18 +70,17 @@ class LocalSession:
         self.netns = netns
         self.where = f"local (netns {netns})" if netns else "local"
 
-    def collect(self, spec: Spec | None = None) -> Probe:
+    def collect(self, spec: Spec) -> Probe:
         from strixwizard.probe.local import LocalProbe
 
         return LocalProbe(self.name)
 
-    def collect_archive(self, spec: Spec | None = None) -> bytes:
+    def collect_archive(self, spec: Spec) -> bytes:
         from strixwizard import __version__
-        from strixwizard.facts.spec import SPEC
         from strixwizard.onnode.collector import TarSink, collect
 
         buffer = io.BytesIO()
-        collect(dict(spec or SPEC), TarSink(buffer), __version__)
+        collect(dict(spec), TarSink(buffer), __version__)
         return buffer.getvalue()
 
     def ops(self) -> OpsChannel:

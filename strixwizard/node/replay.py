@@ -111,10 +111,10 @@ class ReplaySession:
             raise Unreachable(f"{self.name}: nothing recorded for this node")
         return self.probe
 
-    def collect(self, spec: Spec | None = None) -> Probe:
+    def collect(self, spec: Spec) -> Probe:
         return self._usable()
 
-    def collect_archive(self, spec: Spec | None = None) -> bytes:
+    def collect_archive(self, spec: Spec) -> bytes:
         probe = self._usable()
         if self.archive is not None:
             return self.archive

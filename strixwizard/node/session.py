@@ -2,7 +2,8 @@
 
 Three things a session does, each the only way the rest of the code does it:
 - `collect(spec)`: a snapshot of the node (one exec over SSH), as a read-only `Probe`;
-  `collect_archive(spec)` gives the snapshot's `.tar.gz` bytes;
+  `collect_archive(spec)` gives the snapshot's `.tar.gz` bytes. The caller hands in the
+  spec (`facts/spec.py` SPEC, or a part of it): the transport does not know its payload;
 - `ops()`: the fix engine's channel: typed requests and answers (`node/channel.py`) over
   one JSON line each way to `onnode/ops.py`;
 - `start(argv, limit_s)`: a program under the supervisor, as a `Process`.
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from strixwizard.node.target import Target
     from strixwizard.probe import Probe
 
-#: The collection spec (`facts/spec.py` SPEC): files, trees and argvs to gather.
+#: A collection spec (`facts/spec.py` SPEC, or a part of it): files, trees and argvs to gather.
 Spec = Mapping[str, Any]
 
 
@@ -47,9 +48,9 @@ class NodeSession(ProgramRunner, Protocol):
         """How the node is reached, for messages and journals: "ssh root@10.0.0.2", "local"."""
         ...
 
-    def collect(self, spec: Spec | None = None) -> Probe: ...
+    def collect(self, spec: Spec) -> Probe: ...
 
-    def collect_archive(self, spec: Spec | None = None) -> bytes: ...
+    def collect_archive(self, spec: Spec) -> bytes: ...
 
     def ops(self) -> OpsChannel: ...
 

@@ -186,14 +186,13 @@ def _socket_reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def collector_script(spec: Spec | None = None) -> bytes:
+def collector_script(spec: Spec) -> bytes:
     """The program sent to the node: the collector's source, then a call to its main()."""
     from strixwizard import __version__
-    from strixwizard.facts.spec import SPEC
     from strixwizard.onnode import collector
 
     source = Path(collector.__file__).read_text(encoding="utf-8")
-    call = f"\nmain({json.dumps(json.dumps(dict(spec or SPEC)))}, {json.dumps(__version__)})\n"
+    call = f"\nmain({json.dumps(json.dumps(dict(spec)))}, {json.dumps(__version__)})\n"
     return (source + call).encode("utf-8")
 
 
@@ -342,7 +341,7 @@ class SshSession:
                                  f"({error or type(error).__name__})") from None
 
     # -- collect ---------------------------------------------------------
-    def collect_archive(self, spec: Spec | None = None) -> bytes:
+    def collect_archive(self, spec: Spec) -> bytes:
         t = self.target
         deadline = time.monotonic() + t.deadline
         try:
@@ -380,7 +379,7 @@ class SshSession:
                                    f"snapshot{'; it said: ' + said if said else ''}")
         return out
 
-    def collect(self, spec: Spec | None = None) -> SnapshotProbe:
+    def collect(self, spec: Spec) -> SnapshotProbe:
         data = self.collect_archive(spec)
         try:
             return SnapshotProbe.from_bytes(data, f"{self.name} ({self.target.host})")

@@ -106,7 +106,7 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
         try:
             session = connect(target_for(site, spec, trust_new_hosts=trust_new_hosts))
             try:
-                archive = session.collect_archive()
+                archive = session.collect_archive(SPEC)
             finally:
                 session.close()
             data = with_site_meta(archive, site_meta(site, spec))

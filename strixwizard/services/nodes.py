@@ -89,9 +89,11 @@ def collect_node(target: Target, connector: Connector = connect, spec: Spec | No
     """A node's facts through one session of `connector`, closed after. A node that cannot be
     reached is an unreachable host with the reason; a snapshot that does not load is a usage
     error."""
+    from strixwizard.facts.spec import SPEC
+
     session = connector(target)
     try:
-        probe = session.collect(spec)
+        probe = session.collect(SPEC if spec is None else spec)
     except NodeError as error:
         return Node(HostReport(target.name, target.address, target.kind, reachable=False,
                                error=str(error)), None)
