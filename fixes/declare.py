@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fixes.steps import UNIT_DIR, unit_name
+from fixes.steps import unit_name
+from strixwizard.facts.persistence import UNIT_DIR
 from strixwizard.fixing.context import Fix, PlanFn
 from strixwizard.model import FixRef
 

@@ -8,13 +8,12 @@ from dataclasses import replace
 from fixes.declare import fix
 from fixes.steps import command_step, file_step, mtu_step, unit_steps
 from strixwizard.facts import NodeFacts
-from strixwizard.facts.persistence import NM_CONNECTION_MTU
+from strixwizard.facts.persistence import NETWORKD_DIR, NM_CONNECTION_MTU
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import BEFORE, Plan, Step
 from strixwizard.topology import MISMATCH, FabricPort, in_use
 from strixwizard.vendors import by_transport
 
-NETWORKD_DIR = "/etc/systemd/network"
 MTU_DROP_IN = "90-strixwizard-mtu.conf"
 
 

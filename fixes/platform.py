@@ -15,11 +15,11 @@ from fixes.declare import fix
 from fixes.steps import file_step
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.memory import GIB, PAGE_BYTES
-from strixwizard.facts.persistence import GRUBBY_INFO
+from strixwizard.facts.persistence import GRUBBY_INFO, LIMITS_DIR
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import Kind, Plan, Read, Step
 
-LIMITS_FILE = "/etc/security/limits.d/90-strixwizard-memlock.conf"
+LIMITS_FILE = f"{LIMITS_DIR}/90-strixwizard-memlock.conf"
 LIMITS_CONTENT = (
     "# Written by strixwizard (fix limits.memlock): RDMA pins every registered buffer.\n"
     "# pam_limits reads this for new sessions; `*` does not cover root, hence the root lines.\n"

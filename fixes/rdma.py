@@ -18,12 +18,13 @@ from fixes.steps import (
 )
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.devlink import DEVLINK_PARAMS
+from strixwizard.facts.persistence import MODPROBE_DIR
+from strixwizard.facts.rdma import RDMA_CM
 from strixwizard.fixing.context import PlanContext
 from strixwizard.fixing.model import Plan, Step
+from strixwizard.places import NODE_CONFIG_DIR
 
-RDMA_CM = "/sys/kernel/config/rdma_cm"
-TMPFILES_DIR = "/etc/strixwizard"
-MODPROBE_DIR = "/etc/modprobe.d"
+TMPFILES_DIR = NODE_CONFIG_DIR
 
 
 @fix("rdma.roce_v2_default",

@@ -15,10 +15,8 @@ import shlex
 from collections.abc import Sequence
 
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.persistence import UNIT_DIR, WANTS_DIR
 from strixwizard.fixing.model import Kind, Read, Step
-
-UNIT_DIR = "/etc/systemd/system"
-WANTS_DIR = "/etc/systemd/system/multi-user.target.wants"
 
 
 def mtu_step(netdev: str, before: int | None, after: int) -> Step:

@@ -26,6 +26,17 @@ def package_text(package: str, name: str) -> str:
     return resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
+#: How messages and help texts name `state_dir()` (its default).
+STATE_DIR_SHOWN = "~/.local/state/strixwizard"
+
+
+def state_dir() -> Path:
+    """strixwizard's own folder on this machine: journals, history, the wizard's state and
+    reports; `$XDG_STATE_HOME/strixwizard` (`~/.local/state/strixwizard` by default)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "strixwizard"
+
+
 def private_dir(path: Path) -> Path:
     """`path` and its missing parents created 0700; an existing `path` made 0700."""
     if not path.is_dir():

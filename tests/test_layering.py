@@ -45,7 +45,8 @@ PURE_STDLIB = {
 PURE_PROJECT = {
     "strixwizard.checking.declare", "strixwizard.errors", "strixwizard.fixing.context",
     "strixwizard.fixing.model", "strixwizard.fixing.readers", "strixwizard.known_bad",
-    "strixwizard.model", "strixwizard.node.command", "strixwizard.probe", "strixwizard.site",
+    "strixwizard.model", "strixwizard.node.command", "strixwizard.places", "strixwizard.probe",
+    "strixwizard.site",
     "strixwizard.topology", "strixwizard.vendors", "strixwizard",
 }
 PURE_PREFIXES = ("checks", "fixes", "strixwizard.facts", "strixwizard.vendors")

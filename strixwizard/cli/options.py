@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from strixwizard.errors import UsageError
+from strixwizard.files import STATE_DIR_SHOWN
+from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.present.terminal import visible
 from strixwizard.services.common import NodeEvent, Question, StepEvent
 
@@ -36,8 +38,8 @@ def add_change_options(parser: argparse.ArgumentParser, journal: str) -> None:
                         help="replace a stale lock (its run is gone) instead of refusing")
     parser.add_argument("--journal-dir", type=Path, metavar="DIR",
                         help=f"where this machine keeps {journal.replace('-', ' ')}s (default "
-                        f"~/.local/state/strixwizard/{journal})")
-    parser.add_argument("--node-journal-dir", default="/var/lib/strixwizard/journal", metavar="DIR",
+                        f"{STATE_DIR_SHOWN}/{journal})")
+    parser.add_argument("--node-journal-dir", default=NODE_JOURNAL_DIR, metavar="DIR",
                         help="where each node keeps its copy of the journal")
 
 

@@ -18,10 +18,11 @@ from pathlib import Path
 from fixes.steps import _unit_value as unit_value
 from fixes.steps import unit_name
 from strixwizard.errors import UsageError
+from strixwizard.facts.persistence import UNIT_DIR
 
 DEFAULT_TEXTFILE = Path("/var/lib/node_exporter/textfile_collector/strixwizard.prom")
 DEFAULT_MINUTES = 5
-SYSTEM_UNITS = Path("/etc/systemd/system")
+SYSTEM_UNITS = Path(UNIT_DIR)
 
 
 @dataclass(frozen=True)

@@ -27,21 +27,21 @@ from strixwizard.facts.outputs import (
     run_output,
     stripped,
 )
+from strixwizard.facts.rdma import RDMA_CM
 from strixwizard.facts.source import read_int
+from strixwizard.places import NODE_CONFIG_DIR
 from strixwizard.probe import Probe
 
 NETIF_LINKS = "/run/systemd/netif/links"
-#: Directories where strixwizard writes its files (names contain "strixwizard").
-OWNED_DIRS = (
-    "/etc/systemd/system",
-    "/etc/security/limits.d",
-    "/etc/modprobe.d",
-    "/etc/strixwizard",
-    "/etc/sysctl.d",
-)
-RDMA_CM = "/sys/kernel/config/rdma_cm"
-WANTS_DIR = "/etc/systemd/system/multi-user.target.wants"
+#: Where the files that make a change survive a reboot live; fixes write there (fixes/steps.py).
+UNIT_DIR = "/etc/systemd/system"
+WANTS_DIR = f"{UNIT_DIR}/multi-user.target.wants"
+LIMITS_DIR = "/etc/security/limits.d"
+MODPROBE_DIR = "/etc/modprobe.d"
+SYSCTL_DIR = "/etc/sysctl.d"
 NETWORKD_DIR = "/etc/systemd/network"
+#: Directories where strixwizard writes its files (names contain "strixwizard").
+OWNED_DIRS = (UNIT_DIR, LIMITS_DIR, MODPROBE_DIR, NODE_CONFIG_DIR, SYSCTL_DIR)
 
 
 @dataclass(frozen=True)

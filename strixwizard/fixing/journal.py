@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from strixwizard.files import private_dir
+from strixwizard.files import private_dir, state_dir
 from strixwizard.fixing.model import Plan, Step
 from strixwizard.onnode import ops
 from strixwizard.site import name_problem
@@ -37,8 +37,7 @@ JournalStatus = Literal["planned", "applying", "applied", "failed", "rolled-back
 
 
 def default_journal_dir() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path("~/.local/state").expanduser())
-    return Path(state) / "strixwizard" / "journal"
+    return state_dir() / "journal"
 
 
 def new_run_id() -> str:

@@ -47,10 +47,11 @@ from strixwizard.node.command import not_installed
 from strixwizard.node.errors import NodeError, NodeLockHeld, OpRefused
 from strixwizard.node.errors import Unreachable as Unreachable  # the name engines import
 from strixwizard.node.session import NodeSession
+from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.probe import NotCaptured, Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 
-DEFAULT_NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"
+DEFAULT_NODE_JOURNAL_DIR = NODE_JOURNAL_DIR  # the name fixing/site_apply.py imports
 MAX_LINK_HOPS = 40  # as the kernel (ELOOP)
 A = TypeVar("A")
 
@@ -112,7 +113,7 @@ class OpsRunner(Runner):
     """A runner that works through the ops channel (`node/channel.py`: in-process or over SSH).
     A refused change is `StepFailed`, a refused read `ReadError`."""
 
-    journal_dir: str = DEFAULT_NODE_JOURNAL_DIR
+    journal_dir: str = NODE_JOURNAL_DIR
 
     @abstractmethod
     def send(self, request: Request[A]) -> A: ...
@@ -205,7 +206,7 @@ class SessionRunner(OpsRunner):
     the first one), verification collects the node through the same session."""
 
     def __init__(self, node: str, session: NodeSession,
-                 journal_dir: str = DEFAULT_NODE_JOURNAL_DIR) -> None:
+                 journal_dir: str = NODE_JOURNAL_DIR) -> None:
         self.node = node
         self.session = session
         self.journal_dir = journal_dir
@@ -245,7 +246,7 @@ class LocalRunner(SessionRunner):
     """This machine; with `netns`, MTU changes happen in that network namespace (pyroute2)."""
 
     def __init__(self, node: str, netns: str | None = None,
-                 journal_dir: str = DEFAULT_NODE_JOURNAL_DIR, session: NodeSession | None = None
+                 journal_dir: str = NODE_JOURNAL_DIR, session: NodeSession | None = None
                  ) -> None:
         from strixwizard.node.local import LocalSession
 
@@ -420,7 +421,7 @@ class SnapshotRunner(Runner):
         self._set(step, before)
 
     def save_journal(self, run_id: str, text: str) -> str:
-        path = self._disk(f"{DEFAULT_NODE_JOURNAL_DIR}/{run_id}.json")
+        path = self._disk(f"{NODE_JOURNAL_DIR}/{run_id}.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         return str(path)

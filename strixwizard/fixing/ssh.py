@@ -8,16 +8,17 @@ A session that ends or stops answering makes the node `Unreachable`.
 
 from __future__ import annotations
 
-from strixwizard.fixing.runner import DEFAULT_NODE_JOURNAL_DIR, SessionRunner
+from strixwizard.fixing.runner import SessionRunner
 from strixwizard.node.connect import connect
 from strixwizard.node.session import Connector, NodeSession
 from strixwizard.node.target import SshTarget
+from strixwizard.places import NODE_JOURNAL_DIR
 
 
 class SshRunner(SessionRunner):
     """Over `session` when given, else over a new one from `connector` (`connect` by default)."""
 
-    def __init__(self, target: SshTarget, journal_dir: str = DEFAULT_NODE_JOURNAL_DIR,
+    def __init__(self, target: SshTarget, journal_dir: str = NODE_JOURNAL_DIR,
                  connector: Connector | None = None, session: NodeSession | None = None) -> None:
         super().__init__(target.name, session or (connector or connect)(target), journal_dir)
         self.target = target

@@ -15,6 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from strixwizard.files import state_dir
 from strixwizard.live.results import MEASURED, Measurement
 from strixwizard.model import Status
 
@@ -42,8 +43,7 @@ CREATE INDEX IF NOT EXISTS results_key ON results(pair_key, kind, transport, too
 
 
 def default_history_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "strixwizard" / "history.sqlite"
+    return state_dir() / "history.sqlite"
 
 
 def demo_history_path() -> Path:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from strixwizard.checking.engine import Node
 from strixwizard.errors import UsageError
+from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
-from strixwizard.services.fix import NODE_JOURNAL_DIR, held_unless, roll_back_run
+from strixwizard.services.fix import held_unless, roll_back_run
 from strixwizard.site import Site
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strixwizard.checking.engine import Node, Report
+from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
 from strixwizard.site import Site
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from strixwizard.fixing.model import SitePlan
     from strixwizard.node.session import Connector
 
-NODE_JOURNAL_DIR = "/var/lib/strixwizard/journal"  # each node's copy of the journal
 
 
 @dataclass(frozen=True)

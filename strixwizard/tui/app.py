@@ -30,6 +30,7 @@ from strixwizard.errors import UsageError
 from strixwizard.fixing.lock import LockHeld, UnfinishedRun
 from strixwizard.live.results import Measurement
 from strixwizard.live.soak import SoakProgress
+from strixwizard.places import NODE_CONFIG_DIR, NODE_JOURNAL_DIR
 from strixwizard.present.terminal import visible
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed
@@ -354,9 +355,9 @@ class WizardApp(App[int]):
                   display_path(session.state_file) if session.state_file else "none until a site is open"),
                  ("reports (JSON, Markdown, HTML)", display_path(session.out_dir)),
                  ("fix and deploy journals (head)", display_path(journals)),
-                 ("journals on each node", "/var/lib/strixwizard/journal"),
+                 ("journals on each node", NODE_JOURNAL_DIR),
                  ("demo dry runs (copies of the snapshots)", display_path(journals.parent / "dry-runs")),
-                 ("deploy files on each node", "/etc/strixwizard")]
+                 ("deploy files on each node", NODE_CONFIG_DIR)]
         self.push_screen(HelpScreen(help_content(everywhere, here, files)))
 
     def action_toggle_dark(self) -> None:

@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strixwizard.files import state_dir
 from strixwizard.fixing.journal import write_durably
 from strixwizard.readback import ReadBackError, loads
 from strixwizard.tui.steps import BY_ID
@@ -32,8 +33,7 @@ STATE_FILE_NAME = ".strixwizard-state.json"
 
 
 def user_state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "strixwizard"
+    return state_dir()
 
 
 def private_folder(path: Path) -> Path:
