@@ -14,7 +14,8 @@ config.json), `gguf_shape` (from a GGUF file's metadata, reads the file's header
 `catalog` (popular models shipped as data, and `--model` resolution),
 `bandwidth` (the Strix Halo memory bandwidth default and its sources),
 `collectives` (all-reduce times per size and transport; the ring estimate),
-`predict` (the model), `document` (the "decode" JSON of the test report),
+`predict` (the model), `calibrate` (`--calibrate`: one node's measured decode speed in place
+of the bandwidth estimate), `document` (the "decode" JSON of the test report),
 `text` (the table), `fabric` (the same from a Test step's results, for the wizard's panel),
 `links` (USB4 networking beside the NIC), `measure` (runs the all-reduce and ping-pongs on
 nodes), `advise` (`strixwizard advise`: one node, llama.cpp RPC layer split, `-sm tensor` or

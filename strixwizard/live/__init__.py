@@ -6,8 +6,9 @@ never loads it; the `strixwizard test` command itself is `cli/live.py`.
 Modules: parsers (`perftest_output`, `tcp_tools_output`, `rccl_output`, pure),
 `verdict` (thresholds, pure), `plan` (pair endpoints from facts, pure),
 `schedule` (rounds of disjoint pairs), `hosts` (supervised programs over SSH
-or locally), `tcp` / `perftest` / `native` / `rccl` (orchestration), `runner`
-(streaming), `history` (SQLite), `demo`, `report`, `render`.
+or locally), `tcp` / `perftest` / `native` / `rccl` / `soak` / `soft_rdma` (orchestration),
+`counters` (fabric counters around a run), `results` (measurements and the verdict), `runner`
+(streaming), `history` (SQLite) and `trends` (its series), `demo`, `report`, `render`.
 The programs sent to nodes (`pingpong.py`, `verbs_pingpong.py`, the supervisor) are in
 `strixwizard/onnode/`.
 

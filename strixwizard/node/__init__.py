@@ -1,4 +1,5 @@
-"""The node seam: one session interface to reach a node, one error hierarchy, one cancel.
+"""The node seam: one session interface to reach a node, one error hierarchy, one cancel,
+and the typed ops channel (`channel`) a session's `ops()` gives.
 
 Importing this package loads no paramiko, pyroute2 or subprocess code: the
 implementations (`node.local`, `node.ssh`, `node.replay`) load on first use, and so do the
