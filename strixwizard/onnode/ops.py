@@ -5,9 +5,11 @@ remote node, where the SSH executor sends its source to `python3 -c` and then
 talks to `serve()` with one JSON request per line and one JSON answer per line,
 so the result of every single operation is known on the head as it happens.
 
-Requests: {"op": OP, ...}, OP one of `Op` (the one declaration of the op names; the head
-builds requests with `request(op, ...)`, so mypy checks every name it sends). Answers:
-{"ok": true, ...} or {"ok": false, "error": "..."}.
+Requests: {"op": OP, ...}, OP one of `Op` (the one declaration of the op names; the head's
+request types, `node/channel.py`, build them with `request(op, ...)`, so mypy checks every
+name it sends). Answers: {"ok": true, ...} or {"ok": false, "error": "..."}; the head reads
+them in one place (`node/channel.py` `answer_of`). This wire format only grows: a node may run
+an older copy of this program.
 """
 
 from __future__ import annotations
