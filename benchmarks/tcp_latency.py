@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from strixwizard.live.hosts import Host
 from strixwizard.live.plan import plan_pair
-from strixwizard.live.runner import MatrixTiming, TestSettings, latency_pair, run_tests
+from strixwizard.live.runner import MatrixTiming, MeasurementSettings, latency_pair, run_tests
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import (
     TcpSettings,
@@ -86,7 +86,8 @@ def matrix_figures(seconds: float) -> None:
             Lab(Path(tmp), 8) as lab:
         hosts, site, facts = _hosts(lab.write_site_yaml(Path(tmp) / "lab.yaml"))
         names = [h.name for h in lab.hosts]
-        settings = TestSettings(tcp=TcpSettings(seconds=seconds, round_trips=500_000, references=False))
+        settings = MeasurementSettings(tcp=TcpSettings(seconds=seconds, round_trips=500_000,
+                                                   references=False))
         plans = {p: plan_pair(site, facts, *p) for r in rounds(names) for p in r}  # type: ignore[arg-type]
         one = plans[("node0", "node1")]
         list(latency_pair(hosts, one, settings))  # warm the SSH connections

@@ -142,7 +142,7 @@ def test_report_text_and_wizard_panel_show_the_deltas() -> None:
     before = {"node-b": counters("enp194s0np0", "ethtool -S", **{"link_xoff_tx.nic": 5})}
     after = {"node-b": counters("enp194s0np0", "ethtool -S", **{"link_xoff_tx.nic": 9})}
     m = counters_measurement(before, after, [rdma_latency()], PAIR)
-    report = live_report.TestReport("latency", "site", Thresholds(), results=[rdma_latency(), m])
+    report = live_report.MeasurementReport("latency", "site", Thresholds(), results=[rdma_latency(), m])
     assert report.to_json()["counters"] == [
         {"host": "node-b", "device": "enp194s0np0", "counter": "link_xoff_tx.nic", "before": 5,
          "after": 9, "delta": 4, "kind": "pause"}]
@@ -288,7 +288,7 @@ def test_rxe_packet_counters_read_around_a_run_say_what_crossed_over_rdma(tmp_pa
     assert m.summary == ("fabric counters: 9 read on 1 node(s) before and after, no retransmit "
                          "or sequence error grew; over RDMA: vm0:rxe0/1 sent +2004, received "
                          "+2001 packets")
-    report = live_report.TestReport("latency", "site", Thresholds(), results=out).to_json()
+    report = live_report.MeasurementReport("latency", "site", Thresholds(), results=out).to_json()
     assert report["rdma_packets"] == m.detail["rdma_packets"] and report["status"] == "pass"
     assert {(c["counter"], c["kind"]) for c in report["counters"]} >= {
         ("sent_pkts", "packets"), ("rcvd_pkts", "packets")}

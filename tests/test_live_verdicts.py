@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 from strixwizard.live.render import print_summary
-from strixwizard.live.report import TestReport as RunReport
+from strixwizard.live.report import MeasurementReport as RunReport
 from strixwizard.live.results import Measurement, cause, exit_code, overall_status
 from strixwizard.model import Status
 from strixwizard.site import Thresholds
@@ -70,10 +70,10 @@ def test_transport_tcp_is_refused_for_bandwidth() -> None:
 
 def test_one_round_of_the_matrix_is_one_round() -> None:
     from strixwizard.live.render import print_summary
-    from strixwizard.live.report import TestReport
+    from strixwizard.live.report import MeasurementReport
     from strixwizard.site import Thresholds
 
-    report = TestReport(command="matrix", site="demo", thresholds=Thresholds())
+    report = MeasurementReport(command="matrix", site="demo", thresholds=Thresholds())
     report.matrix = {"nodes": ["a", "b"], "rounds": [[["a", "b"]]], "elapsed_s": 1.0,
                      "tcp_latency_us": {"a": {"b": 9.0}, "b": {"a": 9.0}},
                      "rdma_latency_us": {"a": {}, "b": {}}}

@@ -205,14 +205,14 @@ def test_a_child_cancel_follows_its_parent_but_not_the_other_way() -> None:
 def test_run_tests_takes_the_callers_cancel() -> None:
     """The wizard's Stop: a Cancel given to run_tests stops its programs at once, any thread."""
     from strixwizard.live.plan import PairPlan
-    from strixwizard.live.runner import TestSettings, run_tests
+    from strixwizard.live.runner import MeasurementSettings, run_tests
     from strixwizard.live.tcp import TcpSettings
 
     cancel = Cancel()
     hosts = {"a": LocalSession("a"), "b": LocalSession("b")}
     plan = PairPlan("a", "b", "127.0.0.1", "127.0.0.1", "127.0.0.1", "loopback", False, None,
                     "no RDMA in this test")
-    settings = TestSettings(tcp=TcpSettings(seconds=30, round_trips=10**9, references=False))
+    settings = MeasurementSettings(tcp=TcpSettings(seconds=30, round_trips=10**9, references=False))
     threading.Timer(1.0, cancel.cancel).start()
     started = time.monotonic()
     results = list(run_tests("latency", hosts, {("a", "b"): plan}, ["a", "b"], settings,
@@ -249,8 +249,8 @@ def test_site_nodes_collect_through_an_injected_connector(tmp_path: Path) -> Non
 
 def test_every_kind_of_node_goes_through_the_injected_connector(tmp_path: Path) -> None:
     """Local nodes too: the wizard injects one connector and nothing reaches a real node."""
+    from strixwizard.services.measure import site_hosts
     from strixwizard.services.nodes import site_nodes
-    from strixwizard.services.test import site_hosts
     from strixwizard.site import load_site
 
     path = tmp_path / "site.yaml"

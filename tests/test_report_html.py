@@ -20,7 +20,7 @@ from checks import ALL
 from strixwizard.charts import TRANSPORT_COLOURS, heat_colour, predictions, run_pictures
 from strixwizard.checking.engine import Report, select_checks
 from strixwizard.live.demo import demo_results
-from strixwizard.live.report import TestReport as RunReport
+from strixwizard.live.report import MeasurementReport as RunReport
 from strixwizard.live.report import matrix_json
 from strixwizard.live.schedule import rounds
 from strixwizard.live.tcp import TcpSettings

@@ -12,7 +12,7 @@ import pytest
 from strixwizard.facts.spec import SPEC, spec_without
 from strixwizard.node.replay import ReplaySession
 from strixwizard.probe.snapshot import SnapshotProbe
-from strixwizard.services.levels import DOCTOR, TEST
+from strixwizard.services.levels import DOCTOR, MEASURE
 from strixwizard.services.nodes import RunRequest, demo_site, resolve_run
 from strixwizard.site import Site
 from tests.support.cli import invoke
@@ -87,7 +87,7 @@ def test_test_levels_set_the_bounds_and_an_option_wins() -> None:
     assert (long.seconds, long.bytes) == (60.0, 16 << 30)
     assert _test_args().seconds == 5.0  # medium is the default
     assert _test_args("--level", "long", "--seconds", "2").seconds == 2.0
-    assert TEST["quick"].samples < TEST["medium"].samples < TEST["long"].samples
+    assert MEASURE["quick"].samples < MEASURE["medium"].samples < MEASURE["long"].samples
 
 
 def test_test_latency_quick_on_the_demo_takes_fewer_samples_and_no_references(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from strixwizard.services import deploy, fix, test
+from strixwizard.services import deploy, fix, measure
 from strixwizard.services.common import NotConfirmed, Question
 from strixwizard.services.discover import Discovery, discover
 from strixwizard.services.nodes import RunRequest
@@ -82,8 +82,8 @@ def test_deploy_on_snapshots_is_plan_only(demo: Discovery) -> None:
 
 
 def test_the_demo_test_stream_stops_at_the_cancel(demo: Discovery) -> None:
-    cancel = test.Cancel()
-    stream = test.wizard_stream(demo.site, demo.nodes, True, cancel, demo_seconds=0.1)
+    cancel = measure.Cancel()
+    stream = measure.wizard_stream(demo.site, demo.nodes, True, cancel, demo_seconds=0.1)
     first = next(stream)
     cancel.cancel()
     assert first.pair == ("node-a", "node-b")

@@ -47,7 +47,7 @@ async def test_test_step_keeps_its_results_when_the_nodes_are_read_again() -> No
 
 
 def test_a_pair_without_a_fabric_link_is_titled_as_measured_over_management() -> None:
-    from strixwizard.tui.screens.test import link_title
+    from strixwizard.tui.screens.measure import link_title
 
     tcp = Measurement("latency", "tcp", "strixwizard tcp ping-pong", ("node2", "node1"), Status.PASS, "ok",
                       path="node1 -> node2 10.99.2.12 (management network: no fabric link found)")
@@ -59,7 +59,7 @@ def test_a_pair_without_a_fabric_link_is_titled_as_measured_over_management() ->
 @pytest.mark.parametrize("count", [3, 6, 12])
 def test_the_matrix_fits_80_columns_and_no_cell_is_cut(count: int) -> None:
     from strixwizard.tui.fit import cell_width
-    from strixwizard.tui.screens.test import matrix_view
+    from strixwizard.tui.screens.measure import matrix_view
 
     nodes = [f"strix-node{i}" for i in range(count)]
     tcp = {a: {b: 123.4 for b in nodes if b != a} for a in nodes}

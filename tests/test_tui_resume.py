@@ -11,7 +11,7 @@ import pytest
 
 from strixwizard.services.facade import Services
 from strixwizard.tui.screens.deploy import DeployState
-from strixwizard.tui.screens.test import TestState
+from strixwizard.tui.screens.measure import MeasurementState
 from strixwizard.tui.steps import key_of
 from strixwizard.tui.widgets.soak import SoakModal, SoakPanel
 from tests.support.wizard import SIZE, make_app, notice_text, settle, sync, wait_for_tests
@@ -42,7 +42,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         await pilot.press("r")
         await pilot.pause()
         await wait_for_tests(first, pilot)
-        assert first.session.of(TestState).outcome == "done"
+        assert first.session.of(MeasurementState).outcome == "done"
         # the demo's TCP is this machine's loopback: said so beside the recorded RDMA
         decode = first.screen.query_one("DecodePanel DataTable")
         transports = [str(decode.get_row_at(i)[0]) for i in range(decode.row_count)]  # type: ignore[attr-defined]
@@ -53,7 +53,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         await pilot.press("s")
         await pilot.pause()
         await wait_for_tests(first, pilot, 90)
-        soak = first.session.of(TestState).soak
+        soak = first.session.of(MeasurementState).soak
         assert soak is not None and soak.outcome == "done"
         await pilot.press(key_of("report"))
         await settle(first, pilot)
@@ -69,7 +69,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         assert document["soak"]["status"] == "pass" and document["soak"]["pairs"] == [["node-a", "node-b"]]
         await pilot.press(key_of("links"))  # quit elsewhere: the next start resumes there
         await settle(first, pilot)
-    results = len(first.session.of(TestState).results)
+    results = len(first.session.of(MeasurementState).results)
     soaked = [m.to_json() for m in soak.results]
 
     again = make_app(quick, demo=True)
@@ -87,10 +87,10 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
 
         await pilot.press(key_of("test"))
         await settle(again, pilot)
-        tests = again.session.of(TestState)
+        tests = again.session.of(MeasurementState)
         assert len(tests.results) == results and tests.outcome == "done"
         assert "earlier session" in notice_text(again, "#test-status")
-        assert again.screen.query("TestPanel")
+        assert again.screen.query("MeasurementPanel")
         resumed = tests.soak  # the soak is back on the Test step, as it was
         assert resumed is not None and resumed.outcome == "done" and resumed.seconds == 30
         assert resumed.pairs == [("node-a", "node-b")]
@@ -109,7 +109,7 @@ async def test_resume_keeps_tests_and_deploy_and_the_report_files(state_home: Pa
         await pilot.press("r")
         await pilot.pause()
         await wait_for_tests(again, pilot)
-        assert again.session.of(TestState).resumed_document is None
+        assert again.session.of(MeasurementState).resumed_document is None
         await pilot.press(key_of("report"))
         await settle(again, pilot)
         assert _files(again.session.saved) != before
@@ -128,7 +128,7 @@ async def test_a_foreign_or_broken_saved_report_restores_nothing(state_home: Pat
     again = make_app(demo=True)
     async with again.run_test(size=SIZE) as pilot:
         await settle(again, pilot)
-        assert again.session.of(TestState).results == []
+        assert again.session.of(MeasurementState).results == []
         assert again.session.of(DeployState).resumed is None
 
 

@@ -383,7 +383,7 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
     from strixwizard.checking.engine import Node
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
-    from strixwizard.services.test import Cancel
+    from strixwizard.services.measure import Cancel
     from strixwizard.site import Site
 
     closed: list[bool] = []
@@ -425,7 +425,7 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
     from strixwizard.checking.engine import Node
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
-    from strixwizard.services.test import Cancel
+    from strixwizard.services.measure import Cancel
     from strixwizard.site import Site
 
     calls: list[int] = []

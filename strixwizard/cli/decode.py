@@ -1,5 +1,5 @@
 """`strixwizard test decode`: the options, checked before anything runs, and the stream (from
-`strixwizard.services.test`, which the wizard uses too)."""
+`strixwizard.services.measure`, which the wizard uses too)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def decode_settings(run: DecodeRun, args: argparse.Namespace) -> DecodeSettings:
 
 def decode_stream(args: argparse.Namespace, run: DecodeRun, site: Site, pair: tuple[str, str],
                   cancel: Cancel, nodes: Sequence[Node] = ()) -> Iterator[Measurement]:
-    from strixwizard.services.test import decode_stream as service_stream
+    from strixwizard.services.measure import decode_stream as service_stream
 
     return service_stream(site, nodes, pair, decode_settings(run, args), cancel, demo=args.demo,
                           trust_new_hosts=args.trust_new_hosts)

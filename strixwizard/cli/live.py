@@ -43,11 +43,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     test.add_argument("--no-history", action="store_true", help="neither read nor write the history")
     test.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                       help="also write the figures as a node_exporter textfile (replaced atomically)")
-    from strixwizard.services.levels import TEST, TEST_LEVELS
+    from strixwizard.services.levels import MEASURE, MEASURE_LEVELS
 
-    test.add_argument("--level", choices=TEST_LEVELS, default="medium",
+    test.add_argument("--level", choices=MEASURE_LEVELS, default="medium",
                       help="how long to measure, as DCGM's run levels: " + "; ".join(
-                          f"{name}: {level.what}" for name, level in TEST.items())
+                          f"{name}: {level.what}" for name, level in MEASURE.items())
                       + "; --seconds, --bytes and --no-references override it")
     test.add_argument("--seconds", type=float, default=None,
                       help="time bound of each timed loop (default: the level's, 5 at medium)")
@@ -71,9 +71,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
 
 def with_level(args: argparse.Namespace) -> argparse.Namespace:
     """The level's bounds where no option gave one (an option always wins)."""
-    from strixwizard.services.levels import TEST
+    from strixwizard.services.levels import MEASURE
 
-    level = TEST[getattr(args, "level", "medium")]
+    level = MEASURE[getattr(args, "level", "medium")]
     if getattr(args, "seconds", None) is None:
         args.seconds = level.seconds
     if getattr(args, "bytes", None) is None:

@@ -1,5 +1,5 @@
 """One `strixwizard test` command from arguments to output; the stream itself comes from
-`strixwizard.services.test` (the one the wizard's Test step uses too)."""
+`strixwizard.services.measure` (the one the wizard's Test step uses too)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from strixwizard.cli.nextstep import same_command
 from strixwizard.errors import UsageError
 from strixwizard.live.rccl import RcclSettings
 from strixwizard.live.render import print_result, print_summary
-from strixwizard.live.report import TestReport, matrix_json
+from strixwizard.live.report import MeasurementReport, matrix_json
 from strixwizard.live.results import Measurement
-from strixwizard.live.runner import MatrixTiming, TestSettings
+from strixwizard.live.runner import MatrixTiming, MeasurementSettings
 from strixwizard.live.schedule import rounds
 from strixwizard.live.soak import SoakProgress, SoakSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.node import signals
+from strixwizard.services.measure import Cancel, choose, demo_stream, site_stream
 from strixwizard.services.output import EXIT_NO_VERDICT
-from strixwizard.services.test import Cancel, choose, demo_stream, site_stream
 from strixwizard.site import Site
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 MAX_SECONDS = 300.0
 
 
-def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
+def _settings(args: argparse.Namespace, site: Site) -> MeasurementSettings:
     if not 0 < args.seconds <= MAX_SECONDS:
         raise UsageError(f"--seconds must be between 0 and {MAX_SECONDS:g}")
     if not 14 <= args.size <= 1 << 20:
@@ -42,9 +42,9 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
         from strixwizard.cli.prometheus import check_textfile_path
 
         check_textfile_path(args.prometheus)
-    from strixwizard.services.levels import TEST
+    from strixwizard.services.levels import MEASURE
 
-    scale = TEST[getattr(args, "level", "medium")].samples
+    scale = MEASURE[getattr(args, "level", "medium")].samples
     tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
                       reference_seconds=min(args.seconds, 3.0),
                       round_trips=round(TcpSettings.round_trips * scale),
@@ -53,8 +53,8 @@ def _settings(args: argparse.Namespace, site: Site) -> TestSettings:
     if tcp_only and args.kind not in ("latency", "matrix", "decode"):
         raise UsageError(f"--transport tcp applies to latency, matrix and decode; {args.kind} "
                          "measures RDMA")
-    settings = TestSettings(thresholds=site.thresholds, tcp=tcp, rccl=RcclSettings(launcher=args.launcher),
-                            tcp_only=tcp_only)
+    settings = MeasurementSettings(thresholds=site.thresholds, tcp=tcp,
+                                   rccl=RcclSettings(launcher=args.launcher), tcp_only=tcp_only)
     perftest = type(settings.perftest)
     settings.perftest = perftest(size=args.size, iterations=round(perftest.iterations * scale),
                                  bw_iterations=round(perftest.bw_iterations * scale))
@@ -102,7 +102,7 @@ def _all_pairs(args: argparse.Namespace) -> bool:
     return wanted
 
 
-def _live(args: argparse.Namespace, report: TestReport, timing: MatrixTiming, cancel: Cancel
+def _live(args: argparse.Namespace, report: MeasurementReport, timing: MatrixTiming, cancel: Cancel
           ) -> tuple[Site, Iterator[Measurement], list[str]]:
     from strixwizard.services.discover import read_nodes
     from strixwizard.services.nodes import RunRequest
@@ -148,7 +148,8 @@ def _decode(args: argparse.Namespace, cancel: Cancel) -> tuple[DecodeRun, Site, 
 
 
 def run_command(args: argparse.Namespace) -> int:
-    report = TestReport(command=args.kind, site="?", thresholds=TestSettings().thresholds, demo=args.demo)
+    report = MeasurementReport(command=args.kind, site="?", thresholds=MeasurementSettings().thresholds,
+                               demo=args.demo)
     timing = MatrixTiming()
     cancel = Cancel()
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -161,8 +162,8 @@ def run_command(args: argparse.Namespace) -> int:
             if getattr(args, "transport", "all") == "tcp":  # TCP alone, judged: no RDMA asked for
                 stream = (m for m in stream if m.transport != "rdma")
         elif args.demo and args.kind == "soak":  # for real on loopback, like the TCP baseline
+            from strixwizard.services.measure import demo_soak
             from strixwizard.services.nodes import demo_site
-            from strixwizard.services.test import demo_soak
 
             site = demo_site()
             settings = _settings(args, site)
@@ -235,9 +236,9 @@ def run_command(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _history(args: argparse.Namespace, report: TestReport, started_at: str) -> None:
+def _history(args: argparse.Namespace, report: MeasurementReport, started_at: str) -> None:
     from strixwizard.live.history import HistoryError, demo_history_path
-    from strixwizard.services.test import record
+    from strixwizard.services.measure import record
 
     path = args.history or (demo_history_path() if args.demo else None)  # the demo's own file
     try:

@@ -6,7 +6,7 @@ from typing import TextIO
 
 from strixwizard.live.counters import KIND, delta_lines
 from strixwizard.live.demo import published_comparison
-from strixwizard.live.report import TestReport, like_for_like
+from strixwizard.live.report import MeasurementReport, like_for_like
 from strixwizard.live.results import MEASURED, Measurement, no_verdict_reason, rdma_never_measured
 
 MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "skip", "error": "ERR "}
@@ -47,7 +47,7 @@ def print_result(m: Measurement, out: TextIO) -> None:
         print(line, file=out, flush=True)
 
 
-def print_summary(report: TestReport, out: TextIO, tcp_only_command: str | None = None) -> None:
+def print_summary(report: MeasurementReport, out: TextIO, tcp_only_command: str | None = None) -> None:
     """Comparisons, the matrix, history, then the verdict; `tcp_only_command` is this command
     with `--transport tcp`, suggested when RDMA was never measured."""
     comparisons = like_for_like(report.results)

@@ -73,7 +73,7 @@ def matrix_json(nodes: Sequence[str], results: Sequence[Measurement], rounds: li
 
 
 @dataclass
-class TestReport:
+class MeasurementReport:
     command: str
     site: str
     thresholds: Thresholds

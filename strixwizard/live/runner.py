@@ -33,7 +33,7 @@ KINDS = ("latency", "bandwidth", "rccl", "matrix", "soak")
 
 
 @dataclass
-class TestSettings:
+class MeasurementSettings:
     thresholds: Thresholds = field(default_factory=Thresholds)
     tcp: TcpSettings = field(default_factory=TcpSettings)
     perftest: PerftestSettings = field(default_factory=PerftestSettings)
@@ -49,7 +49,8 @@ def _skip(kind: str, tool: str, plan: PairPlan, why: str) -> Measurement:
                        path=plan.tcp_path, unit="µs" if kind == "latency" else "Gb/s")
 
 
-def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings) -> Iterator[Measurement]:
+def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: MeasurementSettings
+                 ) -> Iterator[Measurement]:
     client, server = hosts[plan.a], hosts[plan.b]
     yield tcp_latency(client, server, plan.pair, plan.tcp_address, plan.tcp_path, settings.thresholds,
                       settings.tcp)
@@ -74,12 +75,14 @@ def latency_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings)
     yield result
 
 
-def soak_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings) -> Iterator[Measurement]:
+def soak_pair(hosts: dict[str, Host], plan: PairPlan, settings: MeasurementSettings
+                 ) -> Iterator[Measurement]:
     yield tcp_soak(hosts[plan.a], hosts[plan.b], plan.pair, plan.tcp_address, plan.tcp_path,
                    settings.soak)
 
 
-def bandwidth_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSettings) -> Iterator[Measurement]:
+def bandwidth_pair(hosts: dict[str, Host], plan: PairPlan, settings: MeasurementSettings
+                 ) -> Iterator[Measurement]:
     if plan.rdma is None:
         yield _skip("bandwidth", settings.bandwidth_tool, plan, plan.rdma_why_not)
         return
@@ -90,7 +93,8 @@ def bandwidth_pair(hosts: dict[str, Host], plan: PairPlan, settings: TestSetting
 
 
 def rccl_run(hosts: dict[str, Host], nodes: Sequence[str], plans: Sequence[PairPlan],
-             addresses: dict[str, str], settings: TestSettings) -> Iterator[Measurement]:
+             addresses: dict[str, str], settings: MeasurementSettings
+                 ) -> Iterator[Measurement]:
     ends = [end for plan in plans if plan.rdma for end in plan.rdma]
     unique = {(e.node, e.device, e.port): e for e in ends}
     pair = (nodes[0], nodes[-1])
@@ -136,7 +140,7 @@ class MatrixTiming:
 
 
 def run_tests(kind: str, hosts: dict[str, Host], plans: dict[tuple[str, str], PairPlan],
-              nodes: Sequence[str], settings: TestSettings, addresses: dict[str, str] | None = None,
+              nodes: Sequence[str], settings: MeasurementSettings, addresses: dict[str, str] | None = None,
               timing: MatrixTiming | None = None, matrix_bandwidth: bool = True,
               cancel: Cancel | None = None) -> Iterator[Measurement]:
     """Stream the results of one test command. `plans` holds a plan per pair to test.

@@ -14,7 +14,7 @@ from strixwizard.checking.engine import Node
 from strixwizard.live.results import Measurement
 from strixwizard.live.soak import SoakProgress, SoakSettings
 from strixwizard.live.tcp import TcpSettings
-from strixwizard.services import deploy, fix, test
+from strixwizard.services import deploy, fix, measure
 from strixwizard.services import discover as discovery
 from strixwizard.services.common import Confirm, OnNode, OnStep
 from strixwizard.services.discover import Discovery, SiteSource
@@ -31,7 +31,7 @@ class Services:
     deploy_options: deploy.DeployOptions | None = None
     tcp: TcpSettings | None = None  # the live tests' TCP settings (None: the defaults)
     demo_seconds: float = 2.0  # time bound of each demo loopback TCP loop
-    soak_bytes: int = test.SOAK_BYTES  # the Test step's soak: bytes each way at most
+    soak_bytes: int = measure.SOAK_BYTES  # the Test step's soak: bytes each way at most
     #: How every node is reached (collect, fix, test); None: SSH or this machine, as the site says.
     #: Tests pass a `strixwizard.node.replay.ReplayConnector` instead of patching modules.
     connector: Connector | None = None
@@ -75,16 +75,16 @@ class Services:
         return deploy.rollback(run_id, confirm, self.deploy_options, on_step)
 
     # -- test ------------------------------------------------------------------
-    def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: test.Cancel
+    def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: measure.Cancel
                    ) -> Iterator[Measurement]:
-        return test.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds,
+        return measure.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds,
                                   self.connector)
 
     def soak(self, site: Site, nodes: Sequence[Node], demo: bool, pairs: list[tuple[str, str]],
-             seconds: float, cancel: test.Cancel, progress: Callable[[SoakProgress], None]
+             seconds: float, cancel: measure.Cancel, progress: Callable[[SoakProgress], None]
              ) -> Iterator[Measurement]:
         settings = SoakSettings(bytes=self.soak_bytes, seconds=seconds, progress=progress)
-        return test.soak_stream(site, nodes, pairs, settings, cancel, demo, self.connector)
+        return measure.soak_stream(site, nodes, pairs, settings, cancel, demo, self.connector)
 
     def store_tests(self, site: str, started_at: str, results: list[Measurement],
                     demo: bool = False) -> str:
@@ -92,7 +92,7 @@ class Services:
         `strixwizard test --demo` stores its runs."""
         from strixwizard.live.history import demo_history_path
 
-        return test.history_line(site, "wizard test", started_at, results,
+        return measure.history_line(site, "wizard test", started_at, results,
                                  demo_history_path() if demo else None)
 
     def store_soak(self, site: str, started_at: str, results: list[Measurement], demo: bool
@@ -102,6 +102,6 @@ class Services:
         document (None when the history could not be written)."""
         from strixwizard.live.history import demo_history_path
 
-        line, recorded = test.store(site, "test soak", started_at, results,
+        line, recorded = measure.store(site, "test soak", started_at, results,
                                     demo_history_path() if demo else None)
         return line, recorded.to_json() if recorded is not None else None

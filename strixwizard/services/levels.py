@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DOCTOR_LEVELS = ("quick", "full")
-TEST_LEVELS = ("quick", "medium", "long")
+MEASURE_LEVELS = ("quick", "medium", "long")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class DoctorLevel:
 
 
 @dataclass(frozen=True)
-class TestLevel:
+class MeasurementLevel:
     """A test run level: how long and how much each measurement runs."""
 
     name: str
@@ -47,15 +47,15 @@ DOCTOR: dict[str, DoctorLevel] = {
     "full": DoctorLevel("full", (), (), "every check (the default); 2.5 s for two lab nodes"),
 }
 
-TEST: dict[str, TestLevel] = {
-    "quick": TestLevel("quick", 1.0, False, 64 << 20, 0.1,
+MEASURE: dict[str, MeasurementLevel] = {
+    "quick": MeasurementLevel("quick", 1.0, False, 64 << 20, 0.1,
                        "2,000 TCP round trips and 100 ib_write_lat iterations, at most 1 s per "
                        "timed loop, no sockperf/qperf references, soak up to 64 MiB; `test "
                        "latency` 3.5 s for a lab pair over SSH"),
-    "medium": TestLevel("medium", 5.0, True, 1 << 30, 1.0,
+    "medium": MeasurementLevel("medium", 5.0, True, 1 << 30, 1.0,
                         "20,000 round trips, 1,000 iterations, at most 5 s per loop, with the "
                         "sockperf/qperf references, soak up to 1 GiB (the default); 15 s"),
-    "long": TestLevel("long", 60.0, True, 16 << 30, 10.0,
+    "long": MeasurementLevel("long", 60.0, True, 16 << 30, 10.0,
                       "200,000 round trips, 10,000 iterations, at most 60 s per loop, with the "
                       "references, soak up to 16 GiB; 29 s"),
 }

@@ -37,7 +37,7 @@ from strixwizard.services.deploy import Deployed
 from strixwizard.services.discover import Discovery, SiteSource
 from strixwizard.services.facade import Services
 from strixwizard.services.fix import Applied, rollback_outcome
-from strixwizard.services.test import Cancel, planned_pairs
+from strixwizard.services.measure import Cancel, planned_pairs
 from strixwizard.site import Site
 from strixwizard.tui import messages as m
 from strixwizard.tui.cliwords import in_wizard_terms
@@ -57,8 +57,8 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.screens.fix import FixState
+from strixwizard.tui.screens.measure import MeasurementState, SoakRun, resumed_soak
 from strixwizard.tui.screens.site import SiteState
-from strixwizard.tui.screens.test import SoakRun, TestState, resumed_soak
 from strixwizard.tui.steps import BY_ID, STEPS, Step, keys, refer, step_after
 from strixwizard.tui.views import all_ports
 from strixwizard.tui.widgets.confirm import ConfirmationModal
@@ -181,7 +181,7 @@ class WizardApp(App[int]):
             except (KeyError, TypeError, ValueError, IndexError):
                 results = []  # a file edited by hand: nothing restored, nothing lost
             if results:
-                state = session.of(TestState)
+                state = session.of(MeasurementState)
                 nodes = [spec.name for spec in session.site.nodes]
                 outcome = tests.get("outcome") if isinstance(tests.get("outcome"), str) else None
                 state.results, state.nodes, state.outcome = results, nodes, outcome
@@ -192,7 +192,7 @@ class WizardApp(App[int]):
                     state.spark.setdefault(panel_key(measurement), []).extend(spark_points(measurement))
         soak = sections.get("soak")
         if soak is not None:
-            session.of(TestState).soak = resumed_soak(soak, at)
+            session.of(MeasurementState).soak = resumed_soak(soak, at)
         deploy = sections.get("deploy")
         if deploy is not None:
             deployed = session.of(DeployState)
@@ -427,7 +427,7 @@ class WizardApp(App[int]):
             session.of(DeployState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
                                                  f"kept: {keys('deploy', 'u')} rolls the run back.")
         elif group == "tests":
-            state = session.of(TestState)
+            state = session.of(MeasurementState)
             state.error = (f"the tests stopped: {error!r}",
                            f"check the nodes ({refer('discover')}, r), then press r to run the tests again")
             state.outcome, state.seconds = "done", time.monotonic() - self._test_started
@@ -724,7 +724,7 @@ class WizardApp(App[int]):
         discovery = session.of(DiscoverState).discovery
         if discovery is None or self.busy("tests"):
             return
-        state = session.of(TestState)
+        state = session.of(MeasurementState)
         state.run += 1
         state.begin(planned_pairs(discovery.site), [spec.name for spec in discovery.site.nodes])
         self.test_cancel = Cancel()
@@ -757,7 +757,7 @@ class WizardApp(App[int]):
         discovery = session.of(DiscoverState).discovery
         if discovery is None or self.busy("tests") or not message.pairs:
             return
-        state = session.of(TestState)
+        state = session.of(MeasurementState)
         state.soak_run += 1
         state.soak = SoakRun(list(message.pairs), message.seconds)
         self.test_cancel = Cancel()
@@ -795,7 +795,7 @@ class WizardApp(App[int]):
             self.post_message(m.SoakEnded(run, line, recorded))
 
     def _soak_of(self, run: int) -> SoakRun | None:
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         return state.soak if run == state.soak_run and state.soak is not None else None
 
     def on_soak_progressed(self, message: m.SoakProgressed) -> None:
@@ -826,7 +826,7 @@ class WizardApp(App[int]):
         self.test_cancel.cancel()  # ends the programs at once; the stream then ends
 
     def on_measurement_arrived(self, message: m.MeasurementArrived) -> None:
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         if message.run != state.run or self.test_cancel.cancelled:
             return
         measurement = message.measurement
@@ -837,7 +837,7 @@ class WizardApp(App[int]):
         self.screen_changed()
 
     def on_tests_ended(self, message: m.TestsEnded) -> None:
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         if message.run != state.run:
             return
         state.seconds = time.monotonic() - self._test_started

@@ -29,10 +29,10 @@ def tests_document(site: str, thresholds: Thresholds, results: Sequence[Measurem
     showed it."""
     if not results:
         return None
-    from strixwizard.live.report import TestReport, matrix_json
+    from strixwizard.live.report import MeasurementReport, matrix_json
     from strixwizard.live.schedule import rounds
 
-    report = TestReport(command="matrix+rccl (wizard)", site=site, thresholds=thresholds,
+    report = MeasurementReport(command="matrix+rccl (wizard)", site=site, thresholds=thresholds,
                         results=list(results), demo=demo)
     if len(nodes) > 2:
         report.matrix = matrix_json(list(nodes), list(results), rounds(list(nodes)), [])
@@ -69,9 +69,9 @@ def soak_document(site: str, thresholds: Thresholds, pairs: Sequence[tuple[str, 
     """The Test step's last soak as `strixwizard test soak --json` gives it (verdict, results
     with each direction's bytes checked and first faults, the history it was stored in), plus
     the pairs asked for, each pair's bound in seconds and how the run ended."""
-    from strixwizard.live.report import TestReport
+    from strixwizard.live.report import MeasurementReport
 
-    report = TestReport(command="soak", site=site, thresholds=thresholds, results=list(results),
+    report = MeasurementReport(command="soak", site=site, thresholds=thresholds, results=list(results),
                         demo=demo, history=history)
     document = report.to_json()
     document["pairs"] = [list(pair) for pair in pairs]

@@ -48,7 +48,8 @@ STEPS: tuple[Step, ...] = (
     Step("links", "Links", "which interface of which node meets which, and over what"),
     Step("fix", "Fix", "failing checks grouped by node and link, with their fix"),
     Step("deploy", "Deploy", "RCCL environment, Ray and the vLLM launch line"),
-    Step("test", "Test", "RDMA latency and bandwidth, TCP baseline, RCCL all-reduce"),
+    Step("test", "Test", "RDMA latency and bandwidth, TCP baseline, RCCL all-reduce",
+         f"{_SCREENS}.measure:MeasurementScreen"),
     Step("report", "Report", "the summary, saved as JSON, Markdown and HTML"),
 )
 BY_ID: dict[str, Step] = {step.id: step for step in STEPS}

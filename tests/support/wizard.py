@@ -19,12 +19,12 @@ from strixwizard.services.discover import Discovery, SiteSource
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.screens.test import TestState
+from strixwizard.tui.screens.measure import MeasurementState
 from strixwizard.tui.steps import STEPS, key_of
 from strixwizard.tui.widgets.confirm import ConfirmationModal
+from strixwizard.tui.widgets.measurement import MeasurementPanel, panel_id
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.sections import Section
-from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
 
 SIZE = (80, 24)
 
@@ -102,8 +102,8 @@ def replayed_ssh_app(tmp_path: Path) -> WizardApp:
     return make_app(Services(connector=connector), source=SiteSource(site_file=site_file), resume=False)
 
 
-def live_state(app: WizardApp) -> TestState:
-    return app.session.of(TestState)
+def live_state(app: WizardApp) -> MeasurementState:
+    return app.session.of(MeasurementState)
 
 
 def discovery_of(app: WizardApp) -> Discovery | None:
@@ -127,8 +127,8 @@ async def wait_for_modal(app: WizardApp, pilot: Pilot[int], limit_s: float = 10.
     raise AssertionError("no confirmation was asked")
 
 
-def panel(app: WizardApp, key: str) -> TestPanel:
-    return app.screen.query_one(f"#{panel_id(key)}", TestPanel)
+def panel(app: WizardApp, key: str) -> MeasurementPanel:
+    return app.screen.query_one(f"#{panel_id(key)}", MeasurementPanel)
 
 
 async def discovered(app: WizardApp, pilot: Pilot[int]) -> None:

@@ -33,7 +33,7 @@ from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.deploy import DeployState
 from strixwizard.tui.screens.discover import DiscoverState
-from strixwizard.tui.screens.test import TestState
+from strixwizard.tui.screens.measure import MeasurementState
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.text import outside
 from strixwizard.tui.views import fix_groups, link_views, node_rows
@@ -92,7 +92,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         discovery = self.session.of(DiscoverState).discovery
         assert discovery is not None
         report = discovery.report
-        tests, deploy = self.session.of(TestState), self.session.of(DeployState)
+        tests, deploy = self.session.of(MeasurementState), self.session.of(DeployState)
         soak = tests.soak
         key = (id(report), tests.run, len(tests.results), tests.outcome, tests.decode_model,
                tests.soak_run, soak.outcome if soak else None, len(soak.results) if soak else 0,
@@ -146,7 +146,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
 
     def _steps_lines(self) -> list[Content]:
         """The deploy status and the live tests' verdicts."""
-        tests = self.session.of(TestState)
+        tests = self.session.of(MeasurementState)
         results, _, outcome, note = reported_run(tests.results, tests.nodes, tests.outcome,
                                                  tests.complete)
         sections = self._sections()
@@ -211,7 +211,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
         discovery = session.of(DiscoverState).discovery
         if discovery is None:
             return {}
-        tests, deploy = session.of(TestState), session.of(DeployState)
+        tests, deploy = session.of(MeasurementState), session.of(DeployState)
         results, nodes, outcome, note = reported_run(tests.results, tests.nodes, tests.outcome,
                                                      tests.complete)
         document = tests.resumed_document  # an earlier session's, as it saved it

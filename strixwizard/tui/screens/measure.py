@@ -19,7 +19,7 @@ from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import like_for_like, matrix_json
 from strixwizard.live.results import Measurement, cause, overall_status
 from strixwizard.live.soak import SoakProgress
-from strixwizard.services.test import SOAK_SECONDS, planned_pairs
+from strixwizard.services.measure import SOAK_SECONDS, planned_pairs
 from strixwizard.tui.fit import cell_width
 from strixwizard.tui.messages import CancelTests, RunSoak, RunTests
 from strixwizard.tui.panels import PanelView, links_of, panel_views
@@ -29,10 +29,10 @@ from strixwizard.tui.screens.discover import DiscoverState
 from strixwizard.tui.text import lines as text_lines
 from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.decode import DecodePanel
+from strixwizard.tui.widgets.measurement import MeasurementPanel, panel_id
 from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.soak import SoakChoice, SoakModal, SoakPanel
 from strixwizard.tui.widgets.table import SizedTable
-from strixwizard.tui.widgets.testpanel import TestPanel, panel_id
 from strixwizard.tui.workspace import KEEP, KEEP_FOR_SITE, StepState
 
 DEMO_NOTE = ("Demo: the TCP baseline is measured for real on this machine's loopback (bounded, a "
@@ -81,8 +81,7 @@ def resumed_soak(document: dict[str, Any], saved_at: str | None) -> SoakRun | No
 
 
 @dataclass
-class TestState(StepState):
-    __test__ = False  # not a pytest test class
+class MeasurementState(StepState):
 
     run: int = field(default=0, metadata=KEEP)  # the run whose messages count; older ones are ignored
     results: list[Measurement] = field(default_factory=list, metadata=KEEP_FOR_SITE)
@@ -165,8 +164,7 @@ def matrix_view(nodes: list[str], grid: dict[str, Any], width: int
             ["", *(str(i) for i in range(1, len(nodes) + 1))], rows)
 
 
-class TestScreen(StepScreen, step="test", state=TestState):
-    __test__ = False  # not a pytest test class
+class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run_tests", "Run tests"),
         Binding("s", "soak", "Soak a link"),
@@ -176,7 +174,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
     @on(Select.Changed, "#decode-model")
     def _decode_model(self, event: Select.Changed) -> None:
         """The model picked in "what this fabric buys you": the Report's decode chart follows."""
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         if isinstance(event.value, str) and event.value != state.decode_model:
             state.decode_model = event.value
             self.session.changed()
@@ -190,7 +188,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
         yield Vertical(id="test-panels")
         yield Static(id="test-matrix-title", classes="section")
         yield SizedTable(id="test-matrix", zebra_stripes=True, cursor_type="none")
-        yield DecodePanel(self.session.of(TestState).decode_model or DEFAULT_MODEL, id="test-decode")
+        yield DecodePanel(self.session.of(MeasurementState).decode_model or DEFAULT_MODEL, id="test-decode")
         yield SoakPanel(id="test-soak")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -232,18 +230,18 @@ class TestScreen(StepScreen, step="test", state=TestState):
             return
         self._say(notice)
         self._draw_soak()
-        if not self.session.of(TestState).pairs:
+        if not self.session.of(MeasurementState).pairs:
             self.query_one("#test-panels").display = False
             self._show_matrix(False)
             return
         self.query_one("#test-panels").display = True
         self._draw_panels()
         self._draw_matrix()
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         self.query_one(DecodePanel).show(state.results, len(state.nodes))
 
     def _draw_soak(self) -> None:
-        soak = self.session.of(TestState).soak
+        soak = self.session.of(MeasurementState).soak
         panel = self.query_one(SoakPanel)
         if soak is None:
             panel.display = False
@@ -257,7 +255,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
 
     def _say(self, notice: Notice) -> None:
         session = self.session
-        state = session.of(TestState)
+        state = session.of(MeasurementState)
         discovery = session.of(DiscoverState).discovery
         assert discovery is not None
         t = discovery.site.thresholds
@@ -304,7 +302,7 @@ class TestScreen(StepScreen, step="test", state=TestState):
                        title="Test")
 
     def _draw_panels(self) -> None:
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         views = panel_views(state.pairs, state.results)
         box = self.query_one("#test-panels", Vertical)
         key = (state.run, tuple(views))
@@ -332,14 +330,14 @@ class TestScreen(StepScreen, step="test", state=TestState):
     async def _replace_panels(self, box: Vertical, rows: list[Vertical | Horizontal | Static]) -> None:
         await box.remove_children()
         await box.mount_all(rows)
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         self._update_panels(panel_views(state.pairs, state.results), box)
 
     def _update_panels(self, views: dict[str, PanelView], box: Vertical) -> None:
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         testing = self.wizard.busy("tests")
         for view in views.values():
-            for panel in box.query(f"#{panel_id(view.key)}").results(TestPanel):
+            for panel in box.query(f"#{panel_id(view.key)}").results(MeasurementPanel):
                 panel.show(view, state.spark.get(view.key, []), testing)
         ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
         published = published_comparison(state.results) if self.session.is_demo else None
@@ -354,16 +352,16 @@ class TestScreen(StepScreen, step="test", state=TestState):
                                  else f"like for like: {c.summary}")
                 ratio.update(text_lines(lines))
 
-    def _panel(self, view: PanelView) -> TestPanel:
-        state = self.session.of(TestState)
-        return TestPanel(view, state.spark.get(view.key, []), self.wizard.busy("tests"))
+    def _panel(self, view: PanelView) -> MeasurementPanel:
+        state = self.session.of(MeasurementState)
+        return MeasurementPanel(view, state.spark.get(view.key, []), self.wizard.busy("tests"))
 
     def _show_matrix(self, shown: bool) -> None:
         self.query_one("#test-matrix").display = shown
         self.query_one("#test-matrix-title").display = shown
 
     def _draw_matrix(self) -> None:
-        state = self.session.of(TestState)
+        state = self.session.of(MeasurementState)
         nodes = state.nodes
         if len(nodes) <= 2:
             self._show_matrix(False)

@@ -1,4 +1,4 @@
-"""Test: the live tests as one stream of `Measurement`s, their one cancel, and the history.
+"""Measure: the live measurements as one stream of `Measurement`s, their one cancel, and the history.
 
 `strixwizard test` and the wizard's Test step both build their stream here. The
 one cancel mechanism is `Cancel`: every program the stream starts is registered with
@@ -20,7 +20,7 @@ from strixwizard.live.counters import targets as counter_targets
 from strixwizard.live.hosts import Host
 from strixwizard.live.plan import PairPlan, RdmaEnd
 from strixwizard.live.results import Measurement
-from strixwizard.live.runner import MatrixTiming, TestSettings
+from strixwizard.live.runner import MatrixTiming, MeasurementSettings
 from strixwizard.live.soak import SoakSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
@@ -143,7 +143,7 @@ def prepare(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]],
 
 
 def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequence[tuple[str, str]],
-                 settings: TestSettings, timing: MatrixTiming | None = None) -> Iterator[Measurement]:
+                 settings: MeasurementSettings, timing: MatrixTiming | None = None) -> Iterator[Measurement]:
     """One test command on prepared hosts; a node that cannot take part is an error result."""
     from strixwizard.live.runner import run_tests
 
@@ -162,7 +162,7 @@ def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequen
 
 
 def site_stream(site: Site, nodes: Sequence[Node], kind: str, chosen: list[str],
-                pairs: Sequence[tuple[str, str]], settings: TestSettings, cancel: Cancel,
+                pairs: Sequence[tuple[str, str]], settings: MeasurementSettings, cancel: Cancel,
                 timing: MatrixTiming | None = None, trust_new_hosts: bool = False,
                 connector: Connector | None = None) -> Iterator[Measurement]:
     """One test command (`strixwizard test KIND`) on a site's real nodes."""
@@ -191,7 +191,7 @@ def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
         only = names[0] if names else "?"
         yield unreachable("latency", (only, only), "a live test needs two nodes; the site has fewer")
         return
-    settings = TestSettings(thresholds=site.thresholds, tcp=tcp or TcpSettings())
+    settings = MeasurementSettings(thresholds=site.thresholds, tcp=tcp or TcpSettings())
     pairs, chain = planned_pairs(site), choose("rccl", names)[1]
     prepared = prepare(site, nodes, list(dict.fromkeys([*pairs, *chain])), cancel, connector=connector)
     try:
@@ -239,7 +239,7 @@ def soak_stream(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, st
         yield from demo_soak(pairs, settings, cancel)
         return
     chosen = list(dict.fromkeys(n for pair in pairs for n in pair))
-    tests = TestSettings(thresholds=site.thresholds, soak=settings)
+    tests = MeasurementSettings(thresholds=site.thresholds, soak=settings)
     yield from site_stream(site, nodes, "soak", chosen, pairs, tests, cancel, connector=connector)
 
 

@@ -24,17 +24,16 @@ def panel_id(key: str) -> str:
     return "panel-" + re.sub(r"[^A-Za-z0-9_-]", "_", key)
 
 
-class TestPanel(Vertical):
-    __test__ = False  # not a pytest class
+class MeasurementPanel(Vertical):
 
     DEFAULT_CSS = """
-    TestPanel { border: round $primary; padding: 0 1; height: auto; width: 1fr; margin: 0 0 1 0; }
-    TestPanel.pass { border: round $success; }
-    TestPanel.fail { border: round $error; }
-    TestPanel.warn { border: round $warning; }
-    TestPanel .verdict { text-style: bold; }
-    TestPanel Sparkline { height: 2; margin-top: 1; }
-    TestPanel .spark-note { color: $text-muted; }
+    MeasurementPanel { border: round $primary; padding: 0 1; height: auto; width: 1fr; margin: 0 0 1 0; }
+    MeasurementPanel.pass { border: round $success; }
+    MeasurementPanel.fail { border: round $error; }
+    MeasurementPanel.warn { border: round $warning; }
+    MeasurementPanel .verdict { text-style: bold; }
+    MeasurementPanel Sparkline { height: 2; margin-top: 1; }
+    MeasurementPanel .spark-note { color: $text-muted; }
     """
 
     def __init__(self, view: PanelView, points: list[float], running: bool) -> None:
