@@ -26,9 +26,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from strixwizard.live.hosts import Host
+from strixwizard.live.pairs import latency_pair
 from strixwizard.live.plan import plan_pair
-from strixwizard.live.runner import MatrixTiming, MeasurementSettings, latency_pair, run_tests
+from strixwizard.live.runner import run_measurement
 from strixwizard.live.schedule import rounds
+from strixwizard.live.settings import MatrixTiming, MeasurementSettings
 from strixwizard.live.tcp import (
     TcpSettings,
     pingpong_stats,
@@ -96,7 +98,7 @@ def matrix_figures(seconds: float) -> None:
         pair_time = time.monotonic() - start
         timing = MatrixTiming()
         start = time.monotonic()
-        results = list(run_tests("matrix", hosts, plans, names, settings, timing=timing))
+        results = list(run_measurement("matrix", hosts, plans, names, settings, timing=timing))
         matrix_time = time.monotonic() - start
         ok = sum(1 for r in results if r.transport == "tcp" and r.status is not None
                  and r.status.value == "pass")

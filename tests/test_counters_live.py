@@ -23,10 +23,10 @@ from strixwizard.live.counters import (
     counters_measurement,
     sampled,
 )
-from strixwizard.live.render import result_lines
 from strixwizard.live.results import Measurement
 from strixwizard.model import Status
 from strixwizard.onnode.collector import DirSink, collect
+from strixwizard.present.measure import result_lines
 from strixwizard.probe import Probe
 from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import Thresholds

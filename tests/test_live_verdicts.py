@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import io
 
-from strixwizard.live.render import print_summary
 from strixwizard.live.report import MeasurementReport as RunReport
 from strixwizard.live.results import Measurement, cause, exit_code, overall_status
 from strixwizard.model import Status
+from strixwizard.present.measure import print_summary
 from strixwizard.site import Thresholds
 from tests.support.cli import invoke
 
@@ -69,8 +69,8 @@ def test_transport_tcp_is_refused_for_bandwidth() -> None:
 
 
 def test_one_round_of_the_matrix_is_one_round() -> None:
-    from strixwizard.live.render import print_summary
     from strixwizard.live.report import MeasurementReport
+    from strixwizard.present.measure import print_summary
     from strixwizard.site import Thresholds
 
     report = MeasurementReport(command="matrix", site="demo", thresholds=Thresholds())

@@ -203,9 +203,10 @@ def test_a_child_cancel_follows_its_parent_but_not_the_other_way() -> None:
 
 
 def test_run_tests_takes_the_callers_cancel() -> None:
-    """The wizard's Stop: a Cancel given to run_tests stops its programs at once, any thread."""
+    """The wizard's Stop: a Cancel given to run_measurement stops its programs at once, any thread."""
     from strixwizard.live.plan import PairPlan
-    from strixwizard.live.runner import MeasurementSettings, run_tests
+    from strixwizard.live.runner import run_measurement
+    from strixwizard.live.settings import MeasurementSettings
     from strixwizard.live.tcp import TcpSettings
 
     cancel = Cancel()
@@ -215,8 +216,8 @@ def test_run_tests_takes_the_callers_cancel() -> None:
     settings = MeasurementSettings(tcp=TcpSettings(seconds=30, round_trips=10**9, references=False))
     threading.Timer(1.0, cancel.cancel).start()
     started = time.monotonic()
-    results = list(run_tests("latency", hosts, {("a", "b"): plan}, ["a", "b"], settings,
-                             cancel=cancel))
+    results = list(run_measurement("latency", hosts, {("a", "b"): plan}, ["a", "b"], settings,
+                                   cancel=cancel))
     assert time.monotonic() - started < 20
     assert results and results[0].kind == "latency"
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: What assembles the engines; front ends reach it only through strixwizard.services.
 ENGINE_ASSEMBLY = {
     "strixwizard.fixing.site_apply", "strixwizard.fixing.engine", "strixwizard.deploy.engine",
-    "strixwizard.fixing.planning.plan_site", "strixwizard.live.runner.run_tests",
+    "strixwizard.fixing.planning.plan_site", "strixwizard.live.runner.run_measurement",
     "strixwizard.live.plan", "strixwizard.checking.engine.run_doctor",
     "strixwizard.live.hosts",
 }

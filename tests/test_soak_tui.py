@@ -216,9 +216,9 @@ async def test_the_wizard_soaks_every_pair_of_a_lab_site_over_ssh_and_leaves_not
 
 def test_the_cli_prints_a_pairs_progress_every_five_seconds_on_stderr(
         capsys: object) -> None:
-    from strixwizard.cli.live_run import _soak_progress
+    from strixwizard.cli.live_run import _progress
 
-    say = _soak_progress()
+    say = _progress("soak")
     for second in range(1, 12):
         say(SoakProgress(("a", "b"), float(second), 30.0, 1 << 30, (second << 20, second << 20), 0))
     err = capsys.readouterr().err  # type: ignore[attr-defined]

@@ -47,7 +47,7 @@ async def test_test_step_keeps_its_results_when_the_nodes_are_read_again() -> No
 
 
 def test_a_pair_without_a_fabric_link_is_titled_as_measured_over_management() -> None:
-    from strixwizard.tui.screens.measure import link_title
+    from strixwizard.tui.panels import link_title
 
     tcp = Measurement("latency", "tcp", "strixwizard tcp ping-pong", ("node2", "node1"), Status.PASS, "ok",
                       path="node1 -> node2 10.99.2.12 (management network: no fabric link found)")

@@ -1,7 +1,9 @@
-"""`strixwizard test latency|bandwidth|rccl|matrix|decode`: registration (cheap) and the handler.
+"""`strixwizard test KIND`: registration (cheap) and the handler. The kinds and their own
+options come from `strixwizard.live.kinds`; each has its own help (`strixwizard test soak
+--help`), and `strixwizard test KIND [options]` takes the options before the kind too.
 
-`register()` only touches argparse, so `strixwizard doctor` never imports
-paramiko or pyverbs through it; `run()` imports what the test needs.
+`register()` only touches argparse and the kinds' declarations, so `strixwizard doctor` never
+imports paramiko or pyverbs through it; `run()` imports what the measurement needs.
 Exit status: 0 pass, 1 at least one fail, 2 no verdict.
 """
 
@@ -11,61 +13,77 @@ import argparse
 from pathlib import Path
 
 from strixwizard.cli.options import add_site_options, add_soft_rdma_option
+from strixwizard.live.kinds import MeasurementKind, options, registry
 
-KINDS = ("latency", "bandwidth", "rccl", "matrix", "decode", "soak")
+STATUS_WORDS = "Exit status: 0 pass, 1 a failure, 2 no verdict."
+
+
+def kinds() -> tuple[str, ...]:
+    """What `strixwizard test` measures, in the order its help lists them."""
+    return tuple(registry())
+
+
+def _shared_options(parser: argparse.ArgumentParser) -> None:
+    """What every kind takes: the site, the pair, the history, the exports and how long."""
+    add_site_options(parser, demo_help="TCP for real on loopback, RDMA replayed from recordings",
+                     inventory=False)
+    parser.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")
+    parser.add_argument("--history", type=Path, metavar="FILE",
+                        help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite; "
+                        "the demo's runs go to demo-history.sqlite beside it)")
+    parser.add_argument("--no-history", action="store_true", help="neither read nor write the history")
+    parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="also write the figures as a node_exporter textfile (replaced atomically)")
+    from strixwizard.services.levels import MEASURE, MEASURE_LEVELS
+
+    parser.add_argument("--level", choices=MEASURE_LEVELS, default="medium",
+                        help="how long to measure, as DCGM's run levels: " + "; ".join(
+                            f"{name}: {level.what}" for name, level in MEASURE.items())
+                        + "; --seconds, --bytes and --no-references override it")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="time bound of each timed loop (default: the level's, 5 at medium)")
+    parser.add_argument("--size", type=int, default=64,
+                        help="message size in bytes, for every tool (default 64)")
+    add_soft_rdma_option(parser, "test links over")
+
+
+def _kind_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                 kind: MeasurementKind) -> None:
+    """`strixwizard test KIND`: its own options first and shown; the other kinds' options are
+    taken as before (and refused where they say so) but not listed. Nothing here sets a
+    default: an option given before the kind (`test --demo latency`) is kept."""
+    parser = commands.add_parser(kind.name, help=kind.help,
+                                 description=f"{kind.name}: {kind.help}. {STATUS_WORDS}")
+    if kind.options:
+        own = parser.add_argument_group(f"{kind.name} options")
+        parser._action_groups.insert(1, parser._action_groups.pop())  # listed first
+        for option in kind.options:
+            option.add_to(own)
+    _shared_options(parser)
+    for option in options():
+        if option not in kind.options:
+            option.add_to(parser, shown=False)
+    for action in parser._actions:
+        if action.dest != "help":
+            action.default = argparse.SUPPRESS
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add the `test` subcommand to the main parser's subparsers."""
+    declared = registry().values()
     test = commands.add_parser(
         "test",
         help="measure RDMA and TCP latency/bandwidth, RCCL, all-pairs matrix; exit 0/1/2",
         description="Live tests between the nodes of a site, judged against its thresholds. "
-        "latency: TCP ping-pong (plus sockperf/qperf) and perftest ib_write_lat, compared like for "
-        "like (one-way µs, same statistics); bandwidth: ib_write_bw against the link rate; rccl: "
-        "all_reduce_perf with NCCL_DEBUG=INFO, failing a NET/Socket fallback; matrix: every pair, "
-        "in rounds of disjoint pairs; decode: all-reduce at a model's decode message sizes over RCCL "
-        "and TCP, and the decode tokens/s it predicts per TP size and transport; soak: a duplex "
-        "transfer both ways at once, every block carrying its index and a BLAKE2 digest, failing "
-        "on any corrupted, dropped or duplicated block (bounded by --bytes and --seconds). "
-        "Exit status: 0 pass, 1 a failure, 2 no verdict.",
+        + "; ".join(f"{kind.name}: {kind.help}" for kind in declared) + f". {STATUS_WORDS}",
+        epilog="`strixwizard test KIND --help` lists the options of KIND.",
     )
-    test.add_argument("kind", choices=KINDS, help="what to test")
-    from strixwizard.cli.decode_options import add_decode_options  # argparse only
-
-    add_decode_options(test)
-    add_site_options(test, demo_help="TCP for real on loopback, RDMA replayed from recordings",
-                     inventory=False)
-    test.add_argument("--pair", metavar="A,B", help="the two nodes to test (default: the first two)")
-    test.add_argument("--history", type=Path, metavar="FILE",
-                      help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite; "
-                      "the demo's runs go to demo-history.sqlite beside it)")
-    test.add_argument("--no-history", action="store_true", help="neither read nor write the history")
-    test.add_argument("--prometheus", type=Path, metavar="FILE.prom",
-                      help="also write the figures as a node_exporter textfile (replaced atomically)")
-    from strixwizard.services.levels import MEASURE, MEASURE_LEVELS
-
-    test.add_argument("--level", choices=MEASURE_LEVELS, default="medium",
-                      help="how long to measure, as DCGM's run levels: " + "; ".join(
-                          f"{name}: {level.what}" for name, level in MEASURE.items())
-                      + "; --seconds, --bytes and --no-references override it")
-    test.add_argument("--seconds", type=float, default=None,
-                      help="time bound of each timed loop (default: the level's, 5 at medium)")
-    test.add_argument("--bytes", type=int, default=None, metavar="N",
-                      help="soak: bytes to send each way at most (default: the level's, 1 GiB at "
-                      "medium; --seconds bounds it too)")
-    test.add_argument("--all-pairs", action="store_true",
-                      help="soak: every pair, in the matrix's rounds of disjoint pairs (disjoint pairs "
-                      "at once; each round bounded by --seconds)")
-    test.add_argument("--size", type=int, default=64,
-                      help="message size in bytes, for every tool (default 64)")
-    test.add_argument("--no-references", action="store_true", help="skip the sockperf/qperf references")
-    test.add_argument("--launcher", default="mpirun", help="MPI launcher for rccl (default mpirun)")
-    add_soft_rdma_option(test, "test links over")
-    test.add_argument("--transport", choices=("all", "tcp"), default="all",
-                      help="latency, matrix and decode: `tcp` measures the TCP baseline alone and judges it; "
-                      "by default RDMA is measured too, and a run that could not measure it has no "
-                      "verdict (exit 2)")
+    _shared_options(test)
+    for option in options():  # given before the kind: kept, as the kind's parser takes them
+        option.add_to(test, shown=False)
+    each = test.add_subparsers(dest="kind", required=True, title="what to test")
+    for kind in declared:
+        _kind_parser(each, kind)
     return test
 
 

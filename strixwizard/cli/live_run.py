@@ -1,5 +1,7 @@
-"""One `strixwizard test` command from arguments to output; the stream itself comes from
-`strixwizard.services.measure` (the one the wizard's Test step uses too)."""
+"""One `strixwizard test KIND` command from arguments to output; the stream itself comes from
+`strixwizard.services.measure` (the one the wizard's Test step uses too), and what the kind
+adds (its options' settings, its part of the document and of the summary) from its
+declaration in `strixwizard.live.kinds`."""
 
 from __future__ import annotations
 
@@ -10,30 +12,27 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import Any
 
 from strixwizard.cli.nextstep import same_command
 from strixwizard.errors import UsageError
+from strixwizard.live.kinds import Finished, MeasurementKind, kind_of, refuse_foreign_options
 from strixwizard.live.rccl import RcclSettings
-from strixwizard.live.render import print_result, print_summary
-from strixwizard.live.report import MeasurementReport, matrix_json
+from strixwizard.live.report import MeasurementReport
 from strixwizard.live.results import Measurement
-from strixwizard.live.runner import MatrixTiming, MeasurementSettings
-from strixwizard.live.schedule import rounds
-from strixwizard.live.soak import SoakProgress, SoakSettings
+from strixwizard.live.settings import MatrixTiming, MeasurementSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.node import signals
+from strixwizard.present.measure import print_result, print_summary
 from strixwizard.services.measure import Cancel, choose, demo_stream, site_stream
 from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.site import Site
 
-if TYPE_CHECKING:
-    from strixwizard.decode.document import DecodeRun
-
 MAX_SECONDS = 300.0
 
 
-def _settings(args: argparse.Namespace, site: Site) -> MeasurementSettings:
+def _settings(args: argparse.Namespace, kind: MeasurementKind) -> MeasurementSettings:
+    """The settings the options give, checked before any node is asked (UsageError)."""
     if not 0 < args.seconds <= MAX_SECONDS:
         raise UsageError(f"--seconds must be between 0 and {MAX_SECONDS:g}")
     if not 14 <= args.size <= 1 << 20:
@@ -44,66 +43,54 @@ def _settings(args: argparse.Namespace, site: Site) -> MeasurementSettings:
         check_textfile_path(args.prometheus)
     from strixwizard.services.levels import MEASURE
 
+    refuse_foreign_options(kind, args)
     scale = MEASURE[getattr(args, "level", "medium")].samples
-    tcp = TcpSettings(size=args.size, seconds=args.seconds, references=not args.no_references,
+    tcp = TcpSettings(size=args.size, seconds=args.seconds,
+                      references=not getattr(args, "no_references", False),
                       reference_seconds=min(args.seconds, 3.0),
                       round_trips=round(TcpSettings.round_trips * scale),
                       warmup=round(TcpSettings.warmup * min(scale, 1.0)))
-    tcp_only = getattr(args, "transport", "all") == "tcp"
-    if tcp_only and args.kind not in ("latency", "matrix", "decode"):
-        raise UsageError(f"--transport tcp applies to latency, matrix and decode; {args.kind} "
-                         "measures RDMA")
-    settings = MeasurementSettings(thresholds=site.thresholds, tcp=tcp,
-                                   rccl=RcclSettings(launcher=args.launcher), tcp_only=tcp_only)
+    settings = MeasurementSettings(tcp=tcp, rccl=RcclSettings(launcher=getattr(args, "launcher", "mpirun")),
+                                   tcp_only=getattr(args, "transport", "all") == "tcp")
     perftest = type(settings.perftest)
     settings.perftest = perftest(size=args.size, iterations=round(perftest.iterations * scale),
                                  bw_iterations=round(perftest.bw_iterations * scale))
-    soak_bytes = getattr(args, "bytes", 1 << 30)
-    if not 1 << 18 <= soak_bytes <= 1 << 40:  # at least one soak block (256 KiB)
-        raise UsageError("--bytes must be between 262144 and 1099511627776")
-    _all_pairs(args)
-    progress = None if args.json else _soak_progress()
-    settings.soak = SoakSettings(bytes=soak_bytes, seconds=args.seconds, progress=progress)
+    if kind.configure is not None:
+        kind.configure(args, settings, None if args.json else _progress(kind.name))
     return settings
 
 
-def _soak_progress(every: float = 5.0) -> Callable[[SoakProgress], None]:
-    """The soak's progress on stderr, a line per pair every `every` seconds (text output only)."""
+def _progress(kind: str, every: float = 5.0) -> Callable[[Any], None]:
+    """A long run's progress on stderr, a line per pair every `every` seconds (text output
+    only): whatever the kind reports, with its `pair`, `elapsed` and `text`."""
     shown: dict[tuple[str, str], float] = {}
 
-    def say(progress: SoakProgress) -> None:
+    def say(progress: Any) -> None:
         if progress.elapsed - shown.get(progress.pair, 0.0) >= every:
             shown[progress.pair] = progress.elapsed
-            print(f"  soak {progress.text}", file=sys.stderr, flush=True)
+            print(f"  {kind} {progress.text}", file=sys.stderr, flush=True)
     return say
 
 
-def _pair(args: argparse.Namespace, names: list[str]) -> tuple[str, str]:
-    if args.pair:
-        parts = [p.strip() for p in args.pair.split(",")]
-        if len(parts) != 2 or parts[0] == parts[1]:
-            raise UsageError(f"--pair wants two different node names, A,B (got {args.pair!r})")
-        unknown = [p for p in parts if p not in names]
-        if unknown:
-            raise UsageError(f"--pair: no node {unknown[0]!r} in the site (nodes: {', '.join(names)})")
-        return parts[0], parts[1]
-    if len(names) < 2:
-        raise UsageError("a live test needs two nodes; the site has " + (names[0] if names else "none"))
-    return names[0], names[1]
+def _pair(args: argparse.Namespace, names: list[str]) -> tuple[str, str] | None:
+    """The pair --pair names (checked against the site), or None."""
+    if not args.pair:
+        return None
+    parts = [p.strip() for p in args.pair.split(",")]
+    if len(parts) != 2 or parts[0] == parts[1]:
+        raise UsageError(f"--pair wants two different node names, A,B (got {args.pair!r})")
+    unknown = [p for p in parts if p not in names]
+    if unknown:
+        raise UsageError(f"--pair: no node {unknown[0]!r} in the site (nodes: {', '.join(names)})")
+    return parts[0], parts[1]
 
 
-def _all_pairs(args: argparse.Namespace) -> bool:
-    wanted = bool(getattr(args, "all_pairs", False))
-    if wanted and args.kind != "soak":
-        raise UsageError(f"--all-pairs applies to soak; {args.kind} has its own pairs (matrix "
-                         "measures every pair)")
-    if wanted and args.pair:
-        raise UsageError("--all-pairs and --pair exclude each other")
-    return wanted
+def _site(args: argparse.Namespace) -> tuple[Site, list[Any]]:
+    """The demo's site (its nodes are snapshots: nothing to run on), or the site file's, read."""
+    if args.demo:
+        from strixwizard.services.nodes import demo_site
 
-
-def _live(args: argparse.Namespace, report: MeasurementReport, timing: MatrixTiming, cancel: Cancel
-          ) -> tuple[Site, Iterator[Measurement], list[str]]:
+        return demo_site(), []
     from strixwizard.services.discover import read_nodes
     from strixwizard.services.nodes import RunRequest
 
@@ -112,78 +99,33 @@ def _live(args: argparse.Namespace, report: MeasurementReport, timing: MatrixTim
     site, nodes = read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
     if getattr(args, "allow_soft_rdma", False):
         site = dataclasses.replace(site, allow_soft_rdma=True)
-    report.site = site.name
+    return site, list(nodes)
+
+
+def _stream(args: argparse.Namespace, kind: MeasurementKind, settings: MeasurementSettings,
+            timing: MatrixTiming, cancel: Cancel) -> tuple[Site, list[str], Iterator[Measurement]]:
+    site, nodes = _site(args)
+    settings.thresholds = site.thresholds
     names = [spec.name for spec in site.nodes]
-    settings = _settings(args, site)
-    all_pairs = _all_pairs(args)
-    chosen, pairs = choose(args.kind, names, _pair(args, names) if args.pair or (args.kind in (
-        "latency", "bandwidth", "soak") and not all_pairs) else None, all_pairs)
-    stream = site_stream(site, nodes, args.kind, chosen, pairs, settings, cancel, timing,
-                         args.trust_new_hosts)
-    return site, stream, chosen
-
-
-def _decode(args: argparse.Namespace, cancel: Cancel) -> tuple[DecodeRun, Site, Iterator[Measurement]]:
-    """`test decode`: the model and options checked first (bad input: exit 2, nothing run)."""
-    from strixwizard.cli.decode import decode_run, decode_stream
-
-    run = decode_run(args)
+    chosen, pairs = choose(kind.name, names, _pair(args, names),
+                           bool(getattr(args, "all_pairs", False)))
     if args.demo:
-        from strixwizard.services.nodes import demo_site
-
-        site, nodes = demo_site(), []
-    else:
-        from strixwizard.services.discover import read_nodes
-        from strixwizard.services.nodes import RunRequest
-
-        if args.site is None:
-            raise UsageError("say which site to test: --site FILE (or --demo)")
-        site, found = read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
-        nodes = list(found)
-        if getattr(args, "allow_soft_rdma", False):  # as for the other kinds (_live)
-            site = dataclasses.replace(site, allow_soft_rdma=True)
-    _settings(args, site)
-    pair = _pair(args, [spec.name for spec in site.nodes])
-    return run, site, decode_stream(args, run, site, pair, cancel, nodes)
+        return site, chosen, demo_stream(kind.name, chosen, pairs, settings, cancel)
+    return site, chosen, site_stream(site, nodes, kind.name, chosen, pairs, settings, cancel, timing,
+                                     args.trust_new_hosts)
 
 
 def run_command(args: argparse.Namespace) -> int:
+    kind = kind_of(args.kind)
     report = MeasurementReport(command=args.kind, site="?", thresholds=MeasurementSettings().thresholds,
                                demo=args.demo)
     timing = MatrixTiming()
     cancel = Cancel()
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     out = sys.stdout
-    decode: DecodeRun | None = None
-    stream: Iterator[Measurement]
     try:
-        if args.kind == "decode":
-            decode, site, stream = _decode(args, cancel)
-            if getattr(args, "transport", "all") == "tcp":  # TCP alone, judged: no RDMA asked for
-                stream = (m for m in stream if m.transport != "rdma")
-        elif args.demo and args.kind == "soak":  # for real on loopback, like the TCP baseline
-            from strixwizard.services.measure import demo_soak
-            from strixwizard.services.nodes import demo_site
-
-            site = demo_site()
-            settings = _settings(args, site)
-            names = [spec.name for spec in site.nodes]
-            _, pairs = choose("soak", names, _pair(args, names) if args.pair else None,
-                              _all_pairs(args))
-            stream = demo_soak(pairs, settings.soak, cancel)
-        elif args.demo:
-            from strixwizard.services.nodes import demo_site
-
-            site = demo_site()
-            settings = _settings(args, site)
-            names = [spec.name for spec in site.nodes]
-            chosen = list(_pair(args, names)) if args.pair or args.kind != "matrix" else names
-            stream = demo_stream(args.kind, chosen, site.thresholds, settings.tcp)
-            if settings.tcp_only:
-                stream = (m for m in stream if m.transport != "rdma")
-            timing.rounds = rounds(chosen)
-        else:
-            site, stream, chosen = _live(args, report, timing, cancel)
+        settings = _settings(args, kind)
+        site, chosen, stream = _stream(args, kind, settings, timing, cancel)
         report.site, report.thresholds = site.name, site.thresholds
         if not args.json:
             label = " (demo: TCP on loopback, RDMA replayed from recordings)" if args.demo else ""
@@ -211,13 +153,9 @@ def run_command(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(report.to_json(), indent=2))
         return EXIT_NO_VERDICT
-    if args.kind == "matrix" and args.demo:
-        timing.round_seconds = [time.monotonic() - began]
-    if args.kind == "matrix":
-        report.matrix = matrix_json(chosen, report.results, timing.rounds, timing.round_seconds)
-    if decode is not None:
-        report.decode = decode.document(report.results)
-    if not args.no_history and decode is None and report.signal is None:
+    if kind.finish is not None:
+        kind.finish(report, Finished(chosen, settings, timing, args.demo, time.monotonic() - began))
+    if not args.no_history and kind.history and report.signal is None:
         _history(args, report, started_at)
     if getattr(args, "prometheus", None) is not None:  # before the verdict: it stays true
         from strixwizard.cli.prometheus import export_problem, write_test_metrics

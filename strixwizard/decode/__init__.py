@@ -22,7 +22,8 @@ nodes), `advise` (`strixwizard advise`: one node, llama.cpp RPC layer split, `-s
 vLLM TP per interconnect, and does RDMA help; also the "advice" of a decode report),
 `rpc_builds` (llama.cpp RPC's waits per token by protocol version, measured or read from its
 source). The
-command lines are `cli/decode.py`, `cli/decode_options.py` and `cli/advise.py`.
+`strixwizard test decode` is declared in `strixwizard/live/kinds/decode.py` (its options, how
+they become settings, its runner, demo, document and text); `strixwizard advise` is `cli/advise.py`.
 
 The "decode" object of `strixwizard test decode --json` (schema:
 strixwizard/schema/decode.schema.json)::

@@ -1,14 +1,18 @@
-"""Live tests: RDMA and TCP latency/bandwidth, RCCL, all-pairs matrices, judged and streamed.
+"""Measurements: RDMA and TCP latency/bandwidth, RCCL, all-pairs matrices, decode, soak, judged
+and streamed.
 
 Importing this package is cheap (nothing below is imported here); `doctor`
 never loads it; the `strixwizard test` command itself is `cli/live.py`.
 
-Modules: parsers (`perftest_output`, `tcp_tools_output`, `rccl_output`, pure),
-`verdict` (thresholds, pure), `plan` (pair endpoints from facts, pure),
-`schedule` (rounds of disjoint pairs), `hosts` (supervised programs over SSH
-or locally), `tcp` / `perftest` / `native` / `rccl` / `soak` / `soft_rdma` (orchestration),
-`counters` (fabric counters around a run), `results` (measurements and the verdict), `runner`
-(streaming), `history` (SQLite) and `trends` (its series), `demo`, `report`, `render`.
+Each kind (`strixwizard test KIND`) is declared once in `kinds/` (see its docstring and
+docs/extending/measurement.md). Modules: parsers (`perftest_output`, `tcp_tools_output`,
+`rccl_output`, pure), `verdict` (thresholds, pure), `plan` (pair endpoints from facts, pure),
+`schedule` (rounds of disjoint pairs), `hosts` (supervised programs over SSH or locally),
+`tcp` / `perftest` / `native` / `rccl` / `soak` / `soft_rdma` (orchestration), `counters`
+(fabric counters around a run), `results` (measurements and the verdict), `pairs` (what runs
+between two nodes), `settings`, `streams` (jobs in threads), `runner` (a kind's run under one
+cancel), `history` (SQLite) and `trends` (its series), `demo`, `report`. The text output is
+`strixwizard.present.measure`.
 The programs sent to nodes (`pingpong.py`, `verbs_pingpong.py`, the supervisor) are in
 `strixwizard/onnode/`.
 

@@ -8,19 +8,21 @@ starts; closing the stream stops what is still running too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strixwizard.checking.engine import Node
-from strixwizard.errors import UsageError
+from strixwizard.facts import NodeFacts
 from strixwizard.live.counters import Target, sampled
 from strixwizard.live.counters import targets as counter_targets
 from strixwizard.live.hosts import Host
+from strixwizard.live.kinds import DemoJob, every_pair, kind_of, registry
+from strixwizard.live.kinds.soak import KIND as SOAK  # the Test step's soak (s) is the soak's panel
 from strixwizard.live.plan import PairPlan, RdmaEnd
 from strixwizard.live.results import Measurement
-from strixwizard.live.runner import MatrixTiming, MeasurementSettings
+from strixwizard.live.settings import MatrixTiming, MeasurementSettings
 from strixwizard.live.soak import SoakSettings
 from strixwizard.live.tcp import TcpSettings
 from strixwizard.model import Status
@@ -28,40 +30,26 @@ from strixwizard.node.cancel import Cancel as Cancel  # the one cancel of a test
 from strixwizard.node.connect import connect
 from strixwizard.node.session import Connector
 from strixwizard.node.target import LocalTarget, SnapshotTarget, target_for
-from strixwizard.site import Site, Thresholds
+from strixwizard.site import Site
 
 if TYPE_CHECKING:
-    from strixwizard.decode.measure import DecodeSettings
     from strixwizard.live.history import Recorded
 
 
 def choose(kind: str, names: Sequence[str], pair: tuple[str, str] | None = None,
            all_pairs: bool = False) -> tuple[list[str], list[tuple[str, str]]]:
-    """The nodes a test command takes part with, and the pairs it measures (in round order).
-    `all_pairs` (the soak's): every pair, in the matrix's rounds of disjoint pairs."""
-    from strixwizard.live.schedule import rounds
-
-    if kind == "soak" and all_pairs:
-        return list(names), [p for r in rounds(names) for p in r]
-    if kind in ("matrix", "rccl"):
-        chosen = list(pair) if pair else list(names)
-        if kind == "matrix":
-            return chosen, [p for r in rounds(chosen) for p in r]
-        return chosen, [(chosen[i], chosen[i + 1]) for i in range(len(chosen) - 1)]
-    if pair is None:
-        if len(names) < 2:
-            raise UsageError("a live test needs two nodes; the site has " + (names[0] if names else "none"))
-        pair = (names[0], names[1])
-    return list(pair), [pair]
+    """The nodes a measurement takes part with, and the pairs it measures (in round order), as
+    the kind pairs them: from the site's node names, the pair asked for and `all_pairs`."""
+    return kind_of(kind).pairs(names, pair, all_pairs)
 
 
 def planned_pairs(site: Site) -> list[tuple[str, str]]:
-    """Every pair the all-pairs matrix measures, in the order of the rounds."""
-    return choose("matrix", [spec.name for spec in site.nodes])[1]
+    """Every pair of the site's nodes, in rounds of disjoint pairs (the Test step's pairs)."""
+    return every_pair([spec.name for spec in site.nodes], None)[1]
 
 
 def unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
-    return Measurement(kind if kind != "matrix" else "latency", "tcp", "ssh", pair, Status.ERROR, reason)
+    return Measurement(kind_of(kind).result_kind, "tcp", "ssh", pair, Status.ERROR, reason)
 
 
 def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
@@ -96,19 +84,17 @@ def demo_paths(chosen: Sequence[str]) -> dict[tuple[str, str], tuple[RdmaEnd, Rd
     return paths
 
 
-def demo_stream(kind: str, chosen: list[str], thresholds: Thresholds, tcp: TcpSettings,
-                cancel: Cancel | None = None) -> Iterator[Measurement]:
-    """The demo: TCP measured for real on loopback, RDMA and RCCL replayed from recordings."""
-    from strixwizard.live.demo import demo_counters, demo_results
-
-    results = []
-    for measurement in demo_results(kind, chosen, thresholds, tcp, demo_paths(chosen)):
-        if cancel is not None and cancel.cancelled:
+def demo_stream(kind: str, chosen: list[str], pairs: Sequence[tuple[str, str]],
+                settings: MeasurementSettings, cancel: Cancel) -> Iterator[Measurement]:
+    """The demo: TCP measured for real on loopback, RDMA and RCCL replayed from recordings (each
+    kind says what it replays); `--transport tcp` keeps TCP alone."""
+    job = DemoJob(list(chosen), list(pairs), settings, cancel, lambda: demo_paths(chosen))
+    for measurement in kind_of(kind).demo(job):
+        if cancel.cancelled:
             return
-        results.append(measurement)
+        if settings.tcp_only and measurement.transport == "rdma":
+            continue
         yield measurement
-    if kind == "matrix":  # the counters recorded around the RDMA run
-        yield demo_counters(results, (chosen[0], chosen[-1]))
 
 
 @dataclass(frozen=True)
@@ -143,9 +129,11 @@ def prepare(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]],
 
 
 def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequence[tuple[str, str]],
-                 settings: MeasurementSettings, timing: MatrixTiming | None = None) -> Iterator[Measurement]:
-    """One test command on prepared hosts; a node that cannot take part is an error result."""
-    from strixwizard.live.runner import run_tests
+                 settings: MeasurementSettings, timing: MatrixTiming | None = None,
+                 site: Site | None = None, facts: Mapping[str, NodeFacts] | None = None
+                 ) -> Iterator[Measurement]:
+    """One measurement on prepared hosts; a node that cannot take part is an error result."""
+    from strixwizard.live.runner import run_measurement
 
     down = [n for n in chosen if n in prepared.down]
     if down:
@@ -154,7 +142,11 @@ def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequen
         return
     hosts = {n: prepared.hosts[n] for n in chosen}
     plans = {pair: prepared.plans[pair] for pair in pairs}
-    stream = run_tests(kind, hosts, plans, chosen, settings, prepared.addresses, timing)
+    stream = run_measurement(kind, hosts, plans, chosen, settings, prepared.addresses, timing,
+                             site=site, facts=facts)
+    if not kind_of(kind).counters:
+        yield from stream
+        return
     wanted = {n: t for n, t in prepared.counters.items() if n in chosen}
     cancel = prepared.cancel
     yield from sampled(stream, prepared.sessions, wanted, (chosen[0], chosen[-1]),
@@ -165,62 +157,57 @@ def site_stream(site: Site, nodes: Sequence[Node], kind: str, chosen: list[str],
                 pairs: Sequence[tuple[str, str]], settings: MeasurementSettings, cancel: Cancel,
                 timing: MatrixTiming | None = None, trust_new_hosts: bool = False,
                 connector: Connector | None = None) -> Iterator[Measurement]:
-    """One test command (`strixwizard test KIND`) on a site's real nodes."""
+    """One measurement (`strixwizard test KIND`) on a site's real nodes."""
     prepared = prepare(site, nodes, pairs, cancel, trust_new_hosts, connector)
+    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
     try:
-        yield from run_prepared(prepared, kind, chosen, pairs, settings, timing)
+        yield from run_prepared(prepared, kind, chosen, pairs, settings, timing, site, facts)
     finally:
         prepared.close()
+
+
+def wizard_kinds() -> list[str]:
+    """The kinds of the Test step's run (r), in their order."""
+    run = sorted((k.wizard_run, k.name) for k in registry().values() if k.wizard_run is not None)
+    return [name for _, name in run]
 
 
 def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
                   tcp: TcpSettings | None = None, demo_seconds: float = 2.0,
                   connector: Connector | None = None) -> Iterator[Measurement]:
-    """The Test step's run: the all-pairs matrix, then RCCL across the nodes (one set of hosts)."""
-    from strixwizard.live.demo import demo_rccl, on_site_path
-
+    """The Test step's run: each kind of it in turn (the all-pairs matrix, then RCCL across the
+    nodes), on one set of hosts."""
     names = [spec.name for spec in site.nodes]
+    kinds = wizard_kinds()
     if demo:
         quick = tcp or TcpSettings(seconds=demo_seconds, reference_seconds=min(demo_seconds, 3.0))
-        yield from demo_stream("matrix", names, site.thresholds, quick, cancel)
-        if not cancel.cancelled:
-            rccl = demo_rccl()
-            yield on_site_path(rccl, demo_paths(names).get(rccl.pair))
+        settings = MeasurementSettings(thresholds=site.thresholds, tcp=quick)
+        for kind in kinds:
+            if cancel.cancelled:
+                return
+            chosen, pairs = choose(kind, names)
+            yield from demo_stream(kind, chosen, pairs, settings, cancel)
         return
     if len(names) < 2:
         only = names[0] if names else "?"
-        yield unreachable("latency", (only, only), "a live test needs two nodes; the site has fewer")
+        yield unreachable(kinds[0], (only, only), "a live test needs two nodes; the site has fewer")
         return
     settings = MeasurementSettings(thresholds=site.thresholds, tcp=tcp or TcpSettings())
-    pairs, chain = planned_pairs(site), choose("rccl", names)[1]
-    prepared = prepare(site, nodes, list(dict.fromkeys([*pairs, *chain])), cancel, connector=connector)
+    planned = {kind: choose(kind, names) for kind in kinds}
+    every = list(dict.fromkeys(pair for _, pairs in planned.values() for pair in pairs))
+    prepared = prepare(site, nodes, every, cancel, connector=connector)
+    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
     try:
         if prepared.down:
-            yield from run_prepared(prepared, "latency", names, [], settings)
+            yield from run_prepared(prepared, kinds[0], names, [], settings)
             return
-        yield from run_prepared(prepared, "matrix", names, pairs, settings)
-        if not cancel.cancelled:
-            yield from run_prepared(prepared, "rccl", names, chain, settings)
-    finally:
-        prepared.close()
-
-
-def demo_soak(pairs: Sequence[tuple[str, str]], settings: SoakSettings, cancel: Cancel
-              ) -> Iterator[Measurement]:
-    """The demo's soak: the demo nodes are snapshots, so the soak runs for real on this
-    machine's loopback (like the demo's TCP baseline), labelled so."""
-    from strixwizard.live.demo import LOOPBACK
-    from strixwizard.live.soak import tcp_soak
-
-    host = cancel.scope(connect(LocalTarget("this machine")))
-    path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
-    try:
-        for pair in pairs:
+        for kind in kinds:
             if cancel.cancelled:
                 return
-            yield tcp_soak(host, host, pair, LOOPBACK, path, settings)
+            chosen, pairs = planned[kind]
+            yield from run_prepared(prepared, kind, chosen, pairs, settings, site=site, facts=facts)
     finally:
-        host.close()
+        prepared.close()
 
 
 #: The Test step's soak: the durations offered (the first is the default), each pair's bound.
@@ -235,38 +222,13 @@ def soak_stream(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, st
                 connector: Connector | None = None) -> Iterator[Measurement]:
     """The soak on `pairs` (disjoint ones at once, in the matrix's rounds), the fabric counters
     read around it; `settings.progress` hears from each running pair about once a second."""
-    if demo:
-        yield from demo_soak(pairs, settings, cancel)
-        return
     chosen = list(dict.fromkeys(n for pair in pairs for n in pair))
-    tests = MeasurementSettings(thresholds=site.thresholds, soak=settings)
-    yield from site_stream(site, nodes, "soak", chosen, pairs, tests, cancel, connector=connector)
-
-
-def decode_stream(site: Site, nodes: Sequence[Node], pair: tuple[str, str], settings: DecodeSettings,
-                  cancel: Cancel, demo: bool = False, trust_new_hosts: bool = False
-                  ) -> Iterator[Measurement]:
-    """`strixwizard test decode`: the all-reduce at a model's decode sizes, over RCCL and TCP
-    (see `strixwizard.decode`); on the demo, RCCL replayed and TCP on loopback."""
-    from strixwizard.decode.links import usb4_paths
-    from strixwizard.decode.measure import decode_pair, demo_decode
-
+    measuring = MeasurementSettings(thresholds=site.thresholds, soak=settings)
     if demo:
-        yield from demo_decode(pair, settings)
+        yield from demo_stream(SOAK.name, chosen, pairs, measuring, cancel)
         return
-    prepared = prepare(site, nodes, [pair], cancel, trust_new_hosts)
-    try:
-        down = [n for n in pair if n in prepared.down]
-        if down:
-            for name in down:
-                yield unreachable("decode", pair, f"{name}: {prepared.down[name]}")
-            return
-        plan = prepared.plans[pair]
-        facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
-        yield from decode_pair(prepared.hosts, plan, prepared.addresses, settings,
-                               usb4_paths(site, facts, plan))
-    finally:
-        prepared.close()
+    yield from site_stream(site, nodes, SOAK.name, chosen, pairs, measuring, cancel,
+                           connector=connector)
 
 
 def record(site: str, command: str, started_at: str, results: list[Measurement],

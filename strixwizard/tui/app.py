@@ -373,7 +373,7 @@ class WizardApp(App[int]):
     def _goto_and_soak(self) -> None:
         """The Test step, then its soak dialog (as s there opens it)."""
         self.action_goto("test")
-        self.call_after_refresh(lambda: self.screen.run_action("soak"))
+        self.call_after_refresh(lambda: self.screen.run_action("soak_a_link"))
 
     def action_leave_field(self) -> None:
         """Out of the text field, so the step's keys work again (the field keeps its text)."""

@@ -111,5 +111,20 @@ def panel_views(pairs: Sequence[tuple[str, str]], results: Sequence[Measurement]
     return panels
 
 
+def across_nodes(panels: dict[str, PanelView]) -> PanelView | None:
+    """The panel of the result measured across all the nodes (the RCCL all-reduce), if planned."""
+    return panels.get("rccl")
+
+
+def link_title(link: str, results: Sequence[Measurement]) -> str:
+    """`link node0-node1`, or, for a pair the TCP baseline reached over the management network
+    (no fabric link between them), what was measured instead, as the CLI says it."""
+    tcp = next((m for m in results if m.transport == "tcp" and m.kind == "latency" and m.role == "verdict"
+                and "-".join(sorted(m.pair)) == link), None)
+    if tcp is not None and "management network" in tcp.path:
+        return f"{link}: no fabric link; TCP measured over the management network"
+    return f"link {link}"
+
+
 def links_of(panels: dict[str, PanelView]) -> list[str]:
     return list(dict.fromkeys(p.link for p in panels.values() if p.key != "rccl"))

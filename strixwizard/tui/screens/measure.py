@@ -22,7 +22,7 @@ from strixwizard.live.soak import SoakProgress
 from strixwizard.services.measure import SOAK_SECONDS, planned_pairs
 from strixwizard.tui.fit import cell_width
 from strixwizard.tui.messages import CancelTests, RunSoak, RunTests
-from strixwizard.tui.panels import PanelView, links_of, panel_views
+from strixwizard.tui.panels import PanelView, across_nodes, link_title, links_of, panel_views
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import needs_discovery
 from strixwizard.tui.screens.discover import DiscoverState
@@ -131,16 +131,6 @@ def _link_id(kind: str, link: str) -> str:
     return f"{kind}-" + re.sub(r"[^A-Za-z0-9_-]", "_", link)
 
 
-def link_title(link: str, results: list[Measurement]) -> str:
-    """`link node0-node1`, or, for a pair the TCP baseline reached over the management network
-    (no fabric link between them), what was measured instead, as the CLI says it."""
-    tcp = next((m for m in results if m.transport == "tcp" and m.kind == "latency" and m.role == "verdict"
-                and "-".join(sorted(m.pair)) == link), None)
-    if tcp is not None and "management network" in tcp.path:
-        return f"{link}: no fabric link; TCP measured over the management network"
-    return f"link {link}"
-
-
 def matrix_view(nodes: list[str], grid: dict[str, Any], width: int
                 ) -> tuple[str, list[str], list[list[str]]]:
     """The all-pairs grid as it fits `width`, never a cut cell: "TCP / RDMA" medians; if that is
@@ -167,7 +157,7 @@ def matrix_view(nodes: list[str], grid: dict[str, Any], width: int
 class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run_tests", "Run tests"),
-        Binding("s", "soak", "Soak a link"),
+        Binding("s", "soak_a_link", "Soak a link"),
         Binding("escape", "cancel_tests", "Cancel tests"),
     ]
 
@@ -193,7 +183,7 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         testing = self.wizard.busy("tests")
-        if action in ("run_tests", "soak"):
+        if action in ("run_tests", "soak_a_link"):
             return self.session.of(DiscoverState).discovery is not None and not testing
         if action == "cancel_tests":
             return testing and not self.wizard.cancelling("tests")
@@ -202,7 +192,7 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
     def action_run_tests(self) -> None:
         self.post_message(RunTests())
 
-    def action_soak(self) -> None:
+    def action_soak_a_link(self) -> None:
         discovery = self.session.of(DiscoverState).discovery
         if discovery is None:
             return
@@ -318,9 +308,10 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
                 rows.append(Horizontal(*[self._panel(v) for v in first], classes="panel-row"))
                 rows.append(Static(id=_link_id("ratio", link), classes="ratio"))
                 rows += [self._panel(v) for v in rest]
-            if "rccl" in views:
+            across = across_nodes(views)
+            if across is not None:
                 rows.append(Static("all nodes", classes="section"))
-                rows.append(self._panel(views["rccl"]))
+                rows.append(self._panel(across))
             # Removal is asynchronous: mount the new panels only once the old ones (same ids)
             # are gone, or a second run would meet the first run's widgets.
             self.app.call_later(self._replace_panels, box, rows)

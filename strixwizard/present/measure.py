@@ -1,4 +1,5 @@
-"""Text output of `strixwizard test`: one line per result as it arrives, then a summary."""
+"""Text output of `strixwizard test`: one line per result as it arrives, then a summary with
+the kind's own section (its declaration's `summary`: the matrix's grid, decode's table)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import TextIO
 
 from strixwizard.live.counters import KIND, delta_lines
 from strixwizard.live.demo import published_comparison
+from strixwizard.live.kinds import registry
 from strixwizard.live.report import MeasurementReport, like_for_like
 from strixwizard.live.results import MEASURED, Measurement, no_verdict_reason, rdma_never_measured
 
@@ -48,7 +50,7 @@ def print_result(m: Measurement, out: TextIO) -> None:
 
 
 def print_summary(report: MeasurementReport, out: TextIO, tcp_only_command: str | None = None) -> None:
-    """Comparisons, the matrix, history, then the verdict; `tcp_only_command` is this command
+    """Comparisons, the kind's own section, history, then the verdict; `tcp_only_command` is this command
     with `--transport tcp`, suggested when RDMA was never measured."""
     comparisons = like_for_like(report.results)
     published = published_comparison(report.results) if report.demo else None
@@ -61,30 +63,9 @@ def print_summary(report: MeasurementReport, out: TextIO, tcp_only_command: str 
         print(f"\n{heading}", file=out)
         for c in comparisons:
             print(f"  {c.pair[0]}-{c.pair[1]}: {c.summary}", file=out)
-    if report.matrix:
-        nodes = report.matrix["nodes"]
-        grid = report.matrix["tcp_latency_us"]
-        rdma = report.matrix["rdma_latency_us"]
-        count = len(report.matrix["rounds"])
-        print(f"\nMatrix ({count} round{'' if count == 1 else 's'}, "
-              f"{report.matrix['elapsed_s']:.1f} s): median one-way µs, TCP / RDMA", file=out)
-        width = max(len(n) for n in nodes) + 2
-        print(" " * width + "".join(n.rjust(16) for n in nodes), file=out)
-        for a in nodes:
-            cells = []
-            for b in nodes:
-                if a == b:
-                    cells.append("-".rjust(16))
-                    continue
-                tcp, r = grid[a].get(b), rdma[a].get(b)
-                text = (f"{tcp:.1f}" if tcp is not None else "?") + " / " + (f"{r:.2f}" if r is not None
-                                                                             else "-")
-                cells.append(text.rjust(16))
-            print(a.ljust(width) + "".join(cells), file=out)
-    if report.decode is not None:
-        from strixwizard.decode.text import print_decode
-
-        print_decode(report.decode, out)
+    kind = registry().get(report.command)
+    if kind is not None and kind.summary is not None:
+        kind.summary(report, out)
     for comparison in report.comparisons:
         print(f"  history: {comparison.summary}", file=out)
     why = report.error or no_verdict_reason(report.results)
