@@ -19,6 +19,7 @@ from tests.support.layering import (
     cycles,
     edges,
     front_imports_from_engines,
+    kind_name_comparisons,
     module_files,
     present_imports_of_textual,
     up_imports,
@@ -84,6 +85,13 @@ def test_the_presentation_layer_never_imports_textual() -> None:
 
 def test_every_module_has_a_layer() -> None:
     assert [m for m in module_files() if layering.layer_name(m) == "unplaced"] == []
+
+
+def test_no_generic_measurement_module_compares_a_kind_name() -> None:
+    """The runner, the services, the command line and the wizard's Test step ask a kind's
+    declaration (strixwizard/live/kinds/); an `if kind == "soak"` would be a kind known by name."""
+    assert layering.kind_names() >= {"latency", "bandwidth", "rccl", "matrix", "decode", "soak"}
+    assert kind_name_comparisons() == []
 
 
 def _stdlib_imports(path: Path) -> list[tuple[int, str]]:
@@ -174,6 +182,13 @@ def violating_tree(tmp_path: Path) -> Path:
         "strixwizard/tui/screen.py": "from strixwizard.cli.fix import plan_text\n",
         "strixwizard/present/__init__.py": "",
         "strixwizard/present/page.py": "def f():\n    from textual.content import Content\n",
+        # a kind declared in its module, and a generic module that knows it by name
+        "strixwizard/live/__init__.py": "",
+        "strixwizard/live/kinds/__init__.py": "",
+        "strixwizard/live/kinds/toy.py": "KIND = MeasurementKind(name='toy', help='a toy')\n",
+        "strixwizard/live/runner.py": "def run(kind):\n    if kind in ('x', 'toy'):\n        return 1\n",
+        "strixwizard/services/__init__.py": "",
+        "strixwizard/services/measure.py": "def f(args):\n    return args.kind != 'toy'\n",
     })
 
 
@@ -192,6 +207,8 @@ def test_the_rules_see_a_deliberate_violation(violating_tree: Path) -> None:
         "strixwizard.present.page:2 imports textual.content"]
     assert transport_payload_imports(violating_tree) == [
         Edge("strixwizard.node.ssh", "strixwizard.facts.spec", 2, True)]
+    assert kind_name_comparisons(violating_tree) == [
+        "strixwizard.live.runner:2 compares with toy", "strixwizard.services.measure:2 compares with toy"]
 
 
 def test_the_layers_named_in_the_design_are_the_ones_tested() -> None:

@@ -201,3 +201,48 @@ def cycles(root: Path = ROOT) -> list[list[str]]:
         if node not in index:
             visit(node)
     return sorted(groups)
+
+
+#: The generic measurement modules: they run, serve, offer and show any kind and know none by
+#: name (each kind is declared in strixwizard/live/kinds/).
+GENERIC_MEASUREMENT = ("strixwizard.live.runner", "strixwizard.services.measure", "strixwizard.cli.live",
+                       "strixwizard.cli.live_run", "strixwizard.tui.screens.measure",
+                       "strixwizard.present.measure")
+
+
+def kind_names(root: Path = ROOT) -> set[str]:
+    """The names the kind modules declare (`name="..."` of their `MeasurementKind`), read from
+    their syntax trees."""
+    names: set[str] = set()
+    for path in sorted((root / "strixwizard" / "live" / "kinds").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("MeasurementKind"):
+                names.update(k.value.value for k in node.keywords if k.arg == "name"
+                             and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str))
+    return names
+
+
+def _strings(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [s for e in node.elts for s in _strings(e)]
+    return []
+
+
+def kind_name_comparisons(root: Path = ROOT) -> list[str]:
+    """Every comparison (`==`, `!=`, `in`, `not in`, …) in a generic measurement module with a
+    kind's name as a literal on either side: the string chains a declaration replaces."""
+    names = kind_names(root)
+    modules = module_files(root)
+    found = []
+    for module in GENERIC_MEASUREMENT:
+        path = modules.get(module)
+        if path is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Compare):
+                named = {s for side in (node.left, *node.comparators) for s in _strings(side)} & names
+                if named:
+                    found.append(f"{module}:{node.lineno} compares with {', '.join(sorted(named))}")
+    return found
