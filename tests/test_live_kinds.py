@@ -22,8 +22,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+BUILT_IN = ("latency", "bandwidth", "rccl", "matrix", "decode", "soak")
+
+
 def test_the_registry_finds_every_kind_module_in_the_order_the_help_lists_them() -> None:
-    assert kinds() == ("latency", "bandwidth", "rccl", "matrix", "decode", "soak")
+    assert [kind for kind in kinds() if kind in BUILT_IN] == list(BUILT_IN)
     assert all(isinstance(kind, MeasurementKind) for kind in registry().values())
     assert wizard_kinds() == ["matrix", "rccl"]  # the Test step's run (r)
 

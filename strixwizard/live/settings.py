@@ -4,7 +4,7 @@ run of every pair took."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from strixwizard.live.perftest import PerftestSettings
 from strixwizard.live.rccl import RcclSettings
@@ -31,6 +31,9 @@ class MeasurementSettings:
     #: (None: not a decode run)
     decode_run: DecodeRun | None = None
     decode: DecodeSettings | None = None
+    #: A kind's own settings, by its name, for a kind that has no field above (its `configure`
+    #: puts them here, its runner reads them)
+    of_kind: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
