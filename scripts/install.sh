@@ -12,7 +12,7 @@ if [[ "$want_tests" == "test" ]]; then
                cmake g++ libibverbs-dev  # qemu..e2fsprogs: the VM lab (tests/support/vmlab.py); cmake, g++,
                                          # libibverbs-dev: scripts/build_llama.sh (tcp, rdma)
                chromium   # the HTML report's charts, loaded in a headless browser
-               librsvg2-bin)  # rsvg-convert: screenshots/ as PNG (scripts/screenshots.py)
+               librsvg2-bin)  # rsvg-convert: docs/screenshots/ as PNG (scripts/screenshots.py)
 fi
 
 missing=()

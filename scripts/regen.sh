@@ -4,7 +4,7 @@
 #      the real collector) — after a new parser or tool output, or a changed scenario;
 #   2. the wizard's SVG snapshot tests (tests/__snapshots__/) — after any change to what a
 #      step shows (a new check or step changes some of them);
-#   3. screenshots/ for the README.
+#   3. docs/screenshots/ for the wizard's page (docs/wizard.md).
 # Then look at what changed (`git status`, the SVGs in a browser) before committing it.
 #   bash scripts/regen.sh            all three
 #   bash scripts/regen.sh demo|snapshots|screenshots   one of them
@@ -28,4 +28,4 @@ if [[ $what == all || $what == screenshots ]]; then
     echo "== screenshots"
     $python scripts/screenshots.py
 fi
-git status --short -- strixwizard/demo/snapshots tests/__snapshots__ screenshots
+git status --short -- strixwizard/demo/snapshots tests/__snapshots__ docs/screenshots

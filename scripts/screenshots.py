@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Regenerate screenshots/ from the demo site: one picture per wizard step.
+"""Regenerate docs/screenshots/ from the demo site: one picture per wizard step.
 
-    .venv/bin/python scripts/screenshots.py [--out screenshots] [--size 80x24] [--wide 120x40]
+    .venv/bin/python scripts/screenshots.py [--out docs/screenshots] [--size 80x24] [--wide 120x40]
 
 Each step is reached with the keyboard (the digit keys), exactly as a user
 would, and saved as SVG with Textual's `save_screenshot`: one set at the size
-the README stresses (80x24) in `screenshots/`, one wide set in `screenshots/wide/`.
+the docs stress (80x24) in `docs/screenshots/`, one wide set in `docs/screenshots/wide/`.
 PNGs are made from the SVGs with `rsvg-convert` (Debian: librsvg2-bin, installed
 by `scripts/install.sh test`); without it only SVGs are written (and the script
 says so). Textual writes each terminal cell run as one `<text>` whose leading
@@ -96,7 +96,7 @@ def to_png(svg: Path) -> Path | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     parser.add_argument("--size", default="80x24", help="terminal columns x rows")
     parser.add_argument("--wide", default="120x40",
                         help="columns x rows of the wide set in OUT/wide ('' for none)")

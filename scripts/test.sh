@@ -7,7 +7,7 @@
 #   bash scripts/test.sh TIER...          ruff, mypy and these tiers only
 #   bash scripts/test.sh [...] -- ARGS    ARGS go to every pytest run (-k mtu, -x, a test path)
 #
-# Tiers (set from what each test uses, tests/conftest.py; README "The test lab"):
+# Tiers (set from what each test uses, tests/conftest.py; docs/contributing/test-lab.md):
 #   unit          no root, no lab, no build: in parallel on every core
 #   lab           the namespace lab (no llama.cpp): in parallel, while the build goes on
 #   llama         the real llama.cpp build, on loopback and in the namespace lab: in parallel

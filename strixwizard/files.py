@@ -1,4 +1,4 @@
-"""The head's own private folders: journals, dry-run copies, history (0700, as the README says),
+"""The head's own private folders: journals, dry-run copies, history (0700, as docs/safety.md says),
 and the data files shipped inside the packages."""
 
 from __future__ import annotations

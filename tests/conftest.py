@@ -8,7 +8,7 @@ A test's tier is derived, never kept by hand, so a new test lands in the right o
 - ``llama``: its module runs the real llama.cpp build (tests/support/llama_parts.py ``build``).
 ``interpreter`` is the one hand-set marker: the tests that exercise what a newer Python changes
 (scripts/test_pythons.sh runs them on 3.12 and up). The unit tier is everything else; what
-scripts/test.sh runs in each tier is said in README.md, "The test lab".
+scripts/test.sh runs in each tier is said in docs/contributing/test-lab.md.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _fixture_tiers(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test with the tiers it belongs to (README, "The test lab")."""
+    """Mark every test with the tiers it belongs to (docs/contributing/test-lab.md)."""
     for item in items:
         module = getattr(item, "module", None)
         tiers = _fixture_tiers(item) | (_module_tiers(module) if module is not None else set())

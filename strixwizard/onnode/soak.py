@@ -30,7 +30,7 @@ from typing import Callable
 
 #: 256 KiB: per-block work (a header, a digest of 8 bytes, a loop turn, a system call) is
 #: then small beside the bytes moved; 64 KiB blocks cost twice bulk TCP's CPU per byte
-#: (benchmarks/soak_lab.py, README "USB4 links as people cable them").
+#: (benchmarks/soak_lab.py, docs/usb4.md).
 BLOCK = 256 * 1024
 INDEX = struct.Struct("!Q")
 DIGEST = 16

@@ -3,7 +3,7 @@ normally lasting seconds", "medium validation, approximately two minutes", "long
 approximately 15 minutes",
 https://docs.nvidia.com/datacenter/dcgm/latest/reference/command-line-reference/dcgmi/dcgmi-diag.html):
 how much `doctor` reads and how long `test` measures. The CLI and the wizard read the same
-table; the durations beside each level were measured (README "Run levels",
+table; the durations beside each level were measured (docs/doctor.md "Run levels",
 `benchmarks/levels.py`)."""
 
 from __future__ import annotations
