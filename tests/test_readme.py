@@ -41,3 +41,14 @@ def test_the_demo_decode_table_says_what_does_not_fit() -> None:
     table = test_page[start:test_page.index("**Namespace lab**", start)]
     qwen = next(line for line in table.splitlines() if line.startswith("| Qwen3-235B-A22B"))
     assert "8.8 tok/s (10 %), does not fit" in qwen
+
+
+def test_the_readme_is_a_front_door_of_at_most_200_lines() -> None:
+    assert len(README.splitlines()) <= 200, "the manual is docs/: move the detail there"
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    command = "bash scripts/test.sh"
+    assert any(line.split("#")[0].strip() == command for line in README.splitlines())
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert any(line.strip() == command for line in ci.splitlines())
