@@ -63,6 +63,12 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line's parser, every command under it (scripts/gen_docs.py writes the
+    reference pages from it)."""
+    return _parser()
+
+
 class _FormatChoice(argparse.Action):
     """`--format NAME`; `--format json` is `--json` (a failed run's error is a JSON document)."""
 
