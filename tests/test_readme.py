@@ -4,6 +4,7 @@ what does not fit."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,3 +53,13 @@ def test_ci_runs_the_readmes_test_command() -> None:
     assert any(line.split("#")[0].strip() == command for line in README.splitlines())
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert any(line.strip() == command for line in ci.splitlines())
+
+
+def test_every_link_of_the_readme_and_contributing_finds_its_file() -> None:
+    for name in ("README.md", "CONTRIBUTING.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+        local = [target for target in targets if "://" not in target]
+        assert local, name
+        missing = [target for target in local if not (ROOT / target).exists()]
+        assert not missing, f"{name} links to what is not there: {missing}"
