@@ -7,7 +7,7 @@
 #   3. docs/screenshots/ for the wizard's page (docs/wizard.md);
 #   4. the manual's generated pages: docs/reference/ (scripts/gen_docs.py: checks, fixes, the
 #      command line, the JSON schemas, exit codes) and the predicted-vs-published table in
-#      docs/advise.md (benchmarks/decode_validation.py) — after a change to any of them.
+#      docs/advise.md (benchmarks/advise_validation.py) — after a change to any of them.
 # Then look at what changed (`git status`, the SVGs in a browser) before committing it.
 #   bash scripts/regen.sh            all four
 #   bash scripts/regen.sh demo|snapshots|screenshots|docs   one of them
@@ -34,6 +34,6 @@ fi
 if [[ $what == all || $what == docs ]]; then
     echo "== docs/reference and the advise table"
     $python scripts/gen_docs.py
-    $python benchmarks/decode_validation.py --write
+    $python benchmarks/advise_validation.py --readme
 fi
 git status --short -- strixwizard/demo/snapshots tests/__snapshots__ docs/screenshots docs/reference docs/advise.md
