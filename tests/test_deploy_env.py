@@ -16,7 +16,7 @@ from strixwizard.demo.hardware import RoceSetup, connectx, e810
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.deploy.env import ClusterEnv, DeployRefused, generate_env, hca_selects
 from strixwizard.deploy.plan import WITH_ENV, DeploySettings
-from strixwizard.deploy.ray_stack import container_script, vllm_script
+from strixwizard.deploy.stacks.ray.plan import container_script, vllm_script
 from strixwizard.facts.netdev import ifname_problem
 from strixwizard.topology import build_topology
 from tests.support.scenarios import (

@@ -13,18 +13,16 @@ from pathlib import Path
 import pytest
 
 from strixwizard.deploy.engine import make_plan
-from strixwizard.deploy.llama import (
-    START,
-    STATE,
-    STOP,
+from strixwizard.deploy.plan import DeploySettings
+from strixwizard.deploy.process import START, STATE, STOP
+from strixwizard.deploy.smoke import FAIL, PASS
+from strixwizard.deploy.stacks.llama_rpc.llama import (
     LlamaPlan,
     LlamaSettings,
     judge_completion,
     judge_devices,
     judge_rdma,
 )
-from strixwizard.deploy.plan import DeploySettings
-from strixwizard.deploy.smoke import FAIL, PASS
 from strixwizard.fixing.model import Kind
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
@@ -269,7 +267,7 @@ def test_an_rdma_error_after_activation_fails_the_transport_with_the_line_quoted
 
 
 def test_rdma_errors_before_activation_or_unrelated_lines_are_not_rdma_errors() -> None:
-    from strixwizard.deploy.llama import RdmaEvidence
+    from strixwizard.deploy.stacks.llama_rpc.llama import RdmaEvidence
 
     text = ("RDMA probed:   dev=rocep194s0   gid=1 qpn=7 inline=316\n"
             "failed to open some file\n"

@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 from strixwizard.deploy.engine import make_plan
-from strixwizard.deploy.llama import LlamaPlan, LlamaSettings
-from strixwizard.deploy.llama_load import NO_MMAP_BYTES, load_notes, model_bytes, needs_no_mmap
 from strixwizard.deploy.plan import DeploySettings
+from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan, LlamaSettings
+from strixwizard.deploy.stacks.llama_rpc.load import NO_MMAP_BYTES, load_notes, model_bytes, needs_no_mmap
 from strixwizard.services.nodes import RunRequest, resolve_run
 
 GIB = 2**30

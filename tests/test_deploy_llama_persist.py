@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 from strixwizard.deploy.engine import make_plan
-from strixwizard.deploy.llama import LlamaPlan, LlamaSettings
-from strixwizard.deploy.llama_persist import unit_text
 from strixwizard.deploy.plan import DeploySettings
+from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan, LlamaSettings
+from strixwizard.deploy.stacks.llama_rpc.persist import unit_text
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
 from tests.support.hostile.strings import assert_no_control

@@ -12,7 +12,7 @@ import pytest
 
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings
-from strixwizard.deploy.ray import (
+from strixwizard.deploy.stacks.ray.ray import (
     DRIVER,
     NO_RAY_MODULE,
     WATCHED,

@@ -80,8 +80,8 @@ def test_every_stack_declares_itself_under_its_own_name() -> None:
 
 
 def test_the_stacks_settings_travel_as_their_own_objects() -> None:
-    from strixwizard.deploy.llama import LlamaSettings
-    from strixwizard.deploy.serve import ServeSettings
+    from strixwizard.deploy.stacks.llama_rpc.llama import LlamaSettings
+    from strixwizard.deploy.stacks.ray.serve import ServeSettings
 
     llama = registry.settings_for("llama-rpc", Choice(model="/m.gguf", persist=True))
     assert llama.stack == "llama-rpc" and llama.own(ServeSettings) is None

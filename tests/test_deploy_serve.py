@@ -17,7 +17,7 @@ import pytest
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.env import ClusterEnv, NodeEnv
 from strixwizard.deploy.plan import DeploySettings
-from strixwizard.deploy.serve import (
+from strixwizard.deploy.stacks.ray.serve import (
     ServeSettings,
     judge_completion,
     judge_health,

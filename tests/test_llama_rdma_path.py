@@ -1,4 +1,4 @@
-"""The smoke test's read of each end's RDMA path (deploy/llama_path.py), judged on the kernel's
+"""The smoke test's read of each end's RDMA path (deploy/stacks/llama_rpc/path.py), judged on the kernel's
 own sysfs words: GID type strings from drivers/infiniband/core/cache.c `gid_type_str`
 ("IB/RoCE v1", "RoCE v2"), GIDs as sysfs prints them (the rxe table recorded in
 tests/data/vm/vm0.tar.gz: index 0 the link-local IPv6 GID, index 1 ::ffff:192.168.77.1, the
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import subprocess
 
-from strixwizard.deploy.llama_path import READ, EndPath, judge_path
+from strixwizard.deploy.stacks.llama_rpc.path import READ, EndPath, judge_path
 
 V4_GID = "0000:0000:0000:0000:0000:ffff:c0a8:4d01"  # ::ffff:192.168.77.1
 LINK_LOCAL = "fe80:0000:0000:0000:5054:00ff:fe77:0001"

@@ -132,8 +132,8 @@ def _deploy_with_a_plan_made_before(lab: VmLab, tmp_path: Path, change: Callable
                                     ) -> tuple[Any, Any]:
     """Plan (the wizard's Discover and Deploy screens), then `change` a node, then apply with
     that plan through the services the wizard calls; returns (Deployed, DeployOptions)."""
-    from strixwizard.deploy.llama import LlamaSettings
     from strixwizard.deploy.plan import DeploySettings
+    from strixwizard.deploy.stacks.llama_rpc.llama import LlamaSettings
     from strixwizard.services import deploy as services
     from strixwizard.services.discover import read_nodes
     from strixwizard.services.nodes import RunRequest

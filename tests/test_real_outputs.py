@@ -182,7 +182,7 @@ def _mlnx_qos(text: str, want: dict[str, Any]) -> None:
 
 
 def _llama_rdma(text: str, want: dict[str, Any]) -> None:
-    from strixwizard.deploy.llama import RdmaEvidence
+    from strixwizard.deploy.stacks.llama_rpc.llama import RdmaEvidence
 
     ev = RdmaEvidence.of(text)
     _check("llama.cpp RDMA", {"probed": ev.probed, "activated": ev.activated,
@@ -190,7 +190,7 @@ def _llama_rdma(text: str, want: dict[str, Any]) -> None:
 
 
 def _llama_workers(text: str, want: dict[str, Any]) -> None:
-    from strixwizard.deploy.llama import rpc_endpoints_holding_layers
+    from strixwizard.deploy.stacks.llama_rpc.llama import rpc_endpoints_holding_layers
 
     _check("llama-server RPC devices", {"endpoints": rpc_endpoints_holding_layers(text)}, want)
 

@@ -181,12 +181,12 @@ def _ray_settings(args: argparse.Namespace, common: Any) -> Any:
     """--model, --serve and its options, the --ray-* options."""
     from dataclasses import replace
 
-    from strixwizard.deploy.ray import RaySettings
+    from strixwizard.deploy.stacks.ray.ray import RaySettings
 
     options: list[object] = [RaySettings(temp_dir=args.ray_temp_dir, num_cpus=args.ray_num_cpus,
                                          object_store_bytes=args.ray_object_store_bytes)]
     if args.serve:
-        from strixwizard.deploy.serve import ServeSettings
+        from strixwizard.deploy.stacks.ray.serve import ServeSettings
 
         options.append(ServeSettings(port=args.vllm_port, run_dir=args.serve_run_dir,
                                      health_timeout_s=args.serve_timeout,
@@ -200,7 +200,7 @@ def _llama_settings(args: argparse.Namespace, common: Any) -> Any:
     """--gguf and the llama.cpp RPC options."""
     from dataclasses import replace
 
-    from strixwizard.deploy.llama import LlamaSettings
+    from strixwizard.deploy.stacks.llama_rpc.llama import LlamaSettings
 
     _refuse_control_characters(args)
     llama = LlamaSettings(model=args.gguf or args.model, rpc_port=args.rpc_port,
@@ -237,7 +237,7 @@ def _refused(args: argparse.Namespace, site: str, mode: str, reason: str) -> int
 
 
 def add_ray_options(deploy: Any) -> None:
-    """How `ray start` runs on the nodes (the default stack; deploy/ray.py)."""
+    """How `ray start` runs on the nodes (the default stack; deploy/stacks/ray/ray.py)."""
     ray = deploy.add_argument_group("Ray (--stack ray)")
     ray.add_argument("--ray-temp-dir", default="/var/lib/strixwizard/ray", metavar="DIR",
                      help="Ray's --temp-dir on each node: its sessions and logs, apart from any "
@@ -291,7 +291,7 @@ def _show(args: argparse.Namespace, site: str, plan: Any, applicable: bool = Tru
         emit(envelope(site, mode="plan", status="planned", plan=plan.to_json()))
     else:
         from strixwizard.cli.nextstep import same_command
-        from strixwizard.deploy.llama_render import render_plan
+        from strixwizard.deploy.stacks.llama_rpc.render import render_plan
 
         render_plan(plan, sys.stdout, same_command(args.argv, drop=("--plan",), add=("--apply",))
                     if applicable else None)
@@ -334,8 +334,8 @@ def _apply(args: argparse.Namespace, site: Any, cluster: Any, on_step: Any) -> i
     import sys
 
     from strixwizard.cli.options import terminal_confirm
-    from strixwizard.deploy.llama_render import render_plan as render_deploy
     from strixwizard.deploy.render import render_smoke
+    from strixwizard.deploy.stacks.llama_rpc.render import render_plan as render_deploy
     from strixwizard.present.fix_text import render_apply
     from strixwizard.services.deploy import apply_on
     from strixwizard.services.output import emit, envelope, exit_code

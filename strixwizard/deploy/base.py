@@ -160,3 +160,4 @@ class Stack:
     switches: frozenset[str] = frozenset()
     stops_first: frozenset[str] = frozenset()
     stops_last: frozenset[str] = frozenset()
+    order: int = 100  # where `STACKS` lists it (lowest first: the default stack)

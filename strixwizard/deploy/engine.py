@@ -136,7 +136,7 @@ def observe(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore | 
                 raise UsageError(f"{p.node} is unreachable: {error}") from None
             except (ReadError, StepFailed) as error:
                 raise UsageError(f"{p.node}: cannot read {step.target}: {error}") from None
-    from strixwizard.deploy.ray import another_ray
+    from strixwizard.deploy.stacks.ray.ray import another_ray
 
     for node in plan.site_plan.nodes:
         state = observed.get((node, _ray_target(plan, node)))
@@ -165,7 +165,7 @@ def observe(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore | 
 
 
 def _ray_target(plan: DeployPlan, node: str) -> str:
-    from strixwizard.deploy.ray import is_ray_start
+    from strixwizard.deploy.stacks.ray.ray import is_ray_start
 
     steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps
              if is_ray_start(s)]
@@ -208,7 +208,7 @@ class _RayNoting(Runner):
         self.inner.apply(step)
 
     def undo(self, step: Step, before: str | None) -> None:
-        from strixwizard.deploy.ray import another_ray, is_ray_start
+        from strixwizard.deploy.stacks.ray.ray import another_ray, is_ray_start
 
         self.inner.undo(step, before)
         if is_ray_start(step):

@@ -1,10 +1,10 @@
 """The deploy stacks, by name, and the dispatch to them. Pure: no I/O.
 
 A deploy plan is, per node, fix-engine `Plan`s that the fix engine previews, applies,
-journals and rolls back like any fix. Each stack declares itself in its own module as a
-`Stack` (`deploy/base.py`: its name, label, settings, plan, smoke test, apply question and
-rollback order): `deploy/ray_stack.py` (RCCL · Ray · vLLM, the default) and
-`deploy/llama_stack.py` (llama.cpp RPC). A new stack is its module, listed in `STACKS`.
+journals and rolls back like any fix. Each stack is a package under `deploy/stacks/` whose
+`__init__` declares it as `STACK` (a `deploy/base.py` `Stack`); `STACKS` is every such package,
+found by walking `strixwizard.deploy.stacks`, in the order the stacks declare (`Stack.order`:
+the first is the default). A new stack is its package; no list names it.
 """
 
 from __future__ import annotations
@@ -21,12 +21,30 @@ from strixwizard.deploy.base import (
     with_observed,
 )
 from strixwizard.deploy.env import ClusterEnv, DeployRefused
-from strixwizard.deploy.llama_stack import LLAMA
-from strixwizard.deploy.ray_stack import RAY
 from strixwizard.facts import NodeFacts
 
+
+def discovered() -> dict[str, Stack]:
+    """Every package under `strixwizard.deploy.stacks` and the `STACK` it declares, by name, in
+    the stacks' declared order (then by name)."""
+    import importlib
+    import pkgutil
+
+    from strixwizard.deploy import stacks
+
+    found: list[Stack] = []
+    for info in pkgutil.iter_modules(stacks.__path__):
+        if info.ispkg:
+            declared = importlib.import_module(f"{stacks.__name__}.{info.name}").STACK
+            if not isinstance(declared, Stack):
+                raise TypeError(f"{stacks.__name__}.{info.name}.STACK is not a Stack")
+            found.append(declared)
+    found.sort(key=lambda stack: (stack.order, stack.name))
+    return {stack.name: stack for stack in found}
+
+
 #: Every deploy stack by name (the first is the default: `DeploySettings.stack`).
-STACKS: dict[str, Stack] = {stack.name: stack for stack in (RAY, LLAMA)}
+STACKS: dict[str, Stack] = discovered()
 
 
 def stack_of(name: str) -> Stack:

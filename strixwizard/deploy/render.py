@@ -20,7 +20,7 @@ def lines_of(step: Step) -> list[str]:
     if step.kind is Kind.COMMAND:
         lines = [line for line in lines if not line.startswith(("  run:", "  undo:"))]
         lines.append(f"  run:  {shlex.join(step.argv)}")
-        if step.target == "vllm serve":  # deploy/serve.py: the launcher's pid file
+        if step.target == "vllm serve":  # deploy/stacks/ray/serve.py: the launcher's pid file
             lines.append("  undo: stop exactly the process it started (PID and start time)")
         elif step.undo_argv:
             lines.append(f"  undo: {shlex.join(step.undo_argv)}")

@@ -10,7 +10,7 @@ every node join the Ray cluster?
   `all_reduce_perf --help` offers `-J` (nccl-tests/rccl-tests' JSON document), the results
   are read from that document, else from the text table.
 - Ray: a driver on the head asks Ray for its live nodes and runs a task pinned to each
-  that reports the environment it sees (`deploy/ray.py`: `ray.nodes`, `ray.env`); where the
+  that reports the environment it sees (`deploy/stacks/ray/ray.py`: `ray.nodes`, `ray.env`); where the
   node's `ray` has no Python module to drive, `ray status --address HEAD:PORT` on the head,
   whose active (or idle) node count must equal the number of deployed nodes.
 """

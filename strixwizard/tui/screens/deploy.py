@@ -40,9 +40,9 @@ from strixwizard.tui.widgets.status import INDENT, badge
 from strixwizard.tui.workspace import KEEP_FOR_SITE
 
 if TYPE_CHECKING:
-    from strixwizard.deploy.llama import LlamaPlan
     from strixwizard.deploy.plan import DeployPlan
     from strixwizard.deploy.smoke import SmokeReport
+    from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan
 
 SMOKE_STATUS = {"pass": Status.PASS, "fail": Status.FAIL, "error": Status.ERROR}
 HEAD = "bold $text-accent"
@@ -79,7 +79,7 @@ def node_content(plan: DeployPlan, node: str) -> Content:
             lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),
                                           outside(f"  {step.summary}")))
     if plan.ray_argv.get(node):
-        from strixwizard.deploy.ray import launch_argv
+        from strixwizard.deploy.stacks.ray.ray import launch_argv
 
         lines.append(outside("Ray", HEAD))
         lines.append(outside(f"{INDENT}{shlex.join(launch_argv(env, node, settings))}"))
@@ -421,7 +421,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             notice.say(f"{head}{warnings}\n{plan.site_plan.changes} change(s) planned: a applies them "
                        "(you confirm first), then the smoke test runs; u rolls back.",
                        "warning" if plan.notes else "info", title="Deploy plan")
-        from strixwizard.deploy.llama import LlamaPlan
+        from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan
 
         self.query_one("#deploy-plan").display = True
         box = self.query_one("#deploy-env", Static)

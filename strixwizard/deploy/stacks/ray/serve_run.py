@@ -8,14 +8,14 @@ import time
 from collections.abc import Callable
 
 from strixwizard.deploy.env import ClusterEnv
-from strixwizard.deploy.serve import (
+from strixwizard.deploy.smoke import ERROR, SmokeCheck
+from strixwizard.deploy.stacks.ray.serve import (
     ServeSettings,
     judge_completion,
     judge_health,
     parse_probe,
     probe_argv,
 )
-from strixwizard.deploy.smoke import ERROR, SmokeCheck
 from strixwizard.fixing.runner import Runner, Unreachable
 
 Progress = Callable[[str, str], None]
@@ -24,7 +24,7 @@ LOG_TAIL_BYTES = 65536
 
 
 def _alive(head: Runner, serve: ServeSettings) -> bool:
-    from strixwizard.deploy.llama import STATE
+    from strixwizard.deploy.process import STATE
     from strixwizard.deploy.remote import run
 
     rc, out, _err = run(head, ("sh", "-c", STATE, serve.pidfile))

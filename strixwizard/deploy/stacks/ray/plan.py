@@ -8,7 +8,7 @@ declaration. Planning is pure; the smoke test runs on the head through its runne
 - `deploy.ray`: FILE `DIR/ray-start.sh`, then COMMAND `ray start` through it (head:
   `--head --port=6379`; workers: `--address=HEAD:6379`) with the env file exported,
   because Ray actors inherit the *daemon's* environment; undo stops exactly that Ray
-  (see `deploy/ray.py`);
+  (see `deploy/stacks/ray/ray.py`);
 - head only, `deploy.vllm`: FILE `DIR/vllm-serve.sh` with the launch line for
   `--model` (written and shown, never started by the deploy).
 
@@ -34,9 +34,7 @@ from strixwizard.deploy.base import (
     mkdir_step,
 )
 from strixwizard.deploy.env import ClusterEnv, comment
-from strixwizard.deploy.rccl import rccl_notes, rccl_tests_note
 from strixwizard.deploy.remote import run
-from strixwizard.deploy.serve import ServeSettings, server_url
 from strixwizard.deploy.smoke import (
     ERROR,
     SmokeCheck,
@@ -47,6 +45,8 @@ from strixwizard.deploy.smoke import (
     mpirun_refusal,
     ray_status_argv,
 )
+from strixwizard.deploy.stacks.ray.rccl import rccl_notes, rccl_tests_note
+from strixwizard.deploy.stacks.ray.serve import ServeSettings, server_url
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan, Step
 from strixwizard.fixing.runner import Runner, Unreachable
@@ -84,13 +84,13 @@ class RayPlan(DeployPlan):
 
 
 def ray_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:
-    from strixwizard.deploy.ray import start_argv
+    from strixwizard.deploy.stacks.ray.ray import start_argv
 
     return start_argv(env, node, settings)
 
 
 def ray_steps(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[Step, ...]:
-    from strixwizard.deploy.ray import ray_steps as steps
+    from strixwizard.deploy.stacks.ray.ray import ray_steps as steps
 
     return steps(env, node, settings)
 
@@ -137,7 +137,13 @@ def container_script(env: ClusterEnv, settings: DeploySettings) -> str:
 def plan_ray(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
              ) -> DeployPlan:
     """The RCCL · Ray · vLLM stack (see the module docstring)."""
-    from strixwizard.deploy.serve import EAGER_SOURCE, ServeSettings, serve_steps, strix_nodes, vllm_argv
+    from strixwizard.deploy.stacks.ray.serve import (
+        EAGER_SOURCE,
+        ServeSettings,
+        serve_steps,
+        strix_nodes,
+        vllm_argv,
+    )
 
     group = group_of(env)
     serve = settings.own(ServeSettings) or ServeSettings()
@@ -201,7 +207,7 @@ def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = Non
                rccl: bool = True) -> SmokeReport:
     """Ray's nodes and the environment a task sees on each, then a 2-rank all-reduce; all
     run on the head."""
-    from strixwizard.deploy.ray import driver_argv, judge_cluster
+    from strixwizard.deploy.stacks.ray.ray import driver_argv, judge_cluster
 
     env, settings = plan.env, plan.settings
     report = SmokeReport()
@@ -262,7 +268,7 @@ def smoke_ray(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None
     report = smoke_test(plan, runners[plan.env.head], say)
     serve, model = plan.settings.own(ServeSettings), plan.settings.model
     if serve is not None and model:
-        from strixwizard.deploy.serve_run import smoke_serve
+        from strixwizard.deploy.stacks.ray.serve_run import smoke_serve
 
         report.checks += smoke_serve(plan.env, model, serve, runners[plan.env.head], say)
     return report
@@ -270,8 +276,8 @@ def smoke_ray(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None
 
 def ray_settings_for(common: DeploySettings, choice: Choice) -> DeploySettings:
     """The ray stack's settings: the model, `vllm serve` when asked, Ray's temp dir if given."""
-    from strixwizard.deploy.ray import RaySettings
-    from strixwizard.deploy.serve import RUN_DIR
+    from strixwizard.deploy.stacks.ray.ray import RaySettings
+    from strixwizard.deploy.stacks.ray.serve import RUN_DIR
 
     options: list[object] = []
     if choice.serve:
@@ -292,4 +298,4 @@ def ray_question(plan: DeployPlan) -> str:
 
 RAY_NAME = "ray"
 RAY = Stack(RAY_NAME, "RCCL · Ray · vLLM", plan_ray, smoke_ray, ray_settings_for, ray_question,
-            switches=frozenset({"serve"}), stops_last=frozenset({"ray (head)"}))
+            switches=frozenset({"serve"}), stops_last=frozenset({"ray (head)"}), order=0)

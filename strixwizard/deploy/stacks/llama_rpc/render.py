@@ -6,8 +6,8 @@ import shlex
 from typing import TextIO
 
 from strixwizard.deploy.base import DeployPlan
-from strixwizard.deploy.llama import SERVER_TARGET, LlamaPlan, rpc_log, server_log
 from strixwizard.deploy.render import render_changes, render_deploy
+from strixwizard.deploy.stacks.llama_rpc.llama import SERVER_TARGET, LlamaPlan, rpc_log, server_log
 from strixwizard.fixing.model import Step
 from strixwizard.present.fix_text import step_lines
 

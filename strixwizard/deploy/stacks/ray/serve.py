@@ -1,6 +1,6 @@
 """`deploy --serve`: start `vllm serve MODEL` on the head of the Ray cluster the deploy starts,
 then ask it one short question. Planning is pure; `judge_*` are pure; the smoke test runs
-through the nodes' runners (deploy/serve_run.py).
+through the nodes' runners (deploy/stacks/ray/serve_run.py).
 
 The line, computed from the cluster:
   vllm serve MODEL --tensor-parallel-size N --distributed-executor-backend ray
@@ -103,7 +103,7 @@ def serve_steps(env: ClusterEnv, settings: DeploySettings, serve: ServeSettings,
     """The launcher file, then `vllm serve` started under the env file (its Ray and RCCL
     variables exported), in its own session, with its pid file and log."""
     from strixwizard.deploy.base import WITH_ENV, file_step
-    from strixwizard.deploy.llama import START, candidates, process_step
+    from strixwizard.deploy.process import START, candidates, process_step
 
     names = candidates(("vllm",), serve.bin_dir)
     start = ("sh", "-ac", WITH_ENV, settings.env_file, "sh", launcher(settings), serve.pidfile,

@@ -1,6 +1,7 @@
 """The llama.cpp RPC stack (`--stack llama-rpc`) as it declares itself: `ggml-rpc-server` on
-each worker bound to its fabric address, `llama-server --rpc` on the head (deploy/llama.py
-plans them, deploy/llama_run.py smoke-tests them, deploy/llama_persist.py writes the units).
+each worker bound to its fabric address, `llama-server --rpc` on the head (`llama.py` plans them,
+`run.py` and `path.py` smoke-test them, `persist.py` writes the units, `load.py` weighs the model's
+load, `render.py` shows the plan).
 """
 
 from __future__ import annotations
@@ -9,17 +10,19 @@ from dataclasses import replace
 
 from strixwizard.deploy.base import Choice, DeployPlan, DeploySettings, Progress, Stack
 from strixwizard.deploy.env import ClusterEnv
-from strixwizard.deploy.llama import (
+from strixwizard.deploy.smoke import SmokeReport
+from strixwizard.deploy.stacks.llama_rpc.llama import (
     RUN_DIR,
     SERVER_TARGET,
     SERVER_UNIT,
-    STACK,
     LlamaPlan,
     LlamaSettings,
     plan_llama,
 )
-from strixwizard.deploy.llama_run import smoke_llama
-from strixwizard.deploy.smoke import SmokeReport
+from strixwizard.deploy.stacks.llama_rpc.llama import (
+    STACK as NAME,
+)
+from strixwizard.deploy.stacks.llama_rpc.run import smoke_llama
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.runner import Runner
 
@@ -40,7 +43,7 @@ def llama_settings_for(common: DeploySettings, choice: Choice) -> DeploySettings
     """The GGUF path on the head, systemd units or not, where logs go."""
     llama = LlamaSettings(model=choice.model, persist=choice.persist,
                           run_dir=choice.run_dir or RUN_DIR)
-    return replace(common, stack=STACK, options=(llama,))
+    return replace(common, stack=NAME, options=(llama,))
 
 
 def llama_question(plan: DeployPlan) -> str:
@@ -52,6 +55,6 @@ def llama_question(plan: DeployPlan) -> str:
             "the logs).")
 
 
-LLAMA = Stack(STACK, "llama.cpp RPC", plan_llama_stack, smoke_llama_stack, llama_settings_for,
+STACK = Stack(NAME, "llama.cpp RPC", plan_llama_stack, smoke_llama_stack, llama_settings_for,
               llama_question, switches=frozenset({"persist"}),
-              stops_first=frozenset({SERVER_TARGET, SERVER_UNIT}))  # the server before its workers
+              stops_first=frozenset({SERVER_TARGET, SERVER_UNIT}), order=10)  # the server before its workers

@@ -43,9 +43,10 @@ from typing import Any
 from strixwizard.deploy.base import DeployPlan, DeploySettings, file_step, group_of, mkdir_step
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.health import probe_source
+from strixwizard.deploy.process import START, candidates, process_step
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.facts import NodeFacts
-from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
+from strixwizard.fixing.model import Plan, SitePlan, Step
 
 STACK = "llama-rpc"
 RPC_PORT = 50052  # tools/rpc/rpc-server.cpp rpc_server_params.port
@@ -56,106 +57,8 @@ SERVER_BINARIES = ("llama-server",)
 SPLIT_MODES = ("layer", "row", "tensor", "none")
 RPC_TARGET = "ggml-rpc-server"
 SERVER_TARGET = "llama-server"
-RPC_UNIT = "strixwizard-llama-rpc.service"  # --persist (deploy/llama_persist.py)
+RPC_UNIT = "strixwizard-llama-rpc.service"  # --persist (deploy/stacks/llama_rpc/persist.py)
 SERVER_UNIT = "strixwizard-llama-server.service"
-#: Shell functions of the launcher and of the state/stop reads. A pid file holds the PID, the
-#: binary and the process's start time (field 22 of /proc/PID/stat, in clock ticks since
-#: boot): PID and start time together name one process, so a reused PID is never taken for
-#: ours, and a program run by an interpreter (a Python console script such as `vllm`, whose
-#: /proc/PID/exe is python) is recognised too. A pid file without a start time falls back to
-#: comparing /proc/PID/exe with the binary. A zombie (state Z: exited, not yet reaped by
-#: init) counts as gone, so a stop does not wait on a slow reaper.
-SAME = r"""started() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
-alive() { s=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1); [ -n "$s" ] && [ "$s" != Z ]; }
-same() {
-  case $1 in ''|*[!0-9]*) return 1 ;; esac
-  alive "$1" || return 1
-  if [ -n "$3" ]; then [ "$(started "$1")" = "$3" ]; return; fi
-  exe=$(readlink "/proc/$1/exe" 2>/dev/null)
-  [ -n "$exe" ] && { [ "$exe" = "$2" ] || [ "$exe" = "$2 (deleted)" ]; }
-}
-"""
-#: Starts a program in its own session, pid file + log, then waits until it listens.
-#: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server (llama-server) and http
-#: (vllm): alive is enough, the model may still load; server also adapts -sm/--no-mmap to
-#: the build's --help), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
-#: Written to DIR/llama-start.sh by the plan (so a failing start reports a short command).
-START = r"""# Written by `strixwizard deploy`; `deploy --rollback` removes it.
-""" + SAME + r"""pidfile=$1 log=$2 port=$3 mode=$4; shift 4
-bin= names=
-while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  [ -z "$bin" ] && bin=$(command -v -- "$1" 2>/dev/null)
-  names="$names $1"; shift
-done
-[ $# -gt 0 ] && shift
-if [ -z "$bin" ]; then echo "not installed: none of$names" >&2; exit 1; fi
-bin=$(readlink -f -- "$bin")
-while [ $# -gt 0 ] && [ "$1" != -- ]; do export "$1"; shift; done
-[ $# -gt 0 ] && shift
-hex=$(printf '%04X' "$port")
-listening() { grep -q ": [0-9A-F]*:$hex [0-9A-F]*:0000 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null; }
-if [ -f "$pidfile" ]; then
-  old=$(head -n 1 "$pidfile")
-  if same "$old" "$(sed -n 2p "$pidfile")" "$(sed -n 3p "$pidfile")"; then
-    echo "already running as PID $old ($pidfile)" >&2; exit 1
-  fi
-fi
-if listening; then echo "port $port is taken by another program: not started" >&2; exit 1; fi
-if [ "$mode" = server ]; then
-  help=$("$bin" --help 2>&1)
-  first=1 prev=
-  for a do
-    [ "$first" = 1 ] && { set --; first=0; }
-    if [ "$prev" = -sm ]; then
-      modes=$(printf '%s\n' "$help" | grep -e --split-mode)
-      case $modes in *[{,]"$a"[,}]*) ;; *) echo "$bin: this build has no split mode $a" >&2; exit 1 ;; esac
-    fi
-    case $a in
-      --no-mmap) case $help in *--no-mmap*) set -- "$@" "$a" ;; *) set -- "$@" --load-mode none ;; esac ;;
-      *) set -- "$@" "$a" ;;
-    esac
-    prev=$a
-  done
-fi
-mkdir -p -- "$(dirname -- "$log")"
-( setsid "$bin" "$@" </dev/null >"$log" 2>&1 & pid=$!
-  printf '%s\n%s\n%s\n' "$pid" "$bin" "$(started "$pid")" >"$pidfile" )
-pid=$(head -n 1 "$pidfile")
-i=0
-while [ $i -lt 200 ]; do
-  if ! alive "$pid"; then
-    why=$(grep -i -m 3 -e error -e failed -e cannot -e invalid "$log" | tr '\n' ' ')
-    [ -n "$why" ] || why=$(tail -n 3 "$log" | tr '\n' ' ')
-    echo "$bin exited at start: $why" >&2; rm -f -- "$pidfile" "$log"; exit 1
-  fi
-  if listening; then echo "$pid"; exit 0; fi
-  sleep 0.1; i=$((i + 1))
-done
-if [ "$mode" != rpc ]; then echo "$pid (still loading)"; exit 0; fi
-kill "$pid"; sleep 0.5; rm -f -- "$pidfile" "$log"
-echo "$bin does not listen on port $port after 20 s" >&2; exit 1
-"""
-#: `running` when the pid file's PID is still the process it started, else `stopped`.
-STATE = SAME + r"""pid=$(head -n 1 "$0" 2>/dev/null)
-if same "$pid" "$(sed -n 2p "$0" 2>/dev/null)" "$(sed -n 3p "$0" 2>/dev/null)"; then
-  echo running
-else
-  echo stopped
-fi
-"""
-#: Ends the pid file's PID (TERM, then KILL after 10 s) if it is still the process it
-#: started, and removes the pid file. The log stays in the run directory for the user.
-STOP = SAME + r"""pid=$(head -n 1 "$0" 2>/dev/null)
-if same "$pid" "$(sed -n 2p "$0" 2>/dev/null)" "$(sed -n 3p "$0" 2>/dev/null)"; then
-  kill "$pid"
-  i=0
-  while alive "$pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-  alive "$pid" && kill -9 "$pid"
-fi
-rm -f -- "$0"
-"""
-
-
 @dataclass(frozen=True)
 class LlamaSettings:
     """What the user picks for the llama.cpp stack (CLI flags; none of it is in the site file)."""
@@ -176,7 +79,7 @@ class LlamaSettings:
     #: log to be read, and the deploy's own files and directory still go on rollback
     run_dir: str = RUN_DIR
     health_timeout_s: float = 600.0
-    persist: bool = False  # systemd units instead of runtime processes (deploy/llama_persist.py)
+    persist: bool = False  # systemd units instead of runtime processes (deploy/stacks/llama_rpc/persist.py)
     unit_dir: str = "/etc/systemd/system"
 
     def __post_init__(self) -> None:
@@ -268,11 +171,6 @@ def llama_server_argv(env: ClusterEnv, workers: list[str], llama: LlamaSettings
     return tuple(argv)
 
 
-def candidates(names: tuple[str, ...], bin_dir: str | None) -> tuple[str, ...]:
-    found = tuple(f"{bin_dir.rstrip('/')}/{n}" for n in names) if bin_dir else ()
-    return (*found, *names)
-
-
 def launcher(settings: DeploySettings) -> str:
     return settings.path("llama-start.sh")
 
@@ -282,13 +180,6 @@ def start_argv(settings: DeploySettings, pidfile: str, log: str, port: int, mode
                ) -> tuple[str, ...]:
     return ("sh", launcher(settings), pidfile, log, str(port), mode, *names, "--",
             *environment, "--", *args)
-
-
-def process_step(target: str, summary: str, pidfile: str, argv: tuple[str, ...]) -> Step:
-    return Step(kind=Kind.COMMAND, target=target, summary=summary,
-                read=Read("command", argv=("sh", "-c", STATE, pidfile), parse="text"),
-                before="stopped", after="running", argv=argv,
-                undo_argv=("sh", "-c", STOP, pidfile), before_known=False)
 
 
 def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings,
@@ -301,12 +192,12 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     if not workers:
         raise ValueError("no RPC worker: the cluster has only its head")
     order = [w for w in workers if w != env.head] + [env.head]
-    from strixwizard.deploy.llama_load import load_notes, model_bytes, needs_no_mmap
+    from strixwizard.deploy.stacks.llama_rpc.load import load_notes, model_bytes, needs_no_mmap
 
     size = model_bytes(llama.model)
     no_mmap_given = llama.no_mmap
     if needs_no_mmap(size) and not llama.no_mmap:
-        llama = replace(llama, no_mmap=True)  # llama.cpp#19745: see deploy/llama_load.py
+        llama = replace(llama, no_mmap=True)  # llama.cpp#19745: see deploy/stacks/llama_rpc/load.py
     deploy = LlamaPlan(env, settings, SitePlan(env.site), (), llama=llama)
     persistence = ("runtime only: not started at boot; run `strixwizard deploy --stack "
                    "llama-rpc --apply` again after a reboot")
@@ -380,7 +271,7 @@ def _plan(node: str, env: ClusterEnv, steps: list[Step], notes: list[str], persi
 
 def _unit(llama: LlamaSettings, unit: str, summary: str, names: tuple[str, ...],
           args: tuple[str, ...], environment: tuple[str, ...], log: str) -> tuple[Step, ...]:
-    from strixwizard.deploy.llama_persist import unit_steps, unit_text
+    from strixwizard.deploy.stacks.llama_rpc.persist import unit_steps, unit_text
 
     binary = candidates(names, llama.bin_dir)[0]
     return unit_steps(llama.unit_dir, unit, summary,

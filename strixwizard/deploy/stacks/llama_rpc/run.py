@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from strixwizard.deploy.llama import (
+from strixwizard.deploy.smoke import ERROR, PASS, SmokeCheck, SmokeReport
+from strixwizard.deploy.stacks.llama_rpc.llama import (
     LlamaPlan,
     http_probe_argv,
     judge_completion,
@@ -19,8 +20,7 @@ from strixwizard.deploy.llama import (
     rpc_log,
     server_log,
 )
-from strixwizard.deploy.llama_path import EndPath, judge_path
-from strixwizard.deploy.smoke import ERROR, PASS, SmokeCheck, SmokeReport
+from strixwizard.deploy.stacks.llama_rpc.path import EndPath, judge_path
 from strixwizard.fixing.runner import Runner, Unreachable
 
 Progress = Callable[[str, str], None]
