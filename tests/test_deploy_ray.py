@@ -126,9 +126,11 @@ def test_only_a_state_naming_another_ray_refuses() -> None:
 
 def test_the_wizard_shows_the_launcher_line_the_deploy_runs(plan: DeployPlan) -> None:
     """The Deploy step's node view names the command the start step really runs."""
+    from strixwizard.deploy.plan import panel_of
     from strixwizard.tui.screens.deploy import node_content
 
     steps = [s for p in plan.site_plan.for_node("node-b") for s in p.steps]
     start = next(s for s in steps if s.target.startswith("ray ("))
-    shown = node_content(plan, "node-b").plain
+    view = next(v for v in panel_of(plan).nodes if v.node == "node-b")
+    shown = node_content(plan, view).plain
     assert shlex.join(start.argv or ()) in shown and "sh -ac" not in shown

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from strixwizard.deploy.smoke import parse_ray_status
 from strixwizard.deploy.stacks.ray.ray import STOP
+from strixwizard.deploy.stacks.ray.smoke import parse_ray_status
 from tests.support.cli import CliResult, run_cli
 from tests.support.lab import Lab, LabHost, lab_fixture
 

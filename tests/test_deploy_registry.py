@@ -1,21 +1,24 @@
-"""Deploy is a registry of stacks: each stack declares itself (name, label, settings, plan, smoke
-test, apply question, rollback order) and the engine, the services, the CLI and the wizard ask
-that declaration. A stack declared here, outside the product, and listed in `STACKS` is planned,
-confirmed, smoke-tested, rolled back in order and offered by the wizard with no other change.
+"""Deploy is a registry of stacks: each stack is a package under strixwizard/deploy/stacks/ that
+declares itself (name, label, options, settings, plan, rendering, smoke test, apply question,
+hooks, rollback order) and the engine, the services, the CLI and the wizard ask that
+declaration. A stack declared here, outside the product, and put in `STACKS` is planned,
+confirmed, smoke-tested, rolled back in order, given its flags and offered by the wizard with
+no other change.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from strixwizard.deploy import plan as registry
 from strixwizard.deploy.base import (
-    Choice,
     DeployPlan,
     DeploySettings,
     Progress,
@@ -24,6 +27,7 @@ from strixwizard.deploy.base import (
     group_of,
     mkdir_step,
 )
+from strixwizard.deploy.declare import Field, Option
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.smoke import PASS, SmokeCheck, SmokeReport
 from strixwizard.facts import NodeFacts
@@ -43,7 +47,7 @@ def plan_hello(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
         mkdir_step(settings.target_dir),
         file_step(settings.path("hello.txt"), "write the greeting", f"{settings.model}\n")),
         group=group) for node in [n.node for n in env.nodes]]
-    plan = DeployPlan(env, settings, SitePlan(env.site, plans=plans), ())
+    plan = DeployPlan(env, settings, SitePlan(env.site, plans=plans))
     return plan
 
 
@@ -52,12 +56,17 @@ def smoke_hello(plan: DeployPlan, runners: dict[str, Runner], say: Progress | No
     return SmokeReport([SmokeCheck("hello.files", PASS, f"{len(runners)} node(s)", "files")])
 
 
-def hello_settings(common: DeploySettings, choice: Choice) -> DeploySettings:
-    return replace(common, stack="hello", model=choice.model or "nobody")
+def hello_settings(common: DeploySettings, values: Mapping[str, Any]) -> DeploySettings:
+    greeting = f"{values['greeting']} " if values["greeting"] else ""
+    return replace(common, stack="hello", model=greeting + (values.get("model") or "nobody"))
 
 
 HELLO = Stack("hello", "Hello files", plan_hello, smoke_hello, hello_settings,
               lambda plan: "A greeting file is written on every node.",
+              options=(Option("--greeting", "greeting", metavar="WORD",
+                              help="the word before the model's name",
+                              wizard=Field("greeting")),),
+              json=lambda plan: {"greeted": plan.settings.model},
               stops_first=frozenset({"/etc/strixwizard/hello.txt"}))
 
 
@@ -71,24 +80,44 @@ def demo() -> Discovery:
     return discover(RunRequest(demo=True))
 
 
-def test_every_stack_declares_itself_under_its_own_name() -> None:
+def test_every_stack_package_declares_itself_under_its_own_name() -> None:
+    import pkgutil
+
+    from strixwizard.deploy import stacks
+
     assert list(registry.STACKS)[:2] == ["ray", "llama-rpc"]  # the first is the default
+    packages = [info.name for info in pkgutil.iter_modules(stacks.__path__) if info.ispkg]
+    assert len(registry.discovered()) == len(packages)
     for name, stack in registry.STACKS.items():
-        assert stack.name == name and stack.label
-        assert stack.switches <= {"serve", "persist"}
-    assert DeploySettings().stack == next(iter(registry.STACKS))
+        assert stack.name == name and stack.label and stack.about and stack.model_hint
+        assert len({o.dest for o in stack.options}) == len(stack.options)
+    assert registry.stack_of(DeploySettings().stack) is next(iter(registry.STACKS.values()))
 
 
 def test_the_stacks_settings_travel_as_their_own_objects() -> None:
     from strixwizard.deploy.stacks.llama_rpc.llama import LlamaSettings
     from strixwizard.deploy.stacks.ray.serve import ServeSettings
 
-    llama = registry.settings_for("llama-rpc", Choice(model="/m.gguf", persist=True))
+    llama = registry.settings_from("llama-rpc", {"model": "/m.gguf", "persist": True})
     assert llama.stack == "llama-rpc" and llama.own(ServeSettings) is None
     assert llama.own(LlamaSettings) == LlamaSettings(model="/m.gguf", persist=True)
-    ray = registry.settings_for("ray", Choice(model="org/model", serve=True))
-    assert ray.model == "org/model" and ray.own(ServeSettings) is not None
+    ray = registry.settings_from("ray", {"model": "org/model", "serve": True})
+    assert ray.model == "org/model" and ray.own(ServeSettings) == ServeSettings()
     assert ray.own(LlamaSettings) is None
+
+
+def test_the_cli_and_the_wizard_build_the_same_settings() -> None:
+    """One builder per stack: the CLI's flags and the wizard's choice give equal settings."""
+    from strixwizard.cli.deploy import _settings
+    from strixwizard.cli.main import _parser
+
+    for argv, choice in (
+            (["--model", "org/m", "--serve"], services.DeployChoice(model="org/m",
+                                                                    options=(("serve", True),))),
+            (["--stack", "llama-rpc", "--model", "/m.gguf", "--persist"],
+             services.DeployChoice(stack="llama-rpc", model="/m.gguf", options=(("persist", True),)))):
+        args = _parser("deploy").parse_args(["deploy", "--demo", *argv])
+        assert _settings(args) == choice.settings()
 
 
 @pytest.mark.usefixtures("with_hello")
@@ -102,14 +131,15 @@ def test_a_new_stack_is_planned_confirmed_and_offered_with_no_other_change(demo:
     question = services.apply_question(preview.plan)
     assert question.detail.endswith("A greeting file is written on every node.")
     assert services.stack_labels()["hello"] == "Hello files"
-    assert services.stack_switches("hello") == frozenset()
+    assert [o.dest for o in services.wizard_options()["hello"]] == ["greeting"]
+    assert preview.plan.to_json()["greeted"] == "world"
 
 
 @pytest.mark.usefixtures("with_hello")
 def test_the_engine_runs_the_stacks_own_smoke_test(demo: Discovery) -> None:
     from strixwizard.deploy.engine import smoke_cluster
 
-    preview = services.plan(demo.site, demo.nodes, hello_settings(DeploySettings(), Choice()), "tcp")
+    preview = services.plan(demo.site, demo.nodes, registry.settings_from("hello", {}), "tcp")
     assert preview.plan is not None
     report = smoke_cluster(preview.plan, {})
     assert [c.id for c in report.checks] == ["hello.files"]
@@ -121,10 +151,11 @@ def test_the_cli_plans_a_new_stack_from_the_common_flags(demo: Discovery, capsys
     from strixwizard.cli.main import main
 
     assert main(["deploy", "--demo", "--stack", "hello", "--model", "world", "--transport", "tcp",
-                 "--json"]) == 0
+                 "--greeting", "hi", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     targets = {s["target"] for p in doc["plan"]["plans"] for s in p["steps"]}
     assert "/etc/strixwizard/hello.txt" in targets
+    assert doc["plan"]["greeted"] == "hi world" and "vllm_argv" not in doc["plan"]
 
 
 def test_an_unknown_stack_is_refused_with_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,6 +199,7 @@ def test_a_rollback_undoes_in_the_order_the_stacks_declare(monkeypatch: pytest.M
 def test_the_wizard_offers_a_new_stack_and_shows_its_plan() -> None:
     from textual.widgets import Checkbox, Input, Select
 
+    from strixwizard.tui.screens.deploy import DeployState
     from strixwizard.tui.steps import key_of
     from tests.support.wizard import make_app, node_boxes, notice_text, replanned, sync
 
@@ -186,6 +218,11 @@ def test_the_wizard_offers_a_new_stack_and_shows_its_plan() -> None:
             assert "Container" not in boxes and "Ray" not in boxes
             assert not app.screen.query_one("#deploy-serve", Checkbox).display
             assert not app.screen.query_one("#deploy-persist", Checkbox).display
+            assert app.screen.query_one("#deploy-greeting", Input).display
+            app.screen.query_one("#deploy-greeting", Input).value = "hi"
+            await replanned(app, pilot)
+            assert "write the greeting" in node_boxes(app)
+            assert app.session.of(DeployState).choice.value("greeting") == "hi"
 
     walk()
 

@@ -201,8 +201,8 @@ def test_the_wizard_deploys_the_stand_in_vllm_shows_the_verdict_and_rolls_back(
             await pilot.press("n")
             await discovered(app, pilot)
             app.session.of(DeployState).choice = DeployChoice(
-                transport="tcp", model=MODEL, serve=True, target_dir=TARGET, run_dir=RUN_DIR,
-                ray_temp_dir=RAY_TEMP)
+                transport="tcp", model=MODEL, target_dir=TARGET, options=(
+                    ("serve", True), ("serve_run_dir", RUN_DIR), ("ray_temp_dir", RAY_TEMP)))
             await pilot.press(key_of("deploy"))
             for _ in range(100):
                 await settle(app, pilot)

@@ -67,7 +67,7 @@ async def test_tcp_and_serve_reach_the_plan() -> None:
         app.screen.query_one("#deploy-serve", Checkbox).value = True
         await replanned(app, pilot)
         assert app.session.of(DeployState).choice == DeployChoice(
-            transport="tcp", model="amd/Llama-3.3-70B-Instruct-FP8-KV", serve=True)
+            transport="tcp", model="amd/Llama-3.3-70B-Instruct-FP8-KV", options=(("serve", True),))
         assert "tcp profile" in notice_text(app, "#deploy-status")
         vllm = app.screen.query_one("#deploy-vllm", Static)
         assert "started on the head by a" in str(vllm.border_title)

@@ -10,8 +10,8 @@ import pytest
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings
 from strixwizard.deploy.render import render_smoke
-from strixwizard.deploy.smoke import (
-    SmokeReport,
+from strixwizard.deploy.smoke import SmokeReport
+from strixwizard.deploy.stacks.ray.smoke import (
     all_reduce_argv,
     judge_ray,
     judge_rccl,

@@ -8,11 +8,11 @@ dataclasses (`settings.own(LlamaSettings)`), so the common settings name no stac
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from strixwizard.deploy.declare import Option, Panel
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.fixing.model import Kind, Read, SitePlan, Step
 
@@ -37,7 +37,7 @@ class DeploySettings:
     target_dir: str = DEFAULT_TARGET_DIR
     model: str | None = None
     ray_port: int = RAY_PORT
-    stack: str = "ray"  # a name in `deploy/plan.py` STACKS: "ray" (RCCL env, Ray, vLLM), "llama-rpc"
+    stack: str = ""  # a name in `deploy/plan.py` STACKS; "": the default stack (the first there)
     nodes: tuple[str, ...] = ()  # deploy on these of the site's nodes only (default: all)
     #: the stack's own settings, one object per kind (e.g. `LlamaSettings`; `RaySettings` and
     #: `ServeSettings`); a kind left out means its defaults, or for `ServeSettings` "not asked"
@@ -57,30 +57,32 @@ class DeploySettings:
 
 @dataclass
 class DeployPlan:
+    """A stack's plan: the environment, the settings, the fix-engine plans per node, the
+    warnings. A stack's own plan type adds its fields (`RayPlan`, `LlamaPlan`); `declared` is
+    the stack that made it (set by `deploy/plan.py` `plan_deploy`)."""
+
     env: ClusterEnv
     settings: DeploySettings
     site_plan: SitePlan
-    vllm_argv: tuple[str, ...]
-    ray_argv: dict[str, tuple[str, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    declared: Stack | None = field(default=None, repr=False, compare=False)
 
     @property
     def group(self) -> str:
         return group_of(self.env)
 
-    def serve_json(self) -> dict[str, Any] | None:
-        """What the plan serves over HTTP on the head (`RayPlan`: `vllm serve`); None: nothing."""
-        return None
-
     def to_json(self) -> dict[str, Any]:
+        """The common fields with the stack's own (`Stack.json`) after `model`: a field the
+        stack gives that is common too (`model`) stands in its place; `stack`, when the stack
+        names itself, comes first."""
+        own = dict(self.declared.json(self)) if self.declared and self.declared.json else {}
+        lead = {"stack": own.pop("stack")} if "stack" in own else {}
         return {
+            **lead,
             "env": self.env.to_json(),
             "target_dir": self.settings.target_dir,
             "model": self.settings.model,
-            "vllm_argv": list(self.vllm_argv),
-            "vllm_line": shlex.join(self.vllm_argv),
-            "ray_argv": {k: list(v) for k, v in self.ray_argv.items()},
-            "serve": self.serve_json(),
+            **own,
             "notes": list(self.notes),
             "summary": {"changes": self.site_plan.changes,
                         "nodes": len(self.env.nodes)},
@@ -125,39 +127,58 @@ def with_observed(plan: SitePlan, observed: dict[tuple[str, str], str | None]) -
     return out
 
 
-@dataclass(frozen=True)
-class Choice:
-    """What a user picks that a stack turns into its settings (the CLI's common flags, the
-    wizard's Deploy step); a stack reads only the switches it names in `Stack.switches`."""
-
-    model: str | None = None  # the stack's model: a vLLM model name, a GGUF path on the head
-    run_dir: str | None = None  # where pid files and logs go on the nodes; None: the stack's own
-    serve: bool = False  # start the model's server (the ray stack: `vllm serve`)
-    persist: bool = False  # systemd units, started at every boot (the llama-rpc stack)
-    ray_temp_dir: str | None = None  # Ray's --temp-dir (the ray stack); None: its default
+#: `Stack.observe`: refuses (`DeployRefused`) what the nodes' state forbids, from each step's
+#: state as read on its node (keyed by node and step target), before converged steps are dropped
+Observe = Callable[["DeployPlan", Mapping[tuple[str, str], "str | None"]], None]
+#: `Stack.after_undo`: after a rollback undid a step on a node (through its runner), what the
+#: node still runs that the rollback leaves alone (a note for that node), or None
+AfterUndo = Callable[["Runner", Step], "str | None"]
 
 
 @dataclass(frozen=True)
 class Stack:
-    """A deploy stack, as it declares itself in its own module; `deploy/plan.py` STACKS lists
-    them, and the engine, the services, the CLI and the wizard ask this declaration instead of
-    comparing stack names.
+    """A deploy stack, as its package declares it (`deploy/stacks/NAME/__init__.py`: `STACK`);
+    `deploy/plan.py` finds every one, and the engine, the services, the CLI and the wizard ask
+    this declaration instead of comparing stack names (docs/extending/stack.md).
 
     - `plan`: pure, from the nodes' facts; `smoke`: after an apply, on the real nodes;
-    - `settings`: its settings from the common ones and the user's `Choice`;
+    - `settings`: its settings from the common ones and the option values by `dest` (every
+      option of `options` filled, its default where not given; `model` too): the one builder
+      the CLI and the wizard both call;
     - `question`: what applying it does, for the confirmation (CLI prompt, wizard modal);
-    - `switches`: which of `Choice`'s switches it reads (the wizard shows only those);
+    - `render`: its plan as text (`apply_command`: "" the default, None: being applied); None:
+      the generic header and changes (`deploy/render.py` `render_deploy`);
+    - `json`: its own fields of the plan's JSON (`DeployPlan.to_json`); None: none;
+    - `panel`: its plan in the wizard, as data; None: each node's steps;
+    - `options`: its command-line options, and which the wizard shows (`Option.wizard`);
+    - `about`: what it does, a sentence for `deploy --help`; `model_hint`: what its model is
+      (the `--model` help and the wizard's Model field);
+    - `hints`: a clearer word when a flag of another stack is given with this one;
+    - `observe`, `after_undo`: hooks on the nodes' state before an apply, and after a rollback
+      undid a step;
     - `stops_first`/`stops_last`: step targets whose nodes a rollback undoes first (a server
-      before its workers) or last (a head its workers still need).
+      before its workers) or last (a head its workers still need);
+    - `order`: where it is listed (lowest first: the default stack).
     """
 
     name: str
     label: str
     plan: Callable[[ClusterEnv, dict[str, NodeFacts], DeploySettings], DeployPlan]
     smoke: Callable[[DeployPlan, dict[str, Runner], Progress | None], SmokeReport]
-    settings: Callable[[DeploySettings, Choice], DeploySettings]
+    settings: Callable[[DeploySettings, Mapping[str, Any]], DeploySettings]
     question: Callable[[DeployPlan], str]
-    switches: frozenset[str] = frozenset()
+    render: Callable[[DeployPlan, TextIO, str | None], None] | None = None
+    json: Callable[[DeployPlan], dict[str, Any]] | None = None
+    panel: Callable[[DeployPlan], Panel] | None = None
+    options: tuple[Option, ...] = ()
+    about: str = ""
+    model_hint: str = ""
+    hints: Mapping[str, str] = field(default_factory=dict)
+    observe: Observe | None = None
+    after_undo: AfterUndo | None = None
     stops_first: frozenset[str] = frozenset()
     stops_last: frozenset[str] = frozenset()
-    order: int = 100  # where `STACKS` lists it (lowest first: the default stack)
+    order: int = 100
+
+    def option(self, dest: str) -> Option | None:
+        return next((o for o in self.options if o.dest == dest), None)

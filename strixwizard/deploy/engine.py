@@ -1,5 +1,6 @@
 """Deploy orchestration on top of the fix engine: plan from facts, read the nodes' current
-state, apply through the fix engine's executor and journal, roll back, smoke-test.
+state, apply through the fix engine's executor and journal, roll back, smoke-test. Knows no
+stack: each one's hooks come from its declaration (`deploy/base.py` `Stack`).
 
 Deploy journals live apart from fix journals (`.../strixwizard/deploy-journal`), so
 `deploy --rollback` never undoes a fix run and `fix --rollback` never a deploy.
@@ -118,12 +119,9 @@ def _running_note(runner: Runner, node: str, step: Step, store: JournalStore | N
 
 def observe(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore | None = None
             ) -> DeployPlan:
-    """Fill every step's `before` with what its node holds now and drop converged steps.
-
-    Refuses when a Ray that strixwizard did not start runs on a node (it is left alone; a
-    second one is never started), and when strixwizard's Ray already runs on a node whose
-    environment would change: its actors would keep the old one (they inherit the
-    daemon's), which is the pitfall this avoids."""
+    """Fill every step's `before` with what its node holds now and drop converged steps; the
+    plan's stack refuses first what the nodes' state forbids (`Stack.observe`: e.g. a Ray that
+    strixwizard did not start). A program found already running is named in the notes."""
     observed: dict[tuple[str, str], str | None] = {}
     for p in plan.site_plan.plans:
         runner = runners.get(p.node)
@@ -136,40 +134,16 @@ def observe(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore | 
                 raise UsageError(f"{p.node} is unreachable: {error}") from None
             except (ReadError, StepFailed) as error:
                 raise UsageError(f"{p.node}: cannot read {step.target}: {error}") from None
-    from strixwizard.deploy.stacks.ray.ray import another_ray
-
-    for node in plan.site_plan.nodes:
-        state = observed.get((node, _ray_target(plan, node)))
-        if another_ray(state):
-            raise DeployRefused(
-                f"{node}: {state}. The deploy leaves it alone and does not start a second Ray "
-                f"there; stop that Ray yourself (`ray stop` on {node} ends every Ray there) or "
-                "deploy on other nodes")
+    refuse = stack_of(plan.settings.stack).observe
+    if refuse is not None:
+        refuse(plan, observed)
     for p in plan.site_plan.plans:
         for step in p.steps:
             if step.kind is Kind.COMMAND and step.after == "running" and \
                     observed.get((p.node, step.target)) == "running" and p.node in runners:
                 plan.notes.append(_running_note(runners[p.node], p.node, step, store))
-    site_plan = with_observed(plan.site_plan, observed)
-    for node in site_plan.nodes:
-        plans = site_plan.for_node(node)
-        env_changes = any(s.kind is Kind.FILE and s.target == plan.settings.env_file
-                          for p in plans for s in p.steps)
-        ray_running = observed.get((node, _ray_target(plan, node))) == "running"
-        if env_changes and ray_running:
-            raise DeployRefused(
-                f"Ray already runs on {node}; its workers would keep their old environment "
-                f"(Ray actors inherit the daemon's). Stop it there (`ray stop`) and deploy again")
-    plan.site_plan = site_plan
+    plan.site_plan = with_observed(plan.site_plan, observed)
     return plan
-
-
-def _ray_target(plan: DeployPlan, node: str) -> str:
-    from strixwizard.deploy.stacks.ray.ray import is_ray_start
-
-    steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps
-             if is_ray_start(s)]
-    return steps[0].target if steps else ""
 
 
 def smoke_cluster(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None
@@ -193,9 +167,9 @@ def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalSto
     return report, checked
 
 
-class _RayNoting(Runner):
-    """A node's runner that, after stopping strixwizard's Ray, reads the node's Ray state
-    again and keeps it when another Ray still runs there (the rollback then says so)."""
+class _Noting(Runner):
+    """A node's runner that, after each undo, asks every stack's `after_undo` hook what the
+    node still runs that the rollback leaves alone (e.g. another Ray), and keeps the note."""
 
     def __init__(self, inner: Runner, notes: dict[str, str]) -> None:
         self.inner, self.notes = inner, notes
@@ -208,14 +182,11 @@ class _RayNoting(Runner):
         self.inner.apply(step)
 
     def undo(self, step: Step, before: str | None) -> None:
-        from strixwizard.deploy.stacks.ray.ray import another_ray, is_ray_start
-
         self.inner.undo(step, before)
-        if is_ray_start(step):
-            with contextlib.suppress(ReadError, StepFailed):
-                state = self.inner.read(step.read)
-                if another_ray(state):
-                    self.notes[self.node] = str(state)
+        for stack in STACKS.values():
+            note = stack.after_undo(self.inner, step) if stack.after_undo else None
+            if note:
+                self.notes[self.node] = note
 
     def save_journal(self, run_id: str, text: str) -> str:
         return self.inner.save_journal(run_id, text)
@@ -235,10 +206,9 @@ class _RayNoting(Runner):
 
 def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
                     say: Progress | None = None, break_lock: bool = False) -> RollbackReport:
-    """Undo a deploy run from its journals in the order the stacks declare: a server before its
-    workers (llama-server before its RPC workers), a head after them (a worker's raylet is
-    stopped while its head still answers).
-    Only strixwizard's own Ray is stopped; a node where another Ray runs says so."""
+    """Undo a deploy run from its journals in the order the stacks declare (`stops_first`: a
+    server before its workers; `stops_last`: a head after them, so a worker stops while its head
+    still answers). What a stack's `after_undo` finds left alone on a node is said there."""
     from strixwizard.fixing.engine import rollback_run
     from strixwizard.fixing.site_apply import runner_from_journal
 
@@ -251,7 +221,7 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
 
     notes: dict[str, str] = {}
     ordered = sorted(journals, key=rank)
-    report = rollback_run(ordered, lambda journal: _RayNoting(runner_from_journal(journal), notes),
+    report = rollback_run(ordered, lambda journal: _Noting(runner_from_journal(journal), notes),
                           store, say, break_lock=break_lock, command="deploy --rollback")
     for outcome in report.nodes:
         if outcome.node in notes:

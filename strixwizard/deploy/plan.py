@@ -9,17 +9,20 @@ the first is the default). A new stack is its package; no list names it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, TextIO
+
 from strixwizard.deploy.base import (
     DEFAULT_TARGET_DIR,
     RAY_PORT,
     WITH_ENV,
-    Choice,
     DeployPlan,
     DeploySettings,
     Progress,
     Stack,
     with_observed,
 )
+from strixwizard.deploy.declare import Panel, option_values
 from strixwizard.deploy.env import ClusterEnv, DeployRefused
 from strixwizard.facts import NodeFacts
 
@@ -47,9 +50,15 @@ def discovered() -> dict[str, Stack]:
 STACKS: dict[str, Stack] = discovered()
 
 
+def default_stack() -> Stack:
+    """The stack a deploy takes when none is named: the first one listed."""
+    return next(iter(STACKS.values()))
+
+
 def stack_of(name: str) -> Stack:
-    """The stack of that name; an unknown one is refused with the names known."""
-    stack = STACKS.get(name)
+    """The stack of that name ("": the default one); an unknown one is refused with the names
+    known."""
+    stack = STACKS.get(name) if name else default_stack()
     if stack is None:
         raise DeployRefused(f"no deploy stack {name!r} (known: {', '.join(STACKS)})")
     return stack
@@ -57,16 +66,39 @@ def stack_of(name: str) -> Stack:
 
 def plan_deploy(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
                 ) -> DeployPlan:
-    """The plan of the settings' stack, from the stack's own declaration."""
-    return stack_of(settings.stack).plan(env, facts, settings)
+    """The plan of the settings' stack, from the stack's own declaration (which the plan then
+    carries, for its JSON)."""
+    stack = stack_of(settings.stack)
+    planned = stack.plan(env, facts, settings)
+    planned.declared = stack
+    return planned
 
 
-def settings_for(stack: str, choice: Choice, common: DeploySettings | None = None
-                 ) -> DeploySettings:
-    """The settings of a stack from the user's choice (the wizard; the CLI for a stack with no
-    flags of its own)."""
-    return stack_of(stack).settings(common or DeploySettings(), choice)
+def settings_from(name: str, values: Mapping[str, Any], common: DeploySettings | None = None
+                  ) -> DeploySettings:
+    """A stack's settings from the values of its options by `dest` (and `model`), each option
+    not given at its default: the one road from the CLI's flags and the wizard's pickers."""
+    stack = stack_of(name)
+    return stack.settings(common or DeploySettings(), option_values(stack.options, values))
 
 
-__all__ = ["DEFAULT_TARGET_DIR", "RAY_PORT", "STACKS", "WITH_ENV", "Choice", "DeployPlan",
-           "DeploySettings", "Progress", "Stack", "plan_deploy", "settings_for", "stack_of", "with_observed"]
+def render_plan(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
+    """The plan as text, as its stack renders it (or the generic header and changes).
+    `apply_command`: the command that applies it ("": the default; None: it is running)."""
+    from strixwizard.deploy.render import render_deploy
+
+    render = stack_of(plan.settings.stack).render or render_deploy
+    render(plan, out, apply_command)
+
+
+def panel_of(plan: DeployPlan) -> Panel:
+    """The plan in the wizard, as its stack declares it (or each node's steps)."""
+    from strixwizard.deploy.render import steps_panel
+
+    panel = stack_of(plan.settings.stack).panel or steps_panel
+    return panel(plan)
+
+
+__all__ = ["DEFAULT_TARGET_DIR", "RAY_PORT", "STACKS", "WITH_ENV", "DeployPlan", "DeploySettings",
+           "Progress", "Stack", "default_stack", "panel_of", "plan_deploy", "render_plan",
+           "settings_from", "stack_of", "with_observed"]

@@ -120,3 +120,8 @@ def process_step(target: str, summary: str, pidfile: str, argv: tuple[str, ...])
                 read=Read("command", argv=("sh", "-c", STATE, pidfile), parse="text"),
                 before="stopped", after="running", argv=argv,
                 undo_argv=("sh", "-c", STOP, pidfile), before_known=False)
+
+
+def is_process_stop(undo_argv: tuple[str, ...]) -> bool:
+    """The undo of a `process_step`: it stops exactly the process its pid file names."""
+    return undo_argv[:3] == ("sh", "-c", STOP)

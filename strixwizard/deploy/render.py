@@ -1,4 +1,6 @@
-"""Text for people: the deploy plan with the provenance of every environment value."""
+"""Text for people: what every stack's plan shows (its header, warnings and changes per node,
+how to apply and undo them), the smoke verdict, and the wizard's default panel (each node's
+steps). A stack renders its own plan with these pieces (`Stack.render`, `Stack.panel`)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from collections.abc import Callable
 from typing import TextIO
 
 from strixwizard.deploy.base import DeployPlan
+from strixwizard.deploy.declare import NodeView, Panel
+from strixwizard.deploy.process import is_process_stop
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.fixing.model import Kind, Step
 from strixwizard.present.fix_text import render_fix, step_lines
@@ -20,47 +24,32 @@ def lines_of(step: Step) -> list[str]:
     if step.kind is Kind.COMMAND:
         lines = [line for line in lines if not line.startswith(("  run:", "  undo:"))]
         lines.append(f"  run:  {shlex.join(step.argv)}")
-        if step.target == "vllm serve":  # deploy/stacks/ray/serve.py: the launcher's pid file
+        if is_process_stop(step.undo_argv):  # deploy/process.py: the launcher's pid file
             lines.append("  undo: stop exactly the process it started (PID and start time)")
         elif step.undo_argv:
             lines.append(f"  undo: {shlex.join(step.undo_argv)}")
     return lines
 
 
-def render_env(plan: DeployPlan, out: TextIO) -> None:
-    env = plan.env
-    shared = env.shared_names
-    out.write("Environment (same on every node unless marked), and where each value comes from:\n")
-    for var in env.nodes[0].variables:
-        if var.name in shared:
-            out.write(f"  {var.name}={var.value}\n")
-        else:
-            values = ", ".join(f"{n.node} {getattr(n.get(var.name), 'value', '-')}"
-                               for n in env.nodes)
-            out.write(f"  {var.name}  per node: {values}\n")
-        sources = [n.get(var.name) for n in env.nodes]
-        distinct = list(dict.fromkeys(v.source for v in sources if v is not None))
-        out.writelines(f"      ← {source}\n" for source in distinct)
-
-
-def render_deploy(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
-    """Any stack's plan: the environment with its provenance when the stack writes the env file,
-    then the changes per node."""
+def render_header(plan: DeployPlan, out: TextIO) -> None:
+    """The site, profile, head and nodes, the fabric and where files go."""
     env = plan.env
     out.write(f"Deploy plan for site {env.site}: {env.profile} profile ({env.transport}), "
               f"head {env.head}, {len(env.nodes)} nodes\n")
     out.write(f"Fabric: {', '.join(env.links)}\n")
     out.write(f"Files go to {plan.settings.target_dir} (--target-dir)\n")
-    if any(p.fix == "deploy.env" for p in plan.site_plan.plans):  # stacks with the RCCL/Ray env file
-        out.write("\n")
-        render_env(plan, out)
+
+
+def render_deploy(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
+    """A plan of a stack that renders nothing of its own: the header, then the changes."""
+    render_header(plan, out)
     render_changes(plan, out, lines_of,
                    "strixwizard deploy --apply" if apply_command == "" else apply_command)
 
 
 def render_changes(plan: DeployPlan, out: TextIO, step_text: Callable[[Step], list[str]],
                    apply_command: str | None) -> None:
-    """Either stack's warnings and changes per node, then how to apply and undo them."""
+    """Any stack's warnings and changes per node, then how to apply and undo them."""
     if plan.notes:
         out.write("\nWarnings:\n")
         out.writelines(f"  ! {note}\n" for note in plan.notes)
@@ -88,3 +77,9 @@ def render_smoke(report: SmokeReport, out: TextIO) -> None:
         if check.detail:
             out.write(f"      {check.detail}\n")
         out.writelines(f"      | {line}\n" for line in check.evidence[:4])
+
+
+def steps_panel(plan: DeployPlan) -> Panel:
+    """The wizard's panel of a stack that declares none: each node's steps, head or worker."""
+    return Panel(tuple(NodeView(node, "head" if node == plan.env.head else "worker")
+                       for node in plan.site_plan.nodes))

@@ -1,4 +1,5 @@
-"""Deploy: plan the tensor-parallel stack, apply it (then the smoke test), smoke-test, roll back.
+"""Deploy: plan a deploy stack, apply it (then the smoke test), smoke-test, roll back. Knows no
+stack: each one's declaration (`deploy/base.py` `Stack`) builds its settings and answers.
 
 `strixwizard deploy` and the wizard's Deploy step call these. Planning is pure; a
 node is reached only to read its state (`observe`), apply, smoke-test or roll back,
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from strixwizard.services.fix import held_unless, roll_back_run
 from strixwizard.site import Site
 
 if TYPE_CHECKING:
+    from strixwizard.deploy.declare import Option, Panel
     from strixwizard.deploy.plan import DeployPlan, DeploySettings
     from strixwizard.deploy.smoke import SmokeReport
     from strixwizard.fixing.engine import ApplyReport, RollbackReport
@@ -89,39 +91,68 @@ def stack_labels() -> dict[str, str]:
     return {name: stack.label for name, stack in STACKS.items()}
 
 
-def stack_switches(name: str) -> frozenset[str]:
-    """Which of the choice's switches (`serve`, `persist`) the stack reads."""
+def stack_name(name: str) -> str:
+    """The stack's name ("": the default stack's); an unknown name as it is."""
+    from strixwizard.deploy.env import DeployRefused
+    from strixwizard.deploy.plan import stack_of
+
+    try:
+        return stack_of(name).name
+    except DeployRefused:
+        return name
+
+
+def wizard_options() -> dict[str, tuple[Option, ...]]:
+    """Each stack's options the wizard shows (`Option.wizard`), by stack name."""
     from strixwizard.deploy.plan import STACKS
 
-    stack = STACKS.get(name)
-    return stack.switches if stack else frozenset()
+    return {name: tuple(o for o in stack.options if o.wizard is not None)
+            for name, stack in STACKS.items()}
+
+
+def model_hint(name: str) -> str:
+    """What the stack's model is (the wizard's Model field); "" for an unknown stack."""
+    from strixwizard.deploy.plan import STACKS
+
+    stack = STACKS.get(stack_name(name))
+    return stack.model_hint if stack else ""
+
+
+def plan_panel(plan: DeployPlan) -> Panel:
+    """The plan as its stack shows it in the wizard."""
+    from strixwizard.deploy.plan import panel_of
+
+    return panel_of(plan)
 
 
 @dataclass(frozen=True)
 class DeployChoice:
-    """What the user picks for a deploy (the CLI's --stack, --model/--gguf, --transport,
-    --nodes, --serve, --persist), as the wizard's Deploy step holds it."""
+    """What the user picks for a deploy (the CLI's --stack, --model, --transport, --nodes,
+    --target-dir, and the stack's own options by `dest`: --serve, --persist, ...), as the
+    wizard's Deploy step holds it. The stack's own builder turns it into settings, as it does
+    the CLI's flags."""
 
-    stack: str = "ray"
-    model: str | None = None  # the vLLM model (ray) or the GGUF path on the head (llama-rpc)
+    stack: str = ""  # "": the default stack
+    model: str | None = None
     transport: str = "rdma"
     nodes: tuple[str, ...] = ()  # empty: every node of the site
-    serve: bool = False  # ray: start `vllm serve` (needs a model)
-    persist: bool = False  # llama-rpc: systemd units
-    #: where files, pid files and logs go on the nodes (the CLI's --target-dir,
-    #: --llama-run-dir, --serve-run-dir); None: the defaults
-    target_dir: str | None = None
-    run_dir: str | None = None
-    ray_temp_dir: str | None = None  # the CLI's --ray-temp-dir; None: the default
+    target_dir: str | None = None  # None: the default
+    #: the stack's options set by the user, by `dest` (`("serve", True)`); the rest: defaults
+    options: tuple[tuple[str, object], ...] = ()
+
+    def value(self, dest: str) -> object:
+        return dict(self.options).get(dest)
+
+    def with_option(self, dest: str, value: object) -> DeployChoice:
+        options = {**dict(self.options), dest: value}
+        return replace(self, options=tuple((k, v) for k, v in options.items() if v is not None))
 
     def settings(self) -> DeploySettings:
         """The stack's settings, built by the stack from this choice."""
-        from strixwizard.deploy.plan import DEFAULT_TARGET_DIR, Choice, DeploySettings, settings_for
+        from strixwizard.deploy.plan import DEFAULT_TARGET_DIR, DeploySettings, settings_from
 
         common = DeploySettings(target_dir=self.target_dir or DEFAULT_TARGET_DIR, nodes=self.nodes)
-        return settings_for(self.stack, Choice(model=self.model, run_dir=self.run_dir,
-                                               serve=self.serve, persist=self.persist,
-                                               ray_temp_dir=self.ray_temp_dir), common)
+        return settings_from(self.stack, {**dict(self.options), "model": self.model}, common)
 
 
 def plan_choice(site: Site, nodes: Sequence[Node], choice: DeployChoice | None = None
@@ -251,7 +282,7 @@ def apply(site: Site, planned: DeployPlan, confirm: Confirm, options: DeployOpti
 
 
 def smoke_on(cluster: Cluster, on_step: OnStep | None = None) -> SmokeReport:
-    """Only the smoke test, on a deployed cluster: Ray's node count and RCCL on NET/IB."""
+    """Only the smoke test, on a deployed cluster, as the plan's stack declares it."""
     from strixwizard.deploy.engine import smoke_cluster
 
     return smoke_cluster(cluster.plan, cluster.runners, step_progress(on_step))
@@ -259,8 +290,8 @@ def smoke_on(cluster: Cluster, on_step: OnStep | None = None) -> SmokeReport:
 
 def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None = None,
              on_step: OnStep | None = None) -> RollbackReport:
-    """Ask, then undo a deploy run (None: the last one): files removed, strixwizard's Ray
-    stopped (only the processes it started)."""
+    """Ask, then undo a deploy run (None: the last one): files removed, the programs it started
+    stopped (only those)."""
     from strixwizard.deploy.engine import rollback_deploy
 
     options = options or DeployOptions()

@@ -1,12 +1,13 @@
-"""Step 5: pick the stack (RCCL/Ray/vLLM or llama.cpp RPC), the model, the transport and the
-nodes; see the plan the CLI shows (env with provenance, Ray, vLLM or the llama.cpp programs,
-container, RCCL notes); on real nodes apply it (journalled, all-or-nothing), smoke-test it,
-roll it back. The demo: plan only. Every pick plans again through the same deploy service
-as `strixwizard deploy` (`services.deploy.plan_choice`)."""
+"""Step 5: pick the stack, the model, the transport, the nodes and the options the stack shows
+here; see its plan as the stack declares its panel (the environment with its provenance when
+it writes one, each node's changes and what starts there, boxes after the nodes); on real
+nodes apply it (journalled, all-or-nothing), smoke-test it, roll it back. The demo: plan
+only. Every pick plans again through the same deploy service as `strixwizard deploy`
+(`services.deploy.plan_choice`). No stack is named here: the pickers and the panel come from
+the stacks' declarations."""
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -23,8 +24,11 @@ from strixwizard.services.deploy import (
     DeployChoice,
     Deployed,
     DeployPreview,
+    model_hint,
+    plan_panel,
     stack_labels,
-    stack_switches,
+    stack_name,
+    wizard_options,
 )
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.extras import APPLIED
@@ -40,15 +44,14 @@ from strixwizard.tui.widgets.status import INDENT, badge
 from strixwizard.tui.workspace import KEEP_FOR_SITE
 
 if TYPE_CHECKING:
+    from strixwizard.deploy.declare import Box, Line, NodeView, Option
     from strixwizard.deploy.plan import DeployPlan
     from strixwizard.deploy.smoke import SmokeReport
-    from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan
 
 SMOKE_STATUS = {"pass": Status.PASS, "fail": Status.FAIL, "error": Status.ERROR}
 HEAD = "bold $text-accent"
-#: What the Model field takes, per stack (a stack the wizard does not know: no hint).
-MODEL_HINT = {"ray": "vLLM model (HF id or a path on the nodes)",
-              "llama-rpc": "GGUF file path on the head"}
+#: How a panel line's style shows (`deploy/declare.py` `Line.style`).
+LINE_STYLE = {"": "", "bold": "bold", "muted": "$text-muted", "heading": HEAD}
 
 
 def env_content(plan: DeployPlan) -> Content:
@@ -68,62 +71,34 @@ def env_content(plan: DeployPlan) -> Content:
     return Content("\n").join(lines)
 
 
-def node_content(plan: DeployPlan, node: str) -> Content:
-    env, settings = plan.env, plan.settings
+def line_content(line: Line) -> Content:
+    """A line of a stack's panel, as its style says."""
+    text = in_wizard_terms(line.text) if line.cli_words else line.text
+    indent = INDENT if line.indent else ""
+    if line.label:
+        return Content.assemble(indent, outside(line.label, "$text-accent"), outside(f"  {text}"))
+    return outside(f"{indent}{text}", LINE_STYLE.get(line.style, ""))
+
+
+def node_content(plan: DeployPlan, view: NodeView) -> Content:
+    """A node's box: who it is, its changes (each step), then what the stack says of it."""
+    node = view.node
     plans = plan.site_plan.for_node(node)
     changes = sum(len(p.steps) for p in plans)
+    lasting = f"; {view.persistence}" if view.persistence else ""
     lines = [outside(f"{changes} change(s), each journalled and reversible ({keys('deploy', 'u')} "
-                     "rolls back)")]
+                     f"rolls back){lasting}")]
     for p in plans:
         for step in p.steps:
             lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),
                                           outside(f"  {step.summary}")))
-    if plan.ray_argv.get(node):
-        from strixwizard.deploy.stacks.ray.ray import launch_argv
-
-        lines.append(outside("Ray", HEAD))
-        lines.append(outside(f"{INDENT}{shlex.join(launch_argv(env, node, settings))}"))
-    for p in plans:
-        if p.fix == "deploy.container":
-            lines.append(outside("Container (podman-run.sh)", HEAD))
-            for step in p.steps:
-                options = [line.strip().rstrip("\\").strip() for line in str(step.after or "").splitlines()
-                           if line.strip().startswith("'--") or line.strip().startswith("--")]
-                lines.append(outside(f"{INDENT}" + " ".join(o.strip("'") for o in options)))
-    notes = [n for p in plans if p.fix == "deploy.rccl" for n in p.notes]
-    if notes:
-        lines.append(outside("RCCL", HEAD))
-        lines += [outside(f"{INDENT}{in_wizard_terms(note)}") for note in notes]
-    ray = bool(plan.ray_argv)
-    role = ("Ray head" if ray else "head") if node == env.head else ("Ray worker" if ray else "worker")
-    return Content("\n").join([outside(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
+    lines += [line_content(line) for line in view.lines]
+    return Content("\n").join([outside(f"{node} ({view.role}, {plan.env.node(node).ip})", "bold"),
+                               *lines])
 
 
-def llama_content(plan: LlamaPlan, node: str) -> Content:
-    """What the llama.cpp stack starts on a node, with the RDMA variables from its facts."""
-    env = plan.env
-    plans = plan.site_plan.for_node(node)
-    changes = sum(len(p.steps) for p in plans)
-    how = "systemd units, started now and at boot" if plan.llama.persist else "processes for this boot"
-    lines = [outside(f"{changes} change(s), each journalled and reversible ({keys('deploy', 'u')} "
-                     f"rolls back); {how}")]
-    for p in plans:
-        for step in p.steps:
-            lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),
-                                          outside(f"  {step.summary}")))
-    if node in plan.rpc_argv:
-        lines.append(outside("ggml-rpc-server (fabric address only)", HEAD))
-        lines.append(outside(INDENT + shlex.join(["env", *plan.rpc_environment[node], "ggml-rpc-server",
-                                                   *plan.rpc_argv[node]])))
-    if node == env.head:
-        lines.append(outside("llama-server", HEAD))
-        lines.append(outside(INDENT + shlex.join(["env", *plan.server_environment, "llama-server",
-                                                   *plan.server_argv])))
-        if not plan.llama.model:
-            lines.append(outside(f"{INDENT}not started: give the GGUF path on the head as the model",
-                                        "$text-muted"))
-    role = "head, llama-server" if node == env.head else "RPC worker"
-    return Content("\n").join([outside(f"{node} ({role}, {env.node(node).ip})", "bold"), *lines])
+def box_content(box: Box) -> Content:
+    return Content("\n").join([line_content(line) for line in box.lines])
 
 
 def smoke_content(smoke: SmokeReport) -> Content:
@@ -212,6 +187,7 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     #deploy-stack, #deploy-transport { width: 1fr; margin-right: 2; }
     #deploy-model { width: 1fr; margin-right: 2; }
     #deploy-node-list { width: 1fr; height: auto; max-height: 4; }
+    #deploy-after { height: auto; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -220,7 +196,8 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         with Vertical(id="deploy-choice"):
             with Horizontal(classes="deploy-row"):
                 yield Label("Stack")
-                yield Select([(label, key) for key, label in stack_labels().items()], value=choice.stack,
+                yield Select([(label, key) for key, label in stack_labels().items()],
+                             value=stack_name(choice.stack),
                              allow_blank=False, compact=True, id="deploy-stack")
                 yield Label("Transport")
                 yield Select([(label, key) for key, label in TRANSPORTS.items()],
@@ -228,10 +205,9 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
                              id="deploy-transport")
             with Horizontal(classes="deploy-row"):
                 yield Label("Model")
-                yield Input(choice.model or "", placeholder=MODEL_HINT.get(choice.stack, ""),
+                yield Input(choice.model or "", placeholder=model_hint(choice.stack),
                             compact=True, id="deploy-model")
-                yield Checkbox("start vLLM", choice.serve, compact=True, id="deploy-serve")
-                yield Checkbox("systemd units", choice.persist, compact=True, id="deploy-persist")
+                yield from self._option_pickers(choice)
             with Horizontal(classes="deploy-row"):
                 yield Label("Nodes")
                 yield SelectionList[str](compact=True, id="deploy-node-list")
@@ -239,7 +215,25 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         with Vertical(id="deploy-plan"):
             yield Static(id="deploy-env", classes="deploy-box")
             yield Vertical(id="deploy-nodes")
-            yield Static(id="deploy-vllm", classes="deploy-box")
+            yield Vertical(id="deploy-after")
+
+    @staticmethod
+    def _option_pickers(choice: DeployChoice) -> ComposeResult:
+        """A checkbox (on/off) or an input per option a stack shows here, once per `dest`."""
+        seen: dict[str, Option] = {}
+        for options in wizard_options().values():
+            for option in options:
+                seen.setdefault(option.dest, option)
+        for dest, option in seen.items():
+            assert option.wizard is not None
+            value = choice.value(dest)
+            if option.switch:
+                yield Checkbox(option.wizard.label, bool(value), compact=True, id=f"deploy-{dest}",
+                               name=dest, classes="deploy-option")
+            else:
+                yield Input("" if value is None else str(value), compact=True, id=f"deploy-{dest}",
+                            name=dest, placeholder=option.wizard.placeholder or option.wizard.label,
+                            classes="deploy-option")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         wizard = self.wizard
@@ -283,13 +277,24 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     def _picked_model(self, event: Input.Changed) -> None:
         self._pick(model=event.value.strip() or None)
 
-    @on(Checkbox.Changed, "#deploy-serve")
-    def _picked_serve(self, event: Checkbox.Changed) -> None:
-        self._pick(serve=event.value)
-
-    @on(Checkbox.Changed, "#deploy-persist")
-    def _picked_persist(self, event: Checkbox.Changed) -> None:
-        self._pick(persist=event.value)
+    @on(Checkbox.Changed, ".deploy-option")
+    @on(Input.Changed, ".deploy-option")
+    def _picked_option(self, event: Checkbox.Changed | Input.Changed) -> None:
+        dest = event.control.name
+        option = next((o for options in wizard_options().values() for o in options
+                       if o.dest == dest), None)
+        if dest is None or option is None:
+            return
+        value: object = event.value
+        if isinstance(value, str):
+            try:
+                value = option.type(value.strip()) if option.type and value.strip() else \
+                    value.strip() or None
+            except ValueError:
+                return  # not a value of its type yet: the plan stays as it was
+        state = self.session.of(DeployState)
+        choice = state.choice.with_option(dest, value if option.given(value) else None)
+        self._pick(options=choice.options)
 
     @on(SelectionList.SelectedChanged, "#deploy-node-list")
     def _picked_nodes(self, event: SelectionList.SelectedChanged[str]) -> None:
@@ -299,12 +304,12 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         self._pick(nodes=() if picked == listed else tuple(picked))
 
     def _sync_pickers(self, choice: DeployChoice) -> None:
-        """Only the checkboxes of the switches the chosen stack reads are shown (start vLLM:
-        ray, systemd units: llama-rpc), and the model field asks for what that stack loads."""
-        self.query_one("#deploy-model", Input).placeholder = MODEL_HINT.get(choice.stack, "")
-        switches = stack_switches(choice.stack)
-        self.query_one("#deploy-serve").display = "serve" in switches
-        self.query_one("#deploy-persist").display = "persist" in switches
+        """Only the options the chosen stack declares for the wizard are shown, and the model
+        field asks for what that stack loads."""
+        self.query_one("#deploy-model", Input).placeholder = model_hint(choice.stack)
+        shown = {o.dest for o in wizard_options().get(stack_name(choice.stack), ())}
+        for picker in self.query(".deploy-option"):
+            picker.display = picker.name in shown
 
     def _fill_nodes(self) -> None:
         """The site's nodes, ticked as the choice says (all of them when it names none)."""
@@ -325,9 +330,9 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     def _show_choice(self, choice: DeployChoice) -> None:
         """The pickers show the step's state (a new discovery puts it back to the defaults)."""
         stack = self.query_one("#deploy-stack", Select)
-        if stack.value != choice.stack:
+        if stack.value != stack_name(choice.stack):
             with stack.prevent(Select.Changed):
-                stack.value = choice.stack
+                stack.value = stack_name(choice.stack)
         transport = self.query_one("#deploy-transport", Select)
         if transport.value != choice.transport:
             with transport.prevent(Select.Changed):
@@ -336,11 +341,16 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         if (model.value.strip() or None) != choice.model:
             with model.prevent(Input.Changed):
                 model.value = choice.model or ""
-        for selector, value in (("#deploy-serve", choice.serve), ("#deploy-persist", choice.persist)):
-            box = self.query_one(selector, Checkbox)
+        for box in self.query(".deploy-option").results(Checkbox):
+            value = bool(choice.value(str(box.name)))
             if box.value != value:
                 with box.prevent(Checkbox.Changed):
                     box.value = value
+        for field_ in self.query(".deploy-option").results(Input):
+            text = "" if choice.value(str(field_.name)) is None else str(choice.value(str(field_.name)))
+            if field_.value.strip() != text:
+                with field_.prevent(Input.Changed):
+                    field_.value = text
         self._sync_pickers(choice)
 
     def action_roll_back(self) -> None:
@@ -421,29 +431,34 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             notice.say(f"{head}{warnings}\n{plan.site_plan.changes} change(s) planned: a applies them "
                        "(you confirm first), then the smoke test runs; u rolls back.",
                        "warning" if plan.notes else "info", title="Deploy plan")
-        from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan
-
+        panel = plan_panel(plan)
         self.query_one("#deploy-plan").display = True
         box = self.query_one("#deploy-env", Static)
-        fixes = {p.fix for p in plan.site_plan.plans}
-        box.display = "deploy.env" in fixes  # the stacks that write the RCCL/Ray env file
+        box.display = panel.environment
         box.border_title = "Environment, and where each value comes from"
         box.update(Hanging(env_content(plan)))
         nodes = self.query_one("#deploy-nodes", Vertical)
         nodes.remove_children()
         views = []
-        for node in plan.site_plan.nodes:
-            content = llama_content(plan, node) if isinstance(plan, LlamaPlan) else node_content(plan, node)
-            view = Static(Hanging(content), classes="deploy-box")
-            view.border_title = outside(f"node {node}")
-            views.append(view)
+        for view in panel.nodes:
+            widget = Static(Hanging(node_content(plan, view)), classes="deploy-box")
+            widget.border_title = outside(f"node {view.node}")
+            views.append(widget)
         nodes.mount_all(views)
-        vllm = self.query_one("#deploy-vllm", Static)
-        vllm.display = "deploy.vllm" in fixes
-        started = plan.serve_json() is not None
-        vllm.border_title = ("vLLM launch line (started on the head by a, then /health and one "
-                             "completion)" if started else "vLLM launch line (written, never started)")
-        notes = [n for p in plan.site_plan.for_node(env.head) if p.fix == "deploy.vllm" for n in p.notes]
-        vllm.update(Hanging(Content("\n").join([outside(shlex.join(plan.vllm_argv), "bold"),
-                                                *[outside(in_wizard_terms(n), "$text-muted")
-                                                  for n in notes[1:]]])))
+        self._show_after(panel.after)
+
+    def _show_after(self, boxes: tuple[Box, ...]) -> None:
+        """The boxes after the nodes: each one's widget kept by its key, updated in place."""
+        after = self.query_one("#deploy-after", Vertical)
+        existing = {str(child.id): child for child in after.children if isinstance(child, Static)}
+        wanted = {f"deploy-{box.key}" for box in boxes}
+        for name, widget in existing.items():
+            widget.display = name in wanted
+        for box in boxes:
+            found = existing.get(f"deploy-{box.key}")
+            widget = found or Static(id=f"deploy-{box.key}", classes="deploy-box")
+            if found is None:
+                after.mount(widget)
+            widget.display = True
+            widget.border_title = box.title
+            widget.update(Hanging(box_content(box)))

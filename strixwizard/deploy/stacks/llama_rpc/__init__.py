@@ -6,22 +6,29 @@ load, `render.py` shows the plan).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
-from strixwizard.deploy.base import Choice, DeployPlan, DeploySettings, Progress, Stack
+from strixwizard.deploy.base import DeployPlan, DeploySettings, Progress, Stack
+from strixwizard.deploy.declare import Field, Option, refuse_control_characters
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.deploy.stacks.llama_rpc.llama import (
+    RPC_PORT,
     RUN_DIR,
+    SERVER_PORT,
     SERVER_TARGET,
     SERVER_UNIT,
+    SPLIT_MODES,
     LlamaPlan,
     LlamaSettings,
+    llama_json,
     plan_llama,
 )
-from strixwizard.deploy.stacks.llama_rpc.llama import (
-    STACK as NAME,
-)
+from strixwizard.deploy.stacks.llama_rpc.llama import STACK as NAME
+from strixwizard.deploy.stacks.llama_rpc.persist import UNIT_DIR
+from strixwizard.deploy.stacks.llama_rpc.render import llama_panel, render_llama
 from strixwizard.deploy.stacks.llama_rpc.run import smoke_llama
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.runner import Runner
@@ -39,10 +46,25 @@ def smoke_llama_stack(plan: DeployPlan, runners: dict[str, Runner], say: Progres
     return smoke_llama(plan, runners, say)
 
 
-def llama_settings_for(common: DeploySettings, choice: Choice) -> DeploySettings:
-    """The GGUF path on the head, systemd units or not, where logs go."""
-    llama = LlamaSettings(model=choice.model, persist=choice.persist,
-                          run_dir=choice.run_dir or RUN_DIR)
+#: the values that become a line of a systemd unit or an argument on the nodes
+_TO_NODES = {"gguf": "--gguf", "model": "--model", "gpu_layers": "--gpu-layers",
+             "llama_bin_dir": "--llama-bin-dir", "llama_run_dir": "--llama-run-dir",
+             "unit_dir": "--unit-dir"}
+
+
+def llama_settings_from(common: DeploySettings, values: Mapping[str, Any]) -> DeploySettings:
+    """The GGUF path on the head (--gguf, else the model), the llama.cpp RPC options; a
+    control character in a value that reaches a node is refused."""
+    refuse_control_characters([*((flag, values.get(dest)) for dest, flag in _TO_NODES.items()),
+                               ("--target-dir", common.target_dir),
+                               *(("--rpc-device", device) for device in values["rpc_device"])])
+    llama = LlamaSettings(model=values["gguf"] or values.get("model"), rpc_port=values["rpc_port"],
+                          server_port=values["server_port"], split_mode=values["split_mode"],
+                          gpu_layers=values["gpu_layers"], no_mmap=values["no_mmap"],
+                          cache=not values["no_rpc_cache"], devices=tuple(values["rpc_device"]),
+                          bin_dir=values["llama_bin_dir"], rpc_on_head=values["rpc_on_head"],
+                          run_dir=values["llama_run_dir"], persist=values["persist"],
+                          unit_dir=values["unit_dir"])
     return replace(common, stack=NAME, options=(llama,))
 
 
@@ -55,6 +77,43 @@ def llama_question(plan: DeployPlan) -> str:
             "the logs).")
 
 
-STACK = Stack(NAME, "llama.cpp RPC", plan_llama_stack, smoke_llama_stack, llama_settings_for,
-              llama_question, switches=frozenset({"persist"}),
-              stops_first=frozenset({SERVER_TARGET, SERVER_UNIT}), order=10)  # the server before its workers
+OPTIONS = (
+    Option("--gguf", "gguf", metavar="PATH",
+           help="the GGUF model on the head (llama-rpc; without it llama-server is only shown)"),
+    Option("--split-mode", "split_mode", choices=SPLIT_MODES, default="layer",
+           help="llama-server -sm (default layer)"),
+    Option("--gpu-layers", "gpu_layers", default="99", metavar="N", help="llama-server -ngl"),
+    Option("--no-mmap", "no_mmap", action="store_true",
+           help="large models: load instead of mapping (-lm none on newer builds)"),
+    Option("--rpc-port", "rpc_port", type=int, default=RPC_PORT, metavar="PORT"),
+    Option("--server-port", "server_port", type=int, default=SERVER_PORT, metavar="PORT"),
+    Option("--rpc-device", "rpc_device", action="append", default=[], metavar="DEV",
+           help="ggml-rpc-server -d (repeat; default: every device)"),
+    Option("--no-rpc-cache", "no_rpc_cache", action="store_true",
+           help="run ggml-rpc-server without its tensor cache (-c)"),
+    Option("--rpc-on-head", "rpc_on_head", action="store_true",
+           help="run an RPC server on the head too and list it in --rpc"),
+    Option("--llama-bin-dir", "llama_bin_dir", metavar="DIR",
+           help="where the llama.cpp binaries are on the nodes (default: PATH)"),
+    Option("--llama-run-dir", "llama_run_dir", default=RUN_DIR, metavar="DIR",
+           help="pid files and logs on each node (logs are kept after a rollback)"),
+    Option("--persist", "persist", action="store_true", wizard=Field("systemd units"),
+           refused_elsewhere=True,
+           help="a systemd unit per program (started now and at every boot) instead of a process "
+           "for this boot only; --rollback disables and removes them"),
+    Option("--unit-dir", "unit_dir", default=UNIT_DIR, metavar="DIR",
+           help="where --persist writes the units"),
+)
+
+STACK = Stack(
+    NAME, "llama.cpp RPC", plan_llama_stack, smoke_llama_stack, llama_settings_from,
+    llama_question, render=render_llama, json=llama_json, panel=llama_panel, options=OPTIONS,
+    about="ggml-rpc-server on each worker's fabric address and llama-server --rpc on the head, "
+    "then one completion and RDMA negotiated on both ends, from the logs (--persist: as systemd "
+    "units)",
+    model_hint="GGUF file path on the head",
+    hints={"--serve": "; with --stack llama-rpc, --gguf PATH starts llama-server"},
+    stops_first=frozenset({SERVER_TARGET, SERVER_UNIT}),  # the server before its workers
+    order=10)
+
+__all__ = ["STACK"]

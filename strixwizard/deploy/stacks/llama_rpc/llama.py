@@ -106,21 +106,19 @@ class LlamaPlan(DeployPlan):
     def server_url(self) -> str:
         return f"http://{self.llama.server_host or self.env.head_ip}:{self.llama.server_port}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "stack": STACK,
-            "env": self.env.to_json(),
-            "target_dir": self.settings.target_dir,
-            "model": self.llama.model,
-            "rpc_argv": {k: list(v) for k, v in self.rpc_argv.items()},
-            "rpc_environment": {k: list(v) for k, v in self.rpc_environment.items()},
-            "server_argv": list(self.server_argv),
-            "server_line": shlex.join([*self.server_environment, *self.server_argv]),
-            "server_url": self.server_url,
-            "notes": list(self.notes),
-            "summary": {"changes": self.site_plan.changes, "nodes": len(self.env.nodes)},
-            "plans": [p.to_json() for p in self.site_plan.plans],
-        }
+
+def llama_json(plan: DeployPlan) -> dict[str, Any]:
+    """The llama.cpp RPC stack's own fields of the plan's JSON (`model`: the GGUF path)."""
+    assert isinstance(plan, LlamaPlan)
+    return {
+        "stack": STACK,
+        "model": plan.llama.model,
+        "rpc_argv": {k: list(v) for k, v in plan.rpc_argv.items()},
+        "rpc_environment": {k: list(v) for k, v in plan.rpc_environment.items()},
+        "server_argv": list(plan.server_argv),
+        "server_line": shlex.join([*plan.server_environment, *plan.server_argv]),
+        "server_url": plan.server_url,
+    }
 
 
 def run_file(llama: LlamaSettings, name: str) -> str:
@@ -198,7 +196,7 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     no_mmap_given = llama.no_mmap
     if needs_no_mmap(size) and not llama.no_mmap:
         llama = replace(llama, no_mmap=True)  # llama.cpp#19745: see deploy/stacks/llama_rpc/load.py
-    deploy = LlamaPlan(env, settings, SitePlan(env.site), (), llama=llama)
+    deploy = LlamaPlan(env, settings, SitePlan(env.site), llama=llama)
     persistence = ("runtime only: not started at boot; run `strixwizard deploy --stack "
                    "llama-rpc --apply` again after a reboot")
     if llama.persist:

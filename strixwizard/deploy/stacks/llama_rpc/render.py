@@ -1,4 +1,5 @@
-"""Text for people: the llama.cpp RPC plan (what starts where, bound to which address)."""
+"""The llama.cpp RPC plan for people: as text (what starts where, bound to which address) and
+as the wizard's panel."""
 
 from __future__ import annotations
 
@@ -6,22 +7,16 @@ import shlex
 from typing import TextIO
 
 from strixwizard.deploy.base import DeployPlan
-from strixwizard.deploy.render import render_changes, render_deploy
+from strixwizard.deploy.declare import Line, NodeView, Panel
+from strixwizard.deploy.render import render_changes
 from strixwizard.deploy.stacks.llama_rpc.llama import SERVER_TARGET, LlamaPlan, rpc_log, server_log
 from strixwizard.fixing.model import Step
 from strixwizard.present.fix_text import step_lines
 
 
-def render_plan(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
-    """Either stack's plan: the llama.cpp one here, the Ray one in deploy/render.py.
-    `apply_command`: the command that applies it ("": the default; None: it is running)."""
-    if isinstance(plan, LlamaPlan):
-        render_llama(plan, out, apply_command)
-    else:
-        render_deploy(plan, out, apply_command)
-
-
-def render_llama(plan: LlamaPlan, out: TextIO, apply_command: str | None = "") -> None:
+def render_llama(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:
+    """What starts where, bound to which address, then the changes per node."""
+    assert isinstance(plan, LlamaPlan)
     env, llama = plan.env, plan.llama
     out.write(f"Deploy plan for site {env.site}: llama.cpp RPC, {env.profile} profile "
               f"({env.transport}), head {env.head}, {len(plan.workers)} RPC worker(s)\n")
@@ -56,3 +51,29 @@ def _step_text(step: Step) -> list[str]:
     elif step.argv:
         lines.append("undo: stop exactly the process it started (PID and start time)")
     return lines
+
+
+def _node_lines(plan: LlamaPlan, node: str) -> tuple[Line, ...]:
+    lines: list[Line] = []
+    if node in plan.rpc_argv:
+        lines.append(Line("ggml-rpc-server (fabric address only)", "heading"))
+        lines.append(Line(shlex.join(["env", *plan.rpc_environment[node], "ggml-rpc-server",
+                                      *plan.rpc_argv[node]]), indent=True))
+    if node == plan.env.head:
+        lines.append(Line("llama-server", "heading"))
+        lines.append(Line(shlex.join(["env", *plan.server_environment, SERVER_TARGET,
+                                      *plan.server_argv]), indent=True))
+        if not plan.llama.model:
+            lines.append(Line("not started: give the GGUF path on the head as the model", "muted",
+                              indent=True))
+    return tuple(lines)
+
+
+def llama_panel(plan: DeployPlan) -> Panel:
+    """What the stack starts on each node, with the RDMA variables from its facts."""
+    assert isinstance(plan, LlamaPlan)
+    how = ("systemd units, started now and at boot" if plan.llama.persist
+           else "processes for this boot")
+    return Panel(tuple(NodeView(node, "head, llama-server" if node == plan.env.head
+                                else "RPC worker", _node_lines(plan, node), how)
+                       for node in plan.site_plan.nodes))

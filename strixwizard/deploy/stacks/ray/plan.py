@@ -1,5 +1,5 @@
-"""The RCCL · Ray · vLLM stack (`--stack ray`, the default): its plan, its smoke test and its
-declaration. Planning is pure; the smoke test runs on the head through its runner.
+"""The RCCL · Ray · vLLM stack's plan (`--stack ray`, the default), its settings from the
+option values and its JSON fields. Pure.
 
 `plan_ray` plans, per node, in this order (the head first, so workers find it):
 - `deploy.env`: FILE `DIR/rccl.env` (see `env.ClusterEnv.file_text`);
@@ -19,61 +19,37 @@ the cluster is never left half deployed.
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strixwizard.deploy.base import (
     WITH_ENV,
-    Choice,
     DeployPlan,
     DeploySettings,
-    Progress,
-    Stack,
     file_step,
     group_of,
     mkdir_step,
 )
 from strixwizard.deploy.env import ClusterEnv, comment
-from strixwizard.deploy.remote import run
-from strixwizard.deploy.smoke import (
-    ERROR,
-    SmokeCheck,
-    SmokeReport,
-    all_reduce_argv,
-    judge_ray,
-    judge_rccl,
-    mpirun_refusal,
-    ray_status_argv,
-)
 from strixwizard.deploy.stacks.ray.rccl import rccl_notes, rccl_tests_note
 from strixwizard.deploy.stacks.ray.serve import ServeSettings, server_url
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan, Step
-from strixwizard.fixing.runner import Runner, Unreachable
-from strixwizard.live.rccl_output import (
-    CollectiveTable,
-    RcclOutputError,
-    json_files_written,
-    parse_collective_json,
-    supports_json_file,
-)
 
-__all__ = [
-    "RAY",
-    "WITH_ENV",
-    "RayPlan",
-    "container_script",
-    "plan_ray",
-    "ray_argv",
-    "ray_steps",
-    "smoke_ray",
-    "smoke_test",
-    "vllm_script",
-]
+__all__ = ["NAME", "WITH_ENV", "RayPlan", "container_script", "plan_ray", "ray_argv", "ray_json",
+           "ray_question", "ray_settings_from", "ray_steps", "vllm_script"]
+
+NAME = "ray"
 
 
+@dataclass
 class RayPlan(DeployPlan):
-    """The ray stack's plan: the same fields, and `vllm serve` when --serve asked for it."""
+    """The ray stack's plan: the vLLM launch line, `ray start` per node, and `vllm serve` when
+    --serve asked for it."""
+
+    vllm_argv: tuple[str, ...] = ()
+    ray_argv: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def serve_json(self) -> dict[str, Any] | None:
         serve = self.settings.own(ServeSettings)
@@ -81,6 +57,39 @@ class RayPlan(DeployPlan):
             return None
         return {"url": server_url(self.env, serve), "pidfile": serve.pidfile, "log": serve.log,
                 "health_timeout_s": serve.health_timeout_s}
+
+
+def ray_json(plan: DeployPlan) -> dict[str, Any]:
+    """The ray stack's own fields of the plan's JSON."""
+    assert isinstance(plan, RayPlan)
+    return {"vllm_argv": list(plan.vllm_argv), "vllm_line": shlex.join(plan.vllm_argv),
+            "ray_argv": {k: list(v) for k, v in plan.ray_argv.items()},
+            "serve": plan.serve_json()}
+
+
+def ray_settings_from(common: DeploySettings, values: Mapping[str, Any]) -> DeploySettings:
+    """The model, Ray's own options, and `vllm serve` with its options when --serve asks."""
+    from strixwizard.deploy.stacks.ray.ray import RaySettings
+
+    options: list[object] = [RaySettings(temp_dir=values["ray_temp_dir"],
+                                         num_cpus=values["ray_num_cpus"],
+                                         object_store_bytes=values["ray_object_store_bytes"])]
+    if values["serve"]:
+        options.append(ServeSettings(port=values["vllm_port"], run_dir=values["serve_run_dir"],
+                                     health_timeout_s=values["serve_timeout"],
+                                     max_model_len=values["max_model_len"],
+                                     eager=False if values["no_enforce_eager"] else None,
+                                     bin_dir=values["vllm_bin_dir"]))
+    return replace(common, stack=NAME, model=values.get("model"), options=tuple(options))
+
+
+def ray_question(plan: DeployPlan) -> str:
+    serve = ("; vllm serve starts on the head and the smoke test also waits for its /health "
+             "and times one completion" if plan.settings.own(ServeSettings) is not None else "")
+    return ("Each node's state is read first (refused if Ray already runs with another "
+            "environment), a journal is written before the first step, a failing node rolls every "
+            "node back, then the smoke test runs (Ray's node count, a 2-rank RCCL all-reduce on "
+            f"NET/IB){serve}.")
 
 
 def ray_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:
@@ -158,7 +167,7 @@ def plan_ray(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySetti
                             "--model NAME (a Hugging Face id or a path on the head)")
     plans: list[Plan] = []
     order = [env.head] + [n.node for n in env.nodes if n.node != env.head]
-    deploy = RayPlan(env, settings, SitePlan(env.site), launch)
+    deploy = RayPlan(env, settings, SitePlan(env.site), vllm_argv=launch)
     for node in order:
         plans.append(Plan("deploy.env", node, settings.env_file, (
             mkdir_step(settings.target_dir),
@@ -201,101 +210,3 @@ def plan_ray(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySetti
     deploy.site_plan.plans = plans
     deploy.notes = list(env.warnings)
     return deploy
-
-
-def smoke_test(plan: DeployPlan, head_runner: Runner, say: Progress | None = None,
-               rccl: bool = True) -> SmokeReport:
-    """Ray's nodes and the environment a task sees on each, then a 2-rank all-reduce; all
-    run on the head."""
-    from strixwizard.deploy.stacks.ray.ray import driver_argv, judge_cluster
-
-    env, settings = plan.env, plan.settings
-    report = SmokeReport()
-    tell = say or (lambda node, message: None)
-    try:
-        tell(env.head, "Ray: one task pinned to each node reports the environment it sees")
-        rc, out, err = run(head_runner, driver_argv(env, settings))
-        cluster = judge_cluster(env, rc, out, err)
-        if cluster is None:  # the head's `ray` has no Python module to drive: its node count
-            tell(env.head, "ray status")
-            rc, out, err = run(head_runner, ray_status_argv(env, settings))
-            cluster = [judge_ray(env, rc, out, err)]
-        report.checks += cluster
-        if rccl and (refusal := mpirun_refusal(env)):
-            report.checks.append(SmokeCheck("rccl.transport", ERROR, "not run", "NET/IB", refusal))
-        elif rccl:
-            tell(env.head, "2-rank RCCL all-reduce (NCCL_DEBUG=INFO)")
-            json_path = _json_report_path(head_runner)
-            rc, out, err = run(head_runner, all_reduce_argv(env, settings, json_path))
-            if rc == 127:
-                report.checks.append(SmokeCheck(
-                    "rccl.transport", ERROR, "mpirun not installed", "NET/IB",
-                    "install OpenMPI and rccl-tests on every node (see the deploy.rccl notes)"))
-            else:
-                from_json = (_json_document(head_runner, json_path, out) if json_path
-                             else None)
-                report.checks += judge_rccl(env, rc, out + "\n" + err, from_json)
-    except Unreachable as error:
-        report.checks.append(SmokeCheck("smoke", ERROR, "head unreachable", "", str(error)))
-    return report
-
-
-def _json_report_path(head_runner: Runner) -> str | None:
-    """A fresh path for all_reduce_perf's `-J` document when the head's binary offers it (its
-    `--help` says so); None for older builds, read from the text table."""
-    import secrets
-
-    rc, out, err = run(head_runner, ("all_reduce_perf", "--help"))
-    offered = rc != 127 and supports_json_file(out + "\n" + err)
-    return f"/tmp/strixwizard-smoke-{secrets.token_hex(6)}.json" if offered else None
-
-
-def _json_document(head_runner: Runner, path: str, output: str) -> CollectiveTable | None:
-    """The `-J` document read back from the head, then every file the run wrote removed;
-    None when it was not written or is not a finished document (the text table stands)."""
-    written = json_files_written(output, path) or (path,)
-    rc, body, _ = run(head_runner, ("cat", written[0]))
-    run(head_runner, ("rm", "-f", "--", path, *written))
-    try:
-        return parse_collective_json(body) if rc == 0 else None
-    except RcclOutputError:
-        return None
-
-
-def smoke_ray(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None
-              ) -> SmokeReport:
-    """Ray's nodes, RCCL on NET/IB, and with --serve, vLLM's /health and one completion."""
-    report = smoke_test(plan, runners[plan.env.head], say)
-    serve, model = plan.settings.own(ServeSettings), plan.settings.model
-    if serve is not None and model:
-        from strixwizard.deploy.stacks.ray.serve_run import smoke_serve
-
-        report.checks += smoke_serve(plan.env, model, serve, runners[plan.env.head], say)
-    return report
-
-
-def ray_settings_for(common: DeploySettings, choice: Choice) -> DeploySettings:
-    """The ray stack's settings: the model, `vllm serve` when asked, Ray's temp dir if given."""
-    from strixwizard.deploy.stacks.ray.ray import RaySettings
-    from strixwizard.deploy.stacks.ray.serve import RUN_DIR
-
-    options: list[object] = []
-    if choice.serve:
-        options.append(ServeSettings(run_dir=choice.run_dir or RUN_DIR))
-    if choice.ray_temp_dir is not None:
-        options.append(RaySettings(temp_dir=choice.ray_temp_dir))
-    return replace(common, stack=RAY_NAME, model=choice.model, options=tuple(options))
-
-
-def ray_question(plan: DeployPlan) -> str:
-    serve = ("; vllm serve starts on the head and the smoke test also waits for its /health "
-             "and times one completion" if plan.settings.own(ServeSettings) is not None else "")
-    return ("Each node's state is read first (refused if Ray already runs with another "
-            "environment), a journal is written before the first step, a failing node rolls every "
-            "node back, then the smoke test runs (Ray's node count, a 2-rank RCCL all-reduce on "
-            f"NET/IB){serve}.")
-
-
-RAY_NAME = "ray"
-RAY = Stack(RAY_NAME, "RCCL · Ray · vLLM", plan_ray, smoke_ray, ray_settings_for, ray_question,
-            switches=frozenset({"serve"}), stops_last=frozenset({"ray (head)"}), order=0)

@@ -25,6 +25,7 @@ fixed scripts and verdicts; the engine runs them through the nodes' executors.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +33,9 @@ from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.fixing.model import Kind, Read, Step
 
 if TYPE_CHECKING:
-    from strixwizard.deploy.base import DeploySettings
+    from strixwizard.deploy.base import DeployPlan, DeploySettings
     from strixwizard.deploy.env import ClusterEnv
+    from strixwizard.fixing.runner import Runner
 
 RAY_TEMP_DIR = "/var/lib/strixwizard/ray"
 MARKER = "STRIXWIZARD_RAY"
@@ -292,3 +294,51 @@ def _judge_env(env: ClusterEnv, doc: dict[str, Any], error: object) -> SmokeChec
                           tuple(evidence))
     return SmokeCheck("ray.env", PASS, f"{compared} variables as planned on {len(env.nodes)} nodes",
                       expected, "", tuple(evidence))
+
+
+def _ray_target(plan: DeployPlan, node: str) -> str:
+    steps = [s for p in plan.site_plan.for_node(node) if p.fix == "deploy.ray" for s in p.steps
+             if is_ray_start(s)]
+    return steps[0].target if steps else ""
+
+
+def refuse_other_ray(plan: DeployPlan, observed: Mapping[tuple[str, str], str | None]) -> None:
+    """`Stack.observe`: refuses when a Ray that strixwizard did not start runs on a node (it is
+    left alone; a second one is never started), and when strixwizard's Ray already runs on a
+    node whose environment would change: its actors would keep the old one (they inherit the
+    daemon's), which is the pitfall this avoids."""
+    from strixwizard.deploy.base import with_observed
+    from strixwizard.deploy.env import DeployRefused
+
+    for node in plan.site_plan.nodes:
+        state = observed.get((node, _ray_target(plan, node)))
+        if another_ray(state):
+            raise DeployRefused(
+                f"{node}: {state}. The deploy leaves it alone and does not start a second Ray "
+                f"there; stop that Ray yourself (`ray stop` on {node} ends every Ray there) or "
+                "deploy on other nodes")
+    converged = with_observed(plan.site_plan, dict(observed))
+    for node in converged.nodes:
+        plans = converged.for_node(node)
+        env_changes = any(s.kind is Kind.FILE and s.target == plan.settings.env_file
+                          for p in plans for s in p.steps)
+        ray_running = observed.get((node, _ray_target(plan, node))) == "running"
+        if env_changes and ray_running:
+            raise DeployRefused(
+                f"Ray already runs on {node}; its workers would keep their old environment "
+                f"(Ray actors inherit the daemon's). Stop it there (`ray stop`) and deploy again")
+
+
+def other_ray_left(runner: Runner, step: Step) -> str | None:
+    """`Stack.after_undo`: after strixwizard's Ray was stopped, the node's Ray state read again;
+    another Ray that still runs there is named (the rollback leaves it alone)."""
+    from strixwizard.fixing.readers import ReadError
+    from strixwizard.fixing.runner import StepFailed
+
+    if not is_ray_start(step):
+        return None
+    try:
+        state = runner.read(step.read)
+    except (ReadError, StepFailed):
+        return None
+    return str(state) if another_ray(state) else None
