@@ -22,6 +22,7 @@ from tests.support.layering import (
     kind_name_comparisons,
     module_files,
     present_imports_of_textual,
+    stack_knowledge,
     up_imports,
     wizard_imports_of_the_cli,
 )
@@ -209,6 +210,40 @@ def test_the_rules_see_a_deliberate_violation(violating_tree: Path) -> None:
         Edge("strixwizard.node.ssh", "strixwizard.facts.spec", 2, True)]
     assert kind_name_comparisons(violating_tree) == [
         "strixwizard.live.runner:2 compares with toy", "strixwizard.services.measure:2 compares with toy"]
+
+
+def _stack_names() -> set[str]:
+    from strixwizard.deploy.plan import STACKS
+
+    return set(STACKS)
+
+
+def test_the_deploy_engine_and_its_front_doors_know_no_stack() -> None:
+    """The generic deploy modules, `cli/deploy.py`, `services/deploy.py` and the wizard's
+    Deploy screen import no stack's package and name no stack: each stack declares itself."""
+    assert stack_knowledge(_stack_names()) == []
+
+
+def test_the_stack_rule_sees_a_deliberate_violation(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "strixwizard/deploy/__init__.py": "",
+        "strixwizard/deploy/stacks/__init__.py": "",
+        "strixwizard/deploy/stacks/hello/__init__.py": "NAME = 'hello'\n",
+        # the engine comparing a stack's name, and importing its package inside a function
+        "strixwizard/deploy/engine.py": "def f(plan):\n    from strixwizard.deploy.stacks import hello\n"
+                                        "    return plan.stack == 'hello'\n",
+        # the wizard's screen, for type checking only
+        "strixwizard/tui/__init__.py": "",
+        "strixwizard/tui/screens/__init__.py": "",
+        "strixwizard/tui/screens/deploy.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                             "    from strixwizard.deploy.stacks.hello import NAME\n",
+    })
+    assert stack_knowledge({"hello"}, root) == [
+        "strixwizard.deploy.engine:2 imports strixwizard.deploy.stacks.hello",
+        "strixwizard.deploy.engine:3 names the stack 'hello'",
+        "strixwizard.tui.screens.deploy:3 imports strixwizard.deploy.stacks.hello",
+        "strixwizard.tui.screens.deploy:3 imports strixwizard.deploy.stacks.hello.NAME",
+    ]
 
 
 def test_the_layers_named_in_the_design_are_the_ones_tested() -> None:

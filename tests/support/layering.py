@@ -246,3 +246,50 @@ def kind_name_comparisons(root: Path = ROOT) -> list[str]:
                 if named:
                     found.append(f"{module}:{node.lineno} compares with {', '.join(sorted(named))}")
     return found
+
+
+#: The deploy stacks' home: each package under it is one stack (strixwizard/deploy/stacks/NAME/).
+STACKS_PACKAGE = "strixwizard.deploy.stacks"
+#: Modules that must know no stack: the generic deploy engine (every `strixwizard.deploy`
+#: module outside a stack's package) and the deploy front doors.
+STACK_BLIND = ("strixwizard.cli.deploy", "strixwizard.services.deploy", "strixwizard.tui.screens.deploy")
+
+
+def stack_blind(module: str) -> bool:
+    if module in STACK_BLIND:
+        return True
+    in_deploy = module == "strixwizard.deploy" or module.startswith("strixwizard.deploy.")
+    return in_deploy and not module.startswith(STACKS_PACKAGE + ".")
+
+
+def _imported(module: str, is_package: bool, tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Every module an import statement names, TYPE_CHECKING and function bodies included."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                package = package[: len(package) - node.level + 1]
+                base = ".".join([*package, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            yield node.lineno, base
+            yield from ((node.lineno, f"{base}.{alias.name}") for alias in node.names)
+
+
+def stack_knowledge(names: set[str], root: Path = ROOT) -> list[str]:
+    """Where a module that must know no stack imports a stack's package or holds a string
+    literal equal to a stack's name (`names`)."""
+    problems = []
+    for module, path in module_files(root).items():
+        if not stack_blind(module):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for line, target in _imported(module, path.name == "__init__.py", tree):
+            if target.startswith(STACKS_PACKAGE + "."):
+                problems.append(f"{module}:{line} imports {target}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                problems.append(f"{module}:{node.lineno} names the stack {node.value!r}")
+    return sorted(set(problems))
