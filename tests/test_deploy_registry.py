@@ -236,3 +236,21 @@ def test_the_text_plan_of_a_new_stack_shows_its_changes_and_no_ray_environment(
     out = capsys.readouterr().out
     assert "write the greeting" in out and "/etc/strixwizard/hello.txt" in out
     assert "NCCL_IB_HCA" not in out and "Environment" not in out
+
+
+def test_deploy_help_shows_a_stacks_options_only_when_that_stack_is_named() -> None:
+    from tests.support.cli import invoke
+
+    def flags(text: str) -> set[str]:
+        return {line.split()[0] for line in text.splitlines() if line.startswith("  -")}
+
+    overview = invoke("deploy", "--help").stdout
+    assert "--stack NAME --help" in overview
+    assert {"--stack", "--model", "--target-dir"} <= flags(overview)
+    assert not {"--gguf", "--serve", "--ray-temp-dir"} & flags(overview)
+    llama = invoke("deploy", "--stack", "llama-rpc", "--help").stdout
+    assert "llama.cpp RPC (--stack llama-rpc):" in llama and {"--gguf", "--persist"} <= flags(llama)
+    assert not {"--serve", "--ray-temp-dir"} & flags(llama)
+    ray = invoke("deploy", "--stack", "ray", "--help").stdout
+    assert "vLLM (--serve, with --stack ray):" in ray and {"--serve", "--ray-temp-dir"} <= flags(ray)
+    assert not {"--gguf", "--persist"} & flags(ray)

@@ -18,9 +18,33 @@ from strixwizard.cli.options import add_change_options, add_site_options, add_so
 from strixwizard.deploy.base import DEFAULT_TARGET_DIR
 
 
+class StackHelp(argparse.Action):
+    """`-h`: the common options, and the options of the stack named before it (`--stack NAME
+    --help`); without one, each stack by name (its options are that command's). A stack's
+    options stay in the parser either way: only their help is left out."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from strixwizard.deploy.plan import STACKS
+
+        chosen = getattr(namespace, "stack", None)
+        owners = {option.dest: name for name, stack in STACKS.items() for option in stack.options}
+        for action in parser._actions:
+            owner = owners.get(action.dest)
+            if owner is not None and owner != chosen:
+                action.help = argparse.SUPPRESS
+        parser.print_help()
+        parser.exit()
+
+
 def register(commands: Any) -> argparse.ArgumentParser:
     """The `deploy` parser: the common options, then one group per stack, each stack's options
-    as it declares them (`Stack.options`; a declared `group` gets its own section)."""
+    as it declares them (`Stack.options`; a declared `group` gets its own section). `--help`
+    shows one stack's options when `--stack NAME` comes first (`StackHelp`)."""
     from strixwizard.deploy.plan import STACKS, default_stack
 
     default = default_stack().name
@@ -36,7 +60,12 @@ def register(commands: Any) -> argparse.ArgumentParser:
         "some of the site's nodes; --transport tcp goes over the fabric's Ethernet, or over the "
         "management network when the fabric misses a pair. Exit status: 0 done, 1 a step or the "
         "smoke test failed, 2 no verdict (refused, bad input, unreachable).",
+        epilog="Each stack's own options: strixwizard deploy --stack NAME --help ("
+        + ", ".join(f"{name}: {stack.label}" for name, stack in STACKS.items()) + ").",
+        add_help=False,
     )
+    deploy.add_argument("-h", "--help", action=StackHelp,
+                        help="show this help (after --stack NAME: with that stack's options) and exit")
     add_site_options(deploy, demo_help="the bundled demo site (snapshots: plan only)")
     add_soft_rdma_option(deploy, "deploy the RDMA profile over")
     action = deploy.add_mutually_exclusive_group()
@@ -49,7 +78,7 @@ def register(commands: Any) -> argparse.ArgumentParser:
                         help="undo a deploy run (default: the last one): files removed, the "
                         "programs it started stopped (never another's)")
     add_change_options(deploy, "deploy-journal")
-    deploy.add_argument("--stack", default=default, metavar="NAME",
+    deploy.add_argument("--stack", metavar="NAME",
                         help=f"the deploy stack: {', '.join(STACKS)} (default {default}); an "
                         "unknown name is refused with the known ones")
     deploy.add_argument("--model", metavar="NAME",
@@ -104,7 +133,7 @@ def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.errors import UsageError
 
     try:
-        stack = stack_of(args.stack)
+        stack = stack_of(args.stack or "")
     except DeployRefused as unknown:
         raise UsageError(f"--stack: {unknown}") from None
     _refuse_foreign_flags(args, stack)
