@@ -19,7 +19,6 @@ from strixwizard.deploy.stacks.llama_rpc.llama import (
     RUN_DIR,
     SERVER_PORT,
     SERVER_TARGET,
-    SERVER_UNIT,
     SPLIT_MODES,
     LlamaPlan,
     LlamaSettings,
@@ -27,7 +26,7 @@ from strixwizard.deploy.stacks.llama_rpc.llama import (
     plan_llama,
 )
 from strixwizard.deploy.stacks.llama_rpc.llama import STACK as NAME
-from strixwizard.deploy.stacks.llama_rpc.persist import UNIT_DIR
+from strixwizard.deploy.stacks.llama_rpc.persist import SERVER_UNIT, UNIT_DIR
 from strixwizard.deploy.stacks.llama_rpc.render import llama_panel, render_llama
 from strixwizard.deploy.stacks.llama_rpc.run import smoke_llama
 from strixwizard.facts import NodeFacts

@@ -45,6 +45,7 @@ from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.health import probe_source
 from strixwizard.deploy.process import START, candidates, process_step
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
+from strixwizard.deploy.stacks.llama_rpc.persist import RPC_UNIT, SERVER_UNIT, UNIT_DIR
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan, Step
 
@@ -57,8 +58,6 @@ SERVER_BINARIES = ("llama-server",)
 SPLIT_MODES = ("layer", "row", "tensor", "none")
 RPC_TARGET = "ggml-rpc-server"
 SERVER_TARGET = "llama-server"
-RPC_UNIT = "strixwizard-llama-rpc.service"  # --persist (deploy/stacks/llama_rpc/persist.py)
-SERVER_UNIT = "strixwizard-llama-server.service"
 @dataclass(frozen=True)
 class LlamaSettings:
     """What the user picks for the llama.cpp stack (CLI flags; none of it is in the site file)."""
@@ -80,7 +79,7 @@ class LlamaSettings:
     run_dir: str = RUN_DIR
     health_timeout_s: float = 600.0
     persist: bool = False  # systemd units instead of runtime processes (deploy/stacks/llama_rpc/persist.py)
-    unit_dir: str = "/etc/systemd/system"
+    unit_dir: str = UNIT_DIR
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
