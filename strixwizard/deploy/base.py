@@ -26,7 +26,6 @@ T = TypeVar("T")
 Progress = Callable[[str, str], None]
 
 DEFAULT_TARGET_DIR = "/etc/strixwizard"
-RAY_PORT = 6379
 #: Exports every variable of the env file ($0), then runs the command ($@): one argv, no
 #: interpolation of our values into shell text.
 WITH_ENV = '. "$0" && exec "$@"'
@@ -36,7 +35,6 @@ WITH_ENV = '. "$0" && exec "$@"'
 class DeploySettings:
     target_dir: str = DEFAULT_TARGET_DIR
     model: str | None = None
-    ray_port: int = RAY_PORT
     stack: str = ""  # a name in `deploy/plan.py` STACKS; "": the default stack (the first there)
     nodes: tuple[str, ...] = ()  # deploy on these of the site's nodes only (default: all)
     #: the stack's own settings, one object per kind (e.g. `LlamaSettings`; `RaySettings` and

@@ -14,7 +14,6 @@ from typing import Any, TextIO
 
 from strixwizard.deploy.base import (
     DEFAULT_TARGET_DIR,
-    RAY_PORT,
     WITH_ENV,
     DeployPlan,
     DeploySettings,
@@ -99,6 +98,6 @@ def panel_of(plan: DeployPlan) -> Panel:
     return panel(plan)
 
 
-__all__ = ["DEFAULT_TARGET_DIR", "RAY_PORT", "STACKS", "WITH_ENV", "DeployPlan", "DeploySettings",
+__all__ = ["DEFAULT_TARGET_DIR", "STACKS", "WITH_ENV", "DeployPlan", "DeploySettings",
            "Progress", "Stack", "default_stack", "panel_of", "plan_deploy", "render_plan",
            "settings_from", "stack_of", "with_observed"]

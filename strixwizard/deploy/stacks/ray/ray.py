@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from strixwizard.fixing.runner import Runner
 
 RAY_TEMP_DIR = "/var/lib/strixwizard/ray"
+RAY_PORT = 6379  # the head's GCS port (`ray start --head --port`)
 MARKER = "STRIXWIZARD_RAY"
 LAUNCHER = "ray-start.sh"
 #: What vLLM over Ray needs to see in every worker process (the smoke compares these).
@@ -162,12 +163,18 @@ class RaySettings:
     """How Ray is started (CLI flags; the defaults suit a real node)."""
 
     temp_dir: str = RAY_TEMP_DIR
+    port: int = RAY_PORT
     num_cpus: int | None = None  # None: Ray counts the node's CPUs
     object_store_bytes: int | None = None  # None: Ray's default (30% of memory)
 
 
 def ray_settings(settings: DeploySettings) -> RaySettings:
     return settings.own(RaySettings) or RaySettings()
+
+
+def ray_port(settings: DeploySettings) -> int:
+    """The head's port, where the workers, the smoke test's driver and vLLM find Ray."""
+    return ray_settings(settings).port
 
 
 def start_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:
@@ -180,9 +187,9 @@ def start_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[st
     if ray.object_store_bytes is not None:
         common.append(f"--object-store-memory={ray.object_store_bytes}")
     if node == env.head:
-        return ("ray", "start", "--head", f"--port={settings.ray_port}", *common,
+        return ("ray", "start", "--head", f"--port={ray_port(settings)}", *common,
                 "--include-dashboard=false")
-    return ("ray", "start", f"--address={env.head_ip}:{settings.ray_port}", *common)
+    return ("ray", "start", f"--address={env.head_ip}:{ray_port(settings)}", *common)
 
 
 def launch_argv(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[str, ...]:
@@ -198,7 +205,7 @@ def ray_steps(env: ClusterEnv, node: str, settings: DeploySettings) -> tuple[Ste
 
     temp = ray_settings(settings).temp_dir
     launcher = settings.path(LAUNCHER)
-    role = "head" if node == env.head else f"worker of {env.head_ip}:{settings.ray_port}"
+    role = "head" if node == env.head else f"worker of {env.head_ip}:{ray_port(settings)}"
     start = Step(
         kind=Kind.COMMAND, target=f"ray ({role})",
         summary=f"start Ray {role} on {env.node(node).ip} with {settings.env_file} exported",
@@ -222,7 +229,7 @@ def another_ray(state: str | None) -> bool:
 
 def driver_argv(env: ClusterEnv, settings: DeploySettings,
                 budget_s: float = SMOKE_BUDGET_S) -> tuple[str, ...]:
-    return ("sh", "-c", WITH_RAY_PYTHON, DRIVER, f"{env.head_ip}:{settings.ray_port}",
+    return ("sh", "-c", WITH_RAY_PYTHON, DRIVER, f"{env.head_ip}:{ray_port(settings)}",
             env.head_ip, str(len(env.nodes)), json.dumps(list(WATCHED)), f"{budget_s:g}")
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.health import probe_source
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
+from strixwizard.deploy.stacks.ray.ray import ray_port
 from strixwizard.facts import NodeFacts
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def vllm_argv(env: ClusterEnv, model: str | None, port: int = VLLM_PORT, eager: 
 
 
 def serve_environment(env: ClusterEnv, settings: DeploySettings) -> tuple[str, ...]:
-    return (f"RAY_ADDRESS={env.head_ip}:{settings.ray_port}",)
+    return (f"RAY_ADDRESS={env.head_ip}:{ray_port(settings)}",)
 
 
 def launcher(settings: DeploySettings) -> str:
@@ -113,7 +114,7 @@ def serve_steps(env: ClusterEnv, settings: DeploySettings, serve: ServeSettings,
                       START, mode=0o755),
             process_step(TARGET, f"start vllm serve on {env.head_ip}:{serve.port} (tensor "
                          f"parallel over {len(env.nodes)} nodes, Ray at {env.head_ip}:"
-                         f"{settings.ray_port})", serve.pidfile, start))
+                         f"{ray_port(settings)})", serve.pidfile, start))
 
 
 def server_url(env: ClusterEnv, serve: ServeSettings) -> str:

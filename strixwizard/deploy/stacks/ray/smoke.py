@@ -24,6 +24,7 @@ from strixwizard.deploy.base import WITH_ENV, DeployPlan, DeploySettings, Progre
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.remote import run
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck, SmokeReport
+from strixwizard.deploy.stacks.ray.ray import ray_port
 from strixwizard.deploy.stacks.ray.serve import ServeSettings
 from strixwizard.fixing.runner import Runner, Unreachable
 from strixwizard.live.rccl_output import (
@@ -67,7 +68,7 @@ def mpirun_refusal(env: ClusterEnv) -> str | None:
 
 
 def ray_status_argv(env: ClusterEnv, settings: DeploySettings) -> tuple[str, ...]:
-    return ("ray", "status", f"--address={env.head_ip}:{settings.ray_port}")
+    return ("ray", "status", f"--address={env.head_ip}:{ray_port(settings)}")
 
 
 _COUNT = re.compile(r"^\s*(\d+)\s+\S+")
