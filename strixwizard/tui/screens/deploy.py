@@ -460,5 +460,5 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
             if found is None:
                 after.mount(widget)
             widget.display = True
-            widget.border_title = box.title
+            widget.border_title = outside(box.title)
             widget.update(Hanging(box_content(box)))
