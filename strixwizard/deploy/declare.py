@@ -6,7 +6,6 @@ a stack by name. Pure: types only, no import of the deploy engine.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -112,12 +111,9 @@ def option_values(options: tuple[Option, ...], given: Mapping[str, Any]) -> dict
 def refuse_control_characters(values: Iterable[tuple[str, object]]) -> None:
     """A line break (or another control character) in a value that becomes a line of a file
     on a node (a unit's `ExecStart=`) is refused, naming its flag, before anything is planned."""
+    from strixwizard.present.terminal import visible
+
     for flag, value in values:
-        if isinstance(value, str) and any(_control(char) for char in value):
-            shown = "".join(repr(c)[1:-1] if _control(c) else c for c in value)
-            raise UsageError(f"{flag} `{shown}`: holds a line break or another control "
+        if isinstance(value, str) and visible(value) != value:
+            raise UsageError(f"{flag} `{visible(value)}`: holds a line break or another control "
                              "character; give the path as it is on the nodes")
-
-
-def _control(char: str) -> bool:
-    return unicodedata.category(char)[0] == "C" or char in "\u2028\u2029"
