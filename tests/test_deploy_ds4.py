@@ -1,0 +1,197 @@
+"""The ds4 stack's pure parts: the transport asked from the site's link, both ranks' launch
+lines, and the verdict read from both ranks' logs.
+
+ds4 cannot run here (no GPU, no RDMA device): the verdict is tested on the lines its authors
+published (tests/data/deploy/ds4, SOURCE names each) and, where none was published, on lines
+rendered from ds4's format strings (the `_rendered` files).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strixwizard.deploy.env import ClusterEnv, DeployRefused, NodeEnv
+from strixwizard.deploy.stacks.ds4.launch import (
+    Ds4Settings,
+    api_url,
+    coordinator_argv,
+    environment,
+    pair,
+    transport_for,
+    worker_argv,
+)
+from strixwizard.deploy.stacks.ds4.logs import (
+    FALLBACK,
+    PROVED,
+    REFUSED,
+    TCP,
+    UNKNOWN,
+    EndEvidence,
+    judge,
+)
+
+LOGS = Path(__file__).parent / "data" / "deploy" / "ds4"
+MODEL = "/models/DeepSeek-V4-Flash-Q4_K.gguf"
+
+
+def log(*names: str) -> str:
+    return "".join((LOGS / name).read_text() for name in names)
+
+
+def env_of(link: str = "roce-v2", nodes: int = 2, rdma: bool = True) -> ClusterEnv:
+    ends = tuple(
+        NodeEnv(f"node-{chr(97 + i)}", f"192.168.100.{i + 1}", "enp194s0",
+                "rocep194s0" if rdma else None, 1 if rdma else None, 1 if rdma else None, ())
+        for i in range(nodes))
+    return ClusterEnv("lab", "rdma" if rdma else "tcp", link, "node-a", ends, ("l1",))
+
+
+# -- the transport asked for ----------------------------------------------------------------
+
+@pytest.mark.parametrize(("link", "odinlink", "asked", "fallback"), [
+    ("roce-v2", False, "rdma", False),
+    ("infiniband", False, "rdma", False),
+    ("roce-v2", True, "rdma", False),  # a verbs link wins over OdinLink
+    ("thunderbolt-net", True, "odl", False),
+    ("thunderbolt-net", False, "tcp", True),
+    ("ethernet", True, "tcp", True),  # OdinLink rides USB4 only
+    ("iwarp", False, "tcp", True),  # no IPv4-mapped GID for ds4 to address the peer by
+    ("roce-v1", False, "tcp", True),
+])
+def test_the_link_decides_the_transport_and_tcp_says_it_is_a_fallback(
+        link: str, odinlink: bool, asked: str, fallback: bool) -> None:
+    choice = transport_for(link, odinlink)
+    assert (choice.transport, choice.fallback, choice.rdma) == (asked, fallback, asked != "tcp")
+    assert ("TCP is a fallback" in choice.why) is fallback
+    if fallback:
+        assert "8.29" in choice.why and "8.57" in choice.why  # the published A/B, cited
+
+
+def test_usb4_without_odinlink_says_how_to_get_odl() -> None:
+    assert "OdinLink provider on both nodes" in transport_for("thunderbolt-net").why
+    assert "#1018" in transport_for("thunderbolt-net", odinlink=True).why
+
+
+def test_a_transport_asked_for_is_taken_and_auto_is_never_offered() -> None:
+    assert transport_for("ethernet", asked="rdma").transport == "rdma"
+    assert not transport_for("ethernet", asked="tcp").fallback
+    with pytest.raises(DeployRefused, match="no ds4 transport 'auto'"):
+        transport_for("roce-v2", asked="auto")
+    with pytest.raises(ValueError, match="ds4 transport 'auto'"):
+        Ds4Settings(transport="auto")
+
+
+# -- the launch lines -----------------------------------------------------------------------
+
+def test_rank_0_listens_on_the_head_fabric_address_and_rank_1_dials_it() -> None:
+    env = env_of()
+    choice = transport_for(env.transport)
+    ds4 = Ds4Settings(model=MODEL, ctx_size=65536)
+    assert pair(env) == ("node-a", "node-b")
+    assert coordinator_argv(env, choice, ds4) == (
+        "--role", "coordinator", "--tensor-parallel", "--listen", "192.168.100.1", "9000",
+        "--transport", "rdma", "--rocm", "-m", MODEL, "-c", "65536",
+        "--rdma-device", "rocep194s0", "--rdma-gid-index", "1",
+        "--host", "192.168.100.1", "--port", "8000")
+    assert worker_argv(env, "node-b", choice, ds4) == (
+        "--role", "worker", "--tensor-parallel", "--coordinator", "192.168.100.1", "9000",
+        "--transport", "rdma", "--rocm", "-m", MODEL, "-c", "65536",
+        "--rdma-device", "rocep194s0", "--rdma-gid-index", "1")
+    assert environment(choice, ds4) == ()
+    assert api_url(env, ds4) == "http://192.168.100.1:8000"
+    lines = coordinator_argv(env, choice, ds4) + worker_argv(env, "node-b", choice, ds4)
+    assert "0.0.0.0" not in lines and "auto" not in lines
+
+
+def test_odl_and_tcp_carry_no_verbs_device_and_odl_names_its_device_index() -> None:
+    env = env_of("thunderbolt-net", rdma=False)
+    ds4 = Ds4Settings(model=MODEL, odl_device=1, api_host="127.0.0.1", api_port=8090)
+    odl = transport_for(env.transport, odinlink=True)
+    head = coordinator_argv(env, odl, ds4)
+    assert "--rdma-device" not in head and head[-4:] == ("--host", "127.0.0.1", "--port", "8090")
+    assert environment(odl, ds4) == ("DS4_TP_ODL_DEV=1",)
+    tcp = transport_for(env.transport)
+    assert worker_argv(env, "node-b", tcp, ds4)[6:8] == ("--transport", "tcp")
+    assert environment(tcp, ds4) == ()
+
+
+def test_tensor_parallelism_takes_exactly_two_nodes() -> None:
+    with pytest.raises(DeployRefused, match=r"exactly two nodes.*has 3: pick two with --nodes"):
+        pair(env_of(nodes=3))
+    with pytest.raises(DeployRefused, match="has 1"):
+        pair(env_of(nodes=1))
+
+
+def test_settings_refuse_what_cannot_be_a_port_or_a_device() -> None:
+    with pytest.raises(ValueError, match="not a TCP port"):
+        Ds4Settings(tp_port=70000)
+    with pytest.raises(ValueError, match="negative"):
+        Ds4Settings(odl_device=-1)
+
+
+# -- the verdict, on published lines ----------------------------------------------------------
+
+def test_published_rdma_on_both_ranks_is_proved() -> None:
+    verdict = judge("rdma", log("coordinator_rdma_odinlink_verbs.txt"), log("worker_rdma_roce.txt"))
+    assert verdict.kind == PROVED and verdict.reasons == () and verdict.errors == ()
+    assert (verdict.head.transport, verdict.head.device) == ("rdma", "odl_tb5_0")
+    assert (verdict.worker.transport, verdict.worker.device) == ("rdma", "rocep3s0f0")
+    assert verdict.worker.lines == (
+        "ds4-tp: rdma device rocep3s0f0 (port state 4)",
+        "ds4-tp: leader connected, transport=rdma gate-timeout=750ms")
+
+
+def test_published_tcp_where_rdma_was_asked_is_a_fallback() -> None:
+    verdict = judge("rdma", log("coordinator_tcp.txt"), log("worker_rdma_roce.txt"))
+    assert verdict.kind == FALLBACK
+    assert verdict.reasons == ("head (rank 0): `transport=tcp` where --transport rdma was asked",)
+    assert "tensor parallelism bound: rank 0, 50/50 expert split, tcp transport" in verdict.head.lines
+
+
+def test_tcp_on_both_ranks_where_tcp_was_asked_is_tcp() -> None:
+    verdict = judge("tcp", log("coordinator_tcp.txt"), log("worker_tcp_rendered.txt"))
+    assert verdict.kind == TCP and verdict.reasons == ()
+    assert judge("tcp", log("coordinator_tcp.txt"), log("worker_rdma_roce.txt")).kind == UNKNOWN
+
+
+def test_odl_on_both_ranks_is_proved_and_rdma_where_odl_was_asked_is_not() -> None:
+    verdict = judge("odl", log("coordinator_odl_rendered.txt"), log("worker_odl_rendered.txt"))
+    assert verdict.kind == PROVED
+    assert (verdict.head.device, verdict.worker.device) == ("odl_tb5_0", "odl_tb5_0")
+    other = judge("odl", log("coordinator_odl_rendered.txt"), log("worker_rdma_roce.txt"))
+    assert other.kind == UNKNOWN
+    assert other.reasons == ("worker (rank 1): transport=rdma, not odl",)
+
+
+def test_a_silent_rank_leaves_the_verdict_unknown_and_its_gate_failures_are_kept() -> None:
+    verdict = judge("rdma", log("coordinator_gate_failed.txt"), log("worker_rdma_roce.txt"))
+    assert verdict.kind == UNKNOWN
+    assert verdict.reasons[0].startswith("head (rank 0): no `ds4-tp: ... connected, transport=`")
+    assert verdict.head.errors == ("ds4-tp: big gate window barrier failed",
+                                   "ds4: GLM TP batch gate failed (layer 3)")
+    assert judge("rdma", "", "").reasons[1].startswith("worker (rank 1): no ")
+
+
+def test_an_explicit_transport_a_side_lacks_is_refused() -> None:
+    # the prefix a caller puts before the message is not published: found anywhere in a line
+    verdict = judge("rdma", "ds4-server: " + log("coordinator_refused_rendered.txt"), "")
+    assert verdict.kind == REFUSED
+    assert verdict.reasons[0] == (
+        "head (rank 0): `ds4-server: tp: --transport rdma but the peer side has no active device`")
+    assert "fails closed" in verdict.reasons[1]
+
+
+def test_the_odinlink_shim_socket_fallback_fails_rdma_even_when_both_ranks_say_rdma() -> None:
+    shim = log("coordinator_rdma_odinlink_verbs.txt") + '{"odl_stats":{"fallback_calls":3}}\n'
+    verdict = judge("rdma", shim, log("worker_rdma_roce.txt"))
+    assert verdict.kind == FALLBACK
+    assert "3 call(s) over its socket fallback" in verdict.reasons[0]
+    clean = log("coordinator_rdma_odinlink_verbs.txt") + '{"fallback_calls":0}\n'
+    assert judge("rdma", clean, log("worker_rdma_roce.txt")).kind == PROVED
+
+
+def test_log_lines_stay_data() -> None:
+    evidence = EndEvidence.of("ds4-tp: worker connected, transport=rdma\x1b[2J\r\n")
+    assert evidence.lines == ("ds4-tp: worker connected, transport=rdma?[2J",)
