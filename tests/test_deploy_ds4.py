@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from strixwizard.deploy.env import ClusterEnv, DeployRefused, NodeEnv
+from strixwizard.deploy.smoke import FAIL, PASS
 from strixwizard.deploy.stacks.ds4.launch import (
     Ds4Settings,
     api_url,
@@ -30,6 +31,7 @@ from strixwizard.deploy.stacks.ds4.logs import (
     UNKNOWN,
     EndEvidence,
     judge,
+    transport_check,
 )
 
 LOGS = Path(__file__).parent / "data" / "deploy" / "ds4"
@@ -195,3 +197,30 @@ def test_the_odinlink_shim_socket_fallback_fails_rdma_even_when_both_ranks_say_r
 def test_log_lines_stay_data() -> None:
     evidence = EndEvidence.of("ds4-tp: worker connected, transport=rdma\x1b[2J\r\n")
     assert evidence.lines == ("ds4-tp: worker connected, transport=rdma?[2J",)
+
+
+# -- the smoke check ------------------------------------------------------------------------
+
+def test_the_smoke_check_passes_rdma_proved_and_fails_a_fallback() -> None:
+    proved = transport_check(judge("rdma", log("coordinator_rdma_odinlink_verbs.txt"),
+                                   log("worker_rdma_roce.txt")))
+    assert (proved.status, proved.observed) == (PASS, "rdma on both ranks (odl_tb5_0, rocep3s0f0)")
+    assert "worker (rank 1): ds4-tp: leader connected, transport=rdma gate-timeout=750ms" in (
+        proved.evidence)
+    fallback = transport_check(judge("rdma", log("coordinator_tcp.txt"), log("worker_rdma_roce.txt")))
+    assert (fallback.status, fallback.observed) == (FAIL, "TCP FALLBACK")
+    assert fallback.detail.startswith("ds4 fell back to TCP: head (rank 0): `transport=tcp`")
+    unknown = transport_check(judge("rdma", "", log("worker_rdma_roce.txt")))
+    assert (unknown.status, unknown.observed) == (FAIL, "unknown")
+
+
+def test_tcp_asked_passes_and_says_why_and_a_gate_failure_fails_a_proved_pair() -> None:
+    why = transport_for("ethernet").why
+    tcp = transport_check(judge("tcp", log("coordinator_tcp.txt"), log("worker_tcp_rendered.txt")), why)
+    assert (tcp.status, tcp.observed, tcp.detail) == (PASS, "TCP", why)
+    failed = transport_check(judge(
+        "rdma", log("coordinator_rdma_odinlink_verbs.txt", "coordinator_gate_failed.txt"),
+        log("worker_rdma_roce.txt")))
+    assert (failed.status, failed.observed) == (FAIL, "rdma on both ranks (odl_tb5_0, rocep3s0f0), "
+                                                      "then a gate failure")
+    assert "`ds4-tp: big gate window barrier failed`" in failed.detail

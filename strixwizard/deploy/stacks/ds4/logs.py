@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from strixwizard.deploy.smoke import FAIL, PASS, SmokeCheck
+
 #: the verdicts, strongest first
 PROVED = "rdma-proved"  # both ends name the RDMA transport asked for (rdma or odl)
 FALLBACK = "tcp-fallback"  # RDMA asked, TCP taken (or the provider's socket fallback used)
@@ -133,3 +135,35 @@ def judge(asked: str, head_log: str, worker_log: str) -> Ds4Verdict:
     if wrong:
         return Ds4Verdict(UNKNOWN, asked, head, worker, tuple(wrong))
     return Ds4Verdict(PROVED, asked, head, worker)
+
+
+# -- smoke checks ------------------------------------------------------------------------
+
+_OBSERVED = {PROVED: "{asked} on both ranks", FALLBACK: "TCP FALLBACK", TCP: "TCP",
+             REFUSED: "REFUSED", UNKNOWN: "unknown"}
+
+
+def transport_check(verdict: Ds4Verdict, fallback_why: str = "") -> SmokeCheck:
+    """The pair's transport as a smoke check: RDMA proved on both ranks passes; TCP passes only
+    where TCP was asked (and says it is a fallback); anything else, or a gate failure, fails."""
+    asked = verdict.asked
+    expected = ("transport=tcp in both ranks' logs" if asked == "tcp"
+                else f"transport={asked} in both ranks' logs, no socket fallback")
+    evidence = (tuple(f"head (rank 0): {line}" for line in verdict.head.lines)
+                + tuple(f"worker (rank 1): {line}" for line in verdict.worker.lines))
+    observed = _OBSERVED[verdict.kind].format(asked=asked)
+    devices = sorted({d for d in (verdict.head.device, verdict.worker.device) if d})
+    if verdict.kind == PROVED and devices:
+        observed += f" ({', '.join(devices)})"
+    if verdict.kind not in (PROVED, TCP):
+        why = {FALLBACK: "ds4 fell back to TCP: ", REFUSED: "ds4 refused the transport: ",
+               UNKNOWN: "the logs do not prove a transport: "}[verdict.kind]
+        return SmokeCheck("ds4.transport", FAIL, observed, expected,
+                          why + "; ".join(verdict.reasons), evidence)
+    if verdict.errors:
+        return SmokeCheck("ds4.transport", FAIL, f"{observed}, then a gate failure", expected,
+                          "the pair connected, then its gate transport failed: "
+                          + "; ".join(f"`{line}`" for line in verdict.errors[:3]),
+                          evidence + verdict.errors)
+    return SmokeCheck("ds4.transport", PASS, observed, expected,
+                      fallback_why if verdict.kind == TCP else "", evidence)
