@@ -1,5 +1,6 @@
-"""The ds4 stack's pure parts: the transport asked from the site's link, both ranks' launch
-lines, and the verdict read from both ranks' logs.
+"""The ds4 stack: the transport asked from the site's link, both ranks' launch lines, the
+plan (its steps, text, JSON and wizard panel), the settings builder, and the verdict read from
+both ranks' logs and the completion probe.
 
 ds4 cannot run here (no GPU, no RDMA device): the verdict is tested on the lines its authors
 published (tests/data/deploy/ds4, SOURCE names each) and, where none was published, on lines
@@ -9,12 +10,19 @@ rendered from ds4's format strings (the `_rendered` files).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from strixwizard.deploy.base import DeploySettings
+from strixwizard.deploy.declare import option_values
+from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.env import ClusterEnv, DeployRefused, NodeEnv
-from strixwizard.deploy.smoke import FAIL, PASS
-from strixwizard.deploy.stacks.ds4.launch import (
+from strixwizard.deploy.plan import STACKS
+from strixwizard.deploy.process import START, STATE, STOP
+from strixwizard.deploy.smoke import ERROR, FAIL, PASS
+from strixwizard.deploy.stacks.ds4.plan import (
+    Ds4Plan,
     Ds4Settings,
     api_url,
     coordinator_argv,
@@ -23,7 +31,8 @@ from strixwizard.deploy.stacks.ds4.launch import (
     transport_for,
     worker_argv,
 )
-from strixwizard.deploy.stacks.ds4.logs import (
+from strixwizard.deploy.stacks.ds4.render import ds4_panel
+from strixwizard.deploy.stacks.ds4.smoke import (
     FALLBACK,
     PROVED,
     REFUSED,
@@ -31,8 +40,13 @@ from strixwizard.deploy.stacks.ds4.logs import (
     UNKNOWN,
     EndEvidence,
     judge,
+    judge_completion,
     transport_check,
 )
+from strixwizard.errors import UsageError
+from strixwizard.fixing.model import Kind
+from strixwizard.services.nodes import RunRequest, resolve_run
+from tests.support.cli import invoke
 
 LOGS = Path(__file__).parent / "data" / "deploy" / "ds4"
 MODEL = "/models/DeepSeek-V4-Flash-Q4_K.gguf"
@@ -74,6 +88,14 @@ def test_the_link_decides_the_transport_and_tcp_says_it_is_a_fallback(
 def test_usb4_without_odinlink_says_how_to_get_odl() -> None:
     assert "OdinLink provider on both nodes" in transport_for("thunderbolt-net").why
     assert "#1018" in transport_for("thunderbolt-net", odinlink=True).why
+
+
+def test_the_tcp_profile_keeps_a_verbs_link_on_tcp_as_asked_but_not_odinlink_on_usb4() -> None:
+    asked = transport_for("roce-v2", profile="tcp")
+    assert (asked.transport, asked.fallback) == ("tcp", False)
+    assert "as asked" in asked.why
+    assert transport_for("thunderbolt-net", odinlink=True, profile="tcp").transport == "odl"
+    assert transport_for("ethernet", profile="tcp").fallback
 
 
 def test_a_transport_asked_for_is_taken_and_auto_is_never_offered() -> None:
@@ -224,3 +246,91 @@ def test_tcp_asked_passes_and_says_why_and_a_gate_failure_fails_a_proved_pair() 
     assert (failed.status, failed.observed) == (FAIL, "rdma on both ranks (odl_tb5_0, rocep3s0f0), "
                                                       "then a gate failure")
     assert "`ds4-tp: big gate window barrier failed`" in failed.detail
+
+
+# -- the plan, its text, JSON and panel, on the demo site -------------------------------------
+
+def demo_plan(**ds4: Any) -> Ds4Plan:
+    site, nodes = resolve_run(RunRequest(demo=True))
+    plan = make_plan(site, nodes, DeploySettings(stack="ds4", options=(Ds4Settings(**ds4),)))
+    assert isinstance(plan, Ds4Plan)
+    return plan
+
+
+def test_the_worker_starts_first_and_each_rank_is_a_journalled_command_undone_by_pid() -> None:
+    plan = demo_plan(model=MODEL)
+    assert [(p.node, p.fix) for p in plan.site_plan.plans] == [
+        ("node-b", "deploy.ds4"), ("node-a", "deploy.ds4-server")]
+    assert len({p.group for p in plan.site_plan.plans} - {None}) == 1
+    launcher, worker = plan.site_plan.plans[0].steps[1:]
+    assert (launcher.kind, launcher.target, launcher.after) == (
+        Kind.FILE, "/etc/strixwizard/ds4-start.sh", START)
+    pidfile = "/var/lib/strixwizard/ds4/ds4.pid"
+    assert worker.argv == ("sh", "/etc/strixwizard/ds4-start.sh", pidfile,
+                           "/var/lib/strixwizard/ds4/ds4.log", "9000", "http", "ds4", "--", "--",
+                           *plan.worker_argv)
+    assert (worker.undo_argv, worker.read.argv) == (("sh", "-c", STOP, pidfile),
+                                                    ("sh", "-c", STATE, pidfile))
+    server = plan.site_plan.plans[1].steps[2]
+    assert server.argv[4:8] == ("8000", "http", "ds4-server", "--")
+    assert server.argv[-len(plan.coordinator_argv):] == plan.coordinator_argv
+    # rolled back head first: rank 0 before the worker it serves
+    assert STACKS["ds4"].stops_first == frozenset({"ds4-server"})
+
+
+def test_without_a_model_nothing_starts_and_the_plan_says_how() -> None:
+    plan = demo_plan()
+    assert not any(step.argv for p in plan.site_plan.plans for step in p.steps)
+    assert any("pass --model PATH" in note for note in plan.site_plan.plans[1].notes)
+
+
+def test_cli_plan_text_json_and_help() -> None:
+    done = invoke("deploy", "--demo", "--stack", "ds4", "--model", MODEL)
+    assert done.rc == 0, done.stderr
+    assert "Transport: --transport rdma: roce-v2 link: ds4's verbs transport" in done.stdout
+    assert (f"node-b: env ds4 --role worker --tensor-parallel --coordinator 192.168.100.1 9000 "
+            f"--transport rdma --rocm -m {MODEL} --rdma-device rocep194s0 --rdma-gid-index 1"
+            in done.stdout)
+    assert "HTTP: http://192.168.100.1:8000" in done.stdout
+    plan = invoke("deploy", "--demo", "--stack", "ds4", "--model", MODEL, "--ds4-transport", "tcp",
+                  "--ds4-api-port", "8090", "--json").json()["plan"]
+    assert (plan["stack"], plan["model"], plan["api_url"]) == ("ds4", MODEL, "http://192.168.100.1:8090")
+    assert plan["transport"] == {"asked": "tcp", "link": "roce-v2", "fallback": False,
+                                 "why": "--transport tcp, as asked"}
+    assert plan["worker"]["argv"][6:8] == ["--transport", "tcp"]
+    assert plan["coordinator"]["line"].startswith("env ds4-server --role coordinator")
+    assert "vllm_argv" not in plan
+    helped = invoke("deploy", "--stack", "ds4", "--help")
+    assert "--ds4-transport" in helped.stdout and "--ds4-odinlink" in helped.stdout
+    refused = invoke("deploy", "--demo", "--stack", "ds4", "--ds4-transport", "auto")
+    assert refused.rc == 2 and "invalid choice: 'auto'" in refused.stderr
+
+
+def test_the_settings_builder_refuses_what_cannot_reach_a_node() -> None:
+    stack = STACKS["ds4"]
+    values = option_values(stack.options, {"model": "/m\n.gguf"})
+    with pytest.raises(UsageError, match="--model"):
+        stack.settings(DeploySettings(), values)
+    with pytest.raises(UsageError, match="not a TCP port"):
+        stack.settings(DeploySettings(), option_values(stack.options, {"ds4_tp_port": 0}))
+    settings = stack.settings(DeploySettings(), option_values(stack.options, {
+        "model": MODEL, "ds4_transport": "", "ds4_odinlink": True}))
+    assert (settings.stack, settings.model) == ("ds4", MODEL)
+    assert settings.own(Ds4Settings) == Ds4Settings(model=MODEL, odinlink=True)
+
+
+def test_the_wizard_panel_shows_each_rank_and_the_transport() -> None:
+    panel = ds4_panel(demo_plan(model=MODEL))
+    assert [(v.node, v.role) for v in panel.nodes] == [("node-a", "rank 0, ds4-server"),
+                                                       ("node-b", "rank 1, ds4")]
+    assert panel.nodes[0].lines[1].text.startswith("env ds4-server --role coordinator")
+    assert panel.after[0].title == "Transport: --transport rdma"
+
+
+def test_the_completion_probe_verdict() -> None:
+    plan = demo_plan(model=MODEL)
+    ok = judge_completion(plan, 0, '{"health": 200, "seconds": 0.25, "tokens": 8}\n', "")
+    assert (ok.status, ok.observed) == (PASS, "8 tokens in 250 ms")
+    loading = judge_completion(plan, 0, '{"health": "[Errno 111] Connection refused"}\n', "")
+    assert (loading.status, loading.observed) == (FAIL, "/health: [Errno 111] Connection refused")
+    assert judge_completion(plan, 1, "", "Traceback\nOSError: boom").status == ERROR

@@ -1,4 +1,6 @@
-"""Which transport a ds4 tensor-parallel pair really took, from both ranks' logs. Pure.
+"""The ds4 smoke test: one completion through ds4-server on the head, then which transport
+the pair really took, from both ranks' logs (the verdict is pure; `smoke_ds4` runs on the
+nodes through their runners).
 
 The lines, as ds4 prints them (tests/data/deploy/ds4 holds published ones; its SOURCE names
 where each came from):
@@ -24,10 +26,17 @@ where each came from):
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from dataclasses import dataclass
 
-from strixwizard.deploy.smoke import FAIL, PASS, SmokeCheck
+from strixwizard.deploy.base import DeployPlan, Progress
+from strixwizard.deploy.health import probe_source
+from strixwizard.deploy.process import STATE
+from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck, SmokeReport
+from strixwizard.deploy.stacks.ds4.plan import COORDINATOR_TARGET, WORKER_TARGET, Ds4Plan, log_of, pid_of
+from strixwizard.fixing.runner import Runner, Unreachable
 
 #: the verdicts, strongest first
 PROVED = "rdma-proved"  # both ends name the RDMA transport asked for (rdma or odl)
@@ -167,3 +176,105 @@ def transport_check(verdict: Ds4Verdict, fallback_why: str = "") -> SmokeCheck:
                           evidence + verdict.errors)
     return SmokeCheck("ds4.transport", PASS, observed, expected,
                       fallback_why if verdict.kind == TCP else "", evidence)
+
+
+# -- on the nodes ----------------------------------------------------------------------------
+
+LOG_TAIL_BYTES = 262144
+PROBE_SLICE_S = 20.0  # one probe run stays under the executor's 30 s command limit
+
+#: Run on the head: wait for /health, then one completion through ds4-server's OpenAI API
+#: (`/v1/completions`; `deepseek-v4-flash` is one of its model aliases, each serving the loaded
+#: GGUF: ds4_help.c "HTTP API"); prints one JSON line. argv: URL, prompt, max_tokens, wait.
+HTTP_PROBE = probe_source(r"""url, prompt, n, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+status = wait_for_health(url, float(wait), 0.5)
+if status != 200:
+    print(json.dumps({"health": status}))
+    sys.exit(0)
+body = json.dumps({"model": "deepseek-v4-flash", "prompt": prompt, "max_tokens": n,
+                   "temperature": 0}).encode()
+request = urllib.request.Request(url + "/v1/completions", body, {"Content-Type": "application/json"})
+started = time.monotonic()
+with urllib.request.urlopen(request, timeout=300) as r:
+    answer = json.load(r)
+choices = answer.get("choices") or [{}]
+print(json.dumps({"health": 200, "seconds": time.monotonic() - started,
+                  "tokens": (answer.get("usage") or {}).get("completion_tokens"),
+                  "text": choices[0].get("text", "")}))
+""")
+
+
+def probe_argv(plan: Ds4Plan, wait_s: float, prompt: str = "Hello", tokens: int = 8
+               ) -> tuple[str, ...]:
+    return ("python3", "-c", HTTP_PROBE, plan.api_url, prompt, str(tokens), f"{wait_s:g}")
+
+
+def judge_completion(plan: Ds4Plan, rc: int, stdout: str, stderr: str) -> SmokeCheck:
+    expected = f"{plan.api_url}/health 200, then a completion"
+    try:
+        answer = json.loads(stdout.strip().splitlines()[-1]) if rc == 0 else None
+    except (ValueError, IndexError):
+        answer = None
+    if not isinstance(answer, dict):
+        reason = (stderr or stdout).strip().splitlines()
+        return SmokeCheck("ds4.completion", ERROR, "no answer", expected,
+                          f"the HTTP probe exited {rc}: {_clean(reason[-1]) if reason else ''}")
+    if answer.get("health") != 200:
+        return SmokeCheck("ds4.completion", FAIL, f"/health: {_clean(str(answer.get('health')))}",
+                          expected, "ds4-server did not become ready; see "
+                          f"{log_of(plan.ds4, COORDINATOR_TARGET)} on {plan.env.head}")
+    tokens = answer.get("tokens") or 0
+    seconds = float(answer.get("seconds") or 0.0)
+    return SmokeCheck("ds4.completion", PASS if tokens else FAIL,
+                      f"{tokens} tokens in {seconds * 1000:.0f} ms", expected,
+                      "" if tokens else "the completion returned no tokens")
+
+
+def _read_log(runner: Runner, path: str) -> str:
+    from strixwizard.deploy.remote import run
+
+    rc, out, _err = run(runner, ("tail", "-c", str(LOG_TAIL_BYTES), path))
+    return out if rc == 0 else ""
+
+
+def _running(runner: Runner, pidfile: str) -> bool:
+    from strixwizard.deploy.remote import run
+
+    rc, out, _err = run(runner, ("sh", "-c", STATE, pidfile))
+    return rc == 0 and out.strip() == "running"
+
+
+def smoke_ds4(plan: DeployPlan, runners: dict[str, Runner], say: Progress | None = None
+              ) -> SmokeReport:
+    """On the head: /health, then one completion (while ds4-server runs, up to the health
+    timeout: both ranks load the model first); then both ranks' logs for the transport."""
+    from strixwizard.deploy.remote import run
+
+    if not isinstance(plan, Ds4Plan):
+        raise TypeError(f"the ds4 smoke test needs a ds4 plan, not {type(plan).__name__}")
+    tell = say or (lambda node, message: None)
+    report = SmokeReport()
+    if not plan.ds4.model:
+        report.checks.append(SmokeCheck("ds4.completion", ERROR, "no ds4 started", "a completion",
+                                        "pass --model PATH (the GGUF on both nodes) to start the pair"))
+        return report
+    env, head = plan.env, runners[plan.env.head]
+    try:
+        deadline = time.monotonic() + plan.ds4.health_timeout_s
+        while True:
+            left = max(1.0, min(PROBE_SLICE_S, deadline - time.monotonic()))
+            tell(env.head, f"waiting for {plan.api_url}/health, then one completion")
+            rc, out, err = run(head, probe_argv(plan, left))
+            check = judge_completion(plan, rc, out, err)
+            if (not check.observed.startswith("/health: ") or time.monotonic() >= deadline
+                    or not _running(head, pid_of(plan.ds4, COORDINATOR_TARGET))):
+                break
+        report.checks.append(check)
+        tell(env.head, "reading both ranks' logs")
+        head_log = _read_log(head, log_of(plan.ds4, COORDINATOR_TARGET))
+        worker_log = _read_log(runners[plan.worker], log_of(plan.ds4, WORKER_TARGET))
+        report.checks.append(transport_check(judge(plan.choice.transport, head_log, worker_log),
+                                             plan.choice.why))
+    except Unreachable as error:
+        report.checks.append(SmokeCheck("smoke", ERROR, "node unreachable", "", str(error)))
+    return report

@@ -1,4 +1,5 @@
-"""ds4's two-box tensor parallelism: the transport to ask for, and both launch lines. Pure.
+"""The ds4 plan: the transport to ask for, both ranks' launch lines, the steps that start
+them, the settings, the question and the JSON fields. Pure.
 
 What ds4 takes, read at its source and in published launchers (tests/data/deploy/ds4/SOURCE
 names each):
@@ -27,11 +28,20 @@ names each):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+from strixwizard.deploy.base import DeployPlan, DeploySettings, file_step, group_of, mkdir_step
+from strixwizard.deploy.declare import refuse_control_characters
 from strixwizard.deploy.env import ClusterEnv, DeployRefused, NodeEnv
+from strixwizard.deploy.process import START, candidates, process_step
+from strixwizard.errors import UsageError
+from strixwizard.facts import NodeFacts
+from strixwizard.fixing.model import Plan, SitePlan
 
-STACK = "ds4"
+NAME = "ds4"
 TP_PORT = 9000
 API_PORT = 8000  # ds4-server --port default
 RUN_DIR = "/var/lib/strixwizard/ds4"
@@ -93,14 +103,18 @@ class TransportChoice:
         return self.transport != "tcp"
 
 
-def transport_for(link: str, odinlink: bool = False, asked: str | None = None
-                  ) -> TransportChoice:
-    """RoCE v2 or InfiniBand: `rdma`; USB4 with the OdinLink provider on both nodes: `odl`;
-    anything else: `tcp`, a fallback. A transport the user asked for is taken as asked."""
+def transport_for(link: str, odinlink: bool = False, asked: str | None = None,
+                  profile: str = "rdma") -> TransportChoice:
+    """RoCE v2 or InfiniBand: `rdma` (on the tcp profile, `tcp` as that profile asks); USB4
+    with the OdinLink provider on both nodes: `odl`; anything else: `tcp`, a fallback. A
+    transport the user asked for is taken as asked."""
     if asked is not None:
         if asked not in TRANSPORTS:
             raise DeployRefused(f"no ds4 transport {asked!r} (known: {', '.join(TRANSPORTS)})")
         return TransportChoice(asked, link, False, f"--transport {asked}, as asked")
+    if link in VERBS_LINKS and profile == "tcp":
+        return TransportChoice("tcp", link, False,
+                               f"{link} link on the tcp profile (--transport tcp): TCP, as asked")
     if link in VERBS_LINKS:
         why = f"{link} link: ds4's verbs transport (--transport rdma)"
         if link == "infiniband":
@@ -173,3 +187,143 @@ def environment(choice: TransportChoice, ds4: Ds4Settings) -> tuple[str, ...]:
 
 def api_url(env: ClusterEnv, ds4: Ds4Settings) -> str:
     return f"http://{ds4.api_host or env.head_ip}:{ds4.api_port}"
+
+
+# -- the plan --------------------------------------------------------------------------------
+
+COORDINATOR_TARGET = "ds4-server"
+WORKER_TARGET = "ds4"
+PERSISTENCE = "runtime only: not started at boot; run `strixwizard deploy --stack ds4 --apply` again"
+
+
+@dataclass
+class Ds4Plan(DeployPlan):
+    ds4: Ds4Settings = field(default_factory=Ds4Settings)
+    choice: TransportChoice = field(default_factory=lambda: transport_for("ethernet"))
+    worker: str = ""
+    coordinator_argv: tuple[str, ...] = ()
+    worker_argv: tuple[str, ...] = ()
+    environment: tuple[str, ...] = ()
+
+    @property
+    def api_url(self) -> str:
+        return api_url(self.env, self.ds4)
+
+    def line(self, rank: int) -> str:
+        """Rank 0's or rank 1's launch line, as one would type it."""
+        binary, argv = ((COORDINATOR_BINARIES[0], self.coordinator_argv) if rank == 0
+                        else (WORKER_BINARIES[0], self.worker_argv))
+        return shlex.join(["env", *self.environment, binary, *argv])
+
+
+def run_file(ds4: Ds4Settings, name: str) -> str:
+    return f"{ds4.run_dir.rstrip('/')}/{name}"
+
+
+def log_of(ds4: Ds4Settings, target: str) -> str:
+    return run_file(ds4, f"{target}.log")
+
+
+def pid_of(ds4: Ds4Settings, target: str) -> str:
+    return run_file(ds4, f"{target}.pid")
+
+
+def launcher(settings: DeploySettings) -> str:
+    return settings.path("ds4-start.sh")
+
+
+def _start(settings: DeploySettings, ds4: Ds4Settings, target: str, port: int,
+           names: tuple[str, ...], environment: tuple[str, ...], args: tuple[str, ...]
+           ) -> tuple[str, ...]:
+    """The shared launcher's argv (deploy/process.py START) in `http` mode: alive is enough, a
+    rank loads its model for minutes before the pair connects."""
+    return ("sh", launcher(settings), pid_of(ds4, target), log_of(ds4, target), str(port), "http",
+            *candidates(names, ds4.bin_dir), "--", *environment, "--", *args)
+
+
+def plan_ds4(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings
+             ) -> Ds4Plan:
+    """Rank 1 (`ds4`) on the worker first, then rank 0 (`ds4-server`) on the head; one group,
+    so a failing node rolls both back."""
+    del facts  # the facts reach the plan through `env` (addresses, RDMA device, GID index)
+    ds4 = settings.own(Ds4Settings) or Ds4Settings()
+    head, worker = pair(env)
+    choice = transport_for(env.transport, ds4.odinlink, ds4.transport, env.profile)
+    plan = Ds4Plan(env, settings, SitePlan(env.site), ds4=ds4, choice=choice, worker=worker,
+                   coordinator_argv=coordinator_argv(env, choice, ds4),
+                   worker_argv=worker_argv(env, worker, choice, ds4),
+                   environment=environment(choice, ds4))
+    notes = [f"transport: --transport {choice.transport}: {choice.why}",
+             f"rank 0 ({head}): {plan.line(0)}", f"rank 1 ({worker}): {plan.line(1)}",
+             f"the coordinator is ds4-server: {SERVER_NEEDS}",
+             "both nodes need the same GGUF at the same path (ds4's hello compares them)"]
+    if choice.transport == "odl":
+        notes.append(f"--transport odl needs {ODL_NEEDS}")
+    if not ds4.model:
+        notes.append("pass --model PATH (the GGUF, at the same path on both nodes) to start the pair")
+    group = group_of(env)
+    ranks = ((worker, WORKER_TARGET, WORKER_BINARIES, plan.worker_argv, ds4.tp_port,
+              f"start ds4 rank 1 (worker), dialling {env.head_ip}:{ds4.tp_port} with "
+              f"--transport {choice.transport}"),
+             (head, COORDINATOR_TARGET, COORDINATOR_BINARIES, plan.coordinator_argv, ds4.api_port,
+              f"start ds4-server rank 0 (coordinator), its worker's peer on {env.head_ip}:"
+              f"{ds4.tp_port}, serving {plan.api_url}"))
+    for node, target, names, args, port, summary in ranks:
+        steps = [mkdir_step(settings.target_dir),
+                 file_step(launcher(settings), "write the launcher (pid file, log, start)", START,
+                           mode=0o755)]
+        if ds4.model:
+            steps.append(process_step(target, summary, pid_of(ds4, target),
+                                      _start(settings, ds4, target, port, names,
+                                             plan.environment, args)))
+        plan.site_plan.plans.append(Plan(
+            f"deploy.{target}", node, target, tuple(steps),
+            notes=tuple(notes) if node == head else (), persistence=PERSISTENCE, group=group))
+    plan.notes = [*env.warnings, *([choice.why] if choice.fallback else [])]
+    return plan
+
+
+def ds4_settings_from(common: DeploySettings, values: Mapping[str, Any]) -> DeploySettings:
+    """The ds4 options (and the model: the GGUF path on both nodes) as the stack's settings; a
+    control character in a value that reaches a node is refused."""
+    refuse_control_characters([("--model", values.get("model")),
+                               ("--ds4-bin-dir", values["ds4_bin_dir"]),
+                               ("--ds4-run-dir", values["ds4_run_dir"]),
+                               ("--ds4-api-host", values["ds4_api_host"]),
+                               ("--target-dir", common.target_dir)])
+    try:
+        ds4 = Ds4Settings(model=values.get("model"), transport=values["ds4_transport"] or None,
+                          odinlink=values["ds4_odinlink"], odl_device=values["ds4_odl_device"],
+                          tp_port=values["ds4_tp_port"], api_port=values["ds4_api_port"],
+                          api_host=values["ds4_api_host"], ctx_size=values["ds4_ctx"],
+                          bin_dir=values["ds4_bin_dir"], run_dir=values["ds4_run_dir"],
+                          health_timeout_s=values["ds4_health_timeout"])
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+    return replace(common, stack=NAME, model=ds4.model, options=(ds4,))
+
+
+def ds4_question(plan: DeployPlan) -> str:
+    assert isinstance(plan, Ds4Plan)
+    return (f"ds4 (rank 1) starts on {plan.worker}, dialling the head's fabric address, then "
+            f"ds4-server (rank 0) on {plan.env.head}, both with --transport "
+            f"{plan.choice.transport}; a journal is written first, a failing node rolls both "
+            "back, then the smoke test runs (one completion, and the transport both ranks' logs "
+            "name: a fallback to TCP fails it).")
+
+
+def ds4_json(plan: DeployPlan) -> dict[str, Any]:
+    """The plan's own JSON fields: the transport and why, each rank's argv and line."""
+    assert isinstance(plan, Ds4Plan)
+    return {
+        "stack": NAME,
+        "model": plan.ds4.model,
+        "transport": {"asked": plan.choice.transport, "link": plan.choice.link,
+                      "fallback": plan.choice.fallback, "why": plan.choice.why},
+        "coordinator": {"node": plan.env.head, "rank": 0, "argv": list(plan.coordinator_argv),
+                        "line": plan.line(0), "log": log_of(plan.ds4, COORDINATOR_TARGET)},
+        "worker": {"node": plan.worker, "rank": 1, "argv": list(plan.worker_argv),
+                   "line": plan.line(1), "log": log_of(plan.ds4, WORKER_TARGET)},
+        "environment": list(plan.environment),
+        "api_url": plan.api_url,
+    }
