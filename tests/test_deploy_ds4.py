@@ -274,8 +274,8 @@ def test_the_worker_starts_first_and_each_rank_is_a_journalled_command_undone_by
     server = plan.site_plan.plans[1].steps[2]
     assert server.argv[4:8] == ("8000", "http", "ds4-server", "--")
     assert server.argv[-len(plan.coordinator_argv):] == plan.coordinator_argv
-    # rolled back head first: rank 0 before the worker it serves
-    assert STACKS["ds4"].stops_first == frozenset({"ds4-server"})
+    # rolled back worker first: rank 1 by its PID, then rank 0
+    assert STACKS["ds4"].stops_last == frozenset({"ds4-server"})
 
 
 def test_without_a_model_nothing_starts_and_the_plan_says_how() -> None:

@@ -10,9 +10,10 @@ What it does like ds4's tensor parallelism (launch.py names the sources):
   `--rdma-gid-index`, and ds4-server's `--host`/`--port`); any other option is refused with
   `unknown option: X` (the wording antirez/ds4#921 quotes) and exit status 1;
 - rank 0 listens on the `--listen` address, rank 1 dials it (retrying while the coordinator
-  is not up), the pair swap a hello over that TCP socket, then each prints the log lines of
-  its rank for the transport: the PUBLISHED lines of tests/data/deploy/ds4 (rdma, tcp) or the
-  ones rendered from ds4's format strings where none were published (odl, rank 1 tcp);
+  is not up, and saying so every 25 tries as ds4 does, in its own words), the pair swap a
+  hello over that TCP socket, then each prints the log lines of its rank for the transport:
+  the PUBLISHED lines of tests/data/deploy/ds4 (rdma, tcp) or the ones rendered from ds4's
+  format strings where none were published (odl, rank 1 tcp);
 - rank 0 then serves `GET /health` and `POST /v1/completions` on `--host`/`--port`.
 
 Its first log line says it is a stand-in. Knobs, from $HOME/standin-ds4.json: `took` (print
@@ -145,11 +146,15 @@ def main() -> None:
     else:
         host, port = options["--coordinator"][0], int(options["--coordinator"][1])
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        attempts = 0
         while True:
             try:
                 peer = socket.create_connection((host, port), timeout=5)
                 break
-            except OSError:
+            except OSError as error:
+                if attempts % 25 == 0:
+                    say(f"STAND-IN: connecting to {host}:{port} ... ({error})")
+                attempts += 1
                 if time.monotonic() > deadline:
                     print(f"STAND-IN: cannot reach the coordinator at {host}:{port}",
                           file=sys.stderr)

@@ -62,7 +62,10 @@ STACK = Stack(
     "ds4's rdma or odl transport from the site's link (else TCP, said to be a fallback), then "
     "one completion and the transport both ranks' logs name",
     model_hint="GGUF file path, the same on both nodes",
-    stops_first=frozenset({COORDINATOR_TARGET}),  # rank 0 before its worker
+    # rank 0 after its worker: ds4's rank 1 exits by itself when rank 0's socket closes
+    # (ds4_tp_worker_run: "control channel closed"), which a rollback would then find stopped
+    # and leave its pid file behind; stopped first, it is stopped by its PID
+    stops_last=frozenset({COORDINATOR_TARGET}),
     order=20)
 
 __all__ = ["STACK"]
