@@ -267,7 +267,7 @@ def test_the_worker_starts_first_and_each_rank_is_a_journalled_command_undone_by
         Kind.FILE, "/etc/strixwizard/ds4-start.sh", START)
     pidfile = "/var/lib/strixwizard/ds4/ds4.pid"
     assert worker.argv == ("sh", "/etc/strixwizard/ds4-start.sh", pidfile,
-                           "/var/lib/strixwizard/ds4/ds4.log", "9000", "http", "ds4", "--", "--",
+                           "/var/lib/strixwizard/ds4/ds4.log", "9000", "dials", "ds4", "--", "--",
                            *plan.worker_argv)
     assert (worker.undo_argv, worker.read.argv) == (("sh", "-c", STOP, pidfile),
                                                     ("sh", "-c", STATE, pidfile))

@@ -32,7 +32,9 @@ same() {
 #: Starts a program in its own session, pid file + log, then waits until it listens.
 #: $1 pid file, $2 log, $3 port, $4 mode (rpc: must listen; server (llama-server) and http
 #: (vllm): alive is enough, the model may still load; server also adapts -sm/--no-mmap to
-#: the build's --help), then binary candidates, `--`, NAME=value pairs, `--`, arguments.
+#: the build's --help; dials (a program that only connects out, ds4's worker rank): alive
+#: after 2 s is enough, never a 20 s wait for a port it will not open), then binary
+#: candidates, `--`, NAME=value pairs, `--`, arguments.
 #: Written to DIR/llama-start.sh by the plan (so a failing start reports a short command).
 START = r"""# Written by `strixwizard deploy`; `deploy --rollback` removes it.
 """ + SAME + r"""pidfile=$1 log=$2 port=$3 mode=$4; shift 4
@@ -83,6 +85,7 @@ while [ $i -lt 200 ]; do
     echo "$bin exited at start: $why" >&2; rm -f -- "$pidfile" "$log"; exit 1
   fi
   if listening; then echo "$pid"; exit 0; fi
+  if [ "$mode" = dials ] && [ $i -ge 20 ]; then echo "$pid (dials out)"; exit 0; fi
   sleep 0.1; i=$((i + 1))
 done
 if [ "$mode" != rpc ]; then echo "$pid (still loading)"; exit 0; fi

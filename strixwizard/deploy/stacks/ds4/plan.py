@@ -233,11 +233,12 @@ def launcher(settings: DeploySettings) -> str:
 
 
 def _start(settings: DeploySettings, ds4: Ds4Settings, target: str, port: int,
-           names: tuple[str, ...], environment: tuple[str, ...], args: tuple[str, ...]
-           ) -> tuple[str, ...]:
-    """The shared launcher's argv (deploy/process.py START) in `http` mode: alive is enough, a
-    rank loads its model for minutes before the pair connects."""
-    return ("sh", launcher(settings), pid_of(ds4, target), log_of(ds4, target), str(port), "http",
+           names: tuple[str, ...], environment: tuple[str, ...], args: tuple[str, ...],
+           mode: str = "http") -> tuple[str, ...]:
+    """The shared launcher's argv (deploy/process.py START): `http` for the coordinator (alive
+    is enough, a rank loads its model for minutes before the pair connects), `dials` for the
+    worker, which connects out and never listens."""
+    return ("sh", launcher(settings), pid_of(ds4, target), log_of(ds4, target), str(port), mode,
             *candidates(names, ds4.bin_dir), "--", *environment, "--", *args)
 
 
@@ -262,20 +263,20 @@ def plan_ds4(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySetti
     if not ds4.model:
         notes.append("pass --model PATH (the GGUF, at the same path on both nodes) to start the pair")
     group = group_of(env)
-    ranks = ((worker, WORKER_TARGET, WORKER_BINARIES, plan.worker_argv, ds4.tp_port,
+    ranks = ((worker, WORKER_TARGET, WORKER_BINARIES, plan.worker_argv, ds4.tp_port, "dials",
               f"start ds4 rank 1 (worker), dialling {env.head_ip}:{ds4.tp_port} with "
               f"--transport {choice.transport}"),
              (head, COORDINATOR_TARGET, COORDINATOR_BINARIES, plan.coordinator_argv, ds4.api_port,
-              f"start ds4-server rank 0 (coordinator), its worker's peer on {env.head_ip}:"
-              f"{ds4.tp_port}, serving {plan.api_url}"))
-    for node, target, names, args, port, summary in ranks:
+              "http", f"start ds4-server rank 0 (coordinator), its worker's peer on "
+              f"{env.head_ip}:{ds4.tp_port}, serving {plan.api_url}"))
+    for node, target, names, args, port, mode, summary in ranks:
         steps = [mkdir_step(settings.target_dir),
                  file_step(launcher(settings), "write the launcher (pid file, log, start)", START,
                            mode=0o755)]
         if ds4.model:
             steps.append(process_step(target, summary, pid_of(ds4, target),
                                       _start(settings, ds4, target, port, names,
-                                             plan.environment, args)))
+                                             plan.environment, args, mode)))
         plan.site_plan.plans.append(Plan(
             f"deploy.{target}", node, target, tuple(steps),
             notes=tuple(notes) if node == head else (), persistence=PERSISTENCE, group=group))
