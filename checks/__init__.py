@@ -3,7 +3,7 @@ and has its entry (title, severity, fix, explain text) in `checks/catalog.yaml`.
 
 from __future__ import annotations
 
-from checks import counters, family, links, lossless, nic, node, platform, rdma, usb4, versions
+from checks import counters, family, links, llama, lossless, nic, node, platform, rdma, usb4, versions
 from strixwizard.checking.declare import Check
 
 ALL: tuple[Check, ...] = (
@@ -53,6 +53,10 @@ ALL: tuple[Check, ...] = (
     links.same_trust,
     links.same_roce_version,
     links.rdma_path,
+    # llama.cpp RPC: the build on each node and across the site
+    llama.rpc_rdma,
+    llama.gpu_backend,
+    llama.same_build,
 )
 
 BY_ID: dict[str, Check] = {check.id: check for check in ALL}

@@ -312,3 +312,23 @@ def usb4_bond(node: FakeNode, peer_hostname: str, ipv4: str, mode: str = "balanc
     node.file(f"{bond}/bonding/slaves", "thunderbolt0 thunderbolt1\n")
     if tcp_reordering is not None:
         node.file("/proc/sys/net/ipv4/tcp_reordering", f"{tcp_reordering}\n")
+
+
+def llama_cpp(node: FakeNode, rdma: bool = True, backend: str = "vulkan",
+              commit: str = "930e2fa59", build: int = 10991) -> None:
+    """A shared llama.cpp build in /opt/llama.cpp/build/bin, as the collector's survey reports
+    it (facts/llama_cpp.py): the RPC server and llama-server, their libraries, the version line
+    in the layout `llama-server --version` prints (ggml-org/llama.cpp#28971). Synthesized."""
+    from strixwizard.facts.llama_cpp import LLAMA_PROGRAMS
+
+    folder = "/opt/llama.cpp/build/bin"
+    libraries = sorted({"libggml-base.so", "libggml-cpu.so", "libggml-rpc.so", "libggml.so",
+                        f"libggml-{backend}.so", *(["libibverbs.so"] if rdma else [])})
+    lines = []
+    for index, name in enumerate(("ggml-rpc-server", "llama-server")):
+        digest = f"{commit}{index}".encode().hex().ljust(64, "0")[:64]
+        lines += [f"binary {name} {folder}/{name}", f"sha256 {digest}", f"rdma {int(rdma)}",
+                  *(f"library {lib}" for lib in libraries)]
+    lines += [f"version version: 0.4.1-dev (build {build}, commit {commit})",
+              "version built with GNU 14.2.1 for Linux x86_64"]
+    node.command(list(LLAMA_PROGRAMS.argv), "\n".join(lines) + "\n")

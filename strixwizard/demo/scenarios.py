@@ -23,7 +23,14 @@ import json
 from pathlib import Path
 
 from strixwizard.demo.builder import FakeNode
-from strixwizard.demo.hardware import PCIE4_X4_OF_X16, RoceSetup, e810, onboard_lan, usb4_routers
+from strixwizard.demo.hardware import (
+    PCIE4_X4_OF_X16,
+    RoceSetup,
+    e810,
+    llama_cpp,
+    onboard_lan,
+    usb4_routers,
+)
 from strixwizard.facts.packages import DPKG_QUERY, PACKAGES
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
@@ -124,6 +131,7 @@ def demo_nodes() -> dict[str, FakeNode]:
     systemd_init(a)
     network_manager(a, {"enp192s0": "Wired connection 1", "enp194s0np0": "fabric",
                         "thunderbolt0": "usb4"})
+    llama_cpp(a)
 
     b = strix_halo_node("strix-b", tuned_gtt=False)
     ubuntu_noble(b)
@@ -136,4 +144,5 @@ def demo_nodes() -> dict[str, FakeNode]:
     usb4_routers(b, "strix-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
     systemd_init(b)
     networkd(b, ("enp192s0", "enp194s0np0", "thunderbolt0"))
+    llama_cpp(b)
     return {"node-a": a, "node-b": b}

@@ -31,6 +31,7 @@ from strixwizard.facts.gpu import GpuInfo, gpu_info
 from strixwizard.facts.iommu import IommuMode, iommu_mode
 from strixwizard.facts.kernel import KernelInfo, kernel_info
 from strixwizard.facts.limits import Memlock, memlock
+from strixwizard.facts.llama_cpp import LlamaSurvey, llama_survey
 from strixwizard.facts.memory import MemoryInfo, memory_info
 from strixwizard.facts.netdev import Netdev, netdevs
 from strixwizard.facts.nic import Nic, nics
@@ -85,6 +86,11 @@ class NodeFacts:
     @cached_property
     def memlock(self) -> Memlock | None:
         return memlock(self._probe)
+
+    @cached_property
+    def llama(self) -> LlamaSurvey:
+        """The node's llama.cpp programs: where, RDMA or not, which backend and build."""
+        return llama_survey(self._probe)
 
     @cached_property
     def rocm(self) -> RocmInfo:
