@@ -69,7 +69,7 @@ def gpu_backend(node: NodeFacts, site: Site) -> Iterator[Finding]:
     if not backends and has_gpu:
         yield warned(node.name, observed, "a GPU backend (Vulkan or ROCm on a Radeon 8060S)",
                      "llama.cpp was built without a GPU backend: the iGPU is unused. Build with "
-                     "-DGGML_VULKAN=ON or -DGGML_HIP=ON -DAMDGPU_TARGETS=gfx1151.", fixable=False)
+                     "-DGGML_VULKAN=ON or -DGGML_HIP=ON -DGPU_TARGETS=gfx1151.", fixable=False)
         return
     rocm = node.rocm.version
     if "ROCm (HIP)" in backends and rocm is not None and rocm[:2] == (7, 2):
