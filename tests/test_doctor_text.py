@@ -64,7 +64,8 @@ def test_doctor_reads_at_a_glance_and_in_full_with_v(tmp_path: Path) -> None:
     out = invoke("doctor", "--demo", env=env).stdout
     lines = out.splitlines()
     areas = [line.split()[:2] for line in lines if line[:4] in ("  ✓ ", "  ! ", "  ✗ ", "  - ")]
-    assert [area for _, area in areas] == ["platform", "NICs", "links", "lossless", "versions", "counters"]
+    assert [area for _, area in areas] == ["platform", "NICs", "links", "lossless", "versions", "counters",
+                                        "llama"]
     marks = dict((area, mark) for mark, area in areas)
     assert marks["links"] == "✗" and marks["platform"] == "!"
     assert "  ✗ versions  1 failed, 5 passed, 2 skipped" in lines

@@ -22,6 +22,7 @@ from strixwizard import __version__
 from strixwizard.facts.dcb import dcb_argv
 from strixwizard.facts.devlink import DEVLINK_PARAMS
 from strixwizard.facts.ethtool import DRIVER_INFO, PAUSE, PRIV_FLAGS
+from strixwizard.facts.llama_cpp import LLAMA_PROGRAMS
 from strixwizard.facts.netdev import IP_ADDR
 from strixwizard.facts.rdma import IBV_DEVINFO
 from strixwizard.facts.spec import SPEC
@@ -408,6 +409,8 @@ class FakeNode:
         known = self.commands.get(tuple(argv))
         if known is not None:
             return known
+        if tuple(argv) == LLAMA_PROGRAMS.argv:  # sh is on every node: no llama.cpp prints nothing
+            return {"argv": argv, "rc": 0, "stdout": "", "stderr": ""}
         return {"argv": argv, "rc": 127, "stdout": "", "stderr": f"{argv[0]}: command not found"}
 
     def capture(self, out: Path, as_tar: bool = False) -> Path:

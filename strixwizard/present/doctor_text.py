@@ -177,7 +177,7 @@ def _unreachable_part(report: Report, paint: _Painter) -> str | None:
 
 #: The areas of the at-a-glance view (`doctor` without -v), each a set of checks; a check not
 #: named here is in the area of its id's prefix (`AREA_OF_PREFIX`), else "other".
-AREAS = ("platform", "NICs", "links", "lossless", "versions", "counters")
+AREAS = ("platform", "NICs", "links", "lossless", "versions", "counters", "llama")
 AREA_OF_CHECK = {
     "node.rdma_core_version": "versions", "node.linux_firmware": "versions",
     "node.kernel_known_good": "versions", "nic.firmware_known_good": "versions",
@@ -186,7 +186,8 @@ AREA_OF_CHECK = {
     "fabric.counters": "counters",
 }
 AREA_OF_PREFIX = {"node": "platform", "nic": "NICs", "rdma": "NICs", "roce": "NICs", "usb4": "NICs",
-                  "dcb": "lossless", "link": "links", "site": "links", "fabric": "counters"}
+                  "dcb": "lossless", "link": "links", "site": "links", "fabric": "counters",
+                  "llama": "llama"}
 MARKS = {Status.PASS: ("✓", "32"), Status.WARN: ("!", "33"), Status.FAIL: ("✗", "31"),
          Status.ERROR: ("✗", "35"), Status.SKIP: ("-", "2")}
 
