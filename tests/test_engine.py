@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import fixes
 from checks import ALL
 from strixwizard.checking.declare import Entry, node_check
-from strixwizard.checking.engine import Report, local_node, run_doctor, select_checks
+from strixwizard.checking.engine import Report, run_doctor, select_checks
 from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.discovery import reached_node
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, HostReport, Severity, Status
 from strixwizard.probe.snapshot import SnapshotProbe
@@ -28,7 +29,7 @@ def test_a_check_that_raises_is_an_error_result_and_the_rest_still_runs(
     snapshot_of, report_schema
 ) -> None:
     probe = SnapshotProbe.load(snapshot_of(strix_halo_node("strix-a")))
-    node = local_node("strix-a", probe, "x", "snapshot")
+    node = reached_node("strix-a", probe, "x", "snapshot")
     report = run_doctor(Site("t"), [node], (explodes, *ALL), fixes.BY_ID)
     by_id = {r.id: r for r in report.checks}
     assert by_id["test.explodes"].status is Status.ERROR

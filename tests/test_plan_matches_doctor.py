@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from fixes import FIXES
-from strixwizard.checking.engine import local_node, run_doctor
+from strixwizard.checking.engine import run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import demo_nodes, strix_halo_node
+from strixwizard.discovery import reached_node
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import Status
@@ -67,7 +68,7 @@ def test_shipped_snapshots_plan_only_the_cures_of_what_doctor_reports(tmp_path: 
 
     probes = {Path(path).name.split(".")[0]: SnapshotProbe.load(ROOT / path) for path in SHIPPED[name]}
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in probes))
-    report = run_doctor(site, [local_node(n, p, str(tmp_path / n), "snapshot") for n, p in probes.items()],
+    report = run_doctor(site, [reached_node(n, p, str(tmp_path / n), "snapshot") for n, p in probes.items()],
                         ALL_CHECKS, BY_ID)
     plan = plan_site(site, [NodeFacts(n, p) for n, p in probes.items()], fixes=FIXES)
     reported = {r.fix.id for r in report.checks

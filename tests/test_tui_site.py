@@ -37,12 +37,12 @@ async def test_the_site_step_never_sends_a_newcomer_to_init(tmp_path: Path) -> N
 
 
 def _refused(node: str, address: str, fingerprint: str) -> object:
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.model import HostReport
 
     error = (f"unknown host key for {address}: ssh-ed25519 {fingerprint}; if that is the node's key, "
              "trust it with --trust-new-hosts (it is added to known_hosts)")
-    return Node(HostReport(node, f"root@{address}", "ssh", reachable=False, error=error), None)
+    return DiscoveredNode(HostReport(node, f"root@{address}", "ssh", reachable=False, error=error), None)
 
 
 @sync

@@ -10,7 +10,8 @@ import pytest
 
 from checks import ALL
 from fixes import BY_ID
-from strixwizard.checking.engine import Node, Report, run_doctor
+from strixwizard.checking.engine import Report, run_doctor
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.model import HostReport, Status
 from strixwizard.present.report import to_html, to_markdown
 from strixwizard.services.nodes import RunRequest, resolve_run
@@ -22,12 +23,12 @@ from strixwizard.tui.views import all_ports, fix_groups, link_views, node_rows
 
 
 @pytest.fixture(scope="module")
-def demo() -> tuple[Report, list[Node]]:
+def demo() -> tuple[Report, list[DiscoveredNode]]:
     site, nodes = resolve_run(RunRequest(demo=True))
     return run_doctor(site, nodes, ALL, BY_ID), nodes
 
 
-def test_node_rows_come_from_the_report(demo: tuple[Report, list[Node]]) -> None:
+def test_node_rows_come_from_the_report(demo: tuple[Report, list[DiscoveredNode]]) -> None:
     report, _ = demo
     rows = node_rows(report)
     assert [r.name for r in rows] == [h.name for h in report.hosts]
@@ -41,7 +42,7 @@ def test_unreachable_node_row_says_why() -> None:
     assert row.state == "unreachable" and row.error == "connection refused" and row.sku == "-"
 
 
-def test_port_rows_and_honest_empty_states(demo: tuple[Report, list[Node]]) -> None:
+def test_port_rows_and_honest_empty_states(demo: tuple[Report, list[DiscoveredNode]]) -> None:
     _, nodes = demo
     ports = all_ports(nodes)
     assert [p.node for p in ports] == [n.report.name for n in nodes]
@@ -51,7 +52,7 @@ def test_port_rows_and_honest_empty_states(demo: tuple[Report, list[Node]]) -> N
         assert (node_ports.note is None) == bool(hardware)
         shown = {row.rdma for row in node_ports.rows}
         assert all(f"{d.name}/{p.number}" in shown for d in hardware for p in d.ports)
-    unreachable = all_ports([Node(HostReport("x", "a", "ssh", False, "timed out"), None)])
+    unreachable = all_ports([DiscoveredNode(HostReport("x", "a", "ssh", False, "timed out"), None)])
     assert unreachable[0].note == "not reachable: timed out"
 
 
@@ -68,7 +69,7 @@ def test_no_rdma_device_is_said_plainly(snapshot_of) -> None:  # type: ignore[no
     assert view.note is not None and view.note.startswith("no RDMA device on this node")
 
 
-def test_links_and_fix_groups(demo: tuple[Report, list[Node]]) -> None:
+def test_links_and_fix_groups(demo: tuple[Report, list[DiscoveredNode]]) -> None:
     report, _ = demo
     views = link_views(report)
     assert len(views) == len(report.links)
@@ -81,7 +82,7 @@ def test_links_and_fix_groups(demo: tuple[Report, list[Node]]) -> None:
     assert all(g.title.split()[0] in ("node", "link", "site") for g in groups)
 
 
-def test_report_files(tmp_path: Path, demo: tuple[Report, list[Node]]) -> None:
+def test_report_files(tmp_path: Path, demo: tuple[Report, list[DiscoveredNode]]) -> None:
     report, _ = demo
     written = save_report(report, tmp_path / "out", {"source": "demo"})
     assert json.loads(written["json"].read_text()) == json.loads(json.dumps(report.to_json()))

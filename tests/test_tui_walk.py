@@ -240,7 +240,7 @@ async def test_create_a_site_file_from_the_form(tmp_path: Path, monkeypatch: pyt
 
 @sync
 async def test_unknown_host_key_is_shown_and_needs_confirmation() -> None:
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.model import HostReport
     from strixwizard.tui.messages import SshTested
 
@@ -249,7 +249,8 @@ async def test_unknown_host_key_is_shown_and_needs_confirmation() -> None:
         error = ("unknown host key for 10.99.2.10: ssh-ed25519 SHA256:AbCdEf0123456789+/xyz; if that is "
                  "the node's key, trust it with --trust-new-hosts (it is added to known_hosts), or add it "
                  "yourself: ssh-keyscan -p 22 10.99.2.10 >> known_hosts")
-        node = Node(HostReport("node-x", "root@10.99.2.10", "ssh", reachable=False, error=error), None)
+        node = DiscoveredNode(HostReport("node-x", "root@10.99.2.10", "ssh", reachable=False,
+                                         error=error), None)
         app.post_message(SshTested([node], None))
         await pilot.pause()
         modal = app.screen
@@ -380,7 +381,7 @@ async def test_fix_on_the_demo_is_a_dry_run_that_verifies_and_rolls_back(state_h
 async def test_cancel_the_tests_closes_the_stream() -> None:
     from collections.abc import Iterator, Sequence
 
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
     from strixwizard.services.measure import Cancel
@@ -389,7 +390,7 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
     closed: list[bool] = []
 
     class Stalling(Services):
-        def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel
+        def live_tests(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: Cancel
                        ) -> Iterator[Measurement]:
             try:
                 yield demo_rdma_latency(site.thresholds)
@@ -422,7 +423,7 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
 async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_reported() -> None:
     from collections.abc import Iterator, Sequence
 
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
     from strixwizard.services.measure import Cancel
@@ -431,7 +432,7 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
     calls: list[int] = []
 
     class SecondRunStalls(Services):
-        def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel
+        def live_tests(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: Cancel
                        ) -> Iterator[Measurement]:
             calls.append(1)
             yield demo_rdma_latency(site.thresholds)
@@ -485,12 +486,12 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
 async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
     from collections.abc import Sequence
 
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.services.deploy import DeployPreview
     from strixwizard.site import Site
 
     class Refusing(Services):
-        def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> DeployPreview:
+        def plan_deploy(self, site: Site, nodes: Sequence[DiscoveredNode]) -> DeployPreview:
             return DeployPreview(None, "node-a and node-b share no RDMA link: only thunderbolt-net (TCP)")
 
     app = make_app(Refusing(), demo=True)
@@ -509,12 +510,12 @@ async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
 async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback() -> None:
     from collections.abc import Sequence
 
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.services.deploy import DeployPreview
     from strixwizard.site import Site
 
     class Broken(Services):
-        def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> DeployPreview:
+        def plan_deploy(self, site: Site, nodes: Sequence[DiscoveredNode]) -> DeployPreview:
             raise RuntimeError("boom")
 
     app = make_app(Broken(), demo=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strixwizard.checking.declare import Check
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
 from strixwizard.model import (
@@ -22,17 +23,8 @@ from strixwizard.model import (
     exit_code,
     worst,
 )
-from strixwizard.probe import Probe
 from strixwizard.site import Site
 from strixwizard.topology import STACK_NAMES, Link, build_topology, link_end
-
-
-@dataclass
-class Node:
-    """A host of the run: its report entry and, when reachable, its facts."""
-
-    report: HostReport
-    facts: NodeFacts | None
 
 
 @dataclass
@@ -226,7 +218,7 @@ def link_json(link: Link, results: list[CheckResult]) -> dict[str, Any]:
     return link_report(link, results).to_json()
 
 
-def run_doctor(site: Site, nodes: Sequence[Node], checks: Sequence[Check],
+def run_doctor(site: Site, nodes: Sequence[DiscoveredNode], checks: Sequence[Check],
                fixes: dict[str, FixRef]) -> Report:
     results: list[CheckResult] = []
     reachable: list[NodeFacts] = []
@@ -259,8 +251,3 @@ def run_doctor(site: Site, nodes: Sequence[Node], checks: Sequence[Check],
         for check in site_checks:
             results.extend(_results(check, (topology, site), None, site.name, fixes))
     return Report(site=site.name, hosts=[n.report for n in nodes], checks=results, links=links)
-
-
-def local_node(name: str, probe: Probe, address: str, source: str) -> Node:
-    return Node(HostReport(name=name, address=address, source=source, reachable=True),
-                NodeFacts(name, probe))

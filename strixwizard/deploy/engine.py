@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from strixwizard.checking.engine import Node
 from strixwizard.deploy.env import DeployRefused, generate_env
 from strixwizard.deploy.plan import (
     STACKS,
@@ -26,6 +25,7 @@ from strixwizard.deploy.plan import (
 )
 from strixwizard.deploy.remote import run
 from strixwizard.deploy.smoke import SmokeReport
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
 from strixwizard.fixing.model import Kind, Read, Step
@@ -43,7 +43,7 @@ def deploy_store(root: Path | None = None) -> JournalStore:
     return JournalStore(root or default_journal_dir().parent / "deploy-journal")
 
 
-def make_plan(site: Site, nodes: Sequence[Node], settings: DeploySettings, profile: str = "rdma",
+def make_plan(site: Site, nodes: Sequence[DiscoveredNode], settings: DeploySettings, profile: str = "rdma",
               head: str | None = None) -> DeployPlan:
     """The deploy plan of every node of the run (or of `settings.nodes`); all of them must be
     reachable."""
@@ -60,7 +60,7 @@ def make_plan(site: Site, nodes: Sequence[Node], settings: DeploySettings, profi
     return plan_deploy(env, {f.name: f for f in facts}, settings)
 
 
-def selected(nodes: Sequence[Node], names: Sequence[str]) -> list[Node]:
+def selected(nodes: Sequence[DiscoveredNode], names: Sequence[str]) -> list[DiscoveredNode]:
     """The nodes named (in the site's order), or all of them; an unknown name is a usage
     error that lists the site's nodes."""
     if not names:

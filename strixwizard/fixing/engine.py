@@ -547,11 +547,12 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
            fixes: dict[str, FixRef]) -> list[Verdict]:
     """Re-run the checks (of the registry `checks`, `checks.ALL`) that name each applied fix
     on the re-probed nodes; `fixes` is the fix registry doctor shows (`fixes.BY_ID`)."""
-    from strixwizard.checking.engine import Node, run_doctor
+    from strixwizard.checking.engine import run_doctor
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.model import HostReport
 
     facts = {**before, **after}
-    nodes = [Node(HostReport(name, name, "fix", True), f) for name, f in facts.items()]
+    nodes = [DiscoveredNode(HostReport(name, name, "fix", True), f) for name, f in facts.items()]
     verdicts: list[Verdict] = []
     applied = [(p.fix, p.node, p.reboot) for p in plan.plans if p.steps and p.node in after]
     fix_ids = {fix for fix, _, _ in applied}
@@ -559,7 +560,7 @@ def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict
     report = run_doctor(site, nodes, naming, fixes)
     # What failed or warned before the run: "cured" names only those checks, never one that
     # already passed or could not be judged (a skip) before.
-    earlier = run_doctor(site, [Node(HostReport(name, name, "fix", True), f)
+    earlier = run_doctor(site, [DiscoveredNode(HostReport(name, name, "fix", True), f)
                                 for name, f in before.items()], naming, fixes)
     was_bad = {(r.id, r.host, r.entity) for r in earlier.checks
                if r.status in (Status.FAIL, Status.WARN, Status.ERROR)}

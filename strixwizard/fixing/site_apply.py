@@ -30,7 +30,7 @@ from strixwizard.site import NodeSpec, Site
 
 if TYPE_CHECKING:
     from strixwizard.checking.declare import Check
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.fixing.engine import ApplyReport
     from strixwizard.fixing.journal import JournalStore
     from strixwizard.fixing.model import SitePlan
@@ -84,7 +84,7 @@ def runner_from_journal(journal: NodeJournal, connector: Connector | None = None
                               journal.runner.get("journal_dir", DEFAULT_NODE_JOURNAL_DIR))
 
 
-def apply_site(site: Site, nodes: Sequence[Node], plan: SitePlan, store: JournalStore, *,
+def apply_site(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, store: JournalStore, *,
                node_journal_dir: str, dry_run_root: Path, run_id: str | None = None,
                trust_new_hosts: bool = False, with_reboot: bool = False,
                progress: Callable[[str, str], None] | None = None,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from strixwizard.checking.engine import Node
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.errors import UsageError
 from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
@@ -155,7 +155,7 @@ class DeployChoice:
         return settings_from(self.stack, {**dict(self.options), "model": self.model}, common)
 
 
-def plan_choice(site: Site, nodes: Sequence[Node], choice: DeployChoice | None = None
+def plan_choice(site: Site, nodes: Sequence[DiscoveredNode], choice: DeployChoice | None = None
                 ) -> DeployPreview:
     """`plan` from what the user picked (the wizard's Deploy step)."""
     from strixwizard.deploy.env import DeployRefused
@@ -167,7 +167,7 @@ def plan_choice(site: Site, nodes: Sequence[Node], choice: DeployChoice | None =
         return DeployPreview(None, str(error))
 
 
-def plan(site: Site, nodes: Sequence[Node], settings: DeploySettings | None = None,
+def plan(site: Site, nodes: Sequence[DiscoveredNode], settings: DeploySettings | None = None,
          transport: str = "rdma", head: str | None = None) -> DeployPreview:
     """The engine's deploy plan (pure: no node is touched); a refusal is a reason, not an error."""
     from strixwizard.deploy.engine import make_plan
@@ -186,7 +186,7 @@ def plan(site: Site, nodes: Sequence[Node], settings: DeploySettings | None = No
     return DeployPreview(planned, None, replayed, failures)
 
 
-def doctor_failures(site: Site, nodes: Sequence[Node], names: set[str]) -> tuple[str, ...]:
+def doctor_failures(site: Site, nodes: Sequence[DiscoveredNode], names: set[str]) -> tuple[str, ...]:
     """Each check doctor FAILs (or could not run) on the deployed nodes, their links or the
     site, one line each: deploy reads the nodes with the doctor's own checks."""
     from strixwizard.model import Status

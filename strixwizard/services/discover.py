@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.checking.engine import Node, Report, run_doctor
+from strixwizard.checking.engine import Report, run_doctor
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.services.common import OnNode, node_progress
 from strixwizard.services.nodes import RunRequest, demo_site, resolve_run, site_nodes
 from strixwizard.site import Site, load_site
@@ -46,13 +47,13 @@ class Discovery:
     """One discovery: the nodes as read, the checks' report, and the fix engine's plan."""
 
     site: Site
-    nodes: list[Node]
+    nodes: list[DiscoveredNode]
     report: Report
     plan: SitePlan | None = None  # what the fix engine would change; None if it could not plan
     plan_error: str | None = None
 
 
-def plan_fixes(site: Site, nodes: Sequence[Node]) -> tuple[SitePlan | None, str | None]:
+def plan_fixes(site: Site, nodes: Sequence[DiscoveredNode]) -> tuple[SitePlan | None, str | None]:
     """The fix engine's plan for a discovery. A planning bug is returned as a reason, so the
     discovery is not lost."""
     from strixwizard.services.fix import plan
@@ -64,13 +65,13 @@ def plan_fixes(site: Site, nodes: Sequence[Node]) -> tuple[SitePlan | None, str 
 
 
 def read_nodes(request: RunRequest, on_node: OnNode | None = None,
-               connector: Connector | None = None) -> tuple[Site, list[Node]]:
+               connector: Connector | None = None) -> tuple[Site, list[DiscoveredNode]]:
     """The site and its nodes (SSH nodes collected in parallel, each through a session from
     `connector`: SSH or this machine by default); progress per node."""
     return resolve_run(request, node_progress(on_node), connector)
 
 
-def check(site: Site, nodes: Sequence[Node], checks: Sequence[Check] | None = None) -> Report:
+def check(site: Site, nodes: Sequence[DiscoveredNode], checks: Sequence[Check] | None = None) -> Report:
     """Run the checks (all of them by default) on nodes already read."""
     from checks import ALL
     from fixes import BY_ID
@@ -90,7 +91,7 @@ def discover(request: RunRequest, on_node: OnNode | None = None,
 
 def reach(site: Site, names: Sequence[str], trusted: Mapping[str, str] | None = None,
           on_node: OnNode | None = None, connector: Connector | None = None,
-          trust_new_hosts: bool = False) -> list[Node]:
+          trust_new_hosts: bool = False) -> list[DiscoveredNode]:
     """Collect the named nodes over SSH. `trusted` (node → SHA256 fingerprint) accepts exactly
     the unknown host keys the user confirmed, and no other (`trust_new_hosts`: any new one)."""
     specs = tuple(spec for spec in site.nodes if spec.name in names)

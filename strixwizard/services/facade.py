@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from strixwizard.checking.engine import Node
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.live.results import Measurement
 from strixwizard.live.soak import SoakProgress, SoakSettings
 from strixwizard.live.tcp import TcpSettings
@@ -43,7 +43,7 @@ class Services:
         return discovery.discover(source.request(), on_node, connector=self.connector)
 
     def reach(self, site: Site, names: Sequence[str], trusted: Mapping[str, str],
-              on_node: OnNode | None) -> list[Node]:
+              on_node: OnNode | None) -> list[DiscoveredNode]:
         return discovery.reach(site, names, trusted, on_node, self.connector)
 
     # -- fix -------------------------------------------------------------------
@@ -61,7 +61,7 @@ class Services:
         return options if self.connector is None else replace(options, connector=self.connector)
 
     # -- deploy ----------------------------------------------------------------
-    def plan_deploy(self, site: Site, nodes: Sequence[Node]) -> deploy.DeployPreview:
+    def plan_deploy(self, site: Site, nodes: Sequence[DiscoveredNode]) -> deploy.DeployPreview:
         return deploy.plan_choice(site, nodes, self.deploy_choice)
 
     def apply_deploy(self, site: Site, preview: deploy.DeployPreview, confirm: Confirm,
@@ -75,12 +75,12 @@ class Services:
         return deploy.rollback(run_id, confirm, self.deploy_options, on_step)
 
     # -- test ------------------------------------------------------------------
-    def live_tests(self, site: Site, nodes: Sequence[Node], demo: bool, cancel: measure.Cancel
+    def live_tests(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: measure.Cancel
                    ) -> Iterator[Measurement]:
         return measure.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds,
                                   self.connector)
 
-    def soak(self, site: Site, nodes: Sequence[Node], demo: bool, pairs: list[tuple[str, str]],
+    def soak(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, pairs: list[tuple[str, str]],
              seconds: float, cancel: measure.Cancel, progress: Callable[[SoakProgress], None]
              ) -> Iterator[Measurement]:
         settings = SoakSettings(bytes=self.soak_bytes, seconds=seconds, progress=progress)

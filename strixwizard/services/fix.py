@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.checking.engine import Node, Report
+from strixwizard.checking.engine import Report
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
 from strixwizard.site import Site
@@ -53,7 +54,7 @@ class Applied:
     dry_run_copies: Path | None
 
 
-def plan(site: Site, nodes: Sequence[Node], only: Sequence[str] = (), persist: bool = True
+def plan(site: Site, nodes: Sequence[DiscoveredNode], only: Sequence[str] = (), persist: bool = True
          ) -> SitePlan:
     """The fix engine's plan (before → after) for every reachable node; pure, no change is made."""
     from fixes import FIXES
@@ -87,7 +88,7 @@ class Tally:
                 "by_hand": len(self.by_hand), "not_planned": len(self.unplanned)}
 
 
-def tally(site: Site, nodes: Sequence[Node], plan: SitePlan, report: Report | None = None) -> Tally:
+def tally(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, report: Report | None = None) -> Tally:
     """Doctor's problems on `nodes` matched to `plan`: a result is cured by a plan of its check's
     fix on its node (a link's result: on either end). `report` is doctor's report on the same
     nodes when the caller has one (the wizard's discovery); without it doctor runs here."""
@@ -144,7 +145,7 @@ def changed_nodes(plan: SitePlan) -> list[str]:
     return [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]
 
 
-def is_dry_run(site: Site, nodes: Sequence[Node]) -> bool:
+def is_dry_run(site: Site, nodes: Sequence[DiscoveredNode]) -> bool:
     """Every reachable node is a snapshot: applying changes copies only."""
     specs = {spec.name: spec for spec in site.nodes}
     return all(specs.get(n.report.name) is not None and specs[n.report.name].snapshot is not None
@@ -163,7 +164,7 @@ def apply_question(plan: SitePlan, dry_run: bool) -> Question:
         "checks run again to verify. Steps that need a reboot are not run.", yes="Apply (y)")
 
 
-def apply(site: Site, nodes: Sequence[Node], plan: SitePlan, confirm: Confirm,
+def apply(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, confirm: Confirm,
           options: FixOptions | None = None, on_step: OnStep | None = None) -> Applied:
     """Ask, then apply the plan with the fix engine. Raises NotConfirmed when the answer is no."""
     from checks import ALL

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.checking.engine import Node
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.facts import NodeFacts
 from strixwizard.live.counters import Target, sampled
 from strixwizard.live.counters import targets as counter_targets
@@ -52,7 +52,7 @@ def unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
     return Measurement(kind_of(kind).result_kind, "tcp", "ssh", pair, Status.ERROR, reason)
 
 
-def site_hosts(site: Site, nodes: Sequence[Node], trust_new_hosts: bool = False,
+def site_hosts(site: Site, nodes: Sequence[DiscoveredNode], trust_new_hosts: bool = False,
                connector: Connector | None = None) -> tuple[dict[str, Host], dict[str, str]]:
     """Where tests can run: a session from `connector` (`connect` by default) per reachable
     node (local or over SSH), and for every other node the reason it cannot take part
@@ -114,7 +114,7 @@ class Prepared:
             host.close()
 
 
-def prepare(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]], cancel: Cancel,
+def prepare(site: Site, nodes: Sequence[DiscoveredNode], pairs: Sequence[tuple[str, str]], cancel: Cancel,
             trust_new_hosts: bool = False, connector: Connector | None = None) -> Prepared:
     from strixwizard.live.plan import plan_pair
 
@@ -153,7 +153,7 @@ def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequen
                        lambda: cancel is not None and cancel.cancelled)
 
 
-def site_stream(site: Site, nodes: Sequence[Node], kind: str, chosen: list[str],
+def site_stream(site: Site, nodes: Sequence[DiscoveredNode], kind: str, chosen: list[str],
                 pairs: Sequence[tuple[str, str]], settings: MeasurementSettings, cancel: Cancel,
                 timing: MatrixTiming | None = None, trust_new_hosts: bool = False,
                 connector: Connector | None = None) -> Iterator[Measurement]:
@@ -172,7 +172,7 @@ def wizard_kinds() -> list[str]:
     return [name for _, name in run]
 
 
-def wizard_stream(site: Site, nodes: Sequence[Node], demo: bool, cancel: Cancel,
+def wizard_stream(site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: Cancel,
                   tcp: TcpSettings | None = None, demo_seconds: float = 2.0,
                   connector: Connector | None = None) -> Iterator[Measurement]:
     """The Test step's run: each kind of it in turn (the all-pairs matrix, then RCCL across the
@@ -217,7 +217,7 @@ SOAK_SECONDS = (30.0, 10.0, 60.0, 300.0)
 SOAK_BYTES = 1 << 40
 
 
-def soak_stream(site: Site, nodes: Sequence[Node], pairs: Sequence[tuple[str, str]],
+def soak_stream(site: Site, nodes: Sequence[DiscoveredNode], pairs: Sequence[tuple[str, str]],
                 settings: SoakSettings, cancel: Cancel, demo: bool = False,
                 connector: Connector | None = None) -> Iterator[Measurement]:
     """The soak on `pairs` (disjoint ones at once, in the matrix's rounds), the fabric counters

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.checking.engine import Node, local_node
+from strixwizard.discovery import DiscoveredNode, reached_node
 from strixwizard.errors import UsageError
 from strixwizard.model import HostReport
 from strixwizard.node.connect import connect
@@ -85,7 +85,7 @@ def _load_snapshot(path: Path) -> SnapshotProbe:
         raise UsageError(str(error)) from None
 
 
-def collect_node(target: Target, connector: Connector = connect, spec: Spec | None = None) -> Node:
+def collect_node(target: Target, connector: Connector = connect, spec: Spec | None = None) -> DiscoveredNode:
     """A node's facts through one session of `connector`, closed after. A node that cannot be
     reached is an unreachable host with the reason; a snapshot that does not load is a usage
     error."""
@@ -95,18 +95,18 @@ def collect_node(target: Target, connector: Connector = connect, spec: Spec | No
     try:
         probe = session.collect(SPEC if spec is None else spec)
     except NodeError as error:
-        return Node(HostReport(target.name, target.address, target.kind, reachable=False,
+        return DiscoveredNode(HostReport(target.name, target.address, target.kind, reachable=False,
                                error=str(error)), None)
     except SnapshotError as error:
         raise UsageError(str(error)) from None
     finally:
         session.close()
-    return local_node(target.name, probe, target.address, target.kind)
+    return reached_node(target.name, probe, target.address, target.kind)
 
 
 def _collect_remote(targets: Sequence[Target], progress: Progress | None, connector: Connector,
-                    workers: int, spec: Spec | None = None) -> dict[str, Node]:
-    def one(target: Target) -> Node:
+                    workers: int, spec: Spec | None = None) -> dict[str, DiscoveredNode]:
+    def one(target: Target) -> DiscoveredNode:
         if progress:
             progress(target.name, "start", f"collecting over SSH from {target.address}")
         started = time.monotonic()
@@ -126,7 +126,7 @@ def _collect_remote(targets: Sequence[Target], progress: Progress | None, connec
 def site_nodes(site: Site, trust_new_hosts: bool = False, progress: Progress | None = None,
                trusted_fingerprints: Mapping[str, str] | None = None,
                connector: Connector | None = None, parallel: int | None = None,
-               spec: Spec | None = None) -> list[Node]:
+               spec: Spec | None = None) -> list[DiscoveredNode]:
     """The nodes of a site, each collected through a session from `connector` (`connect` by
     default) for its target (`target_for`); remote ones over SSH in parallel (at most
     `parallel` at once; see `ssh_parallel`).
@@ -164,7 +164,7 @@ def resolve_site(request: RunRequest) -> Site | None:
 
 
 def resolve_run(request: RunRequest, progress: Progress | None = None,
-                connector: Connector | None = None) -> tuple[Site, list[Node]]:
+                connector: Connector | None = None) -> tuple[Site, list[DiscoveredNode]]:
     """The site and its nodes; with nothing given, this machine is the one node."""
     site = resolve_site(request)
     nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector,
@@ -179,7 +179,7 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
     for index, (path, probe) in enumerate(loaded):
         name = _unique(bundle.nodes[index].name if bundle else _snapshot_name(probe.host, path, index),
                        taken)
-        nodes.append(local_node(name, probe, str(path), "snapshot"))
+        nodes.append(reached_node(name, probe, str(path), "snapshot"))
     if site is None:
         site = bundle or Site(name="snapshots" if request.snapshots else "local")
     if request.allow_soft_rdma:

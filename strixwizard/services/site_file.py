@@ -24,7 +24,7 @@ from strixwizard.errors import UsageError
 from strixwizard.site import Fabric, NodeSpec, Site, SshSettings, Thresholds, address_problem, parse_site
 
 if TYPE_CHECKING:
-    from strixwizard.checking.engine import Node
+    from strixwizard.discovery import DiscoveredNode
     from strixwizard.services.common import OnNode
 
 
@@ -52,7 +52,7 @@ def parse_node_argument(text: str, key: str | None) -> NodeSpec:
     )
 
 
-def _shared_subnets(nodes: Sequence[Node], management: set[str]) -> dict[str, Found]:
+def _shared_subnets(nodes: Sequence[DiscoveredNode], management: set[str]) -> dict[str, Found]:
     """Per node, an address in a subnet another node also has (not loopback, link-local or a
     management address): a fabric the topology does not know as one (no RDMA device)."""
     found: dict[str, Found] = {}
@@ -76,7 +76,7 @@ def _shared_subnets(nodes: Sequence[Node], management: set[str]) -> dict[str, Fo
     return found
 
 
-def fabric_addresses(site: Site, nodes: Sequence[Node]) -> dict[str, Found]:
+def fabric_addresses(site: Site, nodes: Sequence[DiscoveredNode]) -> dict[str, Found]:
     """What `init` writes as each node's fabric_address (see the module docstring)."""
     from strixwizard.topology import build_topology
 

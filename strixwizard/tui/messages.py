@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from strixwizard.checking.engine import Node
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.live.results import Measurement
 from strixwizard.live.soak import SoakProgress
 from strixwizard.services.deploy import DeployPreview
@@ -103,7 +103,7 @@ class DiscoveryDone(Message):
 
 @dataclass
 class SshTested(Message):
-    nodes: list[Node]
+    nodes: list[DiscoveredNode]
     trusted: list[str] | None  # the nodes whose host keys the user just trusted
 
 

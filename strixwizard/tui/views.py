@@ -1,4 +1,4 @@
-"""Plain rows for the screens, read from engine objects (Report, Node, NodeFacts).
+"""Plain rows for the screens, read from engine objects (Report, DiscoveredNode, NodeFacts).
 
 No verdicts here: statuses come from the checks in the report. These helpers
 only pick and format what the engine already knows, and turn "unknown" into
@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from strixwizard.checking.engine import Node, Report
+from strixwizard.checking.engine import Report
+from strixwizard.discovery import DiscoveredNode
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.netdev import Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort
@@ -262,7 +263,7 @@ def _ports_of(facts: NodeFacts) -> NodePorts:
     return NodePorts(facts.name, tuple(rows), note)
 
 
-def all_ports(nodes: Iterable[Node]) -> list[NodePorts]:
+def all_ports(nodes: Iterable[DiscoveredNode]) -> list[NodePorts]:
     out = []
     for node in nodes:
         if node.facts is None:

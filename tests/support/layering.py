@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("checking", ("strixwizard.checking",)),
     ("measure", ("strixwizard.live", "strixwizard.decode", "strixwizard.demo", "strixwizard.charts",
                  "strixwizard.svg")),
+    ("discovery", ("strixwizard.discovery",)),
     ("topology", ("strixwizard.topology",)),
     ("seam", ("strixwizard.node", "strixwizard.facts")),
     ("probe", ("strixwizard.probe",)),

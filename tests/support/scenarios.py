@@ -12,7 +12,7 @@ from pathlib import Path
 
 from checks import ALL as ALL_CHECKS
 from fixes import BY_ID as FIXES
-from strixwizard.checking.engine import Node, Report, local_node, run_doctor
+from strixwizard.checking.engine import Report, run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import (
     PCIE4_X4_OF_X16,
@@ -26,6 +26,7 @@ from strixwizard.demo.hardware import (
     usb4_routers,
 )
 from strixwizard.demo.scenarios import rdma_link, strix_halo_node
+from strixwizard.discovery import DiscoveredNode, reached_node
 from strixwizard.facts import NodeFacts
 from strixwizard.model import CheckResult, Status
 from strixwizard.probe.snapshot import SnapshotProbe
@@ -161,7 +162,7 @@ def facts_of(tmp_path: Path, nodes: Nodes) -> dict[str, NodeFacts]:
 def run_site(tmp_path: Path, nodes: Nodes, site: Site | None = None) -> Report:
     probes = capture(tmp_path, nodes)
     site = site or Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in probes))
-    run_nodes: list[Node] = [local_node(n, p, str(tmp_path / n), "snapshot")
+    run_nodes: list[DiscoveredNode] = [reached_node(n, p, str(tmp_path / n), "snapshot")
                              for n, p in probes.items()]
     return run_doctor(site, run_nodes, ALL_CHECKS, FIXES)
 
