@@ -39,6 +39,13 @@ def reached_node(name: str, probe: Probe, address: str, source: str) -> Discover
                           NodeFacts(name, probe))
 
 
+def replayed(site: Site, names: Iterable[str]) -> bool:
+    """Whether a run on these nodes is a dry run: each is a snapshot in the site file, so a
+    change is made on a private copy of it. The one rule for it, for fix and deploy alike."""
+    specs = {spec.name: spec for spec in site.nodes}
+    return all(specs.get(name) is not None and specs[name].snapshot is not None for name in names)
+
+
 @dataclass(frozen=True)
 class Discovery:
     """The site and its nodes as one discovery read them; `topology` is built on first use."""
@@ -69,6 +76,11 @@ class Discovery:
     def unreachable(self) -> dict[str, str]:
         """Each node that could not be read, with why."""
         return {n.name: n.report.error or "unreachable" for n in self.nodes if n.facts is None}
+
+    @property
+    def dry_run(self) -> bool:
+        """Every node read is a snapshot (`replayed`): applying changes copies only."""
+        return replayed(self.site, [n.name for n in self.nodes if n.facts is not None])
 
     @cached_property
     def topology(self) -> Topology:

@@ -24,13 +24,16 @@ https://github.com/ggml-org/llama.cpp/pull/28494, not released). perftest's defa
 exchange is the same GID-addressed one. `Link.rdma` is true when those verbs stacks
 can run over the link; `link.transport`, `site.rdma_path`, the report's `links[]` and
 `deploy` all read it from here.
+
+A discovery's topology is built once (`discovery.Discovery.topology`) and handed to the
+check, fix, deploy and measurement engines; this module keeps no state between calls.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import threading
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strixwizard.facts import NodeFacts
@@ -223,27 +226,26 @@ class Topology:
     def addresses_known(self, node: str) -> bool:
         return all(p.netdev.addresses is not None for p in self.fabric.get(node, ()))
 
+    def links_from(self, a: str, b: str) -> list[Link]:
+        """The links between `a` and `b` with `a`'s end first, in the order of `a`'s fabric
+        ports, then `b`'s (as the topology of `a` and `b` alone lists them)."""
+        ports_a, ports_b = self.fabric.get(a, ()), self.fabric.get(b, ())
+        oriented = [link if link.a.node.name == a else replace(link, a=link.b, b=link.a)
+                    for link in self.links_between(a, b)]
+        return sorted(oriented, key=lambda link: (ports_a.index(link.a), ports_b.index(link.b)))
 
-_RECENT: list[tuple[tuple[NodeFacts, ...], Site | None, Topology]] = []
-_RECENT_SIZE = 8
-_RECENT_LOCK = threading.Lock()
+    def among(self, names: Collection[str]) -> Topology:
+        """The topology of the named nodes alone: the same links and ports, in the same order,
+        as building it from their facts would give."""
+        return Topology(nodes=[n for n in self.nodes if n.name in names],
+                        links=[link for link in self.links if link.hosts <= set(names)],
+                        fabric={n: ports for n, ports in self.fabric.items() if n in names})
 
 
 def build_topology(nodes: list[NodeFacts], site: Site | None = None) -> Topology:
-    """The fabric of these nodes. Built once per set of facts: doctor's link checks, the fix
-    plans, the deploy plan and every live-test pair of one discovery get the same Topology
-    (the facts of a discovery do not change; a new discovery reads new facts objects)."""
-    key = tuple(nodes)
-    with _RECENT_LOCK:
-        for seen, seen_site, topology in _RECENT:
-            same = len(seen) == len(key) and all(a is b for a, b in zip(seen, key, strict=True))
-            if same and seen_site is site:
-                return topology
-    topology = _build(key, site)
-    with _RECENT_LOCK:
-        _RECENT.insert(0, (key, site, topology))
-        del _RECENT[_RECENT_SIZE:]
-    return topology
+    """The fabric of these nodes. Each discovery builds it once (`discovery.Discovery.topology`)
+    and hands it to the engines; a new set of facts is a new discovery."""
+    return _build(tuple(nodes), site)
 
 
 def _build(nodes: tuple[NodeFacts, ...], site: Site | None) -> Topology:

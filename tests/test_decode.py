@@ -19,6 +19,7 @@ from strixwizard.decode.gguf_shape import shape_from_gguf
 from strixwizard.decode.measure import DecodeSettings, rccl_decode
 from strixwizard.decode.predict import predict_layer_split, predict_tp
 from strixwizard.decode.shapes import ModelShape, shape_from_config
+from strixwizard.discovery import Discovery
 from strixwizard.errors import UsageError
 from strixwizard.model import Status
 from strixwizard.node.local import LocalSession
@@ -240,9 +241,9 @@ def test_usb4_networking_beside_the_rdma_nic_is_timed_too(tmp_path: Path) -> Non
     facts = facts_of(tmp_path, {"node-a": a, "node-b": b})
     site = Site(name="t", nodes=(NodeSpec(name="node-a", snapshot="node-a"),
                                  NodeSpec(name="node-b", snapshot="node-b")))
-    plan = plan_pair(site, facts, "node-a", "node-b")
+    plan = plan_pair(Discovery.of_facts(site, facts.values()), "node-a", "node-b")
     assert plan.rdma is not None and plan.tcp_address == "192.168.100.2"  # the NIC first
-    (usb4,) = usb4_paths(site, facts, plan)
+    (usb4,) = usb4_paths(Discovery.of_facts(site, facts.values()), plan)
     assert usb4.transport == "usb4-tcp" and usb4.address == "10.0.0.2" and "thunderbolt0" in usb4.path
 
 

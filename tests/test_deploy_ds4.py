@@ -43,6 +43,7 @@ from strixwizard.deploy.stacks.ds4.smoke import (
     judge_completion,
     transport_check,
 )
+from strixwizard.discovery import Discovery
 from strixwizard.errors import UsageError
 from strixwizard.fixing.model import Kind
 from strixwizard.services.nodes import RunRequest, resolve_run
@@ -252,7 +253,7 @@ def test_tcp_asked_passes_and_says_why_and_a_gate_failure_fails_a_proved_pair() 
 
 def demo_plan(**ds4: Any) -> Ds4Plan:
     site, nodes = resolve_run(RunRequest(demo=True))
-    plan = make_plan(site, nodes, DeploySettings(stack="ds4", options=(Ds4Settings(**ds4),)))
+    plan = make_plan(Discovery.of(site, nodes), DeploySettings(stack="ds4", options=(Ds4Settings(**ds4),)))
     assert isinstance(plan, Ds4Plan)
     return plan
 

@@ -23,6 +23,7 @@ from strixwizard.deploy.stacks.llama_rpc.llama import (
     judge_devices,
     judge_rdma,
 )
+from strixwizard.discovery import Discovery
 from strixwizard.fixing.model import Kind
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
@@ -34,7 +35,7 @@ MODEL = "/models/Llama-3.3-70B-Instruct-Q4_K_M.gguf"
 def demo_plan(**llama: object) -> LlamaPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
     settings = DeploySettings(stack="llama-rpc", options=(LlamaSettings(**llama),))  # type: ignore[arg-type]
-    plan = make_plan(site, nodes, settings)
+    plan = make_plan(Discovery.of(site, nodes), settings)
     assert isinstance(plan, LlamaPlan)
     return plan
 
@@ -109,7 +110,8 @@ def test_without_a_model_llama_server_is_only_shown() -> None:
 
 def test_tcp_profile_switches_rdma_off_on_every_end() -> None:
     site, nodes = resolve_run(RunRequest(demo=True))
-    plan = make_plan(site, nodes, DeploySettings(stack="llama-rpc", options=(LlamaSettings(),)), "tcp")
+    plan = make_plan(Discovery.of(site, nodes),
+                     DeploySettings(stack="llama-rpc", options=(LlamaSettings(),)), "tcp")
     assert isinstance(plan, LlamaPlan)
     assert plan.rpc_environment == {"node-b": ("GGML_RPC_NO_RDMA=1",)}
     assert plan.server_environment == ("GGML_RPC_NO_RDMA=1",)
@@ -151,7 +153,8 @@ def test_recorded_tcp_fallback_fails_loudly_naming_it(worker_log: str, head_log:
 
 def test_tcp_profile_expects_tcp() -> None:
     site, nodes = resolve_run(RunRequest(demo=True))
-    plan = make_plan(site, nodes, DeploySettings(stack="llama-rpc", options=(LlamaSettings(),)), "tcp")
+    plan = make_plan(Discovery.of(site, nodes),
+                     DeploySettings(stack="llama-rpc", options=(LlamaSettings(),)), "tcp")
     assert isinstance(plan, LlamaPlan)
     assert judge_rdma(plan, {"node-b": log("rpc_server_no_gid.txt")},
                       log("llama_server_tcp.txt")).status == PASS

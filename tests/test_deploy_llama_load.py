@@ -11,6 +11,7 @@ from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeploySettings
 from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan, LlamaSettings
 from strixwizard.deploy.stacks.llama_rpc.load import NO_MMAP_BYTES, load_notes, model_bytes, needs_no_mmap
+from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 
 GIB = 2**30
@@ -20,7 +21,7 @@ def _plan(model: Path, **llama: object) -> LlamaPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
     settings = DeploySettings(stack="llama-rpc",
                               options=(LlamaSettings(model=str(model), **llama),))  # type: ignore[arg-type]
-    plan = make_plan(site, nodes, settings)
+    plan = make_plan(Discovery.of(site, nodes), settings)
     assert isinstance(plan, LlamaPlan)
     return plan
 

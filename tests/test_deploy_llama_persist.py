@@ -15,6 +15,7 @@ from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeploySettings
 from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan, LlamaSettings
 from strixwizard.deploy.stacks.llama_rpc.persist import unit_text
+from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
 from tests.support.hostile.strings import assert_no_control
@@ -24,7 +25,7 @@ def persist_plan(**llama: object) -> LlamaPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
     options: dict[str, object] = {"model": "/models/q.gguf", **llama}
     settings = LlamaSettings(persist=True, rpc_on_head=True, **options)  # type: ignore[arg-type]
-    plan = make_plan(site, nodes, DeploySettings(stack="llama-rpc", options=(settings,)))
+    plan = make_plan(Discovery.of(site, nodes), DeploySettings(stack="llama-rpc", options=(settings,)))
     assert isinstance(plan, LlamaPlan)
     return plan
 

@@ -9,6 +9,7 @@ import pytest
 
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
+from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
 from tests.support.demo import demo_site_copy, printed_lines, state_env
@@ -53,7 +54,7 @@ VLLM_HOST_IP=192.168.100.1
 
 def demo_plan(model: str | None = "amd/Llama-3.3-70B-Instruct-FP8-KV") -> DeployPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
-    return make_plan(site, nodes, DeploySettings(model=model))
+    return make_plan(Discovery.of(site, nodes), DeploySettings(model=model))
 
 
 def test_demo_plan_is_what_a_rocm_engineer_writes_for_two_e810_nodes() -> None:

@@ -22,13 +22,14 @@ from strixwizard.deploy.stacks.ray.ray import (
     judge_cluster,
     start_argv,
 )
+from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 
 
 @pytest.fixture(scope="module")
 def plan() -> DeployPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
-    return make_plan(site, nodes, DeploySettings())
+    return make_plan(Discovery.of(site, nodes), DeploySettings())
 
 
 def seen_as_planned(plan: DeployPlan) -> dict[str, dict[str, str | None]]:

@@ -34,7 +34,7 @@ from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.runner import Runner
 from strixwizard.services import deploy as services
-from strixwizard.services.discover import Discovery, discover
+from strixwizard.services.discover import Diagnosis, discover
 from strixwizard.services.nodes import RunRequest
 
 # -- a stack of its own: one file per node holding the model's name ------------------------
@@ -76,7 +76,7 @@ def with_hello(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo() -> Discovery:
+def demo() -> Diagnosis:
     return discover(RunRequest(demo=True))
 
 
@@ -121,9 +121,9 @@ def test_the_cli_and_the_wizard_build_the_same_settings() -> None:
 
 
 @pytest.mark.usefixtures("with_hello")
-def test_a_new_stack_is_planned_confirmed_and_offered_with_no_other_change(demo: Discovery) -> None:
+def test_a_new_stack_is_planned_confirmed_and_offered_with_no_other_change(demo: Diagnosis) -> None:
     settings = services.DeployChoice(stack="hello", model="world", transport="tcp").settings()
-    preview = services.plan(demo.site, demo.nodes, settings, "tcp")
+    preview = services.plan(demo.found, demo.report, settings, "tcp")
     assert preview.plan is not None, preview.refused
     files = {p.node: [s.after for s in p.steps if s.target.endswith("hello.txt")]
              for p in preview.plan.site_plan.plans}
@@ -136,17 +136,17 @@ def test_a_new_stack_is_planned_confirmed_and_offered_with_no_other_change(demo:
 
 
 @pytest.mark.usefixtures("with_hello")
-def test_the_engine_runs_the_stacks_own_smoke_test(demo: Discovery) -> None:
+def test_the_engine_runs_the_stacks_own_smoke_test(demo: Diagnosis) -> None:
     from strixwizard.deploy.engine import smoke_cluster
 
-    preview = services.plan(demo.site, demo.nodes, registry.settings_from("hello", {}), "tcp")
+    preview = services.plan(demo.found, demo.report, registry.settings_from("hello", {}), "tcp")
     assert preview.plan is not None
     report = smoke_cluster(preview.plan, {})
     assert [c.id for c in report.checks] == ["hello.files"]
 
 
 @pytest.mark.usefixtures("with_hello")
-def test_the_cli_plans_a_new_stack_from_the_common_flags(demo: Discovery, capsys: pytest.CaptureFixture[str]
+def test_the_cli_plans_a_new_stack_from_the_common_flags(demo: Diagnosis, capsys: pytest.CaptureFixture[str]
                                                          ) -> None:
     from strixwizard.cli.main import main
 
@@ -181,7 +181,7 @@ def test_a_rollback_undoes_in_the_order_the_stacks_declare(monkeypatch: pytest.M
     seen: list[str] = []
 
     def record(journals: list, runner_for: object, store: object, say: object = None,  # type: ignore[type-arg]
-               break_lock: bool = False, command: str = "") -> object:
+               holder: object = None, break_lock: bool = False) -> object:
         seen.extend(j.node for j in journals)
         return SimpleNamespace(nodes=[])
 

@@ -25,6 +25,7 @@ from strixwizard.deploy.stacks.ray.serve import (
     probe_argv,
     vllm_argv,
 )
+from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
 
@@ -40,7 +41,8 @@ def known_flags() -> set[str]:
 
 def demo_plan(**serve: object) -> object:
     site, nodes = resolve_run(RunRequest(demo=True))
-    return make_plan(site, nodes, DeploySettings(model=MODEL, options=(ServeSettings(**serve),)))  # type: ignore[arg-type]
+    settings = DeploySettings(model=MODEL, options=(ServeSettings(**serve),))  # type: ignore[arg-type]
+    return make_plan(Discovery.of(site, nodes), settings)
 
 
 def test_the_flag_list_names_the_vllm_files_and_commits_it_was_read_from() -> None:

@@ -17,6 +17,7 @@ from strixwizard.deploy.stacks.ray.smoke import (
     judge_rccl,
     parse_ray_status,
 )
+from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 
 DATA = Path(__file__).parent / "data"
@@ -25,7 +26,7 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture(scope="module")
 def plan() -> DeployPlan:
     site, nodes = resolve_run(RunRequest(demo=True))
-    return make_plan(site, nodes, DeploySettings())
+    return make_plan(Discovery.of(site, nodes), DeploySettings())
 
 
 def verdicts(plan: DeployPlan, name: str, rc: int = 0) -> dict[str, tuple[str, str]]:

@@ -9,7 +9,7 @@ from checks import ALL
 from strixwizard.checking.declare import Entry, node_check
 from strixwizard.checking.engine import Report, run_doctor, select_checks
 from strixwizard.demo.scenarios import strix_halo_node
-from strixwizard.discovery import reached_node
+from strixwizard.discovery import Discovery, reached_node
 from strixwizard.facts import NodeFacts
 from strixwizard.model import Finding, HostReport, Severity, Status
 from strixwizard.probe.snapshot import SnapshotProbe
@@ -30,7 +30,7 @@ def test_a_check_that_raises_is_an_error_result_and_the_rest_still_runs(
 ) -> None:
     probe = SnapshotProbe.load(snapshot_of(strix_halo_node("strix-a")))
     node = reached_node("strix-a", probe, "x", "snapshot")
-    report = run_doctor(Site("t"), [node], (explodes, *ALL), fixes.BY_ID)
+    report = run_doctor(Discovery.of(Site("t"), [node]), (explodes, *ALL), fixes.BY_ID)
     by_id = {r.id: r for r in report.checks}
     assert by_id["test.explodes"].status is Status.ERROR
     assert "ZeroDivisionError('boom')" in by_id["test.explodes"].detail

@@ -29,13 +29,13 @@ def test_the_engines_import_no_registry() -> None:
 
 def test_a_registry_of_ones_own_plans_only_its_fixes(tmp_path: Path) -> None:
     import fixes
+    from strixwizard.discovery import Discovery
     from strixwizard.fixing.planning import plan_site
     from strixwizard.services.nodes import RunRequest, resolve_run
 
-    site, nodes = resolve_run(RunRequest(demo=True))
-    facts = [n.facts for n in nodes if n.facts is not None]
+    found = Discovery.of(*resolve_run(RunRequest(demo=True)))
     only_mtu = tuple(f for f in fixes.FIXES if f.id == "net.mtu")
-    plan = plan_site(site, facts, fixes=only_mtu)
+    plan = plan_site(found, fixes=only_mtu)
     assert [(p.fix, p.node) for p in plan.plans if p.steps] == [("net.mtu", "node-b")]
-    assert len({p.fix for p in plan_site(site, facts, fixes=fixes.FIXES).plans if p.steps}) > 1
-    assert plan_site(site, facts, fixes=()).plans == []
+    assert len({p.fix for p in plan_site(found, fixes=fixes.FIXES).plans if p.steps}) > 1
+    assert plan_site(found, fixes=()).plans == []

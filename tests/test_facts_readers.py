@@ -14,6 +14,7 @@ import pytest
 
 from fixes import FIXES
 from strixwizard.demo.builder import FakeNode
+from strixwizard.discovery import Discovery
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.dcb import PFC
 from strixwizard.facts.devlink import PARAMS
@@ -139,14 +140,15 @@ def _driverinit_e810(tmp_path: Path) -> tuple[Site, Path]:
 def test_enable_roce_on_driverinit_only_output_applies_without_a_false_drift(tmp_path: Path) -> None:
     site, root = _driverinit_e810(tmp_path)
     facts = NodeFacts("strix-c", SnapshotProbe.load(root))
-    plan = plan_site(site, [facts], ("roce.enable",), fixes=FIXES)
+    plan = plan_site(Discovery.of_facts(site, [facts]), ("roce.enable",), fixes=FIXES)
     (roce,) = [p for p in plan.plans if p.fix == "roce.enable"]
     devlink_steps = [s for s in roce.steps if s.read.parse.startswith("devlink:")]
     assert [(s.read.parse.rsplit("/", 1)[1], s.before, s.after) for s in devlink_steps] == [
         ("enable_iwarp", "true", "false"), ("enable_roce", "false", "true")]
     runner = SnapshotRunner("strix-c", root)
     assert [runner.read(s.read) for s in devlink_steps] == [s.before for s in devlink_steps]
-    report = apply_plan(plan, {"strix-c": runner}, JournalStore(tmp_path / "journal"), site, {})
+    report = apply_plan(plan, {"strix-c": runner}, JournalStore(tmp_path / "journal"), site, {},
+                        dry_run=True, holder=None)
     assert report.status == "applied", report.message
     assert [runner.read(s.read) for s in devlink_steps] == [s.after for s in devlink_steps]
     after = NodeFacts("strix-c", SnapshotProbe.load(root)).devlink or {}

@@ -14,6 +14,7 @@ import yaml
 from fixes import FIXES
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.discovery import Discovery
 from strixwizard.fixing.ansible import emit
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
@@ -32,7 +33,7 @@ def test_hostile_connection_name_is_never_templated(tmp_path: Path) -> None:
     facts = scenarios.facts_of(tmp_path / "facts", {"node-b": node})
     site = Site(name="t", nodes=(NodeSpec(name="node-b", snapshot="node-b"),),
                 fabric=Fabric(mtu=9000))
-    plan = plan_site(site, list(facts.values()), ("net.mtu",), fixes=FIXES)
+    plan = plan_site(Discovery.of_facts(site, list(facts.values())), ("net.mtu",), fixes=FIXES)
     argvs = [s.argv for p in plan.plans for s in p.steps]
     assert any(hostile in argv for argv in argvs), argvs  # the plan carries the name as data
 

@@ -20,9 +20,11 @@ from checks import ALL
 from fixes import BY_ID, FIXES
 from fixes.steps import mtu_step
 from strixwizard.demo.hardware import RoceSetup
+from strixwizard.discovery import Discovery
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.engine import apply_plan, restoring, rollback_run, shown, verify
 from strixwizard.fixing.journal import JournalStore, NodeJournal
+from strixwizard.fixing.lock import holder_record
 from strixwizard.fixing.model import Kind, Plan, Read, SitePlan, Step
 from strixwizard.fixing.planning import plan_site
 from strixwizard.fixing.runner import Runner, SnapshotRunner, StepFailed, Unreachable, with_active_mtu
@@ -54,12 +56,14 @@ def facts(roots: dict[str, Path]) -> dict[str, NodeFacts]:
 
 def run(site: Site, roots: dict[str, Path], store: JournalStore, runners=None, only=()):
     before = facts(roots)
-    plan = plan_site(site, list(before.values()), only, fixes=FIXES)
+    plan = plan_site(Discovery.of_facts(site, list(before.values())), only, fixes=FIXES)
     runners = runners or {n: SnapshotRunner(n, p) for n, p in roots.items()}
     descriptors = {n: {"kind": "snapshot", "root": str(p)} for n, p in roots.items()}
-    report = apply_plan(plan, runners, store, site, descriptors,
-                        verify_with=lambda after: verify(site, plan, before, after,
-                                                          checks=ALL, fixes=BY_ID))
+    dry = all(r.dry_run for r in runners.values())
+    report = apply_plan(plan, runners, store, site, descriptors, dry_run=dry,
+                        holder=None if dry else holder_record("fix --apply", site.name),
+                        verify_with=lambda after: verify(Discovery.of_facts(site, before.values()), plan,
+                                                          after, checks=ALL, fixes=BY_ID))
     return plan, report
 
 
@@ -103,7 +107,7 @@ def test_rollback_restores_the_tree_exactly(tmp_path: Path) -> None:
     _, report = run(site, roots, store)
     assert report.status == "applied"
     assert tree_state(roots["node-b"]) != original["node-b"]
-    rolled = rollback_run(store.load_run(None), runner_from_journal, store)
+    rolled = rollback_run(store.load_run(None), runner_from_journal, store, holder=None)
     assert rolled.ok, rolled.to_json()
     for name, root in roots.items():
         assert tree_state(root) == original[name], name
@@ -112,14 +116,15 @@ def test_rollback_restores_the_tree_exactly(tmp_path: Path) -> None:
 def test_drift_aborts_before_anything_is_touched(tmp_path: Path) -> None:
     site, roots = build(tmp_path)
     before = facts(roots)
-    plan = plan_site(site, list(before.values()), ("net.mtu", "ethtool.pause_off"), fixes=FIXES)
+    plan = plan_site(Discovery.of_facts(site, list(before.values())), ("net.mtu", "ethtool.pause_off"),
+                     fixes=FIXES)
     # someone changes the MTU of node-b after the plan was made
     mtu = next(roots["node-b"].glob("fs/sys/devices/**/net/enp194s0np0/mtu"))
     mtu.write_text("4000\n")
     original = tree_state(roots["node-b"])
     store = JournalStore(tmp_path / "journal")
     runners = {n: SnapshotRunner(n, p) for n, p in roots.items()}
-    report = apply_plan(plan, runners, store, site, {})
+    report = apply_plan(plan, runners, store, site, {}, dry_run=True, holder=None)
     assert report.status == "aborted"
     assert "enp194s0np0 changed since the plan was made (planned from '1500', now '4000')" in report.message
     assert "nothing was changed on any node" in report.message
@@ -188,7 +193,7 @@ def test_an_unreachable_node_is_reported_with_its_journal_for_a_later_rollback(t
     assert status["set the MTU of enp194s0np0 to 9000"] == "applied"
     assert status["PFC on priority 3 only on enp194s0np0"] == "unknown"
     assert journal["status"] == "interrupted"
-    rolled = rollback_run(store.load_run(report.run_id), runner_from_journal, store)
+    rolled = rollback_run(store.load_run(report.run_id), runner_from_journal, store, holder=None)
     assert rolled.ok
     assert NodeFacts("b", SnapshotProbe.load(roots["node-b"])).netdev("enp194s0np0").mtu == 1500
 
@@ -407,6 +412,10 @@ class MemoryNode(Runner):
         raise NotImplementedError
 
 
+#: The site's lock as a caller that took it hands it to the engine (these runners keep no lock).
+HOLDER = holder_record("fix --apply", "lab")
+
+
 def one_mtu_step() -> SitePlan:
     """One MTU step on n1, 1500 to 9000."""
     return SitePlan("lab", [Plan("net.mtu", "n1", "n1:fab0", (mtu_step("fab0", 1500, 9000),))])
@@ -415,7 +424,8 @@ def one_mtu_step() -> SitePlan:
 def test_intent_is_saved_before_the_step_and_files_are_private(tmp_path: Path) -> None:
     store = JournalStore(tmp_path / "state" / "journal")
     node = MemoryNode(store, {"fab0": "1500"})
-    report = apply_plan(one_mtu_step(), {"n1": node}, store, Site("lab"), {})
+    report = apply_plan(one_mtu_step(), {"n1": node}, store, Site("lab"), {}, dry_run=False,
+                   holder=HOLDER)
     assert report.status == "applied"
     assert node.seen == [("applying", "applying")]
     path = store.path(report.run_id, "n1")
@@ -429,7 +439,8 @@ def test_a_crash_during_a_step_is_rolled_back_from_applying(tmp_path: Path) -> N
     node = MemoryNode(store, {"fab0": "1500"})
     node.crash_after_apply = True
     with pytest.raises(KeyboardInterrupt):
-        apply_plan(one_mtu_step(), {"n1": node}, store, Site("lab"), {})
+        apply_plan(one_mtu_step(), {"n1": node}, store, Site("lab"), {}, dry_run=False,
+                   holder=HOLDER)
     assert node.mtus["fab0"] == "9000"
     (journal,) = store.load_run(None)
     assert journal.steps[0].status == "applying"
@@ -438,7 +449,7 @@ def test_a_crash_during_a_step_is_rolled_back_from_applying(tmp_path: Path) -> N
         node.crash_after_apply = False
         return node
 
-    report = rollback_run([journal], runner_for, store)
+    report = rollback_run([journal], runner_for, store, holder=HOLDER)
     assert report.ok and node.mtus["fab0"] == "1500"
     assert "was in progress when the run stopped: found '9000' (it had landed" in (
         report.nodes[0].state)

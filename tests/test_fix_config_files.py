@@ -33,6 +33,7 @@ from fixes.steps import systemd_path_escape, unit_name, unit_text
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.discovery import Discovery
 from strixwizard.fixing.model import Kind, Plan, SitePlan, Step
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
@@ -76,7 +77,7 @@ def _plan(tmp_path: Path, netdev: str = "enp194s0np0", rdmadev: str = "rocep194s
     }
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts), fabric=FABRIC)
-    return plan_site(site, list(facts.values()), only, persist=True, fixes=FIXES)
+    return plan_site(Discovery.of_facts(site, list(facts.values())), only, persist=True, fixes=FIXES)
 
 
 def _file_steps(plan: SitePlan, fix: str, node: str = "node-a") -> list[Step]:

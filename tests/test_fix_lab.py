@@ -22,6 +22,7 @@ import pytest
 from fixes.steps import command_step, mtu_step
 from strixwizard.fixing.engine import apply_plan
 from strixwizard.fixing.journal import JournalStore
+from strixwizard.fixing.lock import site_lock
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.runner import LocalRunner
 from strixwizard.fixing.ssh import SshRunner
@@ -96,7 +97,9 @@ def test_mtu_locally_in_a_namespace_with_pyroute2(lab: Lab, tmp_path: Path) -> N
     plan = SitePlan("lab", [Plan("net.mtu", host.name, f"{host.name}:fab0",
                                  (mtu_step("fab0", 1500, 4000),))])
     store = JournalStore(tmp_path / "journal")
-    report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {})
+    with site_lock(store.root, "lab", "fix --apply") as holder:
+        report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {}, dry_run=False,
+                            holder=holder)
     assert report.status == "applied", report.to_json()
     assert host.mtu() == 4000
     step = report.nodes[0].steps[0]
@@ -116,7 +119,9 @@ def test_dcb_on_veth_is_refused_clearly_and_nothing_changes(lab: Lab, tmp_path: 
     store = JournalStore(tmp_path / "journal")
     runner = SshRunner(target(lab, host), NODE_JOURNAL)
     try:
-        report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {})
+        with site_lock(store.root, "lab", "fix --apply") as holder:
+            report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {}, dry_run=False,
+                                holder=holder)
     finally:
         runner.close()
     assert report.status == "aborted"
@@ -143,7 +148,9 @@ def test_dcb_set_refused_midway_rolls_back_the_mtu_already_changed(lab: Lab, tmp
     store = JournalStore(tmp_path / "journal")
     runner = SshRunner(target(lab, host), NODE_JOURNAL)
     try:
-        report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {})
+        with site_lock(store.root, "lab", "fix --apply") as holder:
+            report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {}, dry_run=False,
+                                holder=holder)
     finally:
         runner.close()
     (node,) = report.nodes

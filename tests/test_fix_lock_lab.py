@@ -135,8 +135,7 @@ def test_stale_lock_is_reported_and_broken_only_with_the_flag(tmp_path: Path) ->
         assert refused.value.stale is True and f"pid {holder['pid']}" in str(refused.value)
         with site_lock(store_root, "lab", "fix --apply", break_stale=True) as mine:
             assert json.loads(Path(lock).read_text())["pid"] == mine["pid"] == os.getpid()
-            # a live holder is never broken, flag or not (another thread: in the holder's own
-            # thread the lock is re-entrant)
+            # a live holder is never broken, flag or not (here from another thread)
             refused_again: list[BaseException] = []
 
             def other_run() -> None:

@@ -135,14 +135,15 @@ def _deploy_with_a_plan_made_before(lab: VmLab, tmp_path: Path, change: Callable
     from strixwizard.deploy.plan import DeploySettings
     from strixwizard.deploy.stacks.llama_rpc.llama import LlamaSettings
     from strixwizard.services import deploy as services
-    from strixwizard.services.discover import read_nodes
+    from strixwizard.services.discover import check, read_nodes
     from strixwizard.services.nodes import RunRequest
 
     site_file = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE)
-    site, nodes = read_nodes(RunRequest(site_file=site_file, allow_soft_rdma=True))
+    found = read_nodes(RunRequest(site_file=site_file, allow_soft_rdma=True))
+    site = found.site
     settings = DeploySettings(stack="llama-rpc", options=(LlamaSettings(
         model=MODEL, bin_dir=BIN_DIR, health_timeout_s=HEALTH_TIMEOUT_S),))
-    preview = services.plan(site, nodes, settings, "rdma")
+    preview = services.plan(found, check(found), settings, "rdma")
     assert preview.plan is not None, preview.refused
     change()
     options = services.DeployOptions(journal_dir=tmp_path / "journal")

@@ -9,7 +9,7 @@ from checks import BY_ID
 from strixwizard.checking.engine import run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.scenarios import strix_halo_node
-from strixwizard.discovery import reached_node
+from strixwizard.discovery import Discovery, reached_node
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.cpu import parse_cpuinfo
 from strixwizard.facts.gpu import gfx_name
@@ -106,7 +106,7 @@ def test_facts_of_a_demo_style_node(snapshot_of) -> None:
 
 def _statuses(snapshot_of, node: FakeNode, check_id: str) -> list[tuple[Status, str]]:
     probe = SnapshotProbe.load(snapshot_of(node))
-    report = run_doctor(Site("t"), [reached_node(node.hostname, probe, "x", "snapshot")],
+    report = run_doctor(Discovery.of(Site("t"), [reached_node(node.hostname, probe, "x", "snapshot")]),
                         (BY_ID[check_id],), fixes.BY_ID)
     return [(r.status, r.observed + " " + r.detail) for r in report.checks]
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from strixwizard.discovery import Discovery
 from strixwizard.facts.spec import SPEC
 from strixwizard.node import (
     Cancel,
@@ -264,7 +265,7 @@ def test_every_kind_of_node_goes_through_the_injected_connector(tmp_path: Path) 
     nodes = site_nodes(site, connector=connector)
     assert [n.report.reachable for n in nodes] == [True, True]
     assert all(n.facts is not None and n.facts.cpu.is_strix_halo for n in nodes)
-    hosts, down = site_hosts(site, nodes, connector=connector)
+    hosts, down = site_hosts(Discovery.of(site, nodes), connector=connector)
     assert not down and sorted(hosts) == ["here", "there"]
     assert all(hosts[name].start(["true"], 5).status == 0 for name in hosts)
     assert sorted(connector.sessions) == ["here", "there"]

@@ -17,7 +17,7 @@ from strixwizard.checking.engine import run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, e810
 from strixwizard.demo.scenarios import demo_nodes, strix_halo_node
-from strixwizard.discovery import reached_node
+from strixwizard.discovery import Discovery, reached_node
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import Status
@@ -38,7 +38,7 @@ def doctor_and_plan(tmp_path: Path, nodes: dict[str, FakeNode]) -> tuple[set[str
     report = scenarios.run_site(tmp_path / "doctor", nodes)
     facts = scenarios.facts_of(tmp_path / "plan", nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    plan = plan_site(site, list(facts.values()), fixes=FIXES)
+    plan = plan_site(Discovery.of_facts(site, list(facts.values())), fixes=FIXES)
     reported = {r.fix.id for r in report.checks
                 if r.status in (Status.FAIL, Status.WARN) and r.fix is not None}
     planned = {p.fix for p in plan.plans if p.steps}
@@ -68,9 +68,9 @@ def test_shipped_snapshots_plan_only_the_cures_of_what_doctor_reports(tmp_path: 
 
     probes = {Path(path).name.split(".")[0]: SnapshotProbe.load(ROOT / path) for path in SHIPPED[name]}
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in probes))
-    report = run_doctor(site, [reached_node(n, p, str(tmp_path / n), "snapshot") for n, p in probes.items()],
-                        ALL_CHECKS, BY_ID)
-    plan = plan_site(site, [NodeFacts(n, p) for n, p in probes.items()], fixes=FIXES)
+    report = run_doctor(Discovery.of(site, [reached_node(n, p, str(tmp_path / n), "snapshot")
+                                            for n, p in probes.items()]), ALL_CHECKS, BY_ID)
+    plan = plan_site(Discovery.of_facts(site, [NodeFacts(n, p) for n, p in probes.items()]), fixes=FIXES)
     reported = {r.fix.id for r in report.checks
                 if r.status in (Status.FAIL, Status.WARN) and r.fix is not None}
     planned = {p.fix for p in plan.plans if p.steps}
@@ -114,7 +114,7 @@ def test_a_tos_of_another_dscp_warns_and_plans_the_tos(tmp_path: Path) -> None:
     assert a.fix is not None and a.fix.id == "rdma.roce_v2_default"
     facts = scenarios.facts_of(tmp_path / "plan", nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    plan = plan_site(site, list(facts.values()), persist=False, fixes=FIXES)
+    plan = plan_site(Discovery.of_facts(site, list(facts.values())), persist=False, fixes=FIXES)
     steps = [s for p in plan.plans if p.fix == "rdma.roce_v2_default" for s in p.steps]
     assert [(s.before, s.after) for s in steps] == [("32", "104"), ("32", "104")]
 
@@ -123,8 +123,8 @@ def test_an_uncreated_rdma_cm_directory_is_created_only_when_asked_for(tmp_path:
     nodes = scenarios.connectx6dx_pair()
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    assert plan_site(site, list(facts.values()), fixes=FIXES).changes == 0
-    asked = plan_site(site, list(facts.values()), ("rdma.roce_v2_default",), fixes=FIXES)
+    assert plan_site(Discovery.of_facts(site, list(facts.values())), fixes=FIXES).changes == 0
+    asked = plan_site(Discovery.of_facts(site, list(facts.values())), ("rdma.roce_v2_default",), fixes=FIXES)
     assert {p.node for p in asked.plans if p.steps} == {"cx-a", "cx-b"}
 
 
@@ -133,7 +133,7 @@ def test_no_mtu_beyond_ipoib_datagram_mode_is_planned(tmp_path: Path) -> None:
     nodes = scenarios.ib_vs_ethernet_pair()
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts))
-    plan = plan_site(site, list(facts.values()), ("net.mtu",), fixes=FIXES)
+    plan = plan_site(Discovery.of_facts(site, list(facts.values())), ("net.mtu",), fixes=FIXES)
     assert [p for p in plan.plans if p.steps] == []  # the mismatched link: nothing to set
     # and an IPoIB end reached any other way is refused by its mode's maximum, with the reason
     from fixes.net import _plan_port

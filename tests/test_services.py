@@ -8,7 +8,7 @@ import pytest
 
 from strixwizard.services import deploy, fix, measure
 from strixwizard.services.common import NotConfirmed, Question
-from strixwizard.services.discover import Discovery, discover
+from strixwizard.services.discover import Diagnosis, discover
 from strixwizard.services.nodes import RunRequest
 from strixwizard.services.output import emit, envelope, exit_code
 from tests.support.imports import imports_of
@@ -33,7 +33,7 @@ def test_front_ends_never_assemble_the_engines() -> None:
 
 
 @pytest.fixture
-def demo() -> Discovery:
+def demo() -> Diagnosis:
     return discover(RunRequest(demo=True))
 
 
@@ -49,19 +49,19 @@ class Answers:
         return self.answer
 
 
-def test_applying_fixes_asks_first_and_a_no_changes_nothing(demo: Discovery, tmp_path: Path) -> None:
+def test_applying_fixes_asks_first_and_a_no_changes_nothing(demo: Diagnosis, tmp_path: Path) -> None:
     assert demo.plan is not None and demo.plan.changes
     options = fix.FixOptions(journal_dir=tmp_path / "journal")
     no = Answers(False)
     with pytest.raises(NotConfirmed, match="nothing was changed"):
-        fix.apply(demo.site, demo.nodes, demo.plan, no, options)
+        fix.apply(demo.found, demo.plan, no, options)
     assert [q.title for q in no.asked] == ["Apply the fixes"]
     assert "copies of the snapshots (dry run)" in no.asked[0].text
     assert not (tmp_path / "journal").exists() or not any((tmp_path / "journal").iterdir())
 
     yes = Answers(True)
     events: list[str] = []
-    applied = fix.apply(demo.site, demo.nodes, demo.plan, yes, options,
+    applied = fix.apply(demo.found, demo.plan, yes, options,
                         lambda e: events.append(f"{e.node}: {e.message}"))
     assert applied.report.dry_run and applied.dry_run_copies is not None and events
     run_id = applied.report.run_id
@@ -74,16 +74,16 @@ def test_applying_fixes_asks_first_and_a_no_changes_nothing(demo: Discovery, tmp
     assert fix.rollback_outcome(report).startswith("rolled back")
 
 
-def test_deploy_on_snapshots_is_plan_only(demo: Discovery) -> None:
-    preview = deploy.plan(demo.site, demo.nodes)
+def test_deploy_on_snapshots_is_plan_only(demo: Diagnosis) -> None:
+    preview = deploy.plan(demo.found, demo.report)
     assert preview.plan is not None and preview.plan_only
     with pytest.raises(Exception, match="replayed from snapshots"):
         deploy.refuse_replayed(preview)
 
 
-def test_the_demo_test_stream_stops_at_the_cancel(demo: Discovery) -> None:
+def test_the_demo_test_stream_stops_at_the_cancel(demo: Diagnosis) -> None:
     cancel = measure.Cancel()
-    stream = measure.wizard_stream(demo.site, demo.nodes, True, cancel, demo_seconds=0.1)
+    stream = measure.wizard_stream(demo.found, True, cancel, demo_seconds=0.1)
     first = next(stream)
     cancel.cancel()
     assert first.pair == ("node-a", "node-b")
@@ -93,6 +93,7 @@ def test_the_demo_test_stream_stops_at_the_cancel(demo: Discovery) -> None:
 def test_one_topology_per_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor's link checks, the fix plan, the deploy plan and the live tests' pair plan share it."""
     import strixwizard.topology as topology
+    from strixwizard.decode.links import usb4_paths
     from strixwizard.live.plan import plan_pair
 
     built: list[int] = []
@@ -104,9 +105,9 @@ def test_one_topology_per_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(topology, "_build", counted)
     found = discover(RunRequest(demo=True))
-    deploy.plan(found.site, found.nodes)
-    facts = {n.report.name: n.facts for n in found.nodes if n.facts is not None}
-    plan_pair(found.site, facts, "node-a", "node-b")
+    deploy.plan(found.found, found.report)
+    plan_pair(found.found, "node-a", "node-b")
+    usb4_paths(found.found, plan_pair(found.found, "node-b", "node-a"))
     assert len(built) == 1
 
 

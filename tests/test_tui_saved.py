@@ -15,6 +15,7 @@ import pytest
 from checks import ALL
 from fixes import BY_ID
 from strixwizard.checking.engine import Report, run_doctor
+from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 from strixwizard.tui.export import FORMATS, save_report
 from strixwizard.tui.saved import WizardState, load_state, output_dir, save_state, state_path
@@ -28,7 +29,7 @@ def mode(path: Path) -> int:
 @pytest.fixture(scope="module")
 def report() -> Report:
     site, nodes = resolve_run(RunRequest(demo=True))
-    return run_doctor(site, nodes, ALL, BY_ID)
+    return run_doctor(Discovery.of(site, nodes), ALL, BY_ID)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from checks import ALL
 from fixes import BY_ID
 from strixwizard.checking.engine import Report, run_doctor
-from strixwizard.discovery import DiscoveredNode
+from strixwizard.discovery import DiscoveredNode, Discovery
 from strixwizard.model import HostReport, Status
 from strixwizard.present.report import to_html, to_markdown
 from strixwizard.services.nodes import RunRequest, resolve_run
@@ -25,7 +25,7 @@ from strixwizard.tui.views import all_ports, fix_groups, link_views, node_rows
 @pytest.fixture(scope="module")
 def demo() -> tuple[Report, list[DiscoveredNode]]:
     site, nodes = resolve_run(RunRequest(demo=True))
-    return run_doctor(site, nodes, ALL, BY_ID), nodes
+    return run_doctor(Discovery.of(site, nodes), ALL, BY_ID), nodes
 
 
 def test_node_rows_come_from_the_report(demo: tuple[Report, list[DiscoveredNode]]) -> None:

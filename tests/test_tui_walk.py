@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Input, Sparkline, Static
 
 from strixwizard.model import Status
 from strixwizard.services.common import OnNode
-from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.services.discover import Diagnosis, SiteSource
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.discover import DiscoverState
@@ -272,7 +272,7 @@ async def test_cancel_discovery_keeps_the_screen_responsive() -> None:
     release = threading.Event()
 
     class Slow(Services):
-        def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
+        def discover(self, source: SiteSource, on_node: OnNode | None) -> Diagnosis:
             release.wait(10)
             return super().discover(source, on_node)
 
@@ -297,7 +297,7 @@ async def test_cancel_discovery_keeps_the_screen_responsive() -> None:
 @sync
 async def test_an_engine_crash_is_a_reason_not_a_traceback() -> None:
     class Broken(Services):
-        def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
+        def discover(self, source: SiteSource, on_node: OnNode | None) -> Diagnosis:
             raise RuntimeError("boom")
 
     app = make_app(Broken(), demo=True)
@@ -379,19 +379,18 @@ async def test_fix_on_the_demo_is_a_dry_run_that_verifies_and_rolls_back(state_h
 
 @sync
 async def test_cancel_the_tests_closes_the_stream() -> None:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator
 
-    from strixwizard.discovery import DiscoveredNode
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
     from strixwizard.services.measure import Cancel
-    from strixwizard.site import Site
 
     closed: list[bool] = []
 
     class Stalling(Services):
-        def live_tests(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: Cancel
+        def live_tests(self, found: Diagnosis, demo: bool, cancel: Cancel
                        ) -> Iterator[Measurement]:
+            site = found.site
             try:
                 yield demo_rdma_latency(site.thresholds)
                 cancel.wait(10)  # a measurement in flight, until its programs are stopped
@@ -421,19 +420,18 @@ async def test_cancel_the_tests_closes_the_stream() -> None:
 
 @sync
 async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_reported() -> None:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator
 
-    from strixwizard.discovery import DiscoveredNode
     from strixwizard.live.demo import demo_rdma_latency
     from strixwizard.live.results import Measurement
     from strixwizard.services.measure import Cancel
-    from strixwizard.site import Site
 
     calls: list[int] = []
 
     class SecondRunStalls(Services):
-        def live_tests(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: Cancel
+        def live_tests(self, found: Diagnosis, demo: bool, cancel: Cancel
                        ) -> Iterator[Measurement]:
+            site = found.site
             calls.append(1)
             yield demo_rdma_latency(site.thresholds)
             if len(calls) > 1:
@@ -484,14 +482,11 @@ async def test_a_cancelled_test_run_has_no_verdict_and_the_last_complete_run_is_
 
 @sync
 async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
-    from collections.abc import Sequence
 
-    from strixwizard.discovery import DiscoveredNode
     from strixwizard.services.deploy import DeployPreview
-    from strixwizard.site import Site
 
     class Refusing(Services):
-        def plan_deploy(self, site: Site, nodes: Sequence[DiscoveredNode]) -> DeployPreview:
+        def plan_deploy(self, found: Diagnosis) -> DeployPreview:
             return DeployPreview(None, "node-a and node-b share no RDMA link: only thunderbolt-net (TCP)")
 
     app = make_app(Refusing(), demo=True)
@@ -508,14 +503,11 @@ async def test_a_refused_deploy_is_a_screen_with_the_reason() -> None:
 
 @sync
 async def test_a_deploy_planning_crash_is_a_reason_not_a_traceback() -> None:
-    from collections.abc import Sequence
 
-    from strixwizard.discovery import DiscoveredNode
     from strixwizard.services.deploy import DeployPreview
-    from strixwizard.site import Site
 
     class Broken(Services):
-        def plan_deploy(self, site: Site, nodes: Sequence[DiscoveredNode]) -> DeployPreview:
+        def plan_deploy(self, found: Diagnosis) -> DeployPreview:
             raise RuntimeError("boom")
 
     app = make_app(Broken(), demo=True)

@@ -10,6 +10,7 @@ from fixes import FIXES
 from fixes.usb4 import SYSCTL_CONTENT, SYSCTL_FILE
 from strixwizard.demo.hardware import usb4_bond
 from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.discovery import Discovery
 from strixwizard.fixing.model import Kind
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import CheckResult, Status
@@ -64,7 +65,8 @@ def _site(nodes: scenarios.Nodes) -> Site:
 def test_fix_plans_the_sysctl_now_and_in_sysctl_d_on_the_node_that_needs_it(tmp_path: Path) -> None:
     nodes = scenarios.thunderbolt_bond_pair()
     facts = scenarios.facts_of(tmp_path, nodes)
-    plan = plan_site(_site(nodes), list(facts.values()), only=["usb4.tcp_reordering"], fixes=FIXES)
+    found = Discovery.of_facts(_site(nodes), list(facts.values()))
+    plan = plan_site(found, only=["usb4.tcp_reordering"], fixes=FIXES)
     (only,) = plan.plans
     assert (only.node, only.entity) == ("bond-a", "bond-a:bond0")
     now, boot = only.steps
@@ -73,8 +75,7 @@ def test_fix_plans_the_sysctl_now_and_in_sysctl_d_on_the_node_that_needs_it(tmp_
     assert (boot.kind, boot.target, boot.before, boot.after) == (Kind.FILE, SYSCTL_FILE, None,
                                                                  SYSCTL_CONTENT)
     assert "net.ipv4.tcp_reordering = 127\n" in SYSCTL_CONTENT
-    runtime = plan_site(_site(nodes), list(facts.values()), only=["usb4.tcp_reordering"], fixes=FIXES,
-                        persist=False)
+    runtime = plan_site(found, only=["usb4.tcp_reordering"], fixes=FIXES, persist=False)
     assert [s.kind for p in runtime.plans for s in p.steps] == [Kind.WRITE]
     assert "runtime only" in runtime.plans[0].persistence
 

@@ -16,6 +16,7 @@ from fixes.usb4 import runtime_step
 from strixwizard.facts.bond import TCP_REORDERING_PATH
 from strixwizard.fixing.engine import apply_plan
 from strixwizard.fixing.journal import JournalStore
+from strixwizard.fixing.lock import site_lock
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.ssh import SshRunner
 from strixwizard.node.target import SshTarget
@@ -42,8 +43,10 @@ def test_tcp_reordering_set_in_the_node_namespace_and_rolled_back(bondlab1: Lab,
     plan = SitePlan("lab", [Plan("usb4.tcp_reordering", host.name, f"{host.name}:bond0", steps)])
     runner = SshRunner(target, NODE_JOURNAL)
     try:
-        report = apply_plan(plan, {host.name: runner}, JournalStore(tmp_path / "journal"),
-                            Site("lab"), {})
+        store = JournalStore(tmp_path / "journal")
+        with site_lock(store.root, "lab", "fix --apply") as holder:
+            report = apply_plan(plan, {host.name: runner}, store, Site("lab"), {}, dry_run=False,
+                                holder=holder)
         assert report.status == "applied", report.to_json()
         assert reordering(host) == 127
         assert Path(TCP_REORDERING_PATH).read_text() == own  # this machine's namespace untouched

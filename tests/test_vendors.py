@@ -15,6 +15,7 @@ from fixes import FIXES
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, gid_ipv4, gid_link_local, onboard_lan
 from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.discovery import Discovery
 from strixwizard.fixing.planning import plan_site
 from strixwizard.model import Status
 from strixwizard.site import Fabric, NodeSpec, Site
@@ -150,7 +151,8 @@ def test_a_registered_family_is_recognised_judged_and_planned(tmp_path: Path,
     facts = facts_of(tmp_path / "plan", thor_pair(two_tcs))
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts),
                 fabric=Fabric(mtu=9000, pfc_priority=3, trust="dscp", roce_version=2))
-    plans = [p for p in plan_site(site, list(facts.values()), ("dcb.pfc",), fixes=FIXES).plans if p.steps]
+    found = Discovery.of_facts(site, list(facts.values()))
+    plans = [p for p in plan_site(found, ("dcb.pfc",), fixes=FIXES).plans if p.steps]
     assert len(plans) == 2
     assert "BCM57508 allows one PFC traffic class" in " ".join(plans[0].notes)
 

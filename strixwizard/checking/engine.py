@@ -1,4 +1,5 @@
-"""Run checks over nodes and assemble the report. No printing, no UI."""
+"""Run checks over one discovery (its nodes and the topology built once for it) and
+assemble the report. No printing, no UI."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strixwizard.checking.declare import Check
-from strixwizard.discovery import DiscoveredNode
+from strixwizard.discovery import Discovery
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
 from strixwizard.model import (
@@ -24,7 +25,7 @@ from strixwizard.model import (
     worst,
 )
 from strixwizard.site import Site
-from strixwizard.topology import STACK_NAMES, Link, build_topology, link_end
+from strixwizard.topology import STACK_NAMES, Link, link_end
 
 
 @dataclass
@@ -218,8 +219,10 @@ def link_json(link: Link, results: list[CheckResult]) -> dict[str, Any]:
     return link_report(link, results).to_json()
 
 
-def run_doctor(site: Site, nodes: Sequence[DiscoveredNode], checks: Sequence[Check],
-               fixes: dict[str, FixRef]) -> Report:
+def run_doctor(found: Discovery, checks: Sequence[Check], fixes: dict[str, FixRef]) -> Report:
+    """Run `checks` over one discovery: node checks on each reachable node, link checks on each
+    link of its topology, site checks on the topology; `fixes` names the fix each result shows."""
+    site, nodes = found.site, found.nodes
     results: list[CheckResult] = []
     reachable: list[NodeFacts] = []
     for node in nodes:
@@ -235,7 +238,7 @@ def run_doctor(site: Site, nodes: Sequence[DiscoveredNode], checks: Sequence[Che
     site_checks = [c for c in checks if c.scope == "site"]
     if reachable and (link_checks or site_checks):
         try:
-            topology = build_topology(reachable, site)
+            topology = found.topology
         except Exception as error:  # a broken fact must not lose the node results
             results.append(CheckResult(
                 id="site.topology", title="Fabric links could be worked out", host=None,

@@ -179,18 +179,19 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
     from strixwizard.cli.options import step_printer
     from strixwizard.services import deploy
-    from strixwizard.services.discover import read_nodes
+    from strixwizard.services.discover import check, read_nodes
     from strixwizard.services.nodes import RunRequest
 
     on_step = step_printer(not args.json and sys.stderr.isatty())
     if args.rollback:
         return _rollback(args, on_step)
-    site, nodes = read_nodes(RunRequest(site_file=args.site, inventory=args.inventory,
-                                        demo=args.demo, trust_new_hosts=args.trust_new_hosts,
-                                        allow_soft_rdma=args.allow_soft_rdma))
+    found = read_nodes(RunRequest(site_file=args.site, inventory=args.inventory,
+                                  demo=args.demo, trust_new_hosts=args.trust_new_hosts,
+                                  allow_soft_rdma=args.allow_soft_rdma))
+    site = found.site
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
     settings = _settings(args)
-    preview = deploy.plan(site, nodes, settings, args.transport, args.head)
+    preview = deploy.plan(found, check(found), settings, args.transport, args.head)
     if preview.plan is None:
         return _refused(args, site.name, mode, str(preview.refused))
     if preview.replayed:

@@ -64,37 +64,38 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
     request = RunRequest(site_file=args.site, inventory=args.inventory, demo=args.demo,
                          trust_new_hosts=args.trust_new_hosts)
-    with _held_for_apply(args, request):
-        return _fix_site(args, request, on_step)
+    with _held_for_apply(args, request) as held:
+        return _fix_site(args, request, on_step, held)
 
 
 @contextmanager
-def _held_for_apply(args: argparse.Namespace, request: Any) -> Iterator[None]:
-    """`fix --apply` on real nodes holds the site's lock from before the nodes are read, so a
-    second run is refused at once, before it reads or asks anything (the engine holds it
-    again, re-entrantly, around the steps). Dry runs on snapshots take no lock."""
+def _held_for_apply(args: argparse.Namespace, request: Any) -> Iterator[Any]:
+    """`fix --apply` on a site's real nodes takes the site's lock once, before the nodes are
+    read, so a second run is refused at once, before it reads or asks anything; the service
+    and the engine are handed it. A dry run (every node a snapshot) takes none; a run without
+    a site file takes it in the service, before its question."""
+    from strixwizard.discovery import replayed
     from strixwizard.services.nodes import resolve_site
 
     site = resolve_site(request) if args.apply and not args.emit else None
-    real = site is not None and any(spec.snapshot is None for spec in site.nodes)
-    with fixing.held_unless(not real, _options(args).store(), site.name if site else "",
-                            "fix --apply", getattr(args, "break_lock", False)):
-        yield
+    real = site is not None and not replayed(site, [spec.name for spec in site.nodes])
+    with fixing.holding(None, real, _options(args).store(), site.name if site else "",
+                        "fix --apply", getattr(args, "break_lock", False)) as held:
+        yield held
 
 
-def _fix_site(args: argparse.Namespace, request: Any, on_step: Any) -> int:
-    from strixwizard.services.discover import read_nodes
+def _fix_site(args: argparse.Namespace, request: Any, on_step: Any, held: Any) -> int:
+    from strixwizard.services.discover import check, read_nodes
 
-    site, nodes = read_nodes(request)
-    if getattr(args, "allow_soft_rdma", False):
-        site = replace(site, allow_soft_rdma=True)
-    unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
+    found = read_nodes(replace(request, allow_soft_rdma=getattr(args, "allow_soft_rdma", False)))
+    site, nodes = found.site, found.nodes
+    unreachable = found.unreachable
     if len(unreachable) == len(nodes):
         raise UsageError("no node could be reached: nothing to plan ("
                          + "; ".join(f"{k}: {v}" for k, v in unreachable.items()) + ")")
-    planned = fixing.plan(site, nodes, args.only, persist=not args.runtime_only)
-    counted = fixing.tally(site, nodes, planned)
-    dry_run = fixing.is_dry_run(site, nodes)
+    planned = fixing.plan(found, args.only, persist=not args.runtime_only)
+    counted = fixing.tally(check(found), planned)
+    dry_run = found.dry_run
     if args.emit:
         return _emit(args, site, planned, counted)
     if not args.apply:
@@ -106,7 +107,7 @@ def _fix_site(args: argparse.Namespace, request: Any, on_step: Any) -> int:
             render_plan(planned, sys.stdout, dry_run, _apply_command(args),
                         fixing.tally_line(counted, planned.changes))
         return EXIT_OK
-    return _apply(args, site, nodes, planned, counted, dry_run, on_step)
+    return _apply(args, found, planned, counted, on_step, held)
 
 
 def _apply_command(args: argparse.Namespace) -> str:
@@ -133,17 +134,19 @@ def _emit(args: argparse.Namespace, site: Any, planned: SitePlan, counted: fixin
     return EXIT_OK
 
 
-def _apply(args: argparse.Namespace, site: Any, nodes: list[Any], planned: SitePlan,
-           counted: fixing.Tally, dry_run: bool, on_step: Any) -> int:
+def _apply(args: argparse.Namespace, found: Any, planned: SitePlan, counted: fixing.Tally,
+           on_step: Any, held: Any) -> int:
     from strixwizard.present.fix_text import render_apply, render_plan
 
+    site, dry_run = found.site, found.dry_run
     if fixing.changed_nodes(planned) and not args.yes and not sys.stdin.isatty():  # alone, first
         raise UsageError("refusing to change nodes without confirmation: no terminal to ask on; "
                          f"pass --yes to apply from a script: {_apply_command(args)} --yes")
     if not args.json:
         render_plan(planned, sys.stdout, dry_run, apply_command=None,
                     tally=fixing.tally_line(counted, planned.changes))
-    applied = fixing.apply(site, nodes, planned, terminal_confirm(args.yes), _options(args), on_step)
+    applied = fixing.apply(found, planned, terminal_confirm(args.yes), _options(args), on_step,
+                           held)
     report = applied.report
     text = io.StringIO()
     render_apply(report, text, shlex.join(["strixwizard", "fix", *journal_options(args),

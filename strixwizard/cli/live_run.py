@@ -6,7 +6,6 @@ declaration in `strixwizard.live.kinds`."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import sys
@@ -15,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from strixwizard.cli.nextstep import same_command
+from strixwizard.discovery import Discovery
 from strixwizard.errors import UsageError
 from strixwizard.live.kinds import Finished, MeasurementKind, kind_of, refuse_foreign_options
 from strixwizard.live.rccl import RcclSettings
@@ -85,33 +85,32 @@ def _pair(args: argparse.Namespace, names: list[str]) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-def _site(args: argparse.Namespace) -> tuple[Site, list[Any]]:
+def _site(args: argparse.Namespace) -> Discovery:
     """The demo's site (its nodes are snapshots: nothing to run on), or the site file's, read."""
     if args.demo:
         from strixwizard.services.nodes import demo_site
 
-        return demo_site(), []
+        return Discovery(demo_site(), ())
     from strixwizard.services.discover import read_nodes
     from strixwizard.services.nodes import RunRequest
 
     if args.site is None:
         raise UsageError("say which site to test: --site FILE (or --demo)")
-    site, nodes = read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts))
-    if getattr(args, "allow_soft_rdma", False):
-        site = dataclasses.replace(site, allow_soft_rdma=True)
-    return site, list(nodes)
+    return read_nodes(RunRequest(site_file=args.site, trust_new_hosts=args.trust_new_hosts,
+                                 allow_soft_rdma=getattr(args, "allow_soft_rdma", False)))
 
 
 def _stream(args: argparse.Namespace, kind: MeasurementKind, settings: MeasurementSettings,
             timing: MatrixTiming, cancel: Cancel) -> tuple[Site, list[str], Iterator[Measurement]]:
-    site, nodes = _site(args)
+    found = _site(args)
+    site = found.site
     settings.thresholds = site.thresholds
     names = [spec.name for spec in site.nodes]
     chosen, pairs = choose(kind.name, names, _pair(args, names),
                            bool(getattr(args, "all_pairs", False)))
     if args.demo:
         return site, chosen, demo_stream(kind.name, chosen, pairs, settings, cancel)
-    return site, chosen, site_stream(site, nodes, kind.name, chosen, pairs, settings, cancel, timing,
+    return site, chosen, site_stream(found, kind.name, chosen, pairs, settings, cancel, timing,
                                      args.trust_new_hosts)
 
 

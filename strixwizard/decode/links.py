@@ -1,17 +1,14 @@
 """The other TCP paths between a pair that `test decode` times besides the plan's: USB4
 networking (thunderbolt-net) beside an RDMA NIC, so its TCP all-reduce estimate sits next to
-the NIC's. Pure (facts and the site in, addresses out)."""
+the NIC's. Pure (a discovery in, addresses out)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from strixwizard.decode.collectives import USB4
-from strixwizard.facts import NodeFacts
+from strixwizard.discovery import Discovery
 from strixwizard.live.plan import PairPlan
-from strixwizard.site import Site
-from strixwizard.topology import build_topology
 
 
 @dataclass(frozen=True)
@@ -21,16 +18,17 @@ class TcpPath:
     path: str
 
 
-def usb4_paths(site: Site, facts: Mapping[str, NodeFacts], plan: PairPlan) -> list[TcpPath]:
+def usb4_paths(found: Discovery, plan: PairPlan) -> list[TcpPath]:
     """USB4 networking links between the pair other than the one the plan already times."""
+    facts = found.facts_by_name
     known = [facts[name] for name in plan.pair if name in facts]
     if len(known) != 2:
         return []
     out = []
-    for link in build_topology(known, site).links_between(plan.a, plan.b):
+    for link in found.topology.links_from(plan.a, plan.b):
         if link.transport != "thunderbolt-net":
             continue
-        near, far = (link.a, link.b) if link.a.node.name == plan.a else (link.b, link.a)
+        near, far = link.a, link.b
         if far.ipv4 is None:
             continue
         path = f"{near.label} -> {far.label} {far.ipv4.address}"

@@ -25,7 +25,7 @@ from strixwizard.deploy.plan import (
 )
 from strixwizard.deploy.remote import run
 from strixwizard.deploy.smoke import SmokeReport
-from strixwizard.discovery import DiscoveredNode
+from strixwizard.discovery import DiscoveredNode, Discovery
 from strixwizard.errors import UsageError
 from strixwizard.fixing.journal import JournalStore, default_journal_dir
 from strixwizard.fixing.model import Kind, Read, Step
@@ -33,21 +33,22 @@ from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import OpsRunner, Runner, StepFailed, Unreachable
 from strixwizard.probe import Probe
 from strixwizard.site import Site
-from strixwizard.topology import build_topology
 
 if TYPE_CHECKING:
     from strixwizard.fixing.engine import ApplyReport, RollbackReport
     from strixwizard.fixing.journal import NodeJournal
+    from strixwizard.fixing.lock import Holder
 
 def deploy_store(root: Path | None = None) -> JournalStore:
     return JournalStore(root or default_journal_dir().parent / "deploy-journal")
 
 
-def make_plan(site: Site, nodes: Sequence[DiscoveredNode], settings: DeploySettings, profile: str = "rdma",
+def make_plan(found: Discovery, settings: DeploySettings, profile: str = "rdma",
               head: str | None = None) -> DeployPlan:
-    """The deploy plan of every node of the run (or of `settings.nodes`); all of them must be
-    reachable."""
-    nodes = selected(nodes, settings.nodes)
+    """The deploy plan of every node of the discovery (or of `settings.nodes`); all of them
+    must be reachable."""
+    site = found.site
+    nodes = selected(found.nodes, settings.nodes)
     down = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
     if down:
         raise DeployRefused("cannot deploy a cluster with nodes missing: " + "; ".join(
@@ -56,7 +57,8 @@ def make_plan(site: Site, nodes: Sequence[DiscoveredNode], settings: DeploySetti
     facts = [n.facts for n in nodes if n.facts is not None]
     management = {spec.name: spec.host for spec in site.nodes
                   if spec.host and spec.host != "local"}
-    env = generate_env(site.name, facts, build_topology(facts, site), profile, head, management)
+    topology = found.topology.among({f.name for f in facts})
+    env = generate_env(site.name, facts, topology, profile, head, management)
     return plan_deploy(env, {f.name: f for f in facts}, settings)
 
 
@@ -154,15 +156,16 @@ def smoke_cluster(plan: DeployPlan, runners: dict[str, Runner], say: Progress | 
 
 def apply_deploy(plan: DeployPlan, runners: dict[str, Runner], store: JournalStore, site: Site,
                  descriptors: dict[str, dict[str, Any]], say: Progress | None = None,
-                 smoke: bool = True, break_lock: bool = False
+                 smoke: bool = True, break_lock: bool = False, holder: Holder | None = None
                  ) -> tuple[ApplyReport, SmokeReport | None]:
-    """Apply the plan through the fix engine (journalled, all-or-nothing), then, if it went
-    through, the smoke test on the head. The CLI and the wizard both call this."""
+    """Apply the plan through the fix engine (journalled, all-or-nothing; under the site's
+    lock the caller holds, `holder`), then, if it went through, the smoke test on the head.
+    The CLI and the wizard both call this."""
     from strixwizard.fixing.engine import apply_plan
     from strixwizard.fixing.journal import new_run_id
 
-    report = apply_plan(plan.site_plan, runners, store, site, descriptors, run_id=new_run_id(),
-                        progress=say, break_lock=break_lock, command="deploy --apply")
+    report = apply_plan(plan.site_plan, runners, store, site, descriptors, dry_run=False,
+                        holder=holder, run_id=new_run_id(), progress=say, break_lock=break_lock)
     checked = smoke_cluster(plan, runners, say) if report.ok and smoke else None
     return report, checked
 
@@ -205,7 +208,8 @@ class _Noting(Runner):
 
 
 def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
-                    say: Progress | None = None, break_lock: bool = False) -> RollbackReport:
+                    say: Progress | None = None, break_lock: bool = False,
+                    holder: Holder | None = None) -> RollbackReport:
     """Undo a deploy run from its journals in the order the stacks declare (`stops_first`: a
     server before its workers; `stops_last`: a head after them, so a worker stops while its head
     still answers). What a stack's `after_undo` finds left alone on a node is said there."""
@@ -222,7 +226,7 @@ def rollback_deploy(journals: list[NodeJournal], store: JournalStore,
     notes: dict[str, str] = {}
     ordered = sorted(journals, key=rank)
     report = rollback_run(ordered, lambda journal: _Noting(runner_from_journal(journal), notes),
-                          store, say, break_lock=break_lock, command="deploy --rollback")
+                          store, say, holder=holder, break_lock=break_lock)
     for outcome in report.nodes:
         if outcome.node in notes:
             outcome.state += f"; left alone: {notes[outcome.node]}"

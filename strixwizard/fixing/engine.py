@@ -22,6 +22,12 @@ nodes not reached yet are left unchanged, and (4) runs; the node's own journal a
 carry the record meanwhile. A signal (`node/signals.py`) lets the step in flight finish and
 ends the run as cancelled the same way; a second signal stops at once, and the report still
 says where each node stands.
+
+The command decides once whether a run is a dry run (`discovery.replayed`: every node a
+snapshot), takes the site's lock once (`fixing/lock.py`) and looks for unfinished runs once
+under it (`refuse_unfinished`), before it asks; it hands the lock's holder to `apply_plan`
+and `rollback_run`, which refuse to change a real node without one and take no lock of
+their own (each node's lock is theirs).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from strixwizard.discovery import Discovery
 from strixwizard.errors import os_error_line
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.journal import (
@@ -41,7 +48,7 @@ from strixwizard.fixing.journal import (
     StepStatus,
     new_run_id,
 )
-from strixwizard.fixing.lock import UnfinishedRun, site_lock
+from strixwizard.fixing.lock import Holder, UnfinishedRun
 from strixwizard.fixing.model import Kind, SitePlan
 from strixwizard.fixing.readers import ReadError
 from strixwizard.fixing.runner import Runner, StepFailed, Unreachable
@@ -163,16 +170,22 @@ def _runnable(step_kind: Kind, reboot: bool, with_reboot: bool) -> bool:
 
 
 def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, site: Site,
-               descriptors: dict[str, dict[str, Any]], *, with_reboot: bool = False,
+               descriptors: dict[str, dict[str, Any]], *, dry_run: bool, holder: Holder | None,
+               with_reboot: bool = False,
                verify_with: Callable[[dict[str, NodeFacts]], list[Verdict]] | None = None,
                progress: Progress | None = None, run_id: str | None = None,
-               break_lock: bool = False, command: str = "fix --apply") -> ApplyReport:
-    """Apply `plan` (see the module docstring). Unless it is a dry run, the site's lock on the
-    head and every changed node's lock are held throughout: `LockHeld` when another run has
-    them (`--break-lock`: `break_lock` replaces a stale one)."""
+               break_lock: bool = False) -> ApplyReport:
+    """Apply `plan` (see the module docstring). `dry_run` is the caller's one decision (every
+    node a snapshot: its runners write private copies). Unless it is a dry run, the caller
+    holds the site's lock (`holder`, from `fixing.lock.site_lock`, taken once per run) and has
+    refused unfinished runs under it (`refuse_unfinished`); every changed node's lock is held
+    here throughout (`LockHeld` when another run has it; `break_lock` replaces a stale one)."""
+    if any(r.dry_run != dry_run for r in runners.values()):
+        raise ValueError("a run is a dry run on every node or on none")
+    if runners and not dry_run and holder is None:
+        raise ValueError("changing real nodes needs the site's lock (fixing.lock.site_lock)")
     run_id = run_id or new_run_id()
     say = progress or (lambda node, message: None)
-    dry_run = bool(runners) and all(r.dry_run for r in runners.values())
     journals: dict[str, NodeJournal] = {}
     for node in plan.nodes:
         plans = [p for p in plan.for_node(node) if p.steps]
@@ -187,20 +200,16 @@ def apply_plan(plan: SitePlan, runners: dict[str, Runner], store: JournalStore, 
         journals[node] = NodeJournal(run_id, node, plan.site, runner.where, descriptors.get(node, {}),
                                      runner.dry_run, plans, records)
     report = ApplyReport(run_id, dry_run, "nothing-to-do")
-    every = sorted({*plan.nodes, *(spec.name for spec in site.nodes)})
-    if not dry_run:  # a node "converged" by a run that never finished is not converged
-        refuse_unfinished(store, every, command)
     if not any(r.status == "pending" for j in journals.values() for r in j.steps):
         report.message = "nothing to apply: every selected fix is converged"
         for journal in journals.values():
             report.nodes.append(NodeOutcome(journal.node, journal.where, "nothing-to-do",
                                             "unchanged", steps=journal.steps))
         return report
-    if dry_run:
+    if dry_run or holder is None:  # copies only (a real run without a holder was refused above)
         with signals.deferred():
             return _apply_journals(report, journals, runners, store, say, verify_with)
-    with site_lock(store.root, plan.site, command, break_lock) as holder, signals.deferred():
-        refuse_unfinished(store, every, command)  # again, under the lock
+    with signals.deferred():
         locked: list[Runner] = []
         try:
             for node in journals:
@@ -542,26 +551,25 @@ AFTER_NEW_SESSIONS = {
 }
 
 
-def verify(site: Site, plan: SitePlan, before: dict[str, NodeFacts], after: dict[str, NodeFacts],
-           journals_ok: set[str] | None = None, *, checks: Sequence[Check],
-           fixes: dict[str, FixRef]) -> list[Verdict]:
+def verify(before: Discovery, plan: SitePlan, after: dict[str, NodeFacts], *,
+           checks: Sequence[Check], fixes: dict[str, FixRef]) -> list[Verdict]:
     """Re-run the checks (of the registry `checks`, `checks.ALL`) that name each applied fix
-    on the re-probed nodes; `fixes` is the fix registry doctor shows (`fixes.BY_ID`)."""
-    from strixwizard.checking.engine import run_doctor
-    from strixwizard.discovery import DiscoveredNode
-    from strixwizard.model import HostReport
+    on the re-probed nodes; `fixes` is the fix registry doctor shows (`fixes.BY_ID`).
 
-    facts = {**before, **after}
-    nodes = [DiscoveredNode(HostReport(name, name, "fix", True), f) for name, f in facts.items()]
+    Re-checking after the apply is the point: the re-probed facts are a new discovery (with
+    the facts of `before` for the nodes not re-probed). What failed before the run is judged
+    on `before`, the discovery the plan was made from, over its own topology."""
+    from strixwizard.checking.engine import run_doctor
+
+    facts = {**before.facts_by_name, **after}
     verdicts: list[Verdict] = []
     applied = [(p.fix, p.node, p.reboot) for p in plan.plans if p.steps and p.node in after]
     fix_ids = {fix for fix, _, _ in applied}
     naming = [c for c in checks if c.fix in fix_ids]
-    report = run_doctor(site, nodes, naming, fixes)
+    report = run_doctor(Discovery.of_facts(before.site, facts.values(), "fix"), naming, fixes)
     # What failed or warned before the run: "cured" names only those checks, never one that
     # already passed or could not be judged (a skip) before.
-    earlier = run_doctor(site, [DiscoveredNode(HostReport(name, name, "fix", True), f)
-                                for name, f in before.items()], naming, fixes)
+    earlier = run_doctor(before, naming, fixes)
     was_bad = {(r.id, r.host, r.entity) for r in earlier.checks
                if r.status in (Status.FAIL, Status.WARN, Status.ERROR)}
     seen: set[tuple[str, str]] = set()
@@ -652,9 +660,10 @@ class RollbackReport:
 
 def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJournal], Runner],
                  store: JournalStore, progress: Progress | None = None, *,
-                 break_lock: bool = False, command: str = "fix --rollback") -> RollbackReport:
-    """Restore every `before` value of a run, in reverse order, node by node, holding the
-    site's lock on the head and each node's lock (`fixing/lock.py`; `LockHeld` otherwise).
+                 holder: Holder | None, break_lock: bool = False) -> RollbackReport:
+    """Restore every `before` value of a run, in reverse order, node by node, each node's lock
+    held (`fixing/lock.py`; `LockHeld` otherwise). Unless every journal is a dry run's, the
+    caller holds the site's lock on the head (`holder`, taken once per run).
 
     A value that is no longer the one the run set (someone changed it since) is
     left alone and reported, never overwritten; a step the run was in the middle of
@@ -665,8 +674,9 @@ def rollback_run(journals: Sequence[NodeJournal], runner_for: Callable[[NodeJour
     if not journals or all(j.dry_run for j in journals):
         with signals.deferred():
             return _rollback(journals, runner_for, store, say, None, False)
-    with site_lock(store.root, journals[0].site, command, break_lock) as holder, \
-            signals.deferred():
+    if holder is None:
+        raise ValueError("rolling back real nodes needs the site's lock (fixing.lock.site_lock)")
+    with signals.deferred():
         return _rollback(journals, runner_for, store, say,
                          {**holder, "run_id": journals[0].run_id}, break_lock)
 

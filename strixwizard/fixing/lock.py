@@ -1,9 +1,10 @@
 """One apply at a time: a lock per site on the head and one per node.
 
 `fix --apply/--rollback` and `deploy --apply/--rollback` (the CLI and the wizard
-alike: the commands before they read the nodes or ask, the engine again around the
-steps) take an exclusive `flock` on
-`STATE/strixwizard/locks/SITE.lock` beside the journals, then one on each node
+alike) take an exclusive `flock` on
+`STATE/strixwizard/locks/SITE.lock` beside the journals, once per run: the command takes it
+before it reads the nodes or asks, and hands the holder down to the engine, which refuses
+to change a real node without it. Then one lock on each node
 (`NODE_JOURNAL_DIR/.lock`, held by the node's step runner for the whole
 session). A second run is refused at once, naming the holder (pid, host, start
 time): `LockHeld`, exit status 2. The kernel drops a `flock` when its holder
@@ -18,7 +19,6 @@ import datetime
 import json
 import os
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,25 +103,19 @@ def may_break(holder: dict[str, Any]) -> bool:
     return is_stale(holder) is not False
 
 
-#: Site locks held here ((path, thread) -> holder): taken again by the same thread, a held
-#: lock is yielded as is; another thread of this process is refused like another process.
-_HELD: dict[tuple[str, int], dict[str, Any]] = {}
+#: Who holds a lock, as its lock file records it (`holder_record`).
+Holder = dict[str, Any]
 
 
 @contextmanager
 def site_lock(store_root: Path, site: str, command: str, break_stale: bool = False
-              ) -> Iterator[dict[str, Any]]:
+              ) -> Iterator[Holder]:
     """Hold the head's lock of `site` for the duration; yields the holder record.
 
-    Re-entrant within a thread: the commands take it before they read the nodes or ask
-    anything (so a second run is refused at once), and the engine takes it again around the
-    steps (so no caller can forget it); the inner one yields the outer holder and leaves
-    the lock held."""
+    Taken once per run, by the command before it reads the nodes or asks anything (so a second
+    run is refused at once), and handed down to the engine, which checks it is held. Taking
+    it again while it is held is refused like any other run (a `flock` of its own)."""
     path = str(store_root.parent / "locks" / f"{file_name(site)}.lock")
-    key = (path, threading.get_ident())
-    if key in _HELD:
-        yield _HELD[key]
-        return
     holder = holder_record(command, site)
     try:
         try:
@@ -133,9 +127,7 @@ def site_lock(store_root: Path, site: str, command: str, break_stale: bool = Fal
             here(Lock(path, holder, take_over=True))
     except OpRefused as refused:
         raise UsageError(f"cannot lock site {site!r}: {refused}") from None
-    _HELD[key] = holder
     try:
         yield holder
     finally:
-        del _HELD[key]
         here(Unlock(path))

@@ -1,5 +1,5 @@
 """Planning: the plan function of every fix of the registry the caller gives (`fixes.FIXES`,
-passed by the services) over the site's facts. Pure: no I/O."""
+passed by the services) over a discovery's facts and topology. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -7,13 +7,11 @@ import difflib
 import traceback
 from collections.abc import Iterable, Sequence
 
+from strixwizard.discovery import Discovery
 from strixwizard.errors import UsageError
-from strixwizard.facts import NodeFacts
 from strixwizard.fixing.context import Fix, PlanContext
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.model import aliases_of
-from strixwizard.site import Site
-from strixwizard.topology import build_topology
 
 
 def _named(fix: Fix, wanted: str) -> bool:
@@ -34,18 +32,18 @@ def select(fixes: Sequence[Fix], only: Iterable[str]) -> tuple[Fix, ...]:
     return tuple(f for f in fixes if not wanted or any(_named(f, w) for w in wanted))
 
 
-def plan_site(site: Site, facts: Sequence[NodeFacts], only: Iterable[str] = (),
-              persist: bool = True, unreachable: dict[str, str] | None = None, *,
+def plan_site(found: Discovery, only: Iterable[str] = (), persist: bool = True, *,
               fixes: Sequence[Fix]) -> SitePlan:
-    """The plans of every selected fix of `fixes` (in their order); converged nodes plan to
-    nothing."""
+    """The plans of every selected fix of `fixes` (in their order) for the reachable nodes of a
+    discovery, over its topology; converged nodes plan to nothing."""
     only = tuple(only)
     chosen = select(fixes, only)
-    ctx = PlanContext(site=site, nodes=tuple(facts), topology=build_topology(list(facts), site),
+    site, facts = found.site, found.facts
+    ctx = PlanContext(site=site, nodes=tuple(facts), topology=found.topology,
                       persist=persist,
                       asked=frozenset(f.id for f in chosen) if only else frozenset())
     order = {node.name: i for i, node in enumerate(facts)}
-    result = SitePlan(site=site.name, unreachable=dict(unreachable or {}))
+    result = SitePlan(site=site.name, unreachable=found.unreachable)
     for fix in chosen:
         try:
             plans = list(fix.plan(ctx))

@@ -30,9 +30,10 @@ from strixwizard.site import NodeSpec, Site
 
 if TYPE_CHECKING:
     from strixwizard.checking.declare import Check
-    from strixwizard.discovery import DiscoveredNode
+    from strixwizard.discovery import Discovery
     from strixwizard.fixing.engine import ApplyReport
     from strixwizard.fixing.journal import JournalStore
+    from strixwizard.fixing.lock import Holder
     from strixwizard.fixing.model import SitePlan
     from strixwizard.model import FixRef
     from strixwizard.node.session import Connector, NodeSession
@@ -84,20 +85,22 @@ def runner_from_journal(journal: NodeJournal, connector: Connector | None = None
                               journal.runner.get("journal_dir", DEFAULT_NODE_JOURNAL_DIR))
 
 
-def apply_site(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, store: JournalStore, *,
-               node_journal_dir: str, dry_run_root: Path, run_id: str | None = None,
-               trust_new_hosts: bool = False, with_reboot: bool = False,
+def apply_site(found: Discovery, plan: SitePlan, store: JournalStore, *,
+               node_journal_dir: str, dry_run_root: Path, dry_run: bool, holder: Holder | None,
+               run_id: str | None = None, trust_new_hosts: bool = False, with_reboot: bool = False,
                progress: Callable[[str, str], None] | None = None,
                connector: Connector | None = None, break_lock: bool = False,
                checks: Sequence[Check], fixes: dict[str, FixRef]) -> ApplyReport:
-    """Apply a site's plan the one way the CLI and the wizard both use: a runner per node with
-    changes (snapshot nodes get a dry run under `dry_run_root`), the engine's drift check,
-    journal and steps, then verification against the facts seen before by the registry's
-    `checks` (`checks.ALL`; `fixes` is `fixes.BY_ID`); runners closed."""
+    """Apply a discovery's plan the one way the CLI and the wizard both use: a runner per node
+    with changes (a dry run, snapshot nodes, under `dry_run_root`), the engine's drift check,
+    journal and steps under the site's lock the caller holds (`holder`; None for a dry run),
+    then verification against the discovery by the registry's `checks` (`checks.ALL`;
+    `fixes` is `fixes.BY_ID`); runners closed."""
     from strixwizard.fixing.engine import apply_plan, verify
     from strixwizard.fixing.journal import new_run_id
 
     run_id = run_id or new_run_id()
+    site = found.site
     specs = {spec.name: spec for spec in site.nodes}
     runners: dict[str, Runner] = {}
     descriptors: dict[str, dict[str, Any]] = {}
@@ -112,10 +115,10 @@ def apply_site(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, stor
                 runners[name], descriptors[name] = runner_for(
                     site, spec, trust_new_hosts=trust_new_hosts, node_journal_dir=node_journal_dir,
                     dry_run_root=dry_run_root / run_id, connector=connector)
-        before = {n.report.name: n.facts for n in nodes if n.facts is not None}
-        return apply_plan(plan, runners, store, site, descriptors, with_reboot=with_reboot,
+        return apply_plan(plan, runners, store, site, descriptors, dry_run=dry_run, holder=holder,
+                          with_reboot=with_reboot,
                           run_id=run_id, progress=progress, break_lock=break_lock,
-                          verify_with=lambda after: verify(site, plan, before, after,
+                          verify_with=lambda after: verify(found, plan, after,
                                                           checks=checks, fixes=fixes))
     finally:
         for runner in runners.values():

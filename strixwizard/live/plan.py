@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strixwizard.facts import NodeFacts
-from strixwizard.site import Site
-from strixwizard.topology import SOFT_RDMA_KINDS, FabricPort, Link, build_topology
+from strixwizard.discovery import Discovery
+from strixwizard.topology import SOFT_RDMA_KINDS, FabricPort, Link
 
 
 @dataclass(frozen=True)
@@ -97,13 +96,14 @@ def _oriented(link: Link, a: str) -> tuple[FabricPort, FabricPort]:
     return (link.a, link.b) if link.a.node.name == a else (link.b, link.a)
 
 
-def plan_pair(site: Site, facts: dict[str, NodeFacts], a: str, b: str) -> PairPlan:
-    """The plan for pair (a, b): `a` runs the clients, `b` the servers."""
+def plan_pair(found: Discovery, a: str, b: str) -> PairPlan:
+    """The plan for pair (a, b) of a discovery: `a` runs the clients, `b` the servers."""
+    site, facts = found.site, found.facts_by_name
     specs = {spec.name: spec for spec in site.nodes}
     a_host = (specs[a].host if a in specs else None) or a
     b_host = (specs[b].host if b in specs else None) or b
     known = [facts[name] for name in (a, b) if name in facts]
-    link = _best_link(build_topology(known, site).links_between(a, b)) if len(known) == 2 else None
+    link = _best_link(found.topology.links_from(a, b)) if len(known) == 2 else None
     if link is None:
         reason = ("no facts for both nodes" if len(known) < 2
                   else f"no fabric link found between {a} and {b} (no interfaces in a shared subnet)")

@@ -9,30 +9,29 @@ node.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 
-from strixwizard.facts import NodeFacts
+from strixwizard.discovery import Discovery
 from strixwizard.live.hosts import Host
 from strixwizard.live.kinds import Job, kind_of
 from strixwizard.live.plan import PairPlan
 from strixwizard.live.results import Measurement
 from strixwizard.live.settings import MatrixTiming, MeasurementSettings
 from strixwizard.node.cancel import Cancel
-from strixwizard.site import Site
 
 
 def run_measurement(kind: str, hosts: dict[str, Host], plans: dict[tuple[str, str], PairPlan],
                     nodes: Sequence[str], settings: MeasurementSettings,
                     addresses: dict[str, str] | None = None, timing: MatrixTiming | None = None,
-                    cancel: Cancel | None = None, site: Site | None = None,
-                    facts: Mapping[str, NodeFacts] | None = None) -> Iterator[Measurement]:
+                    cancel: Cancel | None = None, found: Discovery | None = None
+                    ) -> Iterator[Measurement]:
     """Stream the results of one measurement. `plans` holds a plan per pair to measure.
 
     Every program runs under a Cancel of this run (a child of `cancel` when given): closing
     the stream stops this run's programs; `cancel.cancel()` (any thread) stops them at once."""
     registry = Cancel(cancel)
     tracked: dict[str, Host] = {name: registry.scope(host) for name, host in hosts.items()}
-    job = Job(tracked, plans, nodes, settings, addresses or {}, registry, timing, site, facts or {})
+    job = Job(tracked, plans, nodes, settings, addresses or {}, registry, timing, found)
     try:
         yield from kind_of(kind).run(job)
     finally:

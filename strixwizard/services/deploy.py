@@ -8,17 +8,18 @@ and every change is asked for first through the caller's `confirm`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from strixwizard.discovery import DiscoveredNode
+from strixwizard.checking.engine import Report
+from strixwizard.discovery import Discovery
 from strixwizard.errors import UsageError
 from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
-from strixwizard.services.fix import held_unless, roll_back_run
+from strixwizard.services.fix import holding, roll_back_run
 from strixwizard.site import Site
 
 if TYPE_CHECKING:
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
     from strixwizard.deploy.smoke import SmokeReport
     from strixwizard.fixing.engine import ApplyReport, RollbackReport
     from strixwizard.fixing.journal import JournalStore, NodeJournal
+    from strixwizard.fixing.lock import Holder
     from strixwizard.fixing.runner import Runner
+    from strixwizard.model import CheckResult
 
 
 @dataclass(frozen=True)
@@ -155,53 +158,62 @@ class DeployChoice:
         return settings_from(self.stack, {**dict(self.options), "model": self.model}, common)
 
 
-def plan_choice(site: Site, nodes: Sequence[DiscoveredNode], choice: DeployChoice | None = None
+def plan_choice(found: Discovery, report: Report, choice: DeployChoice | None = None
                 ) -> DeployPreview:
     """`plan` from what the user picked (the wizard's Deploy step)."""
     from strixwizard.deploy.env import DeployRefused
 
     choice = choice or DeployChoice()
     try:
-        return plan(site, nodes, choice.settings(), choice.transport)
+        return plan(found, report, choice.settings(), choice.transport)
     except (UsageError, DeployRefused) as error:  # a node name the site lacks, an unknown stack
         return DeployPreview(None, str(error))
 
 
-def plan(site: Site, nodes: Sequence[DiscoveredNode], settings: DeploySettings | None = None,
+def plan(found: Discovery, report: Report, settings: DeploySettings | None = None,
          transport: str = "rdma", head: str | None = None) -> DeployPreview:
-    """The engine's deploy plan (pure: no node is touched); a refusal is a reason, not an error."""
+    """The engine's deploy plan of a discovery (pure: no node is touched), with what doctor's
+    `report` of the same discovery fails on its nodes; a refusal is a reason, not an error."""
     from strixwizard.deploy.engine import make_plan
     from strixwizard.deploy.env import DeployRefused
     from strixwizard.deploy.plan import DeploySettings
 
     try:
-        planned = make_plan(site, nodes, settings or DeploySettings(), transport, head)
+        planned = make_plan(found, settings or DeploySettings(), transport, head)
     except DeployRefused as refused:
         return DeployPreview(None, str(refused))
+    site = found.site
     specs = {spec.name: spec for spec in site.nodes}
     replayed = tuple(n.node for n in planned.env.nodes
                      if specs.get(n.node) is None or specs[n.node].snapshot is not None)
-    failures = doctor_failures(site, nodes, {n.node for n in planned.env.nodes})
+    failures = doctor_failures(report, {n.node for n in planned.env.nodes})
     planned.notes.extend(failures)
     return DeployPreview(planned, None, replayed, failures)
 
 
-def doctor_failures(site: Site, nodes: Sequence[DiscoveredNode], names: set[str]) -> tuple[str, ...]:
-    """Each check doctor FAILs (or could not run) on the deployed nodes, their links or the
-    site, one line each: deploy reads the nodes with the doctor's own checks."""
+def doctor_failures(report: Report, names: set[str]) -> tuple[str, ...]:
+    """Each check doctor FAILs (or could not run) in `report` on the deployed nodes (`names`),
+    the links between them, or the site, one line each: deploy reads the nodes with the
+    doctor's own report of the same discovery."""
     from strixwizard.model import Status
-    from strixwizard.services.discover import check
 
-    report = check(site, [n for n in nodes if n.report.name in names])
     lines = []
     for result in report.checks:
-        if result.status not in (Status.FAIL, Status.ERROR):
+        if result.status not in (Status.FAIL, Status.ERROR) or not _among(result, names):
             continue
         where = result.host or result.entity
         seen = f": {result.observed}" if result.observed else ""
         want = f" (want {result.expected})" if result.expected else ""
         lines.append(f"doctor {result.status.value.upper()}s {result.id} on {where}{seen}{want}")
     return tuple(dict.fromkeys(lines))
+
+
+def _among(result: CheckResult, names: set[str]) -> bool:
+    """A node's result on one of `names`, a link's with both ends among them, or the site's."""
+    if result.host is not None:
+        return result.host in names
+    ends = [end.strip().partition(":")[0] for end in result.entity.split("<->")]
+    return len(ends) != 2 or all(end in names for end in ends)
 
 
 def refuse_replayed(preview: DeployPreview) -> None:
@@ -249,36 +261,39 @@ def apply_question(planned: DeployPlan) -> Question:
 
 
 def apply_on(cluster: Cluster, site: Site, confirm: Confirm, options: DeployOptions | None = None,
-             on_step: OnStep | None = None, smoke: bool = True) -> Deployed:
+             on_step: OnStep | None = None, smoke: bool = True, held: Holder | None = None
+             ) -> Deployed:
     """Ask, then apply the observed plan through the fix engine (journalled, all-or-nothing),
-    then the smoke test on the head."""
+    then the smoke test on the head. The site's lock is taken here, once, unless the caller
+    holds it (`held`), and unfinished runs are looked for once, under it, before the question."""
     from strixwizard.deploy.engine import apply_deploy
+    from strixwizard.fixing.engine import refuse_unfinished
 
     if cluster.refused is not None:
         return Deployed(None, None, cluster.refused)
     options = options or DeployOptions()
     store = options.store()
-    with held_unless(not cluster.plan.site_plan.changes, store, site.name, "deploy --apply",
-                     options.break_lock):  # refused before the question, not after it
-        from strixwizard.fixing.engine import refuse_unfinished
-
-        refuse_unfinished(store, [n.node for n in cluster.plan.env.nodes], "deploy --apply")
+    with holding(held, bool(cluster.plan.site_plan.changes), store, site.name, "deploy --apply",
+                 options.break_lock) as holder:  # refused before the question, not after it
+        refuse_unfinished(store, sorted({*(n.node for n in cluster.plan.env.nodes),
+                                         *(spec.name for spec in site.nodes)}), "deploy --apply")
         if cluster.plan.site_plan.changes:
             ask(confirm, apply_question(cluster.plan))
         report, checked = apply_deploy(cluster.plan, cluster.runners, store, site,
                                        cluster.descriptors, step_progress(on_step), smoke=smoke,
-                                       break_lock=options.break_lock)
+                                       break_lock=options.break_lock, holder=holder)
     return Deployed(report, checked)
 
 
 def apply(site: Site, planned: DeployPlan, confirm: Confirm, options: DeployOptions | None = None,
           on_step: OnStep | None = None, smoke: bool = True) -> Deployed:
     """Reach the nodes, read their state, ask, apply, smoke-test (real nodes only); the site's
-    lock is held from before the nodes are reached."""
+    lock is taken once, before the nodes are reached."""
     options = options or DeployOptions()
-    with (held_unless(False, options.store(), site.name, "deploy --apply", options.break_lock),
+    with (holding(None, True, options.store(), site.name, "deploy --apply",
+                  options.break_lock) as holder,
           opened(site, planned, options) as cluster):
-        return apply_on(cluster, site, confirm, options, on_step, smoke)
+        return apply_on(cluster, site, confirm, options, on_step, smoke, held=holder)
 
 
 def smoke_on(cluster: Cluster, on_step: OnStep | None = None) -> SmokeReport:
@@ -296,8 +311,10 @@ def rollback(run_id: str | None, confirm: Confirm, options: DeployOptions | None
 
     options = options or DeployOptions()
 
-    def undo(journals: list[NodeJournal], store: JournalStore) -> RollbackReport:
-        return rollback_deploy(journals, store, step_progress(on_step), break_lock=options.break_lock)
+    def undo(journals: list[NodeJournal], store: JournalStore, holder: Holder | None
+             ) -> RollbackReport:
+        return rollback_deploy(journals, store, step_progress(on_step),
+                               break_lock=options.break_lock, holder=holder)
 
     return roll_back_run(options.store(), run_id, confirm, "deploy --rollback", "deploy",
                          options.break_lock, undo)

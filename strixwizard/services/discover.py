@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strixwizard.checking.engine import Report, run_doctor
-from strixwizard.discovery import DiscoveredNode
+from strixwizard.discovery import DiscoveredNode, Discovery
 from strixwizard.services.common import OnNode, node_progress
 from strixwizard.services.nodes import RunRequest, demo_site, resolve_run, site_nodes
 from strixwizard.site import Site, load_site
@@ -43,50 +43,59 @@ class SiteSource:
 
 
 @dataclass(frozen=True)
-class Discovery:
-    """One discovery: the nodes as read, the checks' report, and the fix engine's plan."""
+class Diagnosis:
+    """One discovery and what the engines made of it: the checks' report and the fix engine's
+    plan, both of this same discovery (its nodes, facts and topology)."""
 
-    site: Site
-    nodes: list[DiscoveredNode]
+    found: Discovery
     report: Report
     plan: SitePlan | None = None  # what the fix engine would change; None if it could not plan
     plan_error: str | None = None
 
+    @property
+    def site(self) -> Site:
+        return self.found.site
 
-def plan_fixes(site: Site, nodes: Sequence[DiscoveredNode]) -> tuple[SitePlan | None, str | None]:
+    @property
+    def nodes(self) -> tuple[DiscoveredNode, ...]:
+        return self.found.nodes
+
+
+def plan_fixes(found: Discovery) -> tuple[SitePlan | None, str | None]:
     """The fix engine's plan for a discovery. A planning bug is returned as a reason, so the
     discovery is not lost."""
     from strixwizard.services.fix import plan
 
     try:
-        return plan(site, nodes), None
+        return plan(found), None
     except Exception as error:
         return None, f"planning the fixes failed: {error!r}; please report it with `strixwizard capture`"
 
 
 def read_nodes(request: RunRequest, on_node: OnNode | None = None,
-               connector: Connector | None = None) -> tuple[Site, list[DiscoveredNode]]:
-    """The site and its nodes (SSH nodes collected in parallel, each through a session from
-    `connector`: SSH or this machine by default); progress per node."""
-    return resolve_run(request, node_progress(on_node), connector)
+               connector: Connector | None = None) -> Discovery:
+    """Read the site's nodes once (SSH nodes collected in parallel, each through a session
+    from `connector`: SSH or this machine by default; progress per node): the one discovery
+    the engines are then handed."""
+    return Discovery.of(*resolve_run(request, node_progress(on_node), connector))
 
 
-def check(site: Site, nodes: Sequence[DiscoveredNode], checks: Sequence[Check] | None = None) -> Report:
-    """Run the checks (all of them by default) on nodes already read."""
+def check(found: Discovery, checks: Sequence[Check] | None = None) -> Report:
+    """Run the checks (all of them by default) on a discovery."""
     from checks import ALL
     from fixes import BY_ID
 
-    return run_doctor(site, nodes, ALL if checks is None else checks, BY_ID)
+    return run_doctor(found, ALL if checks is None else checks, BY_ID)
 
 
 def discover(request: RunRequest, on_node: OnNode | None = None,
              checks: Sequence[Check] | None = None, plan: bool = True,
-             connector: Connector | None = None) -> Discovery:
+             connector: Connector | None = None) -> Diagnosis:
     """Read every node, run the checks, and (unless `plan` is false) plan the fixes."""
-    site, nodes = read_nodes(request, on_node, connector)
-    report = check(site, nodes, checks)
-    fixes, plan_error = plan_fixes(site, nodes) if plan else (None, None)
-    return Discovery(site, nodes, report, fixes, plan_error)
+    found = read_nodes(request, on_node, connector)
+    report = check(found, checks)
+    fixes, plan_error = plan_fixes(found) if plan else (None, None)
+    return Diagnosis(found, report, fixes, plan_error)
 
 
 def reach(site: Site, names: Sequence[str], trusted: Mapping[str, str] | None = None,

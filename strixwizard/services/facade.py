@@ -17,7 +17,7 @@ from strixwizard.live.tcp import TcpSettings
 from strixwizard.services import deploy, fix, measure
 from strixwizard.services import discover as discovery
 from strixwizard.services.common import Confirm, OnNode, OnStep
-from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.services.discover import Diagnosis, SiteSource
 from strixwizard.site import Site
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class Services:
     deploy_choice: deploy.DeployChoice | None = None
 
     # -- discover --------------------------------------------------------------
-    def discover(self, source: SiteSource, on_node: OnNode | None) -> Discovery:
+    def discover(self, source: SiteSource, on_node: OnNode | None) -> Diagnosis:
         return discovery.discover(source.request(), on_node, connector=self.connector)
 
     def reach(self, site: Site, names: Sequence[str], trusted: Mapping[str, str],
@@ -47,10 +47,10 @@ class Services:
         return discovery.reach(site, names, trusted, on_node, self.connector)
 
     # -- fix -------------------------------------------------------------------
-    def apply_fixes(self, found: Discovery, confirm: Confirm, on_step: OnStep | None
+    def apply_fixes(self, found: Diagnosis, confirm: Confirm, on_step: OnStep | None
                     ) -> fix.Applied:
         assert found.plan is not None
-        return fix.apply(found.site, found.nodes, found.plan, confirm, self._fix_options(), on_step)
+        return fix.apply(found.found, found.plan, confirm, self._fix_options(), on_step)
 
     def roll_back_fixes(self, run_id: str, confirm: Confirm, on_step: OnStep | None
                         ) -> RollbackReport:
@@ -61,8 +61,8 @@ class Services:
         return options if self.connector is None else replace(options, connector=self.connector)
 
     # -- deploy ----------------------------------------------------------------
-    def plan_deploy(self, site: Site, nodes: Sequence[DiscoveredNode]) -> deploy.DeployPreview:
-        return deploy.plan_choice(site, nodes, self.deploy_choice)
+    def plan_deploy(self, found: Diagnosis) -> deploy.DeployPreview:
+        return deploy.plan_choice(found.found, found.report, self.deploy_choice)
 
     def apply_deploy(self, site: Site, preview: deploy.DeployPreview, confirm: Confirm,
                      on_step: OnStep | None) -> deploy.Deployed:
@@ -75,16 +75,16 @@ class Services:
         return deploy.rollback(run_id, confirm, self.deploy_options, on_step)
 
     # -- test ------------------------------------------------------------------
-    def live_tests(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: measure.Cancel
+    def live_tests(self, found: Diagnosis, demo: bool, cancel: measure.Cancel
                    ) -> Iterator[Measurement]:
-        return measure.wizard_stream(site, nodes, demo, cancel, self.tcp, self.demo_seconds,
-                                  self.connector)
+        return measure.wizard_stream(found.found, demo, cancel, self.tcp, self.demo_seconds,
+                                     self.connector)
 
-    def soak(self, site: Site, nodes: Sequence[DiscoveredNode], demo: bool, pairs: list[tuple[str, str]],
+    def soak(self, found: Diagnosis, demo: bool, pairs: list[tuple[str, str]],
              seconds: float, cancel: measure.Cancel, progress: Callable[[SoakProgress], None]
              ) -> Iterator[Measurement]:
         settings = SoakSettings(bytes=self.soak_bytes, seconds=seconds, progress=progress)
-        return measure.soak_stream(site, nodes, pairs, settings, cancel, demo, self.connector)
+        return measure.soak_stream(found.found, pairs, settings, cancel, demo, self.connector)
 
     def store_tests(self, site: str, started_at: str, results: list[Measurement],
                     demo: bool = False) -> str:

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from strixwizard.checking.engine import Report
-from strixwizard.discovery import DiscoveredNode
+from strixwizard.discovery import Discovery
 from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
-from strixwizard.site import Site
 
 if TYPE_CHECKING:
     from strixwizard.fixing.engine import ApplyReport, RollbackReport
     from strixwizard.fixing.journal import JournalStore, NodeJournal
+    from strixwizard.fixing.lock import Holder
     from strixwizard.fixing.model import SitePlan
     from strixwizard.node.session import Connector
 
@@ -54,15 +54,13 @@ class Applied:
     dry_run_copies: Path | None
 
 
-def plan(site: Site, nodes: Sequence[DiscoveredNode], only: Sequence[str] = (), persist: bool = True
-         ) -> SitePlan:
-    """The fix engine's plan (before → after) for every reachable node; pure, no change is made."""
+def plan(found: Discovery, only: Sequence[str] = (), persist: bool = True) -> SitePlan:
+    """The fix engine's plan (before → after) for every reachable node of a discovery; pure,
+    no change is made."""
     from fixes import FIXES
     from strixwizard.fixing.planning import plan_site
 
-    facts = [n.facts for n in nodes if n.facts is not None]
-    unreachable = {n.report.name: n.report.error or "unreachable" for n in nodes if n.facts is None}
-    return plan_site(site, facts, list(only), persist=persist, unreachable=unreachable, fixes=FIXES)
+    return plan_site(found, list(only), persist=persist, fixes=FIXES)
 
 
 @dataclass(frozen=True)
@@ -88,17 +86,11 @@ class Tally:
                 "by_hand": len(self.by_hand), "not_planned": len(self.unplanned)}
 
 
-def tally(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, report: Report | None = None) -> Tally:
-    """Doctor's problems on `nodes` matched to `plan`: a result is cured by a plan of its check's
-    fix on its node (a link's result: on either end). `report` is doctor's report on the same
-    nodes when the caller has one (the wizard's discovery); without it doctor runs here."""
-    from checks import ALL
-    from fixes import BY_ID
-    from strixwizard.checking.engine import run_doctor
+def tally(report: Report, plan: SitePlan) -> Tally:
+    """Doctor's problems in `report` matched to `plan`, both of the same discovery: a result is
+    cured by a plan of its check's fix on its node (a link's result: on either end)."""
     from strixwizard.model import Status
 
-    if report is None:
-        report = run_doctor(site, nodes, ALL, BY_ID)
     bad = [r for r in report.checks if r.status in (Status.FAIL, Status.WARN, Status.ERROR)]
     by_plan: list[str] = []
     by_hand: list[str] = []
@@ -145,13 +137,6 @@ def changed_nodes(plan: SitePlan) -> list[str]:
     return [n for n in plan.nodes if any(p.steps for p in plan.for_node(n))]
 
 
-def is_dry_run(site: Site, nodes: Sequence[DiscoveredNode]) -> bool:
-    """Every reachable node is a snapshot: applying changes copies only."""
-    specs = {spec.name: spec for spec in site.nodes}
-    return all(specs.get(n.report.name) is not None and specs[n.report.name].snapshot is not None
-               for n in nodes if n.facts is not None)
-
-
 def apply_question(plan: SitePlan, dry_run: bool) -> Question:
     targets = changed_nodes(plan)
     where = "on copies of the snapshots (dry run)" if dry_run else "on " + ", ".join(targets)
@@ -164,30 +149,36 @@ def apply_question(plan: SitePlan, dry_run: bool) -> Question:
         "checks run again to verify. Steps that need a reboot are not run.", yes="Apply (y)")
 
 
-def apply(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, confirm: Confirm,
-          options: FixOptions | None = None, on_step: OnStep | None = None) -> Applied:
-    """Ask, then apply the plan with the fix engine. Raises NotConfirmed when the answer is no."""
+def apply(found: Discovery, plan: SitePlan, confirm: Confirm, options: FixOptions | None = None,
+          on_step: OnStep | None = None, held: Holder | None = None) -> Applied:
+    """Ask, then apply the plan with the fix engine. Raises NotConfirmed when the answer is no.
+
+    A dry run (`found.dry_run`: every node is a snapshot) changes copies and takes no lock;
+    otherwise the site's lock is taken here, once, unless the caller holds it already (`held`:
+    `strixwizard fix` takes it before the nodes are read), and unfinished runs are looked for
+    once, under it, before the question."""
     from checks import ALL
     from fixes import BY_ID
+    from strixwizard.fixing.engine import refuse_unfinished
     from strixwizard.fixing.journal import new_run_id
     from strixwizard.fixing.site_apply import apply_site
 
     options = options or FixOptions()
-    dry_run = is_dry_run(site, nodes)
+    dry_run = found.dry_run
     store = options.store()
-    with held_unless(dry_run or not changed_nodes(plan), store, site.name, "fix --apply",
-                     options.break_lock):  # refused before the question, not after it
-        if not dry_run:  # refused before the question, not after it
-            from strixwizard.fixing.engine import refuse_unfinished
-
-            refuse_unfinished(store, [*plan.nodes, *(n.report.name for n in nodes)],
+    changes = bool(changed_nodes(plan))
+    with holding(held, not dry_run and changes, store, found.site.name, "fix --apply",
+                 options.break_lock) as holder:  # refused before the question, not after it
+        if not dry_run:
+            refuse_unfinished(store, sorted({*plan.nodes, *(n.name for n in found.nodes),
+                                             *(spec.name for spec in found.site.nodes)}),
                               "fix --apply")
-        if changed_nodes(plan):
+        if changes:
             ask(confirm, apply_question(plan, dry_run))
         run_id = new_run_id()
         dry_root = options.dry_run_root(store)
-        report = apply_site(site, nodes, plan, store, node_journal_dir=options.node_journal_dir,
-                            dry_run_root=dry_root, run_id=run_id,
+        report = apply_site(found, plan, store, node_journal_dir=options.node_journal_dir,
+                            dry_run_root=dry_root, run_id=run_id, dry_run=dry_run, holder=holder,
                             trust_new_hosts=options.trust_new_hosts,
                             with_reboot=options.with_reboot, progress=step_progress(on_step),
                             connector=options.connector, break_lock=options.break_lock,
@@ -196,17 +187,19 @@ def apply(site: Site, nodes: Sequence[DiscoveredNode], plan: SitePlan, confirm: 
 
 
 @contextmanager
-def held_unless(skip: bool, store: JournalStore, site: str, command: str, break_lock: bool
-                ) -> Iterator[None]:
-    """The site's lock on the head (`fixing/lock.py`) for the block, unless `skip` (a dry
-    run: copies only). `LockHeld` at once when another run holds it."""
-    if skip:
-        yield
+def holding(held: Holder | None, needed: bool, store: JournalStore, site: str, command: str,
+            break_lock: bool) -> Iterator[Holder | None]:
+    """The site's lock on the head (`fixing/lock.py`) for the block, taken once: `held` when
+    the caller holds it already, else taken here when `needed` (a dry run, copies only, and a
+    run with nothing to change need none; None is yielded then). `LockHeld` at once when
+    another run holds it."""
+    if held is not None or not needed:
+        yield held
         return
     from strixwizard.fixing.lock import site_lock
 
-    with site_lock(store.root, site, command, break_lock):
-        yield
+    with site_lock(store.root, site, command, break_lock) as holder:
+        yield holder
 
 
 def load_run(store: JournalStore, run_id: str | None) -> list[NodeJournal]:
@@ -242,9 +235,11 @@ def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = 
     options = options or FixOptions()
     connector = options.connector
 
-    def undo(journals: list[NodeJournal], store: JournalStore) -> RollbackReport:
+    def undo(journals: list[NodeJournal], store: JournalStore, holder: Holder | None
+             ) -> RollbackReport:
         return rollback_run(journals, lambda journal: runner_from_journal(journal, connector),
-                            store, step_progress(on_step), break_lock=options.break_lock)
+                            store, step_progress(on_step), holder=holder,
+                            break_lock=options.break_lock)
 
     return roll_back_run(options.store(), run_id, confirm, "fix --rollback", "run",
                          options.break_lock, undo)
@@ -252,21 +247,21 @@ def rollback(run_id: str | None, confirm: Confirm, options: FixOptions | None = 
 
 def roll_back_run(store: JournalStore, run_id: str | None, confirm: Confirm, command: str,
                   what: str, break_lock: bool,
-                  undo: Callable[[list[NodeJournal], JournalStore], RollbackReport]
+                  undo: Callable[[list[NodeJournal], JournalStore, Holder | None], RollbackReport]
                   ) -> RollbackReport:
     """The one way a run is rolled back (fix and deploy): load its journals, take the site's
-    lock (not for dry-run copies), ask, then `undo`."""
+    lock once (not for dry-run copies), ask, then `undo` under it."""
     journals = load_run(store, run_id)
     # without RUN: the last run, then every other run that did not finish (newest first)
     earlier = [] if run_id is not None else list(store.unfinished(but=journals[0].run_id))[::-1]
-    with held_unless(all(j.dry_run for j in journals), store, journals[0].site, command,
-                     break_lock):
+    with holding(None, not all(j.dry_run for j in journals), store, journals[0].site, command,
+                 break_lock) as holder:
         ask(confirm, rollback_question(journals, what, earlier))
-        report = undo(journals, store)
+        report = undo(journals, store, holder)
         for other in earlier:
             if report.signal is not None:  # cancelled: the rest waits for the next rollback
                 break
-            more = undo(store.load_run(other), store)
+            more = undo(store.load_run(other), store, holder)
             report.also_finished.append(other)
             for outcome in more.nodes:
                 outcome.state = f"run {other}: {outcome.state}"

@@ -8,13 +8,12 @@ starts; closing the stream stops what is still running too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from strixwizard.discovery import DiscoveredNode
-from strixwizard.facts import NodeFacts
+from strixwizard.discovery import Discovery
 from strixwizard.live.counters import Target, sampled
 from strixwizard.live.counters import targets as counter_targets
 from strixwizard.live.hosts import Host
@@ -52,12 +51,13 @@ def unreachable(kind: str, pair: tuple[str, str], reason: str) -> Measurement:
     return Measurement(kind_of(kind).result_kind, "tcp", "ssh", pair, Status.ERROR, reason)
 
 
-def site_hosts(site: Site, nodes: Sequence[DiscoveredNode], trust_new_hosts: bool = False,
+def site_hosts(found: Discovery, trust_new_hosts: bool = False,
                connector: Connector | None = None) -> tuple[dict[str, Host], dict[str, str]]:
     """Where tests can run: a session from `connector` (`connect` by default) per reachable
     node (local or over SSH), and for every other node the reason it cannot take part
     (unreachable, or a snapshot with nothing to run on)."""
-    down = {n.report.name: n.report.error or "unreachable" for n in nodes if not n.report.reachable}
+    site = found.site
+    down = {n.name: n.report.error or "unreachable" for n in found.nodes if not n.report.reachable}
     hosts: dict[str, Host] = {}
     for spec in site.nodes:
         target = target_for(site, spec, trust_new_hosts=trust_new_hosts)
@@ -76,11 +76,10 @@ def demo_paths(chosen: Sequence[str]) -> dict[tuple[str, str], tuple[RdmaEnd, Rd
     from strixwizard.live.plan import plan_pair
     from strixwizard.services.nodes import RunRequest, resolve_run
 
-    site, nodes = resolve_run(RunRequest(demo=True))
-    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+    found = Discovery.of(*resolve_run(RunRequest(demo=True)))
     paths: dict[tuple[str, str], tuple[RdmaEnd, RdmaEnd] | None] = {}
     for a, b in itertools.permutations(chosen, 2):
-        paths[(a, b)] = plan_pair(site, facts, a, b).rdma
+        paths[(a, b)] = plan_pair(found, a, b).rdma
     return paths
 
 
@@ -114,14 +113,14 @@ class Prepared:
             host.close()
 
 
-def prepare(site: Site, nodes: Sequence[DiscoveredNode], pairs: Sequence[tuple[str, str]], cancel: Cancel,
+def prepare(found: Discovery, pairs: Sequence[tuple[str, str]], cancel: Cancel,
             trust_new_hosts: bool = False, connector: Connector | None = None) -> Prepared:
     from strixwizard.live.plan import plan_pair
 
-    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
-    plain, down = site_hosts(site, nodes, trust_new_hosts, connector)
+    site, facts = found.site, found.facts_by_name
+    plain, down = site_hosts(found, trust_new_hosts, connector)
     hosts: dict[str, Host] = {name: cancel.scope(host) for name, host in plain.items()}
-    plans = {pair: plan_pair(site, facts, *pair) for pair in pairs
+    plans = {pair: plan_pair(found, *pair) for pair in pairs
              if pair[0] not in down and pair[1] not in down}
     addresses = {spec.name: spec.host or spec.name for spec in site.nodes}
     return Prepared(hosts, down, plans, addresses, plain, counter_targets(site, facts, list(plain)),
@@ -130,8 +129,7 @@ def prepare(site: Site, nodes: Sequence[DiscoveredNode], pairs: Sequence[tuple[s
 
 def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequence[tuple[str, str]],
                  settings: MeasurementSettings, timing: MatrixTiming | None = None,
-                 site: Site | None = None, facts: Mapping[str, NodeFacts] | None = None
-                 ) -> Iterator[Measurement]:
+                 found: Discovery | None = None) -> Iterator[Measurement]:
     """One measurement on prepared hosts; a node that cannot take part is an error result."""
     from strixwizard.live.runner import run_measurement
 
@@ -143,7 +141,7 @@ def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequen
     hosts = {n: prepared.hosts[n] for n in chosen}
     plans = {pair: prepared.plans[pair] for pair in pairs}
     stream = run_measurement(kind, hosts, plans, chosen, settings, prepared.addresses, timing,
-                             site=site, facts=facts)
+                             found=found)
     if not kind_of(kind).counters:
         yield from stream
         return
@@ -153,15 +151,14 @@ def run_prepared(prepared: Prepared, kind: str, chosen: list[str], pairs: Sequen
                        lambda: cancel is not None and cancel.cancelled)
 
 
-def site_stream(site: Site, nodes: Sequence[DiscoveredNode], kind: str, chosen: list[str],
+def site_stream(found: Discovery, kind: str, chosen: list[str],
                 pairs: Sequence[tuple[str, str]], settings: MeasurementSettings, cancel: Cancel,
                 timing: MatrixTiming | None = None, trust_new_hosts: bool = False,
                 connector: Connector | None = None) -> Iterator[Measurement]:
     """One measurement (`strixwizard test KIND`) on a site's real nodes."""
-    prepared = prepare(site, nodes, pairs, cancel, trust_new_hosts, connector)
-    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+    prepared = prepare(found, pairs, cancel, trust_new_hosts, connector)
     try:
-        yield from run_prepared(prepared, kind, chosen, pairs, settings, timing, site, facts)
+        yield from run_prepared(prepared, kind, chosen, pairs, settings, timing, found)
     finally:
         prepared.close()
 
@@ -172,11 +169,12 @@ def wizard_kinds() -> list[str]:
     return [name for _, name in run]
 
 
-def wizard_stream(site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cancel: Cancel,
+def wizard_stream(found: Discovery, demo: bool, cancel: Cancel,
                   tcp: TcpSettings | None = None, demo_seconds: float = 2.0,
                   connector: Connector | None = None) -> Iterator[Measurement]:
     """The Test step's run: each kind of it in turn (the all-pairs matrix, then RCCL across the
     nodes), on one set of hosts."""
+    site = found.site
     names = [spec.name for spec in site.nodes]
     kinds = wizard_kinds()
     if demo:
@@ -195,8 +193,7 @@ def wizard_stream(site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cance
     settings = MeasurementSettings(thresholds=site.thresholds, tcp=tcp or TcpSettings())
     planned = {kind: choose(kind, names) for kind in kinds}
     every = list(dict.fromkeys(pair for _, pairs in planned.values() for pair in pairs))
-    prepared = prepare(site, nodes, every, cancel, connector=connector)
-    facts = {n.report.name: n.facts for n in nodes if n.facts is not None}
+    prepared = prepare(found, every, cancel, connector=connector)
     try:
         if prepared.down:
             yield from run_prepared(prepared, kinds[0], names, [], settings)
@@ -205,7 +202,7 @@ def wizard_stream(site: Site, nodes: Sequence[DiscoveredNode], demo: bool, cance
             if cancel.cancelled:
                 return
             chosen, pairs = planned[kind]
-            yield from run_prepared(prepared, kind, chosen, pairs, settings, site=site, facts=facts)
+            yield from run_prepared(prepared, kind, chosen, pairs, settings, found=found)
     finally:
         prepared.close()
 
@@ -217,17 +214,17 @@ SOAK_SECONDS = (30.0, 10.0, 60.0, 300.0)
 SOAK_BYTES = 1 << 40
 
 
-def soak_stream(site: Site, nodes: Sequence[DiscoveredNode], pairs: Sequence[tuple[str, str]],
+def soak_stream(found: Discovery, pairs: Sequence[tuple[str, str]],
                 settings: SoakSettings, cancel: Cancel, demo: bool = False,
                 connector: Connector | None = None) -> Iterator[Measurement]:
     """The soak on `pairs` (disjoint ones at once, in the matrix's rounds), the fabric counters
     read around it; `settings.progress` hears from each running pair about once a second."""
     chosen = list(dict.fromkeys(n for pair in pairs for n in pair))
-    measuring = MeasurementSettings(thresholds=site.thresholds, soak=settings)
+    measuring = MeasurementSettings(thresholds=found.site.thresholds, soak=settings)
     if demo:
         yield from demo_stream(SOAK.name, chosen, pairs, measuring, cancel)
         return
-    yield from site_stream(site, nodes, SOAK.name, chosen, pairs, measuring, cancel,
+    yield from site_stream(found, SOAK.name, chosen, pairs, measuring, cancel,
                            connector=connector)
 
 

@@ -24,7 +24,7 @@ from strixwizard.errors import UsageError
 from strixwizard.site import Fabric, NodeSpec, Site, SshSettings, Thresholds, address_problem, parse_site
 
 if TYPE_CHECKING:
-    from strixwizard.discovery import DiscoveredNode
+    from strixwizard.discovery import DiscoveredNode, Discovery
     from strixwizard.services.common import OnNode
 
 
@@ -76,14 +76,11 @@ def _shared_subnets(nodes: Sequence[DiscoveredNode], management: set[str]) -> di
     return found
 
 
-def fabric_addresses(site: Site, nodes: Sequence[DiscoveredNode]) -> dict[str, Found]:
+def fabric_addresses(discovered: Discovery) -> dict[str, Found]:
     """What `init` writes as each node's fabric_address (see the module docstring)."""
-    from strixwizard.topology import build_topology
-
-    facts = [n.facts for n in nodes if n.facts is not None]
-    topology = build_topology(facts, site)
+    site, nodes = discovered.site, discovered.nodes
     found: dict[str, Found] = {}
-    for link in sorted(topology.links, key=lambda link: not link.rdma):
+    for link in sorted(discovered.topology.links, key=lambda link: not link.rdma):
         for end, other in ((link.a, link.b), (link.b, link.a)):
             if end.ipv4 is not None and end.node.name not in found:
                 found[end.node.name] = Found(end.ipv4.address, f"{end.netdev.name}, {link.transport} "
@@ -106,11 +103,12 @@ def fabric_addresses(site: Site, nodes: Sequence[DiscoveredNode]) -> dict[str, F
 def probe_nodes(nodes: Sequence[NodeSpec], trust_new_hosts: bool = False,
                 on_node: OnNode | None = None) -> dict[str, Found]:
     """Read each node once and find its fabric address (nodes whose address is given keep it)."""
+    from strixwizard.discovery import Discovery
     from strixwizard.services.discover import reach
 
     site = Site(name="init", nodes=tuple(nodes))
     read = reach(site, [n.name for n in nodes], on_node=on_node, trust_new_hosts=trust_new_hosts)
-    found = fabric_addresses(site, read)
+    found = fabric_addresses(Discovery.of(site, read))
     return {n.name: found[n.name] for n in nodes if n.fabric_address is None and n.name in found}
 
 

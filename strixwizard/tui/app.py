@@ -34,7 +34,7 @@ from strixwizard.places import NODE_CONFIG_DIR, NODE_JOURNAL_DIR
 from strixwizard.present.terminal import visible
 from strixwizard.services.common import NodeEvent, NotConfirmed, Question, StepEvent
 from strixwizard.services.deploy import Deployed
-from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.services.discover import Diagnosis, SiteSource
 from strixwizard.services.facade import Services
 from strixwizard.services.fix import Applied, rollback_outcome
 from strixwizard.services.measure import Cancel, planned_pairs
@@ -694,8 +694,8 @@ class WizardApp(App[int]):
         self.screen_changed()
 
     @work(thread=True, exclusive=True, group="deploy-plan", exit_on_error=False)
-    def _plan_deploy(self, run: int, discovery: Discovery) -> None:
-        self.post_message(m.DeployPlanned(run, self.services.plan_deploy(discovery.site, discovery.nodes)))
+    def _plan_deploy(self, run: int, discovery: Diagnosis) -> None:
+        self.post_message(m.DeployPlanned(run, self.services.plan_deploy(discovery)))
 
     def on_deploy_planned(self, message: m.DeployPlanned) -> None:
         if message.run != self.session.of(DiscoverState).run:
@@ -733,9 +733,9 @@ class WizardApp(App[int]):
         self.screen_changed()
 
     @work(thread=True, exclusive=True, group="tests", exit_on_error=False)
-    def _run_tests(self, run: int, discovery: Discovery, demo: bool, cancel: Cancel) -> None:
+    def _run_tests(self, run: int, discovery: Diagnosis, demo: bool, cancel: Cancel) -> None:
         started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        stream = self.services.live_tests(discovery.site, discovery.nodes, demo, cancel)
+        stream = self.services.live_tests(discovery, demo, cancel)
         results = []
         try:
             for measurement in stream:
@@ -766,13 +766,13 @@ class WizardApp(App[int]):
         self.screen_changed()
 
     @work(thread=True, exclusive=True, group="tests", exit_on_error=False)
-    def _run_soak(self, run: int, discovery: Discovery, demo: bool, pairs: list[tuple[str, str]],
+    def _run_soak(self, run: int, discovery: Diagnosis, demo: bool, pairs: list[tuple[str, str]],
                   seconds: float, cancel: Cancel) -> None:
         def heard(progress: SoakProgress) -> None:
             self.post_message(m.SoakProgressed(run, progress))
 
         started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        stream = self.services.soak(discovery.site, discovery.nodes, demo, pairs, seconds, cancel,
+        stream = self.services.soak(discovery, demo, pairs, seconds, cancel,
                                     heard)
         results: list[Measurement] = []
         line: str | None = None

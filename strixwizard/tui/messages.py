@@ -15,7 +15,7 @@ from strixwizard.discovery import DiscoveredNode
 from strixwizard.live.results import Measurement
 from strixwizard.live.soak import SoakProgress
 from strixwizard.services.deploy import DeployPreview
-from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.services.discover import Diagnosis, SiteSource
 from strixwizard.tui.views import NodePorts
 from strixwizard.tui.wizard import RunAction, RunGroup
 
@@ -97,7 +97,7 @@ class NodeProgress(Message):
 @dataclass
 class DiscoveryDone(Message):
     run: int
-    discovery: Discovery
+    discovery: Diagnosis
     ports: list[NodePorts]
 
 

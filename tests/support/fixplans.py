@@ -10,6 +10,7 @@ import fixes
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, connectx, e810
 from strixwizard.demo.scenarios import strix_halo_node
+from strixwizard.discovery import Discovery
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
@@ -48,7 +49,8 @@ def plan_of(tmp_path: Path, nodes: dict[str, FakeNode], only: tuple[str, ...] = 
     facts = scenarios.facts_of(tmp_path, nodes)
     site = Site(name="t", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in facts),
                 fabric=SITE_FABRIC)
-    return plan_site(site, list(facts.values()), only, persist=persist, fixes=fixes.FIXES)
+    return plan_site(Discovery.of_facts(site, list(facts.values())), only, persist=persist,
+                     fixes=fixes.FIXES)
 
 
 def steps_of(plan: SitePlan, fix: str, node: str | None = None) -> list[Plan]:

@@ -26,7 +26,7 @@ from strixwizard.demo.hardware import (
     usb4_routers,
 )
 from strixwizard.demo.scenarios import rdma_link, strix_halo_node
-from strixwizard.discovery import DiscoveredNode, reached_node
+from strixwizard.discovery import DiscoveredNode, Discovery, reached_node
 from strixwizard.facts import NodeFacts
 from strixwizard.model import CheckResult, Status
 from strixwizard.probe.snapshot import SnapshotProbe
@@ -164,7 +164,7 @@ def run_site(tmp_path: Path, nodes: Nodes, site: Site | None = None) -> Report:
     site = site or Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in probes))
     run_nodes: list[DiscoveredNode] = [reached_node(n, p, str(tmp_path / n), "snapshot")
                              for n, p in probes.items()]
-    return run_doctor(site, run_nodes, ALL_CHECKS, FIXES)
+    return run_doctor(Discovery.of(site, run_nodes), ALL_CHECKS, FIXES)
 
 
 def results(report: Report, check_id: str, status: Status | None = None) -> list[CheckResult]:

@@ -15,7 +15,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from strixwizard.services.discover import Discovery, SiteSource
+from strixwizard.services.discover import Diagnosis, SiteSource
 from strixwizard.services.facade import Services
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.screens.discover import DiscoverState
@@ -106,7 +106,7 @@ def live_state(app: WizardApp) -> MeasurementState:
     return app.session.of(MeasurementState)
 
 
-def discovery_of(app: WizardApp) -> Discovery | None:
+def discovery_of(app: WizardApp) -> Diagnosis | None:
     return app.session.of(DiscoverState).discovery
 
 

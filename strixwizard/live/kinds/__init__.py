@@ -17,12 +17,12 @@ import argparse
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from strixwizard.facts import NodeFacts
+    from strixwizard.discovery import Discovery
     from strixwizard.live.demo import SitePaths
     from strixwizard.live.hosts import Host
     from strixwizard.live.plan import PairPlan
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from strixwizard.live.results import Measurement
     from strixwizard.live.settings import MatrixTiming, MeasurementSettings
     from strixwizard.node.cancel import Cancel
-    from strixwizard.site import Site
 
 Pair = tuple[str, str]
 
@@ -80,8 +79,7 @@ class Job:
     addresses: dict[str, str]
     cancel: Cancel
     timing: MatrixTiming | None = None
-    site: Site | None = None
-    facts: Mapping[str, NodeFacts] = field(default_factory=dict)
+    found: Discovery | None = None  # the discovery the run was planned from (its topology)
 
     def in_threads(self, jobs: Sequence[Callable[[], Iterator[Measurement]]]) -> Iterator[Measurement]:
         """Run `jobs` at once, each in a thread; their results in the order they arrive."""

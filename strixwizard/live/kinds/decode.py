@@ -126,10 +126,10 @@ def run(job: Job) -> Iterator[Measurement]:
     from strixwizard.decode.links import usb4_paths
     from strixwizard.decode.measure import decode_pair
 
-    assert job.settings.decode is not None and job.site is not None
+    assert job.settings.decode is not None and job.found is not None
     plan = next(iter(job.plans.values()))
     yield from _tcp_only(decode_pair(job.hosts, plan, job.addresses, job.settings.decode,
-                                     usb4_paths(job.site, job.facts, plan)), job.settings)
+                                     usb4_paths(job.found, plan)), job.settings)
 
 
 def demo(job: DemoJob) -> Iterator[Measurement]:

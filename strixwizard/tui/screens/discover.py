@@ -14,7 +14,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from strixwizard.checking.engine import Report
 from strixwizard.model import CheckResult
-from strixwizard.services.discover import Discovery
+from strixwizard.services.discover import Diagnosis
 from strixwizard.tui.fit import Column, cell_width, details, fitting, short_kernel, short_sku, short_state
 from strixwizard.tui.hostkeys import for_the_wizard
 from strixwizard.tui.messages import CancelDiscovery, StartDiscovery
@@ -108,7 +108,7 @@ def check_section(title: str, results: tuple[CheckResult, ...], failing_only: bo
 
 @dataclass
 class DiscoverState(StepState):
-    discovery: Discovery | None = None
+    discovery: Diagnosis | None = None
     ports: list[NodePorts] = field(default_factory=list)  # read in the worker, off the UI thread
     error: tuple[str, str] | None = None  # reason, next step
     progress: dict[str, NodeStatus] = field(default_factory=dict)

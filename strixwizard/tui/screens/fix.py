@@ -205,7 +205,7 @@ class FixScreen(StepScreen, step="fix", state=FixState):
                        title="Nothing to fix")
             return
         plan = discovery.plan or SitePlan(discovery.site.name)
-        counted = tally(discovery.site, discovery.nodes, plan, discovery.report)
+        counted = tally(discovery.report, plan)
         said = tally_words(counted, changes, len(changed_nodes(plan)), discovery.plan_error)
         if discovery.plan is None:
             how = f"Apply them by hand, then discover again ({keys('discover', 'r')})."
