@@ -19,6 +19,7 @@ from tests.support.layering import (
     cycles,
     edges,
     front_imports_from_engines,
+    identity_caches,
     kind_name_comparisons,
     module_files,
     present_imports_of_textual,
@@ -93,6 +94,11 @@ def test_no_generic_measurement_module_compares_a_kind_name() -> None:
     declaration (strixwizard/live/kinds/); an `if kind == "soak"` would be a kind known by name."""
     assert layering.kind_names() >= {"latency", "bandwidth", "rccl", "matrix", "decode", "soak"}
     assert kind_name_comparisons() == []
+
+
+def test_no_module_level_cache_keyed_on_object_identity() -> None:
+    """A discovery's topology is built once and handed down, never looked up by identity."""
+    assert identity_caches() == []
 
 
 def _stdlib_imports(path: Path) -> list[tuple[int, str]]:
@@ -190,6 +196,17 @@ def violating_tree(tmp_path: Path) -> Path:
         "strixwizard/live/runner.py": "def run(kind):\n    if kind in ('x', 'toy'):\n        return 1\n",
         "strixwizard/services/__init__.py": "",
         "strixwizard/services/measure.py": "def f(args):\n    return args.kind != 'toy'\n",
+        # a memo keyed on id(), and a list of recent results matched with `is`
+        "strixwizard/memo.py": "_SEEN: dict[int, str] = {}\n\ndef f(x):\n"
+                               "    return _SEEN.setdefault(id(x), str(x))\n",
+        "strixwizard/recent.py": "RECENT = []\n\ndef g(x):\n    for seen, out in RECENT:\n"
+                                 "        if seen is x:\n            return out\n"
+                                 "    RECENT.insert(0, (x, 1))\n    return 1\n",
+        # not caches: a constant table compared by identity, state keyed by value
+        "strixwizard/table.py": "NAMES = {int: 'whole'}\n\ndef h(kind):\n"
+                                "    return NAMES.get(kind) if kind is not float else 'n'\n",
+        "strixwizard/state.py": "HELD = {}\n\ndef k(path, fd):\n    if HELD.get(path) is None:\n"
+                                "        HELD[path] = fd\n",
     })
 
 
@@ -210,6 +227,10 @@ def test_the_rules_see_a_deliberate_violation(violating_tree: Path) -> None:
         Edge("strixwizard.node.ssh", "strixwizard.facts.spec", 2, True)]
     assert kind_name_comparisons(violating_tree) == [
         "strixwizard.live.runner:2 compares with toy", "strixwizard.services.measure:2 compares with toy"]
+    assert identity_caches(violating_tree) == [
+        "strixwizard.memo:1 _SEEN (used by identity in f, line 4)",
+        "strixwizard.recent:1 RECENT (used by identity in g, line 5)",
+    ]
 
 
 def _stack_names() -> set[str]:

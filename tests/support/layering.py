@@ -294,3 +294,98 @@ def stack_knowledge(names: set[str], root: Path = ROOT) -> list[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
                 problems.append(f"{module}:{node.lineno} names the stack {node.value!r}")
     return sorted(set(problems))
+
+
+#: Calls that make a mutable container (a cache, a registry being filled, a memo).
+MUTABLE_FACTORIES = frozenset({"list", "dict", "set", "OrderedDict", "defaultdict",
+                               "WeakKeyDictionary", "WeakValueDictionary", "WeakSet"})
+_SINGLETONS = (None, True, False, Ellipsis)
+
+
+def _mutable(value: ast.expr | None) -> bool:
+    if isinstance(value, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+        return True
+    if isinstance(value, ast.Call):
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else \
+            value.func.id if isinstance(value.func, ast.Name) else ""
+        return name in MUTABLE_FACTORIES
+    return False
+
+
+def _identity_uses(function: ast.AST) -> list[int]:
+    """Lines where a function keys or matches by object identity: a call of `id(...)`, or an
+    `is`/`is not` between two values neither of which is None, True, False or `...`."""
+    lines = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id":
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands[:-1], operands[1:], strict=True):
+                if isinstance(op, ast.Is | ast.IsNot) and not any(
+                        isinstance(side, ast.Constant) and side.value in _SINGLETONS
+                        for side in (left, right)):
+                    lines.append(node.lineno)
+    return lines
+
+
+#: Methods that change a list, dict or set in place.
+MUTATORS = frozenset({"append", "insert", "extend", "setdefault", "update", "pop", "popitem",
+                      "add", "clear", "remove", "discard"})
+
+
+def _mutated(function: ast.AST, names: set[str]) -> set[str]:
+    """Which of `names` a function changes in place: `NAME[k] = v`, `del NAME[k]`,
+    `NAME[k] += v`, or a call of one of MUTATORS on it."""
+    changed = set()
+    for node in ast.walk(function):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in MUTATORS:
+            targets = [node.func.value]
+        for target in targets:
+            if isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Name) and target.id in names:
+                changed.add(target.id)
+    return changed
+
+
+def identity_caches(root: Path = ROOT) -> list[str]:
+    """Module-level mutable state keyed on object identity: a cache the rule forbids.
+
+    The rule, per module: a name bound at the top level (`NAME = ...` or `NAME: T = ...`) to a
+    mutable container (a list, dict or set display or comprehension, or a call of one of
+    MUTABLE_FACTORIES) that a function of the module changes in place (`_mutated`: state kept
+    between calls, not a constant table) is flagged when a function that reads or changes it
+    also keys or matches by identity (`_identity_uses`: `id(...)`, or `is`/`is not` between
+    two values neither of which is None, True, False or `...`). Such a cache outlives the
+    values it answers for, answers for an object that merely reuses an address, and hides
+    which call built what: the value is built once and handed down instead
+    (`discovery.Discovery.topology` for the fabric)."""
+    found = []
+    for module, path in module_files(root).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        containers: dict[str, int] = {}
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and _mutable(statement.value):
+                targets = [t.id for t in statement.targets if isinstance(t, ast.Name)]
+            elif isinstance(statement, ast.AnnAssign) and _mutable(statement.value) \
+                    and isinstance(statement.target, ast.Name):
+                targets = [statement.target.id]
+            else:
+                continue
+            containers.update({name: statement.lineno for name in targets})
+        functions = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+        state = set().union(*(_mutated(f, set(containers)) for f in functions)) if functions else set()
+        for function in functions:
+            used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)} & state
+            identity = _identity_uses(function)
+            for name in sorted(used) if identity else ():
+                found.append(f"{module}:{containers[name]} {name} (used by identity in "
+                             f"{function.name}, line {identity[0]})")
+    return sorted(set(found))
