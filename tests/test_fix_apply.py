@@ -34,7 +34,7 @@ from strixwizard.probe.snapshot import SnapshotProbe
 from strixwizard.site import NodeSpec, Site
 from tests.support.cli import invoke
 from tests.support.demo import demo_site_copy, printed_lines, state_env
-from tests.support.fixplans import SITE_FABRIC, pair
+from tests.support.fixplans import SITE_FABRIC, checked, pair
 
 BAD_B = RoceSetup(mtu=1500, pfc=(), fw_lldp=True, pause=(True, True), roce_mode="RoCE v2")
 
@@ -62,7 +62,7 @@ def run(site: Site, roots: dict[str, Path], store: JournalStore, runners=None, o
     dry = all(r.dry_run for r in runners.values())
     report = apply_plan(plan, runners, store, site, descriptors, dry_run=dry,
                         holder=None if dry else holder_record("fix --apply", site.name),
-                        verify_with=lambda after: verify(Discovery.of_facts(site, before.values()), plan,
+                        verify_with=lambda after: verify(*checked(site, before), plan,
                                                           after, checks=ALL, fixes=BY_ID))
     return plan, report
 

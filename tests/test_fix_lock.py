@@ -143,8 +143,8 @@ def test_a_fix_run_takes_the_site_lock_once(tmp_path: Path) -> None:
 
     with counted_site_locks("lab") as taken, pytest.MonkeyPatch.context() as patch:
         patch.setattr(JournalStore, "unfinished", unfinished)
-        applied = fixing.apply(found.found, found.plan, lambda q: asked.append(q.title) or True,
-                               options)
+        applied = fixing.apply(found.found, found.report, found.plan,
+                               lambda q: asked.append(q.title) or True, options)
     assert asked == ["Apply the fixes"] and not applied.report.dry_run
     assert taken == ["fix --apply"] and len(looked) == 1  # unfinished runs looked for once
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,14 +55,14 @@ def test_applying_fixes_asks_first_and_a_no_changes_nothing(demo: Diagnosis, tmp
     options = fix.FixOptions(journal_dir=tmp_path / "journal")
     no = Answers(False)
     with pytest.raises(NotConfirmed, match="nothing was changed"):
-        fix.apply(demo.found, demo.plan, no, options)
+        fix.apply(demo.found, demo.report, demo.plan, no, options)
     assert [q.title for q in no.asked] == ["Apply the fixes"]
     assert "copies of the snapshots (dry run)" in no.asked[0].text
     assert not (tmp_path / "journal").exists() or not any((tmp_path / "journal").iterdir())
 
     yes = Answers(True)
     events: list[str] = []
-    applied = fix.apply(demo.found, demo.plan, yes, options,
+    applied = fix.apply(demo.found, demo.report, demo.plan, yes, options,
                         lambda e: events.append(f"{e.node}: {e.message}"))
     assert applied.report.dry_run and applied.dry_run_copies is not None and events
     run_id = applied.report.run_id
@@ -72,6 +73,29 @@ def test_applying_fixes_asks_first_and_a_no_changes_nothing(demo: Diagnosis, tmp
     report = fix.rollback(run_id, again, options)
     assert report.ok and run_id in again.asked[0].text
     assert fix.rollback_outcome(report).startswith("rolled back")
+
+
+def test_fix_and_deploy_read_doctor_of_their_discovery_and_recheck_only_after_applying(
+        demo: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tally, the deploy plan's doctor failures and what failed before a fix run come from
+    the discovery's own report; doctor runs once more, on the re-probed nodes, to verify."""
+    import strixwizard.checking.engine as checking
+
+    runs: list[int] = []
+    real = checking.run_doctor
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(checking, "run_doctor", counted)
+    assert demo.plan is not None
+    fix.tally(demo.report, demo.plan)
+    assert deploy.plan(demo.found, demo.report).doctor_failures
+    assert runs == []
+    options = fix.FixOptions(journal_dir=tmp_path / "journal")
+    applied = fix.apply(demo.found, demo.report, demo.plan, Answers(True), options)
+    assert applied.report.verification and runs == [1]
 
 
 def test_deploy_on_snapshots_is_plan_only(demo: Diagnosis) -> None:

@@ -94,7 +94,8 @@ def _fix_site(args: argparse.Namespace, request: Any, on_step: Any, held: Any) -
         raise UsageError("no node could be reached: nothing to plan ("
                          + "; ".join(f"{k}: {v}" for k, v in unreachable.items()) + ")")
     planned = fixing.plan(found, args.only, persist=not args.runtime_only)
-    counted = fixing.tally(check(found), planned)
+    report = check(found)
+    counted = fixing.tally(report, planned)
     dry_run = found.dry_run
     if args.emit:
         return _emit(args, site, planned, counted)
@@ -107,7 +108,7 @@ def _fix_site(args: argparse.Namespace, request: Any, on_step: Any, held: Any) -
             render_plan(planned, sys.stdout, dry_run, _apply_command(args),
                         fixing.tally_line(counted, planned.changes))
         return EXIT_OK
-    return _apply(args, found, planned, counted, on_step, held)
+    return _apply(args, found, report, planned, counted, on_step, held)
 
 
 def _apply_command(args: argparse.Namespace) -> str:
@@ -134,8 +135,8 @@ def _emit(args: argparse.Namespace, site: Any, planned: SitePlan, counted: fixin
     return EXIT_OK
 
 
-def _apply(args: argparse.Namespace, found: Any, planned: SitePlan, counted: fixing.Tally,
-           on_step: Any, held: Any) -> int:
+def _apply(args: argparse.Namespace, found: Any, doctor: Any, planned: SitePlan,
+           counted: fixing.Tally, on_step: Any, held: Any) -> int:
     from strixwizard.present.fix_text import render_apply, render_plan
 
     site, dry_run = found.site, found.dry_run
@@ -145,8 +146,8 @@ def _apply(args: argparse.Namespace, found: Any, planned: SitePlan, counted: fix
     if not args.json:
         render_plan(planned, sys.stdout, dry_run, apply_command=None,
                     tally=fixing.tally_line(counted, planned.changes))
-    applied = fixing.apply(found, planned, terminal_confirm(args.yes), _options(args), on_step,
-                           held)
+    applied = fixing.apply(found, doctor, planned, terminal_confirm(args.yes), _options(args),
+                           on_step, held)
     report = applied.report
     text = io.StringIO()
     render_apply(report, text, shlex.join(["strixwizard", "fix", *journal_options(args),

@@ -58,6 +58,7 @@ from strixwizard.site import Site
 
 if TYPE_CHECKING:
     from strixwizard.checking.declare import Check
+    from strixwizard.checking.engine import Report
     from strixwizard.model import FixRef
 
 Progress = Callable[[str, str], None]  # (node, message)
@@ -551,14 +552,14 @@ AFTER_NEW_SESSIONS = {
 }
 
 
-def verify(before: Discovery, plan: SitePlan, after: dict[str, NodeFacts], *,
+def verify(before: Discovery, earlier: Report, plan: SitePlan, after: dict[str, NodeFacts], *,
            checks: Sequence[Check], fixes: dict[str, FixRef]) -> list[Verdict]:
     """Re-run the checks (of the registry `checks`, `checks.ALL`) that name each applied fix
     on the re-probed nodes; `fixes` is the fix registry doctor shows (`fixes.BY_ID`).
 
     Re-checking after the apply is the point: the re-probed facts are a new discovery (with
-    the facts of `before` for the nodes not re-probed). What failed before the run is judged
-    on `before`, the discovery the plan was made from, over its own topology."""
+    the facts of `before` for the nodes not re-probed). What failed before the run is read
+    from `earlier`, doctor's report of `before`, the discovery the plan was made from."""
     from strixwizard.checking.engine import run_doctor
 
     facts = {**before.facts_by_name, **after}
@@ -569,9 +570,9 @@ def verify(before: Discovery, plan: SitePlan, after: dict[str, NodeFacts], *,
     report = run_doctor(Discovery.of_facts(before.site, facts.values(), "fix"), naming, fixes)
     # What failed or warned before the run: "cured" names only those checks, never one that
     # already passed or could not be judged (a skip) before.
-    earlier = run_doctor(before, naming, fixes)
+    named = {c.id for c in naming}
     was_bad = {(r.id, r.host, r.entity) for r in earlier.checks
-               if r.status in (Status.FAIL, Status.WARN, Status.ERROR)}
+               if r.id in named and r.status in (Status.FAIL, Status.WARN, Status.ERROR)}
     seen: set[tuple[str, str]] = set()
     for fix, node, reboot in applied:
         if (fix, node) in seen:

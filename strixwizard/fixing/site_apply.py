@@ -30,6 +30,7 @@ from strixwizard.site import NodeSpec, Site
 
 if TYPE_CHECKING:
     from strixwizard.checking.declare import Check
+    from strixwizard.checking.engine import Report
     from strixwizard.discovery import Discovery
     from strixwizard.fixing.engine import ApplyReport
     from strixwizard.fixing.journal import JournalStore
@@ -85,7 +86,7 @@ def runner_from_journal(journal: NodeJournal, connector: Connector | None = None
                               journal.runner.get("journal_dir", DEFAULT_NODE_JOURNAL_DIR))
 
 
-def apply_site(found: Discovery, plan: SitePlan, store: JournalStore, *,
+def apply_site(found: Discovery, report: Report, plan: SitePlan, store: JournalStore, *,
                node_journal_dir: str, dry_run_root: Path, dry_run: bool, holder: Holder | None,
                run_id: str | None = None, trust_new_hosts: bool = False, with_reboot: bool = False,
                progress: Callable[[str, str], None] | None = None,
@@ -94,7 +95,8 @@ def apply_site(found: Discovery, plan: SitePlan, store: JournalStore, *,
     """Apply a discovery's plan the one way the CLI and the wizard both use: a runner per node
     with changes (a dry run, snapshot nodes, under `dry_run_root`), the engine's drift check,
     journal and steps under the site's lock the caller holds (`holder`; None for a dry run),
-    then verification against the discovery by the registry's `checks` (`checks.ALL`;
+    then verification against the discovery and doctor's `report` of it by the registry's
+    `checks` (`checks.ALL`;
     `fixes` is `fixes.BY_ID`); runners closed."""
     from strixwizard.fixing.engine import apply_plan, verify
     from strixwizard.fixing.journal import new_run_id
@@ -118,7 +120,7 @@ def apply_site(found: Discovery, plan: SitePlan, store: JournalStore, *,
         return apply_plan(plan, runners, store, site, descriptors, dry_run=dry_run, holder=holder,
                           with_reboot=with_reboot,
                           run_id=run_id, progress=progress, break_lock=break_lock,
-                          verify_with=lambda after: verify(found, plan, after,
+                          verify_with=lambda after: verify(found, report, plan, after,
                                                           checks=checks, fixes=fixes))
     finally:
         for runner in runners.values():

@@ -50,7 +50,8 @@ class Services:
     def apply_fixes(self, found: Diagnosis, confirm: Confirm, on_step: OnStep | None
                     ) -> fix.Applied:
         assert found.plan is not None
-        return fix.apply(found.found, found.plan, confirm, self._fix_options(), on_step)
+        return fix.apply(found.found, found.report, found.plan, confirm, self._fix_options(),
+                         on_step)
 
     def roll_back_fixes(self, run_id: str, confirm: Confirm, on_step: OnStep | None
                         ) -> RollbackReport:

@@ -149,9 +149,11 @@ def apply_question(plan: SitePlan, dry_run: bool) -> Question:
         "checks run again to verify. Steps that need a reboot are not run.", yes="Apply (y)")
 
 
-def apply(found: Discovery, plan: SitePlan, confirm: Confirm, options: FixOptions | None = None,
-          on_step: OnStep | None = None, held: Holder | None = None) -> Applied:
-    """Ask, then apply the plan with the fix engine. Raises NotConfirmed when the answer is no.
+def apply(found: Discovery, report: Report, plan: SitePlan, confirm: Confirm,
+          options: FixOptions | None = None, on_step: OnStep | None = None,
+          held: Holder | None = None) -> Applied:
+    """Ask, then apply the plan (of `found`, whose doctor's report is `report`) with the fix
+    engine. Raises NotConfirmed when the answer is no.
 
     A dry run (`found.dry_run`: every node is a snapshot) changes copies and takes no lock;
     otherwise the site's lock is taken here, once, unless the caller holds it already (`held`:
@@ -177,13 +179,13 @@ def apply(found: Discovery, plan: SitePlan, confirm: Confirm, options: FixOption
             ask(confirm, apply_question(plan, dry_run))
         run_id = new_run_id()
         dry_root = options.dry_run_root(store)
-        report = apply_site(found, plan, store, node_journal_dir=options.node_journal_dir,
-                            dry_run_root=dry_root, run_id=run_id, dry_run=dry_run, holder=holder,
-                            trust_new_hosts=options.trust_new_hosts,
-                            with_reboot=options.with_reboot, progress=step_progress(on_step),
-                            connector=options.connector, break_lock=options.break_lock,
-                            checks=ALL, fixes=BY_ID)
-    return Applied(report, dry_root / run_id if report.dry_run else None)
+        applied = apply_site(found, report, plan, store, node_journal_dir=options.node_journal_dir,
+                             dry_run_root=dry_root, run_id=run_id, dry_run=dry_run, holder=holder,
+                             trust_new_hosts=options.trust_new_hosts,
+                             with_reboot=options.with_reboot, progress=step_progress(on_step),
+                             connector=options.connector, break_lock=options.break_lock,
+                             checks=ALL, fixes=BY_ID)
+    return Applied(applied, dry_root / run_id if applied.dry_run else None)
 
 
 @contextmanager

@@ -4,13 +4,17 @@ set up as told, and the plan the fix engine makes for it against the site's fabr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
+import checks
 import fixes
+from strixwizard.checking.engine import Report, run_doctor
 from strixwizard.demo.builder import FakeNode
 from strixwizard.demo.hardware import RoceSetup, connectx, e810
 from strixwizard.demo.scenarios import strix_halo_node
 from strixwizard.discovery import Discovery
+from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
@@ -55,3 +59,10 @@ def plan_of(tmp_path: Path, nodes: dict[str, FakeNode], only: tuple[str, ...] = 
 
 def steps_of(plan: SitePlan, fix: str, node: str | None = None) -> list[Plan]:
     return [p for p in plan.plans if p.fix == fix and (node is None or p.node == node) and p.steps]
+
+
+def checked(site: Site, facts: Mapping[str, NodeFacts]) -> tuple[Discovery, Report]:
+    """A discovery of these facts and doctor's report of it: what `verify` is handed as the
+    state before a run."""
+    found = Discovery.of_facts(site, facts.values())
+    return found, run_doctor(found, checks.ALL, fixes.BY_ID)
