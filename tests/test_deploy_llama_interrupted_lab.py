@@ -44,10 +44,13 @@ def llama_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def held(host: LabHost, name: str, real: Path) -> tuple[Path, Path]:
-    """`name` on `host`: touches a marker, waits for go (bounded), then execs `real`."""
+    """`name` on `host`: touches a marker, waits for go (bounded), then execs `real`. Asked
+    for its `--version` (discovery's llama.cpp survey, before any start) it answers at once:
+    the fault is held at the program's start, not at the survey."""
     marker, go = host.home / f"fault-{name}-reached", host.home / f"fault-{name}-go"
     (host.bin_dir / name).unlink(missing_ok=True)  # a symlink: never written through
-    host.stand_in(name, f"#!/bin/sh\ntouch /root/fault-{name}-reached\ni=0\n"
+    host.stand_in(name, f'#!/bin/sh\n[ "$1" = --version ] && exec {real} "$@"\n'
+                  f"touch /root/fault-{name}-reached\ni=0\n"
                   f"while [ ! -e /root/fault-{name}-go ] && [ $i -lt {WAIT_S * 10} ]; do "
                   "sleep 0.1; i=$((i+1)); done\n"
                   f'exec {real} "$@"\n')

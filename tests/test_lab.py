@@ -84,7 +84,11 @@ def _own(lab: Lab, state: dict[str, Any]) -> dict[str, Any]:
         dst = str(data.get("dst", ""))
         in_block = dst.startswith((f"10.99.{lab.block}.", f"10.99.{lab.block + 1}."))
         dev = str(data.get("dev", ""))
-        return in_block and dev not in foreign and not re.fullmatch(r"if\d+", dev)
+        # a route on a link the same reading did not list came with a link made after it was
+        # read: another lab's, which took this block back at once
+        return in_block and dev in listed and mine(dev) and dev not in foreign
+
+    listed = set(state["links"])
 
     return {
         "netns": [ns for ns in state["netns"] if ns.startswith(lab.prefix)],
