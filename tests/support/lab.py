@@ -300,6 +300,35 @@ def _kill_in_netns(pids: Iterable[int], netnses: Iterable[str], timeout: float =
             os.close(fd)
 
 
+def _kill_owned(pids: Iterable[int], workdir: str, timeout: float = KILL_TIMEOUT) -> None:
+    """SIGTERM, then SIGKILL, those of ``pids`` whose command line names ``workdir`` (a lab's
+    own node init or sshd), checked and signalled through one pidfd each."""
+    fds: list[int] = []
+    try:
+        for pid in set(pids):
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                ours = workdir.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                ours = False
+            if ours:
+                fds.append(fd)
+            else:
+                os.close(fd)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for fd in fds:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(fd, sig)
+            if _wait_pidfds(fds, timeout):
+                return
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def _wait_pidfds(fds: list[int], timeout: float) -> bool:
     """True once every pidfd reports its process exited (within ``timeout``)."""
     pending = set(fds)
@@ -1005,7 +1034,11 @@ class Lab:
         """Our inits and sshds first (by PID: an init takes its whole node with it), then
         anything else left in our namespaces."""
         netnses = self.netns_names
-        _kill_in_netns([pid for h in self.hosts for pid in (h.init_pid, h.sshd_pid) if pid], netnses)
+        recorded = [pid for h in self.hosts for pid in (h.init_pid, h.sshd_pid) if pid]
+        _kill_in_netns(recorded, netnses)
+        # a namespace whose name is gone (deleted by hand) still lives in its processes: ours
+        # are the recorded ones whose command line names this lab's folder
+        _kill_owned(recorded, str(self.workdir))
         for host in self.hosts:
             host._reap()  # no-op for already-dead ones
         _kill_in_netns(_pids_in_netns(netnses), netnses)
