@@ -6,11 +6,54 @@ a stack by name. Pure: types only, no import of the deploy engine.
 
 from __future__ import annotations
 
+import argparse
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from strixwizard.errors import UsageError
+
+
+class OptionValueError(argparse.ArgumentTypeError, ValueError):
+    """A value outside its option's range: argparse names the option and exits 2, the wizard
+    keeps the plan it has (a ValueError, as a value not yet typed whole)."""
+
+
+def whole(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
+    """An option type: a whole number from `low` to `high`, as the site file's values are."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise OptionValueError(f"give {what} from {low} to {high} (got {text!r})") from None
+        if not low <= value <= high:
+            raise OptionValueError(f"give {what} from {low} to {high} (got {value})")
+        return value
+
+    convert.__name__ = what  # argparse names the type in its own messages
+    return convert
+
+
+def seconds(low: float, high: float) -> Callable[[str], float]:
+    """An option type: a finite number of seconds from `low` to `high` (`nan` is no timeout)."""
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise OptionValueError(f"give seconds from {low:g} to {high:g} (got {text!r})") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise OptionValueError(f"give seconds from {low:g} to {high:g} (got {text})")
+        return value
+
+    convert.__name__ = "seconds"
+    return convert
+
+
+#: A TCP port, as the site file's ports are checked (1-65535).
+PORT = whole(1, 65535, "a port")
+#: A timeout: at least a second, at most a day.
+TIMEOUT = seconds(1, 86400)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ lab with a stand-in (tests/support/standin_ds4.py, not ds4).
 from __future__ import annotations
 
 from strixwizard.deploy.base import Stack
-from strixwizard.deploy.declare import Field, Option
+from strixwizard.deploy.declare import PORT, TIMEOUT, Field, Option, whole
 from strixwizard.deploy.stacks.ds4.plan import (
     API_PORT,
     COORDINATOR_TARGET,
@@ -37,20 +37,21 @@ OPTIONS = (
            wizard=Field("OdinLink on both nodes"),
            help="the OdinLink provider (odl_tb5 driver, libodl_tb5) is on both nodes: a USB4 link "
            "then asks --transport odl (needs ds4 with antirez/ds4#1018)"),
-    Option("--ds4-odl-device", "ds4_odl_device", type=int, default=0, metavar="N",
+    Option("--ds4-odl-device", "ds4_odl_device", type=whole(0, 63, "a device number"), default=0, metavar="N",
            help="the OdinLink device index, DS4_TP_ODL_DEV (default 0: /dev/odl_tb5_0)"),
-    Option("--ds4-tp-port", "ds4_tp_port", type=int, default=TP_PORT, metavar="PORT",
+    Option("--ds4-tp-port", "ds4_tp_port", type=PORT, default=TP_PORT, metavar="PORT",
            help=f"the port rank 0 listens on for rank 1 (default {TP_PORT})"),
-    Option("--ds4-api-port", "ds4_api_port", type=int, default=API_PORT, metavar="PORT",
+    Option("--ds4-api-port", "ds4_api_port", type=PORT, default=API_PORT, metavar="PORT",
            help=f"ds4-server's HTTP port (default {API_PORT})"),
     Option("--ds4-api-host", "ds4_api_host", metavar="ADDR",
            help="ds4-server's HTTP address (default: the head's fabric address)"),
-    Option("--ds4-ctx", "ds4_ctx", type=int, metavar="N", help="ds4 -c (default: ds4's own)"),
+    Option("--ds4-ctx", "ds4_ctx", type=whole(1, 1 << 24, "a token count"), metavar="N",
+           help="ds4 -c (default: ds4's own)"),
     Option("--ds4-bin-dir", "ds4_bin_dir", metavar="DIR",
            help="where ds4 and ds4-server are on the nodes (default: PATH)"),
     Option("--ds4-run-dir", "ds4_run_dir", default=RUN_DIR, metavar="DIR",
            help="pid files and logs on each node (logs are kept after a rollback)"),
-    Option("--ds4-health-timeout", "ds4_health_timeout", type=float, default=1800.0,
+    Option("--ds4-health-timeout", "ds4_health_timeout", type=TIMEOUT, default=1800.0,
            metavar="S", help="how long the smoke test waits for ds4-server's /health while both "
            "ranks load the model (default 1800 s)"),
 )

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from strixwizard.deploy.base import DeployPlan, DeploySettings, Progress, Stack
-from strixwizard.deploy.declare import Field, Option, refuse_control_characters
+from strixwizard.deploy.declare import PORT, Field, Option, refuse_control_characters
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.deploy.stacks.llama_rpc.llama import (
@@ -84,8 +84,8 @@ OPTIONS = (
     Option("--gpu-layers", "gpu_layers", default="99", metavar="N", help="llama-server -ngl"),
     Option("--no-mmap", "no_mmap", action="store_true",
            help="large models: load instead of mapping (-lm none on newer builds)"),
-    Option("--rpc-port", "rpc_port", type=int, default=RPC_PORT, metavar="PORT"),
-    Option("--server-port", "server_port", type=int, default=SERVER_PORT, metavar="PORT"),
+    Option("--rpc-port", "rpc_port", type=PORT, default=RPC_PORT, metavar="PORT"),
+    Option("--server-port", "server_port", type=PORT, default=SERVER_PORT, metavar="PORT"),
     Option("--rpc-device", "rpc_device", action="append", default=[], metavar="DEV",
            help="ggml-rpc-server -d (repeat; default: every device)"),
     Option("--no-rpc-cache", "no_rpc_cache", action="store_true",

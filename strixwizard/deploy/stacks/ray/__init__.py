@@ -7,7 +7,7 @@ nodes have, `smoke.py` is its smoke test, `render.py` shows its plan."""
 from __future__ import annotations
 
 from strixwizard.deploy.base import Stack
-from strixwizard.deploy.declare import Field, Option
+from strixwizard.deploy.declare import PORT, TIMEOUT, Field, Option, whole
 from strixwizard.deploy.stacks.ray.plan import (
     NAME,
     plan_ray,
@@ -26,21 +26,23 @@ OPTIONS = (
     Option("--ray-temp-dir", "ray_temp_dir", default=RAY_TEMP_DIR, metavar="DIR",
            help="Ray's --temp-dir on each node: its sessions and logs, apart from any other "
            "Ray's (kept after a rollback)"),
-    Option("--ray-num-cpus", "ray_num_cpus", type=int, metavar="N",
+    Option("--ray-num-cpus", "ray_num_cpus", type=whole(1, 4096, "a CPU count"), metavar="N",
            help="ray start --num-cpus (default: Ray counts the node's CPUs)"),
-    Option("--ray-object-store-bytes", "ray_object_store_bytes", type=int, metavar="BYTES",
+    Option("--ray-object-store-bytes", "ray_object_store_bytes",
+           type=whole(1 << 20, 1 << 50, "a size in bytes"), metavar="BYTES",
            help="ray start --object-store-memory (default: Ray's, 30%% of memory)"),
     Option("--serve", "serve", action="store_true", group=VLLM, wizard=Field("start vLLM"),
            refused_elsewhere=True,
            help="start `vllm serve MODEL` on the head (tensor parallel over the nodes, Ray "
            "backend), then wait for /health and time one completion"),
-    Option("--vllm-port", "vllm_port", type=int, default=VLLM_PORT, metavar="PORT", group=VLLM),
-    Option("--max-model-len", "max_model_len", type=int, metavar="N", group=VLLM,
+    Option("--vllm-port", "vllm_port", type=PORT, default=VLLM_PORT, metavar="PORT", group=VLLM),
+    Option("--max-model-len", "max_model_len", type=whole(1, 1 << 24, "a token count"), metavar="N",
+           group=VLLM,
            help="vllm serve --max-model-len"),
     Option("--no-enforce-eager", "no_enforce_eager", action="store_true", group=VLLM,
            help="keep vLLM's graph capture on Strix Halo (default: --enforce-eager there, graph "
            "capture on gfx1151 times out)"),
-    Option("--serve-timeout", "serve_timeout", type=float, default=900.0, metavar="S", group=VLLM,
+    Option("--serve-timeout", "serve_timeout", type=TIMEOUT, default=900.0, metavar="S", group=VLLM,
            help="how long the smoke test waits for /health (default 900 s)"),
     Option("--serve-run-dir", "serve_run_dir", default=RUN_DIR, metavar="DIR", group=VLLM,
            help="vLLM's pid file and log on the head (the log is kept after a rollback)"),
