@@ -272,37 +272,27 @@ def _pids_in_netns(netnses: Iterable[str]) -> list[int]:
 
 
 def _kill_in_netns(pids: Iterable[int], netnses: Iterable[str], timeout: float = KILL_TIMEOUT) -> None:
-    """SIGTERM, then SIGKILL, the given PIDs that live in one of ``netnses``.
-
-    Uses pidfds: the namespace check and the signal address the same process,
-    even if a PID is reused meanwhile.  Waits (bounded) until they have exited.
-    """
+    """SIGTERM, then SIGKILL, the given PIDs that live in one of ``netnses``."""
     inodes = {ino for ino in map(_netns_inode, netnses) if ino is not None}
-    fds: list[int] = []
-    try:
-        for pid in set(pids):
-            try:
-                fd = os.pidfd_open(pid)
-            except OSError:
-                continue
-            if _pid_netns_inode(pid) in inodes:
-                fds.append(fd)
-            else:
-                os.close(fd)
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for fd in fds:
-                with contextlib.suppress(ProcessLookupError):
-                    signal.pidfd_send_signal(fd, sig)
-            if _wait_pidfds(fds, timeout):
-                return
-    finally:
-        for fd in fds:
-            os.close(fd)
+    _kill_where(pids, lambda pid: _pid_netns_inode(pid) in inodes, timeout)
 
 
 def _kill_owned(pids: Iterable[int], workdir: str, timeout: float = KILL_TIMEOUT) -> None:
     """SIGTERM, then SIGKILL, those of ``pids`` whose command line names ``workdir`` (a lab's
-    own node init or sshd), checked and signalled through one pidfd each."""
+    own node init or sshd, when its namespace's name is already gone)."""
+    def ours(pid: int) -> bool:
+        try:
+            return workdir.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    _kill_where(pids, ours, timeout)
+
+
+def _kill_where(pids: Iterable[int], ours: Callable[[int], bool], timeout: float) -> None:
+    """SIGTERM, then SIGKILL, the PIDs for which ``ours`` holds, waiting (bounded) until they
+    have exited. Through pidfds: the check and the signal address the same process, even if
+    a PID is reused meanwhile."""
     fds: list[int] = []
     try:
         for pid in set(pids):
@@ -310,11 +300,7 @@ def _kill_owned(pids: Iterable[int], workdir: str, timeout: float = KILL_TIMEOUT
                 fd = os.pidfd_open(pid)
             except OSError:
                 continue
-            try:
-                ours = workdir.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                ours = False
-            if ours:
+            if ours(pid):
                 fds.append(fd)
             else:
                 os.close(fd)
