@@ -48,7 +48,23 @@ def root_ns_state() -> dict[str, Any]:
         "links": sorted(link["ifname"] for link in links),
         "aliases": {link["ifname"]: link.get("ifalias", "") for link in links},
         "routes": sorted(json.dumps(r, sort_keys=True) for r in lab_module._lab_routes()),
+        # read after the links: a lab registers its block before it names anything after it, so
+        # every link of a block seen above belongs to a lab this reading finds (or one gone since)
+        "claims": _registered_blocks(),
     }
+
+
+def _registered_blocks() -> dict[int, str]:
+    """Block -> prefix of every lab in the registry (this checkout's state format)."""
+    claims: dict[int, str] = {}
+    for path in REGISTRY.glob("*.json"):
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # half written or just removed: its links carry its alias soon enough
+        if isinstance(state, dict) and isinstance(state.get("block"), int):
+            claims[state["block"]] = str(state.get("prefix", ""))
+    return claims
 
 
 def _foreign_links(lab: Lab, state: dict[str, Any]) -> set[str]:
@@ -75,9 +91,13 @@ def _own(lab: Lab, state: dict[str, Any]) -> dict[str, Any]:
     foreign = _foreign_links(lab, state)
     block = re.compile(rf"sw{lab.block}\D")
 
+    # the block given back at teardown is taken again at once by the next lab (the lowest free
+    # one): its links, before their alias is set, carry this block's names but are not ours
+    reclaimed = state["claims"].get(lab.block, lab.prefix) != lab.prefix
+
     def mine(name: str) -> bool:
         alias = state["aliases"].get(name, "")
-        return alias == lab.prefix or (not alias and bool(block.match(name)))
+        return alias == lab.prefix or (not alias and not reclaimed and bool(block.match(name)))
 
     def my_route(route: str) -> bool:
         data = json.loads(route)
