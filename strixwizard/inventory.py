@@ -5,7 +5,8 @@ variables merged from the outermost group to the host itself, as Ansible does.
 Understood host variables: `ansible_host`, `ansible_user`, `ansible_port`,
 `ansible_ssh_private_key_file`, and `fabric_address` (also spelled
 `strixwizard_fabric_address`). A host whose `ansible_connection` is `local`
-is probed locally.
+is probed locally. `ansible_become: true` (with `ansible_become_method` `sudo`, Ansible's
+default, or unset) is `become: sudo`: commands run there as `sudo -n -- ...`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from strixwizard.become import BECOME_METHODS
 from strixwizard.site import (
     FieldError,
     NodeSpec,
@@ -100,6 +102,13 @@ def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:
         return None if value is None else str(value)
 
     local = variables.get("ansible_connection") == "local"
+    become = variables.get("ansible_become", False)
+    if not isinstance(become, bool):
+        raise SiteError(f"{where}: host {name}: ansible_become must be true or false, not {become!r}")
+    method = text("ansible_become_method") or "sudo"
+    if become and method not in BECOME_METHODS:
+        raise SiteError(f"{where}: host {name}: ansible_become_method {method!r} is not one "
+                        f"strixwizard uses (it runs {' or '.join(BECOME_METHODS)} -n)")
     port = variables.get("ansible_port", 22)
     if not isinstance(port, int) or isinstance(port, bool):
         raise SiteError(f"{where}: host {name}: ansible_port must be a whole number, not {port!r}")
@@ -111,6 +120,7 @@ def _node(name: str, variables: dict[str, Any], where: str) -> NodeSpec:
             port=port,
             key=text("ansible_ssh_private_key_file"),
             fabric_address=text("fabric_address") or text("strixwizard_fabric_address"),
+            become=method if become and not local else None,
         )
     except FieldError as error:
         variable = _VARIABLES.get(error.field_name, error.field_name)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from strixwizard.become import BECOME_METHODS
 from strixwizard.errors import UsageError
 
 
@@ -119,6 +120,10 @@ def node_problem(node: NodeSpec) -> str | None:
         return f"host {node.host!r} {problem}"
     if node.fabric_address is not None and (problem := address_problem(node.fabric_address)) is not None:
         return f"fabric_address {node.fabric_address!r} {problem}"
+    if node.become is not None and (node.is_local or node.snapshot is not None):
+        what = "`host: local` runs as the user who runs strixwizard" if node.is_local \
+            else "a snapshot is only read"
+        return f"become: {node.become} is for a node reached over SSH ({what})"
     return None
 
 
@@ -151,12 +156,17 @@ class NodeSpec:
     key: str | None = None
     fabric_address: str | None = None
     snapshot: str | None = None  # replay a captured node instead of probing it
+    #: `sudo`: the login user is not root and runs every remote command through `sudo -n`
+    become: str | None = None
 
     def __post_init__(self) -> None:
         _whole(self, "port", 1, 65535)
         _text(self, "user", optional=False)
         for name in ("host", "key", "fabric_address", "snapshot"):
             _text(self, name)
+        if self.become is not None and self.become not in BECOME_METHODS:
+            raise FieldError("become", f"must be {' or '.join(BECOME_METHODS)} (or left out: the "
+                             f"login user is root), not {self.become!r}")
 
     @property
     def is_local(self) -> bool:
@@ -398,6 +408,16 @@ def read_text_file(path: Path, what: str) -> str:
                         f"{error.start})") from None
 
 
+def _refuse_become_flag(reader: YamlReader, item: yaml.Node, what: str) -> None:
+    """`become: true` is Ansible's spelling: say which word the site file takes."""
+    if not isinstance(item, yaml.MappingNode):
+        return
+    for key_node, value_node in item.value:
+        if getattr(key_node, "value", None) == "become" and value_node.tag == "tag:yaml.org,2002:bool":
+            raise reader.error(value_node, f"{what}.become must name how to become root: "
+                               f"`become: {BECOME_METHODS[0]}`, not {value_node.value!r}")
+
+
 def parse_site(text: str, source: str, path: Path | None = None, require_nodes: bool = True) -> Site:
     """Parse a site file; `require_nodes=False` when an inventory supplies the nodes."""
     reader = YamlReader(source)
@@ -421,6 +441,7 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
         raise reader.error(nodes_node, "`nodes:` must be a non-empty list of nodes")
     seen: dict[str, int] = {}
     for index, item in enumerate(nodes_node.value):
+        _refuse_become_flag(reader, item, f"nodes[{index}]")
         node = reader.record(item, NodeSpec, f"nodes[{index}]")
         if (problem := name_problem(node.name)) is not None:
             name_node = reader.mapping(item, f"nodes[{index}]")["name"][1]

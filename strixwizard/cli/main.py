@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strixwizard import __version__
+from strixwizard.become import BECOME_METHODS
 from strixwizard.cli import shell
 from strixwizard.cli.options import add_site_options, add_soft_rdma_option, node_printer
 from strixwizard.errors import UsageError, os_error_line
@@ -158,6 +159,10 @@ def _add_init(commands: Any) -> None:
     init.add_argument("--node", action="append", default=[], metavar="NAME=[USER@]HOST[:PORT]",
                       help="a node to add (repeatable); HOST `local` is this machine")
     init.add_argument("--key", metavar="PATH", help="SSH private key for the --node entries")
+    init.add_argument("--become", choices=BECOME_METHODS, default=None,
+                      help="the --node entries log in as a user that is not root: run every "
+                      "command there through `sudo -n` (no password prompt; writes `become: "
+                      "sudo` for each)")
     init.add_argument("--inventory", type=Path, metavar="FILE",
                       help="take the nodes from an Ansible YAML inventory")
     init.add_argument("--no-probe", action="store_true",
@@ -436,12 +441,14 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise UsageError("--site, --prometheus and --unit-dir go with --timer")
     if args.node and args.inventory:
         raise UsageError("--node and --inventory are exclusive: choose one source of nodes")
+    if args.become and not args.node:
+        raise UsageError("--become goes with --node (an inventory says it with `ansible_become`)")
     if args.inventory:
         from strixwizard.inventory import load_inventory
 
         nodes = list(load_inventory(args.inventory))
     else:
-        nodes = [parse_node_argument(text, args.key) for text in args.node]
+        nodes = [parse_node_argument(text, args.key, args.become) for text in args.node]
     name = args.name or args.out.resolve().parent.name or "site"
     found = None
     if nodes and not args.no_probe:

@@ -22,4 +22,4 @@ class SshRunner(SessionRunner):
                  connector: Connector | None = None, session: NodeSession | None = None) -> None:
         super().__init__(target.name, session or (connector or connect)(target), journal_dir)
         self.target = target
-        self.where = f"ssh {target.address}"
+        self.where = target.where

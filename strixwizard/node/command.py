@@ -2,6 +2,9 @@
 
 An SSH exec takes a string that the node's login shell parses; every piece of
 the argv is quoted (`shlex.quote`), so no argument is ever read as shell syntax.
+A node whose login user is not root (`become: sudo` in the site file) runs every
+command as `sudo -n -- ARGV`: `-n` never waits for a password, so a missing rule
+fails at once with sudo's own words instead of hanging.
 """
 
 from __future__ import annotations
@@ -10,14 +13,28 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from strixwizard.become import BECOME_PREFIX
+
 SHELLS = frozenset({"sh", "bash", "dash", "/bin/sh", "/bin/bash", "/usr/bin/sh", "/usr/bin/bash"})
 
 
-def remote_command(argv: Sequence[str]) -> str:
-    """`argv` as one string for the node's shell, each piece quoted."""
+def as_root(argv: Sequence[str], become: str | None = None) -> list[str]:
+    """`argv` as the node runs it: as it is for a root login, behind `sudo -n --` for
+    `become: sudo`."""
+    if become is None:
+        return list(argv)
+    try:
+        return [*BECOME_PREFIX[become], *argv]
+    except KeyError:
+        raise ValueError(f"no way to become root named {become!r}") from None
+
+
+def remote_command(argv: Sequence[str], become: str | None = None) -> str:
+    """`argv` as one string for the node's shell, each piece quoted (behind `sudo -n --` when
+    `become` is "sudo")."""
     if not argv:
         raise ValueError("an empty argv runs nothing")
-    return " ".join(shlex.quote(str(arg)) for arg in argv)
+    return " ".join(shlex.quote(str(arg)) for arg in as_root(argv, become))
 
 
 def program_name(argv: Sequence[str]) -> str:

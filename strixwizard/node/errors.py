@@ -15,10 +15,13 @@
     ├── OpRefused            the node answered an operation of the ops channel with a failure
     │   └── NodeLockHeld     the lock asked for is held (carries the holder's record)
     ├── ProgramNotFound      a program the node was asked to run is not installed
+    ├── SudoRefused          `sudo -n` refused the login user: a usage error (exit 2)
     └── Cancelled            the run was cancelled before this could start
 """
 
 from __future__ import annotations
+
+from strixwizard.errors import UsageError
 
 
 class NodeError(Exception):
@@ -94,6 +97,14 @@ class ProgramNotFound(NodeError):
     def __init__(self, message: str, program: str) -> None:
         super().__init__(message)
         self.program = program
+
+
+class SudoRefused(NodeError, UsageError):
+    """`sudo -n` would not run commands as root for the node's login user (a password is
+    required, or no rule lets it). Found by the first command on a connection, before anything
+    ran as root; the site's setup is wrong, not the node's state, so the run stops (exit 2)
+    instead of judging the node unreachable. The message names the node, the user and the
+    sudoers rule that cures it."""
 
 
 class Cancelled(NodeError):

@@ -8,7 +8,10 @@
   read until the channel's end of file and exit status, the deadline the only bound.
 - `ops`: `ops.py`'s source goes to `python3 -c BOOTSTRAP`, then one JSON line each way.
 - `start`: a program under the supervisor, one channel per program.
-Every remote command string comes from `command.remote_command` (each piece quoted).
+Every remote command string comes from `command.remote_command` (each piece quoted). On a
+`become: sudo` node every one of them runs as `sudo -n -- ARGV`, and the first command of each
+connection asks `sudo -n` to run python3 (what all the work runs): a refusal stops the run
+with `SudoRefused` (exit 2) before anything ran as root.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -38,6 +42,7 @@ from strixwizard.node.errors import (
     OpRefused,
     PassphraseNeeded,
     RuntimeMissing,
+    SudoRefused,
     UnknownHostKey,
     Unreachable,
 )
@@ -60,6 +65,14 @@ OPS_BOOTSTRAP = (
     "g['serve']()\n"
 )
 _CHANNEL_ERRORS = (OSError, paramiko.SSHException, EOFError)
+#: The first command on a `become: sudo` connection: the program every remote command runs
+#: (collector, step runner, supervisor), so a sudoers rule scoped to python3 passes it exactly
+#: when the work would.
+SUDO_PROBE = ("python3", "-c", "pass")
+#: sudo's own words for a program it did not find on its secure_path.
+_SUDO_NOT_FOUND = re.compile(r"^sudo: (?P<name>\S+): command not found$")
+#: A user name that may stand as it is in a sudoers line and a shell's single quotes.
+_PLAIN_USER = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,31}")
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -247,6 +260,68 @@ def read_to_end(channel: Any, host: str, deadline: float, limit: int = MAX_OUTPU
     return b"".join(stdout), b"".join(stderr), channel.recv_exit_status()
 
 
+def sudo_rule(user: str) -> str:
+    """The sudoers line that lets `user` run what strixwizard runs as root without a password."""
+    who = user if _PLAIN_USER.fullmatch(user) else "USER"
+    return f"{who} ALL=(root) NOPASSWD: /usr/bin/python3"
+
+
+def sudo_refusal(target: SshTarget, said: str) -> str:
+    """The one error line for a refused `sudo -n`: node, user, sudo's words, and the cure."""
+    rule = sudo_rule(target.user)
+    file = "/etc/sudoers.d/strixwizard"
+    return (f"{target.name}: {target.user}@{target.host} may not run commands as root through "
+            f"`sudo -n` (it said: {said or 'nothing'}); strixwizard never types a password. "
+            f"Cure, on {target.name} as root (or with sudo and your password): "
+            f"echo '{rule}' > {file} && chmod 0440 {file} && visudo -c "
+            f"(python3 as root can do anything root can: the rule is root access for "
+            f"{target.user}, scoped to the one program strixwizard runs). Nothing was changed on "
+            f"any node.")
+
+
+def check_become(client: paramiko.SSHClient, target: SshTarget) -> None:
+    """On a `become: sudo` node, before anything runs as root: `sudo -n` must run python3 for
+    the login user. `SudoRefused` naming the rule that cures it otherwise; `RuntimeMissing` when
+    sudo or python3 is not installed."""
+    if target.become is None:
+        return
+    transport = client.get_transport()
+    if transport is None:
+        raise ConnectionLost(f"{target.host}: the SSH connection is gone")
+    try:
+        channel = transport.open_session(timeout=target.connect_timeout)
+        try:
+            channel.exec_command(remote_command(SUDO_PROBE, target.become))
+            channel.shutdown_write()
+            _, err, status = read_to_end(channel, target.host,
+                                         time.monotonic() + target.connect_timeout + 10)
+        finally:
+            channel.close()
+    except DeadlineExceeded:
+        raise DeadlineExceeded(f"{target.host}: `sudo -n` did not answer within "
+                               f"{target.connect_timeout + 10:g} s") from None
+    except _CHANNEL_ERRORS as error:
+        raise ConnectionLost(f"{target.host}: connection lost while asking sudo "
+                             f"({error or type(error).__name__})") from None
+    if status == 0:
+        return
+    said = _last_line(err.decode("utf-8", "replace"))
+    if status == 127:
+        raise RuntimeMissing(f"{target.host}: sudo is not installed (the site says `become: "
+                             f"sudo` for {target.user}); install it, or log in as root")
+    if (missing := _SUDO_NOT_FOUND.match(said)) is not None:
+        raise RuntimeMissing(f"{target.host}: {missing['name']} is not installed (sudo did not "
+                             "find it); the collector and the step runner need python3 (3.8+)")
+    raise SudoRefused(sudo_refusal(target, said))
+
+
+def _ended_missing(status: int | None, stderr: str) -> bool:
+    """A remote command ended because its program is missing: 127 from the shell, or sudo's
+    own "command not found" (sudo exits 1)."""
+    return status == 127 or (status == 1 and any(
+        _SUDO_NOT_FOUND.match(line.strip()) for line in stderr.splitlines()))
+
+
 class SshOps:
     """The ops transport over SSH: `ops.serve()` on the node, one JSON line each way; it
     answers a ping before it is handed out."""
@@ -259,14 +334,16 @@ class SshOps:
         self.timeout_s = ops.COMMAND_TIMEOUT_S + 15
         channel = session.open_channel()
         try:
-            channel.exec_command(remote_command(["python3", "-c", OPS_BOOTSTRAP]))
+            channel.exec_command(remote_command(["python3", "-c", OPS_BOOTSTRAP],
+                                                session.target.become))
             source = Path(ops.__file__).read_text(encoding="utf-8")
             channel.sendall(f"{len(source)}\n{source}".encode())
             channel.settimeout(self.timeout_s)
         except _CHANNEL_ERRORS as error:
             # a python3 that ended before it took the runner (missing: exit 127) closes the
             # session under the write: its exit status says why
-            ended = channel.status_event.wait(1.0) and channel.exit_status == 127
+            ended = channel.status_event.wait(1.0) and _ended_missing(
+                channel.exit_status, _pending_stderr(channel))
             channel.close()
             if ended:
                 raise RuntimeMissing(f"{self.host}: python3 is not installed (the step runner "
@@ -293,8 +370,9 @@ class SshOps:
                                  ) from None
         if not line:
             status = channel.exit_status if channel.exit_status_ready() else None
+            stderr = _pending_stderr(channel)
             self.close()
-            if status == 127:
+            if _ended_missing(status, stderr):
                 raise RuntimeMissing(f"{self.host}: python3 is not installed (the step runner "
                                      "needs it)")
             raise ConnectionLost(f"{self.host}: connection lost (the session ended)")
@@ -316,7 +394,7 @@ class SshSession:
     def __init__(self, target: SshTarget) -> None:
         self.target = target
         self.name = target.name
-        self.where = f"ssh {target.address}"
+        self.where = target.where
         self._client: paramiko.SSHClient | None = None
         self._lock = threading.Lock()
 
@@ -327,7 +405,13 @@ class SshSession:
                 if self._client is not None:
                     self._client.close()
                 self._client = None
-                self._client = open_client(self.target)
+                client = open_client(self.target)
+                try:
+                    check_become(client, self.target)
+                except BaseException:
+                    client.close()
+                    raise
+                self._client = client
             return self._client
 
     def open_channel(self) -> paramiko.Channel:
@@ -347,7 +431,7 @@ class SshSession:
         try:
             channel = self.open_channel()
             try:
-                channel.exec_command(remote_command(["python3", "-"]))
+                channel.exec_command(remote_command(["python3", "-"], t.become))
                 try:
                     channel.sendall(collector_script(spec))
                     channel.shutdown_write()
@@ -367,7 +451,7 @@ class SshSession:
             reason = str(error) or type(error).__name__
             raise ConnectionLost(f"{t.host}: connection lost during collection ({reason})") from None
         said = _last_line(err.decode("utf-8", "replace"))
-        if status == 127:
+        if _ended_missing(status, err.decode("utf-8", "replace")):
             raise RuntimeMissing(f"{t.host}: python3 is not installed; the collector needs it (3.8+)")
         if status == -1:
             raise ConnectionLost(f"{t.host}: connection lost during collection (the session "
@@ -394,7 +478,8 @@ class SshSession:
     def start(self, argv: Sequence[str], limit_s: float, label: str = "") -> Process:
         channel = self.open_channel()
         try:
-            channel.exec_command(remote_command(supervised_argv(self.python, argv, limit_s)))
+            channel.exec_command(remote_command(supervised_argv(self.python, argv, limit_s),
+                                                self.target.become))
         except _CHANNEL_ERRORS as error:
             channel.close()
             raise ConnectionLost(f"{self.name}: cannot start {argv[0]} over SSH ({error})") from None
@@ -421,10 +506,19 @@ class SshSession:
                 self._client = None
 
 
+def _pending_stderr(channel: paramiko.Channel) -> str:
+    """What an ended channel still holds on stderr (without waiting for more)."""
+    chunks = []
+    with contextlib.suppress(*_CHANNEL_ERRORS):
+        while channel.recv_stderr_ready():
+            chunks.append(channel.recv_stderr(65536))
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
 def _alive(client: paramiko.SSHClient) -> bool:
     transport = client.get_transport()
     return transport is not None and transport.is_active()
 
 
-__all__ = ["SshOps", "SshSession", "SshTarget", "Unreachable", "collector_script", "fingerprint",
-           "open_client", "read_to_end"]
+__all__ = ["SshOps", "SshSession", "SshTarget", "Unreachable", "check_become", "collector_script",
+           "fingerprint", "open_client", "read_to_end", "sudo_refusal", "sudo_rule"]

@@ -54,6 +54,8 @@ class SshTarget:
     trust_fingerprint: str | None = None
     connect_timeout: float = 5.0
     deadline: float = 60.0  # for the whole collection, connect included
+    #: "sudo": `user` is not root; every command runs as `sudo -n -- ARGV`
+    become: str | None = None
 
     kind: ClassVar[TargetKind] = "ssh"
 
@@ -61,11 +63,17 @@ class SshTarget:
     def address(self) -> str:
         return f"{self.user}@{self.host}" + (f":{self.port}" if self.port != 22 else "")
 
+    @property
+    def where(self) -> str:
+        """How the node is reached, for messages and journals: "ssh alice@10.0.0.2 (sudo)"."""
+        return f"ssh {self.address}" + (f" ({self.become})" if self.become else "")
+
     def to_json(self) -> dict[str, Any]:
         """How a journal reaches the node again (no trust: a rollback trusts known keys only)."""
         return {"kind": "ssh", "host": self.host, "user": self.user, "port": self.port,
                 "key_file": self.key_file, "known_hosts": str(self.known_hosts),
-                "connect_timeout": self.connect_timeout, "deadline": self.deadline}
+                "connect_timeout": self.connect_timeout, "deadline": self.deadline,
+                **({"become": self.become} if self.become else {})}
 
 
 @dataclass(frozen=True)
@@ -133,6 +141,7 @@ def target_for(site: Site, spec: NodeSpec, *, trust_new_hosts: bool = False,
         trust_fingerprint=trust_fingerprint,
         connect_timeout=site.ssh.connect_timeout,
         deadline=site.ssh.deadline,
+        become=spec.become,
     )
 
 
@@ -151,5 +160,6 @@ def target_from_json(name: str, data: Mapping[str, Any]) -> Target:
             key_file=data.get("key_file"), known_hosts=Path(data["known_hosts"]),
             connect_timeout=float(data.get("connect_timeout", 5.0)),
             deadline=float(data.get("deadline", 60.0)),
+            become=data.get("become"),
         )
     raise ValueError(f"the journal does not say how to reach {name} ({kind!r})")

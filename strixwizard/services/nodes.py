@@ -19,7 +19,7 @@ from strixwizard.discovery import DiscoveredNode, reached_node
 from strixwizard.errors import UsageError
 from strixwizard.model import HostReport
 from strixwizard.node.connect import connect
-from strixwizard.node.errors import NodeError
+from strixwizard.node.errors import NodeError, SudoRefused
 from strixwizard.node.target import SshTarget, Target, ssh_parallel, target_for
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
 from strixwizard.site import Site, load_site
@@ -87,13 +87,16 @@ def _load_snapshot(path: Path) -> SnapshotProbe:
 
 def collect_node(target: Target, connector: Connector = connect, spec: Spec | None = None) -> DiscoveredNode:
     """A node's facts through one session of `connector`, closed after. A node that cannot be
-    reached is an unreachable host with the reason; a snapshot that does not load is a usage
-    error."""
+    reached is an unreachable host with the reason; a snapshot that does not load, and a node
+    whose `sudo -n` refuses its login user (`SudoRefused`: the site's setup, found before
+    anything ran as root), are usage errors that stop the run."""
     from strixwizard.facts.spec import SPEC
 
     session = connector(target)
     try:
         probe = session.collect(SPEC if spec is None else spec)
+    except SudoRefused:
+        raise
     except NodeError as error:
         return DiscoveredNode(HostReport(target.name, target.address, target.kind, reachable=False,
                                error=str(error)), None)

@@ -38,8 +38,8 @@ class Found:
 _NODE = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)=(?:(?P<user>[^@\s]+)@)?(?P<host>[^:\s]+)(?::(?P<port>\d+))?$")
 
 
-def parse_node_argument(text: str, key: str | None) -> NodeSpec:
-    """`NAME=[USER@]HOST[:PORT]`, or `NAME=local`."""
+def parse_node_argument(text: str, key: str | None, become: str | None = None) -> NodeSpec:
+    """`NAME=[USER@]HOST[:PORT]`, or `NAME=local`; `become` ("sudo") for a node over SSH."""
     match = _NODE.match(text)
     if not match:
         raise UsageError(f"--node {text!r}: expected NAME=[USER@]HOST[:PORT], e.g. node-a=root@10.0.0.11")
@@ -49,6 +49,7 @@ def parse_node_argument(text: str, key: str | None) -> NodeSpec:
         user=match["user"] or "root",
         port=int(match["port"]) if match["port"] else 22,
         key=key if match["host"] != "local" else None,
+        become=become if match["host"] != "local" else None,
     )
 
 
@@ -147,6 +148,8 @@ def _node_yaml(node: NodeSpec, found: Found | None = None) -> str:
             lines.append(f"    port: {int(node.port)}")
         if node.key:
             lines.append(f"    key: {_quoted(node.key)}")
+        if node.become:
+            lines.append(f"    become: {_quoted(node.become)}   # every command as `sudo -n -- ...`")
     if node.fabric_address and found is not None:
         lines.append(f"    fabric_address: {_quoted(node.fabric_address)}   # found by init: "
                      f"{_comment(found.how)}")
@@ -176,6 +179,7 @@ nodes:
   #   host: 10.0.0.12
   #   user: root
   #   key: ~/.ssh/id_ed25519
+  #   become: sudo   # with a user that is not root: commands run as `sudo -n -- ...`
 
 # The state every RDMA link should reach, on both of its ends.
 fabric:
@@ -224,7 +228,7 @@ def write_site_file(out: Path, name: str, nodes: Sequence[NodeSpec],
 
 def _written(node: NodeSpec) -> tuple[object, ...]:
     """The fields of a node the site file holds (a local node's user, port and key are not)."""
-    reached = () if node.is_local else (node.user, node.port, node.key)
+    reached = () if node.is_local else (node.user, node.port, node.key, node.become)
     return (node.name, node.host, node.fabric_address, *reached)
 
 
