@@ -15,12 +15,16 @@ FAIL naming the cause, never pass over TCP:
 - the worker's GID table changed so the planned GGML_RDMA_GID is a missing GID,
   both after the plan was made (the wizard's order: Discover, then Deploy later), through the
   same services the wizard calls.
+The same deploy also runs through a login that is not root (`become: sudo`: the VMs' SUDO_USER,
+whose key root does not accept), and still negotiates RDMA.
 rxe registers RoCE v2 GIDs only, so "a GID of the wrong RoCE version" is judged on a
 recorded ConnectX table (tests/test_llama_rdma_path.py), not here.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -43,7 +47,7 @@ from tests.support.llama_vm import (
     running,
     sh,
 )
-from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, VmLab
+from tests.support.vmlab import FABRIC_NETDEV, RDMA_DEVICE, SUDO_USER, VmLab
 
 
 @pytest.fixture
@@ -110,6 +114,37 @@ def test_llama_rpc_negotiates_rdma_on_both_ends_over_soft_roce(lab: VmLab, tmp_p
     assert f"RDMA probed: dev={RDMA_DEVICE} gid={gids['vm0']} RoCEv2" in server_log
     assert "RDMA activated: qpn=" in server_log
 
+    rollback_leaves_nothing(lab, site, tmp_path, doc["apply"]["run_id"])
+
+
+def _fingerprint(public_key: Path) -> str:
+    """`SHA256:...` of an OpenSSH public key file, as sshd logs the key that logged in."""
+    blob = base64.b64decode(public_key.read_text().split()[1])
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def test_llama_rpc_negotiates_rdma_through_a_sudo_login_with_no_root_login(
+        lab: VmLab, tmp_path: Path) -> None:
+    site = lab.write_site_yaml(tmp_path / "site.yaml", deadline=SSH_DEADLINE, login=SUDO_USER)
+    seen = {vm.name: len(vm.console_log.read_text(errors="replace")) for vm in lab.vms}
+    applied = deploy(site, tmp_path, "--gguf", MODEL, "--apply", "--yes", "--json")
+    assert applied.rc == 0, applied.stdout[-4000:] + applied.stderr[-3000:]
+    doc = applied.json()
+    smoke = checks_of(doc)
+    assert doc["smoke"]["status"] == "pass", smoke
+    assert (smoke["llama.transport"]["status"], smoke["llama.transport"]["observed"]) == (
+        "pass", f"RDMA on {RDMA_DEVICE}")
+    print(f"\nllama-rpc over soft-RoCE through sudo: {smoke['llama.completion']['observed']}")
+    for vm in lab.vms:  # what the deploy started runs as root: it went through sudo
+        program = "llama-server" if vm is lab.vms[0] else "ggml-rpc-server"
+        pid = sh(lab, vm, f"head -n 1 {RUN_DIR}/{program}.pid").strip()
+        assert sh(lab, vm, f"stat -c %u /proc/{pid}").strip() == "0"
+    key = _fingerprint(lab.user_key.with_name(lab.user_key.name + ".pub"))
+    for vm in lab.vms:  # sshd's own log (its stderr is the console): the user's key, never root
+        logged = vm.console_log.read_text(errors="replace")[seen[vm.name]:]
+        accepted = [line for line in logged.splitlines() if "Accepted publickey for" in line]
+        assert any(f"for {SUDO_USER} " in line and key in line for line in accepted), accepted
+        assert not any(f"for {SUDO_USER} " not in line and key in line for line in accepted)
     rollback_leaves_nothing(lab, site, tmp_path, doc["apply"]["run_id"])
 
 

@@ -20,7 +20,11 @@ this machine kind), so sysfs, GID tables, configfs ``rdma_cm``, ``rdma -j link``
   ``stage2.sh``, sshd config, host key and authorized keys; ``/etc/ssh`` of this
   machine is never used.  ``stage2.sh`` mounts proc/sys/configfs, gives the VM
   its own hostname, machine-id and empty ``/root``, sets the addresses, runs
-  ``rdma link add rxe0 type rxe netdev eth0`` and execs sshd.
+  ``rdma link add rxe0 type rxe netdev eth0`` and execs sshd.  With ``sudo`` in
+  this machine's tree it also makes the login ``SUDO_USER`` in the VM's own
+  /etc (the overlay): its own key (``user_key``, never authorised for root), a
+  sudoers rule running python3 as root without a password
+  (``write_site_yaml(login=SUDO_USER)``: a site reached through ``become: sudo``).
 - Fabric (``eth0``): VMs are paired 0-1, 2-3, ... by qemu ``-netdev socket``,
   frames travelling only over loopback.  Pair ``p`` uses 192.168.(77+p).0/24,
   sides ``.1`` and ``.2``.  Default ``fabric="udp"``: each qemu sends its frames
@@ -115,6 +119,12 @@ BASE_CMDLINE = "console=ttyS0 panic=-1 loglevel=4 net.ifnames=0"
 _CMDLINE_WORD = re.compile(r"[A-Za-z0-9_.:,=/+-]{1,200}")
 _RESERVED = ("init=", "rdinit=", "console=", "root=", "vmlab.", "panic=", "systemd.unit=")
 REBOOT_TIMEOUT = 240.0
+#: The login that is not root in each "sh" VM, its uid, and its sudo rule (made at boot when
+#: this machine has sudo: the VM runs this machine's tree)
+SUDO_USER = "alice"
+SUDO_UID = 61000
+SUDO_RULE = f"{SUDO_USER} ALL=(root) NOPASSWD: /usr/bin/python3"
+SUDO = "/usr/bin/sudo"
 #: Python in a VM (SSH sessions, systemd units) writes no bytecode: an overlay's lower layer must
 #: not change while mounted (this machine's tree), and a .pyc the VM wrote to its persistent
 #: layer shortly before a reboot was once read back truncated ("marshal data too short").
@@ -449,6 +459,8 @@ class VmLab:
         #: carried on every qemu command line: the check before any signal
         self.tag = f"swvm-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.client_key = self.workdir / "client_key"
+        #: the key of SUDO_USER: authorised for that login only, never for root
+        self.user_key = self.workdir / "user_key"
         self.known_hosts = self.workdir / "known_hosts"
         self.vms: list[Vm] = []
         self._used = False
@@ -623,11 +635,17 @@ class VmLab:
         connect_timeout: float = 15.0,
         fabric_mtu: int = 1500,
         allow_soft_rdma: bool = False,
+        login: str = "root",
     ) -> Path:
         """A site file for the VMs (generous deadlines: emulated CPUs are slow).
 
         The fabric MTU is the VMs' own (1500) unless told, so nothing is "to fix" by default.
+        `login=SUDO_USER`: the nodes are reached as that user with its own key, through
+        `become: sudo`.
         """
+        if login not in ("root", SUDO_USER):
+            raise ValueError(f"the VMs have no login {login!r}")
+        key = self.client_key if login == "root" else self.user_key
         lines = [
             "site: vmlab",
             *(["allow_soft_rdma: true"] if allow_soft_rdma else []),
@@ -644,8 +662,9 @@ class VmLab:
                 f"  - name: {vm.name}",
                 "    host: 127.0.0.1",
                 f"    port: {vm.ssh_port}",
-                "    user: root",
-                f"    key: {json.dumps(str(self.client_key))}",
+                f"    user: {login}",
+                f"    key: {json.dumps(str(key))}",
+                *(["    become: sudo"] if login != "root" else []),
             ]
             if vm.fabric_addr:
                 lines.append(f"    fabric_address: {vm.fabric_addr}")
@@ -677,7 +696,9 @@ class VmLab:
 
     def _write_files(self) -> None:
         _keygen(self.client_key, "strixwizard-vmlab-client")
+        _keygen(self.user_key, f"strixwizard-vmlab-{SUDO_USER}")
         client_pub = self.client_key.with_name(self.client_key.name + ".pub").read_text()
+        user_pub = self.user_key.with_name(self.user_key.name + ".pub").read_text()
         known = []
         for vm in self.vms:
             vm.dir.mkdir(parents=True, exist_ok=True)
@@ -685,6 +706,7 @@ class VmLab:
             vm.host_key_pub = _public_key(vm.host_key.with_name(vm.host_key.name + ".pub"))
             known.append(f"[127.0.0.1]:{vm.ssh_port} {vm.host_key_pub}\n")
             (vm.dir / "authorized_keys").write_text(client_pub)
+            (vm.dir / "user_authorized_keys").write_text(user_pub)
             # systemd mode: PAM too, as Debian's sshd, so limits.d (pam_limits) reaches sessions
             (vm.dir / "sshd_config").write_text(_sshd_config(pam=self.init == "systemd"))
             stage2 = vm.dir / "stage2.sh"
@@ -882,6 +904,8 @@ def _sshd_config(pam: bool = False) -> str:
             "PrintLastLog no",
             "MaxStartups 50",
             "Subsystem sftp internal-sftp",
+            f"Match User {SUDO_USER}",  # last: a Match block runs to the end of the file
+            "    AuthorizedKeysFile /vmlab/user_authorized_keys",
             "",
         ]
     )
@@ -934,13 +958,33 @@ def _stage2_script(vm: Vm) -> str:
             f"rdma link add {RDMA_DEVICE} type rxe netdev {FABRIC_NETDEV}"
             " || echo 'vmlab: rdma link add failed'",
         ]
-    lines += [
+    lines += [*_sudo_login(vm),
         "mkdir -p /run/sshd && chmod 0755 /run/sshd",
         "echo 'vmlab: starting sshd'",
         f"exec {SSHD} -D -e -f /vmlab/sshd_config",
         "",
     ]
     return "\n".join(lines)
+
+
+def _sudo_login(vm: Vm) -> list[str]:
+    """Shell lines making SUDO_USER in the VM's own /etc (the overlay: this machine's files are
+    never written) with its sudoers rule, when this machine's tree has sudo."""
+    if not os.access(SUDO, os.X_OK):
+        return []
+    secure_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    sudoers = [f'Defaults:{SUDO_USER} secure_path="{secure_path}"',
+               f'Defaults:{SUDO_USER} env_keep += "{NO_BYTECODE.split("=")[0]}"', SUDO_RULE]
+    return [
+        f"echo '{SUDO_USER}:x:{SUDO_UID}:{SUDO_UID}::/home/{SUDO_USER}:/bin/sh' >> /etc/passwd",
+        f"echo '{SUDO_USER}:x:{SUDO_UID}:' >> /etc/group",
+        f"echo '{SUDO_USER}:*:19000:0:99999:7:::' >> /etc/shadow",
+        f"mkdir -p /home/{SUDO_USER} && chown {SUDO_UID}:{SUDO_UID} /home/{SUDO_USER}",
+        f"echo '127.0.1.1 {vm.name}' >> /etc/hosts",  # sudo resolves its host name
+        "mkdir -p /etc/sudoers.d",
+        f"printf '%s\\n' {' '.join(shlex.quote(line) for line in sudoers)} > /etc/sudoers.d/vmlab",
+        "chmod 0440 /etc/sudoers.d/vmlab",
+    ]
 
 
 def _host_enabled_units() -> list[str]:
