@@ -149,3 +149,40 @@ async def test_a_text_field_shows_its_way_out_and_escape_leaves_it(
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code is not None or not app.is_running
+
+
+@sync
+async def test_the_site_form_writes_become_sudo_for_nodes_added_with_the_switch_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The form's sudo switch: the nodes added while it is on are reached as their user through
+    `sudo -n` (`become: sudo` in the file, `(sudo)` in the table); the others as they are."""
+    from textual.widgets import Checkbox, DataTable, Input
+
+    from strixwizard.site import load_site
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        node = screen.query_one("#create-node", Input)
+        node.focus()
+        await pilot.press(*"a=root@10.0.0.11", "enter")
+        await pilot.pause()
+        switch = screen.query_one("#create-sudo", Checkbox)
+        switch.focus()
+        await pilot.press("enter")  # a keyboard toggles it, as a user does
+        await pilot.pause()
+        assert switch.value
+        node.focus()
+        await pilot.press(*"b=alice@10.0.0.12", "enter")
+        await pilot.pause()
+        table = screen.query_one("#site-nodes", DataTable)
+        assert [str(table.get_row_at(i)[1]) for i in range(table.row_count)] == [
+            "root@10.0.0.11", "alice@10.0.0.12 (sudo)"]
+        app.set_focus(None)
+        await pilot.press("w")
+        await settle(app, pilot)
+    site = load_site(tmp_path / "site.yaml")
+    assert [(n.name, n.user, n.become) for n in site.nodes] == [
+        ("a", "root", None), ("b", "alice", "sudo")]

@@ -409,7 +409,8 @@ class WizardApp(App[int]):
                                "press r to try again; if it repeats, report it with the output of "
                                "`strixwizard doctor -v` and `strixwizard capture`")
         elif group == "ssh":
-            self.notify(f"testing SSH stopped: {error!r}", severity="error", timeout=10)
+            said = str(error) if isinstance(error, UsageError) else repr(error)  # a refused sudo
+            self.notify(f"testing SSH stopped: {said}", severity="error", timeout=10)
         elif group in ("fix", "deploy") and isinstance(error, LockHeld | UnfinishedRun):
             refused = f"refused, nothing was changed: {error}"
             held = session.of(FixState) if group == "fix" else session.of(DeployState)

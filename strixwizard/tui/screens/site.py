@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
-from textual.widgets import Button, DataTable, Input, Label, Static
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, Static
 
 from strixwizard.errors import UsageError
 from strixwizard.files import display_path
@@ -35,7 +35,8 @@ def node_address(spec: NodeSpec) -> str:
     if spec.is_local:
         return "this machine"
     port = f":{spec.port}" if spec.port != 22 else ""
-    return f"{spec.user}@{spec.host}{port}"
+    become = f" ({spec.become})" if spec.become else ""
+    return f"{spec.user}@{spec.host}{port}{become}"
 
 
 @dataclass
@@ -74,6 +75,10 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
                 with Horizontal(classes="field"):
                     yield Label(label)
                     yield Input(value, placeholder=placeholder, id=field_id, compact=True)
+            with Horizontal(classes="field"):
+                yield Label("sudo")
+                yield Checkbox("the users are not root: run every command through sudo -n",
+                               id="create-sudo", compact=True)
             with Horizontal(id="create-buttons"):
                 yield Button("Write site file (w)", id="write", variant="primary", compact=True)
                 yield Button("Open… (o)", id="open", compact=True)
@@ -204,8 +209,9 @@ class SiteScreen(StepScreen, step="site", state=SiteState):
 
     def _add_node(self, text: str) -> bool:
         key = self.query_one("#create-key", Input).value.strip() or None
+        become = "sudo" if self.query_one("#create-sudo", Checkbox).value else None
         try:
-            spec = parse_node_argument(text, key)
+            spec = parse_node_argument(text, key, become)
         except UsageError as error:
             self.tell(str(error), "error")
             return False
