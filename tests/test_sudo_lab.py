@@ -139,7 +139,12 @@ def test_a_refused_sudo_is_one_error_exit_2_and_no_node_changes(lab: Lab, tmp_pa
         host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
     before = [_node_state(h) for h in lab.hosts]
     model = write_tiny_model(tmp_path / "tiny.gguf")
-    runs = {"doctor": run_cli("doctor", "--site", str(site), env=env, timeout=120),
+    nodes = [arg for host, user in zip(lab.hosts, ("alice", "bob"), strict=True)
+             for arg in ("--node", f"{host.name}={user}@{host.mgmt_addr}")]
+    unwritten = tmp_path / "init.yaml"
+    runs = {"init": run_cli("init", "--out", str(unwritten), "--become", "sudo", *nodes, "--key",
+                            str(lab.client_key), env=env, timeout=120),
+            "doctor": run_cli("doctor", "--site", str(site), env=env, timeout=120),
             "fix": _fix(site, env, "--apply", "--yes"),
             "deploy": _deploy(site, env, "--gguf", str(model), "--apply", "--yes")}
     for command, done in runs.items():
@@ -150,6 +155,7 @@ def test_a_refused_sudo_is_one_error_exit_2_and_no_node_changes(lab: Lab, tmp_pa
         assert "node1: bob@" in error and "sudo: a password is required" in error, error
         assert "echo 'bob ALL=(root) NOPASSWD: /usr/bin/python3' > /etc/sudoers.d/strixwizard" in error
         assert "Nothing was changed on any node" in error
+    assert not unwritten.exists()
     assert [_node_state(h) for h in lab.hosts] == before  # node0's sudo works: still untouched
     fixed_json = _fix(site, env, "--apply", "--yes", "--json")
     assert fixed_json.rc == 2 and fixed_json.json()["error"].startswith("node1: bob@")
