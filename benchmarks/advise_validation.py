@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from strixwizard.decode.advise import (  # noqa: E402
     COSTS,
+    FUSED,
     LAYER,
     SINGLE,
     TENSOR,
@@ -86,7 +87,8 @@ class Row:
             return from_catalog(str(named["model"]), str(quant) if quant else None)
         shape = self.data["shape"]
         return explicit_shape(self.data["model"], int(shape["layers"]), int(shape["hidden"]),
-                              float(shape["weight_gib"]) * GIB, float(shape["active_fraction"]))
+                              float(shape["weight_gib"]) * GIB, float(shape["active_fraction"]),
+                              linear_layers=int(shape.get("linear_layers", 0)))
 
     @property
     def aim(self) -> float:
@@ -106,14 +108,17 @@ class Row:
                     float(given["gbps"]), float(given["allreduce_us"]))
 
     def predict(self, links: dict[str, Link], rows: dict[str, Row] | None = None,
-                costs: Costs = COSTS) -> Advice:
+                costs: Costs = COSTS, use_measured: bool = True) -> Advice:
+        """The row's prediction; `use_measured=False` drops a published one-node figure taken
+        as the compute term, so the prediction rests on the model's own inputs alone."""
         measured = None
-        if self.data.get("measured_from"):
+        if self.data.get("measured_from") and use_measured:
             assert rows is not None, self.id
             measured = float(rows[self.data["measured_from"]].data["tok_s"])
         inputs = Inputs(self.shape(), MEASURED_GBPS, measured,
                         rpc_build=str(self.data.get("rpc_build", CURRENT)), costs=costs,
-                        backend=str(self.data.get("backend", VULKAN)))
+                        backend=str(self.data.get("backend", VULKAN)),
+                        delta_net=str(self.data.get("delta_net", FUSED)))
         nodes, split, link = int(self.data["nodes"]), self.data["split"], self.link(links)
         if split == SINGLE:
             return predict_single(inputs)
@@ -127,7 +132,7 @@ class Row:
         raise ValueError(f"{self.id}: unknown split {split}")
 
 
-ZERO = replace(COSTS, dense_token_ms=0.0, moe_layer_ms=0.0)
+ZERO = replace(COSTS, dense_token_ms=0.0, moe_layer_ms=0.0, gdn_layer_ms=0.0, gdn_graph_layer_ms=0.0)
 
 
 def _rows_fitting(rows: Sequence[Row], name: str) -> list[Row]:
@@ -148,6 +153,12 @@ def fits(rows: Sequence[Row]) -> dict[str, tuple[float, list[str]]]:
     def ms(row: Row) -> float:
         return 1e3 / float(row.data["tok_s"])
 
+    for name in ("gdn_layer_ms", "gdn_graph_layer_ms"):  # y = published - the rest, x = GDN layers
+        use = _rows_fitting(rows, name)
+        bare = replace(COSTS, **{name: 0.0})
+        points = [(float(r.shape().linear_layers), ms(r) - r.predict(links, by_id, bare).t_comp_ms)
+                  for r in use]
+        out[name] = (_least_squares(points), [r.id for r in use])
     for name in ("dense_token_ms", "moe_layer_ms"):  # y = published - bound, x = 1 or layers
         use = _rows_fitting(rows, name)
         points = [(float(r.shape().layers) if name == "moe_layer_ms" else 1.0,
@@ -267,6 +278,13 @@ def mtp_markdown() -> list[str]:
     return out
 
 
+def pair_ratio(a: Row, b: Row, links: dict[str, Link], by_id: dict[str, Row]) -> float:
+    """The predicted tok/s of a over b, both from the model's own inputs: a row whose compute
+    is another row's published figure would compare a measured side with a predicted one."""
+    return (a.predict(links, by_id, use_measured=False).tok_s
+            / b.predict(links, by_id, use_measured=False).tok_s)
+
+
 def load() -> tuple[list[Row], list[dict[str, Any]]]:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     return [Row(r) for r in data["rows"]], list(data.get("pairs", []))
@@ -337,12 +355,13 @@ def markdown() -> str:
         out.extend(misses)
     if pairs:
         out.append("")
-        out.append("| A/B pair | published | predicted | same answer |")
+        out.append("| A/B pair | published | predicted (both sides from the model's inputs alone) "
+                   "| same answer |")
         out.append("|---|---|---|---|")
         for pair in pairs:
             a, b = by_id[pair["a"]], by_id[pair["b"]]
             pub = float(a.data["tok_s"]) / float(b.data["tok_s"])
-            pre = predicted[a.id] / predicted[b.id]
+            pre = pair_ratio(a, b, links, by_id)
             same = (pub > 1) == (pre > 1)
             out.append(f"| {pair['question']}: {a.id} / {b.id} | {pub:.2f} | {pre:.2f} | "
                        f"{'✓' if same else '✗'} |")

@@ -38,6 +38,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     model.add_argument("--active-fraction", type=float, default=1.0, metavar="F",
                        help="the share of the weights a token reads: 1 for dense, active / total "
                        "parameters for MoE (default 1)")
+    model.add_argument("--linear-layers", type=int, default=0, metavar="N",
+                       help="a hybrid model's Gated-DeltaNet (linear-attention) layers, e.g. 36 of "
+                       "Qwen3-Coder-Next's 48 (a config.json or GGUF gives them; default 0)")
     model.add_argument("--name", default=None, help="a label for a model given by its shape")
     fabric = advise.add_argument_group("nodes and interconnects")
     fabric.add_argument("--nodes", default="1,2", metavar="COUNTS",
@@ -70,6 +73,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     advise.add_argument("--backend", default="vulkan", metavar="vulkan|rocm",
                         help="the llama.cpp backend the nodes run (default vulkan, the constants' "
                         "reference); the advice also names the faster one for this model")
+    advise.add_argument("--delta-net", default="fused", choices=("fused", "graph"),
+                        help="how the llama.cpp build runs a hybrid model's Gated DeltaNet: the fused "
+                        "GATED_DELTA_NET op (default; Vulkan since PR #20334, March 2026) or, in older "
+                        "builds, a graph of small ops (slower)")
     advise.add_argument("--measured-tok-s", type=float, metavar="TOK_S",
                         help="your measured single-node decode speed of this model (llama-bench tg): "
                         "used as the compute term instead of the bandwidth estimate")
@@ -112,8 +119,8 @@ def _shape(args: argparse.Namespace) -> Any:
     if args.model is not None:
         from strixwizard.decode.catalog import resolve
 
-        if args.layers is not None or args.hidden is not None:
-            raise UsageError("give either --model or --layers/--hidden, not both")
+        if args.layers is not None or args.hidden is not None or args.linear_layers:
+            raise UsageError("give either --model or --layers/--hidden/--linear-layers, not both")
         shape = resolve(args.model, args.quant)
         if weight is not None:
             if not 1e6 <= weight <= 1e14:
@@ -126,7 +133,8 @@ def _shape(args: argparse.Namespace) -> Any:
         raise UsageError("give --model NAME|config.json|file.gguf, or the shape: --layers, --hidden "
                          "and --weight-gib (and --active-fraction for MoE)")
     name = args.name or f"{args.layers} layers, hidden {args.hidden}, {args.weight_gib:g} GiB"
-    return explicit_shape(name, args.layers, args.hidden, weight, args.active_fraction)
+    return explicit_shape(name, args.layers, args.hidden, weight, args.active_fraction,
+                          linear_layers=args.linear_layers)
 
 
 def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str, float | None]:
@@ -297,7 +305,8 @@ def run(args: argparse.Namespace) -> int:
     notes = (*notes, *bench_note)
     mtp, acceptance = _mtp(args)
     inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips,
-                    backend=check(args.backend), mtp_tokens=mtp, mtp_acceptance=acceptance)
+                    backend=check(args.backend), mtp_tokens=mtp, mtp_acceptance=acceptance,
+                    delta_net=args.delta_net)
     body = advice_document(inputs, counts, links)
     body["heterogeneous"] = _hetero(args, inputs, links, bandwidth)
     if args.json:

@@ -82,8 +82,8 @@ TENSOR_SYNC_SOURCE = ("ggml/src/ggml-backend-meta.cpp, ggml_backend_meta_graph_c
 #: 285.7 ms per token, of which 52.9 ms compute and 128 x 0.286 ms all-reduce) = 1.53 ms; and
 #: the CPU a busy-polling transport steals from it, fitted to the RDMA row of the same A/B
 #: (3.30 tok/s with a 100 µs all-reduce): 21 % (wkljohn: "the plugin busy-spins").
-TENSOR_DISPATCH_MS = 1.53
-BUSY_POLL_STEAL = 0.21
+TENSOR_DISPATCH_MS = 1.49
+BUSY_POLL_STEAL = 0.215
 #: The dispatch per sync grows with the graph each piece carries: `-sm tensor` resends the
 #: graph before every sync point, measured at 8.5 KB + 33.3 KB x L + 20.6 KB x L^2 per token
 #: and server (benchmarks/rpc_roundtrips.py, 2-16 layers), so per sync point (2 L of them)
@@ -115,6 +115,21 @@ MOE_SOURCE = ("fitted per layer on visorcraft's Qwen3-30B-A3B and Qwen3-235B-A22
               "(https://github.com/visorcraft/strix-halo-llm-perf)")
 DENSE_SOURCE = ("fitted on Geerling's Llama 3.2 3B (https://github.com/geerlingguy/"
                 "ai-benchmarks/issues/21) and visorcraft's Llama 2 7B one-node rows")
+#: A hybrid model's Gated-DeltaNet (linear-attention) layer runs a recurrence over a state of
+#: heads x 128 x 128 f32 values each token, a cost a plain attention layer does not have and
+#: that does not shrink with the weights: per such layer and token, least squares over the
+#: Strix Halo rows of llama.cpp PR #20334 (lemmi, Radeon 8060S, tg128) for Qwen3.5-35B-A3B Q8_0
+#: and Qwen3.5-122B-A10B UD-Q5_K_XL, what each leaves over its bandwidth bound and MoE cost.
+#: Two figures, by build: with the fused GATED_DELTA_NET op (Vulkan since that PR, March
+#: 2026; the "PR" column), and before it, when the recurrence ran as a graph of small ops
+#: (the "master" column, 17-23 % slower).
+GDN_LAYER_MS = 0.194
+GDN_GRAPH_LAYER_MS = 0.383
+GDN_SOURCE = ("per Gated-DeltaNet layer, fitted on the Strix Halo rows of llama.cpp PR #20334 "
+              "(https://github.com/ggml-org/llama.cpp/pull/20334): with the fused op, and before it")
+FUSED, GRAPH = "fused", "graph"
+DELTA_NET_OPS = (FUSED, GRAPH)
+
 #: vLLM on gfx1151 for one stream: 7.5 tok/s for gpt-oss-120b where llama.cpp gives 50, and
 #: 4 vs 30 for Qwen 3.6 (https://github.com/vllm-project/vllm/issues/34579): 0.13-0.15 of
 #: llama.cpp's speed. The factor applies to llama.cpp's predicted compute of the checkpoint vLLM
@@ -236,6 +251,11 @@ class Costs:
     busy_poll_steal: float = BUSY_POLL_STEAL
     vllm_efficiency: float = VLLM_EFFICIENCY
     mtp_draft_cost: float = MTP_DRAFT_COST
+    gdn_layer_ms: float = GDN_LAYER_MS
+    gdn_graph_layer_ms: float = GDN_GRAPH_LAYER_MS
+
+    def gdn_ms(self, delta_net: str) -> float:
+        return self.gdn_graph_layer_ms if delta_net == GRAPH else self.gdn_layer_ms
 
     def hop_ms(self, transport: str) -> float:
         return self.hop_rdma_ms if transport == RDMA else self.hop_tcp_ms
@@ -268,13 +288,15 @@ class Inputs:
     backend: str = VULKAN
     mtp_tokens: int = 0  # vLLM's draft tokens per step (0: no multi-token prediction)
     mtp_acceptance: float = 0.0  # the share of them accepted
+    delta_net: str = FUSED  # how the build runs Gated DeltaNet: the fused op, or a graph of ops
 
     @property
     def fixed_ms(self) -> float:
         """The per-token cost that does not scale with the bytes read."""
+        linear = self.shape.linear_layers * self.costs.gdn_ms(self.delta_net)
         if self.shape.moe:
-            return self.costs.moe_layer_ms * self.shape.layers
-        return self.costs.dense_token_ms
+            return self.costs.moe_layer_ms * self.shape.layers + linear
+        return self.costs.dense_token_ms + linear
 
     def single_ms(self) -> float:
         """llama.cpp's time per token on one node, measured or estimated: the bytes a token
@@ -290,6 +312,10 @@ class Inputs:
         kind, source = ("MoE", MOE_SOURCE) if self.shape.moe else ("dense", DENSE_SOURCE)
         per = (f"{self.costs.moe_layer_ms:g} ms per layer" if self.shape.moe else
                f"{self.costs.dense_token_ms:g} ms per token")
+        if self.shape.linear_layers:
+            how = "the fused op" if self.delta_net == FUSED else "a graph of small ops (before the fused op)"
+            per += (f" + {self.costs.gdn_ms(self.delta_net):g} ms per Gated-DeltaNet layer "
+                    f"({self.shape.linear_layers} of them, {how}; {GDN_SOURCE})")
         backend = (f"; llama.cpp {self.backend}: x{time_factor(self.backend, self.shape):g} for a "
                    f"{backend_kind(self.shape)} model ({BACKEND_SOURCE})" if self.backend != VULKAN else
                    "; llama.cpp Vulkan (the constants' reference)")
@@ -491,7 +517,7 @@ ACTIVE_FRACTION = Range(0.001, 1.0)
 
 
 def explicit_shape(name: str, layers: int, hidden: int, weight_bytes: float, active_fraction: float,
-                   experts: bool = False) -> ModelShape:
+                   experts: bool = False, linear_layers: int = 0) -> ModelShape:
     """A model from its published figures: layers, hidden size, the weights' bytes (the GGUF
     file's size) and the fraction of them a token reads (1 for dense; active / total
     parameters for MoE)."""
@@ -500,6 +526,7 @@ def explicit_shape(name: str, layers: int, hidden: int, weight_bytes: float, act
     if not 1e6 <= weight_bytes <= 1e14:
         raise UsageError("--weight-gib: give the weights' size, 0.001 to 90000 GiB")
     ACTIVE_FRACTION.check(active_fraction, "--active-fraction")
+    Range(0, layers).check(linear_layers, "--linear-layers")
     moe = experts or active_fraction < 1.0
     read = weight_bytes * active_fraction
     # Only batch 1 is predicted here, so the expert counts just mark the model as MoE (for
@@ -507,7 +534,7 @@ def explicit_shape(name: str, layers: int, hidden: int, weight_bytes: float, act
     return ModelShape(name, layers, hidden, 2, weight_bytes, weight_bytes * active_fraction, read,
                       weight_bytes, "given: --layers, --hidden, --weight-gib, --active-fraction",
                       experts=8 if moe else 0, experts_per_token=1 if moe else 0,
-                      expert_bytes_per_token=read if moe else 0.0)
+                      expert_bytes_per_token=read if moe else 0.0, linear_layers=linear_layers)
 
 
 def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[Link]) -> dict[str, Any]:
@@ -523,7 +550,7 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
         "model": {"name": shape.name, "layers": shape.layers, "hidden": shape.hidden,
                   "weight_bytes_total": round(shape.weight_bytes_total),
                   "weight_bytes_per_token": round(shape.weight_bytes_per_token),
-                  "moe": shape.moe, "source": shape.source,
+                  "moe": shape.moe, "source": shape.source, "linear_layers": shape.linear_layers,
                   "precision": shape.precision or "as given (--weight-gib)",
                   "expert_bytes_per_token": round(shape.expert_bytes_per_token),
                   "shared_bytes_per_token": round(shape.shared_bytes_per_token)},
@@ -543,8 +570,9 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
             "dense_token_ms": inputs.costs.dense_token_ms,
             "vllm_efficiency": inputs.costs.vllm_efficiency,
             "mtp_draft_cost": inputs.costs.mtp_draft_cost,
+            "gdn_layer_ms": inputs.costs.gdn_ms(inputs.delta_net), "delta_net": inputs.delta_net,
             "sources": [RPC_HOP_SOURCE, *inputs.build.sources, TENSOR_SYNC_SOURCE, TENSOR_SOURCE,
-                        MOE_SOURCE, DENSE_SOURCE, VLLM_SOURCE]},
+                        MOE_SOURCE, DENSE_SOURCE, GDN_SOURCE, VLLM_SOURCE]},
         "notes": [*inputs.notes, *load_notes],
     }
 

@@ -144,6 +144,7 @@ def shape_from_tensors(metadata: dict[str, Any], tensors: Iterable[TensorInfo], 
         raise UsageError(f"--model {path}: {arch}.expert_used_count must be between 1 and {experts}")
     nextn = _count(metadata, path, f"{arch}.nextn_predict_layers", Range(0, blocks - 1), required=False)
     layers = blocks - nextn
+    tensors = list(tensors)
     try:
         read = token_bytes(tensors, hidden, experts, used, frozenset(range(layers, blocks)))
     except GgufError as error:
@@ -156,7 +157,25 @@ def shape_from_tensors(metadata: dict[str, Any], tensors: Iterable[TensorInfo], 
         weight_bytes_per_token=read.per_token, weight_bytes_total=read.total,
         source=source, experts=experts, experts_per_token=used, expert_bytes_per_token=read.routed,
         precision=read.precision(), shared_bytes_per_token=read.shared,
+        linear_layers=linear_layers(arch, tensors, layers),
     )
+
+
+#: The llama.cpp architectures whose linear-attention layers are Gated DeltaNet.
+GDN_ARCHS = frozenset({"qwen3next", "qwen35", "qwen35moe"})
+
+
+def linear_layers(arch: str, tensors: Iterable[TensorInfo], layers: int) -> int:
+    """The Gated-DeltaNet layers of a hybrid GGUF: the blocks that carry the recurrence's
+    output projection (`blk.N.ssm_out.weight`, llama.cpp's LLM_TENSOR_SSM_OUT)."""
+    if arch not in GDN_ARCHS:
+        return 0
+    found = set()
+    for tensor in tensors:
+        parts = tensor.name.split(".")
+        if len(parts) == 4 and parts[0] == "blk" and parts[2] == "ssm_out" and parts[1].isdigit():
+            found.add(int(parts[1]))
+    return sum(1 for block in found if block < layers)
 
 
 def shape_from_gguf(path: Path) -> ModelShape:

@@ -59,6 +59,9 @@ class ModelShape:
     #: what the weights are stored as: "BF16 (the checkpoint's dtype)", "Q4_K 70%, Q6_K 28%, …"
     precision: str = ""
     shared_bytes_per_token: float = 0.0  # the shared-expert part (read by every token)
+    #: Gated-DeltaNet (linear-attention) layers of a hybrid model (Qwen3-Next, Qwen3.5/3.6):
+    #: each runs the recurrence a plain attention layer does not (advise.GDN_LAYER_MS)
+    linear_layers: int = 0
 
     @property
     def moe(self) -> bool:
@@ -206,6 +209,19 @@ def _precision(config: Mapping[str, Any], dtype: int) -> str:
     return f"{name} (the checkpoint's torch_dtype; not a GGUF quantization)"
 
 
+def linear_layers_of(config: Mapping[str, Any], layers: int) -> int:
+    """The Gated-DeltaNet layers of a hybrid config: `layer_types` names them
+    ("linear_attention"), else every layer but each `full_attention_interval`-th is one
+    (Qwen3-Next, Qwen3.5/3.6); 0 for a model without linear attention."""
+    kinds = config.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        return sum(1 for kind in kinds[:layers] if kind == "linear_attention")
+    interval = _int(config, "full_attention_interval", bounds=Range(0, layers), default=0)
+    if interval and any(key in config for key in ("linear_num_value_heads", "linear_key_head_dim")):
+        return layers - layers // interval
+    return 0
+
+
 def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> ModelShape:
     """The decode shape of a Hugging Face config.json (UsageError when keys are missing)."""
     config = _text_config(config)
@@ -238,4 +254,5 @@ def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> Mode
         source=source, experts=experts, experts_per_token=per_token,
         expert_bytes_per_token=expert_read_bytes, precision=_precision(config, lay.dtype),
         shared_bytes_per_token=moe_layers * shared_mlp * other_bytes,
+        linear_layers=linear_layers_of(config, layers),
     )
