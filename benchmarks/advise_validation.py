@@ -105,7 +105,8 @@ class Row:
         if isinstance(given, str):
             return links[given]
         return Link(str(given["name"]), str(given["name"]), str(given["transport"]), float(given["rtt_us"]),
-                    float(given["gbps"]), float(given["allreduce_us"]))
+                    float(given["gbps"]), float(given["allreduce_us"]),
+                    medium=str(given.get("medium", "custom")))
 
     def predict(self, links: dict[str, Link], rows: dict[str, Row] | None = None,
                 costs: Costs = COSTS, use_measured: bool = True) -> Advice:
@@ -167,7 +168,7 @@ def fits(rows: Sequence[Row]) -> dict[str, tuple[float, list[str]]]:
     use = _rows_fitting(rows, "vllm_efficiency")  # llama.cpp's predicted time / vLLM's published
     points = [(ms(r), r.predict(links, by_id, replace(COSTS, vllm_efficiency=1.0)).t_comp_ms) for r in use]
     out["vllm_efficiency"] = (_least_squares(points), [r.id for r in use])
-    for name in ("hop_tcp_ms", "hop_rdma_ms"):  # y = what the hops leave, x = extra nodes
+    for name in ("hop_tcp_ms", "hop_usb4_tcp_ms", "hop_rdma_ms"):  # y = what the hops leave, x = nodes - 1
         use = _rows_fitting(rows, name)
         points = []
         for r in use:

@@ -47,7 +47,8 @@ def test_each_constant_is_its_fit_over_its_own_rows() -> None:
     rows, _pairs = module.load()
     fitted = module.fits(rows)
     assert set(fitted) == {"dense_token_ms", "moe_layer_ms", "vllm_efficiency", "hop_tcp_ms", "hop_rdma_ms",
-                           "tensor_dispatch_ms", "busy_poll_steal", "gdn_layer_ms", "gdn_graph_layer_ms"}
+                           "hop_usb4_tcp_ms", "tensor_dispatch_ms", "busy_poll_steal", "gdn_layer_ms",
+                           "gdn_graph_layer_ms"}
     for name, (value, ids) in fitted.items():
         assert ids, name
         assert getattr(COSTS, name) == pytest.approx(value, rel=0.01, abs=0.006), name

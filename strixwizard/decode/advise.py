@@ -57,10 +57,17 @@ NO_MMAP_BYTES = 100 * 2**30
 #: which a faster wire does not remove).
 #: Refitted with lhl's 1 -> 2 -> 3 -> 4-node curve of gpt-oss-120b (33.50, 28.87, 23.02, 21.61
 #: tok/s over Ethernet, https://github.com/lhl/strix-halo-testing/blob/main/rpc-test/README.md)
-#: beside wkljohn's TCP row: least squares of (published - compute - waits x RTT - activations)
-#: per extra node over those 4 rows gives 5.72 ms over kernel TCP; 3.85 ms over verbs from
-#: wkljohn's RDMA row (`python benchmarks/advise_validation.py` prints each fit).
-RPC_HOP_MS = {TCP: 5.72, RDMA: 3.85}
+#: least squares of (published - compute - waits x RTT - activations) per extra node over those
+#: 3 rows gives 5.56 ms over kernel TCP on an Ethernet NIC; 3.85 ms over verbs from wkljohn's
+#: RDMA row (`python benchmarks/advise_validation.py` prints each fit).
+RPC_HOP_MS = {TCP: 5.56, RDMA: 3.85}
+#: Kernel TCP over USB4 (thunderbolt-net) is a software network device: each message costs the
+#: host more than over an Ethernet NIC (Hellas measured soft-RoCE's 64 B one-way latency at about
+#: 65 µs over thunderbolt-net and 28 µs over 2.5 GbE, https://blog.hellas.ai/blog/thunderbolt-ibverbs/).
+#: So the TCP hop is fitted per medium: over Ethernet NICs on lhl's 1-4 node curve, over USB4
+#: on wkljohn's TCP row (the links of interconnects.json whose medium is "usb4").
+USB4 = "usb4"
+RPC_HOP_USB4_TCP_MS = 7.84
 RPC_HOP_SOURCE = ("the host cost of a pipeline hop per extra node, fitted to lhl's 1-4 node "
                   "gpt-oss-120b curve (https://github.com/lhl/strix-halo-testing/blob/main/rpc-test/"
                   "README.md) and wkljohn's -sm layer TCP/RDMA A/B (https://github.com/wkljohn/"
@@ -247,6 +254,7 @@ class Costs:
     moe_layer_ms: float = MOE_LAYER_MS
     hop_tcp_ms: float = RPC_HOP_MS[TCP]
     hop_rdma_ms: float = RPC_HOP_MS[RDMA]
+    hop_usb4_tcp_ms: float = RPC_HOP_USB4_TCP_MS
     tensor_dispatch_ms: float = TENSOR_DISPATCH_MS
     busy_poll_steal: float = BUSY_POLL_STEAL
     vllm_efficiency: float = VLLM_EFFICIENCY
@@ -257,8 +265,10 @@ class Costs:
     def gdn_ms(self, delta_net: str) -> float:
         return self.gdn_graph_layer_ms if delta_net == GRAPH else self.gdn_layer_ms
 
-    def hop_ms(self, transport: str) -> float:
-        return self.hop_rdma_ms if transport == RDMA else self.hop_tcp_ms
+    def hop_ms(self, transport: str, medium: str = "") -> float:
+        if transport == RDMA:
+            return self.hop_rdma_ms
+        return self.hop_usb4_tcp_ms if medium == USB4 else self.hop_tcp_ms
 
 
 COSTS = Costs()
@@ -339,7 +349,7 @@ def predict_single(inputs: Inputs) -> Advice:
 def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = 1, costs: Costs = COSTS) -> float:
     """llama.cpp RPC's cost per token for one remote node of a layer split."""
     wire = 2 * shape.hidden * ACTIVATION_BYTES * 8 / (link.gbps * 1e9) * 1e3
-    return costs.hop_ms(link.transport) + round_trips * link.rtt_us / 1e3 + wire
+    return costs.hop_ms(link.transport, link.medium) + round_trips * link.rtt_us / 1e3 + wire
 
 
 def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
@@ -349,7 +359,7 @@ def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
     which = (f"{trips} wait(s) (--rpc-round-trips)" if inputs.rpc_round_trips is not None else
              f"{trips} wait(s) ({build.basis} for llama.cpp RPC protocol {build.protocol}, --rpc-build "
              f"{build.key})")
-    hop = inputs.costs.hop_ms(link.transport)
+    hop = inputs.costs.hop_ms(link.transport, link.medium)
     t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link, trips, inputs.costs)
     return Advice(LAYER, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
                   fits(inputs.shape, nodes), t_comm, t_comp,
@@ -563,7 +573,8 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
         "recommendation": recommend(shape, predictions, links, inputs.round_trips),
         "constants": {
             "rpc_round_trips": inputs.round_trips, "rpc_build": inputs.build.to_json(),
-            "rpc_hop_ms": {TCP: inputs.costs.hop_tcp_ms, RDMA: inputs.costs.hop_rdma_ms},
+            "rpc_hop_ms": {TCP: inputs.costs.hop_tcp_ms, RDMA: inputs.costs.hop_rdma_ms,
+                           f"{USB4}-{TCP}": inputs.costs.hop_usb4_tcp_ms},
             "tensor_syncs_per_layer": TENSOR_SYNCS_PER_LAYER,
             "tensor_dispatch_ms": inputs.costs.tensor_dispatch_ms,
             "busy_poll_steal": inputs.costs.busy_poll_steal, "moe_layer_ms": inputs.costs.moe_layer_ms,
