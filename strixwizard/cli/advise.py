@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -58,8 +59,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     fabric.add_argument("--history", nargs="?", const="", default=None, metavar="FILE",
                         help="your own links, from the latest figures of `strixwizard test` in the "
                         "test history (default file ~/.local/state/strixwizard/history.sqlite)")
-    fabric.add_argument("--site", type=Path, metavar="FILE",
-                        help="with --history: only this site's runs")
+    site = fabric.add_mutually_exclusive_group()
+    site.add_argument("--site", type=Path, metavar="FILE",
+                      help="a site file: its nodes are read (over SSH, or their snapshots) for each "
+                      "node's llama.cpp backend and memory for weights; with --history, only this "
+                      "site's runs")
+    site.add_argument("--demo", action="store_true",
+                      help="as --site, on the bundled demo site's recorded nodes")
+    site.add_argument("--snapshot", type=Path, action="append", default=[], metavar="FILE",
+                      help="as --site, from node snapshots (`strixwizard capture`; repeatable, one per node)")
     fabric.add_argument("--nodes-spec", metavar="GIB[:GBPS],...",
                         help="unequal nodes, in llama.cpp's device order: each node's memory free for "
                         "weights in GiB and its memory bandwidth in GB/s (default --mem-bandwidth), e.g. "
@@ -70,9 +78,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     fabric.add_argument("--list-links", action="store_true", help="list the named interconnects and exit")
     advise.add_argument("--mem-bandwidth", type=float, metavar="GBPS",
                         help="memory bandwidth per node in GB/s (default 212, measured on Strix Halo)")
-    advise.add_argument("--backend", default="vulkan", metavar="vulkan|rocm",
-                        help="the llama.cpp backend the nodes run (default vulkan, the constants' "
-                        "reference); the advice also names the faster one for this model")
+    advise.add_argument("--backend", default=None, metavar="vulkan|rocm",
+                        help="the llama.cpp backend the nodes run (default: the one a site's nodes "
+                        "carry with --site/--demo/--snapshot, else vulkan, the constants' reference); "
+                        "the advice also names the faster one for this model")
     advise.add_argument("--delta-net", default="fused", choices=("fused", "graph"),
                         help="how the llama.cpp build runs a hybrid model's Gated DeltaNet: the fused "
                         "GATED_DELTA_NET op (default; Vulkan since PR #20334, March 2026) or, in older "
@@ -247,13 +256,68 @@ def _hetero(args: argparse.Namespace, inputs: Any, links: list[Any], bandwidth: 
 
     if args.nodes_spec is None:
         if args.tensor_split is not None:
-            raise UsageError("--tensor-split needs --nodes-spec (each node's memory and bandwidth)")
+            raise UsageError("--tensor-split needs --nodes-spec (each node's memory and bandwidth), or a "
+                             "site (--site/--demo/--snapshot) whose nodes' memory is read")
         return None
     from strixwizard.decode.hetero import parse_spec
 
     nodes = parse_spec(args.nodes_spec, bandwidth)
     ratios = _ratios(args.tensor_split) if args.tensor_split is not None else None
     return hetero_advice(inputs, nodes, links, ratios)
+
+
+def _read_site(args: argparse.Namespace) -> list[Any] | None:
+    """--site/--demo/--snapshot: each node's backend and memory (None: no site given)."""
+    if not (args.site is not None or args.demo or args.snapshot):
+        return None
+    from strixwizard.services.advise import site_nodes
+    from strixwizard.services.nodes import RunRequest
+
+    request = RunRequest(site_file=args.site, demo=args.demo, snapshots=tuple(args.snapshot))
+    return site_nodes(request)
+
+
+def _site_backend(args: argparse.Namespace, nodes: list[Any] | None) -> tuple[str, tuple[str, ...]]:
+    """The backend to predict for, and what the advice says of where it came from."""
+    from strixwizard.decode.backends import VULKAN, check
+    from strixwizard.decode.site_nodes import site_backend
+
+    given = check(args.backend) if args.backend is not None else None
+    if nodes is None:
+        return given or VULKAN, ()
+    found, why = site_backend(nodes)
+    if given is not None:
+        differs = f" (the site's nodes carry {found})" if found and found != given else ""
+        return given, (f"backend {given} as given (--backend){differs}",)
+    if found is None:
+        return VULKAN, (f"backend: not read from the site ({why}); vulkan assumed",)
+    return found, (f"backend {found}, read from the site's nodes: {why}",)
+
+
+def _site_hetero(args: argparse.Namespace, nodes: list[Any] | None, inputs: Any, links: list[Any],
+                 bandwidth: float) -> tuple[Any, tuple[str, ...]]:
+    """A site of 2+ nodes whose memory is known: the layer split's -ts over each node's memory
+    (in the site's order, llama.cpp's device order when the first node runs llama-server)."""
+    if nodes is None or args.nodes_spec is not None or len(nodes) < 2:
+        return None, ()
+    from strixwizard.decode.advise import hetero_advice
+    from strixwizard.decode.hetero import GIB, NodeSpec
+
+    unknown = [n for n in nodes if n.memory_bytes is None]
+    if unknown:
+        return None, tuple(f"{n.name}: memory not known ({n.memory_note}); no -ts advised" for n in unknown)
+    specs = [NodeSpec(float(n.memory_bytes), bandwidth) for n in nodes]
+    ratios = _ratios(args.tensor_split) if args.tensor_split is not None else None
+    names = [n.name for n in nodes]
+    advice = hetero_advice(inputs, specs, links, ratios, order="the site's node order: " + ", ".join(names),
+                           names=names)
+    for entry, node in zip(advice["nodes"], nodes, strict=True):
+        entry["name"] = node.name
+        entry["memory_source"] = node.memory_note
+    memories = ", ".join(f"{n.name} {n.memory_bytes / GIB:.1f} GiB" for n in nodes)
+    if advice["tensor_split"] is not None:
+        advice["reason"] += f"; memory for weights read from the site's nodes ({memories})"
+    return advice, ()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -292,23 +356,28 @@ def run(args: argparse.Namespace) -> int:
             notes = (*notes, f"compute from the stored `test decode --calibrate` of {args.model}: "
                      f"{calibrated:.2f} tok/s")
     else:
-        if args.site is not None:
-            raise UsageError("--site picks the site of --history")
         links = _links(args)
     bandwidth, _source = mem_bandwidth(args.mem_bandwidth)
     build = rpc_build(args.rpc_build or CURRENT).key
     trips = args.rpc_round_trips
     if trips is not None and not 0 <= trips <= 10000:
         raise UsageError("--rpc-round-trips: give 0 to 10000")
-    from strixwizard.decode.backends import check
-
-    notes = (*notes, *bench_note)
+    nodes = _read_site(args)
+    backend, backend_notes = _site_backend(args, nodes)
+    notes = (*notes, *bench_note, *backend_notes)
     mtp, acceptance = _mtp(args)
     inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips,
-                    backend=check(args.backend), mtp_tokens=mtp, mtp_acceptance=acceptance,
+                    backend=backend, mtp_tokens=mtp, mtp_acceptance=acceptance,
                     delta_net=args.delta_net)
+    hetero, hetero_notes = _site_hetero(args, nodes, inputs, links, bandwidth)
+    if hetero_notes:
+        inputs = replace(inputs, notes=(*inputs.notes, *hetero_notes))
     body = advice_document(inputs, counts, links)
-    body["heterogeneous"] = _hetero(args, inputs, links, bandwidth)
+    body["heterogeneous"] = hetero if hetero is not None else _hetero(args, inputs, links, bandwidth)
+    if nodes is not None:
+        from strixwizard.decode.site_nodes import to_json
+
+        body["site_nodes"] = [to_json(n) for n in nodes]
     if args.json:
         emit(envelope(None, command="advise", **body))
     else:
@@ -345,7 +414,8 @@ def advice_lines(body: dict[str, Any]) -> list[str]:
     lines.append(f"Does RDMA help? {rec['rdma_reason']}")
     if rec.get("layer_vs_tensor"):
         lines.append(f"Layer or tensor? {rec['layer_vs_tensor']}")
-    lines.append(f"Which backend? {rec['backend_reason']} (predicted for --backend {body['backend']})")
+    where = ("the site's nodes run" if body.get("site_nodes") is not None else "predicted for --backend")
+    lines.append(f"Which backend? {rec['backend_reason']} ({where} {body['backend']})")
     hetero = body.get("heterogeneous")
     if hetero is not None:
         if hetero["tensor_split"] is None:

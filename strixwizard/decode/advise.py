@@ -650,7 +650,8 @@ def advice_lines(advice: dict[str, Any]) -> list[str]:
 
 
 def hetero_advice(inputs: Inputs, nodes: Sequence[Any], links: Sequence[Link],
-                  ratios: Sequence[float] | None = None) -> dict[str, Any]:
+                  ratios: Sequence[float] | None = None, order: str = "as --nodes-spec lists them",
+                  names: Sequence[str] | None = None) -> dict[str, Any]:
     """A layer split over unequal nodes (`decode.hetero.NodeSpec`s in device order): the `-ts`
     that fits and is fastest (or the one given, refused when it cannot fit), and its speed over
     the best link."""
@@ -688,4 +689,15 @@ def hetero_advice(inputs: Inputs, nodes: Sequence[Any], links: Sequence[Link],
             "tok_s": round(1e3 / total, 3),
             "interconnect": link.name if link is not None else None, "t_comp_ms": round(t_comp, 3),
             "t_comm_ms": round(total - t_comp, 3),
-            "reason": f"-ts {ts_text(held)} (llama.cpp device order, as --nodes-spec lists them): {why}"}
+            "reason": f"-ts {ts_text(held)} (llama.cpp device order, {order}): {why}"
+                      + _holds(held, nodes, names)}
+
+
+def _holds(held: Sequence[float], nodes: Sequence[Any], names: Sequence[str] | None) -> str:
+    """What each node holds of its memory: why the split fits."""
+    from strixwizard.decode.hetero import GIB
+
+    labels = names or [f"node {i + 1}" for i in range(len(nodes))]
+    return "; each holds its share: " + ", ".join(
+        f"{label} {h / GIB:.1f} of {n.memory_bytes / GIB:.1f} GiB"
+        for label, h, n in zip(labels, held, nodes, strict=True))

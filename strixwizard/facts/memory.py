@@ -20,6 +20,7 @@ class MemoryInfo:
     gtt_bytes: int | None  # amdgpu mem_info_gtt_total of the iGPU card
     vram_bytes: int | None  # the BIOS carve-out (mem_info_vram_total)
     ttm_pages_limit: int | None  # /sys/module/ttm/parameters/pages_limit, 4 KiB pages
+    available_bytes: int | None = None  # MemAvailable: what the system can still hand out
 
     @property
     def total_gib(self) -> float | None:
@@ -71,4 +72,5 @@ def memory_info(probe: Probe, gpu_pci_address: str | None) -> MemoryInfo:
         gtt_bytes=gtt,
         vram_bytes=vram,
         ttm_pages_limit=_int(probe.read("/sys/module/ttm/parameters/pages_limit")),
+        available_bytes=meminfo.get("MemAvailable"),
     )
