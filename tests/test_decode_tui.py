@@ -76,3 +76,51 @@ async def test_the_decode_table_fits_80_columns_and_the_wizard_picks_the_model()
         chooser.value = "Llama-3.1-8B"
         await settle(app, pilot)
         assert str(panel.query_one(".decode-head", Static).render()).startswith("Llama-3.1-8B")
+
+
+@sync
+async def test_the_model_picker_takes_a_quant_and_a_model_file(tmp_path: Path) -> None:
+    """A catalog model's quantization and a GGUF or config.json path, each read by the service
+    `advise --model` uses: the panel predicts for the same shape the command line reads; a file
+    that cannot be read keeps the model shown and says why, its words shown as they are."""
+    from strixwizard.decode.gguf_header import TensorInfo
+    from strixwizard.decode.quants import Q4_K
+    from strixwizard.services.advise import model_shape
+    from tests.support.gguf_file import write_gguf
+
+    app = make_app(demo=True, services=Services(demo_seconds=0.3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await after_the_tests(app, pilot)
+        panel = app.screen.query_one(DecodePanel)
+        quant = panel.query_one("#decode-quant", Select)
+        assert quant.value == "checkpoint" and "BF16" in panel.shape.precision
+        quant.value = "Q4_K_M"
+        await settle(app, pilot)
+        assert panel.shape == model_shape("Llama-3.1-70B", "Q4_K_M")
+        assert str(panel.query_one(".decode-head", Static).render()).startswith("Llama-3.1-70B Q4_K_M")
+        panel.query_one("#decode-model", Select).value = "Qwen3-30B-A3B"
+        await settle(app, pilot)
+        assert quant.value == "checkpoint" and panel.shape == model_shape("Qwen3-30B-A3B")
+        assert "Q3_K_M" in [value for _label, value in quant._options]
+
+        tensors = [TensorInfo(f"blk.{i}.attn_q.weight", Q4_K, (4096, 4096)) for i in range(32)]
+        meta = {"general.architecture": "llama", "general.name": "mine[/b] \x1b[31m",
+                "llama.block_count": 32, "llama.embedding_length": 4096}
+        gguf = write_gguf(tmp_path / "mine.gguf", meta, tensors)
+        field = panel.query_one("#decode-file")
+        field.focus()
+        field.value = str(gguf)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert panel.shape == model_shape(str(gguf))
+        head = str(panel.query_one(".decode-head", Static).render())
+        assert head.startswith("mine[/b] \\x1b[31m")  # the file's words as they are, no control char
+        assert "\x1b" not in head
+
+        (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+        field.value = str(tmp_path / "broken.json")  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert panel.shape == model_shape(str(gguf))  # kept
+        said = str(panel.query_one(".decode-file-note", Static).render())
+        assert said.startswith("not read: --model") and "broken.json" in said

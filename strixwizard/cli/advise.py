@@ -126,11 +126,11 @@ def _shape(args: argparse.Namespace) -> Any:
 
     weight = args.weight_gib * 2**30 if args.weight_gib is not None else None
     if args.model is not None:
-        from strixwizard.decode.catalog import resolve
+        from strixwizard.services.advise import model_shape
 
         if args.layers is not None or args.hidden is not None or args.linear_layers:
             raise UsageError("give either --model or --layers/--hidden/--linear-layers, not both")
-        shape = resolve(args.model, args.quant)
+        shape = model_shape(args.model, args.quant)
         if weight is not None:
             if not 1e6 <= weight <= 1e14:
                 raise UsageError("--weight-gib: give the weights' size, 0.001 to 90000 GiB")

@@ -9,19 +9,29 @@ from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Vertical
-from textual.widgets import Select, Static
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Select, Static
 
 from strixwizard.decode.advise import advice_lines
-from strixwizard.decode.catalog import DEFAULT_MODEL, from_catalog, names
+from strixwizard.decode.catalog import DEFAULT_MODEL, entry_of, from_catalog, names, quants_of
 from strixwizard.decode.collectives import CollectivePoint, curves
 from strixwizard.decode.fabric import fabric_document
+from strixwizard.errors import UsageError
 from strixwizard.live.results import Measurement
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.text import lines, outside
 from strixwizard.tui.widgets.table import TextTable
 
 TITLE = "What this fabric buys you"
+#: The quant picker's entry for a catalog model at its checkpoint's own precision.
+CHECKPOINT = "checkpoint"
+FILE_HINT = "or a model file: /path/model.gguf or config.json (Enter)"
+
+
+def quant_options(model: str) -> list[tuple[str, str]]:
+    """The llama.cpp quantizations the catalog has for `model`, after its checkpoint."""
+    return [("checkpoint precision", CHECKPOINT),
+            *((q.name, q.name) for q in quants_of(entry_of(model)))]
 BATCH = 1  # one sequence: the latency a user of a chat sees
 
 
@@ -50,18 +60,28 @@ class DecodePanel(Vertical):
     DecodePanel .decode-note { color: $text-muted; }
     DecodePanel .decode-ways-head { margin: 1 0 0 0; }
     DecodePanel DataTable { height: auto; }
-    DecodePanel #decode-model { width: 40; margin: 0 0 1 0; }
+    DecodePanel #decode-pick { height: auto; }
+    DecodePanel #decode-model { width: 34; }
+    DecodePanel #decode-quant { width: 26; }
+    DecodePanel #decode-file { width: 1fr; margin: 0 0 1 0; }
+    DecodePanel .decode-file-note { color: $warning; }
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, nodes: int = 2, id: str | None = None) -> None:
         super().__init__(id=id)
         self.shape = from_catalog(model)
+        self.catalog_model = self.shape.name  # the catalog entry the pickers show
         self.nodes = max(2, nodes)
         self.results: list[Measurement] = []
 
     def compose(self) -> ComposeResult:
-        yield Select([(name, name) for name in names()], value=self.shape.name, allow_blank=False,
-                     compact=True, id="decode-model")
+        with Horizontal(id="decode-pick"):
+            yield Select([(name, name) for name in names()], value=self.shape.name, allow_blank=False,
+                         compact=True, id="decode-model")
+            yield Select(quant_options(self.shape.name), value=CHECKPOINT, allow_blank=False,
+                         compact=True, id="decode-quant")
+        yield Input(placeholder=FILE_HINT, compact=True, id="decode-file")
+        yield Static(classes="decode-file-note")
         yield Static(classes="decode-head")
         yield TextTable(cursor_type="none", zebra_stripes=True, id="decode-tp")
         yield Static(classes="decode-ways-head")
@@ -74,10 +94,44 @@ class DecodePanel(Vertical):
 
     @on(Select.Changed, "#decode-model")
     def _model_chosen(self, event: Select.Changed) -> None:
-        """Another model from the catalog: its decode sizes, predicted from the same tests."""
-        if isinstance(event.value, str) and event.value != self.shape.name:
-            self.shape = from_catalog(event.value)
-            self._draw()
+        """Another model from the catalog: its decode sizes, predicted from the same tests, at
+        its checkpoint's precision until a quantization is picked."""
+        if isinstance(event.value, str) and event.value != self.catalog_model:
+            self.catalog_model = event.value
+            quant = self.query_one("#decode-quant", Select)
+            with quant.prevent(Select.Changed):
+                quant.set_options(quant_options(event.value))
+                quant.value = CHECKPOINT
+            self._read(event.value, None)
+
+    @on(Select.Changed, "#decode-quant")
+    def _quant_chosen(self, event: Select.Changed) -> None:
+        """A llama.cpp quantization of the catalog model: the bytes a token reads follow that
+        file's tensor types, as `advise --model NAME --quant Q`."""
+        if isinstance(event.value, str):
+            self._read(self.catalog_model, None if event.value == CHECKPOINT else event.value)
+
+    @on(Input.Submitted, "#decode-file")
+    def _file_given(self, event: Input.Submitted) -> None:
+        """A model file (GGUF or config.json), read as `advise --model FILE` reads it."""
+        path = event.value.strip()
+        if path:
+            self._read(path, None)
+
+    def _read(self, model: str, quant: str | None) -> None:
+        """The shape through the service `advise --model` uses; a file that cannot be read
+        keeps the model shown and says why."""
+        from strixwizard.services.advise import model_shape
+
+        note = self.query_one(".decode-file-note", Static)
+        try:
+            shape = model_shape(model, quant)
+        except UsageError as error:
+            note.update(outside(f"not read: {error}"))
+            return
+        note.update("")
+        self.shape = shape
+        self._draw()
 
     def show(self, results: Sequence[Measurement], nodes: int) -> None:
         self.results, self.nodes = list(results), max(2, nodes)
