@@ -60,3 +60,14 @@ def test_vllm_mtp_acceptance_is_an_input(capsys: pytest.CaptureFixture[str]) -> 
     assert vllm("--mtp", "3", "--mtp-acceptance", "0") < off  # drafts that are never accepted cost
     assert main(["advise", "--model", "gpt-oss-120b", "--mtp", "3"]) == 2
     assert "--mtp-acceptance" in capsys.readouterr().err
+
+
+def test_an_f16_file_is_not_taken_for_bf16() -> None:
+    """Vulkan on gfx1151 has F16 but no BF16 arithmetic: the F16 gpt-oss file (MXFP4 experts,
+    F16 the rest) ran at the same speed on HIP and Vulkan (lhl's llm-bench), so it is no BF16 MoE."""
+    from strixwizard.decode.backends import QUANTIZED, kind
+    from strixwizard.decode.catalog import from_catalog
+
+    shape = from_catalog("gpt-oss-120b", "MXFP4_F16")
+    assert shape.precision.startswith("F16") and kind(shape) == QUANTIZED
+    assert kind(from_catalog("Qwen3-30B-A3B", "BF16")) != QUANTIZED

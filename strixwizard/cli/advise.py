@@ -29,8 +29,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                        "GLM-4.5-Air); or give --layers, --hidden and --weight-gib instead")
     model.add_argument("--quant", metavar="Q",
                        help="with a catalog --model: its llama.cpp GGUF quantization (Q4_K_M, Q3_K_M, "
-                       "Q8_0, MXFP4 for gpt-oss …): the bytes a token reads follow that file's tensor "
-                       "types; without it a catalog model is taken at its checkpoint's precision (said)")
+                       "Q8_0, MXFP4 or MXFP4_F16 for gpt-oss …): the bytes a token reads follow that "
+                       "file's tensor types; without it a catalog model is taken at its checkpoint's "
+                       "precision (said)")
     model.add_argument("--layers", type=int, metavar="N", help="transformer layers (block count)")
     model.add_argument("--hidden", type=int, metavar="N", help="hidden size (embedding length)")
     model.add_argument("--weight-gib", type=float, metavar="GIB",

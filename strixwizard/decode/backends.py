@@ -34,8 +34,12 @@ def check(backend: str) -> str:
 
 
 def kind(shape: ModelShape) -> str:
-    """What a token reads: BF16 when BF16 is the largest part of it, else quantized."""
-    bf16 = shape.precision.upper().startswith(("BF16", "F16"))
+    """What a token reads: BF16 when BF16 is the largest part of it, else quantized. F16 is
+    not BF16 here: Vulkan on gfx1151 has F16 arithmetic but no BF16 (its device line reads
+    "fp16: 1 | bf16: 0"), and lhl's F16 gpt-oss-120b file decodes at the same speed on HIP and
+    Vulkan (33.58 and 33.60 tok/s, https://github.com/lhl/strix-halo-testing/blob/main/llm-bench/
+    gpt-oss-120b-F16/README.md); a checkpoint's "BF16/F16" dtype counts as BF16."""
+    bf16 = shape.precision.upper().startswith("BF16")
     if not bf16:
         return QUANTIZED
     return BF16_MOE if shape.moe else BF16_DENSE

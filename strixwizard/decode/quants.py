@@ -16,7 +16,8 @@ people download most, reduced to the tensors a decoder of the catalog's families
 - a row length that is not a multiple of 256 cannot hold a k-quant: Q2_K/Q3_K -> IQ4_NL,
   Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (llama.cpp's fallback).
 
-MXFP4 is the gpt-oss release: routed experts in MXFP4, the rest Q8_0. Small tensors the
+MXFP4 is the gpt-oss release: routed experts in MXFP4, the rest Q8_0; MXFP4_F16 the F16 file
+people also run (unsloth's gpt-oss-*-F16.gguf): routed experts in MXFP4, the rest F16. Small tensors the
 families differ in (biases, q/k norms, attention sinks) are left out: under 0.1 % of a file.
 """
 
@@ -34,7 +35,7 @@ QK_K = 256
 _FALLBACK = {Q2_K: IQ4_NL, Q3_K: IQ4_NL, Q4_K: Q5_0, Q5_K: Q5_1, Q6_K: Q8_0}
 #: quantization name -> its base type
 RECIPES = {"Q2_K": Q2_K, "Q3_K_M": Q3_K, "Q4_K_M": Q4_K, "Q5_K_M": Q5_K, "Q6_K": Q6_K,
-           "Q8_0": Q8_0, "BF16": BF16, "MXFP4": MXFP4}
+           "Q8_0": Q8_0, "BF16": BF16, "MXFP4": MXFP4, "MXFP4_F16": F16}
 SOURCE = "llama.cpp src/llama-quant.cpp, llama_tensor_get_type()"
 
 
@@ -45,8 +46,8 @@ def use_more_bits(layer: int, layers: int) -> bool:
 
 def _type(quant: str, part: str, layer: int, lay: Layout, ne0: int) -> int:
     base = RECIPES[quant]
-    if quant == "MXFP4":
-        chosen = MXFP4 if part.endswith("_exps") else Q8_0
+    if quant in ("MXFP4", "MXFP4_F16"):
+        chosen = MXFP4 if part.endswith("_exps") else (Q8_0 if quant == "MXFP4" else F16)
     elif quant in ("BF16", "Q8_0"):
         chosen = base
     elif part == "output":
