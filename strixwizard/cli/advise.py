@@ -1,7 +1,8 @@
-"""`strixwizard advise`: offline, no nodes: predicted decode tok/s for one node, a llama.cpp
-RPC layer split, `-sm tensor` and vLLM TP over each interconnect, the fastest that fits, and
-whether RDMA helps. Exit status: 0 advice given, 2 bad input. Registering the options is
-argparse only; the model is imported when the command runs."""
+"""`strixwizard advise`: offline (a site's nodes are read only with --site/--demo/--snapshot):
+predicted decode tok/s for one node, a llama.cpp RPC layer split, `-sm tensor` and vLLM TP
+over each interconnect, the fastest that fits, and whether RDMA helps. Exit status: 0 advice
+given, 2 bad input. Registering the options is argparse only; the model is imported when the
+command runs."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ MAX_NODES = 64
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     advise = commands.add_parser(
         "advise",
-        help="one box or two, layer or tensor split, does RDMA help? (offline, no nodes)",
+        help="one box or two, layer or tensor split, does RDMA help? (offline, or on a site's nodes)",
         description="Predict decode tokens/s of a model for one node, a llama.cpp RPC layer split, "
         "llama.cpp -sm tensor and vLLM TP over Ray, on each interconnect (named kinds with "
         "published figures, or your own latency and bandwidth); say which is fastest and whether "
