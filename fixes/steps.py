@@ -11,12 +11,12 @@ Persistence, per node, from its facts (`NodeFacts.persistence`):
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Sequence
 
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.persistence import UNIT_DIR, WANTS_DIR
 from strixwizard.fixing.model import Kind, Read, Step
+from strixwizard.units import UnitValueError, command_line, label
 
 
 def mtu_step(netdev: str, before: int | None, after: int) -> Step:
@@ -84,12 +84,6 @@ def systemd_path_escape(path: str) -> str:
     return "".join(out) or "-"
 
 
-def _unit_value(text: str, command: bool = False) -> str:
-    """A value systemd takes literally: `%` starts a specifier; in a command `$` a variable."""
-    text = text.replace("%", "%%")
-    return text.replace("$", "$$") if command else text
-
-
 #: How long a boot-time unit waits for a device it acts on (systemd's own default wait for a
 #: device unit is 90 s)
 DEVICE_WAIT_S = 90
@@ -117,7 +111,7 @@ def unit_text(fix_id: str, description: str, commands: Sequence[Sequence[str]],
     lines = [
         f"# Written by strixwizard (fix {fix_id}); `strixwizard fix --rollback` removes it.",
         "[Unit]",
-        f"Description=strixwizard: {_unit_value(description)}",
+        f"Description=strixwizard: {label(description)}",
     ]
     if netdev:
         device = f"{systemd_path_escape(f'/sys/subsystem/net/devices/{netdev}')}.device"
@@ -128,7 +122,7 @@ def unit_text(fix_id: str, description: str, commands: Sequence[Sequence[str]],
     if before_network:
         lines += ["Before=network.target"]
     lines += ["", "[Service]", "Type=oneshot", "RemainAfterExit=yes"]
-    lines += [f"ExecStart={_unit_value(shlex.join(argv), command=True)}" for argv in commands]
+    lines += [f"ExecStart={command_line(argv)}" for argv in commands]
     lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
     return "\n".join(lines)
 
@@ -137,14 +131,18 @@ def unit_steps(node: NodeFacts, fix_id: str, entity: str, description: str,
                commands: Sequence[Sequence[str]], netdev: str | None,
                before_network: bool = True) -> tuple[list[Step], str]:
     """Steps that write and enable a oneshot unit replaying `commands` at boot, and the
-    persistence sentence; without systemd, no steps and a sentence saying it is runtime only."""
+    persistence sentence; without systemd, or with a value no unit can carry as it is
+    (`strixwizard.units`), no steps and a sentence saying it is runtime only."""
     facts = node.persistence
     if not facts.systemd:
         return [], (f"runtime only: {no_systemd(facts.init)}, so no unit can replay these "
                     "commands at boot; run them at boot from your init system")
     name = unit_name(fix_id, entity)
     path = f"{UNIT_DIR}/{name}"
-    content = unit_text(fix_id, description, commands, netdev, before_network)
+    try:
+        content = unit_text(fix_id, description, commands, netdev, before_network)
+    except UnitValueError as error:  # a node's name systemd cannot carry (a control character)
+        return [], f"runtime only: no unit can replay these commands at boot: {error}"
     steps: list[Step] = []
     if facts.file(path) != content:
         steps.append(file_step(path, f"write systemd unit {name}", facts.file(path), content,

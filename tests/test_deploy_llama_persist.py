@@ -6,7 +6,6 @@ units."""
 from __future__ import annotations
 
 import configparser
-import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,6 +18,7 @@ from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
 from tests.support.hostile.strings import assert_no_control
+from tests.support.systemd_units import command_argv, environment_pairs
 
 
 def persist_plan(**llama: object) -> LlamaPlan:
@@ -35,11 +35,6 @@ def parse_unit(text: str) -> configparser.ConfigParser:
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     parser.read_string(text)
     return parser
-
-
-def unescape(value: str) -> str:
-    """What systemd reads from a command value we wrote: `%%` is `%`, `$$` is `$`."""
-    return value.replace("%%", "%").replace("$$", "$")
 
 
 def test_units_carry_the_runtime_argv_environment_and_log() -> None:
@@ -64,9 +59,9 @@ def test_units_carry_the_runtime_argv_environment_and_log() -> None:
     assert stamp.undo_argv == ("sh", "-c", 'systemctl daemon-reload && rm -f -- "$0"', order[0])
     worker = parse_unit(steps["node-b", "/etc/systemd/system/strixwizard-llama-rpc.service"].after or "")
     service = worker["Service"]
-    assert shlex.split(unescape(service["ExecStart"])) == ["ggml-rpc-server",
+    assert command_argv(service["ExecStart"]) == ["ggml-rpc-server",
                                                           *plan.rpc_argv["node-b"]]
-    assert shlex.split(service["Environment"]) == list(plan.rpc_environment["node-b"])
+    assert environment_pairs(service["Environment"]) == list(plan.rpc_environment["node-b"])
     assert service["StandardOutput"] == "truncate:/var/lib/strixwizard/llama/ggml-rpc-server.log"
     assert (service["Type"], service["LimitMEMLOCK"]) == ("simple", "infinity")
     # ggml-rpc-server exits 0 when it cannot bind (its address not up yet): on-failure would
@@ -76,7 +71,7 @@ def test_units_carry_the_runtime_argv_environment_and_log() -> None:
     assert worker["Install"]["WantedBy"] == "multi-user.target"
     server = parse_unit(steps["node-a", "/etc/systemd/system/strixwizard-llama-server.service"]
                         .after or "")
-    assert shlex.split(unescape(server["Service"]["ExecStart"])) == ["llama-server",
+    assert command_argv(server["Service"]["ExecStart"]) == ["llama-server",
                                                                     *plan.server_argv]
     enable = steps["node-b", "strixwizard-llama-rpc.service"]
     assert enable.argv == ("sh", "-c", 'systemctl daemon-reload && exec systemctl enable --now "$0"',
@@ -92,7 +87,7 @@ def test_a_hostile_model_path_stays_one_literal_argument(tmp_path: Path) -> None
     text = next(s.after for p in plan.site_plan.plans for s in p.steps
                 if s.target.endswith("llama-server.service") and s.after)
     assert text is not None
-    argv = shlex.split(unescape(parse_unit(text)["Service"]["ExecStart"]))
+    argv = command_argv(parse_unit(text)["Service"]["ExecStart"])
     assert argv[0] == "/opt/llama cpp/bin/llama-server"
     assert argv[argv.index("-m") + 1] == path
     assert "%%h" in text and "$$(touch" in text  # no specifier, no variable left for systemd

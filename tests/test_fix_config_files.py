@@ -19,7 +19,6 @@ Interface, device and .network file names are hostile: what a node may report.
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from strixwizard.fixing.model import Kind, Plan, SitePlan, Step
 from strixwizard.fixing.planning import plan_site
 from strixwizard.site import Fabric, NodeSpec, Site
 from tests.support import scenarios
+from tests.support.systemd_units import command_argv, settings
 
 FABRIC = Fabric(mtu=9000, pfc_priority=3, trust="dscp", roce_version=2)
 HOSTILE_NETDEVS = ["enp194s0np0", "f;id>PWNED0", "p$%q", "br.10", "vlan-1.20", "a`b`", "x'y\"z"]
@@ -348,10 +348,9 @@ def test_tmpfiles_rules_are_not_written_for_a_device_name_with_a_newline(tmp_pat
 
 
 def _unit_commands(text: str) -> list[list[str]]:
-    """The unit's ExecStart= lines as systemd runs them: `$$` and `%%` unescaped, then split
-    with the shell-style quoting systemd.syntax(7) documents (which `shlex.join` writes)."""
-    lines = [line.partition("=")[2] for line in text.splitlines() if line.startswith("ExecStart=")]
-    return [shlex.split(line.replace("$$", "$").replace("%%", "%")) for line in lines]
+    """The unit's ExecStart= lines as systemd runs them (systemd.syntax(7) "Quoting": C escapes
+    undone inside quotes too, then `$$` and `%%`)."""
+    return [command_argv(line) for line in settings(text, "ExecStart")]
 
 
 @pytest.mark.parametrize("rdmadev", HOSTILE_RDMADEVS)
@@ -427,3 +426,4 @@ def test_specifiers_and_variables_stay_literal() -> None:
     text = unit_text("net.mtu", "MTU on p$%q", [["ip", "link", "set", "dev", "p$%q"]], "p$%q")
     assert "Description=strixwizard: MTU on p$%%q\n" in text
     assert "ExecStart=ip link set dev 'p$$%%q'\n" in text
+    assert _unit_commands(text) == [["ip", "link", "set", "dev", "p$%q"]]

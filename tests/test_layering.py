@@ -50,7 +50,7 @@ PURE_PROJECT = {
     "strixwizard.fixing.model", "strixwizard.fixing.readers", "strixwizard.known_bad",
     "strixwizard.model", "strixwizard.node.command", "strixwizard.places", "strixwizard.probe",
     "strixwizard.site",
-    "strixwizard.topology", "strixwizard.vendors", "strixwizard",
+    "strixwizard.topology", "strixwizard.units", "strixwizard.vendors", "strixwizard",
 }
 PURE_PREFIXES = ("checks", "fixes", "strixwizard.facts", "strixwizard.vendors")
 #: Builtins that reach files, code or modules by name.

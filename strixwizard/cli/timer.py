@@ -1,10 +1,11 @@
 """`strixwizard init --timer`: a systemd service and timer that run `doctor` for a site every
 few minutes and leave its verdicts in node_exporter's textfile folder.
 
-The units quote every value the way the fix engine's own units do (`fixes.steps`): the
-command line is a POSIX-quoted argv with `%` and `$` doubled, so a site path with spaces,
-quotes, `%` or `$` reaches `doctor` unchanged. Exit status 1 (a check failed) is a verdict,
-carried by the metrics, not a failure of the service; 2 (no verdict) fails the unit.
+Every value is written by `strixwizard.units`, the rule all of strixwizard's units share, so
+a site path with spaces, quotes, backslashes, `%` or `$` reaches `doctor` unchanged; what a
+unit cannot carry (a control character, a quote in the interpreter's path) is refused. Exit
+status 1 (a check failed) is a verdict, carried by the metrics, not a failure of the service;
+2 (no verdict) fails the unit.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fixes.steps import _unit_value as unit_value
 from fixes.steps import unit_name
 from strixwizard.errors import UsageError
 from strixwizard.facts.persistence import UNIT_DIR
+from strixwizard.units import command_line, label
 
 DEFAULT_TEXTFILE = Path("/var/lib/node_exporter/textfile_collector/strixwizard.prom")
 DEFAULT_MINUTES = 5
@@ -48,27 +49,20 @@ def timer_units(site_name: str, site_file: Path, textfile: Path = DEFAULT_TEXTFI
         raise UsageError(f"--every {minutes}: between 1 and 1440 minutes")
     if not site_file.is_absolute() or not textfile.is_absolute():
         raise UsageError("the timer's site file and textfile need absolute paths")
-    argv = doctor_argv(site_file, textfile, python)
-    for index, arg in enumerate(argv):
-        # systemd unescapes backslashes even inside quotes, and refuses quotes in the executable
-        refused = "\\'\"" if index == 0 else "\\"
-        if any(c in refused or ord(c) < 32 or ord(c) == 127 for c in arg):
-            raise UsageError(f"{arg!r}: a systemd unit cannot carry this path (backslash, control "
-                             f"character{', or quote in the executable' if index == 0 else ''}); "
-                             "choose a plain path")
+    exec_start = command_line(doctor_argv(site_file, textfile, python), "the Python interpreter")
     service_name = unit_name("doctor", site_name)
     timer_name = service_name.removesuffix(".service") + ".timer"
     service = "\n".join([
-        f"# Written by `strixwizard init --timer`: doctor for site {unit_value(site_name)} every "
-        f"{minutes} min; its verdicts go to {unit_value(str(textfile))}.",
+        f"# Written by `strixwizard init --timer`: doctor for site {label(site_name)} every "
+        f"{minutes} min; its verdicts go to {label(str(textfile))}.",
         "[Unit]",
-        f"Description=strixwizard doctor for site {unit_value(site_name)}",
+        f"Description=strixwizard doctor for site {label(site_name)}",
         "Wants=network-online.target",
         "After=network-online.target",
         "",
         "[Service]",
         "Type=oneshot",
-        f"ExecStart={unit_value(shlex.join(argv), command=True)}",
+        f"ExecStart={exec_start}",
         "# 1: a check failed, which the metrics say; 2 (no verdict) fails the unit",
         "SuccessExitStatus=1",
         f"TimeoutStartSec={max(60, min(minutes * 60, 600))}",
@@ -78,7 +72,7 @@ def timer_units(site_name: str, site_file: Path, textfile: Path = DEFAULT_TEXTFI
     timer = "\n".join([
         f"# Written by `strixwizard init --timer`: starts {service_name} every {minutes} min.",
         "[Unit]",
-        f"Description=strixwizard doctor for site {unit_value(site_name)} every {minutes} min",
+        f"Description=strixwizard doctor for site {label(site_name)} every {minutes} min",
         "",
         "[Timer]",
         "OnBootSec=2min",

@@ -8,9 +8,9 @@ Per program, three steps, undone in reverse by the rollback:
   (`StandardOutput=truncate:`, systemd 248+: emptied at every start, as the runtime launcher's
   `>LOG` does, so after a reboot or a restart the smoke test judges what the running program
   says, never an earlier boot's `RDMA activated`; the run directory is made by
-  `ExecStartPre=`, so the log stays after a rollback as it does without --persist); unit
-  values go through the fix engine's
-  systemd escaping (`fixes.steps._unit_value`: `%` and, in commands, `$` kept literal);
+  `ExecStartPre=`, so the log stays after a rollback as it does without --persist); every
+  value is written by `strixwizard.units`, so systemd reads back exactly the planned argv
+  (a value it cannot carry is refused: `UnitValueError`, exit 2);
 - COMMAND `systemctl daemon-reload && systemctl enable --now UNIT`, state read by
   `systemctl is-active`; undo `systemctl disable --now UNIT` (stops it, removes it from boot);
 - the rollback then removes the unit file: exactly the units this deploy wrote, nothing else;
@@ -28,7 +28,6 @@ launcher's adaptation to `-lm none` needs the build's --help at start time).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from strixwizard.fixing.model import Kind, Read, Step
@@ -57,17 +56,16 @@ def unit_path(unit_dir: str, unit: str) -> str:
 
 def unit_text(description: str, binary: str, args: Sequence[str], environment: Sequence[str],
               log: str, run_dir: str) -> str:
-    """A long-running service for one llama.cpp program; every value escaped for systemd."""
-    from fixes.steps import _unit_value
-
-    def command(argv: Sequence[str]) -> str:
-        return _unit_value(shlex.join(argv), command=True)
+    """A long-running service for one llama.cpp program; every value written by
+    `strixwizard.units` (a value systemd cannot read back as it is raises `UnitValueError`)."""
+    from strixwizard.units import command_line, label, path_value
+    from strixwizard.units import environment as environment_value
 
     lines = [
         "# Written by `strixwizard deploy --stack llama-rpc --persist`; "
         "`strixwizard deploy --rollback` removes it.",
         "[Unit]",
-        f"Description=strixwizard: {_unit_value(description)}",
+        f"Description=strixwizard: {label(description)}",
         "After=network-online.target",
         "Wants=network-online.target",
         "",
@@ -75,12 +73,11 @@ def unit_text(description: str, binary: str, args: Sequence[str], environment: S
         "Type=simple",
     ]
     if environment:
-        lines.append("Environment=" + " ".join(_unit_value(shlex.quote(pair))
-                                               for pair in environment))
+        lines.append(f"Environment={environment_value(environment)}")
     lines += [
-        f"ExecStartPre={command(['/bin/mkdir', '-p', '--', run_dir])}",
-        f"ExecStart={command([binary, *args])}",
-        f"StandardOutput=truncate:{_unit_value(log)}",
+        f"ExecStartPre={command_line(['/bin/mkdir', '-p', '--', run_dir])}",
+        f"ExecStart={command_line([binary, *args], '--llama-bin-dir program')}",
+        f"StandardOutput=truncate:{path_value(log, '--llama-run-dir log')}",
         "StandardError=inherit",
         "LimitMEMLOCK=infinity",
         # always, not on-failure: ggml-rpc-server exits 0 after "Failed to create server socket"
