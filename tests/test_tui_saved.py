@@ -66,16 +66,22 @@ def test_state_beside_the_site_file_is_private_and_the_site_folder_keeps_its_mod
     assert [p.name for p in site_dir.iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_own_state_folder_left_open_is_tightened(
+def test_own_state_folder_left_open_is_refused_and_left_as_it_was(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_umask: None) -> None:
+    """strixwizard changes the mode only of folders it makes: an existing state folder others
+    may enter is named with the cure, and nothing is written into it."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     own = tmp_path / "xdg" / "strixwizard"
     own.mkdir(parents=True)
     own.chmod(0o755)
     (tmp_path / "xdg").chmod(0o755)
-    assert save_state(state_path(None, True), WizardState()) is None
-    assert mode(own) == 0o700
+    problem = save_state(state_path(None, True), WizardState())
+    assert problem and "others may enter it (mode 0755)" in problem
+    assert f"`chmod 700 {own}`" in problem and "XDG_STATE_HOME" in problem
+    assert mode(own) == 0o755 and list(own.iterdir()) == []
     assert mode(tmp_path / "xdg") == 0o755  # XDG_STATE_HOME itself is the user's
+    own.chmod(0o700)
+    assert save_state(state_path(None, True), WizardState()) is None
 
 
 def test_failed_state_write_keeps_the_old_file_whole(

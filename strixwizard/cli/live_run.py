@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from strixwizard.cli.nextstep import same_command
@@ -41,6 +42,8 @@ def _settings(args: argparse.Namespace, kind: MeasurementKind) -> MeasurementSet
         from strixwizard.cli.prometheus import check_textfile_path
 
         check_textfile_path(args.prometheus)
+    if kind.history and not getattr(args, "no_history", False):
+        _check_history_path(args.history)
     from strixwizard.services.levels import MEASURE
 
     refuse_foreign_options(kind, args)
@@ -171,6 +174,18 @@ def run_command(args: argparse.Namespace) -> int:
         argv = getattr(args, "argv", None)
         print_summary(report, out, same_command(argv, add=("--transport", "tcp")) if argv else None)
     return report.exit_code
+
+
+def _check_history_path(path: Path | None) -> None:
+    """Before the run, nothing changed: `--history` must be a regular file or a new one; the
+    default lives in strixwizard's state folder, which must be private and the user's."""
+    from strixwizard.files import not_regular, private_dir, state_dir
+
+    if path is None:
+        private_dir(state_dir(), "or point XDG_STATE_HOME elsewhere")
+    elif (what := not_regular(path)) is not None:
+        raise UsageError(f"--history {path}: is {what}; a test history is a regular file (or a "
+                         "new one): name another path (nothing was changed)")
 
 
 def _history(args: argparse.Namespace, report: MeasurementReport, started_at: str) -> None:

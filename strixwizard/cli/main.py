@@ -374,6 +374,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    if args.out.expanduser().name in ("", ".", ".."):  # `--out .`: the folder's own name
+        args.out = args.out.expanduser().resolve()
     if args.scrub:
         _scrub_map(args.out)
     if args.site is None and args.inventory is None:
@@ -497,11 +499,26 @@ def folder_problem(path: Path) -> str | None:
 
 
 def _check_folders(args: argparse.Namespace) -> None:
-    """--journal-dir / --dry-run-dir must be usable before anything is planned or changed."""
+    """--journal-dir / --dry-run-dir must be usable before anything is planned or changed: an
+    existing one private and the user's (`files.check_private_dir`: refused, never changed),
+    as the state folder the journals go to without --journal-dir, once a run will write them."""
+    from strixwizard.files import FolderRefused, check_private_dir, state_dir
+
     for attribute, flag in (("journal_dir", "--journal-dir"), ("dry_run_dir", "--dry-run-dir")):
         value = getattr(args, attribute, None)
-        if value is not None and (problem := folder_problem(Path(value))) is not None:
+        if value is None:
+            continue
+        if (problem := folder_problem(Path(value))) is not None:
             raise UsageError(f"{flag} {value}: cannot write there: {problem}")
+        if Path(value).expanduser().exists():
+            try:
+                check_private_dir(Path(value).expanduser(), f"or name another folder with {flag}")
+            except FolderRefused as refused:
+                raise FolderRefused(f"{flag} {refused}") from None
+    writes = getattr(args, "apply", False) or getattr(args, "rollback", None) is not None
+    if writes and getattr(args, "journal_dir", None) is None and state_dir().exists():
+        check_private_dir(state_dir(), "or point XDG_STATE_HOME elsewhere (or name a folder "
+                          "with --journal-dir)")
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:

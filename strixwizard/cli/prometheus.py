@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strixwizard.errors import UsageError
+from strixwizard.files import not_regular
 from strixwizard.present.prometheus import doctor_registry, live_test_registry
 
 if TYPE_CHECKING:
@@ -27,8 +28,10 @@ def check_textfile_path(path: Path) -> None:
                          "collector reads only those)")
     if not path.parent.is_dir():
         raise UsageError(f"--prometheus {path}: no such folder {path.parent}")
-    if path.is_dir():
-        raise UsageError(f"--prometheus {path}: is a folder")
+    if (kind := not_regular(path)) is not None:
+        # the new file is renamed over FILE: a device, FIFO or link there would be replaced
+        raise UsageError(f"--prometheus {path}: is {kind}; name a regular file (or a new one) "
+                         "in the textfile folder (nothing was changed)")
 
 
 def write_metrics(path: Path, registry: CollectorRegistry) -> None:

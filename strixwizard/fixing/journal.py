@@ -147,6 +147,9 @@ class JournalStore:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root else default_journal_dir()
+        #: the way out, besides `chmod 700`, when an existing folder is not private
+        self.cure = ("or name another folder with --journal-dir" if root else
+                     "or point XDG_STATE_HOME elsewhere")
 
     def path(self, run_id: str, node: str) -> Path:
         """DIR/RUN/NODE.json, always inside DIR whatever the node is called."""
@@ -157,10 +160,13 @@ class JournalStore:
     def save(self, journal: NodeJournal) -> Path:
         """Durably: the file is fsynced, renamed over the old one and its directory fsynced,
         so what the engine saved before a step is on disk when the step starts. 0600 in 0700
-        directories: journals name hosts, users and keys."""
+        directories: journals name hosts, users and keys. An existing folder that is not
+        private and the user's is refused (`FolderRefused`), never changed."""
         path = self.path(journal.run_id, journal.node)
-        private_dir(self.root)
-        private_dir(path.parent)
+        if self.root.parent == state_dir():  # strixwizard's state folder is judged as well
+            private_dir(self.root.parent, self.cure)
+        private_dir(self.root, self.cure)
+        private_dir(path.parent, self.cure)
         write_durably(path, journal.text())
         return path
 

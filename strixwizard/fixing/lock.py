@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.errors import UsageError
+from strixwizard.files import private_dir
 from strixwizard.fixing.journal import file_name
 from strixwizard.node.channel import Lock, Unlock, here
 from strixwizard.node.errors import NodeLockHeld, OpRefused
@@ -117,6 +118,9 @@ def site_lock(store_root: Path, site: str, command: str, break_stale: bool = Fal
     it again while it is held is refused like any other run (a `flock` of its own)."""
     path = str(store_root.parent / "locks" / f"{file_name(site)}.lock")
     holder = holder_record(command, site)
+    # the folders made 0700 here (the lock op's makedirs leaves missing parents 0755); an
+    # existing one that is not private is refused (FolderRefused), never changed
+    private_dir(Path(path).parent, "or name another folder with --journal-dir")
     try:
         try:
             here(Lock(path, holder))

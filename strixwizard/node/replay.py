@@ -15,6 +15,7 @@ written.
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 import threading
@@ -156,14 +157,16 @@ class ReplaySession:
 def copy_snapshot(source: Path, destination: Path) -> Path:
     """A private copy of a snapshot (directory or .tar.gz) for a dry run: the folders made
     for it (`dry-runs/`, the run's, the copy's own) are 0700, as the journals' are."""
-    private_dir(destination.parent)
+    cure = "or name another folder with --dry-run-dir"
+    private_dir(destination.parent.parent, cure)  # the dry runs' folder, then this run's
+    private_dir(destination.parent, cure)
     if source.is_dir():
         shutil.copytree(source, destination, symlinks=True)
     else:
         # Through the snapshot loader rather than tarfile.extractall: paths are normalised
         # inside the snapshot, and Debian 12's Python 3.11.2 has no extraction filters.
         SnapshotProbe.load(source).write_dir(destination)
-    private_dir(destination)
+    os.chmod(destination, 0o700)  # made just now (neither makes it over an existing one)
     return destination
 
 

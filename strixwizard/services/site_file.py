@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
 import socket
 from collections.abc import Sequence
@@ -207,7 +208,7 @@ ssh:
 def check_site_file(out: Path, name: str, nodes: Sequence[NodeSpec]) -> None:
     """Refuse before anything is read: an existing file, a missing folder, nodes that do not
     make a site (a name used twice...)."""
-    if out.exists():
+    if os.path.lexists(out):  # a link too, even one to nothing: never written through
         raise UsageError(f"{out}: already exists; edit it, or choose another path with --out")
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent}: no such directory")

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strixwizard.files import state_dir
+from strixwizard.files import private_dir, state_dir
 from strixwizard.fixing.journal import write_durably
 from strixwizard.readback import ReadBackError, loads
 from strixwizard.tui.steps import BY_ID
@@ -37,22 +36,17 @@ def user_state_dir() -> Path:
 
 
 def private_folder(path: Path) -> Path:
-    """`path` made ready for private files: missing folders (and parents) created 0700, and
-    strixwizard's own state folder (or one inside it) tightened to 0700; any other existing
-    folder is left as its owner set it."""
-    missing: list[Path] = []
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(folder, 0o700)  # mkdir's mode passes through the umask
+    """`path` made ready for private files: missing folders (and parents) created 0700;
+    strixwizard's own state folder (and one inside it) must already be private and the
+    user's when it exists (`FolderRefused`, an OSError naming the cure: never changed); any
+    other existing folder (a site file's, one the user exports reports to) is left as its
+    owner set it."""
     own = user_state_dir()
-    for folder in [path, *path.parents]:
-        if (folder == own or own in folder.parents) and folder.stat().st_mode & 0o077:
-            os.chmod(folder, 0o700)
-    return path
+    if path == own or own in path.parents:
+        cure = "or point XDG_STATE_HOME elsewhere"
+        private_dir(own, cure)
+        return private_dir(path, cure)
+    return private_dir(path, judge=False)
 
 
 def write_private(path: Path, text: str) -> None:
