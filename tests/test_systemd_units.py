@@ -24,17 +24,13 @@ from strixwizard.units import (
 )
 from tests.support.cli import invoke
 from tests.support.systemd_units import (
+    ODD_ARGS,
     command_argv,
     environment_pairs,
     settings,
     verify,
 )
 
-#: Arguments a unit must carry as they are: C escapes systemd would undo (`\x2d` is `-`, `\s`
-#: a space), quotes, specifiers, variables, a lone `;` (a command separator when bare), a
-#: trailing backslash (it would join the next line), white space at the ends, UTF-8, nothing.
-ODD_ARGS = ["/opt/llama\\x2dbin", "b\\s", "it's", 'say "hi"', "100%h", "$HOME", "${HOME}x",
-            "$$", ";", "\\;", "ends\\", " pad ", "näme", "", "-", "@x", "a b"]
 #: Linux interface names may hold any byte but `/`, `:`, white space and NUL
 #: (`dev_valid_name`): a backslash, quotes, `%`, `$` among them.
 ODD_NETDEVS = ["eth\\x2d0", "eth\\", "it's", 'q"q', "p$%q", "br.10"]

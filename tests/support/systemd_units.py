@@ -22,6 +22,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+#: Arguments a unit must carry as they are: C escapes systemd would undo (`\x2d` is `-`, `\s`
+#: a space), quotes, specifiers, variables, a lone `;` (a command separator when bare), a
+#: trailing backslash (it would join the next line), white space at the ends, UTF-8, nothing.
+ODD_ARGS = ["/opt/llama\\x2dbin", "b\\s", "it's", 'say "hi"', "100%h", "$HOME", "${HOME}x",
+            "$$", ";", "\\;", "ends\\", " pad ", "näme", "", "-", "@x", "a b"]
+
 #: systemd.syntax(7), "Table 1. Supported escapes" (the single-character ones)
 _ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
             "\\": "\\", '"': '"', "'": "'", "s": " "}
