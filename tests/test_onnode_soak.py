@@ -8,6 +8,7 @@ checked would deliver it (TCP's 16-bit checksum cannot see corruption made after
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 
 from strixwizard.onnode import soak
@@ -85,3 +86,44 @@ def test_dropped_duplicated_and_reordered_blocks_are_told_apart() -> None:
     assert (seen.corrupted, seen.dropped, seen.duplicated) == (0, 1, 2)
     assert seen.faults[0] == f"blocks 2..2 missing before block 3 (stream offset {2 * soak.BLOCK})"
     assert expected == 5
+
+
+def test_a_connection_reset_mid_run_is_recorded_as_why_receiving_stopped() -> None:
+    """The peer's socket closed with SO_LINGER 0 (the kernel sends a reset) after its first
+    block: this side's receiver names the reset instead of ending as if the peer had finished
+    (this side sends nothing, so no send of its own takes the error first)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port), timeout=10)
+    peer, _ = listener.accept()
+    listener.close()
+    peer.sendall(soak.Pattern(2).block(0))
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    peer.close()
+    with client:
+        sent, seen = soak.duplex(client, 1, 2, 0, 10)
+    assert seen.stopped.startswith("receive stopped: ") and "reset" in seen.stopped.lower(), seen
+    result = soak._result("client", sent, seen, 1.0)
+    assert result["receive_error"] == seen.stopped
+
+
+def test_the_run_limit_passing_before_the_peer_finished_is_recorded() -> None:
+    a, b = socket.socketpair()
+    with a, b:
+        seen = soak.Received()
+        soak.receive(a, soak.Pattern(1), deadline=0.0, stop=threading.Event(), seen=seen)
+    assert seen.stopped == "the run's time limit passed before the peer finished sending"
+
+
+def test_a_direction_is_incomplete_on_an_error_a_shortfall_or_nothing_checked() -> None:
+    from strixwizard.live.soak import incomplete
+
+    def direction(checked: int, sent: int, receive_error: str = "", send_error: str = "") -> dict:
+        return {"from": "a", "to": "b", "bytes": checked, "sent": sent,
+                "receive_error": receive_error, "send_error": send_error}
+
+    assert incomplete(direction(8 * MIB, 8 * MIB)) == []
+    assert incomplete(direction(0, 0)) == ["no byte from a was checked at b"]
+    assert incomplete(direction(MIB, 8 * MIB)) == [f"b checked {MIB} bytes of the {8 * MIB} a sent"]
+    assert incomplete(direction(MIB, MIB, "receive stopped: timed out", "timed out")) == [
+        "b stopped receiving: receive stopped: timed out", "a stopped sending: timed out"]

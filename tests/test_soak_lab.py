@@ -4,11 +4,14 @@ the soak left running on the nodes afterwards."""
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from strixwizard.onnode import soak as soak_program
@@ -149,6 +152,87 @@ exec /usr/bin/python3 "$@"
         f"byte at the digest field (stream offsets {(8 << 20) - 16}..{(8 << 20) - 1})"
     ), to_b["faults"]
     assert "bytes arrived wrong" in soak["summary"]
+
+
+def _soak_with(soaklab2: Lab, tmp_path: Path, seconds: float,
+               during: Callable[[], None]) -> tuple[dict[str, object], int, str]:
+    """`test soak` between node0 and node1 with `during()` done once both soak programs run;
+    the soak's result, the exit status and the output. Bounded: the run by its own limit
+    (seconds + 30 s), the wait for the programs by 30 s."""
+    site = soaklab2.write_site_yaml(tmp_path / "lab.yaml")
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "strixwizard", "test", "soak", "--site",
+                             str(site), "--pair", "node0,node1", "--json", "--seconds",
+                             f"{seconds:g}", "--bytes", str(1 << 40), "--no-history"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not all(_soak_running(h) for h in soaklab2.hosts[:2]):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)  # blocks flowing both ways
+        during()
+        out, err = proc.communicate(timeout=seconds + 60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    soak = next(r for r in json.loads(out)["results"] if r["kind"] == "soak")
+    return soak, proc.returncode, out + err
+
+
+def test_a_fabric_link_down_mid_soak_fails_it_naming_the_timeouts(soaklab2: Lab,
+                                                                   tmp_path: Path) -> None:
+    """node1's end of the fabric veth down for 12 s, then up: TCP's data stops both ways for
+    longer than the soak's socket timeout (--seconds + 5 s), both receivers stop on "timed
+    out", and the soak FAILs naming them instead of passing on what arrived before."""
+    node1 = soaklab2.hosts[1]
+    assert node1.fabric_addr
+    subnet = ipaddress.ip_interface(f"{node1.fabric_addr}/30").network
+
+    def link_down_for_a_while() -> None:
+        node1.run_in_ns(["ip", "link", "set", "dev", "fab0", "down"], check=True)
+        try:
+            time.sleep(12)
+        finally:
+            node1.run_in_ns(["ip", "link", "set", "dev", "fab0", "up"], check=True)
+            node1.run_in_ns(["ip", "route", "replace", str(subnet), "dev", "fab0", "proto",
+                             "kernel", "scope", "link", "src", node1.fabric_addr, "quickack",
+                             "1"], check=True)
+
+    soak, rc, output = _soak_with(soaklab2, tmp_path, 3, link_down_for_a_while)
+    assert soak["status"] == "fail" and rc == 1, output
+    assert "not every byte was checked" in soak["summary"], soak["summary"]
+    assert "stopped receiving: receive stopped: timed out" in soak["summary"], soak["summary"]
+    errors = [d["receive_error"] for d in soak["detail"]["directions"]]
+    assert all("timed out" in e for e in errors), errors
+
+
+def test_a_reset_connection_mid_soak_fails_it(soaklab2: Lab, tmp_path: Path) -> None:
+    """The soak's connection destroyed in node0's kernel (`ss -K`, which sends the peer a
+    reset): node1 stops receiving on the reset, node0's side ends short of what node1 sent
+    (the error goes to whichever of its calls sees it first), and the soak FAILs naming it."""
+    node0, node1 = soaklab2.hosts[:2]
+
+    def reset() -> None:
+        node0.run_in_ns(["ss", "-K", "dst", str(node1.fabric_addr)], check=True)
+
+    soak, rc, output = _soak_with(soaklab2, tmp_path, 6, reset)
+    assert soak["status"] == "fail" and rc == 1, output
+    assert "not every byte was checked" in soak["summary"], soak["summary"]
+    to_node1 = soak["detail"]["directions"][0]
+    assert to_node1["receive_error"] == "receive stopped: [Errno 104] Connection reset by peer"
+    assert "node1 stopped receiving: receive stopped: [Errno 104] Connection reset by peer" \
+        in soak["summary"], soak["summary"]
+
+
+def test_a_soak_shorter_than_its_floor_is_refused_before_any_node_is_asked() -> None:
+    result = run_cli("test", "soak", "--demo", "--seconds", "0.001", timeout=60)
+    assert result.rc == 2, result.stdout + result.stderr
+    assert "--seconds must be at least 1 for soak" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 soaklab4 = lab_fixture(4, name="soaklab4")

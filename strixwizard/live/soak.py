@@ -3,9 +3,13 @@
 The server runs on node B (on B's fabric address, a free port), the client on node A, both
 supervised like the TCP ping-pong; both send and receive at once, and each reports what it
 received. Verdict: FAIL when any block arrived corrupted, dropped or duplicated (bytes that
-reached the application were not the bytes sent); PASS otherwise. The counters read around
-every live test turn a passing soak into a WARN when error counters grew meanwhile (frames
-damaged and dropped below TCP, but nothing wrong reached the application).
+reached the application were not the bytes sent), and FAIL when a direction was not checked
+to its end: its receiver stopped on an error or a timeout (a link down long enough, a reset
+connection), its sender stopped on one, the bytes checked differ from the bytes the peer
+sent, or no byte was checked at all. PASS only when every byte sent both ways arrived and
+was checked. The counters read around every live test turn a passing soak into a WARN when
+error counters grew meanwhile (frames damaged and dropped below TCP, but nothing wrong
+reached the application).
 """
 
 from __future__ import annotations
@@ -132,11 +136,41 @@ def run_soak(client: Host, server: Host, address: str, settings: SoakSettings,
         stop_all([client_proc, server_proc])
 
 
-def _direction(result: dict[str, object], sender: str, receiver: str) -> dict[str, object]:
-    return {"from": sender, "to": receiver, "bytes": _count(result, "received_bytes"),
-            "blocks": _count(result, "blocks"), "corrupted": _count(result, "corrupted"),
-            "dropped": _count(result, "dropped"), "duplicated": _count(result, "duplicated"),
-            "faults": list(result.get("faults") or [])}  # type: ignore[call-overload]
+#: The shortest `--seconds` a soak takes: the two programs start, connect and fill TCP's window
+#: before blocks flow (a run of a few milliseconds checked 0 bytes and proved nothing).
+MIN_SECONDS = 1.0
+
+
+def _text(result: dict[str, object], key: str) -> str:
+    value = result.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _direction(received: dict[str, object], sent: dict[str, object], sender: str, receiver: str
+               ) -> dict[str, object]:
+    """One direction: what `receiver` checked (its result) against what `sender` sent (its)."""
+    return {"from": sender, "to": receiver, "bytes": _count(received, "received_bytes"),
+            "sent": _count(sent, "sent_bytes"), "blocks": _count(received, "blocks"),
+            "corrupted": _count(received, "corrupted"), "dropped": _count(received, "dropped"),
+            "duplicated": _count(received, "duplicated"),
+            "receive_error": _text(received, "receive_error"), "send_error": _text(sent, "sent_error"),
+            "faults": list(received.get("faults") or [])}  # type: ignore[call-overload]
+
+
+def incomplete(direction: dict[str, object]) -> list[str]:
+    """Why a direction was not checked to its end (empty: it was)."""
+    sender, receiver = direction["from"], direction["to"]
+    checked, sent = int(str(direction["bytes"])), int(str(direction["sent"]))
+    why = []
+    if direction["receive_error"]:
+        why.append(f"{receiver} stopped receiving: {direction['receive_error']}")
+    if direction["send_error"]:
+        why.append(f"{sender} stopped sending: {direction['send_error']}")
+    if checked == 0:
+        why.append(f"no byte from {sender} was checked at {receiver}")
+    elif checked != sent:
+        why.append(f"{receiver} checked {checked} bytes of the {sent} {sender} sent")
+    return why
 
 
 def tcp_soak(client: Host, server: Host, pair: tuple[str, str], address: str, path: str,
@@ -146,7 +180,7 @@ def tcp_soak(client: Host, server: Host, pair: tuple[str, str], address: str, pa
     except (SoakError, HostError) as error:
         return Measurement(KIND, "tcp", TOOL, pair, Status.ERROR, str(error), path=path)
     a, b = pair
-    directions = [_direction(at_b, a, b), _direction(at_a, b, a)]
+    directions = [_direction(at_b, at_a, a, b), _direction(at_a, at_b, b, a)]
     took = float(str(at_a.get("seconds") or 0)) or settings.seconds
     moved = sum(int(str(d["bytes"])) for d in directions)
     gbps = moved * 8 / took / 1e9
@@ -155,13 +189,18 @@ def tcp_soak(client: Host, server: Host, pair: tuple[str, str], address: str, pa
                      f"{d['corrupted']} corrupted, {d['dropped']} dropped, "
                      f"{d['duplicated']} duplicated" for d in directions)
     detail: dict[str, object] = {"directions": directions, "seconds": took}
+    threshold = "every byte sent both ways checked: no corrupted, dropped or duplicated block"
+    cut = [why for d in directions for why in incomplete(d)]
+    if cut and not bad:
+        return Measurement(KIND, "tcp", TOOL, pair, Status.FAIL,
+                           f"not every byte was checked: {'; '.join(cut)} ({text})", figure=gbps,
+                           unit="Gb/s", threshold=threshold, path=path, detail=detail)
     if bad:
         first = next((f for d in bad for f in d["faults"]), "")  # type: ignore[attr-defined]
         return Measurement(KIND, "tcp", TOOL, pair, Status.FAIL,
-                           f"bytes arrived wrong: {text}" + (f"; first: {first}" if first else ""),
-                           figure=gbps, unit="Gb/s", threshold="no corrupted, dropped or "
-                           "duplicated block", path=path, detail=detail)
+                           f"bytes arrived wrong: {text}" + (f"; first: {first}" if first else "")
+                           + (f"; also {'; '.join(cut)}" if cut else ""),
+                           figure=gbps, unit="Gb/s", threshold=threshold, path=path, detail=detail)
     return Measurement(KIND, "tcp", TOOL, pair, Status.PASS, f"every byte checked: {text} "
                        f"({gbps:.2f} Gb/s both ways)", figure=gbps, unit="Gb/s",
-                       threshold="no corrupted, dropped or duplicated block", path=path,
-                       detail=detail)
+                       threshold=threshold, path=path, detail=detail)

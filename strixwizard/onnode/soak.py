@@ -109,6 +109,9 @@ class Received:
     dropped: int = 0
     duplicated: int = 0
     faults: list[str] = field(default_factory=list)
+    #: Why receiving ended before the peer shut its side ("" when it did): an error (a timeout,
+    #: a reset), the run's time limit, or a stop. A stream cut short is never a complete one.
+    stopped: str = ""
 
     def note(self, text: str) -> None:
         if len(self.faults) < MAX_DESCRIBED:
@@ -187,7 +190,7 @@ def send(sock: socket.socket, pattern: Pattern, limit_bytes: int, deadline: floa
             sent.blocks += 1
             sent.bytes += BLOCK
     except OSError as error:
-        sent.error = str(error)
+        sent.error = str(error) or type(error).__name__
     finally:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
@@ -196,12 +199,19 @@ def send(sock: socket.socket, pattern: Pattern, limit_bytes: int, deadline: floa
 def receive(sock: socket.socket, pattern: Pattern, deadline: float, stop: threading.Event,
             seen: Received, progress: Callable[[Received], None] | None = None) -> None:
     """Receive and judge blocks until the peer shuts its side, the deadline or `stop`
-    (`RECV_BLOCKS` blocks per read: fewer system calls and loop turns per byte)."""
+    (`RECV_BLOCKS` blocks per read: fewer system calls and loop turns per byte); a deadline or
+    a stop before the peer shut its side is recorded in `seen.stopped`."""
     buffer = bytearray(BLOCK * RECV_BLOCKS)
     view = memoryview(buffer)
     expected = 0
     last = time.monotonic()
-    while time.monotonic() < deadline and not stop.is_set():
+    while True:
+        if stop.is_set():
+            seen.stopped = "stopped before the peer finished sending"
+            return
+        if time.monotonic() >= deadline:
+            seen.stopped = "the run's time limit passed before the peer finished sending"
+            return
         got = _recv_exact(sock, view)
         full, rest = divmod(got, BLOCK)
         for i in range(full):
@@ -230,7 +240,8 @@ def duplex(sock: socket.socket, send_seed: int, recv_seed: int, limit_bytes: int
     try:
         receive(sock, Pattern(recv_seed), deadline + 5.0, stop, seen, progress)
     except OSError as error:
-        seen.note(f"receive stopped: {error}")
+        seen.stopped = f"receive stopped: {error or type(error).__name__}"
+        seen.note(seen.stopped)
     sender.join(timeout=seconds + 10.0)
     return sent, seen
 
@@ -238,6 +249,7 @@ def duplex(sock: socket.socket, send_seed: int, recv_seed: int, limit_bytes: int
 def _result(role: str, sent: Sent, seen: Received, seconds: float) -> dict[str, object]:
     return {"event": "result", "role": role, "seconds": round(seconds, 3),
             "sent_bytes": sent.bytes, "sent_error": sent.error, "received_bytes": seen.bytes,
+            "receive_error": seen.stopped,
             "blocks": seen.blocks, "corrupted": seen.corrupted, "dropped": seen.dropped,
             "duplicated": seen.duplicated, "faults": seen.faults}
 

@@ -48,6 +48,12 @@ def configure(args: argparse.Namespace, settings: MeasurementSettings,
     size = 1 << 30 if size is None else size
     if not 1 << 18 <= size <= 1 << 40:  # at least one soak block (256 KiB)
         raise UsageError("--bytes must be between 262144 and 1099511627776")
+    from strixwizard.live.soak import MIN_SECONDS
+
+    if args.seconds < MIN_SECONDS:
+        raise UsageError(f"--seconds must be at least {MIN_SECONDS:g} for soak: the two node "
+                         "programs start, connect and fill TCP's window before blocks flow, so a "
+                         "shorter run checks next to nothing and proves nothing")
     if getattr(args, "all_pairs", False) and getattr(args, "pair", None):
         raise UsageError("--all-pairs and --pair exclude each other")
     settings.soak = replace(settings.soak, bytes=size, seconds=args.seconds, progress=progress)
@@ -86,5 +92,7 @@ KIND = MeasurementKind(
     name="soak", order=60, pairs=pairs, run=run, demo=demo, configure=configure,
     options=(BYTES, ALL_PAIRS),
     help="a duplex transfer both ways at once, every block carrying its index and a BLAKE2 "
-    "digest, failing on any corrupted, dropped or duplicated block (bounded by --bytes and --seconds)",
+    "digest, failing on any corrupted, dropped or duplicated block and on any direction not "
+    "checked to its end (a receiver stopped on an error or a timeout, fewer bytes checked than "
+    "sent) (bounded by --bytes and --seconds, at least 1 s)",
     panel=WizardPanel("strixwizard.tui.widgets.soak:SoakPanel", "Soak", key="s"))
