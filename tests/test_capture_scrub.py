@@ -49,7 +49,8 @@ def test_the_demo_bundle_scrubbed_replays_with_the_same_verdicts(tmp_path: Path)
     private = map_path(bundle)
     assert private.parent == tmp_path and stat.S_IMODE(private.stat().st_mode) == 0o600
     mapped = json.loads(private.read_text())
-    assert mapped["names"] == {"host-1": "strix-a", "host-2": "strix-b"}
+    assert mapped["names"] == {"host-1": "strix-a", "host-2": "strix-b", "conn-1": "Wired connection 1",
+                               "conn-2": "fabric", "conn-3": "usb4"}
     assert SnapshotProbe.load(copies[0]).meta["scrubbed"] is True
 
 
@@ -106,6 +107,11 @@ def test_a_lab_bundle_scrubbed_replays_as_the_site_with_the_same_verdicts(tmp_pa
     texts = "".join(_texts(a) for a in archives)
     assert addresses and not any(re.search(rf"(?<![\d.]){re.escape(a)}(?![\d])", texts) for a in addresses)
     replay = run_cli("doctor", "--json", "--snapshot", *map(str, archives)).json()
-    assert [h["name"] for h in replay["hosts"]] == ["node0", "node1"]  # still the site
+    # still the site, its node names scrubbed too (an operator often names a node as its host)
+    token = {name: t for t, name in json.loads((tmp_path / "shared.scrub-map.json").read_text())
+             ["names"].items()}
+    assert sorted(a.name for a in archives) == sorted(f"{token[n]}.tar.gz" for n in ("node0", "node1"))
+    assert sorted(h["name"] for h in replay["hosts"]) == sorted([token["node0"], token["node1"]])
+    assert not re.search(r"(?<![\w.-])node[01](?![\w-])", texts)
     assert len(replay["links"]) >= 1  # the fabric still pairs up
     assert _verdicts(*archives) == _verdicts(*sorted((tmp_path / "plain").glob("*.tar.gz")))

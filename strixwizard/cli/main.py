@@ -381,13 +381,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if args.site is None and args.inventory is None:
         from strixwizard.services.capture import capture_local
 
-        written = capture_local(args.out, args.tar)
         if args.scrub:
-            _scrub([written], written)
+            written = _scrubbed(args, lambda out: [capture_local(out, args.tar)])[0]
+        else:
+            written = capture_local(args.out, args.tar)
         print(f"snapshot written to {written}")
         print(f"replay it with: strixwizard doctor --snapshot {written}")
         return EXIT_OK
-    from strixwizard.services.capture import capture_site
+    from strixwizard.services.capture import SiteCapture, capture_site
     from strixwizard.services.nodes import RunRequest, resolve_site
 
     if args.tar:
@@ -396,9 +397,18 @@ def cmd_capture(args: argparse.Namespace) -> int:
     site = resolve_site(RunRequest(site_file=args.site, inventory=args.inventory))
     assert site is not None
     progress = node_progress(node_printer()) if sys.stderr.isatty() else None
-    outcome = capture_site(site, args.out, args.trust_new_hosts, progress)
-    if args.scrub and outcome.written:
-        _scrub(list(outcome.written.values()), args.out)
+    if args.scrub:
+        captured: list[SiteCapture] = []
+
+        def collect(out: Path) -> list[Path]:
+            captured.append(capture_site(site, out, args.trust_new_hosts, progress))
+            return list(captured[0].written.values())
+
+        moved = iter(_scrubbed(args, collect))
+        outcome = captured[0]
+        outcome.written = {name: next(moved) for name in outcome.written}
+    else:
+        outcome = capture_site(site, args.out, args.trust_new_hosts, progress)
     for name, path in outcome.written.items():
         print(f"{name}: {path}")
     for name, reason in outcome.failed.items():
@@ -422,14 +432,29 @@ def _scrub_map(out: Path) -> Path:
     return private
 
 
-def _scrub(paths: list[Path], out: Path) -> None:
-    from strixwizard.probe.scrub import scrub_bundle
+def _scrubbed(args: argparse.Namespace, collect: Callable[[Path], list[Path]]) -> list[Path]:
+    """`collect` into a private temporary folder, scrubbed, then moved to `--out` (the paths
+    it wrote, in order, where they are now); on a stop, the raw ones removed and said so."""
+    from strixwizard.services.capture_scrub import scrubbed_capture
 
-    private = _scrub_map(out)
-    scrubber = scrub_bundle(paths, private)
-    print(f"scrubbed: {len(scrubber.names)} name(s), {len(scrubber.networks)} IPv4 network(s), "
-          f"{len(scrubber.macs)} MAC address(es) replaced by tokens; the map back (private: keep "
+    private = _scrub_map(args.out)
+
+    def stopped(removed: list[str], folder: Path) -> None:
+        names = ", ".join(removed) if removed else "none had been written yet"
+        again = shlex.join(["strixwizard", *sys.argv[1:]]) if sys.argv[1:] else "the same command"
+        with contextlib.suppress(OSError):
+            print(f"capture --scrub stopped before its snapshots were scrubbed and in place: "
+                  f"removed the raw snapshots ({names}) with their temporary folder {folder}; "
+                  f"nothing unscrubbed reached {args.out}. To capture again: {again}",
+                  file=sys.stderr)
+
+    done = scrubbed_capture(args.out, private, collect, stopped)
+    scrubber = done.scrubber
+    print(f"scrubbed: {len(scrubber.names) + len(scrubber.placed)} name(s), "
+          f"{len(scrubber.networks)} IPv4 network(s), {len(scrubber.macs)} MAC address(es), "
+          f"{len(scrubber.guids)} GUID(s) replaced by tokens; the map back (private: keep "
           f"it, do not share it): {private}")
+    return list(done.moved.values())
 
 
 def cmd_init(args: argparse.Namespace) -> int:

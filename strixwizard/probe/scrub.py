@@ -9,15 +9,29 @@ Modelled on sos report's cleaner (`sos clean`, https://github.com/sosreport/sos,
   addresses in one subnet (/16 or longer prefix) stay in one subnet, in the dotted form and
   in the IPv4-mapped GIDs of /sys (`0000:…:ffff:c0a8:6401`). Loopback, 0.x, netmasks (255.x)
   and multicast stay as they are.
-- MAC addresses become locally administered `02:00:5e:…` (counted); the all-zero and
-  broadcast addresses stay. EUI-64 link-local GIDs and node GUIDs derived from a MAC follow it.
-- Hostnames (meta.json's host, the kernel's hostname, the site's SSH hosts), user names (home
-  folders) and serial numbers (DMI serials and UUIDs, `Serial Number`/`[SN]`/`serial_number`
-  fields) become `host-N`, `user-N`, `serial-N` wherever they appear.
+  Past the 56 networks of 10.200-10.255 the tokens go on in 10.0-10.199, then 172.16-172.31.
+- MAC addresses become locally administered `02:00:5e:…` (counted) in every spelling: colons,
+  dashes, and the 12 digits run together (a MAC seen anywhere in the bundle is found in every
+  spelling, inside a name too: systemd's `enx<MAC>` interface names, PXE's `BOOTIF=01-<MAC>`);
+  the all-zero and broadcast addresses stay. EUI-64 link-local GIDs and
+  node GUIDs derived from a MAC follow it.
+- GIDs are addresses: an IPv4-mapped GID (RoCE v2, `::ffff:a.b.c.d`) and a GID of a global
+  IPv6 address get the same map as the address in `ip addr`. Node, system image and port
+  GUIDs not derived from a MAC (a ConnectX's) become `5c00:0000:…` (counted), in the GIDs of
+  an InfiniBand port too.
+- Names become `host-N`, `user-N`, `serial-N`, `lvm-N`, `conn-N`: every name a host gives
+  itself or a peer (meta.json's host, the kernel's hostname, the site's SSH hosts and node
+  names, a USB4 peer's XDomain `device_name`) wherever it appears; user names (home folders);
+  serial numbers (DMI serials and UUIDs, `Serial Number`/`[SN]`/`serial_number` fields); LVM
+  volume group and logical volume names where the kernel's arguments give them
+  (`rd.lvm.vg=`, `rd.lvm.lv=VG/LV`, `/dev/mapper/VG-LV`: an installer's VG name often holds
+  the hostname); NetworkManager connection names (a Wi-Fi connection is named after its
+  network) in `nmcli`'s CONNECTION field.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import os
@@ -30,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strixwizard.facts.persistence import unescape_nmcli
+from strixwizard.facts.thunderbolt import TB_DEVICES, parse_uevent_devtype
 from strixwizard.probe import CmdResult
 from strixwizard.probe.snapshot import SnapshotProbe, SnapshotTree
 
@@ -39,13 +55,29 @@ _HOME = re.compile(r"/(?:home|Users)/([A-Za-z_][A-Za-z0-9_.-]{0,31})")
 _H4 = "[0-9a-fA-F]{4}"
 _TOKENS = re.compile(
     rf"(?P<gid>(?<![0-9a-fA-F:]){_H4}(?::{_H4}){{7}}(?![0-9a-fA-F:]))"
-    r"|(?P<mac>(?<![0-9a-fA-F:])[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}(?![0-9a-fA-F:]))"
+    r"|(?P<mac>(?<![0-9a-fA-F:-])[0-9a-fA-F]{2}(?P<sep>[:-])[0-9a-fA-F]{2}(?:(?P=sep)[0-9a-fA-F]{2}){4}"
+    r"(?![0-9a-fA-F:-]))"
     rf"|(?P<guid>(?<![0-9a-fA-F:]){_H4}(?::{_H4}){{3}}(?![0-9a-fA-F:]))"
     r"|(?P<v6>(?<![0-9a-fA-F:.])(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}(?![0-9a-fA-F:.]))"
     r"|(?P<v4>(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.]))"
 )
 KEPT_MACS = {"00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff"}
 NEVER_NAMES = {"root", "localhost", "local", "nobody", "user", "home"}
+#: Logical volume names installers use on every machine: kept, as they name nothing.
+COMMON_LVS = {"root", "home", "swap", "var", "tmp", "usr", "boot", "opt", "srv", "log", "data"}
+#: /16 tokens in the order they are handed out: (first octet, second octets).
+_NETWORK_TOKENS = ((10, range(200, 256)), (10, range(0, 200)), (172, range(16, 32)))
+#: Kernel arguments naming LVM volumes: rd.lvm.vg=VG, rd.lvm.lv=VG/LV, /dev/mapper/VG-LV
+#: (device-mapper doubles a dash inside a name), /dev/VG/LV after root= or resume=.
+_LVM = re.compile(r"(?P<vgarg>\brd\.lvm\.vg=)(?P<vg1>[^\s/\"',]+)"
+                  r"|(?P<lvarg>\brd\.lvm\.lv=)(?P<vg2>[^\s/\"',]+)/(?P<lv2>[^\s/\"',]+)"
+                  r"|(?P<mapper>/dev/mapper/)(?P<dm>(?:[^\s/\"',-]|--)+-(?:[^\s/\"',-]|--)+)"
+                  r"|(?P<devarg>\b(?:root|resume)=/dev/)(?!mapper/|disk/|md/)(?P<vg3>[^\s/\"',]+)/(?P<lv3>[^\s/\"',]+)")
+_NOT_VGS = {"disk", "mapper", "md", "nvme0n1", "sda", "vda", "loop0", "dm-0"}
+
+
+class ScrubError(ValueError):
+    """A bundle this scrub cannot map (more networks than it has tokens for)."""
 
 
 @dataclass
@@ -56,6 +88,10 @@ class Scrubber:
     networks: dict[str, str] = field(default_factory=dict)  # "a.b" -> "10.x"
     macs: dict[str, str] = field(default_factory=dict)
     prefixes: dict[str, int] = field(default_factory=dict)  # IPv6 /64 prefix -> its token's
+    guids: dict[int, int] = field(default_factory=dict)  # a GUID not from a MAC -> its token
+    #: Names replaced only where they stand (LVM in kernel arguments, nmcli connections): as
+    #: words ("fedora", "fabric") they are also ordinary text the checks read.
+    placed: dict[str, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
     # -- what to look for -------------------------------------------------------------
@@ -71,16 +107,37 @@ class Scrubber:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         self.names[value] = f"{kind}-{self.counts[kind]}"
 
+    def _placed(self, value: str, kind: str) -> str:
+        """The token of a name replaced only where it stands (learned on first sight)."""
+        if value not in self.placed:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self.placed[value] = f"{kind}-{self.counts[kind]}"
+        return self.placed[value]
+
+    def _host(self, value: str) -> None:
+        """A name a host gives itself or a peer: the full name and its first label."""
+        value = value.strip().split("@")[-1]
+        if not any(c.isalpha() for c in value):
+            return  # an address (mapped as one), not a name
+        self._name(value, "host")
+        if (first := value.split(".")[0]) != value and any(c.isalpha() for c in first):
+            self._name(first, "host")
+
     def learn(self, probe: SnapshotProbe) -> None:
-        """Collect the names a snapshot holds (call for every snapshot of a bundle first)."""
+        """Collect the names, MACs and GUIDs a snapshot holds (call for every snapshot of a
+        bundle first, so each is known wherever it appears: a MAC inside an interface name,
+        a GUID inside a GID)."""
         meta = probe.meta
-        for host in (meta.get("host"), (meta.get("site") or {}).get("host")):
+        site = meta.get("site")
+        site = site if isinstance(site, dict) else {}
+        for host in (meta.get("host"), site.get("host"), site.get("node")):
             if isinstance(host, str):
-                self._name(host.split("@")[-1], "host")
+                self._host(host)
+        for peer in _xdomain_peers(probe):
+            self._host(peer)
         for path, text in probe.tree.files.items():
             if path in ("/proc/sys/kernel/hostname", "/etc/hostname"):
-                self._name(text.strip(), "host")
-                self._name(text.strip().split(".")[0], "host")
+                self._host(text)
             elif path.rsplit("/", 1)[-1] in SERIAL_FILES and path.startswith("/sys/"):
                 self._name(text.strip(), "serial")
             for match in _HOME.finditer(text):
@@ -93,6 +150,13 @@ class Scrubber:
                     self._name(match.group(1), "serial")
                 for match in _HOME.finditer(text or ""):
                     self._name(match.group(1), "user")
+        texts = [*probe.tree.files.values(), *(t for c in probe.commands for t in (c.stdout, c.stderr))]
+        for text in texts:
+            for match in _TOKENS.finditer(text or ""):
+                if match.group("mac"):
+                    self._mac(match.group(0))
+                elif match.group("guid"):
+                    self._guid(match.group(0))
 
     # -- replacing --------------------------------------------------------------------
     def _v4(self, text: str) -> str:
@@ -106,17 +170,18 @@ class Scrubber:
         a, b, c, d = text.split(".")
         key = f"{a}.{b}"
         if key not in self.networks:
-            self.networks[key] = f"10.{200 + len(self.networks)}"
+            self.networks[key] = _network_token(len(self.networks))
         return f"{self.networks[key]}.{c}.{d}"
 
     def _mac(self, text: str) -> str:
-        mac = text.lower()
+        """A MAC in colons or dashes, mapped and given back in the same spelling."""
+        mac = text.lower().replace("-", ":")
         if mac in KEPT_MACS:
             return text
         if mac not in self.macs:
             n = len(self.macs) + 1
             self.macs[mac] = f"02:00:5e:{n >> 16 & 0xff:02x}:{n >> 8 & 0xff:02x}:{n & 0xff:02x}"
-        return self.macs[mac]
+        return self.macs[mac].replace(":", "-") if "-" in text else self.macs[mac]
 
     def _eui64(self, interface_id: int) -> int | None:
         """The interface id of a MAC-derived EUI-64 (`…ff:fe…`), made from the mapped MAC."""
@@ -128,22 +193,30 @@ class Scrubber:
         return int.from_bytes(bytes([mapped[0] ^ 0x02]) + mapped[1:3] + b"\xff\xfe" + mapped[3:6], "big")
 
     def _gid(self, text: str) -> str:
+        """A GID is an IPv6 address: mapped as one (an IPv4-mapped one as its IPv4 address)."""
         value = int(text.replace(":", ""), 16)
         if value >> 32 == 0xFFFF:  # IPv4-mapped: ::ffff:a.b.c.d
             mapped = int(ipaddress.IPv4Address(self._v4(str(ipaddress.IPv4Address(value & 0xFFFFFFFF)))))
             value = (0xFFFF << 32) | mapped
-        elif (eui := self._eui64(value & (2**64 - 1))) is not None:
-            value = (value >> 64 << 64) | eui
         else:
-            return text
+            value = int(ipaddress.IPv6Address(self._v6(str(ipaddress.IPv6Address(value)))))
         digits = f"{value:032x}"
         return ":".join(digits[i:i + 4] for i in range(0, 32, 4))
 
+    def _guid_value(self, value: int) -> int:
+        """A 64-bit GUID or interface id: a MAC-derived one follows its MAC, any other
+        non-zero one gets a counted token."""
+        if value == 0:
+            return 0
+        eui = self._eui64(value)
+        if eui is not None:
+            return eui
+        if value not in self.guids:
+            self.guids[value] = (0x5C00 << 48) | (len(self.guids) + 1)
+        return self.guids[value]
+
     def _guid(self, text: str) -> str:
-        eui = self._eui64(int(text.replace(":", ""), 16))
-        if eui is None:
-            return text
-        digits = f"{eui:016x}"
+        digits = f"{self._guid_value(int(text.replace(':', ''), 16)):016x}"
         return ":".join(digits[i:i + 4] for i in range(0, 16, 4))
 
     def _v6(self, text: str) -> str:
@@ -156,9 +229,9 @@ class Scrubber:
         if address.is_loopback or address.is_unspecified or address.is_multicast:
             return text
         value = int(address)
-        eui = self._eui64(value & (2**64 - 1))
-        low = value & (2**64 - 1) if eui is None else eui
-        high = value >> 64
+        low, high = value & (2**64 - 1), value >> 64
+        if self._eui64(low) is not None or low in self.guids:  # from a MAC, or a port GUID
+            low = self._guid_value(low)
         if not address.is_link_local:
             key = f"{high:016x}"
             if key not in self.prefixes:
@@ -168,21 +241,64 @@ class Scrubber:
 
     def text(self, text: str) -> str:
         def one(match: re.Match[str]) -> str:
-            kind, value = match.lastgroup, match.group(0)
-            if kind == "gid":
+            value = match.group(0)
+            if match.group("gid"):
                 return self._gid(value)
-            if kind == "mac":
+            if match.group("mac"):
                 return self._mac(value)
-            if kind == "guid":
+            if match.group("guid"):
                 return self._guid(value)
-            if kind == "v6":
+            if match.group("v6"):
                 return self._v6(value)
             return self._v4(value)
 
+        text = _LVM.sub(self._lvm, text)
         text = _TOKENS.sub(one, text)
+        for mac, token in self.macs.items():  # a known MAC in any other spelling
+            text = _spellings(mac).sub(functools.partial(_spelled, token), text)
         for value in sorted(self.names, key=len, reverse=True):  # longest first: fqdn, then short
             text = re.sub(rf"(?<![A-Za-z0-9_.-]){re.escape(value)}(?![A-Za-z0-9_-])", self.names[value], text)
         return text
+
+    def _lvm(self, match: re.Match[str]) -> str:
+        """A kernel argument's LVM names replaced by `lvm-N` (common LV names kept)."""
+        def vg(name: str) -> str:
+            return name if name in _NOT_VGS else self._placed(name, "lvm")
+
+        def lv(name: str) -> str:
+            return name if name in COMMON_LVS else self._placed(name, "lvm")
+
+        if match.group("vgarg"):
+            return match.group("vgarg") + vg(match.group("vg1"))
+        if match.group("lvarg"):
+            return f"{match.group('lvarg')}{vg(match.group('vg2'))}/{lv(match.group('lv2'))}"
+        if match.group("devarg"):
+            return f"{match.group('devarg')}{vg(match.group('vg3'))}/{lv(match.group('lv3'))}"
+        group, volume = re.fullmatch(r"((?:[^-]|--)+)-((?:[^-]|--)+)", match.group("dm")).groups()  # type: ignore[union-attr]
+        group, volume = group.replace("--", "-"), volume.replace("--", "-")
+        return (match.group("mapper") + vg(group).replace("-", "--") + "-"
+                + lv(volume).replace("-", "--"))
+
+    def nmcli(self, text: str) -> str:
+        """`nmcli -t … device status`: each CONNECTION field (the 4th) by its token (a
+        connection named as its device, or none, kept)."""
+        lines = []
+        for line in text.split("\n"):
+            fields = unescape_nmcli(line)
+            if len(fields) >= 4 and fields[3] not in ("", "--", fields[0]):
+                fields[3] = self._placed(fields[3], "conn")
+                line = ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
+            lines.append(line)
+        return "\n".join(lines)
+
+    def command(self, command: CmdResult) -> CmdResult:
+        argv = [self.text(a) for a in command.argv]
+        stdout = self.text(command.stdout)
+        if command.argv[:1] == ("nmcli",):
+            stdout = self.nmcli(stdout)
+            argv = [self._placed(a, "conn") if i and command.argv[i - 1] == "id" else a
+                    for i, a in enumerate(argv)]
+        return CmdResult(tuple(argv), command.rc, stdout, self.text(command.stderr))
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -200,9 +316,7 @@ class Scrubber:
             tree.add_file(self.text(path), self.text(text))
         for path, target in probe.tree.links.items():
             tree.add_link(self.text(path), self.text(target))
-        commands = [CmdResult(tuple(self.text(a) for a in c.argv), c.rc, self.text(c.stdout),
-                              self.text(c.stderr))
-                    for c in probe.commands]
+        commands = [self.command(c) for c in probe.commands]
         meta = self.value(probe.meta)
         meta["scrubbed"] = True
         return SnapshotProbe(tree, meta, commands, probe.source)
@@ -210,15 +324,62 @@ class Scrubber:
     def private_map(self) -> dict[str, Any]:
         """What each token stands for: for the owner only, never inside the bundle."""
         return {"format": "strixwizard-scrub-map/1",
-                "names": {token: value for value, token in self.names.items()},
+                "names": {token: value for value, token in [*self.names.items(), *self.placed.items()]},
                 "ipv4_networks": {f"{new}.0.0/16": f"{old}.0.0/16" for old, new in self.networks.items()},
                 "macs": {token: mac for mac, token in self.macs.items()},
+                "guids": {_guid_text(token): _guid_text(guid) for guid, token in self.guids.items()},
                 "ipv6_prefixes": {str(ipaddress.IPv6Address(new << 64)) + "/64":
                                   str(ipaddress.IPv6Address(int(old, 16) << 64)) + "/64"
                                   for old, new in self.prefixes.items()}}
 
     def map_text(self) -> str:
         return json.dumps(self.private_map(), indent=1) + "\n"
+
+
+@functools.lru_cache(maxsize=4096)
+def _spellings(mac: str) -> re.Pattern[str]:
+    """`mac` with colons, dashes or nothing between its pairs, in either case, inside a
+    longer name too (`enx001122334455`, PXE's `BOOTIF=01-00-11-22-33-44-55`)."""
+    first, *rest = mac.split(":")
+    return re.compile("(?i)(?<![0-9a-f])" + first + "(?P<s>[:-]?)" + "(?P=s)".join(rest)
+                      + "(?![0-9a-f])")
+
+
+def _spelled(token: str, match: re.Match[str]) -> str:
+    """`token` spelled as the MAC `match` found (its separator, or none)."""
+    return token.replace(":", match.group("s"))
+
+
+def _xdomain_peers(probe: SnapshotProbe) -> list[str]:
+    """The names USB4 XDomain peers announce (`device_name` of a `thunderbolt_xdomain`
+    device; without its uevent, of one whose vendor is "Linux"): another host's hostname."""
+    base = f"{TB_DEVICES}/"
+    files = probe.tree.files
+    found = []
+    for path, text in files.items():
+        if not (path.startswith(base) and path.endswith("/device_name")):
+            continue
+        device = path[:-len("/device_name")]
+        devtype = parse_uevent_devtype(files.get(f"{device}/uevent", ""))
+        vendor = files.get(f"{device}/vendor_name", "").strip()
+        if devtype == "thunderbolt_xdomain" or (devtype is None and vendor == "Linux"):
+            found.append(text)
+    return found
+
+
+def _guid_text(value: int) -> str:
+    digits = f"{value:016x}"
+    return ":".join(digits[i:i + 4] for i in range(0, 16, 4))
+
+
+def _network_token(n: int) -> str:
+    """The n-th /16 token (0-based): 10.200-10.255, then 10.0-10.199, then 172.16-172.31."""
+    for first, seconds in _NETWORK_TOKENS:
+        if n < len(seconds):
+            return f"{first}.{seconds[n]}"
+        n -= len(seconds)
+    raise ScrubError("more than 272 distinct /16 networks in one bundle: more than this scrub "
+                     "has tokens for; scrub fewer snapshots at once")
 
 
 def map_path(out: Path) -> Path:

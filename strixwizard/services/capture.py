@@ -127,8 +127,11 @@ def capture_site(site: Site, out: Path, trust_new_hosts: bool,
         if progress:
             progress(spec.name, "done", f"written to {path}")
 
-    with ThreadPoolExecutor(max_workers=max(1, min(ssh_parallel(site), len(site.nodes)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(ssh_parallel(site), len(site.nodes))))
+    try:
         list(pool.map(one, site.nodes))
+    finally:  # a stop (a signal) goes on at once: nodes not started are not, the rest end alone
+        pool.shutdown(wait=False, cancel_futures=True)
     outcome.written = {n.name: outcome.written[n.name] for n in site.nodes if n.name in outcome.written}
     return outcome
 
