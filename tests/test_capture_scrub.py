@@ -115,3 +115,64 @@ def test_a_lab_bundle_scrubbed_replays_as_the_site_with_the_same_verdicts(tmp_pa
     assert not re.search(r"(?<![\w.-])node[01](?![\w-])", texts)
     assert len(replay["links"]) >= 1  # the fabric still pairs up
     assert _verdicts(*archives) == _verdicts(*sorted((tmp_path / "plain").glob("*.tar.gz")))
+
+
+def test_every_spelling_of_a_known_mac_and_guid_follows_the_same_token() -> None:
+    scrubber = Scrubber()
+    scrubber.text("link/ether 00:11:22:33:44:55")
+    assert scrubber.text("00-11-22-33-44-55 enx001122334455 BOOTIF=01-00-11-22-33-44-55") == (
+        "02-00-5e-00-00-01 enx02005e000001 BOOTIF=01-02-00-5e-00-00-01")
+    # a ConnectX node GUID (not from a MAC) gets a counted token, in an IB port's GID too
+    assert scrubber.text("0c42:a103:0024:c7b4") == "5c00:0000:0000:0001"
+    assert scrubber.text("fe80:0000:0000:0000:0c42:a103:0024:c7b4") == \
+        "fe80:0000:0000:0000:5c00:0000:0000:0001"
+    # a RoCE v2 GID of a global IPv6 address gets the address's prefix token
+    assert scrubber.text("2001:db8:1:2::7") == "fd5c:0:0:1::7"
+    assert scrubber.text("2001:0db8:0001:0002:0000:0000:0000:0007") == \
+        "fd5c:0000:0000:0001:0000:0000:0000:0007"
+
+
+def test_lvm_and_nmcli_names_are_replaced_where_they_stand_not_as_words() -> None:
+    from strixwizard.facts.persistence import parse_nmcli_devices
+
+    scrubber = Scrubber()
+    cmdline = ("root=/dev/mapper/fedora_strix--a-root rd.lvm.lv=fedora_strix-a/root "
+               "rd.lvm.vg=fedora_strix-a resume=/dev/fedora_strix-a/swap")
+    assert scrubber.text(cmdline) == ("root=/dev/mapper/lvm--1-root rd.lvm.lv=lvm-1/root "
+                                      "rd.lvm.vg=lvm-1 resume=/dev/lvm-1/swap")
+    assert scrubber.text("ID=fedora\nfabric") == "ID=fedora\nfabric"  # words stay words
+    nmcli = "wlp1s0:wifi:connected:Smith\\:Family WiFi\nlo:loopback:connected (externally):lo\n"
+    assert parse_nmcli_devices(scrubber.nmcli(nmcli)) == {"wlp1s0": "conn-1", "lo": "lo"}
+    assert scrubber.private_map()["names"] == {"lvm-1": "fedora_strix-a", "conn-1": "Smith:Family WiFi"}
+
+
+def test_more_networks_than_tokens_is_refused_not_turned_into_invalid_addresses() -> None:
+    from strixwizard.probe.scrub import ScrubError
+
+    scrubber = Scrubber()
+    tokens = [scrubber.text(f"{11 + n // 200}.{n % 200}.1.2") for n in range(272)]
+    assert tokens[55] == "10.255.1.2" and tokens[56] == "10.0.1.2" and tokens[271] == "172.31.1.2"
+    with pytest.raises(ScrubError, match="more than 272 distinct /16 networks"):
+        scrubber.text("200.1.1.2")
+
+
+def test_a_capture_stopped_by_an_error_leaves_no_raw_snapshot_and_names_what_it_removed(
+        tmp_path: Path) -> None:
+    """A full disk while the second node is written: the first node's raw archive, in the
+    private temporary folder, is removed with it; --out and the map are never made."""
+    import errno
+
+    from strixwizard.services.capture_scrub import scrubbed_capture
+
+    out, stops = tmp_path / "shared", []
+
+    def collect(stand_in: Path) -> list[Path]:
+        stand_in.mkdir(mode=0o700)
+        assert stat.S_IMODE(stand_in.parent.stat().st_mode) == 0o700  # private while raw
+        shutil.copy(DEMO / "node-a.tar.gz", stand_in / "node0.tar.gz")
+        raise OSError(errno.ENOSPC, "No space left on device", str(stand_in / "node1.tar.gz"))
+
+    with pytest.raises(OSError, match="No space left"):
+        scrubbed_capture(out, map_path(out), collect, lambda names, folder: stops.append(names))
+    assert stops == [["shared/node0.tar.gz"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -353,17 +353,16 @@ def _spelled(token: str, match: re.Match[str]) -> str:
 def _xdomain_peers(probe: SnapshotProbe) -> list[str]:
     """The names USB4 XDomain peers announce (`device_name` of a `thunderbolt_xdomain`
     device; without its uevent, of one whose vendor is "Linux"): another host's hostname."""
-    base = f"{TB_DEVICES}/"
-    files = probe.tree.files
     found = []
-    for path, text in files.items():
-        if not (path.startswith(base) and path.endswith("/device_name")):
+    for device in probe.listdir(TB_DEVICES):
+        base = f"{TB_DEVICES}/{device}"
+        name = probe.read(f"{base}/device_name")
+        if not name:
             continue
-        device = path[:-len("/device_name")]
-        devtype = parse_uevent_devtype(files.get(f"{device}/uevent", ""))
-        vendor = files.get(f"{device}/vendor_name", "").strip()
+        devtype = parse_uevent_devtype(probe.read(f"{base}/uevent") or "")
+        vendor = (probe.read(f"{base}/vendor_name") or "").strip()
         if devtype == "thunderbolt_xdomain" or (devtype is None and vendor == "Linux"):
-            found.append(text)
+            found.append(name)
     return found
 
 
