@@ -44,8 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strixwizard.facts.persistence import unescape_nmcli
-from strixwizard.facts.thunderbolt import TB_DEVICES, parse_uevent_devtype
 from strixwizard.probe import CmdResult
 from strixwizard.probe.snapshot import SnapshotProbe, SnapshotTree
 
@@ -284,7 +282,7 @@ class Scrubber:
         connection named as its device, or none, kept)."""
         lines = []
         for line in text.split("\n"):
-            fields = unescape_nmcli(line)
+            fields = _nmcli_fields(line)
             if len(fields) >= 4 and fields[3] not in ("", "--", fields[0]):
                 fields[3] = self._placed(fields[3], "conn")
                 line = ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
@@ -345,6 +343,33 @@ def _spellings(mac: str) -> re.Pattern[str]:
                       + "(?![0-9a-f])")
 
 
+#: The USB4 devices' sysfs folder (facts/thunderbolt.py reads the same; probe sits below facts).
+TB_DEVICES = "/sys/bus/thunderbolt/devices"
+
+
+def _devtype(uevent: str) -> str | None:
+    """`DEVTYPE=` of a uevent file (thunderbolt_xdomain: another host)."""
+    return next((line.partition("=")[2].strip() for line in uevent.splitlines()
+                 if line.startswith("DEVTYPE=")), None)
+
+
+def _nmcli_fields(line: str) -> list[str]:
+    """One `nmcli -t` line split on unescaped colons, `\\:` and `\\\\` unescaped (nmcli(1),
+    "--terse"; facts/persistence.py parses the same output)."""
+    fields, current, escaped = [], "", False
+    for char in line:
+        if escaped:
+            current, escaped = current + char, False
+        elif char == "\\":
+            escaped = True
+        elif char == ":":
+            fields.append(current)
+            current = ""
+        else:
+            current += char
+    return [*fields, current]
+
+
 def _spelled(token: str, match: re.Match[str]) -> str:
     """`token` spelled as the MAC `match` found (its separator, or none)."""
     return token.replace(":", match.group("s"))
@@ -359,7 +384,7 @@ def _xdomain_peers(probe: SnapshotProbe) -> list[str]:
         name = probe.read(f"{base}/device_name")
         if not name:
             continue
-        devtype = parse_uevent_devtype(probe.read(f"{base}/uevent") or "")
+        devtype = _devtype(probe.read(f"{base}/uevent") or "")
         vendor = (probe.read(f"{base}/vendor_name") or "").strip()
         if devtype == "thunderbolt_xdomain" or (devtype is None and vendor == "Linux"):
             found.append(name)

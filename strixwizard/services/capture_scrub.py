@@ -40,6 +40,7 @@ def scrubbed_capture(out: Path, private_map: Path, collect: Callable[[Path], Seq
     moved to the same place relative to `out`'s folder. On any stop before they are all in
     place, `on_stop(names of the raw snapshots removed, the folder they were in)` is called
     once the folder is gone, then the stop goes on (the same exception)."""
+    out = Path(os.path.abspath(out))
     if private_map.exists():
         raise UsageError(f"{private_map}: already exists; move it away (it maps an earlier "
                          "scrubbed capture back to its names) or choose another --out")
