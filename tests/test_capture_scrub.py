@@ -176,3 +176,27 @@ def test_a_capture_stopped_by_an_error_leaves_no_raw_snapshot_and_names_what_it_
         scrubbed_capture(out, map_path(out), collect, lambda names, folder: stops.append(names))
     assert stops == [["shared/node0.tar.gz"]]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_site_bundle_folder_already_in_use_is_refused_before_anything_is_captured(
+        tmp_path: Path) -> None:
+    from strixwizard.errors import UsageError
+    from strixwizard.services.capture_scrub import scrubbed_capture
+
+    out = tmp_path / "shared"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    called = []
+    with pytest.raises(UsageError, match="already exists"):
+        scrubbed_capture(out, map_path(out), lambda stand_in: called.append(stand_in) or [],
+                         lambda names, folder: None, folder=True)
+    assert called == [] and sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
+
+
+def test_capture_scrub_of_this_machine_as_a_folder_lands_scrubbed_and_leaves_no_stage(
+        tmp_path: Path) -> None:
+    done = run_cli("capture", "--out", str(tmp_path / "shared"), "--scrub")
+    assert done.rc == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared", "shared.scrub-map.json"]
+    assert stat.S_IMODE((tmp_path / "shared").stat().st_mode) == 0o700
+    assert SnapshotProbe.load(tmp_path / "shared").meta["scrubbed"] is True

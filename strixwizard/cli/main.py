@@ -404,7 +404,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             captured.append(capture_site(site, out, args.trust_new_hosts, progress))
             return list(captured[0].written.values())
 
-        moved = iter(_scrubbed(args, collect))
+        moved = iter(_scrubbed(args, collect, folder=True))
         outcome = captured[0]
         outcome.written = {name: next(moved) for name in outcome.written}
     else:
@@ -432,7 +432,8 @@ def _scrub_map(out: Path) -> Path:
     return private
 
 
-def _scrubbed(args: argparse.Namespace, collect: Callable[[Path], list[Path]]) -> list[Path]:
+def _scrubbed(args: argparse.Namespace, collect: Callable[[Path], list[Path]],
+              folder: bool = False) -> list[Path]:
     """`collect` into a private temporary folder, scrubbed, then moved to `--out` (the paths
     it wrote, in order, where they are now); on a stop, the raw ones removed and said so."""
     from strixwizard.services.capture_scrub import scrubbed_capture
@@ -448,7 +449,7 @@ def _scrubbed(args: argparse.Namespace, collect: Callable[[Path], list[Path]]) -
                   f"nothing unscrubbed reached {args.out}. To capture again: {again}",
                   file=sys.stderr)
 
-    done = scrubbed_capture(args.out, private, collect, stopped)
+    done = scrubbed_capture(args.out, private, collect, stopped, folder)
     scrubber = done.scrubber
     print(f"scrubbed: {len(scrubber.names) + len(scrubber.placed)} name(s), "
           f"{len(scrubber.networks)} IPv4 network(s), {len(scrubber.macs)} MAC address(es), "

@@ -34,13 +34,18 @@ class Scrubbed:
 
 
 def scrubbed_capture(out: Path, private_map: Path, collect: Callable[[Path], Sequence[Path]],
-                     on_stop: Callable[[list[str], Path], None]) -> Scrubbed:
+                     on_stop: Callable[[list[str], Path], None], folder: bool = False) -> Scrubbed:
     """`collect(stand_in)` captures into `stand_in` (a path in a private temporary folder that
     stands for `out`) and returns the snapshots it wrote; they are scrubbed with one map and
     moved to the same place relative to `out`'s folder. On any stop before they are all in
     place, `on_stop(names of the raw snapshots removed, the folder they were in)` is called
-    once the folder is gone, then the stop goes on (the same exception)."""
+    once the folder is gone, then the stop goes on (the same exception). `folder`: `out` is
+    the folder of a site's archives, refused before anything is captured unless new or empty."""
     out = Path(os.path.abspath(out))
+    if not out.parent.is_dir():
+        raise UsageError(f"{out.parent}: no such directory")
+    if folder and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out}: already exists; choose a new directory so nothing is overwritten")
     if private_map.exists():
         raise UsageError(f"{private_map}: already exists; move it away (it maps an earlier "
                          "scrubbed capture back to its names) or choose another --out")
