@@ -212,8 +212,8 @@ def test_a_fabric_link_down_mid_soak_fails_it_naming_the_timeouts(soaklab2: Lab,
 
 def test_a_reset_connection_mid_soak_fails_it(soaklab2: Lab, tmp_path: Path) -> None:
     """The soak's connection destroyed in node0's kernel (`ss -K`, which sends the peer a
-    reset): node1 stops receiving on the reset, node0's side ends short of what node1 sent
-    (the error goes to whichever of its calls sees it first), and the soak FAILs naming it."""
+    reset): each end's error goes to whichever of its calls sees it first (its receiver or
+    its sender), the other call finds the stream ended short; the soak FAILs naming both."""
     node0, node1 = soaklab2.hosts[:2]
 
     def reset() -> None:
@@ -222,10 +222,9 @@ def test_a_reset_connection_mid_soak_fails_it(soaklab2: Lab, tmp_path: Path) -> 
     soak, rc, output = _soak_with(soaklab2, tmp_path, 6, reset)
     assert soak["status"] == "fail" and rc == 1, output
     assert "not every byte was checked" in soak["summary"], soak["summary"]
-    to_node1 = soak["detail"]["directions"][0]
-    assert to_node1["receive_error"] == "receive stopped: [Errno 104] Connection reset by peer"
-    assert "node1 stopped receiving: receive stopped: [Errno 104] Connection reset by peer" \
-        in soak["summary"], soak["summary"]
+    errors = [e for d in soak["detail"]["directions"] for e in (d["receive_error"], d["send_error"])]
+    assert any("Connection reset by peer" in e or "Broken pipe" in e for e in errors), soak
+    assert any("Software caused connection abort" in e for e in errors), soak  # node0's own
 
 
 def test_a_soak_shorter_than_its_floor_is_refused_before_any_node_is_asked() -> None:
