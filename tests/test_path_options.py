@@ -113,6 +113,26 @@ def test_out_options_leave_twins_as_they_were(tmp_path: Path) -> None:
     assert modes(twins) == before and (twins["shared"] / "meta.json").is_file()
 
 
+def test_scrubbed_capture_fills_a_shared_folder_and_keeps_it(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`capture --scrub` moved its private folder over an empty `--out`: the operator's folder
+    (`.` too, the shell's own) was replaced by a new one, 0700 and without its sticky bit."""
+    twins = make_twins(tmp_path / "twins")
+    before, inode = modes(twins), os.stat(twins["shared"]).st_ino
+    done = invoke("capture", "--out", str(twins["shared"]), "--scrub", env=_state(tmp_path))
+    assert done.rc == 0, done.stderr
+    assert modes(twins) == before and os.stat(twins["shared"]).st_ino == inode
+    assert (twins["shared"] / "meta.json").is_file()
+    here = tmp_path / "here"
+    here.mkdir(mode=0o755)
+    inode = os.stat(here).st_ino
+    monkeypatch.chdir(here)
+    done = invoke("capture", "--out", ".", "--scrub", env=_state(tmp_path))
+    assert done.rc == 0, done.stderr
+    assert os.stat(here).st_ino == inode and stat.S_IMODE(os.stat(here).st_mode) == 0o755
+    assert (here / "meta.json").is_file() and (tmp_path / "here.scrub-map.json").is_file()
+
+
 def test_timer_unit_dir_keeps_its_mode(tmp_path: Path) -> None:
     twins = make_twins(tmp_path / "twins")
     site = tmp_path / "site.yaml"

@@ -83,12 +83,19 @@ def _target(path: Path, stand_in: Path, out: Path, scrubber: Scrubber) -> Path:
 
 
 def _move(source: Path, target: Path) -> None:
-    """`source` to `target`, never over anything but an empty folder (`--out` made empty)."""
+    """`source` to `target`, never over anything but an empty folder. An empty folder the
+    operator named (`--out .`, a shared folder) stays the same folder, its mode and owner
+    unchanged: the snapshot's entries move into it, the folder itself is not replaced."""
     target.parent.mkdir(mode=0o700, exist_ok=True)
     if source.is_dir():
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise UsageError(f"{target}: already exists; choose a new path so nothing is overwritten")
-        os.replace(source, target)
+        if not target.exists():
+            os.replace(source, target)
+            return
+        for entry in sorted(source.iterdir()):
+            os.replace(entry, target / entry.name)
+        source.rmdir()
         return
     try:
         os.link(source, target)
