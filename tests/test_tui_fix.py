@@ -110,3 +110,74 @@ async def test_home_reaches_the_top_and_the_applied_panel_scrolls_into_view() ->
         run = app.screen.query_one("#fix-run")
         assert "Applied" in str(run.border_title or "")
         assert body.scroll_y <= run.virtual_region.y, (body.scroll_y, run.virtual_region)
+
+
+def shown_rows(app: object) -> str:
+    return "\n".join(str(s.query_one(FixGroupView).render()) for s in step_sections(app, ".fix-section"))
+
+
+@sync
+async def test_after_a_dry_run_fix_marks_what_the_copy_cured_and_offers_no_second_apply() -> None:
+    from strixwizard.tui.screens.deploy import DeployState
+
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("fix"))
+        await settle(app, pilot)
+        assert "cured on the dry-run copy" not in shown_rows(app)
+        await pilot.press("a")
+        await wait_for_modal(app, pilot)
+        await pilot.press("y")
+        for _ in range(100):  # bounded: the dry run ends in a second or two
+            await settle(app, pilot)
+            if not app.busy("fix"):
+                break
+        await settle(app, pilot)
+        status = notice_text(app, "#fix-status")
+        assert "DRY RUN" in status and "unchanged" in status, status
+        assert "4 of the 10 problems" in status and "link.mtu" in status, status
+        assert "a applies" not in status
+        shown_keys = {b.key for (_, b, on, _) in app.active_bindings.values() if b.show and on}
+        assert "a" not in shown_keys and "u" in shown_keys  # the same plan is not offered again
+        rows = shown_rows(app)
+        # each cured row is marked where it is listed; the rows the run left alone are not
+        for check in ("link.mtu", "dcb.pause_and_pfc", "dcb.fw_lldp ", "rdma.active_mtu"):
+            row = rows[rows.index(check):]
+            assert row.splitlines()[1].strip().startswith("✓ cured on the dry-run copy"), row[:200]
+        row = rows[rows.index("node.rdma_core_version"):]
+        assert "cured" not in row.splitlines()[1]
+        assert "applied on the dry-run copy" in rows
+        await pilot.press(key_of("deploy"))
+        for _ in range(100):
+            await settle(app, pilot)
+            if app.session.of(DeployState).preview is not None:
+                break
+        await settle(app, pilot)
+        deploy = notice_text(app, "#deploy-status")
+        assert "MTU differs" in deploy  # the demo's snapshots still have it ...
+        assert "dry run cured" in deploy and "unchanged" in deploy, deploy  # ... and it says why
+        await pilot.press(key_of("fix"), "u")
+        await wait_for_modal(app, pilot)
+        await pilot.press("y")
+        for _ in range(100):
+            await settle(app, pilot)
+            if not app.busy("fix"):
+                break
+        await settle(app, pilot)
+        assert "a applies them as a DRY RUN" in notice_text(app, "#fix-status")  # rolled back: Apply again
+        assert "cured on the dry-run copy" not in shown_rows(app)
+
+
+@sync
+async def test_fix_shows_a_systemd_unit_as_the_clis_diff_not_an_escaped_string() -> None:
+    app = make_app(demo=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press(key_of("fix"))
+        await settle(app, pilot)
+        rows = shown_rows(app)
+        assert "\\n" not in rows
+        lines = [line.strip() for line in rows.splitlines()]
+        assert "--- (absent)" in lines
+        assert "+[Unit]" in lines and "+[Service]" in lines and "+Type=oneshot" in lines
+        assert "+ExecStart=ethtool -A enp194s0np0 rx off tx off" in lines
+        assert any(line.startswith("@@ -0,0 +1,") for line in lines)

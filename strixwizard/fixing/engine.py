@@ -96,6 +96,7 @@ class Verdict:
     node: str
     status: VerdictStatus
     detail: str = ""
+    cured: tuple[str, ...] = ()  # the checks now passing that failed or warned before the run
 
     def to_json(self) -> dict[str, Any]:
         return {"fix": self.fix, "node": self.node, "status": self.status, "detail": self.detail}
@@ -603,7 +604,8 @@ def verify(before: Discovery, earlier: Report, plan: SitePlan, after: dict[str, 
                                                                     else "")
                 + (f"; what to do: {r.detail}" if r.detail else "") for r in bad)))
         elif cured := sorted({r.id for r in judged if (r.id, r.host, r.entity) in was_bad}):
-            verdicts.append(Verdict(fix, node, "cured", "now passing: " + ", ".join(cured)))
+            verdicts.append(Verdict(fix, node, "cured", "now passing: " + ", ".join(cured),
+                                    tuple(cured)))
         else:
             verdicts.append(Verdict(fix, node, "passing", ", ".join(sorted({r.id for r in judged}))
                                     + " passing (none of them failed or warned before the run)"))

@@ -32,6 +32,14 @@ def _value(value: str | None) -> str:
     return "(absent)" if value is None else repr(value) if value == "" else value
 
 
+def file_diff(step: Step) -> list[str]:
+    """A file step (a config file, a systemd unit) as a unified diff, one line each: the CLI's
+    plan and the wizard's Fix step show files this one way."""
+    return list(difflib.unified_diff((step.before or "").splitlines(), (step.after or "").splitlines(),
+                                     "before" if step.before is not None else "(absent)",
+                                     step.target, lineterm="", n=1))
+
+
 def step_lines(step: Step) -> list[str]:
     flags = [] if step.reversible else ["NOT reversible"]
     if step.reboot:
@@ -41,10 +49,7 @@ def step_lines(step: Step) -> list[str]:
     head = f"{step.summary}" + (f"  [{', '.join(flags)}]" if flags else "")
     lines = [head]
     if step.kind is Kind.FILE:
-        diff = difflib.unified_diff((step.before or "").splitlines(), (step.after or "").splitlines(),
-                                    "before" if step.before is not None else "(absent)",
-                                    step.target, lineterm="", n=1)
-        lines += [f"  {line}" for line in diff]
+        lines += [f"  {line}" for line in file_diff(step)]
     else:
         before = _value(step.before) if step.before_known else "(read at apply time)"
         lines.append(f"  {step.target}: {before} → {_value(step.after)}")

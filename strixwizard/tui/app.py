@@ -661,6 +661,7 @@ class WizardApp(App[int]):
             fixed = self.session.of(FixState)
             if message.action == "apply":
                 fixed.applied, fixed.rolled_back = cast(Applied, message.result), None
+                fixed.applied_on = self.session.of(DiscoverState).run
             else:
                 fixed.rolled_back, fixed.applied = cast(str, message.result), None
         else:

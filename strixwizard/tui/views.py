@@ -131,6 +131,7 @@ class StepLine:
     before: str
     after: str
     flags: str  # "reboot", "not reversible", "persists: ..."
+    diff: tuple[str, ...] = ()  # a file's change as the CLI's unified diff (before/after unused)
 
 
 @dataclass(frozen=True)
@@ -343,7 +344,11 @@ def _value(value: str | None) -> str:
 
 
 def plan_views(plan: object) -> dict[str, list[PlanView]]:
-    """The fix engine's SitePlan, node by node: each plan's steps as before → after."""
+    """The fix engine's SitePlan, node by node: each plan's steps as before → after (a file's
+    as the CLI's diff)."""
+    from strixwizard.fixing.model import Kind
+    from strixwizard.present.fix_text import file_diff
+
     out: dict[str, list[PlanView]] = {}
     for item in getattr(plan, "plans", []):
         steps = []
@@ -352,8 +357,9 @@ def plan_views(plan: object) -> dict[str, list[PlanView]]:
                      if on]
             if step.persistence:
                 flags.append(f"persists: {step.persistence}")
+            diff = tuple(file_diff(step)) if step.kind is Kind.FILE else ()
             steps.append(StepLine(step.summary, step.target, _value(step.before), _value(step.after),
-                                  ", ".join(flags)))
+                                  ", ".join(flags), diff))
         out.setdefault(item.node, []).append(
             PlanView(item.fix, item.node, item.entity, item.group, tuple(steps), tuple(item.notes)))
     return out

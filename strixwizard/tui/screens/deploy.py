@@ -36,6 +36,7 @@ from strixwizard.tui.messages import ApplyDeploy, PlanDeploy, RollBackDeploy
 from strixwizard.tui.screens.base import StepScreen
 from strixwizard.tui.screens.common import RunState, needs_discovery, show_run
 from strixwizard.tui.screens.discover import DiscoverState
+from strixwizard.tui.screens.fix import FixState, deploy_note
 from strixwizard.tui.steps import keys, refer
 from strixwizard.tui.text import outside, paragraph
 from strixwizard.tui.widgets.hanging import Hanging
@@ -423,6 +424,9 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         head = (f"{stack}: {env.profile} profile ({env.transport}) over {', '.join(env.links)}; "
                 f"head {env.head}, {len(env.nodes)} nodes; files go to {plan.settings.target_dir}.")
         warnings = "".join(f"\n! {in_wizard_terms(w)}" for w in plan.notes)
+        applied = self.session.of(FixState).applied_here(self.session.of(DiscoverState).run)
+        if applied is not None:
+            warnings += f"\n! {deploy_note(applied)}"
         if plan_only:
             notice.say(f"PLAN ONLY: {', '.join(replayed)} are replayed from snapshots, so nothing can "
                        f"be deployed on them; applying needs real nodes (a site with SSH or local "

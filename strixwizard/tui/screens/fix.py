@@ -28,10 +28,28 @@ from strixwizard.tui.widgets.notice import Notice
 from strixwizard.tui.widgets.sections import FILTER_NOTE, Section, counted_title, failing
 from strixwizard.tui.widgets.status import INDENT, badge
 
+#: How a diff line is coloured: added, removed, the hunk's position.
+DIFF_STYLE = {"+": "$text-success", "-": "$text-error", "@": "$text-muted"}
 
-def finding_content(result: CheckResult) -> Content:
+
+def cured_by(applied: Applied) -> set[tuple[str, str]]:
+    """(check id, node) of every check the run's verification saw cured."""
+    return {(check, verdict.node) for verdict in applied.report.verification
+            if verdict.status == "cured" for check in verdict.cured}
+
+
+def is_cured(result: CheckResult, cured: set[tuple[str, str]]) -> bool:
+    """A node's result cured on its node, a link's on either end (as `services.fix.tally`)."""
+    return any(result.id == check and (result.host == node or (
+        result.host is None and f"{node}:" in result.entity)) for check, node in cured)
+
+
+def finding_content(result: CheckResult, cured: str | None = None) -> Content:
+    """A finding; `cured` says which run cured it (the rows stay what Discover read)."""
     where = f" {result.entity}" if result.entity and result.entity != result.host else ""
     lines = [Content.assemble(badge(result.status), outside(f" {result.id}{where}"))]
+    if cured:
+        lines.append(outside(f"{INDENT}✓ {cured}", "bold $text-success"))
     observed = result.observed or result.detail
     if observed:
         want = f"  (want {result.expected})" if result.expected else ""
@@ -48,14 +66,22 @@ def finding_content(result: CheckResult) -> Content:
     return Content("\n").join(lines)
 
 
-def plan_content(plan: PlanView) -> Content:
+def plan_content(plan: PlanView, applied: str | None = None) -> Content:
+    """A plan's steps as before → after, a file's as the CLI's diff; `applied` says which run
+    applied it."""
     where = f" on {plan.entity}" if plan.entity and plan.entity != plan.node else ""
-    head = Content.assemble(outside(f"plan {plan.fix}", "bold $accent"), outside(where))
+    done = f"  ({applied})" if applied and plan.steps else ""
+    head = Content.assemble(outside(f"plan {plan.fix}", "bold $accent"), outside(where),
+                            outside(done, "$text-success"))
     lines = [head]
     if not plan.steps:
         lines.append(outside(f"{INDENT}no change planned", "$text-muted"))
     for step in plan.steps:
         flags = f"  [{step.flags}]" if step.flags else ""
+        if step.diff:
+            lines.append(outside(f"{INDENT}{step.summary}{flags}"))
+            lines += [outside(f"{INDENT * 2}{line}", DIFF_STYLE.get(line[:1], "")) for line in step.diff]
+            continue
         lines.append(Content.assemble(outside(f"{INDENT}{step.summary}: "),
                                       outside(step.before, "$text-error"), " → ",
                                       outside(step.after, "$text-success"), outside(flags)))
@@ -63,15 +89,38 @@ def plan_content(plan: PlanView) -> Content:
     return Content("\n").join(lines)
 
 
+@dataclass(frozen=True)
+class AfterApply:
+    """The last apply, as the rows of the discovery it was planned from show it: which checks
+    it cured, and the words for a cured row and an applied plan."""
+
+    cured: set[tuple[str, str]]
+    row_note: str  # "cured on the dry-run copy"
+    plan_note: str  # "applied on the dry-run copy"
+
+    @classmethod
+    def of(cls, applied: Applied) -> AfterApply:
+        if applied.dry_run_copies is not None:
+            return cls(cured_by(applied), "cured on the dry-run copy only (the demo is unchanged)",
+                       "applied on the dry-run copy")
+        run = applied.report.run_id
+        return cls(cured_by(applied), f"cured by run {run} (read before it: discover again)",
+                   f"applied by run {run}")
+
+
 class FixGroupView(Static):
-    def __init__(self, title: str, results: tuple[CheckResult, ...], plans: list[PlanView]) -> None:
-        parts = [finding_content(r) for r in results] + [plan_content(p) for p in plans]
+    def __init__(self, title: str, results: tuple[CheckResult, ...], plans: list[PlanView],
+                 after: AfterApply | None = None) -> None:
+        parts = [finding_content(r, after.row_note if after and is_cured(r, after.cured) else None)
+                 for r in results]
+        parts += [plan_content(p, after.plan_note if after else None) for p in plans]
         super().__init__(Hanging(Content("\n").join(parts)), classes="fix-group")
         self.title = title
 
 
 def fix_section(title: str, results: tuple[CheckResult, ...], plans: list[PlanView],
-                failing_only: bool, folds: dict[str, bool]) -> Section | None:
+                failing_only: bool, folds: dict[str, bool], after: AfterApply | None = None
+                ) -> Section | None:
     """A node's, link's or site's findings and plans in a foldable section; with the FAIL
     filter on, only its failing findings and the plans that cure them (None: nothing left)."""
     shown = failing(results, failing_only)
@@ -80,8 +129,23 @@ def fix_section(title: str, results: tuple[CheckResult, ...], plans: list[PlanVi
         plans = [p for p in plans if p.fix in cures]
     if not shown and not plans:
         return None
-    return Section(FixGroupView(title, shown, plans), key=f"fix {title}",
+    return Section(FixGroupView(title, shown, plans, after), key=f"fix {title}",
                    title=counted_title(title, results), folds=folds, classes="fix-section")
+
+
+def after_apply_words(applied: Applied, counted: Tally, after: AfterApply) -> str:
+    """The Fix step's head once its plan was applied: what the run cured, and what the rows
+    below still are (the discovery the plan was made from)."""
+    cured = sorted({check for check, _ in after.cured})
+    what = (f"{len(cured)} of the {counted.problems} problems ({', '.join(cured)})" if cured
+            else f"none of the {counted.problems} problems")
+    if applied.dry_run_copies is not None:
+        return (f"DRY RUN done on copies of the demo's snapshots: the plan would cure {what}. "
+                "The demo itself is unchanged, so the rows below are still what Discover read; "
+                "each one the copy cured is marked. u rolls the copies back.")
+    return (f"Applied (run {applied.report.run_id}): it cured {what}. The rows below are what "
+            f"Discover read before the run, each cured one marked; discover again "
+            f"({keys('discover', 'r')}) to read the nodes afresh and plan what is left.")
 
 
 def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None) -> str:
@@ -124,15 +188,30 @@ def applied_text(applied: Applied) -> tuple[str, str]:
     return "\n".join(lines), "success" if report.ok else "warning"
 
 
+def deploy_note(applied: Applied) -> str:
+    """What Deploy adds to its warnings once Fix applied the plan of the discovery it reads."""
+    cured = ", ".join(sorted({check for check, _ in cured_by(applied)})) or "nothing"
+    if applied.dry_run_copies is not None:
+        return (f"the Fix step's dry run cured {cured} on copies only: this plan reads the demo's "
+                "snapshots, which are unchanged, so the warnings above still hold for them")
+    return (f"Fix run {applied.report.run_id} cured {cured} after these nodes were read: discover "
+            f"again ({keys('discover', 'r')}) so this plan reads them as they are now")
+
+
 @dataclass
 class FixState(RunState):
     """The last apply or rollback. Kept across discoveries: a run stays rollbackable after the
     nodes are read again."""
 
     applied: Applied | None = None
+    applied_on: int | None = None  # the discovery run the applied plan was made from
 
     def reset(self, new_site: bool = False) -> None:
         """Nothing is cleared (see the class docstring)."""
+
+    def applied_here(self, discovery_run: int) -> Applied | None:
+        """The last apply, when it applied the plan of discovery `discovery_run` (else None)."""
+        return self.applied if self.applied is not None and self.applied_on == discovery_run else None
 
 
 class FixScreen(StepScreen, step="fix", state=FixState):
@@ -150,9 +229,9 @@ class FixScreen(StepScreen, step="fix", state=FixState):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         discovery = self.session.of(DiscoverState).discovery
         running = self.wizard.busy("fix")
-        if action == "apply":
+        if action == "apply":  # not the same plan twice: once applied, discover again first
             return (discovery is not None and discovery.plan is not None and discovery.plan.changes > 0
-                    and not running)
+                    and not running and self._after_apply() is None)
         if action == "roll_back":
             return self.session.of(FixState).applied is not None and not running
         return True
@@ -163,6 +242,12 @@ class FixScreen(StepScreen, step="fix", state=FixState):
         if discovery is None or discovery.plan is None or not discovery.plan.changes:
             return
         self.post_message(ApplyFixes())
+
+    def _after_apply(self) -> AfterApply | None:
+        """The last apply, when it was planned from the discovery shown (else None)."""
+        state = self.session.of(FixState)
+        applied = state.applied_here(self.session.of(DiscoverState).run)
+        return None if applied is None else AfterApply.of(applied)
 
     def action_failing_only(self) -> None:
         """Only the FAIL and ERROR findings (again: every finding)."""
@@ -207,18 +292,25 @@ class FixScreen(StepScreen, step="fix", state=FixState):
         plan = discovery.plan or SitePlan(discovery.site.name)
         counted = tally(discovery.report, plan)
         said = tally_words(counted, changes, len(changed_nodes(plan)), discovery.plan_error)
-        if discovery.plan is None:
-            how = f"Apply them by hand, then discover again ({keys('discover', 'r')})."
+        after = self._after_apply()
+        state = self.session.of(FixState)
+        if after is not None and state.applied is not None:
+            said, how = after_apply_words(state.applied, counted, after), ""
+        elif discovery.plan is None:
+            how = f"\nApply them by hand, then discover again ({keys('discover', 'r')})."
         elif self.session.is_demo:
-            how = "a applies them as a DRY RUN on copies of the demo's snapshots."
+            how = "\na applies them as a DRY RUN on copies of the demo's snapshots."
         else:
-            how = "a applies them (you confirm first); u rolls the last run back (you confirm first)."
+            how = "\na applies them (you confirm first); u rolls the last run back (you confirm first)."
         only = self.session.failing_only
         shown = f"\n{FILTER_NOTE}" if only else ""
-        notice.say(f"{said}\n{how}{shown}", "warning", title="Fix")
+        notice.say(f"{said}{how}{shown}", "info" if after else "warning",
+                   title="Fix: dry run done" if after and state.applied and state.applied.dry_run_copies
+                   else "Fix: applied" if after else "Fix")
         fold = self.session.folds
         sections = [fix_section(g.title, g.results, plans.pop(g.title.removeprefix("node "), [])
-                                if g.title.startswith("node ") else [], only, fold) for g in groups]
-        sections += [fix_section(f"node {node}", (), node_plans, only, fold)
+                                if g.title.startswith("node ") else [], only, fold, after)
+                    for g in groups]
+        sections += [fix_section(f"node {node}", (), node_plans, only, fold, after)
                      for node, node_plans in plans.items()]
         box.mount_all(section for section in sections if section is not None)
