@@ -157,3 +157,28 @@ def test_runner_paths_never_leave_the_copy(tmp_path: Path) -> None:
     assert runner._disk("/../../etc/x") == fs / "etc" / "x"
     with pytest.raises(StepFailed, match="too many levels"):
         runner._disk("/loop1/x")
+
+
+def test_a_dry_run_ends_with_a_real_command_that_replays_the_site_as_it_left_it(tmp_path: Path) -> None:
+    """Not a placeholder path (`…/RUN/NODE`), and not one copy on its own (which took the
+    snapshot's host name, strix-b, and had no link): the site file beside the copies keeps the
+    demo's node names and both ends of each link, the changed node from its copy."""
+    import json
+    import re
+    import shlex
+
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    done = invoke("fix", "--demo", "--apply", "--yes", env=env)
+    assert done.rc == 0, done.stdout + done.stderr
+    assert "/NODE" not in done.stdout and "/RUN" not in done.stdout
+    found = re.search(r"doctor reads the site as the run left it with: (strixwizard doctor .+)$",
+                      done.stdout, re.MULTILINE)
+    assert found, done.stdout
+    argv = shlex.split(found.group(1))
+    assert argv[:3] == ["strixwizard", "doctor", "--site"] and Path(argv[3]).is_file()
+    replayed = json.loads(invoke(*argv[1:], "--json", env=env).stdout)
+    by_check = {(c["id"], c["host"] or c["entity"]): c["status"] for c in replayed["checks"]}
+    assert {h["name"] for h in replayed["hosts"]} == {"node-a", "node-b"}
+    assert by_check[("link.mtu", "node-a:enp194s0np0 <-> node-b:enp194s0np0")] == "pass"
+    assert by_check[("dcb.pause_and_pfc", "node-b")] == "pass"
+    assert by_check[("node.rdma_core_version", "node-b")] == "fail"  # no fix touched it

@@ -39,10 +39,16 @@ def test_doctor_and_the_tui_helpers_do_not_load_textual() -> None:
     assert done.stderr.strip().splitlines()[-1] == "False"
 
 
-@pytest.mark.parametrize("words", [(), ("--demo",)])
-def test_without_a_terminal_the_wizard_prints_help_and_exits_2(words: tuple[str, ...]) -> None:
-    """It could not start: a script that runs it must not take that for success."""
+@pytest.mark.parametrize(("words", "works"), [((), "strixwizard doctor"),
+                                              (("--demo",), "strixwizard doctor --demo"),
+                                              (("--site", "my site.yaml"),
+                                               "strixwizard doctor --site 'my site.yaml'")])
+def test_without_a_terminal_the_wizard_says_why_and_exits_2(words: tuple[str, ...], works: str) -> None:
+    """It could not start: a script that runs it must not take that for success, and is told
+    why (no terminal) and the command that works for the same site; no help page on stdout."""
     done = subprocess.run([sys.executable, "-m", "strixwizard", *words], capture_output=True,
                           text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
-    assert "--demo" in done.stdout and "needs a terminal" in done.stderr
+    assert done.stdout == ""
+    assert "cannot start: its input is not a terminal" in done.stderr, done.stderr
+    assert f"`{works}`" in done.stderr, done.stderr

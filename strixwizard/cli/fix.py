@@ -158,9 +158,12 @@ def _apply(args: argparse.Namespace, found: Any, doctor: Any, planned: SitePlan,
                       apply=report.to_json()))
     else:
         sys.stdout.write(text.getvalue())
-        if applied.dry_run_copies is not None:
-            print(f"The changed snapshot copies are in {applied.dry_run_copies}: "
-                  f"strixwizard doctor --snapshot {applied.dry_run_copies}/NODE")
+        if applied.copies_site is not None:
+            print(f"The changed snapshot copies are in {applied.dry_run_copies}; doctor reads the "
+                  f"site as the run left it with: "
+                  f"{shlex.join(['strixwizard', 'doctor', '--site', str(applied.copies_site)])}")
+        elif applied.dry_run_copies is not None:
+            print(f"Nothing was changed, so no copy was kept ({applied.dry_run_copies}).")
     if report.signal is not None:
         return exit_status(report.signal)
     return exit_code(report.ok)

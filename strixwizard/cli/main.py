@@ -494,12 +494,24 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def no_terminal_words(stdin_is_terminal: bool, demo: bool, site: Path | None) -> str:
+    """Why the wizard did not start, and the commands that work without a terminal, with the
+    site the wizard was asked for."""
+    which = "its output" if stdin_is_terminal else "its input"
+    chosen = ["--demo"] if demo else ["--site", str(site)] if site is not None else []
+    doctor = shlex.join(["strixwizard", "doctor", *chosen])
+    fix = shlex.join(["strixwizard", "fix", *chosen])
+    return (f"strixwizard: the wizard cannot start: {which} is not a terminal (it draws its "
+            f"screens on one and reads keys from one).\nWithout a terminal, run a command "
+            f"instead: `{doctor}` checks the nodes, `{fix}` plans the fixes; "
+            "`strixwizard --help` lists every command.")
+
+
 def _wizard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """No command: the Textual wizard (only on a terminal; Textual is imported only here)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # it could not start: a script that runs it must not take that for success
-        parser.print_help()
-        print("\nstrixwizard: the wizard needs a terminal; use a command above in scripts",
+        print(no_terminal_words(sys.stdin.isatty(), args.wizard_demo, args.wizard_site),
               file=sys.stderr)
         return EXIT_NO_VERDICT
     from strixwizard.tui.app import run

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from strixwizard.fixing.lock import Holder
     from strixwizard.fixing.model import SitePlan
     from strixwizard.node.session import Connector
+    from strixwizard.site import Site
 
 
 
@@ -52,6 +53,52 @@ class Applied:
 
     report: ApplyReport
     dry_run_copies: Path | None
+
+    @property
+    def copies_site(self) -> Path | None:
+        """The site file that replays a dry run's copies (`copies_site_file`), if written."""
+        if self.dry_run_copies is None:
+            return None
+        path = self.dry_run_copies / COPIES_SITE
+        return path if path.is_file() else None
+
+
+#: The site file a dry run writes beside its copies (`copies_site_file`).
+COPIES_SITE = "site.yaml"
+
+
+def copies_site_file(site: Site, copies: Path) -> Path | None:
+    """A site file in `copies` (a dry run's folder) that replays the site as the run left it:
+    each node by its own name, from its changed copy (`copies/NODE`) or, untouched, from its
+    own snapshot, with the site's fabric and thresholds, so doctor judges the same nodes and
+    links as before. None when the run made no copy (nothing changed) or it cannot be written."""
+    import dataclasses
+
+    import yaml
+
+    if not copies.is_dir():
+        return None
+    nodes = []
+    for spec in site.nodes:
+        if spec.snapshot is None:
+            return None  # only a site of snapshots is replayed
+        copy = copies / spec.name
+        node = {"name": spec.name, "snapshot": str(copy if copy.is_dir() else site.resolve(spec.snapshot))}
+        if spec.fabric_address:
+            node["fabric_address"] = spec.fabric_address
+        nodes.append(node)
+    document = {"site": site.name, "nodes": nodes, "fabric": dataclasses.asdict(site.fabric),
+                "thresholds": dataclasses.asdict(site.thresholds)}
+    if site.allow_soft_rdma:
+        document["allow_soft_rdma"] = True
+    path = copies / COPIES_SITE
+    try:
+        path.write_text("# The site as this dry run left it: the changed nodes from their copies "
+                        "here, the others from their own snapshots.\n"
+                        + yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    except OSError:
+        return None
+    return path
 
 
 def plan(found: Discovery, only: Sequence[str] = (), persist: bool = True) -> SitePlan:
@@ -185,7 +232,10 @@ def apply(found: Discovery, report: Report, plan: SitePlan, confirm: Confirm,
                              with_reboot=options.with_reboot, progress=step_progress(on_step),
                              connector=options.connector, break_lock=options.break_lock,
                              checks=ALL, fixes=BY_ID)
-    return Applied(applied, dry_root / run_id if applied.dry_run else None)
+    if not applied.dry_run:
+        return Applied(applied, None)
+    copies_site_file(found.site, dry_root / run_id)
+    return Applied(applied, dry_root / run_id)
 
 
 @contextmanager

@@ -181,6 +181,9 @@ def applied_text(applied: Applied) -> tuple[str, str]:
     if applied.dry_run_copies is not None:
         lines.append(f"DRY RUN on copies of the snapshots in {display_path(applied.dry_run_copies)}; "
                      "the demo itself is unchanged.")
+        if applied.copies_site is not None:
+            lines.append(f"strixwizard doctor --site {display_path(applied.copies_site)} reads the "
+                         "site as the run left it.")
     lines += [f"{n.node}: {n.status}, {n.state}" for n in report.nodes]
     lines += [f"  {v.fix} on {v.node}: {v.status}" + (f" ({v.detail})" if v.detail else "")
               for v in report.verification]
