@@ -79,7 +79,8 @@ def pause_and_pfc(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[F
         observed = (f"pause rx {'on' if pause.rx else 'off'} tx {'on' if pause.tx else 'off'}, "
                     f"PFC {_prios(dcb.pfc_enabled)}")
         yield verdict(not (dcb.pfc_enabled and pause.any_on), fabric.label, observed,
-                      "pause off when PFC is on", f"`ethtool -A {name} rx off tx off` on both ends.",
+                      "pause off when PFC is on",
+                      f"`ethtool -A {name} rx off tx off` on {node.name}.",
                       Status.FAIL)
 
 
@@ -94,7 +95,7 @@ def pfc_priority(node: NodeFacts, site: Site, fabric: FabricPort) -> Iterator[Fi
     else:
         yield verdict(dcb.pfc_enabled == wanted, fabric.label, f"PFC {_prios(dcb.pfc_enabled)}",
                       expected, f"`dcb pfc set dev {fabric.netdev.name} prio-pfc all:off "
-                      f"{wanted[0]}:on` on both ends.")
+                      f"{wanted[0]}:on` on {node.name}.")
 
 
 @node_check("dcb.trust", per=ROCE_INTERFACES)

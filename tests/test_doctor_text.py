@@ -73,8 +73,15 @@ def test_doctor_reads_at_a_glance_and_in_full_with_v(tmp_path: Path) -> None:
     assert "more: strixwizard explain link.mtu" in out
     assert "more: strixwizard explain nic.pcie_link" not in out
     assert any(line.startswith("  WARN  nic.pcie_link") for line in lines)
-    assert "`strixwizard doctor --demo -v` explains them" in out
-    assert "links: 2" not in out and len(lines) < 45
+    assert "`strixwizard doctor --demo -v` says what to do about each" in out
+    # each warning with its reason under it, in one line within the width
+    gtt = lines.index(next(line for line in lines if line.startswith("  WARN  node.gtt")))
+    assert lines[gtt + 1].strip().startswith("GTT 62.7 GiB = 50% of 125.4 GiB RAM (want >= 75%")
+    narrow = invoke("doctor", "--demo", env={**env, "COLUMNS": "60"}).stdout.splitlines()
+    at = narrow.index(next(line for line in narrow if line.startswith("  WARN  fabric.counters")))
+    assert narrow[at + 1].startswith("        discard") and narrow[at + 2].startswith("  WARN")
+    assert all(len(line) <= 60 for line in narrow[at:at + 2]), narrow[at:at + 2]
+    assert "links: 2" not in out and len(lines) < 52  # a reason under each warning
     full = invoke("doctor", "--demo", "-v", env=env).stdout
     assert "links: 2" in full and "more: strixwizard explain nic.pcie_link" in full
     assert "  ✗ versions" not in full
@@ -107,6 +114,6 @@ def test_the_explain_them_hint_repeats_the_options_that_chose_the_nodes(chosen: 
     words = tuple(str(root / w) if w.endswith(".tar.gz") else w for w in chosen)
     result = invoke("doctor", *words)
     text = " ".join(result.stdout.split())
-    hint = re.search(r"one line per warning: `([^`]+)` explains them", text)
+    hint = re.search(r"warnings in short: `([^`]+)` says what to do", text)
     assert hint is not None, text
     assert hint.group(1).split() == ["strixwizard", "doctor", *words, "-v"]

@@ -120,6 +120,13 @@ def rdma_link(node: FakeNode, device: str, netdev: str, netdev_index: int) -> No
                       "physical_state": "LINK_UP", "netdev": netdev, "netdev_index": netdev_index}])
 
 
+def not_recorded(node: FakeNode, argv: list[str]) -> None:
+    """A command the node has (its other uses are recorded) whose output for this device is in
+    no recording: said so, never "command not found" on a node where the program answered."""
+    node.command(argv, "", rc=1, stderr="not in the demo's recordings (the recorded run read "
+                 "the E810's counters only)")
+
+
 def demo_nodes() -> dict[str, FakeNode]:
     a = strix_halo_node("strix-a")
     onboard_lan(a, "192.168.1.21/24", "9c:6b:00:4a:21:01")
@@ -128,6 +135,7 @@ def demo_nodes() -> dict[str, FakeNode]:
          statistics=statistics)
     rdma_link(a, "rocep194s0", "enp194s0np0", 3)
     usb4_routers(a, "strix-b", ipv4="10.0.0.1/30", mac="02:5d:3a:71:8c:01")
+    not_recorded(a, ["ethtool", "-S", "thunderbolt0"])
     systemd_init(a)
     network_manager(a, {"enp192s0": "Wired connection 1", "enp194s0np0": "fabric",
                         "thunderbolt0": "usb4"})
@@ -142,6 +150,7 @@ def demo_nodes() -> dict[str, FakeNode]:
          counters=counters, statistics=statistics)
     rdma_link(b, "rocep194s0", "enp194s0np0", 3)
     usb4_routers(b, "strix-a", ipv4="10.0.0.2/30", mac="02:5d:3a:71:8c:02")
+    not_recorded(b, ["ethtool", "-S", "thunderbolt0"])
     systemd_init(b)
     networkd(b, ("enp192s0", "enp194s0np0", "thunderbolt0"))
     llama_cpp(b)

@@ -238,10 +238,21 @@ def area_lines(report: Report, paint: _Painter) -> list[str]:
     return lines
 
 
-def glance_lines(finding: Finding, paint: _Painter, width: int) -> list[str]:
-    """A finding that is not a failure, in one line (`-v` shows its whole block)."""
+def glance_lines(finding: Finding, paint: _Painter, width: int, columns: int = 100) -> list[str]:
+    """A finding that is not a failure: its line, then its reason (what was seen against what
+    is wanted) in one line cut to `columns` (`-v` shows its whole block)."""
     result = finding.result
-    return [f"  {paint.status(result.status)} {result.id.ljust(width)} {finding.where}"]
+    lines = [f"  {paint.status(result.status)} {result.id.ljust(width)} {finding.where}"]
+    seen = visible(result.observed or result.detail or "")
+    want = f" (want {visible(result.expected)})" if result.expected and seen else ""
+    if seen:
+        lines.append(fitted(f"        {seen}{want}", columns))
+    return lines
+
+
+def fitted(line: str, columns: int) -> str:
+    """`line` cut to `columns` characters, an ellipsis marking the cut."""
+    return line if len(line) <= columns else line[:max(columns - 1, 0)].rstrip() + "…"
 
 
 def _at_a_glance(finding: Finding, verbose: bool) -> bool:
@@ -297,11 +308,14 @@ def render(report: Report, stream: TextIO, verbose: bool = False, strict: bool =
         order = sorted(findings, key=lambda f: (-f.result.status.rank, f.result.id, f.hosts))
         for finding in order:
             brief = _at_a_glance(finding, verbose)
-            for line in (glance_lines if brief else _result_lines)(finding, paint, id_width):
+            lines = (glance_lines(finding, paint, id_width, columns) if brief
+                     else _result_lines(finding, paint, id_width))
+            for line in lines:
                 write(line)
         if any(_at_a_glance(f, verbose) for f in findings):
             again = verbose_again or shlex.join(["strixwizard", "doctor", *(site_options or ()), "-v"])
-            write(f"  (one line per warning: `{again}` explains them and lists every check)")
+            write(f"  (warnings in short: `{again}` says what to do about each and lists "
+                  "every check)")
     stream.write("\n")
     if report.no_verdict is not None:
         down = _unreachable_part(report, paint)
