@@ -177,9 +177,10 @@ def test_the_demo_fix_counts_add_up_to_doctors_problems(tmp_path: Path) -> None:
     line = next(line for line in text.splitlines() if line.startswith("doctor finds "))
     assert line.startswith(f"doctor finds {problems} problems ")
     cured, by_hand, none = (int(n) for n in re.findall(
-        r"(\d+) cured by the \d+ change\(s\) above.*; (\d+) to do by hand.*; (\d+) with no plan", line)[0])
+        r"the \d+ changes above would cure (\d+) of them.*; (\d+) to do by hand.*; (\d+) with no plan",
+        line)[0])
     assert cured + by_hand + none == problems
-    assert f"by the {summary['changes']} change(s) above" in line
+    assert f"the {summary['changes']} changes above would cure" in line
     assert text.rstrip().endswith("Apply with: strixwizard fix --demo --apply")
 
 

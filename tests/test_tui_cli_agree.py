@@ -52,12 +52,13 @@ async def test_the_fix_step_counts_the_problems_as_fix_does() -> None:
         await pilot.press(key_of("fix"))
         await settle(app, pilot)
         said = " ".join(notice_text(app, "#fix-status").split())
-    counts = re.search(r"finds (\d+) problems \((\d+) failed, (\d+) warnings\): (\d+) cured by the "
-                       r"(\d+) change\(s\) planned.*?; (\d+) to do by hand.*?; (\d+) with no plan here", said)
+    counts = re.search(r"finds (\d+) problems \((\d+) failed, (\d+) warnings\): the (\d+) changes "
+                       r"planned below \(on node-b\) would cure (\d+) of them.*?; (\d+) to do by hand.*?; "
+                       r"(\d+) with no plan here", said)
     assert counts is not None, said
     assert [int(n) for n in counts.groups()] == [
-        summary["problems"], summary["failed"], summary["warnings"], summary["cured_by_plan"],
-        summary["changes"], summary["by_hand"], summary["not_planned"]]
+        summary["problems"], summary["failed"], summary["warnings"], summary["changes"],
+        summary["cured_by_plan"], summary["by_hand"], summary["not_planned"]]
     assert "above" not in said and not command_words().search(said)  # the plans are below it here
 
 
@@ -106,13 +107,13 @@ def test_the_fix_steps_words_follow_the_counts() -> None:
     from strixwizard.tui.screens.fix import tally_words
 
     one = Tally(0, 1, 0, (), (), ("nic.pcie_link",))
-    assert tally_words(one, 0, 0, None) == (
-        "Discover finds 1 problem (1 warning): none cured by a planned change; 1 with no plan here "
-        "(nic.pcie_link), each with the reason it matters below.")
-    assert tally_words(Tally(0, 0, 0, (), (), ()), 2, 1, None) == (
-        "Discover finds no problem, yet the fix engine has 2 change(s) planned on 1 node(s), "
-        "shown as before → after under each node.")
-    assert tally_words(one, 0, 0, "planning the fixes failed: X").endswith("; no plan: planning "
+    assert tally_words(one, 0, (), None) == (
+        "Discover finds 1 problem (1 warning): no planned change cures any of them; 1 with no plan "
+        "here (nic.pcie_link), each with the reason it matters below.")
+    assert tally_words(Tally(0, 0, 0, (), (), ()), 2, ("node-b",), None) == (
+        "Discover finds no problem, yet the fix engine has 2 changes planned below (on node-b), "
+        "each as before → after.")
+    assert tally_words(one, 0, (), "planning the fixes failed: X").endswith("; no plan: planning "
                                                                           "the fixes failed: X.")
 
 
@@ -125,7 +126,7 @@ def test_the_fix_commands_tally_names_each_id_with_its_count_as_the_wizard_does(
     counted = Tally(1, 2, 0, ("link.mtu",), (), ("nic.pcie_link", "nic.pcie_link"))
     line = tally_line(counted, 2)
     assert "2 with no plan here (nic.pcie_link: 2)" in line, line
-    assert "(nic.pcie_link: 2)" in tally_words(counted, 2, 1, None)
+    assert "(nic.pcie_link: 2)" in tally_words(counted, 2, ("node-b",), None)
 
 
 @sync
@@ -176,7 +177,7 @@ async def test_deploy_speaks_of_its_fields_and_keys_not_flags() -> None:
         labels = [str(box.label) for box in screen.query(Checkbox)]
         assert labels and not any("--" in label for label in labels), labels
         shown = "\n".join(str(w.render()) for w in screen.query(".deploy-box"))
-        assert "deploy --rollback" not in shown and "5, u rolls back" in shown
+        assert "deploy --rollback" not in shown and "u on this step rolls them back" in shown
         assert "pass --model" not in shown and "Model field above" in shown
         model = screen.query_one("#deploy-model", Input)
         assert model.placeholder.startswith("vLLM model")

@@ -72,3 +72,24 @@ def test_the_matrix_fits_80_columns_and_no_cell_is_cut(count: int) -> None:
         assert "TCP / RDMA" in title and rows[0][2] == "123.4 / 5.19"
     else:
         assert "TCP: in the panels above" in title
+
+
+@sync
+async def test_the_test_steps_notice_is_short_at_80x24_and_i_shows_the_details() -> None:
+    from strixwizard.tui.widgets.notice import Notice
+
+    app = make_app(demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key_of("test"))
+        await settle(app, pilot)
+        notice = app.screen.query_one("#test-status", Notice)
+        assert notice.outer_size.height <= 6, notice.outer_size  # the step's panels get the rest
+        short = notice_text(app, "#test-status")
+        assert "r runs the live tests" in short and "i: details" in short and "Limits" not in short
+        await pilot.press("i")
+        await settle(app, pilot)
+        full = notice_text(app, "#test-status")
+        assert "Limits: RDMA" in full and "Sparklines" in full and "Demo:" in full
+        await pilot.press("i")
+        await settle(app, pilot)
+        assert "Limits" not in notice_text(app, "#test-status")

@@ -87,8 +87,9 @@ def copies_site_file(site: Site, copies: Path) -> Path | None:
         if spec.fabric_address:
             node["fabric_address"] = spec.fabric_address
         nodes.append(node)
-    document = {"site": site.name, "nodes": nodes, "fabric": dataclasses.asdict(site.fabric),
-                "thresholds": dataclasses.asdict(site.thresholds)}
+    document: dict[str, object] = {"site": site.name, "nodes": nodes,
+                                   "fabric": dataclasses.asdict(site.fabric),
+                                   "thresholds": dataclasses.asdict(site.thresholds)}
     if site.allow_soft_rdma:
         document["allow_soft_rdma"] = True
     path = copies / COPIES_SITE
@@ -168,8 +169,8 @@ def tally_line(counted: Tally, changes: int) -> str:
                                              else "warning"),
                                             (counted.errors, "errors" if counted.errors != 1
                                              else "error")) if n]
-    parts = [f"{len(counted.by_plan)} cured by the {changes} change(s) above "
-             f"({tally_ids(counted.by_plan)})" if counted.by_plan else "none cured by a planned change"]
+    parts = [f"the {changes_words(changes)} above would cure {len(counted.by_plan)} of them "
+             f"({tally_ids(counted.by_plan)})" if counted.by_plan else "no planned change cures any of them"]
     if counted.by_hand:
         parts.append(f"{len(counted.by_hand)} to do by hand, as the manual plans above say "
                      f"({tally_ids(counted.by_hand)})")
@@ -178,6 +179,11 @@ def tally_line(counted: Tally, changes: int) -> str:
                      "`strixwizard explain ID` says what to do")
     noun = "problem" if counted.problems == 1 else "problems"
     return f"doctor finds {counted.problems} {noun} ({', '.join(kinds)}): " + "; ".join(parts) + "."
+
+
+def changes_words(changes: int) -> str:
+    """"1 change", "6 changes"."""
+    return f"{changes} change" if changes == 1 else f"{changes} changes"
 
 
 def changed_nodes(plan: SitePlan) -> list[str]:

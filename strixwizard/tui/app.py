@@ -418,7 +418,7 @@ class WizardApp(App[int]):
             self.notify(refused, severity="error", timeout=10)
         elif group == "fix":
             session.of(FixState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
-                                              f"kept: {keys('fix', 'u')} rolls the run back.")
+                                              f"kept: to roll the run back, {keys('fix', 'u')}.")
         elif group == "deploy-plan":
             session.of(DeployState).error = (
                 f"planning the deploy failed: {error!r}",
@@ -426,7 +426,7 @@ class WizardApp(App[int]):
                 "nodes' snapshots)")
         elif group == "deploy":
             session.of(DeployState).run_error = (f"stopped: {error!r}\nNext: {again}; the journals are "
-                                                 f"kept: {keys('deploy', 'u')} rolls the run back.")
+                                                 f"kept: to roll the run back, {keys('deploy', 'u')}.")
         elif group == "tests":
             state = session.of(MeasurementState)
             state.error = (f"the tests stopped: {error!r}",

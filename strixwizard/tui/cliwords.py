@@ -26,8 +26,8 @@ def _rules() -> list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]
         (re.compile(r"`strixwizard deploy --transport tcp`"), "the Transport choice above"),
         (re.compile(r"with --nodes [\w,.-]+"), "by ticking only those nodes above"),
         (re.compile(r"with --transport tcp"), "by picking the tcp transport above"),
-        (re.compile(r"\(deploy --rollback\)"), f"({keys('deploy', 'u')} rolls back)"),
-        (re.compile(r"\(fix --rollback\)"), f"({keys('fix', 'u')} rolls back)"),
+        (re.compile(r"\(deploy --rollback\)"), f"(to roll back: {keys('deploy', 'u')})"),
+        (re.compile(r"\(fix --rollback\)"), f"(to roll back: {keys('fix', 'u')})"),
         (re.compile(r"`strixwizard advise` for every way"), "every way is in the table above"),
         (re.compile(r"pass --model NAME to write it"), "type the model in the Model field above to "
                                                        "write it"),

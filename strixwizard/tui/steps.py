@@ -79,5 +79,5 @@ def refer(step_id: str) -> str:
 
 
 def keys(step_id: str, *then: str) -> str:
-    """The keys that reach a step's action, as texts write them: "2, r"."""
-    return ", ".join([BY_ID[step_id].key, *then])
+    """The keys that reach a step's action, as texts write them: "press 2, then r"."""
+    return f"press {BY_ID[step_id].key}" + "".join(f", then {key}" for key in then)

@@ -87,8 +87,8 @@ def node_content(plan: DeployPlan, view: NodeView) -> Content:
     plans = plan.site_plan.for_node(node)
     changes = sum(len(p.steps) for p in plans)
     lasting = f"; {view.persistence}" if view.persistence else ""
-    lines = [outside(f"{changes} change(s), each journalled and reversible ({keys('deploy', 'u')} "
-                     f"rolls back){lasting}")]
+    lines = [outside(f"{changes} change(s), each journalled and reversible (u on this step rolls "
+                     f"them back){lasting}")]
     for p in plans:
         for step in p.steps:
             lines.append(Content.assemble(INDENT, outside(p.fix, "$text-accent"),

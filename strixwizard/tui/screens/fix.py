@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,7 +15,7 @@ from textual.widgets import Static
 from strixwizard.files import display_path
 from strixwizard.fixing.model import SitePlan
 from strixwizard.model import CheckResult
-from strixwizard.services.fix import Applied, Tally, changed_nodes, tally, tally_ids
+from strixwizard.services.fix import Applied, Tally, changed_nodes, changes_words, tally, tally_ids
 from strixwizard.tui.cliwords import in_wizard_terms
 from strixwizard.tui.messages import ApplyFixes, RollBackFixes
 from strixwizard.tui.screens.base import StepScreen
@@ -148,7 +149,7 @@ def after_apply_words(applied: Applied, counted: Tally, after: AfterApply) -> st
             f"({keys('discover', 'r')}) to read the nodes afresh and plan what is left.")
 
 
-def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None) -> str:
+def tally_words(counted: Tally, changes: int, nodes: Sequence[str], plan_error: str | None) -> str:
     """`strixwizard fix`'s tally (`services.fix.tally`: the same counts, adding up the same
     way) said as the Fix step shows it: the plans are the sections below, not "above"."""
     kinds = ", ".join(f"{n} {word if n != 1 else word.removesuffix('s')}"
@@ -160,11 +161,11 @@ def tally_words(counted: Tally, changes: int, nodes: int, plan_error: str | None
 
     if plan_error is not None:
         return f"{head}; no plan: {plan_error}."
-    where = f"{changes} change(s) planned on {nodes} node(s), shown as before → after under each node"
+    where = f"{changes_words(changes)} planned below (on {', '.join(nodes)})"
     if not counted.problems:
-        return f"{head}, yet the fix engine has {where}."
-    parts = [f"{len(counted.by_plan)} cured by the {where}" if counted.by_plan
-             else f"none cured by the {where}" if changes else "none cured by a planned change"]
+        return f"{head}, yet the fix engine has {where}, each as before → after."
+    parts = [f"the {where} would cure {len(counted.by_plan)} of them" if counted.by_plan
+             else f"the {where} cure none of them" if changes else "no planned change cures any of them"]
     if counted.by_hand:
         parts.append(f"{len(counted.by_hand)} to do by hand, as their plan's note says "
                      f"({tally_ids(counted.by_hand)})")
@@ -294,7 +295,7 @@ class FixScreen(StepScreen, step="fix", state=FixState):
             return
         plan = discovery.plan or SitePlan(discovery.site.name)
         counted = tally(discovery.report, plan)
-        said = tally_words(counted, changes, len(changed_nodes(plan)), discovery.plan_error)
+        said = tally_words(counted, changes, changed_nodes(plan), discovery.plan_error)
         after = self._after_apply()
         state = self.session.of(FixState)
         if after is not None and state.applied is not None:

@@ -159,6 +159,8 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
         Binding("r", "run_tests", "Run tests"),
         Binding("s", "soak_a_link", "Soak a link"),
         Binding("escape", "cancel_tests", "Cancel tests"),
+        Binding("i", "details", "Details", tooltip="What the tests run, their limits and what the "
+                "demo replays (again: hide them)"),
     ]
 
     @on(Select.Changed, "#decode-model")
@@ -172,6 +174,7 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
     def __init__(self) -> None:
         super().__init__()
         self.layout_key: tuple[object, ...] = ()
+        self.details = False  # the notice's long text (i): short by default, to leave room below
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="test-status", title="Test")
@@ -209,6 +212,11 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
 
     def action_cancel_tests(self) -> None:
         self.post_message(CancelTests())
+
+    def action_details(self) -> None:
+        """The notice's details: what runs, the limits, the sparklines, the demo's sources."""
+        self.details = not self.details
+        self.refresh_view()
 
     def refresh_view(self) -> None:
         notice = self.query_one("#test-status", Notice)
@@ -252,6 +260,9 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
         limits = (f"Limits: RDMA ≤ {t.rdma_latency_us:g} µs one-way, TCP ≤ {t.tcp_latency_us:g} µs, "
                   f"RDMA bandwidth ≥ {t.bandwidth_fraction:.0%} of the link rate, RCCL on NET/IB.")
         demo = f"\n{DEMO_NOTE}" if session.is_demo else ""
+        more = (f"\n{SPARK_NOTE}{demo}\ni: fewer words" if self.details
+                else "\ni: details" + (" (what the demo measures and what it replays)"
+                                        if session.is_demo else ""))
         results = state.results
         soaking = state.soak is not None and state.soak.outcome is None
         if self.wizard.busy("tests") and soaking:
@@ -282,14 +293,17 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
                 earlier = (f"\nFrom an earlier session (saved {state.resumed_at}), restored from its "
                            "report: r tests the nodes now.")
             notice.say(f"{status.value.upper()}: {cause(results)}\n{len(results)} result(s){seconds}. "
-                       f"r runs again.{earlier}\n{SPARK_NOTE}{demo}{stored}", kind,
+                       f"r runs again.{earlier}{stored}{more}", kind,
                        title=f"Tests: {status.value.upper()}")
         else:
             pairs = ", ".join(f"{a}-{b}" for a, b in planned_pairs(discovery.site))
-            notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "
-                       f"baseline beside it, and the RCCL all-reduce. s soaks a link: every byte "
-                       f"checked both ways.\n{limits}\n{SPARK_NOTE}{demo}", "info",
-                       title="Test")
+            if self.details:
+                notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "
+                           f"baseline beside it, and the RCCL all-reduce. s soaks a link: every byte "
+                           f"checked both ways.\n{limits}{more}", "info", title="Test")
+            else:
+                notice.say(f"r runs the live tests on {pairs} (latency, bandwidth, RCCL); s soaks "
+                           f"a link.{more}", "info", title="Test")
 
     def _draw_panels(self) -> None:
         state = self.session.of(MeasurementState)

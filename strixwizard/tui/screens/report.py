@@ -162,7 +162,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             lines.append(outside(f"{NB}not run yet ({keys('test', 'r')})"))
         elif outcome != "done":
             lines.append(styled(f"{NB}no verdict: the run was {outcome or 'still running'} before "
-                                f"it finished ({keys('test', 'r')} runs the tests again)",
+                                f"it finished (to run the tests again: {keys('test', 'r')})",
                                 Status.ERROR))
             return lines + self._soak_lines(sections.get("soak"))
         if note:
@@ -189,7 +189,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
             return [*lines, outside(f"{NB}still running: its verdict comes when it ends")]
         if document.get("outcome") != "done":
             return [*lines, styled(f"{NB}no verdict: the soak was {document.get('outcome')} before "
-                                   f"it finished ({keys('test', 's')} soaks again)", Status.ERROR)]
+                                   f"it finished (to soak again: {keys('test', 's')})", Status.ERROR)]
         status = _status_of(document.get("status")) or Status.ERROR
         lines.append(Content.assemble(NB, badge(status), outside(
             f" {len(document.get('pairs', []))} pair(s), {document.get('seconds', 0):g} s each at "
