@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Install strixwizard and run the doctor on the bundled demo site.
+# Install strixwizard and run the doctor on the bundled demo site, on Debian as root (it
+# installs distribution packages through scripts/install.sh). The demo itself needs neither:
+# on any machine, the wheel as the README installs it runs `strixwizard doctor --demo`.
 # The demo has faults left in on purpose, so doctor exits 1 (it found them);
 # this script succeeds whenever doctor produced a verdict (exit 0 or 1).
 set -uo pipefail

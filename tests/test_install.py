@@ -1,4 +1,6 @@
-"""Install as a user on another distribution would: build the sdist and wheel (`python -m build`,
+"""Install as a user on another distribution would: the README's install lines as they are (pipx
+under its pip and uv backends, and uv), and, for the checks of what the wheel holds, build the
+sdist and wheel (`python -m build`,
 which builds the wheel from the sdist), install the wheel into a fresh virtualenv outside the
 source tree, and run the installed command there: `--version`, `doctor --demo --json` and the
 wizard on the demo in a real terminal (tmux).
@@ -272,40 +274,65 @@ def installer(name: str, tmp: Path, env: dict[str, str]) -> Path:
     return tools / "bin" / name
 
 
-#: The README's install commands (section "Install on the head node"), with every place each
-#: tool writes to moved into the test's directory, and the interpreter it builds on named.
-TOOL_INSTALLS = {
-    "pipx": (["install", "--system-site-packages"], lambda tmp: {
+#: Where each tool writes, moved into the test's directory, and the interpreter it builds on
+#: named (the README's `--python /usr/bin/python3` names pipx's own); and where the tool puts
+#: strixwizard's virtualenv.
+TOOL_PLACES = {
+    "pipx": (lambda tmp: {
         "PIPX_HOME": str(tmp / "home"), "PIPX_BIN_DIR": str(tmp / "bin"),
         "PIPX_MAN_DIR": str(tmp / "man"), "PIPX_DEFAULT_PYTHON": sys.executable,
         "UV_CACHE_DIR": str(tmp / "cache" / "uv")}, "home/venvs/strixwizard"),
-    "uv": (["tool", "install"], lambda tmp: {
+    "uv": (lambda tmp: {
         "UV_TOOL_DIR": str(tmp / "home"), "UV_TOOL_BIN_DIR": str(tmp / "bin"),
         "UV_CACHE_DIR": str(tmp / "cache" / "uv"), "UV_PYTHON": sys.executable,
         "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}, "home/strixwizard"),
 }
 
 
-@pytest.mark.parametrize("tool", sorted(TOOL_INSTALLS))
-def test_the_wheel_installs_with_pipx_and_uv_as_the_readme_says(
-        built: Built, tool: str, tmp_path: Path) -> None:
-    argv, places, venv = TOOL_INSTALLS[tool]
+def clone(tmp: Path) -> Path:
+    """The checkout's files in `tmp/clone`, as a user's clone has them."""
+    source = tmp / "clone"
+    for name in source_files():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
+    return source
+
+
+@pytest.mark.parametrize(("tool", "backend"), [("pipx", "pip"), ("pipx", "uv"), ("uv", None)])
+def test_the_readmes_install_lines_build_and_install_the_wheel(
+        tool: str, backend: str | None, tmp_path: Path) -> None:
+    """The README's marked install block, line by line as a reader pastes it into a shell in a
+    clone (`tests/support/readme.py` reads it): the build, the install, `strixwizard --version`;
+    pipx under both of its backends."""
+    from tests.support.readme import install_commands
+
+    places, venv = TOOL_PLACES[tool]
+    source = clone(tmp_path)
+    env = {**clean_env(tmp_path), **places(tmp_path)}
+    if backend is not None:
+        env["PIPX_DEFAULT_BACKEND"] = backend
+    program = installer(tool, tmp_path, env)
+    env["PATH"] = os.pathsep.join([str(tmp_path / "bin"), str(program.parent), env.get("PATH", "")])
+    seconds: dict[str, float] = {}
+    outputs = []
+    for line in install_commands(tool):
+        started = time.monotonic()
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", line], cwd=source, env=env,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=600, check=False)
+        seconds[line] = round(time.monotonic() - started, 1)
+        assert done.returncode == 0, f"{line!r} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        outputs.append(done.stdout)
+    print(f"{tool} ({backend}): {seconds} s")
+    assert outputs[-1].strip() == f"strixwizard {PROJECT['version']}"
+    command = tmp_path / "bin" / "strixwizard"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**clean_env(tmp_path), **places(tmp_path)}
-    program = installer(tool, tmp_path, env)
-    seconds: dict[str, float] = {}
-    timed(seconds, f"{tool} install", [str(program), *argv, str(built.wheel)], cwd=elsewhere,
-          env=env, timeout=600)
-    print(f"{tool} install: {seconds} s")
-    command = tmp_path / "bin" / "strixwizard"
 
     def run(*words: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(command), *words], cwd=elsewhere, env=env, capture_output=True,
                               text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
 
-    version = run("--version")
-    assert (version.returncode, version.stdout.strip()) == (0, f"strixwizard {PROJECT['version']}")
     where = subprocess.run([str(tmp_path / venv / "bin" / "python"), "-c",
                             "import strixwizard; print(strixwizard.__file__)"], cwd=elsewhere,
                            env=env, capture_output=True, text=True, timeout=60, check=False)

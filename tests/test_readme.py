@@ -63,3 +63,18 @@ def test_every_link_of_the_readme_and_contributing_finds_its_file() -> None:
         assert local, name
         missing = [target for target in local if not (ROOT / target).exists()]
         assert not missing, f"{name} links to what is not there: {missing}"
+
+
+def test_the_readmes_install_blocks_are_marked_for_the_install_test() -> None:
+    """tests/test_install.py (the `pythons` tier) runs these lines as they are; `pipx run build`
+    fails under pipx's uv backend ("An executable named `build` is not provided by package
+    `build`"), so the build is named by its own command."""
+    from tests.support.readme import install_commands
+
+    pipx = install_commands("pipx")
+    assert pipx[0] == "pipx run --spec build pyproject-build"
+    assert pipx[1].startswith("pipx install --python /usr/bin/python3 --system-site-packages ")
+    uv = install_commands("uv")
+    assert uv[0] == "uv build" and uv[1].startswith("uv tool install ")
+    assert pipx[-1] == uv[-1] == "strixwizard --version"
+    assert "pipx run build" not in README

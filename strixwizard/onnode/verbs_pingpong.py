@@ -91,7 +91,10 @@ def open_device(name: str) -> Any:
     try:
         from pyverbs.device import Context, get_device_list
     except ImportError:
-        raise NoDevice("pyverbs is not installed on this node (package python3-pyverbs)") from None
+        raise NoDevice(
+            "pyverbs is not installed on this node (package python3-pyverbs), or not reachable "
+            "from " + sys.executable + ": only the distribution's own python3 sees it (a pyenv "
+            "or other Python does not, even with --system-site-packages)") from None
     try:
         devices = get_device_list()
     except Exception as error:  # PyverbsRDMAError when the kernel has no RDMA at all
