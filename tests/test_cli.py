@@ -85,3 +85,14 @@ def test_an_option_is_never_taken_by_its_prefix_and_a_typo_gets_the_close_ones(
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"strixwizard {words[0]}: error: unrecognized arguments: "), last
     assert f"did you mean {meant}" in last, last
+
+
+def test_deploys_reboot_note_repeats_the_options_that_chose_the_site(tmp_path: Path) -> None:
+    """A stack's plan says "run `strixwizard deploy --apply` again after a reboot" without
+    knowing the command line; the command printed keeps --demo (or --site FILE) and the stack."""
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    ray = invoke("deploy", "--demo", env=env).stdout
+    assert "run `strixwizard deploy --demo --apply` again after a reboot" in ray
+    llama = invoke("deploy", "--demo", "--stack", "llama-rpc", env=env).stdout
+    assert "run `strixwizard deploy --demo --stack llama-rpc --apply` again after a reboot" in llama
+    assert "`strixwizard deploy --apply`" not in ray + llama

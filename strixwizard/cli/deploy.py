@@ -217,11 +217,17 @@ def _show(args: argparse.Namespace, site: str, plan: Any, applicable: bool = Tru
     if args.json:
         emit(envelope(site, mode="plan", status="planned", plan=plan.to_json()))
     else:
-        from strixwizard.cli.nextstep import same_command
+        import io
+
+        from strixwizard.cli.nextstep import same_command, with_this_command
         from strixwizard.deploy.plan import render_plan
 
-        render_plan(plan, sys.stdout, same_command(args.argv, drop=("--plan",), add=("--apply",))
-                    if applicable else None)
+        apply = same_command(args.argv, drop=("--plan",), add=("--apply",))
+        text = io.StringIO()
+        render_plan(plan, text, apply if applicable else None)
+        # the stacks' "run `strixwizard deploy --apply` again after a reboot": this command
+        sys.stdout.write(with_this_command(text.getvalue(),
+                                           r"strixwizard deploy (--stack [\w-]+ )?--apply", apply))
         if any(note.startswith("doctor ") for note in plan.notes):
             print(fix_first(args))
         if not applicable:

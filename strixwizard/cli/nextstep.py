@@ -38,6 +38,15 @@ def journal_options(args: argparse.Namespace) -> list[str]:
     return ["--journal-dir", str(directory)] if directory is not None else []
 
 
+def with_this_command(text: str, bare: str, command: str) -> str:
+    """`text` (a plan's words, written without knowing the command line) with each quoted
+    command matching the pattern `bare` (`strixwizard deploy (--stack S )?--apply`) replaced by
+    `command`, the one that repeats every option that chose the site."""
+    import re
+
+    return re.sub(r"`" + bare + r"`", lambda _: f"`{command}`", text)
+
+
 def same_command(argv: Sequence[str], drop: Sequence[str] = (), add: Sequence[str] = ()) -> str:
     """The command that was run (`argv` without the program), without the flags in `drop` and
     with `add` (a flag, or an option and its value, replacing the one given): every option that
