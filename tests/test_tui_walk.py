@@ -258,7 +258,7 @@ async def test_unknown_host_key_is_shown_and_needs_confirmation() -> None:
         assert "SHA256:AbCdEf0123456789+/xyz" in modal.question and "ssh-ed25519" in modal.question
         assert "--trust-new-hosts" not in modal.question
         shown = app.session.of(SiteState).ssh["node-x"].text  # the wizard's own action, not a flag
-        assert "--trust-new-hosts" not in shown and "trust or refuse (1, s)" in shown
+        assert "--trust-new-hosts" not in shown and "trust or refuse (press 1, then s)" in shown
         await pilot.press("n")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmationModal)
