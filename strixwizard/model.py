@@ -168,6 +168,19 @@ def worst(statuses: list[Status]) -> Status:
     return max(statuses, key=lambda s: s.rank, default=Status.PASS)
 
 
+#: How every screen names two nodes: "node-a ⇄ node-b"; a link between them adds its interfaces.
+PAIR_MARK = "⇄"
+
+
+def pair_text(a: str, b: str, netdev_a: str | None = None, netdev_b: str | None = None) -> str:
+    """Two nodes as every screen names them: "node-a ⇄ node-b", and a link between them with its
+    interfaces: "node-a ⇄ node-b (enp194s0np0)", "node-a ⇄ node-b (ens1 ⇄ ens2)" when they differ."""
+    text = f"{a} {PAIR_MARK} {b}"
+    if netdev_a and netdev_b:
+        text += f" ({netdev_a})" if netdev_a == netdev_b else f" ({netdev_a} {PAIR_MARK} {netdev_b})"
+    return text
+
+
 @dataclass(frozen=True)
 class LinkEnd:
     """One end of a fabric link as the report shows it; unknown values are None."""

@@ -95,7 +95,7 @@ def test_counters_are_collected_with_a_small_spec_and_their_deltas_judged(tmp_pa
     assert last.kind == "counters" and last.status is Status.WARN and last.role == "verdict"
     assert last.summary == (f"{CORRUPT}: node-a:enp194s0f0np0 rx_crc_errors +6, "
                             "node-a:mlx5_0/1 out_of_sequence +3 while RDMA latency "
-                            "node-a-node-b passed")
+                            "node-a ⇄ node-b passed")
     rows = {(r["device"], r["counter"]): r for r in last.detail["counters"]}
     assert rows[("mlx5_0/1", "out_of_sequence")] == {
         "host": "node-a", "device": "mlx5_0/1", "counter": "out_of_sequence", "before": 0,
@@ -148,7 +148,7 @@ def test_report_text_and_wizard_panel_show_the_deltas() -> None:
          "after": 9, "delta": 4, "kind": "pause"}]
     assert report.to_json()["status"] == "pass"  # pause at work is no error
     lines = result_lines(m)
-    assert lines[0].startswith("  ref   node-a-node-b  FABRIC counters  ethtool -S, hw_counters:")
+    assert lines[0].startswith("  ref   node-a ⇄ node-b  FABRIC counters  ethtool -S, hw_counters:")
     assert "      node-b:enp194s0np0 link_xoff_tx.nic 5 -> 9 (+4, pause)" in lines
     view = panel_views([PAIR], [rdma_latency(), m])["counters"]
     assert view.title == "Fabric counters" and view.link == "node-a-node-b"
@@ -235,7 +235,7 @@ def test_a_passing_soak_with_grown_crc_errors_is_a_warning_naming_the_link() -> 
     m = counters_measurement(before, after, [soak], PAIR)
     assert m.status is Status.WARN
     assert m.summary == (f"{CORRUPT}: node-a:thunderbolt0 rx_crc_errors +7 while TCP soak "
-                         "node-a-node-b passed")
+                         "node-a ⇄ node-b passed")
     clean = counters_measurement(before, before, [soak], PAIR)
     assert clean.status is None and clean.role == "reference"
 
@@ -314,7 +314,7 @@ def test_the_ib_port_packet_counters_of_mlx5_count_too_and_a_lossy_warning_keeps
     m = counters_measurement(before, after, [rdma_latency()], PAIR)
     assert m.status is Status.WARN
     assert m.summary == (f"{LOSSY}: node-a:mlx5_0/1 symbol_error +2 while RDMA latency "
-                         "node-a-node-b passed; over RDMA: node-a:mlx5_0/1 sent +5000, "
+                         "node-a ⇄ node-b passed; over RDMA: node-a:mlx5_0/1 sent +5000, "
                          "received +4990 packets")
     assert m.detail["rdma_packets"] == [
         {"host": "node-a", "device": "mlx5_0/1", "sent": 5000, "received": 4990}]

@@ -197,7 +197,10 @@ def test_demo_json_validates_and_labels_every_figure() -> None:
     sizes = {p["size_bytes"] for p in decode["collectives"] if p["transport"] == "tcp"}
     assert sizes == {2048, 4096, 8192, 16384}  # batch 1..2 x hidden 2048 x 2 B, halved and doubled
     tps = {(p["transport"], p["tp"], p["batch"]) for p in decode["predictions"]}
-    assert ("rdma", 2, 1) in tps and ("tcp", 4, 2) in tps
+    assert ("rdma", 2, 1) in tps and ("tcp", 2, 2) in tps
+    # TP=4 asked for on the demo's 2 nodes: left out, and said so
+    assert not any(tp == 4 for _, tp, _ in tps)
+    assert "TP=4 left out: the site has 2 node(s), one rank per node" in decode["notes"]
     recorded = next(p for p in decode["predictions"] if p["transport"] == "rdma" and p["tp"] == 2)
     assert recorded["source"] == "recorded" and 0 < recorded["comm_share"] < 1
 
@@ -220,7 +223,7 @@ def test_bad_json_and_text_mode(tmp_path: Path) -> None:
     text = invoke("test", "decode", "--demo", "--model", "Llama-3.1-8B", "--seconds", "0.3",
                    "--mem-bandwidth", "200")
     assert text.rc == 0, text.stderr
-    for words in ("predicted decode", "[recorded, all_reduce_perf]", "[estimated, strixwizard tcp ping-pong]",
+    for words in ("predicted decode", "[recorded, all_reduce_perf]", "[estimated, RCCL NET/Socket estimate]",
                   "--mem-bandwidth 200 GB/s", "huggingface.co/meta-llama/Llama-3.1-8B"):
         assert words in text.stdout
 

@@ -132,16 +132,18 @@ def test_history_on_a_fresh_install_says_how_to_fill_it_and_the_demo_stores_its_
     env = {"XDG_STATE_HOME": str(tmp_path)}
     fresh = invoke("history", env=env)
     assert fresh.rc == 2
-    assert "`strixwizard test latency --demo` twice, then `strixwizard history --demo`" in fresh.stderr
+    assert "`strixwizard test soak --demo` twice, then `strixwizard history --demo`" in fresh.stderr
     empty = invoke("history", "--demo", env=env)
-    assert empty.rc == 2 and "`strixwizard test latency --demo` stores one" in empty.stderr
+    assert empty.rc == 2 and "`strixwizard test soak --demo` stores one" in empty.stderr
+    recorded = invoke("test", "latency", "--demo", env=env)  # replayed recordings: nothing stored
+    assert recorded.rc == 0 and invoke("history", "--demo", env=env).rc == 2
     for _ in range(2):
-        ran = invoke("test", "latency", "--demo", "--level", "quick", env=env)
+        ran = invoke("test", "soak", "--demo", "--level", "quick", env=env)
         assert ran.rc == 0, ran.stdout + ran.stderr
     shown = invoke("history", "--demo", env=env)
     assert shown.rc in (0, 1), shown.stderr  # 1: loopback 10 % slower than the run before
     assert "strixwizard history: demo: 2 run(s) shown" in shown.stdout
-    assert "node-a-node-b TCP latency" in shown.stdout
+    assert "node-a ⇄ node-b TCP soak" in shown.stdout
     state = tmp_path / "strixwizard"
     assert (state / "demo-history.sqlite").is_file()
     assert not (state / "history.sqlite").exists()  # the demo never joins a real site's history

@@ -40,7 +40,8 @@ def test_rdma_never_measured_is_no_verdict_not_skip() -> None:
     print_summary(report, out)
     text = out.getvalue()
     assert "verdict: skip" not in text and "exit 0" not in text
-    assert f"no verdict (exit 2): RDMA was never measured (node1-node2: RDMA not measured: {NO_LINK})" in text
+    assert ("no verdict (exit 2): RDMA was never measured (node1 ⇄ node2: RDMA not measured: "
+            f"{NO_LINK})") in text
     assert "--transport tcp" in text
     assert report.to_json()["status"] == "error" and report.to_json()["exit_code"] == 2
 
@@ -90,9 +91,9 @@ def _m(status: Status, summary: str, transport: str = "tcp", kind: str = "latenc
 def test_the_headline_names_the_cause() -> None:
     broken = [_m(Status.PASS, "ok"), _m(Status.ERROR, "mpirun is not installed on node0", "rdma", "rccl",
                                         None)]
-    assert cause(broken).startswith("mpirun is not installed on node0 (node0-node1 RDMA rccl")
+    assert cause(broken).startswith("mpirun is not installed on node0 (node0 ⇄ node1 RDMA rccl")
     assert cause([_m(Status.PASS, "ok"), _m(Status.FAIL, "RDMA: 12 µs, over", "rdma")]).startswith(
-        "RDMA: 12 µs, over (node0-node1 RDMA latency")
+        "RDMA: 12 µs, over (node0 ⇄ node1 RDMA latency")
     never = [_m(Status.PASS, "ok"), _m(Status.SKIP, "RDMA not measured: no link", "rdma", figure=None)]
     assert cause(never).startswith("RDMA was never measured")
     assert cause([_m(Status.PASS, "ok")]).startswith("every judged figure within its limit")

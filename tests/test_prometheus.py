@@ -83,7 +83,10 @@ def test_test_textfile_carries_the_links_figures(tmp_path: Path) -> None:
     for r in doc["results"]:
         labels = {"a": r["pair"][0], "b": r["pair"][1], "transport": r["transport"], "tool": r["tool"]}
         stats = r["latency_us"]
-        assert _value(samples, "strixwizard_link_latency_median_microseconds", **labels) == stats["median"]
+        medians = [v for lab, v in samples.get("strixwizard_link_latency_median_microseconds", [])
+                   if all(lab.get(k) == w for k, w in labels.items())]
+        # the demo's recorded TCP baseline is a published average: no median is made up for it
+        assert medians == ([] if stats["median"] is None else [stats["median"]])
         if stats["p99"] is not None:  # a published reference gives its average alone
             assert _value(samples, "strixwizard_link_latency_p99_microseconds", **labels) == stats["p99"]
         if r["role"] == "verdict":

@@ -23,7 +23,6 @@ from strixwizard.live.demo import demo_results
 from strixwizard.live.report import MeasurementReport as RunReport
 from strixwizard.live.report import matrix_json
 from strixwizard.live.schedule import rounds
-from strixwizard.live.tcp import TcpSettings
 from strixwizard.present.report import to_html
 from strixwizard.services.discover import discover
 from strixwizard.services.nodes import RunRequest
@@ -50,9 +49,9 @@ def _decode_block() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def tests_document() -> dict[str, Any]:
-    """A demo matrix run over three nodes (TCP on loopback, RDMA replayed), with a decode block."""
+    """A demo matrix run over three nodes (every figure replayed from the recordings), with a decode block."""
     thresholds = Thresholds()
-    results = list(demo_results("matrix", NODES, thresholds, TcpSettings(seconds=0.2, references=False)))
+    results = list(demo_results("matrix", NODES, thresholds))
     report = RunReport(command="matrix", site="demo", thresholds=thresholds, results=results, demo=True)
     report.matrix = matrix_json(NODES, results, rounds(NODES), [])
     document = report.to_json()

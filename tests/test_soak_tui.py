@@ -120,7 +120,7 @@ async def test_the_soak_shows_progress_and_esc_stops_it_leaving_no_program() -> 
         soak = live_state(app).soak
         assert soak is not None and soak.progress, "no progress within 10 s"
         await pilot.pause()
-        assert "node-a-node-b:" in soak_panel_text(app) and "of 10 s" in soak_panel_text(app)
+        assert "node-a ⇄ node-b:" in soak_panel_text(app) and "of 10 s" in soak_panel_text(app)
         assert "Soaking" in str(app.screen.query_one("#test-status", Notice).border_title)
         assert soak_processes_of_this_test()
         await pilot.press("escape")
@@ -134,7 +134,7 @@ def test_the_progress_line_fills_towards_whichever_bound_ends_the_run_first() ->
     by_time = SoakProgress(("a", "b"), 15.0, 30.0, 1 << 40, (1 << 20, 2 << 20), 0)
     assert by_time.fraction == 0.5
     assert progress_line(by_time).startswith("█" * 12 + "░" * 12)
-    assert "a-b: 15 of 30 s, a -> b 1 MiB, b -> a 2 MiB checked" in progress_line(by_time)
+    assert "a ⇄ b: 15 of 30 s, a -> b 1 MiB, b -> a 2 MiB checked" in progress_line(by_time)
     by_bytes = SoakProgress(("a", "b"), 1.0, 30.0, 4 << 20, (4 << 20, 3 << 20), 2)
     assert by_bytes.fraction == 0.75 and "2 corrupted block(s) so far" in by_bytes.text
 
@@ -151,9 +151,9 @@ def test_the_verdict_line_names_what_decided_it() -> None:
                            figure=1.5, unit="Gb/s", detail={"directions": directions})
 
     assert verdict_line([soak(Status.PASS, 0)]) == ("Soak PASS: every block of 1 pair(s) arrived "
-                                                    "right, both ways at once (a-b 1.50 Gb/s)")
+                                                    "right, both ways at once (a ⇄ b 1.50 Gb/s)")
     failed = verdict_line([soak(Status.FAIL, 3)])
-    assert failed.startswith("Soak FAIL: bytes arrived wrong: 3 corrupted (a-b TCP soak")
+    assert failed.startswith("Soak FAIL: bytes arrived wrong: 3 corrupted (a ⇄ b TCP soak")
     assert direction_rows([soak(Status.FAIL, 3)]) == [["a -> b", "1", "16", "3", "0", "0", "FAIL"]]
     grown = Measurement("counters", "fabric", "counters", ("a", "b"), Status.WARN,
                         "a:thunderbolt0 rx_crc_errors +7 while TCP soak")
@@ -222,8 +222,8 @@ def test_the_cli_prints_a_pairs_progress_every_five_seconds_on_stderr(
     for second in range(1, 12):
         say(SoakProgress(("a", "b"), float(second), 30.0, 1 << 30, (second << 20, second << 20), 0))
     err = capsys.readouterr().err  # type: ignore[attr-defined]
-    assert err.splitlines() == ["  soak a-b: 5 of 30 s, a -> b 5 MiB, b -> a 5 MiB checked",
-                                "  soak a-b: 10 of 30 s, a -> b 10 MiB, b -> a 10 MiB checked"]
+    assert err.splitlines() == ["  soak a ⇄ b: 5 of 30 s, a -> b 5 MiB, b -> a 5 MiB checked",
+                                "  soak a ⇄ b: 10 of 30 s, a -> b 10 MiB, b -> a 10 MiB checked"]
 
 
 @sync
@@ -288,11 +288,11 @@ async def test_a_wizard_soak_is_stored_in_the_history_and_reported(state_home: P
         await settle(app, pilot)
         body = " ".join(str(app.screen.query_one("#report-body").render()).split())
         assert "Soak ✓ PASS 1 pair(s), 30 s each at most" in body
-        assert "node-a-node-b TCP soak:" in body and "loopback on this machine" in body
+        assert "node-a ⇄ node-b TCP soak:" in body and "loopback on this machine" in body
         for there in ("node-a -> node-b", "node-b -> node-a"):
             assert f"{there}: 8 MiB checked ({8 << 20} bytes, 32 blocks), 0 corrupted" in body
         assert "stored in the test history" in body and "demo-history.sqlite" in body
-        assert "node-a-node-b TCP soak (strixwizard soak)" in " ".join(
+        assert "node-a ⇄ node-b TCP soak (strixwizard soak)" in " ".join(
             str(app.screen.query_one("#report-history").render()).split())
 
         saved = app.session.saved
@@ -333,7 +333,7 @@ def test_a_failed_soak_reads_with_its_first_fault_located() -> None:
                              None)
     assert document["status"] == "fail" and document["exit_code"] == 1
     assert soak_lines(document) == [
-        ("fail", "a-b TCP soak: 1.50 Gb/s both ways over 10.99.0.2"),
+        ("fail", "a ⇄ b TCP soak: 1.50 Gb/s both ways over 10.99.0.2"),
         (None, "a -> b: 1 MiB checked (1048576 bytes, 4 blocks), 1 corrupted, 0 dropped, "
                "0 duplicated"),
         (None, f"first fault a -> b: {fault}"),

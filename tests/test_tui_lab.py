@@ -58,8 +58,8 @@ async def test_discover_and_test_a_three_node_site_over_ssh(tuilab3: Lab, tmp_pa
         from textual.widgets import Static
 
         title = str(app.screen.query_one("#title-node0-node2", Static).render())
-        assert title == "node0-node2: no fabric link; TCP measured over the management network", title
-        assert str(app.screen.query_one("#title-node0-node1", Static).render()) == "link node0-node1"
+        assert title == "node0 ⇄ node2: no fabric link; TCP measured over the management network", title
+        assert str(app.screen.query_one("#title-node0-node1", Static).render()) == "link node0 ⇄ node1"
 
         grid = app.screen.query_one("#test-matrix", DataTable)
         assert grid.display

@@ -51,9 +51,10 @@ def test_a_pair_without_a_fabric_link_is_titled_as_measured_over_management() ->
 
     tcp = Measurement("latency", "tcp", "strixwizard tcp ping-pong", ("node2", "node1"), Status.PASS, "ok",
                       path="node1 -> node2 10.99.2.12 (management network: no fabric link found)")
-    assert link_title("node1-node2", [tcp]) == ("node1-node2: no fabric link; TCP measured over the "
+    assert link_title("node1-node2", [tcp]) == ("node1 ⇄ node2: no fabric link; TCP measured over the "
                                                 "management network")
-    assert link_title("node0-node1", [tcp]) == "link node0-node1"
+    # the pair as every screen names it, before any result arrives too
+    assert link_title("node-a-node-b", [tcp], [("node-b", "node-a")]) == "link node-a ⇄ node-b"
 
 
 @pytest.mark.parametrize("count", [3, 6, 12])

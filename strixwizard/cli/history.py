@@ -23,7 +23,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
     )
     history.add_argument("--site", type=Path, metavar="FILE", help="only this site's runs")
     history.add_argument("--demo", action="store_true",
-                         help="the demo's runs (`strixwizard test latency --demo` stores them, in "
+                         help="the demo's runs (`strixwizard test soak --demo` stores them, in "
                          "demo-history.sqlite beside the real history, never in it)")
     history.add_argument("--history", type=Path, metavar="FILE",
                          help="SQLite history file (default ~/.local/state/strixwizard/history.sqlite)")
@@ -80,12 +80,12 @@ def run(args: argparse.Namespace) -> int:
 
 def first_steps(path: Path, demo: bool) -> str:
     if demo:
-        return (f"no test history at {path} yet: `strixwizard test latency --demo` stores "
-                "one (its TCP, measured on this machine's loopback); run it twice, then "
-                "`strixwizard history --demo`")
+        return (f"no test history at {path} yet: `strixwizard test soak --demo` stores "
+                "one (a soak measured on this machine's loopback; the demo's recordings are not "
+                "measurements); run it twice, then `strixwizard history --demo`")
     return (f"no test history at {path} yet: every `strixwizard test latency|bandwidth|rccl|"
             "matrix --site FILE` stores its measured figures there; to see what history shows, "
-            "`strixwizard test latency --demo` twice, then `strixwizard history --demo`")
+            "`strixwizard test soak --demo` twice, then `strixwizard history --demo`")
 
 
 def _no_verdict(args: argparse.Namespace, document: dict[str, object], message: str) -> int:

@@ -130,7 +130,8 @@ def run_command(args: argparse.Namespace) -> int:
         site, chosen, stream = _stream(args, kind, settings, timing, cancel)
         report.site, report.thresholds = site.name, site.thresholds
         if not args.json:
-            label = " (demo: TCP on loopback, RDMA replayed from recordings)" if args.demo else ""
+            label = (" (demo: figures replayed from recordings of two real nodes, labelled so)"
+                     if args.demo else "")
             print(f"strixwizard test {args.kind} on {site.name}{label}", file=out, flush=True)
         began = time.monotonic()
         with signals.deferred():  # a signal ends the run after the result in flight
@@ -156,7 +157,8 @@ def run_command(args: argparse.Namespace) -> int:
             print(json.dumps(report.to_json(), indent=2))
         return EXIT_NO_VERDICT
     if kind.finish is not None:
-        kind.finish(report, Finished(chosen, settings, timing, args.demo, time.monotonic() - began))
+        kind.finish(report, Finished(chosen, settings, timing, args.demo, time.monotonic() - began,
+                                     site_nodes=len(site.nodes)))
     if not args.no_history and kind.history and report.signal is None:
         _history(args, report, started_at)
     if getattr(args, "prometheus", None) is not None:  # before the verdict: it stays true

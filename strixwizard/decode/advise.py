@@ -218,8 +218,8 @@ def custom_link(rtt_us: float, gbps: float, transport: str, allreduce_us: float 
     if allreduce_us is not None and not 0.1 <= allreduce_us <= 1e6:
         raise UsageError(f"--allreduce-us {allreduce_us:g}: give µs between 0.1 and 1000000")
     # Without an all-reduce time: the RTT plus RCCL's overhead over it on the same kind of
-    # transport (wkljohn: 286 µs on a 130 µs TCP link, 100 µs on a 22 µs RDMA link).
-    ar = allreduce_us if allreduce_us is not None else rtt_us + (156.0 if transport == TCP else 78.0)
+    # transport (RCCL_OVER_RTT_US).
+    ar = allreduce_us if allreduce_us is not None else rtt_us + RCCL_OVER_RTT_US[transport]
     how = "given" if allreduce_us is not None else "estimated as RTT + RCCL's overhead (wkljohn)"
     return Link("custom", f"given: {rtt_us:g} µs RTT, {gbps:g} Gb/s, {transport}", transport,
                 rtt_us, gbps, ar, busy_poll, (f"--rtt-us/--gbps/--transport (given); all-reduce {how}",))
@@ -449,8 +449,9 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
     gain = rdma.tok_s / tcp.tok_s - 1
     saved = tcp.t_comm_ms - rdma.t_comm_ms
     total = tcp.t_comm_ms + tcp.t_comp_ms
-    head = (f"{split} on {nodes} nodes: {rdma.interconnect} {rdma.tok_s:.2f} vs {tcp.interconnect} "
-            f"{tcp.tok_s:.2f} tok/s ({gain:+.1%})")
+    # the figures as the table of ways shows them (rounded like `Advice.to_json`)
+    head = (f"{split} on {nodes} nodes: {rdma.interconnect} {round(rdma.tok_s, 3):.2f} vs "
+            f"{tcp.interconnect} {round(tcp.tok_s, 3):.2f} tok/s ({gain:+.1%})")
     if split == TENSOR:
         why = "host dispatch per sync point, not the wire, sets the cost"
         polls = {link.name for link in links if link.busy_poll}
@@ -503,7 +504,8 @@ def _recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence
         helps, rdma_reason = _rdma_answer(predictions, links, best.split, best.nodes, trips)
     tensor = _best(p for p in fitting if p.split == TENSOR)
     layer = _best(p for p in fitting if p.split == LAYER)
-    versus = (f"layer split {layer.tok_s:.2f} vs tensor split {tensor.tok_s:.2f} tok/s at best"
+    versus = (f"layer split {round(layer.tok_s, 3):.2f} vs tensor split {round(tensor.tok_s, 3):.2f} "
+              "tok/s at best"
               if tensor is not None and layer is not None else None)
     return {"split": best.split, "nodes": best.nodes, "interconnect": best.interconnect,
             "transport": best.transport, "tok_s": round(best.tok_s, 3), "reason": reason,

@@ -25,6 +25,10 @@ SOURCES = (MEASURED, ESTIMATED, RECORDED)
 
 #: The tool whose small-message time is a fixed cost per collective (see the module docstring).
 RCCL_TOOL = "all_reduce_perf"
+#: RCCL over sockets estimated from a link's round trip (the demo's TCP: `decode.measure`); its
+#: floor is RCCL's too.
+RCCL_SOCKET_ESTIMATE = "RCCL NET/Socket estimate"
+RCCL_TOOLS = (RCCL_TOOL, RCCL_SOCKET_ESTIMATE)
 
 #: Transport names of the decode report.
 RDMA = "rdma"
@@ -100,7 +104,7 @@ class AllReduceCurve:
     @property
     def fixed_floor(self) -> bool:
         """RCCL's times: the floor is a cost per collective, not per ring step."""
-        return bool(self.points) and all(p.tool == RCCL_TOOL for p in self.points)
+        return bool(self.points) and all(p.tool in RCCL_TOOLS for p in self.points)
 
     def ranks(self, size: float, n: int) -> float:
         """µs of a ring all-reduce of `size` bytes over `n` ranks, from the 2-rank curve."""

@@ -52,20 +52,33 @@ class DecodeRun:
     def messages(self) -> list[int]:
         return [self.shape.message_bytes(b) for b in self.batches]
 
-    def predictions(self, points: Sequence[CollectivePoint]) -> list[Prediction]:
-        return predict(self.shape, curves(points), self.tps, self.batches, self.bandwidth_gbps)
+    def runnable_tps(self, nodes: int | None) -> list[int]:
+        """The TP sizes asked for that the site can run: one rank per node (a Strix Halo has one
+        GPU), so none above its node count (None: not known, every size asked for)."""
+        return [tp for tp in self.tps if nodes is None or tp <= nodes]
 
-    def document(self, results: Iterable[Measurement]) -> dict[str, Any]:
+    def predictions(self, points: Sequence[CollectivePoint], nodes: int | None = None) -> list[Prediction]:
+        return predict(self.shape, curves(points), self.runnable_tps(nodes), self.batches,
+                       self.bandwidth_gbps)
+
+    def document(self, results: Iterable[Measurement], nodes: int | None = None) -> dict[str, Any]:
         from strixwizard.decode.calibrate import measured_tok_s
 
         results = list(results)
-        return self.document_of(points_of(results), measured_tok_s(results))
+        return self.document_of(points_of(results), measured_tok_s(results), nodes)
 
-    def document_of(self, points: Sequence[CollectivePoint], measured_tok_s: float | None = None
-                    ) -> dict[str, Any]:
+    def document_of(self, points: Sequence[CollectivePoint], measured_tok_s: float | None = None,
+                    nodes: int | None = None) -> dict[str, Any]:
+        """The decode object; `nodes`: the site's node count, which bounds every prediction (TP
+        sizes above it are left out, said in a note), the advice's included."""
         from strixwizard.decode.advise import fabric_advice
 
-        nodes = max(self.tps, default=2)
+        notes = list(self.notes)
+        dropped = [tp for tp in self.tps if tp not in self.runnable_tps(nodes)]
+        if dropped:
+            notes.append(f"TP={', '.join(map(str, dropped))} left out: the site has {nodes} node(s), "
+                         "one rank per node")
+        nodes = nodes if nodes is not None else max(self.tps, default=2)
         bound = self.shape.weight_bytes_per_token / (self.bandwidth_gbps * 1e9)
         calibration = None if measured_tok_s is None else {
             "tok_s": round(measured_tok_s, 4), "bandwidth_bound_tok_s": round(1 / bound, 4),
@@ -79,9 +92,9 @@ class DecodeRun:
             "mem_bandwidth_source": self.bandwidth_source,
             "node_memory": NODE_MEMORY_SOURCE,
             "collectives": [p.to_json() for p in points],
-            "predictions": [p.to_json() for p in self.predictions(points)],
+            "predictions": [p.to_json() for p in self.predictions(points, nodes)],
             "assumptions": list(ASSUMPTIONS),
-            "notes": list(self.notes),
+            "notes": notes,
             "calibration": calibration,
             "advice": fabric_advice(self.shape, points, nodes, self.bandwidth_gbps, measured_tok_s),
         }

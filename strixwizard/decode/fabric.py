@@ -5,7 +5,8 @@ A `test decode` run carries all-reduce times at the decode sizes; the Test step'
 does not, so the panel takes what it has, each labelled: RCCL's all_reduce_perf rows (measured
 or recorded, interpolated to the decode size), and the 2-rank estimate from a pair's one-way
 latency at its test size (2 x one-way, plus half the message at the measured RDMA bandwidth;
-for TCP no bandwidth term: a lower bound).
+for TCP no bandwidth term: a lower bound). Beside RCCL over RDMA the TCP estimate is RCCL over
+sockets: what RCCL adds over a TCP round trip is added, so the two compare like for like.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from strixwizard.decode.collectives import ESTIMATED, MEASURED, RDMA, RECORDED, TCP, CollectivePoint
+from strixwizard.decode.advise import RCCL_OVER_RTT_US
+from strixwizard.decode.collectives import (
+    ESTIMATED,
+    MEASURED,
+    RCCL_SOCKET_ESTIMATE,
+    RCCL_TOOL,
+    RDMA,
+    RECORDED,
+    TCP,
+    CollectivePoint,
+)
 from strixwizard.decode.document import points_of
 from strixwizard.decode.shapes import ModelShape
 from strixwizard.live.results import REPLAYED, Measurement, verdicts
@@ -39,16 +50,27 @@ def on_loopback(m: Measurement) -> bool:
     return m.transport == TCP and "loopback" in m.path
 
 
-def _latency_point(m: Measurement, size: int, bandwidth_gbps: float | None) -> CollectivePoint | None:
-    if m.latency is None or m.latency.median_us is None:
+def _latency_point(m: Measurement, size: int, bandwidth_gbps: float | None,
+                   rccl_over_us: float = 0.0) -> CollectivePoint | None:
+    """The 2-rank all-reduce from a one-way latency (its median, else its average); with
+    `rccl_over_us`, RCCL over sockets: what RCCL adds over the round trip on top."""
+    if m.latency is None:
+        return None
+    one_way = m.latency.median_us if m.latency.median_us is not None else m.latency.avg_us
+    if one_way is None:
         return None
     wire = (size / 2) * 8 / (bandwidth_gbps * 1e3) if bandwidth_gbps else 0.0
     how = (f"2 x one-way {m.detail.get('size_bytes', '?')} B {m.tool} + half the message at "
            f"{bandwidth_gbps:.1f} Gb/s" if bandwidth_gbps else
            f"2 x one-way {m.tool} at its test size (no bandwidth term: a lower bound)")
+    tool = m.tool
+    if rccl_over_us:
+        how = (f"2 x one-way {m.tool} + {rccl_over_us:g} µs, what RCCL over NET/Socket adds over a "
+               "TCP round trip (wkljohn), as the RDMA figure is RCCL's")
+        tool = RCCL_SOCKET_ESTIMATE
     if on_loopback(m):
         how = f"{LOOPBACK_NOTE}; {how}"
-    return CollectivePoint(m.transport, size, 2 * (m.latency.median_us + wire), ESTIMATED, m.tool, how)
+    return CollectivePoint(m.transport, size, 2 * (one_way + wire) + rccl_over_us, ESTIMATED, tool, how)
 
 
 def fabric_points(results: Sequence[Measurement], shape: ModelShape) -> list[CollectivePoint]:
@@ -66,12 +88,16 @@ def fabric_points(results: Sequence[Measurement], shape: ModelShape) -> list[Col
     size = shape.message_bytes(1)
     bandwidth = next((m.bandwidth_gbps for m in verdicts(results)
                       if m.kind == "bandwidth" and m.bandwidth_gbps), None)
+    rccl_rdma = any(p.tool == RCCL_TOOL for p in points if p.transport == RDMA)
     for transport in (RDMA, TCP):
         if transport in have:
             continue
         latency = next((m for m in verdicts(results) if m.kind == "latency" and m.transport == transport
                         and m.latency is not None), None)
-        point = _latency_point(latency, size, bandwidth if transport == RDMA else None) if latency else None
+        # beside RCCL over RDMA, TCP is RCCL over sockets too: like for like
+        over = RCCL_OVER_RTT_US[TCP] if transport == TCP and rccl_rdma else 0.0
+        point = (_latency_point(latency, size, bandwidth if transport == RDMA else None, over)
+                 if latency else None)
         if point is not None:
             points.append(point)
     return points
@@ -91,4 +117,4 @@ def fabric_document(results: Sequence[Measurement], shape: ModelShape, nodes: in
                          "all-reduce at the model's decode sizes")
     if any(on_loopback(m) for m in verdicts(results)):
         run.notes.append(LOOPBACK_NOTE)
-    return run.document_of(fabric_points(results, shape))
+    return run.document_of(fabric_points(results, shape), nodes=max(2, nodes))

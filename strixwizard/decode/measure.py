@@ -7,9 +7,8 @@ A run with RCCL absent says so (skip) and keeps the TCP estimate; on an RDMA lin
 measures the 2-rank ring all-reduce's own traffic over verbs (the pyverbs program's
 `allreduce` pattern: both ranks RDMA-write half the message at once, twice) at every decode
 size, labelled measured, and without pyverbs estimates it from `ib_write_lat` at the same
-half sizes, labelled so. On the demo the RDMA
-all-reduce is replayed from a recording (labelled "recorded") and the TCP ping-pong runs
-for real on this machine's loopback (labelled, it is no fabric link).
+half sizes, labelled so. On the demo the RDMA all-reduce is replayed from a recording
+(labelled "recorded") and the TCP one is estimated from the same recording's round trip.
 """
 
 from __future__ import annotations
@@ -20,7 +19,9 @@ from pathlib import Path
 
 from strixwizard.decode.calibrate import CalibrationSettings, calibrate
 from strixwizard.decode.collectives import (
+    ESTIMATED,
     MEASURED,
+    RCCL_SOCKET_ESTIMATE,
     RDMA,
     RECORDED,
     TCP,
@@ -44,7 +45,6 @@ from strixwizard.onnode import pingpong
 from strixwizard.site import Thresholds
 
 RECORDING = Path(__file__).resolve().parent.parent / "demo" / "recordings" / "all_reduce_perf_decode.txt"
-LOOPBACK = "127.0.0.1"
 UNIT = "µs all-reduce"
 VERBS_ALLREDUCE = "strixwizard verbs all-reduce"
 #: exchanges before the timed ones at each size, within its time bound (`seconds_per_size`,
@@ -235,12 +235,40 @@ def decode_pair(hosts: dict[str, Host], plan: PairPlan, addresses: dict[str, str
             yield rdma_pingpong_decode(client, server, plan, settings)
 
 
-def demo_decode(pair: tuple[str, str], settings: DecodeSettings) -> Iterator[Measurement]:
-    from strixwizard.live.demo import recorded_ends
-    from strixwizard.node.connect import connect
-    from strixwizard.node.target import LocalTarget
+def recorded_tcp_decode(pair: tuple[str, str], settings: DecodeSettings) -> Measurement:
+    """The demo's TCP all-reduce: RCCL over sockets on the recording's link, estimated from its
+    recorded round trip (meta.json's `tcp_baseline`) plus what RCCL's NET/Socket adds over a TCP
+    round trip (`advise.RCCL_OVER_RTT_US`, published by wkljohn); flat over the decode sizes
+    (small messages: the round trips, not the wire, set the time)."""
+    from strixwizard.decode.advise import RCCL_OVER_RTT_US
+    from strixwizard.live.demo import recorded_ends, tcp_baseline
 
-    host = connect(LocalTarget("this machine"))
+    base = tcp_baseline()
+    round_trip = float(base["round_trip_us"])
+    overhead = RCCL_OVER_RTT_US[TCP]
+    time_us = round_trip + overhead
+    how = (f"the recorded {round_trip:g} µs round trip + {overhead:g} µs RCCL NET/Socket (wkljohn)")
+    note = (f"estimated: the recorded {round_trip:g} µs round trip over the same E810 link "
+            f"({base['source']}) + {overhead:g} µs, what RCCL over NET/Socket adds over a TCP round "
+            "trip (wkljohn: 286 µs on a 130 µs link)")
+    points = [CollectivePoint(TCP, size, time_us, ESTIMATED, RCCL_SOCKET_ESTIMATE, how)
+              for size in settings.sizes]
+    ends = recorded_ends()
+    path = (f"{ends[0].node}:{ends[0].netdev} -> {ends[1].node}:{ends[1].netdev}, kernel IP stack "
+            "(the recording's link)")
+    return Measurement(KIND, "tcp", RCCL_SOCKET_ESTIMATE, pair, Status.PASS,
+                       f"tcp all-reduce estimated from the recorded round trip: {time_us:.1f} µs at "
+                       f"{settings.primary} B (RCCL over sockets)", figure=time_us, unit=UNIT,
+                       threshold="timed at the decode sizes", path=path, source=REPLAYED,
+                       detail=_detail(points, decode_transport=TCP, note=note,
+                                      recording="demo/recordings/meta.json (tcp_baseline)"))
+
+
+def demo_decode(pair: tuple[str, str], settings: DecodeSettings) -> Iterator[Measurement]:
+    """The demo: the recorded RCCL all-reduce over RDMA beside the TCP all-reduce estimated from
+    the same recording (never this machine's loopback beside a recording)."""
+    from strixwizard.live.demo import recorded_ends
+
     if settings.calibration is not None:
         from strixwizard.decode.calibrate import KIND as CALIBRATION
         from strixwizard.decode.calibrate import TOOL as LLAMA_SERVER
@@ -248,9 +276,7 @@ def demo_decode(pair: tuple[str, str], settings: DecodeSettings) -> Iterator[Mea
         yield Measurement(CALIBRATION, "none", LLAMA_SERVER, pair, Status.SKIP,
                           "demo: no calibration (the demo nodes are snapshots, nothing runs a model)",
                           unit="ms/token")
-    path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
-    yield tcp_decode(host, host, pair, LOOPBACK, path, settings,
-                     note="loopback on this machine, not a fabric link")
+    yield recorded_tcp_decode(pair, settings)
     ends = recorded_ends()
     expected = sorted({f"{e.device}:{e.port}" for e in ends})
     replay = rccl_measurement((ends[0].node, ends[1].node), RECORDING.read_text(encoding="utf-8"),

@@ -10,6 +10,19 @@ def _size(n: int) -> str:
     return f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} B"
 
 
+def ways_lines(advice: dict[str, Any]) -> list[str]:
+    """The one prediction table: every way to run the model on this site (the rows the
+    advice's "fastest" is chosen from), one sequence."""
+    lines = ["  predicted decode, one sequence, every way to run it on this site (tok/s):",
+             f"    {'way':<8} {'nodes':>5}  {'over':<10} {'tok/s':>8} {'t_comp ms':>10} "
+             f"{'t_comm ms':>10}  fits"]
+    for way in advice["predictions"]:
+        lines.append(f"    {way['split']:<8} {way['nodes']:>5}  {way['interconnect'] or '-':<10} "
+                     f"{way['tok_s']:8.2f} {way['t_comp_ms']:10.1f} {way['t_comm_ms']:10.1f}  "
+                     f"{'yes' if way['fits'] else 'no'}")
+    return lines
+
+
 def decode_lines(decode: dict[str, Any]) -> list[str]:
     model = decode["model"]
     moe = model.get("moe")
@@ -32,9 +45,14 @@ def decode_lines(decode: dict[str, Any]) -> list[str]:
                          f"  [{p['source']}, {p['tool']}]{note}")
     else:
         lines.append("  no all-reduce time was measured: no prediction beyond one node")
-    predictions = decode["predictions"]
+    advice = decode.get("advice")
+    if advice:
+        lines.extend(ways_lines(advice))
+    # the advice is one sequence's; larger batches keep the TP model's rows (no host dispatch)
+    predictions = [p for p in decode["predictions"] if not advice or p["batch"] > 1]
     if predictions:
-        lines.append("  predicted decode (tokens/s per step of `batch` sequences):")
+        lines.append("  larger batches, the TP model (tokens/s per step of `batch` sequences; host "
+                     "dispatch left out: an upper bound):")
         lines.append(f"    {'transport':<12} {'batch':>5} {'TP':>3} {'tok/s':>9} {'t_comm ms':>10} "
                      f"{'t_comp ms':>10} {'comm':>6}  source")
         for p in predictions:
@@ -46,10 +64,10 @@ def decode_lines(decode: dict[str, Any]) -> list[str]:
         c = decode["calibration"]
         lines.append(f"  calibration: {c['tok_s']:.2f} tok/s measured on one node (the bandwidth bound: "
                      f"{c['bandwidth_bound_tok_s']:.2f} tok/s); the advice uses the measured figure")
-    if decode.get("advice"):
+    if advice:
         from strixwizard.decode.advise import advice_lines
 
-        lines.extend(f"  {line}" for line in advice_lines(decode["advice"]))
+        lines.extend(f"  {line}" for line in advice_lines(advice))
     for note in decode.get("notes", []):
         lines.append(f"  note: {note}")
     lines.append("  the model leaves out: KV-cache reads, kernel efficiency, launch overheads "

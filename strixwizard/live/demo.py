@@ -1,17 +1,20 @@
-"""`--demo`: the TCP baseline measured for real on loopback, RDMA replayed from recordings.
+"""`--demo`: every figure replayed from recordings of two real Strix Halo nodes.
 
-The demo site's nodes are snapshots: nothing can run on them. So the TCP
-ping-pong (and sockperf/qperf when installed) runs on this machine between
-127.0.0.1 and itself, bounded in time; the RDMA figures come from
-`strixwizard/demo/recordings/` and are labelled "replayed recording".
+The demo site's nodes are snapshots: nothing can run on them, and this machine's loopback
+is no network, so it is never judged beside them. The RDMA latency, bandwidth and RCCL come
+from `strixwizard/demo/recordings/`, and so does the TCP baseline they are compared with:
+the same published run's non-RDMA figure over the same E810 link (meta.json's
+`tcp_baseline`, with its source and what it is). Every result says "replayed recording".
+(The soak, which has no RDMA beside it, runs on loopback: `live.kinds.soak`.)
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from strixwizard.live.perftest import bandwidth_measurement, latency_measurement
 from strixwizard.live.perftest_output import parse_perftest
@@ -19,22 +22,11 @@ from strixwizard.live.plan import RdmaEnd
 from strixwizard.live.rccl import rccl_measurement
 from strixwizard.live.results import REPLAYED, LatencyStats, Measurement
 from strixwizard.live.schedule import rounds
-from strixwizard.live.tcp import TcpSettings, qperf_reference, sockperf_reference, tcp_latency
-from strixwizard.node.connect import connect
-from strixwizard.node.target import LocalTarget
+from strixwizard.live.verdict import judge_tcp_latency
 from strixwizard.site import Thresholds
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "demo" / "recordings"
 LOOPBACK = "127.0.0.1"
-
-#: The recorded baseline without RDMA on the same kind of cluster: the published E810 setup guide
-#: (two Strix Halo nodes, E810 back to back, Fedora 43) measured 0.068 ms over the RoCE NIC with
-#: `ping -c 10` (its compare_eth_vs_rdma.sh takes ping's rtt avg): an ICMP ROUND TRIP. Halved, it
-#: is compared like for like with perftest's one-way figure.
-BASELINE_URL = "https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/main/rdma_cluster/setup_guide.md"
-BASELINE_ROUND_TRIP_US = 68.0
-BASELINE_TOOL = "ping over the same E810 NIC (published)"
-PUBLISHED = "published measurement"
 
 
 def _meta() -> dict[str, object]:
@@ -58,41 +50,31 @@ def _path(ends: tuple[RdmaEnd, RdmaEnd]) -> str:
     return f"{ends[0].label} -> {ends[1].label}"
 
 
-def demo_tcp(pair: tuple[str, str], thresholds: Thresholds, settings: TcpSettings) -> Iterator[Measurement]:
-    host = connect(LocalTarget("this machine"))
-    path = f"{LOOPBACK} loopback on this machine (the demo nodes are snapshots; not a fabric link)"
-    yield tcp_latency(host, host, pair, LOOPBACK, path, thresholds, settings)
-    if settings.references:
-        yield sockperf_reference(host, host, pair, LOOPBACK, path, settings)
-        yield qperf_reference(host, host, pair, LOOPBACK, path, settings)
+def tcp_baseline() -> dict[str, Any]:
+    """The recorded TCP baseline of the demo's pair (meta.json's `tcp_baseline`)."""
+    base = _meta()["tcp_baseline"]
+    assert isinstance(base, dict)
+    return base
 
 
-def published_baseline(pair: tuple[str, str]) -> Measurement:
-    """The published non-RDMA figure on the same NIC, one-way (half its round trip), labelled."""
-    one_way = BASELINE_ROUND_TRIP_US / 2
-    stats = LatencyStats(None, one_way, one_way, None, None, None)
+def demo_tcp(pair: tuple[str, str], thresholds: Thresholds) -> Measurement:
+    """The recording's non-RDMA one-way figure over the same E810 link, judged like a TCP
+    baseline: an average (the published figure has no median), labelled with what it is."""
+    base = tcp_baseline()
+    one_way, round_trip = float(base["one_way_us"]), float(base["round_trip_us"])
+    stats = LatencyStats(None, None, one_way, None, None, None)
+    status, judged = judge_tcp_latency(stats, thresholds)
+    ends = recorded_ends()
+    path = (f"{ends[0].node}:{ends[0].netdev} {ends[0].address} -> {ends[1].node}:{ends[1].netdev} "
+            f"{ends[1].address}, kernel IP stack (the recording's link)")
     return Measurement(
-        "latency", "tcp", BASELINE_TOOL, pair, None,
-        f"{one_way:.0f} µs one-way: half the {BASELINE_ROUND_TRIP_US:.0f} µs ping round trip over "
-        f"the E810 without RDMA, published in {BASELINE_URL} (§5.3)",
-        role="reference", figure=one_way, unit="µs", latency=stats,
-        path="E810 back to back, two Strix Halo nodes (the guide's own run, not this machine)",
-        source=PUBLISHED,
-        detail={"source": BASELINE_URL, "round_trip_us": BASELINE_ROUND_TRIP_US,
-                "how": "ping -c 10, rtt avg (ICMP round trip), halved to one-way"})
-
-
-def published_comparison(results: Sequence[Measurement]) -> str | None:
-    """The demo's story: its recorded RDMA against the published baseline on the same NIC."""
-    rdma = next((m for m in results if m.kind == "latency" and m.transport == "rdma"
-                 and m.role == "verdict" and m.latency and m.latency.median_us), None)
-    base = next((m for m in results if m.tool == BASELINE_TOOL), None)
-    if rdma is None or base is None or rdma.latency is None or not base.figure:
-        return None
-    median = rdma.latency.median_us or 0.0
-    return (f"RDMA {median:.2f} µs (recorded) vs {base.figure:.0f} µs without RDMA on the same E810 NIC "
-            f"(one-way, half the published {BASELINE_ROUND_TRIP_US:.0f} µs ping round trip, {BASELINE_URL}): "
-            f"RDMA is {base.figure / median:.1f}x faster")
+        "latency", "tcp", str(base["tool"]), pair, status,
+        f"{judged}: half the {round_trip:g} µs ping round trip over the same E810 link, "
+        f"published in {base['source']}",
+        figure=one_way, unit="µs", threshold=f"≤ {thresholds.tcp_latency_us:g} µs one-way",
+        latency=stats, path=path, source=REPLAYED,
+        detail={"recording": "demo/recordings/meta.json (tcp_baseline)", "source": base["source"],
+                "round_trip_us": round_trip, "what": base["what"]})
 
 
 def demo_rdma_latency(thresholds: Thresholds) -> Measurement:
@@ -154,7 +136,7 @@ def on_site_path(m: Measurement, site_ends: tuple[RdmaEnd, RdmaEnd] | None) -> M
     return replace(m, path=_path(site_ends), detail=detail)
 
 
-def demo_results(kind: str, nodes: list[str], thresholds: Thresholds, settings: TcpSettings,
+def demo_results(kind: str, nodes: list[str], thresholds: Thresholds,
                  paths: SitePaths | None = None) -> Iterator[Measurement]:
     """The demo's results; with `paths`, each replayed RDMA result carries its pair's path as
     the site's snapshots show it (`on_site_path`)."""
@@ -167,8 +149,7 @@ def demo_results(kind: str, nodes: list[str], thresholds: Thresholds, settings: 
     if kind in ("latency", "matrix"):
         for pairs in rounds(nodes):
             for a, b in pairs:
-                yield from demo_tcp((a, b), thresholds, settings)
-                yield published_baseline((a, b))
+                yield demo_tcp((a, b), thresholds)
                 yield placed(demo_rdma_latency(thresholds), (a, b))
                 if kind == "matrix":
                     yield placed(demo_rdma_bandwidth(thresholds), (a, b))

@@ -97,7 +97,7 @@ class Measurement:
 
     @property
     def pair_label(self) -> str:
-        return f"{self.pair[0]}-{self.pair[1]}"
+        return model.pair_text(*self.pair)
 
     def to_json(self) -> dict[str, Any]:
         return {

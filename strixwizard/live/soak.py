@@ -21,7 +21,7 @@ from pathlib import Path
 
 from strixwizard.live.hosts import Host, HostError, Process, output_of, stop_all
 from strixwizard.live.results import Measurement
-from strixwizard.model import Status
+from strixwizard.model import Status, pair_text
 from strixwizard.onnode import soak
 
 SOAK_SOURCE = Path(soak.__file__).read_text(encoding="utf-8")
@@ -53,7 +53,7 @@ class SoakProgress:
         a, b = self.pair
         there, back = (n / 2**20 for n in self.received)
         bad = f", {self.corrupted} corrupted block(s) so far" if self.corrupted else ""
-        return (f"{a}-{b}: {self.elapsed:.0f} of {self.seconds:g} s, {a} -> {b} {there:.0f} MiB, "
+        return (f"{pair_text(a, b)}: {self.elapsed:.0f} of {self.seconds:g} s, {a} -> {b} {there:.0f} MiB, "
                 f"{b} -> {a} {back:.0f} MiB checked{bad}")
 
 

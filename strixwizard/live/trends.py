@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.live.history import Comparison, History, HistoryError, StoredResult
+from strixwizard.model import pair_text
 
 BARS = "▁▂▃▄▅▆▇█"
 GAP = "·"  # a run that stored no figure for this series
@@ -69,7 +70,7 @@ class Trend:
 
     @property
     def label(self) -> str:
-        return f"{self.pair[0]}-{self.pair[1]} {self.transport.upper()} {self.kind} ({self.tool})"
+        return f"{pair_text(*self.pair)} {self.transport.upper()} {self.kind} ({self.tool})"
 
     @property
     def sparkline(self) -> str:

@@ -110,10 +110,17 @@ def judge_bandwidth(gbps: float | None, link_rate_gbps: float | None, thresholds
                          "a lane trained down, NIC power or thermal throttling)")
 
 
-def ratio_text(rdma_us: float | None, tcp_us: float | None) -> tuple[float | None, str]:
-    """RDMA/TCP ratio of two median one-way latencies, and how a user reads it."""
+def ratio_text(rdma_us: float | None, tcp_us: float | None, statistic: str = "medians"
+               ) -> tuple[float | None, str]:
+    """RDMA/TCP ratio of two one-way latencies, and how a user reads it: which is faster, by
+    how much, in plain words ("RDMA is 6.5x faster than TCP", never "0.6x faster")."""
     if not (_usable(rdma_us) and _usable(tcp_us)) or not rdma_us or not tcp_us:
         return None, "no ratio: one of the two figures is missing"
     ratio = rdma_us / tcp_us
-    return ratio, (f"RDMA {rdma_us:.2f} µs vs TCP {tcp_us:.2f} µs one-way (medians): "
-                   f"ratio {ratio:.3f}, RDMA is {tcp_us / rdma_us:.1f}x faster")
+    if ratio < 1:
+        plain = f"RDMA is {tcp_us / rdma_us:.1f}x faster than TCP (it takes {ratio:.2f}x the time)"
+    elif ratio > 1:
+        plain = f"TCP is {ratio:.1f}x faster than RDMA (RDMA takes {ratio:.2f}x the time of TCP)"
+    else:
+        plain = "RDMA and TCP take the same time"
+    return ratio, f"RDMA {rdma_us:.2f} µs vs TCP {tcp_us:.2f} µs one-way ({statistic}): {plain}"

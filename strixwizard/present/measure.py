@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import TextIO
 
 from strixwizard.live.counters import KIND, delta_lines
-from strixwizard.live.demo import published_comparison
 from strixwizard.live.kinds import registry
 from strixwizard.live.report import MeasurementReport, like_for_like
 from strixwizard.live.results import MEASURED, Measurement, no_verdict_reason, rdma_never_measured
+from strixwizard.model import pair_text
 
 MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "skip", "error": "ERR "}
 
@@ -53,16 +53,12 @@ def print_summary(report: MeasurementReport, out: TextIO, tcp_only_command: str 
     """Comparisons, the kind's own section, history, then the verdict; `tcp_only_command` is this command
     with `--transport tcp`, suggested when RDMA was never measured."""
     comparisons = like_for_like(report.results)
-    published = published_comparison(report.results) if report.demo else None
-    if published:
-        print("\nAgainst the same kind of cluster without RDMA (one-way):", file=out)
-        print(f"  {published}", file=out)
     if comparisons:
-        heading = ("Extra, live on this machine (TCP over loopback, not a network; one-way, median):"
-                   if report.demo else "Like for like (one-way, median, same statistics):")
+        heading = ("Like for like, as recorded on the demo's two real nodes (one-way):" if report.demo
+                   else "Like for like (one-way, median, same statistics):")
         print(f"\n{heading}", file=out)
         for c in comparisons:
-            print(f"  {c.pair[0]}-{c.pair[1]}: {c.summary}", file=out)
+            print(f"  {pair_text(*c.pair)}: {c.summary}", file=out)
     kind = registry().get(report.command)
     if kind is not None and kind.summary is not None:
         kind.summary(report, out)

@@ -17,6 +17,7 @@ from typing import Any
 from strixwizard.charts import run_pictures
 from strixwizard.checking.engine import Report
 from strixwizard.files import display_path
+from strixwizard.model import pair_text
 from strixwizard.present.terminal import terminal_text
 
 #: What the bundled demo is, in a report's `source` line.
@@ -119,11 +120,11 @@ def _html_sections(sections: dict[str, Any]) -> list[str]:
         for r in tests["results"]:
             figure = f"{r['figure']:.2f} {r['unit']}" if r["figure"] is not None else ""
             status = r["status"] or "ref"
-            parts.append(f"<tr>{_td(status.upper(), status)}{_td('-'.join(r['pair']))}"
+            parts.append(f"<tr>{_td(status.upper(), status)}{_td(_pair(r['pair']))}"
                          f"{_td(r['transport'].upper() + ' ' + r['kind'])}{_td(r['tool'])}{_td(figure)}"
                          f"{_td(r['threshold'])}{_td(r['source'])}</tr>")
         parts.append("</table>")
-        parts += [f"<p>{html.escape(comparison_label(tests, c))} {html.escape('-'.join(c['pair']))}: "
+        parts += [f"<p>{html.escape(comparison_label(tests, c))} {html.escape(_pair(c['pair']))}: "
                   f"{html.escape(c['summary'])}</p>" for c in tests["like_for_like"]]
         parts += run_pictures(tests)
     soak = sections.get("soak")
@@ -201,7 +202,7 @@ def soak_lines(document: dict[str, Any]) -> list[tuple[str | None, str]]:
     earlier session saved reads the same."""
     out: list[tuple[str | None, str]] = []
     for r in document.get("results", []):
-        pair = "-".join(str(n) for n in r.get("pair", []))
+        pair = _pair(r.get("pair", []))
         status = r.get("status") or "ref"
         if r.get("kind") != "soak":
             out.append((status, f"{pair} {r.get('transport')} {r.get('kind')}: {r.get('summary')}"))
@@ -221,13 +222,22 @@ def soak_lines(document: dict[str, Any]) -> list[tuple[str | None, str]]:
     return out
 
 
+def _pair(pair: Any) -> str:
+    """A result's pair as every screen names it (`model.pair_text`)."""
+    names = [str(n) for n in pair] if isinstance(pair, list) else []
+    return pair_text(names[0], names[1]) if len(names) == 2 else "-".join(names)
+
+
 def comparison_label(tests: dict[str, Any], comparison: dict[str, Any]) -> str:
     """How a TCP/RDMA comparison is introduced: like for like only when both crossed the same
-    kind of path; the demo's TCP is this machine's loopback beside recorded RDMA."""
-    if tests.get("demo") or "loopback" in str(comparison.get("summary", "")):
-        return ("extra, TCP on this machine's loopback beside recorded RDMA (not a network: the "
+    kind of path (a TCP figure on this machine's loopback does not, as a report of an earlier
+    version's demo holds); the demo's figures are both the recording's."""
+    tcp = comparison.get("tcp")
+    if "loopback" in str(comparison.get("summary", "")) or (
+            isinstance(tcp, dict) and "loopback" in str(tcp.get("path", ""))):
+        return ("extra, TCP on this machine's loopback beside RDMA between nodes (not a network: the "
                 "two do not compare)")
-    return "like for like"
+    return "like for like, as recorded" if tests.get("demo") else "like for like"
 
 
 def markdown_sections(extras: dict[str, Any]) -> list[str]:
@@ -241,9 +251,9 @@ def markdown_sections(extras: dict[str, Any]) -> list[str]:
         for r in tests["results"]:
             figure = f"{r['figure']:.2f} {r['unit']}" if r["figure"] is not None else ""
             status = (r["status"] or "ref").upper()
-            lines.append(f"| {status} | {'-'.join(r['pair'])} | {r['transport'].upper()} {r['kind']} | "
+            lines.append(f"| {status} | {_pair(r['pair'])} | {r['transport'].upper()} {r['kind']} | "
                          f"{r['tool']} | {figure} | {r['threshold']} | {r['source']} |")
-        lines += [f"- {comparison_label(tests, c)} {'-'.join(c['pair'])}: {c['summary']}"
+        lines += [f"- {comparison_label(tests, c)} {_pair(c['pair'])}: {c['summary']}"
                   for c in tests["like_for_like"]]
     soak = extras.get("soak")
     if soak:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from strixwizard.live.results import REPLAYED, Measurement
-from strixwizard.model import Status
+from strixwizard.model import Status, pair_text
 
 #: (kind, transport) → panel title, in the order panels are shown per link.
 PANELS = (("latency", "rdma", "RDMA latency"), ("latency", "tcp", "TCP baseline"),
@@ -34,7 +34,7 @@ def panel_key(m: Measurement) -> str:
 class PanelView:
     key: str
     title: str
-    link: str
+    link: str  # the pair's key (`pair_key`)
     verdict: Measurement | None = None
     references: list[Measurement] = field(default_factory=list)
 
@@ -116,14 +116,19 @@ def across_nodes(panels: dict[str, PanelView]) -> PanelView | None:
     return panels.get("rccl")
 
 
-def link_title(link: str, results: Sequence[Measurement]) -> str:
-    """`link node0-node1`, or, for a pair the TCP baseline reached over the management network
-    (no fabric link between them), what was measured instead, as the CLI says it."""
-    tcp = next((m for m in results if m.transport == "tcp" and m.kind == "latency" and m.role == "verdict"
-                and "-".join(sorted(m.pair)) == link), None)
+def link_title(link: str, results: Sequence[Measurement],
+               pairs: Sequence[tuple[str, str]] = ()) -> str:
+    """`link node0 ⇄ node1` (the pair as every screen names it, from the planned `pairs` or the
+    results), or, for a pair the TCP baseline reached over the management network (no fabric
+    link between them), what was measured instead, as the CLI says it."""
+    ours = [m for m in results if pair_key(m.pair) == link]
+    named = [p for p in pairs if pair_key(p) == link] or [m.pair for m in ours]
+    shown = pair_text(*sorted(named[0])) if named else link
+    tcp = next((m for m in ours if m.transport == "tcp" and m.kind == "latency" and m.role == "verdict"),
+               None)
     if tcp is not None and "management network" in tcp.path:
-        return f"{link}: no fabric link; TCP measured over the management network"
-    return f"link {link}"
+        return f"{shown}: no fabric link; TCP measured over the management network"
+    return f"link {shown}"
 
 
 def links_of(panels: dict[str, PanelView]) -> list[str]:

@@ -16,7 +16,7 @@ from strixwizard.discovery import DiscoveredNode
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.netdev import Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort
-from strixwizard.model import CheckResult, Status
+from strixwizard.model import CheckResult, Status, pair_text
 from strixwizard.model import LinkEnd as ReportedEnd
 from strixwizard.topology import SOFT_RDMA_LABEL
 from strixwizard.vendors.usb4net import TCP_LATENCY
@@ -102,6 +102,11 @@ class LinkView:
     evidence: str
     note: str
     problems: tuple[str, ...]  # "FAIL link.mtu: 1500 vs 9000"
+
+    @property
+    def display(self) -> str:
+        """The link as every screen names it (`model.pair_text`); `id` stays its key."""
+        return pair_text(self.a.host, self.b.host, self.a.netdev, self.b.netdev)
 
     @property
     def soft(self) -> bool:

@@ -142,7 +142,7 @@ async def discovered(app: WizardApp, pilot: Pilot[int]) -> None:
 
 
 async def after_the_tests(app: WizardApp, pilot: Pilot[int]) -> None:
-    """On the Test step with the demo's tests run (TCP on loopback for real, RDMA replayed)."""
+    """On the Test step with the demo's tests run (every figure replayed from the recordings)."""
     await pilot.press(key_of("test"))
     await settle(app, pilot)
     await pilot.press("r")

@@ -110,6 +110,7 @@ class Finished:
     timing: MatrixTiming
     demo: bool
     seconds: float  # how long the stream ran
+    site_nodes: int | None = None  # the site's node count (what a prediction may use)
 
 
 PairRule = Callable[[Sequence[str], "Pair | None", bool], tuple[list[str], list[Pair]]]

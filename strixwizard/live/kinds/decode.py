@@ -85,8 +85,8 @@ def decode_run(args: argparse.Namespace) -> DecodeRun:
     if model is None:
         run.notes.append(f"no --model given: {DEFAULT_MODEL} from the catalog")
     if args.demo:
-        run.notes.append("demo: RCCL over RDMA is a recording of real nodes; TCP is this machine's "
-                         "loopback without RCCL (no wire, no RCCL overhead), so the two do not compare")
+        run.notes.append("demo: RCCL over RDMA is a recording of two real nodes (E810 back to back); "
+                         "TCP is RCCL over sockets estimated from the same recording's round trip")
     return run
 
 
@@ -141,7 +141,7 @@ def demo(job: DemoJob) -> Iterator[Measurement]:
 
 def finish(report: MeasurementReport, done: Finished) -> None:
     if done.settings.decode_run is not None:
-        report.decode = done.settings.decode_run.document(report.results)
+        report.decode = done.settings.decode_run.document(report.results, done.site_nodes)
 
 
 def summary(report: MeasurementReport, out: TextIO) -> None:

@@ -42,7 +42,7 @@ def demo(job: DemoJob) -> Iterator[Measurement]:
     from strixwizard.live.demo import demo_counters, demo_results
 
     results = []
-    for measurement in demo_results("matrix", job.nodes, job.settings.thresholds, job.settings.tcp,
+    for measurement in demo_results("matrix", job.nodes, job.settings.thresholds,
                                     job.paths()):
         results.append(measurement)
         yield measurement

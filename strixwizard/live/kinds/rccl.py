@@ -20,7 +20,7 @@ def run(job: Job) -> Iterator[Measurement]:
 def demo(job: DemoJob) -> Iterator[Measurement]:
     from strixwizard.live.demo import demo_results
 
-    yield from demo_results("rccl", job.nodes, job.settings.thresholds, job.settings.tcp,
+    yield from demo_results("rccl", job.nodes, job.settings.thresholds,
                             job.paths())
 
 

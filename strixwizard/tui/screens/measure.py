@@ -15,10 +15,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Select, Static
 
 from strixwizard.decode.catalog import DEFAULT_MODEL
-from strixwizard.live.demo import published_comparison
 from strixwizard.live.report import like_for_like, matrix_json
 from strixwizard.live.results import Measurement, cause, overall_status
 from strixwizard.live.soak import SoakProgress
+from strixwizard.model import pair_text
 from strixwizard.services.measure import SOAK_SECONDS, planned_pairs
 from strixwizard.tui.fit import cell_width
 from strixwizard.tui.messages import CancelTests, RunSoak, RunTests
@@ -35,9 +35,8 @@ from strixwizard.tui.widgets.soak import SoakChoice, SoakModal, SoakPanel
 from strixwizard.tui.widgets.table import SizedTable
 from strixwizard.tui.workspace import KEEP, KEEP_FOR_SITE, StepState
 
-DEMO_NOTE = ("Demo: the TCP baseline is measured for real on this machine's loopback (bounded, a "
-             "few seconds per tool); RDMA latency, bandwidth and RCCL are replayed from recordings "
-             "of two real Strix Halo nodes, and labelled so.")
+DEMO_NOTE = ("Demo: every figure is replayed from recordings of two real Strix Halo nodes "
+             "(E810 back to back), TCP baseline included, and labelled so.")
 
 DEMO_SOAK = ("Demo: the soak runs for real on this machine's loopback (the demo nodes are "
              "snapshots; not a fabric link).")
@@ -296,7 +295,7 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
                        f"r runs again.{earlier}{stored}{more}", kind,
                        title=f"Tests: {status.value.upper()}")
         else:
-            pairs = ", ".join(f"{a}-{b}" for a, b in planned_pairs(discovery.site))
+            pairs = ", ".join(pair_text(a, b) for a, b in planned_pairs(discovery.site))
             if self.details:
                 notice.say(f"r runs the live tests on {pairs}: RDMA latency and bandwidth, the TCP "
                            f"baseline beside it, and the RCCL all-reduce. s soaks a link: every byte "
@@ -315,8 +314,8 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
             box.remove_children()
             rows: list[Vertical | Horizontal | Static] = []
             for link in links_of(views):
-                rows.append(Static(outside(link_title(link, state.results)), classes="section",
-                                   id=_link_id("title", link)))
+                rows.append(Static(outside(link_title(link, state.results, state.pairs)),
+                                   classes="section", id=_link_id("title", link)))
                 pair = [v for v in views.values() if v.link == link]
                 first, rest = pair[:2], pair[2:]
                 rows.append(Horizontal(*[self._panel(v) for v in first], classes="panel-row"))
@@ -345,16 +344,12 @@ class MeasurementScreen(StepScreen, step="test", state=MeasurementState):
             for panel in box.query(f"#{panel_id(view.key)}").results(MeasurementPanel):
                 panel.show(view, state.spark.get(view.key, []), testing)
         ratios = {"-".join(sorted(c.pair)): c for c in like_for_like(state.results)}
-        published = published_comparison(state.results) if self.session.is_demo else None
         for link in links_of(views):
             for title in box.query(f"#{_link_id('title', link)}").results(Static):
-                title.update(outside(link_title(link, state.results)))
+                title.update(outside(link_title(link, state.results, state.pairs)))
             for ratio in box.query(f"#{_link_id('ratio', link)}").results(Static):
                 c = ratios.get(link)
-                lines = [f"without RDMA on the same NIC: {published}"] if published else []
-                if c:
-                    lines.append(f"extra, TCP on this machine's loopback: {c.summary}" if published
-                                 else f"like for like: {c.summary}")
+                lines = [f"like for like: {c.summary}"] if c else []
                 ratio.update(text_lines(lines))
 
     def _panel(self, view: PanelView) -> MeasurementPanel:

@@ -134,7 +134,7 @@ class ReportScreen(StepScreen, step="report", state=ReportState):
                 lines.append(item(f"{row.name}: unreachable: {for_the_wizard(row.error or '')}", Status.FAIL))
         lines.append(outside("Links", "bold $text-accent"))
         for link in link_views(report):
-            lines.append(badged(link.status, f"{link.id} ({link.transport})"))
+            lines.append(badged(link.status, f"{link.display} ({link.transport})"))
         lines.append(outside("Problems", "bold $text-accent"))
         for group in fix_groups(report):
             worst = max(group.results, key=lambda r: r.status.rank).status

@@ -153,23 +153,19 @@ class DecodePanel(Vertical):
             head.update(outside(f"{shape.name}: no all-reduce or latency figure yet: run the tests (r)."))
             note.update("")
             return
-        tps = sorted({p["tp"] for p in document["predictions"]})
         message = shape.message_bytes(BATCH)
         head.update(outside(f"{shape.name}, batch {BATCH} ({message // 1024} KiB per all-reduce, "
                             f"2 x {shape.layers} per token), {document['mem_bandwidth_gbps']:g} GB/s "
                             "per node"))
-        # the table stays narrow enough for 80 columns: each row's source is a line under it
-        table.add_columns("transport", "all-reduce µs", *[f"TP={tp} tok/s" for tp in tps], "comm share")
+        # what the predictions are read off: each transport's all-reduce at the decode size (the
+        # one table of predictions is the ways' below: the rows the advice's "fastest" is chosen from)
+        table.add_columns("transport", "all-reduce µs", "source")
         sources = []
         for curve in curves([CollectivePoint.from_json(p) for p in points]):
-            rows = [p for p in document["predictions"] if p["transport"] == curve.transport]
-            last = rows[-1]
             loopback = any("loopback" in str(p.get("note", "")) for p in points
                            if p["transport"] == curve.transport)
             name = f"{curve.transport} (loopback)" if loopback else curve.transport
-            table.add_row(name, f"{curve.two_ranks(message):.1f}",
-                          *[f"{p['tokens_per_s']:.1f}" + ("" if p["fits"] else " (no fit)") for p in rows],
-                          f"{last['comm_share']:.0%} at TP={last['tp']}")
+            table.add_row(name, f"{curve.two_ranks(message):.1f}", curve.source)
             sources.append(f"{name}: {curve.source}")
         notes = list(dict.fromkeys(f"{p['transport']}: {p['note']} ({p['source']})"
                                    for p in points if p.get("note")))

@@ -16,7 +16,7 @@ from textual.widgets import Button, RadioButton, RadioSet, Static
 from strixwizard.live.results import Measurement, cause, overall_status
 from strixwizard.live.schedule import in_rounds
 from strixwizard.live.soak import SoakProgress
-from strixwizard.model import Status
+from strixwizard.model import Status, pair_text
 from strixwizard.tui.text import lines, outside
 from strixwizard.tui.widgets.table import TextTable
 
@@ -77,7 +77,7 @@ class SoakModal(ModalScreen[SoakChoice | None]):
             yield Static("Pair", classes="soak-label")
             with RadioSet(id="soak-pairs"):
                 for i, (a, b) in enumerate(self.pairs):
-                    yield RadioButton(outside(f"{a} <-> {b}"), value=i == 0, id=f"soak-pair-{i}")
+                    yield RadioButton(outside(pair_text(a, b)), value=i == 0, id=f"soak-pair-{i}")
                 if len(self.pairs) > 1:
                     yield RadioButton(id="soak-every-pair", label=outside(
                         f"every pair ({len(self.pairs)}), in {self.rounds} round(s) of disjoint "
