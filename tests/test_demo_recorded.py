@@ -14,7 +14,7 @@ import pytest
 
 from strixwizard.live.demo import RECORDINGS, tcp_baseline
 from tests.support.cli import invoke
-from tests.support.wizard import cells, make_app, panel, settle, sync, wait_for_tests
+from tests.support.wizard import cells, make_app, notice_text, panel, settle, sync, wait_for_tests
 
 SETUP_GUIDE = "https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/main/rdma_cluster/setup_guide.md"
 
@@ -144,6 +144,8 @@ async def test_the_wizards_test_step_on_the_demo_shows_the_recorded_pair(state_h
         await pilot.press("r")
         await pilot.pause()
         await wait_for_tests(app, pilot)
+        status = " ".join(notice_text(app, "#test-status").split())
+        assert "Not stored in the test history: nothing was measured" in status, status
         tcp = panel(app, "node-a-node-b:latency:tcp")
         assert tcp.border_subtitle == "replayed recording"
         assert "34.00 µs" in str(tcp.query_one(".verdict").render())

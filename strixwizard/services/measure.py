@@ -247,6 +247,9 @@ def store(site: str, command: str, started_at: str, results: list[Measurement],
         recorded = record(site, command, started_at, results, path)
     except HistoryError as error:
         return f"Not stored: {error}", None
+    if recorded.run_id is None:
+        return ("Not stored in the test history: nothing was measured (replayed recordings are not "
+                "measurements)."), recorded
     compared = [c for c in recorded.comparisons if c.compared]
     worse = [c.summary for c in compared if c.worse]
     if worse:
