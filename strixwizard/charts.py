@@ -279,6 +279,37 @@ def predictions(decode: object) -> list[Prediction]:
     return out
 
 
+def _link_source(link: object) -> str:
+    """Where an advice link's figure came from: the first word of its first source line."""
+    sources = link.get("sources") if isinstance(link, dict) else None
+    first = str(sources[0]).split(":")[0] if isinstance(sources, list) and sources else ""
+    return first if first in SOURCES else "estimated"
+
+
+def ways(decode: object) -> list[Prediction]:
+    """The advice's ways (the one prediction table `test decode` and the wizard show, whose
+    "fastest" is one of its rows), one sequence, as chart rows: `transport` is the way and its
+    link ("tensor rdma"), `tp` its node count; [] when the document has none."""
+    advice = decode.get("advice") if isinstance(decode, dict) else None
+    rows = advice.get("predictions") if isinstance(advice, dict) else None
+    links = advice.get("links") if isinstance(advice, dict) else None
+    source = {str(link.get("name")): _link_source(link) for link in links or [] if isinstance(link, dict)}
+    out = []
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict):
+            continue
+        nodes, rate = row.get("nodes"), _number(row.get("tok_s"))
+        comm, comp = _number(row.get("t_comm_ms")), _number(row.get("t_comp_ms"))
+        if isinstance(nodes, bool) or not isinstance(nodes, int) or rate is None or rate < 0:
+            continue
+        over = row.get("interconnect")
+        name = f"{row.get('split', '?')} {over}" if over else str(row.get("split", "?"))
+        share = comm / (comm + comp) if comm is not None and comp is not None and comm + comp > 0 else None
+        out.append(Prediction(name, nodes, rate, share, comm, comp,
+                              source.get(str(over), "estimated"), 1, row.get("fits") is not False))
+    return out
+
+
 def first_batch(rows: Sequence[Prediction]) -> tuple[list[Prediction], int | None, list[int]]:
     """The rows of the smallest batch (one user's decode speed), that batch, and every batch."""
     batches = sorted({r.batch for r in rows if r.batch is not None})
@@ -297,7 +328,7 @@ def _nice_top(value: float) -> tuple[float, float]:
     return step * math.ceil(value / step), step
 
 
-def decode_svg(rows: Sequence[Prediction], title: str) -> Svg | None:
+def decode_svg(rows: Sequence[Prediction], title: str, group: str = "TP = {n}") -> Svg | None:
     if not rows:
         return None
     tps = sorted({r.tp for r in rows})
@@ -329,7 +360,7 @@ def decode_svg(rows: Sequence[Prediction], title: str) -> Svg | None:
     svg.line(left, top + plot_h, width - 12, top + plot_h)
     for g, tp in enumerate(tps):
         x0 = left + gap / 2 + group_w * g
-        svg.text(x0 + bar_w * len(transports) / 2, top + plot_h + 34, f"TP = {tp}", anchor="middle",
+        svg.text(x0 + bar_w * len(transports) / 2, top + plot_h + 34, group.format(n=tp), anchor="middle",
                  weight="bold", css_class="tp-label")
         for b, transport in enumerate(transports):
             row = next((r for r in rows if r.tp == tp and r.transport == transport), None)
@@ -346,8 +377,8 @@ def decode_svg(rows: Sequence[Prediction], title: str) -> Svg | None:
                      css_class="bar" if row.fits else "bar no-fit",
                      opacity=0.55 if estimated else None, stroke=colours[transport],
                      dash="4 2" if estimated else "2 3" if not row.fits else None,
-                     tooltip=(f"{transport}, TP {tp}: {row.tokens_per_s:.1f} tok/s ({row.source})"
-                              f"{share}{times}{fit}"))
+                     tooltip=(f"{transport}, {group.format(n=tp)}: {row.tokens_per_s:.1f} tok/s "
+                              f"({row.source}){share}{times}{fit}"))
             if row.comm_share and row.fits:
                 comm_h = (top + plot_h - y) * row.comm_share
                 svg.rect(x + 2, y, bar_w - 4, comm_h, "#0006", css_class="comm-share")
@@ -386,21 +417,24 @@ def run_pictures(document: dict[str, Any]) -> list[str]:
             parts.append(_figure(svg, f"{pair[0]} - {pair[1]}: min, median, average, p99, p99.9 and max "
                                  "of each tool's one-way latency", "distribution"))
     decode = document.get("decode")
-    rows, batch, batches = first_batch(predictions(decode))
+    every_way = ways(decode)
+    rows, batch, batches = (every_way, 1, [1]) if every_way else first_batch(predictions(decode))
     if rows:
         model = decode.get("model") if isinstance(decode, dict) else None
         name = model.get("name") if isinstance(model, dict) else model
         title = ("Predicted decode tokens per second" + (f": {short(str(name), 40)}" if name else "")
                  + (f", batch {batch}" if batch is not None else ""))
-        svg = decode_svg(rows, title)
+        svg = decode_svg(rows, title, "{n} node(s)" if every_way else "TP = {n}")
         others = f"; batches {', '.join(map(str, batches))} are in the JSON" if len(batches) > 1 else ""
         notes = decode.get("notes") if isinstance(decode, dict) else None
         loopback = next((str(n) for n in notes or [] if "loopback" in str(n)), None)
         warning = f". {loopback[0].upper()}{loopback[1:]}" if loopback else ""
         if svg is not None:
-            parts.append(_figure(svg, "tok/s per tensor-parallel size, grouped by transport; "
-                                 f"each bar says where its collective time came from{others}{warning}",
-                                 "decode"))
+            what = ("tok/s of every way to run it on this site (the advice's table, whose fastest "
+                    "fitting bar is its \"fastest\"), grouped by node count" if every_way
+                    else "tok/s per tensor-parallel size, grouped by transport")
+            parts.append(_figure(svg, f"{what}; each bar says where its collective time came from"
+                                 f"{others}{warning}", "decode"))
     if not parts:
         return []
     return ['<h3 id="pictures">Pictures</h3><div class="charts">', *parts, "</div>"]

@@ -131,6 +131,20 @@ def test_the_html_chart_draws_the_recorded_tcp_above_the_recorded_rdma(tmp_path:
     assert "loopback" not in html
 
 
+def test_the_html_decode_chart_draws_the_same_ways_and_nothing_beyond_the_sites_nodes() -> None:
+    from strixwizard.charts import run_pictures
+
+    doc = invoke("test", "decode", "--demo", "--json").json()
+    html = "\n".join(run_pictures(doc))
+    groups = set(re.findall(r'class="tp-label"[^>]*>([^<]+)</text>', html))
+    assert groups == {"1 node(s)", "2 node(s)"}  # no TP=4 on a 2-node site
+    tips = re.findall(r"<title>([^<]+), (\d) node\(s\): ([\d.]+) tok/s", html)
+    _, recommendation = _decode_predictions(doc)
+    fastest = f"{recommendation['split']} {recommendation['interconnect']}"
+    assert (fastest, "2", f"{recommendation['tok_s']:.1f}") in tips
+    assert "TP = " not in html
+
+
 @sync
 async def test_the_wizards_test_step_on_the_demo_shows_the_recorded_pair(state_home: Path) -> None:
     from textual.widgets import DataTable, Static
