@@ -70,6 +70,9 @@ def test_the_matrix_on_the_demo_grids_the_recorded_tcp_above_the_recorded_rdma()
     assert doc["matrix"]["tcp_latency_us"]["node-a"]["node-b"] == 34.0
     assert doc["matrix"]["rdma_latency_us"]["node-a"]["node-b"] == 5.19
     assert all(r["source"] == "replayed recording" for r in doc["results"])
+    text = invoke("test", "matrix", "--demo", "--no-history").stdout
+    assert "the median (an average where none was printed or published), TCP / RDMA" in text
+    assert "34.0 / 5.19" in text
 
 
 def _decode_predictions(doc: dict[str, object]) -> tuple[list[dict[str, object]], dict[str, object]]:

@@ -67,8 +67,12 @@ def summary(report: MeasurementReport, out: TextIO) -> None:
     grid = report.matrix["tcp_latency_us"]
     rdma = report.matrix["rdma_latency_us"]
     count = len(report.matrix["rounds"])
+    averages = any(m.kind == "latency" and m.role == "verdict" and m.latency is not None
+                   and m.latency.median_us is None and m.figure is not None for m in report.results)
+    what = ("one-way µs, the median (an average where none was printed or published)" if averages
+            else "median one-way µs")
     print(f"\nMatrix ({count} round{'' if count == 1 else 's'}, "
-          f"{report.matrix['elapsed_s']:.1f} s): median one-way µs, TCP / RDMA", file=out)
+          f"{report.matrix['elapsed_s']:.1f} s): {what}, TCP / RDMA", file=out)
     width = max(len(n) for n in nodes) + 2
     print(" " * width + "".join(n.rjust(16) for n in nodes), file=out)
     for a in nodes:
