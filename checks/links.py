@@ -317,7 +317,7 @@ def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
                 first = hardware[0]
                 yield failed(entity, observed=f"only {', '.join(transports)} link(s): {first.id} "
                              f"carries {stack_names(first.stacks)}",
-                             expected="a link RCCL/NCCL can use (RoCE v2 or InfiniBand)",
+                             expected="a link RCCL/NCCL and llama.cpp RDMA can use (RoCE v2 or InfiniBand)",
                              detail=f"See link.transport on {first.id}: it names the cause and "
                              "the cure.")
             elif transports == ["thunderbolt-net"]:
@@ -325,8 +325,8 @@ def rdma_path(topology: Topology, site: Site) -> Iterator[Finding]:
                     entity, observed="only thunderbolt-net (USB4) joins these nodes",
                     expected="a hardware RDMA link",
                     detail="Thunderbolt networking is TCP only: RCCL will use NET/Socket at tens of "
-                    "µs. Add RDMA NICs (E810, ConnectX) and cable them; soft-RoCE/USB4 verbs over "
-                    "the same cable are experimental and slow.",
+                    "µs and llama.cpp RPC its TCP transport. Add RDMA NICs (E810, ConnectX) and cable "
+                    "them; soft-RoCE/USB4 verbs over the same cable are experimental and slow.",
                 )
             elif links:
                 yield failed(entity, observed=f"only {', '.join(transports)} links",

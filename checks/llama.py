@@ -13,7 +13,7 @@ from strixwizard.checking.declare import failed, node_check, passed, site_check,
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.llama_cpp import SEARCHED, LlamaBuild
 from strixwizard.model import Finding
-from strixwizard.site import Site
+from strixwizard.site import LLAMA_RPC, Site
 from strixwizard.topology import Topology
 
 #: Mismatched RDMA builds on the two ends abort split model loads "with no useful message".
@@ -36,7 +36,7 @@ def _build(node: NodeFacts) -> tuple[LlamaBuild | None, str]:
     return survey.build, ""
 
 
-@node_check("llama.rpc_rdma")
+@node_check("llama.rpc_rdma", stacks=(LLAMA_RPC,))
 def rpc_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """The RPC server carries llama.cpp's RDMA transport, or it talks TCP only."""
     build, why = _build(node)
@@ -56,7 +56,7 @@ def rpc_rdma(node: NodeFacts, site: Site) -> Iterator[Finding]:
                  f"{BUILD_FLAGS} on every node (docs: the llama.cpp guide).", fixable=False)
 
 
-@node_check("llama.gpu_backend")
+@node_check("llama.gpu_backend", stacks=(LLAMA_RPC,))
 def gpu_backend(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Which GPU backend the build carries; CPU only on a node with a GPU leaves it unused."""
     build, why = _build(node)
@@ -82,7 +82,7 @@ def gpu_backend(node: NodeFacts, site: Site) -> Iterator[Finding]:
     yield passed(node.name, observed)
 
 
-@site_check("llama.same_build")
+@site_check("llama.same_build", stacks=(LLAMA_RPC,))
 def same_build(topology: Topology, site: Site) -> Iterator[Finding]:
     """Every node with llama.cpp runs one build, and all of them or none with RDMA."""
     builds = {}

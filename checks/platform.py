@@ -11,7 +11,7 @@ from strixwizard.facts.iommu import IommuMode
 from strixwizard.facts.limits import Memlock
 from strixwizard.facts.memory import GIB, PAGE_BYTES
 from strixwizard.model import Finding, Status
-from strixwizard.site import Site
+from strixwizard.site import RAY, Site
 
 #: ROCm releases before 7.2 crash in hipMalloc on gfx1151 (research notes §4.8).
 MIN_ROCM = (7, 2)
@@ -33,7 +33,7 @@ def rocm_version(node: NodeFacts, site: Site) -> Iterator[Finding]:
                       expected, "ROCm older than 7.2 crashes in hipMalloc on gfx1151.", Status.FAIL)
 
 
-@node_check("node.rccl_gfx1151", requires=(STRIX_HALO,))
+@node_check("node.rccl_gfx1151", requires=(STRIX_HALO,), stacks=(RAY,))
 def rccl_has_gfx1151(node: NodeFacts, site: Site) -> Iterator[Finding]:
     """Looks for `amdgcn-amd-amdhsa--gfx1151` bundle ids in librccl.so.1; compressed bundles are unknown."""
     rccl = node.rocm.rccl

@@ -241,6 +241,9 @@ class Site:
     #: rxe/siw count as the fabric's RDMA (software RDMA: tests the setup and the tool, not
     #: production speed); `allow_soft_rdma: true` in the file or `--allow-soft-rdma`
     allow_soft_rdma: bool = False
+    #: the stack the site runs (a name of STACKS; "": not said, every check runs): `stack:` in
+    #: the file, `doctor --stack`; doctor then runs the checks that stack depends on
+    stack: str = ""
 
     @property
     def base_dir(self) -> Path:
@@ -254,8 +257,13 @@ class Site:
 
 DEFAULT_SITE = Site(name="local")
 
+#: The stacks a site runs, by the name `stack:`, `doctor --stack` and `deploy --stack` use, and
+#: what a user calls each (the deploy stacks' packages take their NAME from here).
+RAY, LLAMA_RPC, DS4 = "ray", "llama-rpc", "ds4"
+STACKS = {RAY: "RCCL, Ray and vLLM", LLAMA_RPC: "llama.cpp RPC", DS4: "ds4"}
+
 T = TypeVar("T")
-TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh", "allow_soft_rdma")
+TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh", "allow_soft_rdma", "stack")
 _TYPE_NAMES: dict[object, str] = {int: "whole number", float: "number", str: "string"}
 
 
@@ -463,8 +471,11 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
     ssh = reader.record(top["ssh"][1], SshSettings, "ssh") if "ssh" in top else SshSettings()
     soft = top.get("allow_soft_rdma")
     allow_soft_rdma = reader.scalar(soft[1], bool, "allow_soft_rdma") if soft else False
+    stack = reader.scalar(top["stack"][1], str, "stack") if "stack" in top else ""
+    if "stack" in top and stack not in STACKS:
+        raise reader.error(top["stack"][1], f"stack {stack!r} is not one of {', '.join(STACKS)}")
     return Site(name=name, nodes=tuple(nodes), fabric=fabric, thresholds=thresholds, ssh=ssh,
-                path=path, allow_soft_rdma=allow_soft_rdma)
+                path=path, allow_soft_rdma=allow_soft_rdma, stack=stack)
 
 
 def load_site(path: Path, require_nodes: bool = True) -> Site:

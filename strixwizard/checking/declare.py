@@ -24,6 +24,9 @@ Prologues many checks share come from the declaration, not from copies:
 - `per=ROCE_PORTS`: an `Each` picks what the check judges on a node (RoCE
   ports, RDMA NICs...); the function is then called once per item,
   `fn(node, site, item)`, and a node with none skips with the `Each`'s reason.
+- `stacks=(LLAMA_RPC,)`: the stacks (`strixwizard.site.STACKS`) that depend on what the check
+  judges; `doctor --stack` (or the site's `stack:`) runs only the checks of its stack and says
+  which it left out. None given: every stack depends on it.
 The shared `Requires` and `Each` values live in `checks/scope.py`
 (`captured(fact, reason)` makes an `Each` of one fact that may be missing).
 
@@ -162,6 +165,11 @@ class Check(Entry):
     fn: AnyCheckFn
     requires: tuple[Requires[Any], ...] = ()
     per: Each[Any] | None = None
+    stacks: frozenset[str] = frozenset()  # the stacks that depend on it; empty: every stack
+
+    def concerns(self, stack: str) -> bool:
+        """Whether a site running `stack` ("": not said) depends on what this check judges."""
+        return not stack or not self.stacks or stack in self.stacks
 
     @property
     def doc(self) -> str:
@@ -207,8 +215,8 @@ def _entry_for(check_id: str, fn: AnyCheckFn, entry: Entry | None, legacy: Legac
 
 def _declare(check_id: str, scope: str, entity: Callable[[Any], str],
              requires: Sequence[Requires[Any]] = (), per: Each[Any] | None = None,
-             entry: Entry | None = None, legacy: Legacy | None = None
-             ) -> Callable[[AnyCheckFn], Check]:
+             entry: Entry | None = None, legacy: Legacy | None = None,
+             stacks: Iterable[str] = ()) -> Callable[[AnyCheckFn], Check]:
     """The decorator of every scope: `requires` and `per` run before the declared function."""
 
     def wrap(fn: AnyCheckFn) -> Check:
@@ -228,38 +236,50 @@ def _declare(check_id: str, scope: str, entity: Callable[[Any], str],
 
         functools.update_wrapper(body, fn)
         said = {name: getattr(found, name) for name in ENTRY_FIELDS}
-        return Check(**said, id=check_id, scope=scope, fn=body, requires=tuple(requires), per=per)
+        return Check(**said, id=check_id, scope=scope, fn=body, requires=tuple(requires), per=per,
+                     stacks=_stacks(check_id, stacks))
 
     return wrap
 
 
+def _stacks(check_id: str, stacks: Iterable[str]) -> frozenset[str]:
+    from strixwizard.site import STACKS
+
+    named = frozenset(stacks)
+    if unknown := sorted(named - set(STACKS)):
+        raise CatalogError(f"check {check_id!r} names unknown stack(s) {', '.join(unknown)} "
+                           f"(known: {', '.join(STACKS)})")
+    return named
+
+
 @overload
 def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
-               entry: Entry | None = None, **legacy: Unpack[Legacy]
-               ) -> Callable[[NodeCheckFn], Check]: ...
+               entry: Entry | None = None, stacks: Iterable[str] = (),
+               **legacy: Unpack[Legacy]) -> Callable[[NodeCheckFn], Check]: ...
 
 
 @overload
 def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (), per: Each[T],
-               entry: Entry | None = None, **legacy: Unpack[Legacy]
+               entry: Entry | None = None, stacks: Iterable[str] = (), **legacy: Unpack[Legacy]
                ) -> Callable[[Callable[[NodeFacts, Site, T], Iterable[Finding]]], Check]: ...
 
 
 def node_check(check_id: str, *, requires: Sequence[Requires[NodeFacts]] = (),
                per: Each[Any] | None = None, entry: Entry | None = None,
-               **legacy: Unpack[Legacy]) -> Callable[[AnyCheckFn], Check]:
-    return _declare(check_id, "node", lambda node: node.name, requires, per, entry, legacy)
+               stacks: Iterable[str] = (), **legacy: Unpack[Legacy]
+               ) -> Callable[[AnyCheckFn], Check]:
+    return _declare(check_id, "node", lambda node: node.name, requires, per, entry, legacy, stacks)
 
 
 def link_check(check_id: str, *, requires: Sequence[Requires[Link]] = (),
-               entry: Entry | None = None, **legacy: Unpack[Legacy]
-               ) -> Callable[[LinkCheckFn], Check]:
-    return _declare(check_id, "link", lambda link: link.id, requires, None, entry, legacy)
+               entry: Entry | None = None, stacks: Iterable[str] = (),
+               **legacy: Unpack[Legacy]) -> Callable[[LinkCheckFn], Check]:
+    return _declare(check_id, "link", lambda link: link.id, requires, None, entry, legacy, stacks)
 
 
-def site_check(check_id: str, *, entry: Entry | None = None, **legacy: Unpack[Legacy]
-               ) -> Callable[[SiteCheckFn], Check]:
-    return _declare(check_id, "site", lambda topology: "site", (), None, entry, legacy)
+def site_check(check_id: str, *, entry: Entry | None = None, stacks: Iterable[str] = (),
+               **legacy: Unpack[Legacy]) -> Callable[[SiteCheckFn], Check]:
+    return _declare(check_id, "site", lambda topology: "site", (), None, entry, legacy, stacks)
 
 
 def verdict(ok: bool, entity: str, observed: str, expected: str, detail: str,

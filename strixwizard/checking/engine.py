@@ -24,7 +24,7 @@ from strixwizard.model import (
     exit_code,
     worst,
 )
-from strixwizard.site import Site
+from strixwizard.site import STACKS, Site
 from strixwizard.topology import STACK_NAMES, Link, link_end
 
 
@@ -46,6 +46,20 @@ class Report:
         default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     )
     allow_unreachable: bool = False
+    #: the stack the site runs ("": not said) and the checks left out as not used by it
+    stack: str = ""
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def stack_note(self) -> str | None:
+        """What judging for the site's stack left out, a sentence (None: no stack said)."""
+        if not self.stack:
+            return None
+        label = STACKS[self.stack]
+        if not self.left_out:
+            return f"stack {self.stack}: every check selected concerns {label}"
+        return (f"stack {self.stack}: left out {', '.join(self.left_out)} (not used by {label}; "
+                "without a stack every check runs)")
 
     @property
     def unreachable(self) -> list[HostReport]:
@@ -101,7 +115,16 @@ class Report:
             "hosts": [h.to_json() for h in self.hosts],
             "checks": [r.to_json() for r in self.checks],
             "links": [link.to_json() for link in self.links],
+            **({"stack": {"name": self.stack, "label": STACKS[self.stack],
+                          "left_out": list(self.left_out)}} if self.stack else {}),
         }
+
+
+def for_stack(checks: Sequence[Check], stack: str) -> tuple[list[Check], list[Check]]:
+    """The checks a site running `stack` depends on (each check declares its stacks), and the
+    ones it does not ("": no stack said, every check runs)."""
+    kept = [c for c in checks if c.concerns(stack)]
+    return kept, [c for c in checks if not c.concerns(stack)]
 
 
 def select_checks(all_checks: Sequence[Check], only: Iterable[str], skip: Iterable[str]
@@ -223,6 +246,8 @@ def run_doctor(found: Discovery, checks: Sequence[Check], fixes: dict[str, FixRe
     """Run `checks` over one discovery: node checks on each reachable node, link checks on each
     link of its topology, site checks on the topology; `fixes` names the fix each result shows."""
     site, nodes = found.site, found.nodes
+    checks, left_out = for_stack(checks, site.stack)
+    stack, skipped_ids = site.stack, tuple(c.id for c in left_out)
     results: list[CheckResult] = []
     reachable: list[NodeFacts] = []
     for node in nodes:
@@ -246,11 +271,13 @@ def run_doctor(found: Discovery, checks: Sequence[Check], fixes: dict[str, FixRe
                 expected="", detail=f"building the link topology crashed: {error!r}; please "
                 "report it with `strixwizard capture`", why="", fix=None,
             ))
-            return Report(site=site.name, hosts=[n.report for n in nodes], checks=results)
+            return Report(site=site.name, hosts=[n.report for n in nodes], checks=results,
+                          stack=stack, left_out=skipped_ids)
         for link in topology.links:
             link_results = [r for c in link_checks for r in run_link_check(c, link, site, fixes)]
             results.extend(link_results)
             links.append(link_report(link, link_results))
         for check in site_checks:
             results.extend(_results(check, (topology, site), None, site.name, fixes))
-    return Report(site=site.name, hosts=[n.report for n in nodes], checks=results, links=links)
+    return Report(site=site.name, hosts=[n.report for n in nodes], checks=results, links=links,
+                  stack=stack, left_out=skipped_ids)

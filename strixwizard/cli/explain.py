@@ -81,14 +81,27 @@ def check_page(check: Check, fixes: dict[str, Fix] | None = None) -> dict[str, A
         "manual": check.manual, "sources": list(check.sources),
         "fix_page": None if fix is None else fix_page(fix, _cures(fix.id)),
         "explain": command(check.id), "aliases": aliases_of(check.id),
+        "stacks": _stacks(check),
     }
+
+
+def _stacks(check: Check) -> str:
+    """The stacks that depend on the check, as `doctor --stack` uses them."""
+    from strixwizard.site import STACKS
+
+    if not check.stacks:
+        return "every stack (" + ", ".join(STACKS) + ")"
+    used = [name for name in STACKS if name in check.stacks]
+    unused = [f"{name} ({STACKS[name]})" for name in STACKS if name not in check.stacks]
+    return ", ".join(used) + "; not used by " + ", ".join(unused) + \
+        " (`doctor --stack` leaves it out there)"
 
 
 def list_fields(check: Check) -> dict[str, Any]:
     """What `doctor --list-checks --json` adds to each check's row: its page's text."""
     page = check_page(check)
     return {key: page[key] for key in ("checks", "runs", "skips", "reads", "matters", "manual",
-                                       "sources", "explain", "aliases")}
+                                       "sources", "explain", "aliases", "stacks")}
 
 
 def _cures(fix_id: str) -> list[str]:
@@ -177,7 +190,8 @@ def render(page: dict[str, Any]) -> str:
     lines = [head, f"check · severity {page['severity']} · {page['scope']} · {fix}", *_formerly(page)]
     runs = f"Runs {page['runs']}."
     skips = ("Skips when: " + "; ".join(page["skips"]) + ".") if page["skips"] else ""
-    lines += _section("What it checks", page["checks"], runs, skips)
+    lines += _section("What it checks", page["checks"], runs, skips,
+                      f"Stacks that depend on it: {page['stacks']}.")
     lines += _section("What it reads", page["reads"])
     lines += _section("Why it matters", page["why"], page["matters"])
     lines += _section("How to fix it by hand", page["manual"])

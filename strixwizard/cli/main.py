@@ -101,6 +101,13 @@ def _add_doctor(commands: Any) -> None:
                         help="run only this check or area (repeatable)")
     doctor.add_argument("--skip", action="append", default=[], metavar="ID",
                         help="leave out this check or area (repeatable)")
+    from strixwizard.site import STACKS
+
+    doctor.add_argument("--stack", choices=tuple(STACKS), default="",
+                        help="judge for this stack: run only the checks it depends on and say "
+                        "which were left out (" + "; ".join(f"{name}: {label}" for name, label
+                                                            in STACKS.items())
+                        + "); as `stack: NAME` in the site file")
     doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
     from strixwizard.services.levels import DOCTOR, DOCTOR_LEVELS
@@ -299,7 +306,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     request = RunRequest(
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
-        allow_soft_rdma=args.allow_soft_rdma, spec=spec,
+        allow_soft_rdma=args.allow_soft_rdma, spec=spec, stack=args.stack,
     )
     on_node = None if args.json or not sys.stderr.isatty() else node_printer()
     if args.verbose:
@@ -319,8 +326,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from strixwizard.cli.nextstep import same_command, site_options
     from strixwizard.present.formats import DoctorRun
 
-    notes = () if not level.leaves_out else (
-        f"level {level.name}: left out {', '.join(level.leaves_out)} (`--level full` runs them)",)
+    notes = tuple(note for note in (
+        f"level {level.name}: left out {', '.join(level.leaves_out)} (`--level full` runs them)"
+        if level.leaves_out else None, report.stack_note) if note is not None)
     output.write(DoctorRun(
         report, code, strict=args.strict, verbose=args.verbose,
         site_options=None if args.snapshot else site_options(args),

@@ -26,7 +26,16 @@ from strixwizard.errors import UsageError, os_error_line
 from strixwizard.facts.spec import SPEC
 from strixwizard.onnode.collector import DirSink, Sink, TarSink, collect
 from strixwizard.probe.snapshot import SnapshotError, SnapshotProbe
-from strixwizard.site import Fabric, FieldError, NodeSpec, Site, Thresholds, name_problem, node_problem
+from strixwizard.site import (
+    STACKS,
+    Fabric,
+    FieldError,
+    NodeSpec,
+    Site,
+    Thresholds,
+    name_problem,
+    node_problem,
+)
 
 #: The key of meta.json that says which site, and which node of it, a snapshot is.
 SITE_KEY = "site"
@@ -160,7 +169,7 @@ def site_meta(site: Site, spec: NodeSpec) -> dict[str, Any]:
     """What meta.json says of the site a node's snapshot was captured from."""
     return {"name": site.name, "node": spec.name, "host": spec.host, "fabric_address": spec.fabric_address,
             "fabric": dataclasses.asdict(site.fabric), "thresholds": dataclasses.asdict(site.thresholds),
-            "allow_soft_rdma": site.allow_soft_rdma}
+            "allow_soft_rdma": site.allow_soft_rdma, "stack": site.stack}
 
 
 def with_site_meta(archive: bytes, site: dict[str, Any]) -> bytes:
@@ -184,6 +193,16 @@ def with_site_meta(archive: bytes, site: dict[str, Any]) -> bytes:
     return out.getvalue()
 
 
+def _stack(name: object, path: Path) -> str:
+    """The stack a bundle's meta.json names ("" when it names none: captured before `stack:`)."""
+    if name in (None, ""):
+        return ""
+    if not isinstance(name, str) or name not in STACKS:
+        raise UsageError(f"{path}: meta.json names the stack {name!r}, which is not one of "
+                         f"{', '.join(STACKS)}")
+    return name
+
+
 def replayed_site(snapshots: Sequence[tuple[Path, SnapshotProbe]]) -> Site | None:
     """The site a bundle's snapshots were captured from, when every one says the same site
     (name, fabric, thresholds) and names a different node of it; otherwise None (snapshots
@@ -191,7 +210,8 @@ def replayed_site(snapshots: Sequence[tuple[Path, SnapshotProbe]]) -> Site | Non
     metas = [probe.meta.get(SITE_KEY) for _, probe in snapshots]
     if not metas or not all(isinstance(m, dict) for m in metas):
         return None
-    shared = {json.dumps({k: m.get(k) for k in ("name", "fabric", "thresholds", "allow_soft_rdma")},
+    shared = {json.dumps({k: m.get(k) for k in ("name", "fabric", "thresholds", "allow_soft_rdma",
+                                                 "stack")},
                          sort_keys=True) for m in metas if isinstance(m, dict)}
     names = [m.get("node") for m in metas if isinstance(m, dict)]
     if len(shared) != 1 or len(set(names)) != len(names):
@@ -220,6 +240,7 @@ def replayed_site(snapshots: Sequence[tuple[Path, SnapshotProbe]]) -> Site | Non
         return Site(name=site_name, nodes=tuple(nodes),
                     fabric=Fabric(**(first.get("fabric") or {})),
                     thresholds=Thresholds(**(first.get("thresholds") or {})),
-                    allow_soft_rdma=first.get("allow_soft_rdma") is True)
+                    allow_soft_rdma=first.get("allow_soft_rdma") is True,
+                    stack=_stack(first.get("stack"), snapshots[0][0]))
     except (FieldError, TypeError, ValueError) as error:
         raise UsageError(f"{snapshots[0][0]}: meta.json's site is not a site ({error})") from None

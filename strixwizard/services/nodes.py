@@ -50,6 +50,8 @@ class RunRequest:
     trust_new_hosts: bool = False
     #: `--allow-soft-rdma`: as `allow_soft_rdma: true` in the site file
     allow_soft_rdma: bool = False
+    #: `doctor --stack NAME`: as `stack: NAME` in the site file ("": the site's)
+    stack: str = ""
     #: what to collect from nodes over SSH (None: everything, `facts/spec.py` SPEC)
     spec: Spec | None = None
 
@@ -187,6 +189,8 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
         site = bundle or Site(name="snapshots" if request.snapshots else "local")
     if request.allow_soft_rdma:
         site = replace(site, allow_soft_rdma=True)
+    if request.stack:
+        site = replace(site, stack=request.stack)
     if not nodes:
         import socket
 

@@ -40,8 +40,9 @@ from strixwizard.deploy.process import START, candidates, process_step
 from strixwizard.errors import UsageError
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan
+from strixwizard.site import DS4
 
-NAME = "ds4"
+NAME = DS4  # the name strixwizard.site.STACKS gives it
 TP_PORT = 9000
 API_PORT = 8000  # ds4-server --port default
 RUN_DIR = "/var/lib/strixwizard/ds4"

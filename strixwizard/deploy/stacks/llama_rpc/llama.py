@@ -48,8 +48,9 @@ from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.deploy.stacks.llama_rpc.persist import RPC_UNIT, SERVER_UNIT, UNIT_DIR
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan, Step
+from strixwizard.site import LLAMA_RPC
 
-STACK = "llama-rpc"
+STACK = LLAMA_RPC  # the name strixwizard.site.STACKS gives it
 RPC_PORT = 50052  # tools/rpc/rpc-server.cpp rpc_server_params.port
 SERVER_PORT = 8080  # llama-server's default --port
 RUN_DIR = "/var/lib/strixwizard/llama"

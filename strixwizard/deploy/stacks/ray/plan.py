@@ -36,11 +36,12 @@ from strixwizard.deploy.stacks.ray.rccl import rccl_notes, rccl_tests_note
 from strixwizard.deploy.stacks.ray.serve import ServeSettings, server_url
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan, Step
+from strixwizard.site import RAY
 
 __all__ = ["NAME", "WITH_ENV", "RayPlan", "container_script", "plan_ray", "ray_argv", "ray_json",
            "ray_question", "ray_settings_from", "ray_steps", "vllm_script"]
 
-NAME = "ray"
+NAME = RAY  # the name strixwizard.site.STACKS gives it
 
 
 @dataclass
