@@ -41,7 +41,7 @@ def test_llama_rpc_leaves_out_the_rccl_check_and_says_so(report_schema: dict[str
     assert document["stack"] == {"name": "llama-rpc", "label": "llama.cpp RPC",
                                  "left_out": ["node.rccl_gfx1151"]}
     assert "node.rccl_gfx1151" not in judged(document)
-    assert LLAMA_CHECKS <= judged(document)
+    assert judged(document) >= LLAMA_CHECKS
     text = invoke("doctor", "--demo", "--stack", "llama-rpc").stdout
     assert text.splitlines()[0] == ("stack llama-rpc: left out node.rccl_gfx1151 (not used by "
                                     "llama.cpp RPC; without a stack every check runs)")
