@@ -82,6 +82,17 @@ def gpu_backend(node: NodeFacts, site: Site) -> Iterator[Finding]:
     yield passed(node.name, observed)
 
 
+def _cure(builds: dict[str, LlamaBuild], rdma: dict[str, bool]) -> str:
+    """The exact steps that give the TCP-only nodes the RDMA nodes' build."""
+    tcp_only = [name for name, has in rdma.items() if not has]
+    source = next(name for name, has in rdma.items() if has)
+    programs = ", ".join(p.path for p in builds[source].programs)
+    return (f"Cure: on {', '.join(tcp_only)}, build the same commit with {BUILD_FLAGS} "
+            "(docs/llama-cpp.md, step 1), or copy " + source + f"'s programs ({programs}, with "
+            "any libggml*.so beside them) to the same paths there; then run `strixwizard doctor "
+            "--stack llama-rpc` again. (Building every node without RDMA also agrees, on TCP.)")
+
+
 @site_check("llama.same_build", stacks=(LLAMA_RPC,))
 def same_build(topology: Topology, site: Site) -> Iterator[Finding]:
     """Every node with llama.cpp runs one build, and all of them or none with RDMA."""
@@ -100,8 +111,8 @@ def same_build(topology: Topology, site: Site) -> Iterator[Finding]:
     if len(set(rdma.values())) > 1:
         yield failed(site.name, observed, "the RDMA transport on every node or on none",
                      "An RDMA build on one end and a TCP-only build on the other abort split model "
-                     f"loads with no useful message ({MISMATCH_SOURCE}). Build every node with "
-                     f"{BUILD_FLAGS}, or every node without it.", fixable=False)
+                     f"loads with no useful message ({MISMATCH_SOURCE}). {_cure(builds, rdma)}",
+                     fixable=False)
         return
     if len(set(ids.values())) > 1:
         yield warned(site.name, observed, "one build on every node",
