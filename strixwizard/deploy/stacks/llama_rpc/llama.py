@@ -46,6 +46,7 @@ from strixwizard.deploy.health import probe_source
 from strixwizard.deploy.process import START, candidates, process_step
 from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.deploy.stacks.llama_rpc.persist import RPC_UNIT, SERVER_UNIT, UNIT_DIR
+from strixwizard.deploy.stacks.llama_rpc.placement import Placement
 from strixwizard.facts import NodeFacts
 from strixwizard.fixing.model import Plan, SitePlan, Step
 from strixwizard.site import LLAMA_RPC
@@ -94,6 +95,7 @@ class LlamaPlan(DeployPlan):
     rpc_environment: dict[str, tuple[str, ...]] = field(default_factory=dict)
     server_argv: tuple[str, ...] = ()
     server_environment: tuple[str, ...] = ()
+    placement: Placement | None = None  # llama-server -ts from the devices' free memory
 
     @property
     def workers(self) -> list[str]:
@@ -118,6 +120,12 @@ def llama_json(plan: DeployPlan) -> dict[str, Any]:
         "server_argv": list(plan.server_argv),
         "server_line": shlex.join([*plan.server_environment, *plan.server_argv]),
         "server_url": plan.server_url,
+        "tensor_split": None if plan.placement is None else {
+            "ts": plan.placement.ts, "why": plan.placement.why,
+            "devices": [{"node": d.node, "kind": d.kind, "free_bytes": d.free_bytes,
+                         "source": d.source, "weights_bytes": round(h)}
+                        for d, h in zip(plan.placement.devices, plan.placement.held_bytes,
+                                        strict=True)]},
     }
 
 
@@ -156,12 +164,14 @@ def rpc_server_argv(env: ClusterEnv, node: str, llama: LlamaSettings) -> tuple[s
     return tuple(argv)
 
 
-def llama_server_argv(env: ClusterEnv, workers: list[str], llama: LlamaSettings
-                      ) -> tuple[str, ...]:
+def llama_server_argv(env: ClusterEnv, workers: list[str], llama: LlamaSettings,
+                      ts: str | None = None) -> tuple[str, ...]:
     argv = ["-m", llama.model or "MODEL.gguf", "--host", llama.server_host or env.head_ip,
             "--port", str(llama.server_port),
             "--rpc", ",".join(f"{env.node(w).ip}:{llama.rpc_port}" for w in workers),
             "-ngl", llama.gpu_layers, "-sm", llama.split_mode, "-lv", "4"]
+    if ts is not None:
+        argv += ["-ts", ts]  # slashes: `-ts 15,85` is two llama-bench runs (placement.py)
     if llama.no_mmap:
         argv.append("--no-mmap")
     if llama.ctx_size is not None:
@@ -183,8 +193,8 @@ def start_argv(settings: DeploySettings, pidfile: str, log: str, port: int, mode
 def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySettings,
                llama: LlamaSettings) -> LlamaPlan:
     """RPC servers on the workers (first), then llama-server on the head; one group, so a
-    failing node rolls every node back."""
-    del facts  # the facts reach the plan through `env` (addresses, RDMA device, GID index)
+    failing node rolls every node back. The addresses, RDMA device and GID index come through
+    `env`; the facts give each device's free memory and the head's build (`-ts`)."""
     group = group_of(env)
     workers = [n.node for n in env.nodes if n.node != env.head or llama.rpc_on_head]
     if not workers:
@@ -197,21 +207,29 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     if needs_no_mmap(size) and not llama.no_mmap:
         llama = replace(llama, no_mmap=True)  # llama.cpp#19745: see deploy/stacks/llama_rpc/load.py
     deploy = LlamaPlan(env, settings, SitePlan(env.site), llama=llama)
+    from strixwizard.deploy.stacks.llama_rpc.placement import place
+
+    deploy.placement = place(size, facts, workers, env.head, llama.split_mode)
+    ts = deploy.placement.ts
     persistence = ("runtime only: not started at boot; run `strixwizard deploy --stack "
                    "llama-rpc --apply` again after a reboot")
     if llama.persist:
         persistence = ("systemd units, started now and at every boot; `strixwizard deploy "
                        "--rollback` disables and removes them")
-    server = llama_server_argv(env, workers, llama)
+    server = llama_server_argv(env, workers, llama, ts)
     deploy.server_argv = server
     deploy.server_environment = rdma_environment(env, env.head)
     rpc_list = server[server.index("--rpc") + 1]
     notes = [f"llama-server line: {shlex.join(['env', *deploy.server_environment, 'llama-server', *server])}",
              "the same model from the CLI: " + shlex.join(
                  ["llama-cli", "-m", server[1], "--rpc", rpc_list, "-ngl", llama.gpu_layers,
-                  "-sm", llama.split_mode, "-p", "Hello"]),
+                  "-sm", llama.split_mode, *(("-ts", ts) if ts else ()), "-p", "Hello"]),
              "throughput: " + shlex.join(["llama-bench", "-m", server[1], "--rpc", rpc_list,
-                                          "-ngl", llama.gpu_layers])]
+                                          "-ngl", llama.gpu_layers,
+                                          *(("-ts", ts) if ts else ())])]
+    placement = deploy.placement
+    notes.append(f"-ts {ts}: {placement.why}: {placement.arithmetic}" if ts else
+                 f"-ts not set (llama.cpp's default split): {placement.why}")
     if not llama.model:
         notes.append("pass --gguf PATH (a GGUF file on the head) to start llama-server")
     notes += load_notes(size, len([w for w in workers if w != env.head]) or 1, no_mmap_given)
