@@ -260,7 +260,7 @@ DEFAULT_SITE = Site(name="local")
 #: The stacks a site runs, by the name `stack:`, `doctor --stack` and `deploy --stack` use, and
 #: what a user calls each (the deploy stacks' packages take their NAME from here).
 RAY, LLAMA_RPC, DS4 = "ray", "llama-rpc", "ds4"
-STACKS = {RAY: "RCCL, Ray and vLLM", LLAMA_RPC: "llama.cpp RPC", DS4: "ds4"}
+STACKS = {RAY: "vLLM on Ray (RCCL)", LLAMA_RPC: "llama.cpp RPC", DS4: "ds4"}
 
 T = TypeVar("T")
 TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh", "allow_soft_rdma", "stack")

@@ -32,8 +32,19 @@ def test_the_checks_page_has_one_table_with_every_area() -> None:
 def test_readme_first_screen_shows_the_real_cluster_path() -> None:
     first = README[:README.index("## Install on the head node")]
     commands = [line.split()[1] for line in first.splitlines() if line.startswith("strixwizard ")]
-    assert commands == ["init", "doctor", "fix", "deploy", "test"]
+    path = ["init", "doctor", "fix", "deploy", "test"]
+    assert commands == path * 2  # the cluster path, then llama.cpp over RDMA on two boxes
     assert "init → doctor → fix → deploy → test" in first
+
+
+def test_the_llama_cpp_quick_start_is_on_the_first_screen_and_links_the_guide() -> None:
+    first = README[:README.index("## Install on the head node")]
+    quick = first[first.index("### llama.cpp over RDMA on two boxes"):]
+    lines = [line for line in quick.splitlines() if line.startswith(("ssh-copy-id", "strixwizard"))]
+    assert lines[0].startswith("ssh-copy-id root@")
+    assert "-DGGML_RPC=ON -DGGML_RPC_RDMA=ON" in quick and "stack: llama-rpc" in quick
+    assert "deploy --site site.yaml --stack llama-rpc" in quick
+    assert "(docs/llama-cpp.md)" in quick
 
 
 def test_the_demo_decode_table_says_what_does_not_fit() -> None:

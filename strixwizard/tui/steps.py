@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from strixwizard.site import STACKS
+
 _SCREENS = "strixwizard.tui.screens"
 
 
@@ -47,7 +49,8 @@ STEPS: tuple[Step, ...] = (
     Step("discover", "Discover", "probe every node: platform, NICs and RDMA ports"),
     Step("links", "Links", "which interface of which node meets which, and over what"),
     Step("fix", "Fix", "failing checks grouped by node and link, with their fix"),
-    Step("deploy", "Deploy", "RCCL environment, Ray and the vLLM launch line"),
+    Step("deploy", "Deploy", "a stack from the nodes' facts, then its smoke test: "
+         + ", ".join(list(STACKS.values())[:-1]) + " or " + list(STACKS.values())[-1]),
     Step("test", "Test", "RDMA latency and bandwidth, TCP baseline, RCCL all-reduce",
          f"{_SCREENS}.measure:MeasurementScreen"),
     Step("report", "Report", "the summary, saved as JSON, Markdown and HTML"),
