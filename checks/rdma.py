@@ -80,10 +80,38 @@ def active_mtu(node: NodeFacts, site: Site, on: HardwarePort) -> Iterator[Findin
                          detail=f"Raise the MTU of {on.netdev} to 9000 on both ends.")
         else:
             yield skipped(on.entity, "active_mtu unknown: `ibv_devinfo` was not captured")
+    elif roce and port.active_mtu < 4096 and mtu is not None and mtu >= ROCE_4096_NETDEV_MTU:
+        yield warned(on.entity, observed=observed, expected=expected,
+                     detail=path_mtu_below_netdev(on.netdev, port.active_mtu, mtu, port.max_mtu),
+                     fixable=False)
     else:
         fix = (f"Raise the MTU of {on.netdev} to 9000 on both ends of the link."
                if roce else infiniband.PORT_MTU)
         yield verdict(port.active_mtu >= 4096, on.entity, observed, expected, fix)
+
+
+#: A 4x DGX Spark TP4 run measured prefill about 40 % below the published figures for the same
+#: profile, on a fabric that "runs RoCE MTU 1024" (the author's only lead, not investigated).
+MTU_1024_COST_SOURCE = "https://github.com/0xSero/local-ai-registry/pull/55"
+#: NVIDIA: a port MTU of 4200 gives active_mtu 4096.
+MTU_4200_SOURCE = "https://enterprise-support.nvidia.com/s/article/mtu-considerations-for-roce-based-applications"
+
+
+def path_mtu_below_netdev(netdev: str, active: int, mtu: int, max_mtu: int | None) -> str:
+    """The named finding: the RoCE path MTU below 4096 while the netdev allows 4096."""
+    if max_mtu is not None and max_mtu < 4096:
+        cure = (f"The port's max_mtu is {max_mtu}: the NIC or its firmware caps it; a NIC (or a "
+                "firmware setting) that allows 4096 is the cure.")
+    else:
+        cure = (f"The port did not follow the netdev: set the MTU again (`ip link set dev {netdev} "
+                f"mtu {mtu}`; a port MTU of 4200 gives active_mtu 4096, {MTU_4200_SOURCE}), "
+                "restart the RDMA programs and read `ibv_devinfo | grep active_mtu` on both ends.")
+    return (f"RoCE path MTU {active} under a {mtu}-byte {netdev}: every RDMA message goes in "
+            f"{active}-byte packets, 4x the packets of 4096. llama.cpp's RDMA transport takes the "
+            "port's active_mtu as its path MTU (its log: `RDMA activated: ... mtu=1024`), as RCCL "
+            "and perftest do. Measured cost: a 4x DGX Spark run at RoCE MTU 1024 prefilled about "
+            f"40 % below the published figures for the same profile ({MTU_1024_COST_SOURCE}; the "
+            f"author's only lead). {cure}")
 
 
 @node_check("rdma.roce_v2_default", per=ROCE_PORTS_IN_USE)

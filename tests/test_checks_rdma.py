@@ -196,3 +196,29 @@ def test_usb4_link_rate(root: Path, tmp_path: Path) -> None:
     assert len(slow) == 2 and slow[0].observed == "20 Gb/s (2 x 10 Gb/s)"
     assert "RJ45" in slow[0].detail and "github.com/Geramy/OdinLink-Five/issues/31" in slow[0].detail
     assert set(statuses(report_of(root, "healthy"), "usb4.link_rate").values()) == {Status.SKIP}
+
+
+@pytest.mark.parametrize(("max_mtu", "cure"), [
+    (4096, "The port did not follow the netdev: set the MTU again (`ip link set dev enp194s0np0 "
+           "mtu 9000`; a port MTU of 4200 gives active_mtu 4096"),
+    (1024, "The port's max_mtu is 1024: the NIC or its firmware caps it")])
+def test_a_1024_path_mtu_under_a_9000_netdev_is_named_with_its_cost_and_cure(
+        tmp_path: Path, max_mtu: int, cure: str) -> None:
+    from tests.support.scenarios import healthy_e810_pair, run_site
+
+    nodes = healthy_e810_pair()
+    node = nodes["node-b"]
+    node.devinfo_blocks = [block.replace("active_mtu:\t\t4096 (5)", "active_mtu:\t\t1024 (3)")
+                           .replace("max_mtu:\t\t4096 (5)", f"max_mtu:\t\t{max_mtu} "
+                                    f"({ {1024: 3, 4096: 5}[max_mtu] })")
+                           for block in node.devinfo_blocks]
+    (result,) = [r for r in results(run_site(tmp_path, nodes), "rdma.active_mtu")
+                 if r.host == "node-b"]
+    assert result.status == Status.WARN
+    assert result.observed == "active_mtu 1024, enp194s0np0 MTU 9000"
+    assert result.detail.startswith("RoCE path MTU 1024 under a 9000-byte enp194s0np0: ")
+    assert "llama.cpp's RDMA transport takes the port's active_mtu as its path MTU" in result.detail
+    assert ("prefilled about 40 % below the published figures for the same profile "
+            "(https://github.com/0xSero/local-ai-registry/pull/55") in result.detail
+    assert cure in result.detail
+    assert result.fix is None  # net.mtu sets the netdev MTU, which is already right
