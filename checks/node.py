@@ -9,7 +9,7 @@ from strixwizard.checking.declare import failed, node_check, passed, skipped, ve
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.cpu import STRIX_HALO_FAMILY, STRIX_HALO_MODEL, CpuInfo
 from strixwizard.model import Finding, Status
-from strixwizard.site import Site
+from strixwizard.site import LLAMA_RPC, Site
 
 
 @node_check("node.strix_halo", per=CPU_CAPTURED)
@@ -17,6 +17,12 @@ def cpu_is_strix_halo(node: NodeFacts, site: Site, cpu: CpuInfo) -> Iterator[Fin
     """Passes when /proc/cpuinfo shows AMD family 26 model 112; names the SKU from the model name."""
     described = f"{cpu.model_name or 'unknown CPU'} ({cpu.vendor} family {cpu.family} model {cpu.model})"
     observed = (cpu.sku or cpu.model_name) if cpu.is_strix_halo else described
+    if not cpu.is_strix_halo and site.stack == LLAMA_RPC:
+        # llama.cpp RPC mixes kinds of nodes (a GB10, a Mac, a CUDA box beside a Strix Halo)
+        yield passed(node.name, observed, "a node with a llama.cpp build (any kind, for llama-rpc)",
+                     "Not a Strix Halo: as a llama.cpp RPC node it is judged on what it has (its "
+                     "llama.cpp build, NICs and links); the gfx1151 checks skip on it.")
+        return
     yield verdict(cpu.is_strix_halo, node.name, observed,
                   f"AuthenticAMD family {STRIX_HALO_FAMILY} model {STRIX_HALO_MODEL}",
                   "Not a Strix Halo node: gfx1151 checks below do not apply to it.", Status.FAIL)

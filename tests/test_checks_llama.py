@@ -85,3 +85,27 @@ def test_the_older_version_layout_is_read() -> None:
     published = (DATA / "startup_build6945_issue18546.txt").read_text(encoding="utf-8")
     assert "6945 (cc98f8d34)" in published
     assert parse_version("version: 6945 (cc98f8d34)\n") == ("6945", 6945, "cc98f8d34")
+
+
+def test_a_llama_rpc_site_with_a_gb10_beside_a_strix_halo_does_not_fail_for_being_mixed(
+        tmp_path: Path) -> None:
+    """With `stack: llama-rpc`, a GB10 worker is judged on what it has; without a stack the
+    node check still says it is not a Strix Halo (a vLLM/RCCL site cannot use it)."""
+    from strixwizard.site import LLAMA_RPC, NodeSpec, Site
+
+    nodes = _pair({}, None)
+    nodes.pop("node-b")
+    gb10 = FakeNode("gb10")
+    gb10.cpu(model_name="NVIDIA Grace", vendor="ARM")
+    llama_cpp(gb10, backend="cuda")
+    nodes["gb10"] = gb10
+    site = Site(name="test", nodes=tuple(NodeSpec(name=n, snapshot=n) for n in nodes),
+                stack=LLAMA_RPC)
+    report = run_site(tmp_path / "llama", nodes, site)
+    gb10_results = [r for r in report.checks if r.host == "gb10"]
+    assert not [r for r in gb10_results if r.status in (Status.FAIL, Status.ERROR)], gb10_results
+    (cpu,) = [r for r in gb10_results if r.id == "node.strix_halo"]
+    assert cpu.status == Status.PASS and "judged on what it has" in cpu.detail
+    assert statuses(report, "llama.same_build") == {"test": Status.PASS}
+    without = run_site(tmp_path / "plain", nodes)
+    assert statuses(without, "node.strix_halo")["gb10"] == Status.FAIL

@@ -16,8 +16,15 @@ TCP_LATENCY = (f"tens of µs per message instead of ~5 µs (about 65 µs one-way
 TCP_ONLY = (f"USB4/Thunderbolt networking is TCP only: no RDMA verbs, {TCP_LATENCY}. "
             "Keep it for management; put RCCL on a RoCE/InfiniBand NIC link.")
 #: What the experimental USB4 verbs are worth.
+#: A direct usb4_rdma device that advertised max_qp=1 and could not create an RC QP, while
+#: bridge-bound ones advertised 256 and completed RC ping-pong.
+MAX_QP_SOURCE = "https://github.com/hellas-ai/nix-strix-halo/pull/67"
 VERBS = ("Research-grade: ~7 µs one-way at best, cannot share the port with thunderbolt-net; pin "
-         "NCCL_IB_HCA to an exact dev:port if you use it.")
+         "NCCL_IB_HCA to an exact dev:port if you use it. llama.cpp RPC runs over it "
+         "(GGML_RDMA_DEV=usb4_rdmaN) when the device can create an RC QP: a direct usb4_rdma4 "
+         "advertised max_qp=1 and `ibv_rc_pingpong` failed with `Couldn't create QP`, while "
+         f"bridge-bound ones advertised 256 ({MAX_QP_SOURCE}); read `ibv_devinfo -v -d DEV | grep "
+         "max_qp` (strixwizard does not capture `-v` yet).")
 
 #: The rate a USB4 host-to-host link trains at per direction (2 lanes x 20 Gb/s, USB4 v1).
 FULL_RATE_GBPS = 40.0
