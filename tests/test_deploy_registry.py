@@ -254,3 +254,13 @@ def test_deploy_help_shows_a_stacks_options_only_when_that_stack_is_named() -> N
     ray = invoke("deploy", "--stack", "ray", "--help").stdout
     assert "vLLM (--serve, with --stack ray):" in ray and {"--serve", "--ray-temp-dir"} <= flags(ray)
     assert not {"--gguf", "--persist"} & flags(ray)
+
+
+def test_the_site_files_stack_is_the_deploys_unless_stack_is_given(tmp_path: Path) -> None:
+    from tests.support.cli import invoke
+    from tests.support.demo_site import demo_site_with
+
+    site = demo_site_with(tmp_path, "stack: llama-rpc\n")
+    assert invoke("deploy", "--site", str(site), "--json").json()["plan"]["stack"] == "llama-rpc"
+    given = invoke("deploy", "--site", str(site), "--stack", "ds4", "--json").json()
+    assert given["plan"]["stack"] == "ds4"

@@ -3,7 +3,6 @@ each check, and the ones left out said by name."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,23 +10,15 @@ import pytest
 
 from checks import ALL
 from strixwizard.deploy.plan import STACKS as DEPLOY_STACKS
-from strixwizard.services.nodes import DEMO_SITE
 from strixwizard.site import LLAMA_RPC, RAY, STACKS, SiteError, parse_site
 from tests.support.cli import invoke, validate_report
+from tests.support.demo_site import demo_site_with
 
 LLAMA_CHECKS = {"llama.rpc_rdma", "llama.gpu_backend", "llama.same_build"}
 
 
 def judged(document: dict[str, Any]) -> set[str]:
     return {check["id"] for check in document["checks"]}
-
-
-def demo_site_with(tmp_path: Path, extra: str) -> Path:
-    """The demo site file beside its snapshots, with `extra` appended."""
-    shutil.copytree(DEMO_SITE.parent / "snapshots", tmp_path / "snapshots")
-    site = tmp_path / "site.yaml"
-    site.write_text(DEMO_SITE.read_text(encoding="utf-8") + extra, encoding="utf-8")
-    return site
 
 
 def test_the_deploy_stacks_are_the_stacks_a_site_names() -> None:

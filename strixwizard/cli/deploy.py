@@ -79,8 +79,9 @@ def register(commands: Any) -> argparse.ArgumentParser:
                         "programs it started stopped (never another's)")
     add_change_options(deploy, "deploy-journal")
     deploy.add_argument("--stack", metavar="NAME",
-                        help=f"the deploy stack: {', '.join(STACKS)} (default {default}); an "
-                        "unknown name is refused with the known ones")
+                        help=f"the deploy stack: {', '.join(STACKS)} (default: the site file's "
+                        f"`stack:`, else {default}); an unknown name is refused with the known "
+                        "ones")
     deploy.add_argument("--model", metavar="NAME",
                         help="the model the stack loads: " + "; ".join(
                             f"{stack.model_hint} (--stack {name})"
@@ -125,6 +126,16 @@ def node_list(text: str) -> tuple[str, ...]:
     return names
 
 
+def _site_stack(args: argparse.Namespace) -> str:
+    """The stack the site file names (`stack:`), the deploy's when --stack is not given."""
+    site = getattr(args, "site", None)
+    if site is None or getattr(args, "demo", False):
+        return ""
+    from strixwizard.site import load_site
+
+    return load_site(site, require_nodes=False).stack
+
+
 def _settings(args: argparse.Namespace) -> Any:
     """The deploy settings, from the chosen stack's own builder and every flag's value; a flag
     that only other stacks read (`Option.refused_elsewhere`) is refused, naming them."""
@@ -133,7 +144,7 @@ def _settings(args: argparse.Namespace) -> Any:
     from strixwizard.errors import UsageError
 
     try:
-        stack = stack_of(args.stack or "")
+        stack = stack_of(args.stack or _site_stack(args))
     except DeployRefused as unknown:
         raise UsageError(f"--stack: {unknown}") from None
     _refuse_foreign_flags(args, stack)
