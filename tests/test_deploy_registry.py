@@ -264,3 +264,24 @@ def test_the_site_files_stack_is_the_deploys_unless_stack_is_given(tmp_path: Pat
     assert invoke("deploy", "--site", str(site), "--json").json()["plan"]["stack"] == "llama-rpc"
     given = invoke("deploy", "--site", str(site), "--stack", "ds4", "--json").json()
     assert given["plan"]["stack"] == "ds4"
+
+
+def test_the_wizard_starts_on_the_site_files_stack(tmp_path: Path) -> None:
+    from textual.widgets import Select
+
+    from strixwizard.services.discover import SiteSource
+    from strixwizard.tui.steps import key_of
+    from tests.support.demo_site import demo_site_with
+    from tests.support.wizard import make_app, replanned, sync
+
+    site = demo_site_with(tmp_path, "stack: llama-rpc\n")
+
+    @sync
+    async def walk() -> None:
+        app = make_app(source=SiteSource(site_file=site), resume=False)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.press(key_of("deploy"))
+            await replanned(app, pilot)
+            assert app.screen.query_one("#deploy-stack", Select).value == "llama-rpc"
+
+    walk()

@@ -193,7 +193,11 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="deploy-status", title="Deploy")
-        choice = self.session.of(DeployState).choice
+        state = self.session.of(DeployState)
+        site = self.session.site
+        if not state.choice.stack and site is not None and site.stack:
+            state.choice = replace(state.choice, stack=site.stack)  # the site's `stack:`
+        choice = state.choice
         with Vertical(id="deploy-choice"):
             with Horizontal(classes="deploy-row"):
                 yield Label("Stack")
