@@ -3,13 +3,15 @@
 # the llama.cpp tree vendored in the llama-cpp-python sdist on PyPI, and cache
 # them outside the repository:
 #
-#   scripts/build_llama.sh [llama-cpp-python version] [tcp|rdma]   # default 0.3.36 tcp
+#   scripts/build_llama.sh [llama-cpp-python version] [tcp|rdma] [all|rpc]   # default 0.3.36 tcp all
 #
 # tcp:  RDMA off (GGML_RPC_RDMA=OFF), for the namespace lab; binaries in
 #       ${STRIXWIZARD_LLAMA_CACHE:-~/.cache/strixwizard-llama}/<version>/bin.
 # rdma: the RDMA transport on (GGML_RPC_RDMA=ON, links libibverbs: Debian's libibverbs-dev),
 #       for the VM lab (tests/support/vmlab.py), in <version>-rdma/bin. The VMs run under TCG with
 #       qemu's default CPU model, which has no SSE4.2/AVX, so this build uses none of them.
+# all: ggml-rpc-server and llama-server; rpc: ggml-rpc-server alone (a worker's program, a few
+# objects once the ggml libraries are built; a later `all` run adds llama-server to it).
 # The last line printed is that directory. A second run with the same version and flags finds
 # them and builds nothing; other flags (this script changed) rebuild in place. build-flags and
 # build-seconds in the same directory record the flags and how long the build took.
@@ -17,6 +19,12 @@ set -euo pipefail
 
 version=${1:-0.3.36}
 transport=${2:-tcp}
+programs=${3:-all}
+case "$programs" in
+    all) targets=(ggml-rpc-server llama-server) ;;
+    rpc) targets=(ggml-rpc-server) ;;
+    *) echo "build_llama.sh: programs must be all or rpc, not $programs" >&2; exit 2 ;;
+esac
 cache=${STRIXWIZARD_LLAMA_CACHE:-$HOME/.cache/strixwizard-llama}
 jobs=${STRIXWIZARD_LLAMA_JOBS:-2}
 case "$transport" in
@@ -33,9 +41,12 @@ bin="$out/bin"
 flags="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_RPC=ON ${transport_flags[*]}"
 flags+=" -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF"
 flags+=" -DLLAMA_BUILD_EXAMPLES=OFF"
-built() {  # this version, with these flags, already built
-    [[ -x "$bin/ggml-rpc-server" && -x "$bin/llama-server" ]] &&
-        [[ "$(cat "$out/build-flags" 2>/dev/null)" == "$flags" ]]
+built() {  # this version, with these flags, already built (the programs asked for)
+    local target
+    for target in "${targets[@]}"; do
+        [[ -x "$bin/$target" ]] || return 1
+    done
+    [[ "$(cat "$out/build-flags" 2>/dev/null)" == "$flags" ]]
 }
 
 if built; then
@@ -77,9 +88,10 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 # it is set explicitly so the build is the same wherever it runs.
 # shellcheck disable=SC2086  # $flags: one -D option a word, none with spaces
 nice -n 19 cmake -S "$source_dir" -B "$build_dir" "${generator[@]}" $flags >"$out/configure.log"
-nice -n 19 cmake --build "$build_dir" -j"$jobs" --target ggml-rpc-server llama-server \
-    >"$out/build.log"
-cp "$build_dir/bin/ggml-rpc-server" "$build_dir/bin/llama-server" "$bin/"
+nice -n 19 cmake --build "$build_dir" -j"$jobs" --target "${targets[@]}" >"$out/build.log"
+for target in "${targets[@]}"; do
+    cp "$build_dir/bin/$target" "$bin/"
+done
 echo $(( $(date +%s) - started )) >"$out/build-seconds"
 echo "$flags" >"$out/build-flags"
 echo "$bin"

@@ -44,14 +44,16 @@ def built_bin_dir(transport: str = TRANSPORT) -> Path | None:
     return bin_dir if ok else None
 
 
-def build(transport: str = TRANSPORT) -> Path:
-    """Build (or find cached) ggml-rpc-server and llama-server; returns their directory. The
-    script decides: it returns at once when this version was built with its current flags."""
+def build(transport: str = TRANSPORT, programs: str = "all") -> Path:
+    """Build (or find cached) ggml-rpc-server and llama-server ("rpc": the RPC server alone);
+    returns their directory. The script decides: it returns at once when this version was
+    built with its current flags."""
     missing = [tool for tool in ("cmake", "g++") if shutil.which(tool) is None]
     if missing:
         raise RuntimeError(f"cannot build llama.cpp: {', '.join(missing)} missing "
                            "(scripts/install.sh test installs them)")
-    done = subprocess.run(["bash", str(BUILD_SCRIPT), LLAMA_CPP_PYTHON, transport], capture_output=True,
+    done = subprocess.run(["bash", str(BUILD_SCRIPT), LLAMA_CPP_PYTHON, transport, programs],
+                          capture_output=True,
                           text=True, timeout=BUILD_TIMEOUT_S, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"scripts/build_llama.sh failed ({done.returncode}): "

@@ -1,0 +1,91 @@
+"""`doctor --stack llama-rpc` on REAL llama.cpp builds in the namespace lab: one node with the
+RDMA transport compiled in, the other with a plain (TCP-only) build of the same commit.
+
+Both builds come from the llama.cpp tree in the llama-cpp-python sdist (scripts/build_llama.sh,
+cached in ~/.cache/strixwizard-llama): the RDMA one whole (`rdma`), the plain one as a worker
+carries it, the RPC server alone (`tcp rpc`: a few objects once the ggml libraries are built,
+where llama-server is most of an hour on a shared 2-core machine). doctor reads them over SSH as
+it reads any node (facts/llama_cpp.py: the programs on PATH, the "RDMA activated" string,
+`llama-server --version`, the RPC server's sha256), fails the site with the exact cure, and
+passes once the second node carries the RDMA build as the cure says.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cli import run_cli
+from tests.support.lab import Lab, LabHost, lab_fixture
+from tests.support.llama_parts import build
+
+llamabuilds2 = lab_fixture(2, name="llamabuilds2")
+PROGRAMS = ("ggml-rpc-server", "llama-server")
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Both builds, copied out of /root (a lab host's SSH sessions see their own /root)."""
+    out = {}
+    for transport, programs in (("rdma", "all"), ("tcp", "rpc")):
+        built = build(transport, programs)
+        folder = tmp_path_factory.mktemp(f"llama-{transport}")
+        for name in PROGRAMS if programs == "all" else PROGRAMS[:1]:
+            shutil.copy2(built / name, folder / name)
+        out[transport] = folder
+    return out
+
+
+def place(host: LabHost, folder: Path) -> None:
+    """Put a build's programs on the node's PATH (the lab's per-node bin folder)."""
+    for path in host.bin_dir.glob("*"):
+        path.unlink()
+    for program in folder.iterdir():
+        shutil.copy2(program, host.bin_dir / program.name)
+
+
+def doctor(site: Path) -> tuple[int, dict[str, dict[str, Any]]]:
+    done = run_cli("doctor", "--site", str(site), "--stack", "llama-rpc", "--only", "llama",
+                   "--json", timeout=180)
+    document = done.json()
+    assert document["stack"] == {"name": "llama-rpc", "label": "llama.cpp RPC",
+                                 "left_out": []}, document["stack"]
+    return done.rc, {f"{c['id']}@{c['entity']}": c for c in document["checks"]}
+
+
+def test_an_rdma_build_beside_a_plain_one_fails_with_the_cure_and_passes_after_it(
+        llamabuilds2: Lab, builds: dict[str, Path], tmp_path: Path) -> None:
+    first, second = llamabuilds2.hosts
+    try:
+        place(first, builds["rdma"])
+        place(second, builds["tcp"])
+        site = llamabuilds2.write_site_yaml(tmp_path / "lab.yaml")
+
+        rc, found = doctor(site)
+        assert rc == 1, found
+        mixed = found["llama.same_build@lab"]
+        assert mixed["status"] == "fail", mixed
+        assert f"{first.name}: " in mixed["observed"] and ", RDMA" in mixed["observed"]
+        assert f"{second.name}: " in mixed["observed"] and ", TCP only" in mixed["observed"]
+        programs = ", ".join(str((first.bin_dir / name).resolve()) for name in PROGRAMS)
+        assert "commit " in mixed["observed"] and "sha256 " in mixed["observed"]
+        assert (f"Cure: on {second.name}, build the same commit with libibverbs-dev installed and "
+                "-DGGML_RPC=ON -DGGML_RPC_RDMA=ON (docs/llama-cpp.md, step 1), or copy "
+                f"{first.name}'s programs ({programs}, with any libggml*.so beside them) to the same "
+                "paths there") in mixed["detail"]
+        assert found[f"llama.rpc_rdma@{first.name}"]["status"] == "pass"
+        assert found[f"llama.rpc_rdma@{second.name}"]["status"] == "warn"
+
+        # the cure: the second node gets the RDMA build (built by the same script, same commit)
+        place(second, build("rdma"))
+        rc, found = doctor(site)
+        assert rc == 0, found
+        assert found["llama.same_build@lab"]["status"] == "pass", found["llama.same_build@lab"]
+        assert {found[f"llama.rpc_rdma@{h.name}"]["status"] for h in (first, second)} == {"pass"}
+    finally:
+        for host in (first, second):
+            for path in host.bin_dir.glob("*"):
+                path.unlink()
