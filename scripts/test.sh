@@ -45,8 +45,9 @@ reports=$(mktemp -d "${TMPDIR:-/tmp}/strixwizard-tiers-XXXXXX")
 background=()
 trap 'kill "${background[@]}" 2>/dev/null || true' EXIT
 if wants llama || wants vm || wants reboot || wants pythons; then
-    # the llama.cpp build and the VM kernel (each cached; a second run finds them at once)
-    .venv/bin/python -c 'from tests.support.llama_parts import build; print(build())' \
+    # the llama.cpp builds and the VM kernel (each cached; a second run finds them at once):
+    # the RDMA build whole, then a plain RPC server alone (the mixed-builds lab test)
+    .venv/bin/python -c 'from tests.support.llama_parts import build; print(build()); print(build("tcp", "rpc"))' \
         >"$reports/llama-build.log" 2>&1 &
     background+=($!)
 fi
