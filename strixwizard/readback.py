@@ -45,10 +45,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: valid JSON, but no float holds it
+        raise ValueError(f"{_short(text)} is beyond the range of a number")
+    return value
+
+
 def loads(text: str | bytes, what: str, max_depth: int = MAX_DEPTH,
           max_bytes: int = MAX_JSON_BYTES) -> Any:
     """JSON read back: at most `max_bytes`, nested at most `max_depth`, no NaN or Infinity
-    (Python's decoder takes them; JSON has none)."""
+    (Python's decoder takes them; JSON has none) and no number too large for a float (1e400,
+    which the decoder turns into infinity)."""
     if len(text) > max_bytes:
         raise ReadBackError(f"{what}: {len(text)} bytes, more than the {max_bytes} read back")
     if isinstance(text, bytes):
@@ -60,7 +68,7 @@ def loads(text: str | bytes, what: str, max_depth: int = MAX_DEPTH,
     if depth > max_depth:
         raise ReadBackError(f"{what}: nested {depth} levels deep, more than {max_depth}")
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as error:
         raise ReadBackError(f"{what}: not valid JSON ({error})") from error
 

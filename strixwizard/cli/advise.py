@@ -148,7 +148,8 @@ def _shape(args: argparse.Namespace) -> Any:
                           linear_layers=args.linear_layers)
 
 
-def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str, float | None]:
+def _history_links(args: argparse.Namespace, shape: Any
+                   ) -> tuple[list[Any], tuple[str, ...], float | None]:
     """Links from the latest measured figures of each series in the test history, turned into
     all-reduce times the way the wizard's Test step does (decode.fabric); and the latest
     `test decode --calibrate` speed of this same model file, if one is stored."""
@@ -157,7 +158,7 @@ def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str
     from strixwizard.decode.advise import links_from_points
     from strixwizard.decode.fabric import fabric_points
     from strixwizard.errors import UsageError
-    from strixwizard.live.history import History, default_history_path
+    from strixwizard.live.history import History, default_history_path, read_back
 
     site = None
     if args.site is not None:
@@ -173,10 +174,11 @@ def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str
     except sqlite3.Error as error:
         raise UsageError(f"--history {path}: not a strixwizard test history ({error})") from None
     try:
+        readable = read_back(history.stored(site))  # a row that breaks the rule is skipped, said
         latest: dict[tuple[str, str, str, str, str], Any] = {}
-        for row in history.stored(site):
-            latest[row.series_key] = row
-        results = [row.measurement for row in latest.values()]
+        for row, m in readable.rows:
+            latest[row.series_key] = (row, m)
+        results = [m for _row, m in latest.values()]
     except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
         raise UsageError(f"--history {path}: cannot read it ({error})") from None
     finally:
@@ -185,12 +187,12 @@ def _history_links(args: argparse.Namespace, shape: Any) -> tuple[list[Any], str
     if not links:
         raise UsageError(f"--history {path}: no latency, RCCL or decode figure stored"
                          + (f" for site {site}" if site else ""))
-    runs = sorted({row.started_at for row in latest.values()})
+    runs = sorted({row.started_at for row, _m in latest.values()})
     from strixwizard.decode.calibrate import measured_tok_s
 
     same_model = [m for m in results if m.detail.get("model") == args.model]
-    return (links, f"links from the test history {path} (latest runs {runs[0]} … {runs[-1]})",
-            measured_tok_s(same_model) if args.model else None)
+    return (links, (f"links from the test history {path} (latest runs {runs[0]} … {runs[-1]})",
+                    *readable.skipped), measured_tok_s(same_model) if args.model else None)
 
 
 def _links(args: argparse.Namespace) -> list[Any]:
@@ -327,6 +329,7 @@ def run(args: argparse.Namespace) -> int:
     from strixwizard.decode.bandwidth import mem_bandwidth
     from strixwizard.decode.rpc_builds import CURRENT, rpc_build
     from strixwizard.errors import UsageError
+    from strixwizard.live.results import TOK_S
     from strixwizard.services.output import emit, envelope
 
     if args.list_links:
@@ -338,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{link.name:<14} {link.transport:<5} {link.rtt_us:>7g} µs RTT {link.gbps:>6g} Gb/s  "
                       f"{link.label}")
         return 0
-    if args.measured_tok_s is not None and not 0.01 <= args.measured_tok_s <= 100000:
+    if args.measured_tok_s is not None and not TOK_S.low <= args.measured_tok_s <= TOK_S.high:
         raise UsageError("--measured-tok-s: give tokens/s between 0.01 and 100000")
     counts = node_counts(args.nodes)
     shape = _shape(args)
@@ -350,9 +353,9 @@ def run(args: argparse.Namespace) -> int:
                  f"{shape.weight_bytes_total / 2**30:.0f} GiB; for a llama.cpp file pass --quant "
                  "(a catalog model) or the .gguf itself as --model",)
     if args.history is not None:
-        links, note, calibrated = _history_links(args, shape)
+        links, said, calibrated = _history_links(args, shape)
         links += _links(args) if (args.link or args.rtt_us is not None) else []
-        notes = (*notes, note)
+        notes = (*notes, *said)
         if calibrated is not None and args.measured_tok_s is None:
             args.measured_tok_s = calibrated
             notes = (*notes, f"compute from the stored `test decode --calibrate` of {args.model}: "

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from strixwizard.present.terminal import visible
 from strixwizard.services.output import EXIT_NO_VERDICT, envelope, exit_code
 
 
@@ -36,7 +37,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
 def run(args: argparse.Namespace) -> int:
     from strixwizard.errors import UsageError
     from strixwizard.live.history import HistoryError, default_history_path, demo_history_path
-    from strixwizard.live.trends import load_trends, text_lines
+    from strixwizard.live.trends import read_trends, text_lines
 
     if not 1 <= args.runs <= 1000:
         raise UsageError("--runs must be between 1 and 1000")
@@ -52,18 +53,22 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():  # a fresh install: say what fills it, and how to see one now
         return _no_verdict(args, document, first_steps(path, args.demo))
     try:
-        trends = load_trends(path, site, args.runs)
+        trends, skipped = read_trends(path, site, args.runs)
     except HistoryError as error:
         return _no_verdict(args, document, str(error))
+    document["skipped"] = skipped
+    for note in skipped:  # said, never fatal: the rows that can be read still count
+        print(f"strixwizard: note: {visible(note)}", file=sys.stderr)
     if not trends:
         return _no_verdict(args, document, f"no test run stored in {path}"
-                           + (f" for site {site}" if site else ""))
+                           + (f" for site {site}" if site else "")
+                           + (f" that can be read ({len(skipped)} skipped)" if skipped else ""))
     regressions = [t for t in trends if t.regression and t.counts]
     code = exit_code(not regressions)
     if args.json:
         document.update({"status": "fail" if regressions else "pass", "exit_code": code,
                          "regressions": len(regressions), "links": [t.to_json() for t in trends]})
-        print(json.dumps(document, indent=2, ensure_ascii=False))
+        print(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False))
         return code
     runs = len({p.run_id for t in trends for p in t.points})
     sites = sorted({t.site for t in trends})
@@ -91,6 +96,6 @@ def first_steps(path: Path, demo: bool) -> str:
 def _no_verdict(args: argparse.Namespace, document: dict[str, object], message: str) -> int:
     if args.json:
         document.update({"status": "error", "exit_code": EXIT_NO_VERDICT, "error": message, "links": []})
-        print(json.dumps(document, indent=2, ensure_ascii=False))
+        print(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False))
     print(f"strixwizard: error: {message}", file=sys.stderr)
     return EXIT_NO_VERDICT

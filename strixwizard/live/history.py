@@ -8,7 +8,7 @@ kind, transport, tool and the pair (unordered). The default file is
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import sqlite3
 import stat
@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strixwizard.files import state_dir
-from strixwizard.live.results import MEASURED, Measurement
+from strixwizard.live.results import FIGURE, MEASURED, Measurement
 from strixwizard.model import Status
+from strixwizard.readback import ReadBackError, dumps, loads, number
+
+#: A stored measurement's document is a few kB (an RCCL run's rows and log lines the most).
+MAX_DOCUMENT = 1 << 20
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -116,8 +120,44 @@ class StoredResult:
         return (self.site, self.pair_key, self.kind, self.transport, self.tool)
 
     @property
+    def where(self) -> str:
+        return f"run #{self.run_id} ({self.started_at:.40}) {self.pair_key:.80} {self.kind:.20}"
+
+    @property
     def measurement(self) -> Measurement:
-        return Measurement.from_json(json.loads(self.document))
+        """The stored document, held to the read-back rule (ReadBackError otherwise)."""
+        if self.figure is not None:
+            number(self.figure, "stored figure", FIGURE)
+        return Measurement.from_json(loads(self.document, "stored document", max_bytes=MAX_DOCUMENT))
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """What the history holds that can be read: each stored row beside its measurement, and
+    a note for each one skipped because it breaks the read-back rule (a disk or a hand
+    that changed the file: one bad row never hides the others, nor stops the command)."""
+
+    rows: list[tuple[StoredResult, Measurement]]
+    skipped: list[str]
+
+
+def read_back(rows: list[StoredResult]) -> ReadBack:
+    good: list[tuple[StoredResult, Measurement]] = []
+    skipped: list[str] = []
+    for row in rows:
+        try:
+            good.append((row, row.measurement))
+        except ReadBackError as error:
+            skipped.append(f"skipped a stored measurement of {row.where}: {error}")
+    return ReadBack(good, skipped)
+
+
+def _column_figure(value: object) -> float | None:
+    """The figure column as stored; SQLite keeps whatever was put in, and text there is
+    NaN here, which the read-back rule then refuses (`StoredResult.measurement`)."""
+    if value is None:
+        return None
+    return float(value) if isinstance(value, int | float) else math.nan
 
 
 def refuse_unless_regular(path: Path) -> None:
@@ -180,7 +220,8 @@ class History:
         row = self._db.execute(
             "SELECT r.figure, runs.started_at FROM results r JOIN runs ON runs.id = r.run_id "
             "WHERE runs.site = ? AND r.pair_key = ? AND r.kind = ? AND r.transport = ? AND r.tool = ? "
-            "AND r.figure IS NOT NULL AND (r.status = 'pass' OR (r.status IS NULL AND runs.status = 'pass')) "
+            "AND r.figure BETWEEN 0 AND 1e15 "  # as read back: finite, not negative
+            "AND (r.status = 'pass' OR (r.status IS NULL AND runs.status = 'pass')) "
             "AND (? IS NULL OR r.run_id < ?) ORDER BY r.run_id DESC LIMIT 1",
             (site, pair_key(m.pair), m.kind, m.transport, m.tool, before_run, before_run),
         ).fetchone()
@@ -210,14 +251,22 @@ class History:
         rows = self._db.execute(query + " ORDER BY r.run_id, r.rowid", args)
         return [StoredResult(int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]), str(row[5]),
                              str(row[6]), str(row[7]), None if row[8] is None else str(row[8]),
-                             None if row[9] is None else float(row[9]), str(row[10]), str(row[11]))
+                             _column_figure(row[9]), str(row[10]), str(row[11]))
                 for row in rows]
 
     def record(self, site: str, command: str, started_at: str, status: Status,
                results: list[Measurement]) -> int | None:
+        """Store the run's measured results. Nothing that breaks the read-back rule is ever
+        stored: a non-finite or negative figure, or anything `stored` would skip, is a
+        ValueError or ReadBackError, and the run is not written."""
         stored = [m for m in results if m.source == MEASURED]
         if not stored:
             return None
+        documents = [dumps(m.to_json()) for m in stored]  # ValueError on NaN or infinity
+        for m, document in zip(stored, documents, strict=True):  # only what reads back
+            if m.figure is not None:
+                number(m.figure, f"{m.pair_label} {m.kind} figure", FIGURE)
+            Measurement.from_json(loads(document, "measurement to store", max_bytes=MAX_DOCUMENT))
         with self._db:
             cursor = self._db.execute(
                 "INSERT INTO runs (started_at, site, command, status) VALUES (?, ?, ?, ?)",
@@ -227,8 +276,8 @@ class History:
                 "INSERT INTO results (run_id, pair_key, kind, transport, tool, status, figure, unit, "
                 "document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, pair_key(m.pair), m.kind, m.transport, m.tool,
-                  m.status.value if m.status else None, m.figure, m.unit, json.dumps(m.to_json()))
-                 for m in stored])
+                  m.status.value if m.status else None, m.figure, m.unit, document)
+                 for m, document in zip(stored, documents, strict=True)])
         return run_id
 
     def runs(self, site: str | None = None) -> list[tuple[int, str, str, str, str]]:
@@ -263,7 +312,7 @@ def record_run(site: str, command: str, started_at: str, results: list[Measureme
         with History(where) as history:
             comparisons = history.compare(site, results)
             run_id = history.record(site, command, started_at, overall_status(results), results)
-    except (OSError, ValueError, sqlite3.Error) as error:
+    except (OSError, ValueError, ReadBackError, sqlite3.Error) as error:
         raise HistoryError(f"history not written to {where} ({error})") from None
     return Recorded(where, run_id, comparisons)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from strixwizard import model
 from strixwizard.model import Status
+from strixwizard.readback import Range, ReadBackError, integer, number
 
 #: Where a figure came from: measured now, or replayed from a recording (demo).
 MEASURED = "measured"
@@ -41,11 +42,6 @@ class LatencyStats:
             "min": self.min_us, "median": self.median_us, "avg": self.avg_us, "p99": self.p99_us,
             "p99_9": self.p999_us, "max": self.max_us, "stdev": self.stdev_us, "samples": self.samples,
         }
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> LatencyStats:
-        return LatencyStats(data.get("min"), data.get("median"), data.get("avg"), data.get("p99"),
-                            data.get("p99_9"), data.get("max"), data.get("stdev"), data.get("samples"))
 
 
 def nearest_rank(ordered: Sequence[float], fraction: float) -> float:
@@ -120,19 +116,88 @@ class Measurement:
         }
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> Measurement:
-        latency = data.get("latency_us")
-        return Measurement(
-            kind=data["kind"], transport=data["transport"], tool=data["tool"],
-            pair=(data["pair"][0], data["pair"][1]),
-            status=Status(data["status"]) if data.get("status") else None,
-            summary=data.get("summary", ""), role=data.get("role", "verdict"),
-            figure=data.get("figure"), unit=data.get("unit", ""), threshold=data.get("threshold", ""),
-            latency=LatencyStats.from_json(latency) if latency else None,
-            bandwidth_gbps=data.get("bandwidth_gbps"), link_rate_gbps=data.get("link_rate_gbps"),
-            path=data.get("path", ""), source=data.get("source", MEASURED),
-            detail=data.get("detail") or {},
-        )
+    def from_json(data: Any) -> Measurement:
+        """A measurement read back (the test history, a saved report), held to the read-back
+        rule (`strixwizard/readback.py`): every field typed, every figure a finite number in
+        range, a pair of two nodes; `ReadBackError` names the field otherwise."""
+        return measurement_from_json(data)
+
+
+#: Every figure a test gives (µs, Gb/s, GB/s, ms per token) is finite and not negative.
+FIGURE = Range(0, 1e15)
+#: A measured decode speed: the range `advise --measured-tok-s` takes.
+TOK_S = Range(0.01, 100000, "tok/s")
+_STATS = ("min", "median", "avg", "p99", "p99_9", "max", "stdev")
+
+
+def _text(data: dict[str, Any], key: str, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise ReadBackError(f"measurement {key}: {type(value).__name__}, not text")
+    return value
+
+
+def _figure(data: dict[str, Any], key: str, what: str) -> float | None:
+    value = data.get(key)
+    return None if value is None else number(value, f"{what} {key}", FIGURE)
+
+
+def _latency_from_json(data: Any) -> LatencyStats | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ReadBackError(f"measurement latency_us: {type(data).__name__}, not an object")
+    low, median, avg, p99, p999, high, stdev = (_figure(data, key, "measurement latency_us")
+                                                for key in _STATS)
+    samples = data.get("samples")
+    count = None if samples is None else integer(samples, "measurement latency_us samples",
+                                                 Range(0, 1e12))
+    return LatencyStats(low, median, avg, p99, p999, high, stdev, count)
+
+
+def _detail_from_json(detail: Any) -> dict[str, Any]:
+    """The free-form detail, with the fields other code computes with typed: RCCL's in-place
+    times per size, a calibration's tok/s."""
+    if detail is None:
+        return {}
+    if not isinstance(detail, dict):
+        raise ReadBackError(f"measurement detail: {type(detail).__name__}, not an object")
+    times = detail.get("in_place_us")
+    if times is not None:
+        if not isinstance(times, dict):
+            raise ReadBackError("measurement detail in_place_us: not an object of size: µs")
+        for size, us in times.items():
+            if not str(size).isdigit():
+                raise ReadBackError(f"measurement detail in_place_us: size {size!r} is not a byte count")
+            number(us, f"measurement detail in_place_us {size}", FIGURE)
+    if detail.get("tok_s") is not None:
+        number(detail["tok_s"], "measurement detail tok_s", TOK_S)
+    return detail
+
+
+def measurement_from_json(data: Any) -> Measurement:
+    """`Measurement.from_json`: see there."""
+    if not isinstance(data, dict):
+        raise ReadBackError(f"measurement: {type(data).__name__}, not an object")
+    pair = data.get("pair")
+    if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, str) and n for n in pair)):
+        raise ReadBackError(f"measurement pair: {pair!r:.60}, not two node names")
+    status = data.get("status")
+    try:
+        verdict = Status(status) if status else None
+    except ValueError:
+        raise ReadBackError(f"measurement status: {status!r:.40} is not a verdict") from None
+    return Measurement(
+        kind=_text(data, "kind"), transport=_text(data, "transport"), tool=_text(data, "tool"),
+        pair=(pair[0], pair[1]), status=verdict, summary=_text(data, "summary", ""),
+        role=_text(data, "role", "verdict"), figure=_figure(data, "figure", "measurement"),
+        unit=_text(data, "unit", ""), threshold=_text(data, "threshold", ""),
+        latency=_latency_from_json(data.get("latency_us")),
+        bandwidth_gbps=_figure(data, "bandwidth_gbps", "measurement"),
+        link_rate_gbps=_figure(data, "link_rate_gbps", "measurement"),
+        path=_text(data, "path", ""), source=_text(data, "source", MEASURED),
+        detail=_detail_from_json(data.get("detail")),
+    )
 
 
 def verdicts(results: Iterable[Measurement]) -> list[Measurement]:

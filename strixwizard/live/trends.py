@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strixwizard.live.history import Comparison, History, HistoryError, StoredResult
+from strixwizard.live.history import Comparison, History, HistoryError, StoredResult, read_back
+from strixwizard.live.results import Measurement
 from strixwizard.model import pair_text
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -96,17 +97,23 @@ class Trend:
                 "change": c.change, "regression": self.regression, "summary": c.summary}
 
 
-def _trend(history: History, rows: list[StoredResult], limit: int) -> Trend:
-    latest = rows[-1]
-    m = latest.measurement
+def _trend(history: History, rows: list[tuple[StoredResult, Measurement]], limit: int) -> Trend:
+    latest, m = rows[-1]
     comparison = history.compare_one(latest.site, m, before_run=latest.run_id)
-    points = [Point(r.run_id, r.started_at, r.status, r.figure) for r in rows[-limit:]]
+    points = [Point(r.run_id, r.started_at, r.status, r.figure) for r, _ in rows[-limit:]]
     return Trend(latest.site, m.pair, latest.kind, latest.transport, latest.tool, m.role, latest.unit,
                  points, comparison)
 
 
 def load_trends(path: Path, site: str | None = None, limit: int = DEFAULT_POINTS) -> list[Trend]:
-    """Every series of the history file (of one site), latest `limit` runs each.
+    """`read_trends` without the notes."""
+    return read_trends(path, site, limit)[0]
+
+
+def read_trends(path: Path, site: str | None = None, limit: int = DEFAULT_POINTS
+                ) -> tuple[list[Trend], list[str]]:
+    """Every series of the history file (of one site), latest `limit` runs each, and a note
+    for each stored measurement skipped because it breaks the read-back rule.
     Raises HistoryError when the file is missing or is not a strixwizard history."""
     if not path.is_file():
         raise HistoryError(f"no test history at {path} (`strixwizard test` on a real site writes it)")
@@ -115,10 +122,11 @@ def load_trends(path: Path, site: str | None = None, limit: int = DEFAULT_POINTS
     except sqlite3.Error as error:
         raise HistoryError(f"{path}: not a strixwizard test history ({error})") from None
     try:
-        series: dict[tuple[str, str, str, str, str], list[StoredResult]] = {}
-        for row in history.stored(site):
-            series.setdefault(row.series_key, []).append(row)
-        return [_trend(history, rows, limit) for rows in series.values()]
+        readable = read_back(history.stored(site))
+        series: dict[tuple[str, str, str, str, str], list[tuple[StoredResult, Measurement]]] = {}
+        for row, m in readable.rows:
+            series.setdefault(row.series_key, []).append((row, m))
+        return [_trend(history, rows, limit) for rows in series.values()], readable.skipped
     except (sqlite3.Error, ValueError, KeyError, TypeError) as error:
         raise HistoryError(f"{path}: cannot read the test history ({error})") from None
     finally:
