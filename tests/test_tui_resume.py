@@ -143,3 +143,40 @@ async def test_discover_reads_at_a_glance_as_doctor_does(state_home: Path) -> No
         await settle(app, pilot)
         text = notice_text(app, "#discover-status")
         assert "! platform  ! NICs  ✗ links  ✗ lossless  ✗ versions  ! counters" in text
+
+
+def _saved_result(**changes: object) -> dict[str, object]:
+    from strixwizard.live.results import LatencyStats, Measurement
+    from strixwizard.model import Status
+
+    stats = LatencyStats(4.0, 5.0, 5.1, 6.0, 7.0, 9.0)
+    return {**Measurement("latency", "rdma", "ib_write_lat", ("node-a", "node-b"), Status.PASS,
+                          "5.00 µs", figure=5.0, unit="µs", latency=stats).to_json(), **changes}
+
+
+@sync
+async def test_a_saved_report_with_a_figure_that_is_no_number_is_skipped_with_a_note(
+        state_home: Path) -> None:
+    first = make_app(demo=True)
+    async with first.run_test(size=SIZE) as pilot:
+        await pilot.press(key_of("report"))
+        await settle(first, pilot)
+        report = first.session.saved["json"]
+    document = json.loads(report.read_text())
+    document["live_tests"] = {"outcome": "done", "results": [
+        _saved_result(), _saved_result(figure="fast", tool="ib_send_lat")]}
+    document["soak"] = {"pairs": [["node-a", "node-b"]], "seconds": 1.0, "outcome": "done",
+                        "results": [_saved_result(kind="soak", pair=["node-a"])]}
+    report.write_text(json.dumps(document))
+    again = make_app(demo=True)
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(again, pilot)
+        state = again.session.of(MeasurementState)
+        assert [m.tool for m in state.results] == ["ib_write_lat"]  # the good one is kept
+        assert state.soak is None
+        notes = " ".join(str(n.message) for n in again._notifications)
+        assert "skipped" in notes and "figure" in notes and "pair" in notes
+        await pilot.press(key_of("report"))  # the Report step saves: no ValueError
+        await settle(again, pilot)
+        saved = json.loads(again.session.saved["json"].read_text())
+        assert [r["tool"] for r in saved["live_tests"]["results"]] == ["ib_write_lat"]

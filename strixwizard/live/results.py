@@ -200,6 +200,21 @@ def measurement_from_json(data: Any) -> Measurement:
     )
 
 
+def read_measurements(items: Any, where: str) -> tuple[list[Measurement], list[str]]:
+    """The measurements of a list read back (a saved report's results): each one that breaks
+    the read-back rule is left out, with a note that says which and why."""
+    if not isinstance(items, list):
+        return [], [f"{where}: the results are {type(items).__name__}, not a list: nothing restored"]
+    kept: list[Measurement] = []
+    skipped: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            kept.append(Measurement.from_json(item))
+        except ReadBackError as error:
+            skipped.append(f"{where}: result {index + 1} skipped ({error})")
+    return kept, skipped
+
+
 def verdicts(results: Iterable[Measurement]) -> list[Measurement]:
     return [r for r in results if r.role == "verdict" and r.status is not None]
 

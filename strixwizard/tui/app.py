@@ -28,7 +28,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from strixwizard.errors import UsageError
 from strixwizard.fixing.lock import LockHeld, UnfinishedRun
-from strixwizard.live.results import Measurement
+from strixwizard.live.results import Measurement, read_measurements
 from strixwizard.live.soak import SoakProgress
 from strixwizard.places import NODE_CONFIG_DIR, NODE_JOURNAL_DIR
 from strixwizard.present.terminal import visible
@@ -144,7 +144,7 @@ class WizardApp(App[int]):
         """Point the session at a site and load its saved progress (no probing)."""
         session = self.session
         session.source = source
-        session.site, session.site_error = None, None
+        session.site, session.site_error, session.restore_notes = None, None, []
         session.saved = {}
         session.forget_all()
         session.of(DiscoverState).run += 1
@@ -175,11 +175,10 @@ class WizardApp(App[int]):
         sections = saved_sections(session.saved.get("json"), session.site.name)
         at = session.state.saved_at
         tests = sections.get("live_tests")
+        skipped: list[str] = []
         if tests is not None:
-            try:
-                results = [Measurement.from_json(r) for r in tests.get("results", [])]
-            except (KeyError, TypeError, ValueError, IndexError):
-                results = []  # a file edited by hand: nothing restored, nothing lost
+            results, notes = read_measurements(tests.get("results", []), "the saved report's live tests")
+            skipped += notes  # a file edited by hand: what breaks the rule is left out, said
             if results:
                 state = session.of(MeasurementState)
                 nodes = [spec.name for spec in session.site.nodes]
@@ -187,16 +186,27 @@ class WizardApp(App[int]):
                 state.results, state.nodes, state.outcome = results, nodes, outcome
                 state.pairs = planned_pairs(session.site)
                 state.complete = (list(results), list(nodes)) if outcome == "done" else None
-                state.resumed_at, state.resumed_document = at, tests
+                # kept as it was saved, unless something was left out: then written anew
+                state.resumed_at, state.resumed_document = at, None if notes else tests
                 for measurement in results:
                     state.spark.setdefault(panel_key(measurement), []).extend(spark_points(measurement))
         soak = sections.get("soak")
         if soak is not None:
-            session.of(MeasurementState).soak = resumed_soak(soak, at)
+            session.of(MeasurementState).soak, notes = resumed_soak(soak, at)
+            skipped += notes
+        session.restore_notes = skipped
         deploy = sections.get("deploy")
         if deploy is not None:
             deployed = session.of(DeployState)
             deployed.resumed, deployed.resumed_at = deploy, at
+
+    def _say_restore_notes(self) -> None:
+        """What resuming left out of the saved report, said once (on start or on opening a site)."""
+        skipped, self.session.restore_notes = self.session.restore_notes, []
+        if skipped:
+            self.notify("Not restored from the saved report:\n" + "\n".join(skipped[:5])
+                        + (f"\n(and {len(skipped) - 5} more)" if len(skipped) > 5 else ""),
+                        severity="warning", timeout=10)
 
     def on_open_site(self, message: m.OpenSite) -> None:
         """Switch to another site (from the Site step); progress of the new site is resumed."""
@@ -213,6 +223,7 @@ class WizardApp(App[int]):
         self._open(message.source, resume=True)
         if self.session.site_error:
             self.notify(self.session.site_error, severity="error", timeout=10)
+        self._say_restore_notes()
         self._remember_site(message.source)
         self.save_progress()
         self.screen_changed()
@@ -255,6 +266,7 @@ class WizardApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme = load_theme()
+        self._say_restore_notes()
         if self.session.state.step != STEPS[0].id:
             step = BY_ID[self.session.state.step]
             self.notify(f"resumed at step {step.number} {step.title}", timeout=4)

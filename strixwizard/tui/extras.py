@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from strixwizard.live.results import Measurement
+from strixwizard.readback import MAX_JSON_BYTES, ReadBackError, loads
 from strixwizard.services.deploy import Deployed, DeployPreview
 from strixwizard.services.output import EXIT_NO_VERDICT
 from strixwizard.site import Thresholds
@@ -124,8 +125,9 @@ def saved_sections(path: Path | None, site: str) -> dict[str, dict[str, Any]]:
     if path is None:
         return {}
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with path.open("rb") as handle:  # the read-back rule: bounded, no NaN, not too deep
+            document = loads(handle.read(MAX_JSON_BYTES + 1), str(path))
+    except (OSError, ReadBackError):
         return {}
     if not isinstance(document, dict) or document.get("site") != site:
         return {}

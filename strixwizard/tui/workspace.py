@@ -53,6 +53,8 @@ class Session:
     source: SiteSource | None = None
     site: Site | None = None
     site_error: str | None = None
+    #: what the saved report held that breaks the read-back rule, left out on resuming (said once)
+    restore_notes: list[str] = field(default_factory=list)
     state: WizardState = field(default_factory=WizardState)
     state_file: Path | None = None
     saved: dict[str, Path] = field(default_factory=dict)

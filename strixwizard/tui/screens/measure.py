@@ -16,9 +16,10 @@ from textual.widgets import DataTable, Select, Static
 
 from strixwizard.decode.catalog import DEFAULT_MODEL
 from strixwizard.live.report import like_for_like, matrix_json
-from strixwizard.live.results import Measurement, cause, overall_status
+from strixwizard.live.results import Measurement, cause, overall_status, read_measurements
 from strixwizard.live.soak import SoakProgress
 from strixwizard.model import pair_text
+from strixwizard.readback import Range, ReadBackError, number
 from strixwizard.services.measure import SOAK_SECONDS, planned_pairs
 from strixwizard.tui.fit import cell_width
 from strixwizard.tui.messages import CancelTests, RunSoak, RunTests
@@ -62,21 +63,25 @@ class SoakRun:
     resumed_document: dict[str, Any] | None = None
 
 
-def resumed_soak(document: dict[str, Any], saved_at: str | None) -> SoakRun | None:
+def resumed_soak(document: dict[str, Any], saved_at: str | None) -> tuple[SoakRun | None, list[str]]:
     """The soak of the report an earlier session saved (its `soak` document), back on the Test
-    step; None when the document is not one (a file edited by hand: nothing restored)."""
+    step, and why it was not when it breaks the read-back rule (a file edited by hand: nothing
+    restored, said)."""
+    where = "the saved report's soak"
     try:
         pairs = [(str(a), str(b)) for a, b in document["pairs"]]
-        results = [Measurement.from_json(r) for r in document["results"]]
-        seconds = float(document["seconds"])
-    except (KeyError, TypeError, ValueError, IndexError):
-        return None
+        seconds = number(document["seconds"], f"{where}: seconds", Range(0, 1e7))
+    except (KeyError, TypeError, ValueError, IndexError, ReadBackError) as error:
+        return None, [f"{where}: not restored ({error!r:.120})"]
+    results, skipped = read_measurements(document.get("results"), where)
+    if skipped:
+        return None, [*skipped[:1], f"{where}: not restored (a soak is whole or not at all)"]
     outcome = document.get("outcome")
     history = document.get("history")
     return SoakRun(pairs, seconds, results=results,
                    outcome=outcome if outcome in ("done", "cancelled") else "cancelled",
                    recorded=history if isinstance(history, dict) else None,
-                   resumed_at=saved_at, resumed_document=document)
+                   resumed_at=saved_at, resumed_document=document), []
 
 
 @dataclass
