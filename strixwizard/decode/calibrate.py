@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strixwizard.live.hosts import Host, HostError, output_of
-from strixwizard.live.results import Measurement
+from strixwizard.live.results import TOK_S, Measurement
 from strixwizard.model import Status
 from strixwizard.onnode import llama_calibrate
+from strixwizard.readback import Range, ReadBackError, integer, number
 
 KIND = "calibration"
 TOOL = "llama-server"
@@ -52,22 +53,42 @@ def calibrate(host: Host, pair: tuple[str, str], settings: CalibrationSettings) 
     except HostError as error:
         return Measurement(KIND, "none", TOOL, pair, Status.ERROR, f"{host.name}: {error}", unit=UNIT,
                            path=where)
-    events = output_of(process.stdout, "{")
+    return calibration_of(host.name, pair, settings, process.stdout, process.status, process.stderr)
+
+
+#: llama-server's time per token, ms: the inverse of the range `advise --measured-tok-s` takes
+#: (0.01 to 100000 tok/s), so what is stored is what advise would take as a flag.
+MS_PER_TOKEN = Range(1e3 / TOK_S.high, 1e3 / TOK_S.low, "ms per token")
+
+
+def calibration_of(node: str, pair: tuple[str, str], settings: CalibrationSettings, stdout: str,
+                   exit_status: int | None, stderr: str) -> Measurement:
+    """The verdict on what the node's calibration printed: its `predicted_per_token_ms` typed,
+    finite and within the flag's range, else an ERROR that says what the node gave."""
+    where = f"{node}: llama-server on 127.0.0.1 with {settings.model}"
+    events = output_of(stdout, "{")
     result = next((e for e in events if e.get("event") == "result"), None)
-    if result is None or not isinstance(result.get("predicted_per_token_ms"), (int, float)):
+    if result is None or "predicted_per_token_ms" not in result:
         said = next((str(e.get("error")) for e in events if e.get("event") == "error"), None)
-        status = Status.SKIP if process.status == 127 else Status.ERROR
-        why = said or (process.stderr.strip().splitlines() or ["no output"])[-1]
-        return Measurement(KIND, "none", TOOL, pair, status, f"{host.name}: no calibration: {why}",
+        status = Status.SKIP if exit_status == 127 else Status.ERROR
+        why = said or (stderr.strip().splitlines() or ["no output"])[-1]
+        return Measurement(KIND, "none", TOOL, pair, status, f"{node}: no calibration: {why}",
                            unit=UNIT, path=where)
-    ms = float(str(result["predicted_per_token_ms"]))
-    tok_s = 1e3 / ms if ms > 0 else 0.0
+    try:
+        ms = number(result["predicted_per_token_ms"], "predicted_per_token_ms", MS_PER_TOKEN)
+        tokens = result.get("predicted_n")
+        count = None if tokens is None else integer(tokens, "predicted_n", Range(0, 1e9))
+    except ReadBackError as error:
+        return Measurement(KIND, "none", TOOL, pair, Status.ERROR,
+                           f"{node}: llama-server's timing is not a figure: {error}", unit=UNIT,
+                           path=where)
+    tok_s = 1e3 / ms
     return Measurement(KIND, "none", TOOL, pair, Status.PASS,
-                       f"{host.name}: {tok_s:.2f} tok/s measured on one node ({ms:.2f} ms per token, "
-                       f"{result.get('predicted_n')} tokens, llama-server's own timing)",
+                       f"{node}: {tok_s:.2f} tok/s measured on one node ({ms:.2f} ms per token, "
+                       f"{count} tokens, llama-server's own timing)",
                        figure=round(ms, 4), unit=UNIT, threshold="measured (no threshold)", path=where,
-                       detail={"tok_s": round(tok_s, 4), "predicted_n": result.get("predicted_n"),
-                               "model": settings.model, "node": host.name})
+                       detail={"tok_s": round(tok_s, 4), "predicted_n": count,
+                               "model": settings.model, "node": node})
 
 
 def measured_tok_s(results: Iterable[Measurement]) -> float | None:

@@ -88,13 +88,17 @@ def judge_rccl(table: CollectiveTable | None, evidence: TransportEvidence,
     spanned the nodes (not single-rank copies), then the table."""
     transport = evidence.transport
     speed = ""
-    if table is not None and table.max_busbw_gbs is not None:
+    broken = table.non_finite if table is not None else None
+    if table is not None and table.max_busbw_gbs is not None and broken is None:
         speed = f" (busbw up to {table.max_busbw_gbs:.2f} GB/s)"
     if transport == "NET/Socket":
         via = f" over {', '.join(evidence.socket_devices)}" if evidence.socket_devices else ""
         why = f"; {evidence.why_not_ib}" if evidence.why_not_ib else ""
         return Status.FAIL, (f"RCCL fell back to NET/Socket (TCP){via}: not RDMA, however fast it "
                              f"looks{speed}; the log shows it by {evidence.how}{why}")
+    if broken is not None:
+        return Status.ERROR, (f"all_reduce_perf printed a figure that is not a finite number "
+                              f"({broken}): no verdict on this run, and no figure of it stored")
     copies = table.single_rank_copies if table is not None else None
     if copies is not None:
         return Status.FAIL, (f"{copies} single-rank copies of the test ran (each process printed "
@@ -153,6 +157,9 @@ def rccl_measurement(pair: tuple[str, str], output: str, expected_devices: Seque
         "evidence": list(evidence.lines[:6]), "networks": list(evidence.networks),
         "plugin": evidence.plugin, "rccl_version": evidence.version, **(detail or {}),
     }
+    if table is not None and table.non_finite is not None:
+        info.update({"layout": table.layout, "rows": len(table.rows), "complete": table.complete})
+        table = None  # its figures are not kept: nothing non-finite in a document or the history
     if table is not None:
         info.update({"layout": table.layout, "rccl_version": table.version or evidence.version,
                      "rows": len(table.rows),

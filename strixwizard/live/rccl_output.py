@@ -42,6 +42,7 @@ NET plugin IB` (NCCL 2.29). RCCL 7.0 in the rocm/vllm container of ROCm/ROCm iss
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -115,6 +116,21 @@ class CollectiveTable:
     @property
     def wrong_rows(self) -> tuple[CollectiveRow, ...]:
         return tuple(r for r in self.rows if r.wrong(self.layout))
+
+    @property
+    def non_finite(self) -> str | None:
+        """The first figure that is no finite number (`inf`, `nan`, or in the `-J` document
+        `Infinity` or 1e400), as "busbw inf at 134217728 B"; None when every one is finite."""
+        if self.avg_busbw_gbs is not None and not math.isfinite(self.avg_busbw_gbs):
+            return f"average busbw {self.avg_busbw_gbs}"
+        for r in self.rows:
+            for name, value in (("time", r.out_time_us), ("algbw", r.out_algbw_gbs),
+                                ("busbw", r.out_busbw_gbs), ("#wrong", r.out_wrong),
+                                ("time", r.in_time_us), ("algbw", r.in_algbw_gbs),
+                                ("busbw", r.in_busbw_gbs), ("#wrong", r.in_wrong)):
+                if value is not None and not math.isfinite(value):
+                    return f"{name} {value} at {r.size_bytes} B"
+        return None
 
     @property
     def max_busbw_gbs(self) -> float | None:
