@@ -154,7 +154,7 @@ def run_command(args: argparse.Namespace) -> int:
         report.error = str(error)
         print(f"strixwizard: error: {error}", file=sys.stderr)
         if args.json:
-            print(json.dumps(report.to_json(), indent=2))
+            print(json.dumps(report.to_json(), indent=2, allow_nan=False))
         return EXIT_NO_VERDICT
     if kind.finish is not None:
         kind.finish(report, Finished(chosen, settings, timing, args.demo, time.monotonic() - began,
@@ -170,7 +170,7 @@ def run_command(args: argparse.Namespace) -> int:
         if report.export_error:
             print(f"strixwizard: error: {report.export_error}", file=sys.stderr)
     if args.json:
-        json.dump(report.to_json(), out, indent=2)
+        json.dump(report.to_json(), out, indent=2, allow_nan=False)
         out.write("\n")
     else:
         argv = getattr(args, "argv", None)

@@ -272,7 +272,7 @@ def _list_checks(as_json: bool) -> int:
              "scope": c.scope, "fix": c.fix, **list_fields(c)}
             for c in ALL
         ]
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows, indent=2, allow_nan=False))
         return EXIT_OK
     width = max(len(c.id) for c in ALL)
     for check in ALL:

@@ -279,21 +279,21 @@ class FakeNode:
             return
         self.command(cmd("pfc"), json.dumps({
             "pfc_cap": 8, "macsec_bypass": False, "delay": 0,
-            "prio_pfc": [p in pfc for p in range(8)]}, separators=(",", ":")) + "\n")
+            "prio_pfc": [p in pfc for p in range(8)]}, separators=(",", ":"), allow_nan=False) + "\n")
         tcs = sorted(set(prio_tc))
         self.command(cmd("ets"), json.dumps({
             "willing": False, "ets_cap": 8, "cbs": False,
             "tc_bw": [100 // len(tcs) if tc in tcs else 0 for tc in range(8)],
             "tc_tsa": ["ets" if tc in tcs else "strict" for tc in range(8)],
-            "prio_tc": list(prio_tc)}, separators=(",", ":")) + "\n")
+            "prio_tc": list(prio_tc)}, separators=(",", ":"), allow_nan=False) + "\n")
         app: dict[str, Any] = {}
         if dscp_prio:
             app["dscp_prio"] = [list(pair) for pair in dscp_prio]
-        self.command(cmd("app"), json.dumps(app, separators=(",", ":")) + "\n")
+        self.command(cmd("app"), json.dumps(app, separators=(",", ":"), allow_nan=False) + "\n")
         if trust is None:
             self.command(cmd("apptrust"), "", rc=1, stderr="Error: Operation not supported.\n")
         else:
-            self.command(cmd("apptrust"), json.dumps({"order": list(trust)}) + "\n")
+            self.command(cmd("apptrust"), json.dumps({"order": list(trust)}, allow_nan=False) + "\n")
 
     def rdma_device(self, name: str, parent_dir: str, node_type: str = "1: CA",
                     fw_ver: str = "1.70", guid: str = "0000:0000:0000:0000",
@@ -352,7 +352,8 @@ class FakeNode:
 
     def rdma_links(self, links: list[dict[str, Any]]) -> None:
         """`rdma -j link show` as iproute2's rdma/link.c prints it (one JSON line)."""
-        self.command(["rdma", "-j", "link", "show"], json.dumps(links, separators=(",", ":")) + "\n")
+        self.command(["rdma", "-j", "link", "show"],
+                     json.dumps(links, separators=(",", ":"), allow_nan=False) + "\n")
 
     def devinfo(self, device: str, vendor_id: int, part_id: int, fw_ver: str,
                 ports: list[tuple[int, str, int, int, str]], guid: str = "0000:0000:0000:0000",
@@ -382,10 +383,10 @@ class FakeNode:
                   "broadcast": "00:00:00:00:00:00",
                   "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8,
                                  "scope": "host", "label": "lo"}]}
-            self.command(list(IP_ADDR.command()), json.dumps([lo, *self.ip_links]) + "\n")
+            self.command(list(IP_ADDR.command()), json.dumps([lo, *self.ip_links], allow_nan=False) + "\n")
         if self.devlink_params:
             self.command(list(DEVLINK_PARAMS),
-                         json.dumps({"param": self.devlink_params}) + "\n")
+                         json.dumps({"param": self.devlink_params}, allow_nan=False) + "\n")
         if self.devinfo_blocks:
             self.command(list(IBV_DEVINFO.command()), "".join(self.devinfo_blocks))
         elif IBV_DEVINFO.command() not in self.commands:

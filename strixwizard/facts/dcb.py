@@ -82,7 +82,7 @@ def parse_apptrust(text: str) -> tuple[str, ...]:
 
 
 def _dump(data: dict[str, object], compact: bool = True) -> str:
-    return json.dumps(data, separators=(",", ":") if compact else None) + "\n"
+    return json.dumps(data, separators=(",", ":") if compact else None, allow_nan=False) + "\n"
 
 
 def render_pfc(old: str, enabled: tuple[int, ...]) -> str:

@@ -69,7 +69,7 @@ def render_devlink_params(old: str, params: DevlinkParams) -> str:
                 entry["values"].insert(0, runtime[0])
             for value in runtime:
                 value["value"] = params[key][name]
-    return json.dumps(data) + "\n"
+    return json.dumps(data, allow_nan=False) + "\n"
 
 
 PARAMS: Output[DevlinkParams] = command_output(

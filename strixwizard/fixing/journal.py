@@ -106,7 +106,7 @@ class NodeJournal:
 
     def text(self) -> str:
         self.updated_at = _now()
-        return json.dumps(self.to_json(), indent=1) + "\n"
+        return json.dumps(self.to_json(), indent=1, allow_nan=False) + "\n"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeJournal:

@@ -357,7 +357,7 @@ class SnapshotRunner(Runner):
         for entry in commands:
             if tuple(entry["argv"]) == argv:
                 entry.update(stdout=stdout, rc=0, stderr="")
-        path.write_text(json.dumps(commands, indent=1))
+        path.write_text(json.dumps(commands, indent=1, allow_nan=False))
 
     def _set(self, step: Step, value: str | None) -> None:
         entry = step.kind in (Kind.MKDIR, Kind.FILE)

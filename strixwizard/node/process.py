@@ -183,4 +183,4 @@ def drained(readers: Sequence[threading.Thread]) -> None:
 
 def supervised_argv(python: str, argv: Sequence[str], limit_s: float) -> list[str]:
     """The argv that runs `argv` under the supervisor, sent as `python -c SOURCE`."""
-    return [python, "-c", SUPERVISOR_SOURCE, json.dumps(list(argv)), f"{limit_s:g}"]
+    return [python, "-c", SUPERVISOR_SOURCE, json.dumps(list(argv), allow_nan=False), f"{limit_s:g}"]

@@ -205,7 +205,8 @@ def collector_script(spec: Spec) -> bytes:
     from strixwizard.onnode import collector
 
     source = Path(collector.__file__).read_text(encoding="utf-8")
-    call = f"\nmain({json.dumps(json.dumps(dict(spec)))}, {json.dumps(__version__)})\n"
+    spec_text = json.dumps(json.dumps(dict(spec), allow_nan=False), allow_nan=False)
+    call = f"\nmain({spec_text}, {json.dumps(__version__, allow_nan=False)})\n"
     return (source + call).encode("utf-8")
 
 
@@ -362,7 +363,7 @@ class SshOps:
         if channel is None or reader is None:
             raise ConnectionLost(f"{self.host}: the step runner's session is closed")
         try:
-            channel.sendall((json.dumps(request) + "\n").encode())
+            channel.sendall((json.dumps(request, allow_nan=False) + "\n").encode())
             line = reader.readline()
         except (TimeoutError, *_CHANNEL_ERRORS) as error:
             self.close()

@@ -273,8 +273,8 @@ class Collector:
             "unreadable": self.unreadable,
         }
         meta.update(extra_meta or {})
-        self.sink.add_file("commands.json", json.dumps(commands, indent=1).encode())
-        self.sink.add_file("meta.json", json.dumps(meta, indent=1).encode())
+        self.sink.add_file("commands.json", json.dumps(commands, indent=1, allow_nan=False).encode())
+        self.sink.add_file("meta.json", json.dumps(meta, indent=1, allow_nan=False).encode())
         self.sink.close()
 
 

@@ -31,7 +31,7 @@ PROMPT = "the cluster answers over the fabric"
 
 
 def _emit(**fields: object) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.write(json.dumps(fields, allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
@@ -43,7 +43,7 @@ def _free_port() -> int:
 
 def _post(port: int, n_predict: int, timeout: float) -> dict[str, Any]:
     body = json.dumps({"prompt": PROMPT, "n_predict": n_predict, "ignore_eos": True,
-                       "cache_prompt": False, "temperature": 0}).encode()
+                       "cache_prompt": False, "temperature": 0}, allow_nan=False).encode()
     request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", data=body,
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout) as response:

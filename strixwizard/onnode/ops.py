@@ -99,7 +99,7 @@ def _lock(path: str, holder: dict[str, Any], take_over: bool) -> dict[str, Any]:
         if os.path.exists(path) and os.stat(path).st_ino == os.fstat(fd).st_ino:
             previous = os.pread(fd, 4096, 0).decode("utf-8", "replace")
             os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps({**holder, "runner_pid": os.getpid()}).encode(), 0)
+            os.pwrite(fd, json.dumps({**holder, "runner_pid": os.getpid()}, allow_nan=False).encode(), 0)
             os.fsync(fd)
             _LOCKS[path] = fd
             return {"ok": True, "previous": previous}
@@ -181,5 +181,5 @@ def serve() -> None:
             answer = handle(json.loads(line))
         except Exception as error:  # a malformed request must not kill the session
             answer = {"ok": False, "error": f"runner error: {error!r}"}
-        out.write(json.dumps(answer) + "\n")
+        out.write(json.dumps(answer, allow_nan=False) + "\n")
         out.flush()

@@ -29,7 +29,7 @@ MAX_TRIPS = 1_000_000
 
 
 def _emit(**fields: object) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.write(json.dumps(fields, allow_nan=False) + "\n")
     sys.stdout.flush()
 
 

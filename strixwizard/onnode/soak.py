@@ -261,7 +261,7 @@ def main(argv: list[str]) -> int:
     import sys
 
     def emit(**fields: object) -> None:
-        sys.stdout.write(json.dumps(fields) + "\n")
+        sys.stdout.write(json.dumps(fields, allow_nan=False) + "\n")
         sys.stdout.flush()
 
     role, address, port, limit, seconds = argv[0], argv[1], int(argv[2]), int(argv[3]), \

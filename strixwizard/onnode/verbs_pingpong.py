@@ -43,13 +43,13 @@ class NoDevice(Exception):
 
 
 def _emit(**fields: object) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.write(json.dumps(fields, allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
 # -- connection data over TCP ---------------------------------------------------
 def send_message(sock: socket.socket, payload: dict[str, Any]) -> None:
-    data = json.dumps(payload).encode("utf-8")
+    data = json.dumps(payload, allow_nan=False).encode("utf-8")
     sock.sendall(_LENGTH.pack(len(data)) + data)
 
 

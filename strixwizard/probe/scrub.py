@@ -331,7 +331,7 @@ class Scrubber:
                                   for old, new in self.prefixes.items()}}
 
     def map_text(self) -> str:
-        return json.dumps(self.private_map(), indent=1) + "\n"
+        return json.dumps(self.private_map(), indent=1, allow_nan=False) + "\n"
 
 
 @functools.lru_cache(maxsize=4096)

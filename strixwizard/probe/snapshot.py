@@ -165,9 +165,9 @@ class SnapshotProbe:
         """Lay this snapshot out as a directory (a safe copy of an archive: every path was
         normalised inside the snapshot when it was loaded, so nothing lands outside)."""
         destination.mkdir(parents=True, exist_ok=False)
-        (destination / "meta.json").write_text(json.dumps(self.meta, indent=1) + "\n")
+        (destination / "meta.json").write_text(json.dumps(self.meta, indent=1, allow_nan=False) + "\n")
         (destination / "commands.json").write_text(
-            json.dumps([c.to_json() for c in self._commands.values()], indent=1) + "\n")
+            json.dumps([c.to_json() for c in self._commands.values()], indent=1, allow_nan=False) + "\n")
         fs_root = destination / "fs"
         for path, text in self.tree.files.items():
             target = fs_root / path.lstrip("/")

@@ -183,7 +183,7 @@ def with_site_meta(archive: bytes, site: dict[str, Any]) -> bytes:
                 handle = source.extractfile(member)
                 meta = json.loads(handle.read() if handle else b"{}")
                 meta[SITE_KEY] = site
-                payload = (json.dumps(meta, indent=1) + "\n").encode()
+                payload = (json.dumps(meta, indent=1, allow_nan=False) + "\n").encode()
                 member.size = len(payload)
                 target.addfile(member, io.BytesIO(payload))
             elif member.isfile():
@@ -212,7 +212,7 @@ def replayed_site(snapshots: Sequence[tuple[Path, SnapshotProbe]]) -> Site | Non
         return None
     shared = {json.dumps({k: m.get(k) for k in ("name", "fabric", "thresholds", "allow_soft_rdma",
                                                  "stack")},
-                         sort_keys=True) for m in metas if isinstance(m, dict)}
+                         sort_keys=True, allow_nan=False) for m in metas if isinstance(m, dict)}
     names = [m.get("node") for m in metas if isinstance(m, dict)]
     if len(shared) != 1 or len(set(names)) != len(names):
         return None

@@ -35,4 +35,4 @@ def envelope(site: str | None, **fields: Any) -> dict[str, Any]:
 def emit(document: dict[str, Any], stream: TextIO | None = None) -> None:
     """Write one JSON document (and a newline) to stdout."""
     out = stream or sys.stdout
-    out.write(json.dumps(document, indent=2) + "\n")  # one write, not one per JSON token
+    out.write(json.dumps(document, indent=2, allow_nan=False) + "\n")  # one write, not one per JSON token

@@ -132,7 +132,7 @@ def _plain_address(found: Found) -> Found:
 def _quoted(value: object) -> str:
     """`value` as a YAML double-quoted scalar (JSON's escapes are YAML's): whatever it holds
     (`: `, `#`, `&a`, `!!python/object`, a line break, U+2028) it stays one string."""
-    return json.dumps(str(value))
+    return json.dumps(str(value), allow_nan=False)
 
 
 def _comment(text: str) -> str:

@@ -147,5 +147,5 @@ def content_fingerprint(document: dict[str, Any]) -> str:
     """A digest of what a report says, leaving out when it was made (`generated_at` at any
     depth): the same verdicts, tests and deploy give the same fingerprint, so the saved files
     are not rewritten for nothing new."""
-    text = json.dumps(_timeless(document), sort_keys=True, default=str)
+    text = json.dumps(_timeless(document), sort_keys=True, default=str, allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

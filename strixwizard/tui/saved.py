@@ -123,7 +123,7 @@ def save_state(path: Path, state: WizardState) -> str | None:
     """Write the state; returns why it could not be written, or None."""
     state.saved_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     try:
-        write_private(path, json.dumps(state.to_json(), indent=2) + "\n")
+        write_private(path, json.dumps(state.to_json(), indent=2, allow_nan=False) + "\n")
     except OSError as error:
         return f"cannot save the wizard's progress to {path}: {error.strerror or error}"
     return None
@@ -147,7 +147,8 @@ def load_theme(default: str = THEMES[0]) -> str:
 def save_theme(theme: str) -> str | None:
     """Remember the theme (0600, like every file of the wizard); returns why it could not be."""
     try:
-        write_private(user_state_dir() / PREFERENCES_FILE, json.dumps({"theme": theme}) + "\n")
+        write_private(user_state_dir() / PREFERENCES_FILE,
+                      json.dumps({"theme": theme}, allow_nan=False) + "\n")
     except OSError as error:
         return f"cannot remember the theme in {user_state_dir()}: {error.strerror or error}"
     return None

@@ -10,7 +10,7 @@ from strixwizard.present.formats.base import DoctorRun, Format
 
 
 def _write(run: DoctorRun, out: TextIO) -> None:
-    out.write(json.dumps({**run.report.to_json(), **run.sections}, indent=2) + "\n")
+    out.write(json.dumps({**run.report.to_json(), **run.sections}, indent=2, allow_nan=False) + "\n")
 
 
 FORMAT = Format("json", "application/json", "json", "the JSON document (as --json)", _write)

@@ -189,10 +189,10 @@ PROBE_SLICE_S = 20.0  # one probe run stays under the executor's 30 s command li
 HTTP_PROBE = probe_source(r"""url, prompt, n, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 status = wait_for_health(url, float(wait), 0.5)
 if status != 200:
-    print(json.dumps({"health": status}))
+    print(json.dumps({"health": status}, allow_nan=False))
     sys.exit(0)
 body = json.dumps({"model": "deepseek-v4-flash", "prompt": prompt, "max_tokens": n,
-                   "temperature": 0}).encode()
+                   "temperature": 0}, allow_nan=False).encode()
 request = urllib.request.Request(url + "/v1/completions", body, {"Content-Type": "application/json"})
 started = time.monotonic()
 with urllib.request.urlopen(request, timeout=300) as r:
@@ -200,7 +200,7 @@ with urllib.request.urlopen(request, timeout=300) as r:
 choices = answer.get("choices") or [{}]
 print(json.dumps({"health": 200, "seconds": time.monotonic() - started,
                   "tokens": (answer.get("usage") or {}).get("completion_tokens"),
-                  "text": choices[0].get("text", "")}))
+                  "text": choices[0].get("text", "")}, allow_nan=False))
 """)
 
 

@@ -432,16 +432,17 @@ def judge_devices(plan: LlamaPlan, head_log: str) -> SmokeCheck:
 HTTP_PROBE = probe_source(r"""url, prompt, n, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 status = wait_for_health(url, float(wait), 0.2)
 if status != 200:
-    print(json.dumps({"health": status}))
+    print(json.dumps({"health": status}, allow_nan=False))
     sys.exit(0)
-body = json.dumps({"prompt": prompt, "n_predict": n, "seed": 1}).encode()
+body = json.dumps({"prompt": prompt, "n_predict": n, "seed": 1}, allow_nan=False).encode()
 request = urllib.request.Request(url + "/completion", body, {"Content-Type": "application/json"})
 started = time.monotonic()
 with urllib.request.urlopen(request, timeout=120) as r:
     answer = json.load(r)
 print(json.dumps({"health": 200, "seconds": time.monotonic() - started,
                   "predicted": answer.get("tokens_predicted"),
-                  "timings": answer.get("timings", {}), "content": answer.get("content", "")}))
+                  "timings": answer.get("timings", {}), "content": answer.get("content", "")},
+                 allow_nan=False))
 """)
 
 

@@ -128,7 +128,7 @@ try:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 except ImportError as error:
-    print(json.dumps({"error": "no-ray-module", "detail": str(error)}))
+    print(json.dumps({"error": "no-ray-module", "detail": str(error)}, allow_nan=False))
     sys.exit(3)
 out = {"ray": getattr(ray, "__version__", "?"), "nodes": [], "env": {}, "error": None}
 try:
@@ -153,7 +153,7 @@ try:
         out["env"][refs[ref]] = ray.get(ref)
 except Exception as error:
     out["error"] = f"{type(error).__name__}: {error}"
-print(json.dumps(out), flush=True)
+print(json.dumps(out, allow_nan=False), flush=True)
 os._exit(0)
 """
 
@@ -230,7 +230,7 @@ def another_ray(state: str | None) -> bool:
 def driver_argv(env: ClusterEnv, settings: DeploySettings,
                 budget_s: float = SMOKE_BUDGET_S) -> tuple[str, ...]:
     return ("sh", "-c", WITH_RAY_PYTHON, DRIVER, f"{env.head_ip}:{ray_port(settings)}",
-            env.head_ip, str(len(env.nodes)), json.dumps(list(WATCHED)), f"{budget_s:g}")
+            env.head_ip, str(len(env.nodes)), json.dumps(list(WATCHED), allow_nan=False), f"{budget_s:g}")
 
 
 def _driver_answer(stdout: str) -> dict[str, Any] | None:

@@ -129,10 +129,10 @@ def server_url(env: ClusterEnv, serve: ServeSettings) -> str:
 PROBE = probe_source(r"""url, model, prompt, n, wait, ask = sys.argv[1:7]
 status = wait_for_health(url, float(wait), 0.5)
 if status != 200 or ask != "1":
-    print(json.dumps({"health": status}))
+    print(json.dumps({"health": status}, allow_nan=False))
     sys.exit(0)
 body = json.dumps({"model": model, "prompt": prompt, "max_tokens": int(n), "temperature": 0,
-                   "stream": True, "stream_options": {"include_usage": True}}).encode()
+                   "stream": True, "stream_options": {"include_usage": True}}, allow_nan=False).encode()
 request = urllib.request.Request(url + "/v1/completions", body,
                                  {"Content-Type": "application/json"})
 started = time.monotonic()
@@ -161,7 +161,7 @@ except (OSError, ValueError) as e:
 print(json.dumps({"health": 200, "ttft": None if first is None else first - started,
                   "span": None if first is None else last - first, "chunks": chunks,
                   "usage": usage, "text": text[:200], "error": error,
-                  "seconds": time.monotonic() - started}))
+                  "seconds": time.monotonic() - started}, allow_nan=False))
 """)
 
 
