@@ -190,7 +190,7 @@ def test_perftest_output_cut_short_is_an_error(lab2: Lab, tmp_path: Path) -> Non
     client, server = _hosts(lab2, tmp_path)
     m = rdma_test("ib_write_lat", client, server, _ends(lab2), Thresholds())
     assert m.status is Status.ERROR
-    assert "output cut short in the row '4       1000          4.92           8.41'" in m.summary
+    assert "output cut short: cut in the row '4       1000          4.92           8.41'" in m.summary
 
 
 def test_bandwidth_against_the_link_rate(lab2: Lab, tmp_path: Path) -> None:

@@ -361,8 +361,9 @@ def test_perftest_out_json_reads_as_the_text_table() -> None:
     assert lat.is_latency and lat.complete and lat.params["Device"] == "rocep194s0"
     bw = parse_perftest_json(PERFTEST_BW_JSON)
     assert bw.is_bandwidth and bandwidth_gbps(bw, bw.rows[0]) == 50.64
-    assert bandwidth_gbps(parse_perftest_json(PERFTEST_BW_JSON, report_gbits=False),
-                          bw.rows[0]) == pytest.approx(50.64 * 2**20 * 8 / 1e9)
+    assert bw.unit("BW average") == "Gb/sec"  # MsgRate x MsgSize: 50.64 Gb/s, not MB/s
+    with pytest.raises(PerftestParseError, match="did not ask for --report_gbits"):
+        parse_perftest_json(PERFTEST_BW_JSON, report_gbits=False)  # the run and the report disagree
 
 
 def test_perftest_out_json_refuses_what_is_not_its_report() -> None:
@@ -476,3 +477,15 @@ def test_single_rank_copies_are_told_from_the_text_even_with_a_j_document() -> N
     doc = parse_collective_json((DATA / "all_reduce_perf_gfx1151_J_report.json").read_text())
     m = rccl_measurement(("a", "b"), said + copies, [], "path", from_json=doc, expected_ranks=2)
     assert m.status is Status.FAIL and "single-rank copies" in m.summary, m.summary
+
+
+def test_perftest_out_json_whose_unit_cannot_be_told_is_refused_with_the_reason() -> None:
+    from strixwizard.live.perftest_output import parse_perftest_json
+
+    neither = PERFTEST_BW_JSON.replace('"BW_average": 50.64', '"BW_average": 400.0')
+    with pytest.raises(PerftestParseError, match="fits neither Gb/sec nor MB/sec"):
+        parse_perftest_json(neither)
+    no_rate = PERFTEST_BW_JSON.replace(',\n"MsgRate": 0.096585', "")
+    with pytest.raises(PerftestParseError, match="names no unit"):
+        parse_perftest_json(no_rate)
+    assert parse_perftest_json(no_rate, report_gbits=True).unit("BW average") == "Gb/sec"  # as asked

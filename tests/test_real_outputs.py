@@ -21,7 +21,12 @@ from strixwizard.facts.ethtool import parse_driver_info
 from strixwizard.facts.qos import parse_mlnx_qos
 from strixwizard.facts.rdma import parse_ibv_devinfo
 from strixwizard.facts.rdma_link import parse_rdma_link
-from strixwizard.live.perftest_output import bandwidth_gbps, latency_stats, parse_perftest
+from strixwizard.live.perftest_output import (
+    bandwidth_gbps,
+    latency_stats,
+    parse_perftest,
+    parse_perftest_json,
+)
 from strixwizard.live.rccl import judge_rccl
 from strixwizard.live.rccl_output import (
     CollectiveTable,
@@ -69,7 +74,7 @@ def _perftest(text: str, want: dict[str, object]) -> None:
         "test": table.test, "device": table.params.get("Device"), "qps": table.params.get("Number of qps"),
         "rows": len(table.rows), "complete": table.complete, "warnings": len(table.warnings),
         "sizes": [int(r["#bytes"]) for r in table.rows],
-        "distinct_sizes": len({r["#bytes"] for r in table.rows}),
+        "distinct_sizes": len({r["#bytes"] for r in table.rows}), "cut": table.cut,
     }
     if table.is_bandwidth and last is not None:
         row = last if table.complete else table.rows[-1]  # an unfinished run: its latest period
@@ -78,6 +83,16 @@ def _perftest(text: str, want: dict[str, object]) -> None:
     if table.is_latency and last is not None:
         got.update(vars(latency_stats(table, last)))
     _check("perftest", got, want)
+
+
+def _perftest_json(text: str, want: dict[str, object]) -> None:
+    """A `--out_json` report, its unit unknown to the reader (told from MsgRate x MsgSize)."""
+    table = parse_perftest_json(text)
+    row = table.rows[0]
+    got: dict[str, object] = {"unit": table.unit("BW average"), "device": table.params.get("Device"),
+                              "sizes": [int(row["#bytes"])], "bw_gbps": bandwidth_gbps(table, row),
+                              "peak_gbps": bandwidth_gbps(table, row, "BW peak")}
+    _check("perftest --out_json", got, {k: v for k, v in want.items()})
 
 
 def _table(text: str) -> CollectiveTable | None:
@@ -195,7 +210,8 @@ def _llama_workers(text: str, want: dict[str, Any]) -> None:
     _check("llama-server RPC devices", {"endpoints": rpc_endpoints_holding_layers(text)}, want)
 
 
-READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "collective": _collective,
+READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "perftest_json": _perftest_json,
+           "collective": _collective,
            "transport": _transport, "verdict": _verdict,
            # node-level outputs, read through the public fact parsers
            "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i, "ethtool_S": _ethtool_s,

@@ -149,7 +149,7 @@ def _json_table(client: Host, path: str, text: PerftestTable) -> PerftestTable |
         client.start(["rm", "-f", path], 10, "remove the perftest report").wait(10)
     try:
         table = parse_perftest_json(body, report_gbits=text.unit("BW average") == "Gb/sec"
-                                    if text.is_bandwidth else True)
+                                    if text.is_bandwidth else None)
     except PerftestParseError:
         return None
     return replace(table, test=table.test or text.test, params={**text.params, **table.params},
@@ -198,9 +198,8 @@ def run_perftest(tool: str, client: Host, server: Host, client_end: RdmaEnd, ser
                                 f"header has columns: {table.refused_rows[0]!r}; not read (the "
                                 "figures would sit under the wrong names)")
         if not table.complete or not table.rows:
-            raise PerftestError(f"{client.name}: {tool} output cut short"
-                                + (f" in the row {table.truncated_row!r}" if table.truncated_row else
-                                   " before its table was complete")
+            raise PerftestError(f"{client.name}: {tool} output cut short: "
+                                + (table.cut or "cut before the first row of the table")
                                 + (f" (exit status {client_proc.status})" if client_proc.status else ""))
         if json_path is not None:
             from_json = _json_table(client, json_path, table)

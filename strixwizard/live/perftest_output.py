@@ -17,13 +17,16 @@ contain spaces (`99% percentile[usec]`, `BW average[MiB/sec]`). Layouts seen:
 
 Anything else (the parameter block, `Conflicting CPU frequency values
 detected...`, `Warning:` lines) is skipped. A table whose closing dashes
-never came, or a row with too few cells, means the output was cut short; a row
+never came (or came shorter than the dashes lines before the table: cut inside
+the line), or a row with too few cells, means the output was cut short, and
+`PerftestTable.cut` says so; the rows read are kept. A row
 with more cells than its header has columns is refused (`refused_rows`), never read
 shifted.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -59,9 +62,30 @@ class PerftestTable:
     #: rows with more cells than the header has columns: not read (a shifted reading would
     #: put each figure under the wrong name), and the table is not complete
     refused_rows: tuple[str, ...] = ()
+    #: the closing dashes line came shorter than the ones before the table (its length, theirs)
+    short_rule: tuple[int, int] | None = None
 
     def unit(self, name: str) -> str | None:
         return next((c.unit for c in self.columns if c.name == name), None)
+
+    @property
+    def cut(self) -> str | None:
+        """Why the table is not complete, in words (the output was cut), or None when it is."""
+        if self.complete:
+            return None
+        if self.refused_rows:
+            return f"a row with more cells than the header has columns: {self.refused_rows[0]!r}"
+        if self.truncated_row is not None:
+            return f"cut in the row {self.truncated_row!r}"
+        if not self.rows:
+            return "cut before the first row of the table"
+        if self.short_rule is not None:
+            got, full = self.short_rule
+            return (f"cut after {len(self.rows)} row(s), inside the closing dashes line ({got} "
+                    f"dashes, where perftest prints {full}); the rows read are kept, but "
+                    "no figure of an unfinished table is final")
+        return (f"cut after {len(self.rows)} row(s): the table's closing dashes line never came "
+                "(the rows read are kept, but no figure of an unfinished table is final)")
 
     @property
     def is_latency(self) -> bool:
@@ -109,6 +133,8 @@ def parse_perftest(text: str) -> PerftestTable:
     test: str | None = None
     truncated: str | None = None
     refused: list[str] = []
+    rule = 0  # the length of the dashes lines before the table: the closing one is as long
+    short_rule: int | None = None
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
@@ -116,10 +142,15 @@ def parse_perftest(text: str) -> PerftestTable:
         header = parse_header(line)
         if header is not None:
             columns, rows, complete, truncated, refused = header, [], False, None, []
+            short_rule = None
             continue
         if _DASHES.match(line):
-            if columns is not None and rows:
+            if columns is None:
+                rule = max(rule, len(line))
+            elif rows and len(line) >= rule:
                 complete = True
+            elif rows:  # shorter than perftest's own rule before the table: cut inside the line
+                short_rule = len(line)
             continue
         if columns is None:
             if line.endswith("Test") and ":" not in line:
@@ -145,7 +176,8 @@ def parse_perftest(text: str) -> PerftestTable:
                                  if last else "the output is empty")
     return PerftestTable(test, columns, tuple(rows),
                          complete and truncated is None and not refused, params,
-                         tuple(warnings), truncated, tuple(refused))
+                         tuple(warnings), truncated, tuple(refused),
+                         (short_rule, rule) if short_rule is not None and not complete else None)
 
 
 def _usec(value: float | None, unit: str | None) -> float | None:
@@ -184,7 +216,10 @@ def bandwidth_gbps(table: PerftestTable, row: dict[str, float], which: str = "BW
 #: `--out_json --out_json_file=FILE`: {"test_info": {...}, "results": {...}}, the results keys
 #: those of REPORT_FMT_JSON / REPORT_FMT_LAT_JSON / REPORT_FMT_LAT_DUR_JSON in
 #: src/perftest_parameters.h. No units are written: latency is in usec, bandwidth in Gb/s with
-#: --report_gbits (which strixwizard always passes), MB/s (2^20 bytes) without.
+#: --report_gbits (which strixwizard always passes), MB/s (2^20 bytes) without; the unit is
+#: told from MsgRate x MsgSize in the same report (a published report without --report_gbits,
+#: tests/data/real/perftest_ib_write_bw_out_json_mb_doca_platform.txt: BW_average 2229.27 is
+#: MB/sec, 18.70 Gb/s, not 2229 Gb/s).
 JSON_OPTION = "--out_json"
 _JSON_COLUMNS = {
     "MsgSize": Column("#bytes", None), "n_iterations": Column("#iterations", None),
@@ -201,20 +236,60 @@ def supports_json(help_text: str) -> bool:
     return re.search(rf"(?m)^\s*{JSON_OPTION}\b", help_text) is not None
 
 
-def parse_perftest_json(text: str, report_gbits: bool = True) -> PerftestTable:
+#: How far BW_average may stray from MsgRate x MsgSize in the unit it is read in: perftest
+#: computes both from the same iterations and prints each rounded (2 and 6 decimals).
+_UNIT_TOLERANCE = 0.05
+
+
+def json_bandwidth_unit(results: dict[str, object], report_gbits: bool | None) -> str:
+    """The unit of a `--out_json` report's BW figures, which the document does not name:
+    derived from its own MsgRate [Mpps] x MsgSize [B], which gives the bytes per second that
+    BW_average must equal in Gb/sec (`--report_gbits`, 10^9 bits) or MB/sec (2^20 bytes).
+    `report_gbits`, when known (the run that asked for the report), must agree with it.
+    PerftestParseError when neither unit fits, or when the figures cannot tell."""
+    given = [results.get(k) for k in ("BW_average", "MsgRate", "MsgSize")]
+    numbers = [float(v) for v in given if isinstance(v, int | float) and not isinstance(v, bool)
+               and math.isfinite(v) and v > 0]
+    if len(numbers) < 3:
+        if report_gbits is None:
+            raise PerftestParseError(
+                "the --out_json report names no unit, and its MsgRate and MsgSize cannot tell it "
+                f"(BW_average, MsgRate, MsgSize: {given!r:.80}): Gb/sec or MB/sec?")
+        return "Gb/sec" if report_gbits else "MB/sec"
+    average, rate, size = numbers
+    bytes_per_s = rate * 1e6 * size
+    fits = {unit: abs(average * factor * 1e9 / 8 / bytes_per_s - 1) <= _UNIT_TOLERANCE
+            for unit, factor in (("Gb/sec", _BW_UNITS["Gb/sec"]), ("MB/sec", _BW_UNITS["MB/sec"]))}
+    found = [unit for unit, fit in fits.items() if fit]
+    if len(found) != 1:
+        raise PerftestParseError(
+            f"the --out_json report's BW_average {average:g} fits neither Gb/sec nor MB/sec as "
+            f"MsgRate {rate:g} Mpps x MsgSize {size:g} B gives ({bytes_per_s * 8 / 1e9:.2f} Gb/s): "
+            "which unit it is in cannot be told")
+    unit = found[0]
+    if report_gbits is not None and (unit == "Gb/sec") != report_gbits:
+        raise PerftestParseError(
+            f"the --out_json report is in {unit} by its MsgRate x MsgSize, but the run "
+            f"{'asked' if report_gbits else 'did not ask'} for --report_gbits")
+    return unit
+
+
+def parse_perftest_json(text: str, report_gbits: bool | None = None) -> PerftestTable:
     """A `--out_json` report as the table the text reader gives; PerftestParseError on
-    anything else (perftest's raw-QoS layout writes `sl: N` unquoted: not JSON, refused)."""
-    import json
+    anything else (perftest's raw-QoS layout writes `sl: N` unquoted: not JSON, refused).
+    The bandwidth unit is derived from the report's own figures (`json_bandwidth_unit`);
+    `report_gbits` is what the run asked for, when it is known."""
+    from strixwizard.readback import ReadBackError, loads
 
     try:
-        document = json.loads(text)
-    except ValueError as error:
-        raise PerftestParseError(f"the --out_json report is not JSON: {error}") from None
+        document = loads(text, "the --out_json report", max_bytes=1 << 20)
+    except ReadBackError as error:
+        raise PerftestParseError(str(error)) from None
     results = document.get("results") if isinstance(document, dict) else None
     info = document.get("test_info", {}) if isinstance(document, dict) else {}
     if not isinstance(results, dict) or not isinstance(info, dict):
         raise PerftestParseError("the --out_json report has no `results` object")
-    bw_unit = "Gb/sec" if report_gbits else "MB/sec"
+    bw_unit = json_bandwidth_unit(results, report_gbits) if "BW_average" in results else None
     columns: list[Column] = []
     row: dict[str, float] = {}
     for key, value in results.items():
