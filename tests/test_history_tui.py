@@ -51,3 +51,13 @@ def test_history_widget_without_runs(tmp_path: Path) -> None:
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"junk" * 500)
     assert "not a strixwizard test history" in _shown("lab", False, bad)
+
+
+def test_history_widget_says_what_it_skipped(tmp_path: Path) -> None:
+    from tests.support.hostile.histories import HISTORIES
+
+    path = tmp_path / "history.sqlite"
+    HISTORIES["figure-infinite"](path)
+    text = " ".join(_shown("lab", False, path).split())
+    assert "skipped a stored measurement of run #2" in text and "inf" in text
+    assert "RDMA latency (ib_write_lat)" in text  # the rest is still shown

@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from strixwizard.live.history import HistoryError, default_history_path, demo_history_path
-from strixwizard.live.trends import load_trends
+from strixwizard.live.trends import read_trends
 from strixwizard.model import Status
 from strixwizard.tui.text import outside
 from strixwizard.tui.widgets.status import styled
@@ -51,9 +51,12 @@ class HistorySparklines(Static):
         elif not exists:
             return [*lines, outside(f"{NB}no test run stored yet: each run of the Test step is")]
         try:
-            trends = load_trends(where, site)
+            trends, skipped = read_trends(where, site)
         except HistoryError as error:
             return [*lines, styled(f"{NB}{error}", Status.ERROR)]
+        lines += [styled(f"{NB}{note}", Status.WARN) for note in skipped[:3]]
+        if len(skipped) > 3:
+            lines.append(styled(f"{NB}(and {len(skipped) - 3} more skipped)", Status.WARN))
         if not trends:
             return lines if demo else [*lines, outside(f"{NB}no test run of site {site} stored yet")]
         width = max(len(t.label) for t in trends)
