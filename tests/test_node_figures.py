@@ -71,3 +71,10 @@ def test_a_calibration_in_range_passes_and_is_what_advise_takes() -> None:
     line = '{"event": "result", "predicted_n": 32, "predicted_per_token_ms": 40.0}'
     m = calibration_of("node-a", ("node-a", "node-b"), SETTINGS, line + "\n", 0, "")
     assert m.status is Status.PASS and m.detail["tok_s"] == 25.0 and math.isfinite(m.figure or 0)
+
+
+def test_a_j_document_nested_thousands_deep_is_refused_not_a_traceback() -> None:
+    from strixwizard.live.rccl_output import RcclOutputError
+
+    with pytest.raises(RcclOutputError, match="not JSON"):
+        parse_collective_json('{"results":' + "[" * 100_000 + "]" * 100_000 + "}")

@@ -524,10 +524,10 @@ def parse_collective_json(text: str) -> CollectiveTable:
     (a run cut short leaves the document unclosed: not JSON, refused, the text table stands)."""
     import json
 
-    try:
+    try:  # Infinity and NaN are taken here and judged (`CollectiveTable.non_finite`): an ERROR
         document = json.loads(text)
-    except ValueError as error:
-        raise RcclOutputError(f"the -J report is not JSON: {error}") from None
+    except (ValueError, RecursionError) as error:  # RecursionError: nested thousands deep
+        raise RcclOutputError(f"the -J report is not JSON: {error!s:.200}") from None
     results = document.get("results") if isinstance(document, dict) else None
     if not isinstance(results, list):
         raise RcclOutputError("the -J report has no `results` list")
