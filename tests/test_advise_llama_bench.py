@@ -117,3 +117,35 @@ def test_a_control_character_in_the_cause_is_not_printed_raw(tmp_path: Path) -> 
     with pytest.raises(UsageError) as caught:
         read(path)
     assert "\x1b" not in str(caught.value) and "failed to load model" in str(caught.value)
+
+
+def _json_row(avg_ts: str) -> str:
+    """One `-o json` row as llama-bench writes it, its speed as given (text, so NaN can be)."""
+    return ('[{"build_commit": "abc", "build_number": 1, "model_type": "gpt-oss 120B MXFP4", '
+            '"backends": "Vulkan", "n_prompt": 0, "n_gen": 128, "n_depth": 0, '
+            f'"avg_ts": {avg_ts}, "stddev_ts": 0.1}}]')
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[" * 5000 + "]" * 5000, "nested 5000 levels deep"),
+    ('{"a": ' * 3000 + "1" + "}" * 3000, "nested 3000 levels deep"),
+    (_json_row("NaN"), "no result"),
+    (_json_row("Infinity"), "no result"),
+    (_json_row("1e400"), "no result"),
+    (_json_row('"nan"'), "no result"),
+    (_json_row("-5"), "no result"),
+])
+def test_a_hostile_run_file_is_refused_not_a_traceback(tmp_path: Path, text: str, says: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`--llama-bench FILE` is read by the read-back rule: nesting thousands deep was a
+    RecursionError; NaN, infinity or a negative speed was a decode row."""
+    path = tmp_path / "run.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["advise", "--model", "gpt-oss-120b", "--llama-bench", str(path), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert says in err and "Traceback" not in err
+    assert json.loads(out, parse_constant=_no_constant)["status"] == "error"  # strict JSON
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} in a --json document")

@@ -11,13 +11,14 @@ RPC (backend `...,RPC`: several nodes, not one node's compute).
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from strixwizard.errors import UsageError
+from strixwizard.readback import MAX_DEPTH, ReadBackError, loads, nesting_depth
 
 MAX_BYTES = 16 * 2**20
 _TEST = re.compile(r"^(pp|tg)\s*(\d+)(?:\s*@\s*d(\d+))?$")
@@ -113,6 +114,8 @@ def _from_object(item: Any) -> BenchRow | None:
         depth, speed = int(item.get("n_depth", 0)), float(item["avg_ts"])
     except (KeyError, TypeError, ValueError):
         return None
+    if not math.isfinite(speed) or speed <= 0:  # "nan", "inf" or a negative speed: no result
+        return None
     kind, tokens = ("tg", n_gen) if n_gen and not n_prompt else ("pp", n_prompt)
     size = item.get("model_size")
     return BenchRow(str(item.get("model_type", "")), str(item.get("backends", "")),
@@ -121,18 +124,23 @@ def _from_object(item: Any) -> BenchRow | None:
                     float(size) / 2**30 if isinstance(size, (int, float)) else None)
 
 
-def parse(text: str) -> BenchRun:
+def parse(text: str, what: str = "llama-bench output") -> BenchRun:
+    """Rows of a run. JSON is read by the read-back rule: nested deeper than any llama-bench
+    output raises ReadBackError (never a RecursionError); a document that is not JSON, or holds
+    NaN or a number beyond a float, is read as text, where it has no rows."""
     stripped = text.lstrip()
     layout, objects = "markdown", None
+    if stripped.startswith(("[", "{")) and (depth := nesting_depth(stripped)) > MAX_DEPTH:
+        raise ReadBackError(f"{what}: nested {depth} levels deep, more than {MAX_DEPTH}")
     if stripped.startswith("["):
         try:
-            objects, layout = json.loads(stripped), "json"
-        except ValueError:
+            objects, layout = loads(stripped, what), "json"
+        except ReadBackError:
             objects = None
     elif stripped.startswith("{"):
         try:
-            objects, layout = [json.loads(line) for line in stripped.splitlines() if line.strip()], "jsonl"
-        except ValueError:
+            objects, layout = [loads(line, what) for line in stripped.splitlines() if line.strip()], "jsonl"
+        except ReadBackError:
             objects = None
     if isinstance(objects, list):
         rows = [row for row in map(_from_object, objects) if row is not None]
@@ -156,7 +164,7 @@ def read(path: Path) -> tuple[BenchRun, BenchRow]:
     if len(raw) > MAX_BYTES:
         raise UsageError(f"--llama-bench {path}: larger than {MAX_BYTES // 2**20} MiB: not a llama-bench log")
     text = raw.decode("utf-8", errors="replace")
-    run = parse(text)
+    run = parse(text, f"--llama-bench {path}")
     if not run.rows:
         raise UsageError(f"--llama-bench {path}: the run produced no result: {_cause(text)}")
     return run, run.decode(path)

@@ -11,7 +11,6 @@ stdin, goes away with it). The controller never signals remote processes by name
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 from strixwizard.node.errors import NodeError
@@ -26,6 +25,7 @@ from strixwizard.node.process import (
     supervised_argv,
 )
 from strixwizard.node.session import ProgramRunner
+from strixwizard.readback import ReadBackError, loads
 
 #: A node the tests can start programs on (any node session is one).
 Host = ProgramRunner
@@ -34,13 +34,15 @@ HostError = NodeError
 
 
 def output_of(text: str, line_start: str) -> list[dict[str, object]]:
-    """The JSON-line events a program printed whose text starts with `line_start`."""
+    """The JSON-line events a program printed whose text starts with `line_start`, read by the
+    read-back rule: a line nested too deep or holding NaN, Infinity or a number beyond a float
+    is not an event (the measurement then misses it and says so), never a traceback."""
     events = []
     for line in text.splitlines():
         if line.startswith(line_start):
             try:
-                value = json.loads(line)
-            except ValueError:
+                value = loads(line, "a node program's output line")
+            except ReadBackError:
                 continue
             if isinstance(value, dict):
                 events.append(value)
