@@ -92,3 +92,14 @@ def test_smoke_text(plan: DeployPlan) -> None:
     text = out.getvalue()
     assert "Smoke test: fail\n  ✗ rccl.transport: NET/Socket (expected NET/IB on rocep194s0:1)" in text
     assert "| stxh-4602-MAPLE:135241:135241 [0] NCCL INFO Using network Socket" in text
+
+
+def test_a_busbw_of_inf_is_an_error_not_a_peak(plan: DeployPlan) -> None:
+    """Ray's smoke all-reduce reads the same table `test rccl` does, by the same rule: a row of
+    `inf` was PASS "peak inf GB/s"."""
+    log = (DATA / "live/all_reduce_perf_gfx1151_net_ib.txt").read_text()
+    row = "23120    5.81    5.81      0"
+    assert row in log
+    results = {c.id: c for c in judge_rccl(plan.env, 0, log.replace(row, "23120    inf    inf      0"))}
+    assert results["rccl.results"].status == "error"
+    assert "inf" in results["rccl.results"].observed and "peak" not in results["rccl.results"].observed

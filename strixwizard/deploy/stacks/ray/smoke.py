@@ -154,6 +154,9 @@ def _judge_results(rc: int, log: str, from_json: CollectiveTable | None = None) 
         except RcclOutputError as error:
             return SmokeCheck("rccl.results", FAIL, "no result table", expected,
                               f"{error}; exit status {rc}")
+    if (broken := table.non_finite) is not None:  # inf/nan: no figure to report or keep
+        return SmokeCheck("rccl.results", ERROR, f"{broken}: not a finite figure", expected,
+                          "all_reduce_perf printed a figure that is no number; run it again")
     if table.wrong_rows:
         return SmokeCheck("rccl.results", FAIL, f"{len(table.wrong_rows)} rows with wrong "
                           "results", expected, "the all-reduce computed wrong sums")
