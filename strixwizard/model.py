@@ -181,6 +181,22 @@ def pair_text(a: str, b: str, netdev_a: str | None = None, netdev_b: str | None 
     return text
 
 
+#: How a link's id joins its ends ("node-a:enp194s0np0 <-> node-b:enp194s0np0"): the id stays
+#: that (JSON, `--only`, the history), screens show it by `link_text`.
+LINK_ID_JOIN = " <-> "
+
+
+def link_text(link_id: str) -> str:
+    """A link's id as every screen names a link: "node-a ⇄ node-b (enp194s0np0)". Text that is
+    not a link id (a node's name, a site's) comes back as it is."""
+    a, joined, b = link_id.partition(LINK_ID_JOIN)
+    node_a, colon_a, netdev_a = a.partition(":")
+    node_b, colon_b, netdev_b = b.partition(":")
+    if not (joined and colon_a and colon_b and node_a and node_b and LINK_ID_JOIN not in b):
+        return link_id
+    return pair_text(node_a, node_b, netdev_a, netdev_b)
+
+
 @dataclass(frozen=True)
 class LinkEnd:
     """One end of a fabric link as the report shows it; unknown values are None."""

@@ -39,7 +39,7 @@ from typing import Any
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.netdev import IpAddress, Netdev
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort
-from strixwizard.model import LinkEnd
+from strixwizard.model import LINK_ID_JOIN, LinkEnd
 from strixwizard.site import Site
 
 #: RDMA device kinds a site may opt in to as its fabric's RDMA (`allow_soft_rdma`)
@@ -144,7 +144,7 @@ class Link:
 
     @property
     def id(self) -> str:
-        return f"{self.a.label} <-> {self.b.label}"
+        return f"{self.a.label}{LINK_ID_JOIN}{self.b.label}"
 
     @property
     def ends(self) -> tuple[FabricPort, FabricPort]:

@@ -10,6 +10,7 @@ import pytest
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeployPlan, DeploySettings, with_observed
 from strixwizard.discovery import Discovery
+from strixwizard.model import link_text
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
 from tests.support.demo import demo_site_copy, printed_lines, state_env
@@ -188,8 +189,8 @@ def test_deploy_warns_with_the_checks_doctor_fails_on_the_same_nodes(tmp_path: P
     assert ("node.rdma_core_version", "node-b") in failing
     out = invoke("deploy", "--demo", env=env).stdout
     warnings = out.split("Warnings:", 1)[1].split("\n\n", 1)[0]
-    for check, where in failing:
-        assert f"doctor FAILs {check} on {where}" in warnings, (check, where)
+    for check, where in failing:  # a link named as every screen names it, its id in the JSON
+        assert f"doctor FAILs {check} on {link_text(where)}" in warnings, (check, where)
     assert "RCCL ready" not in out  # built for gfx1151 is not ready on a node doctor fails
     assert "cure what fix can first: strixwizard fix --demo;" in out
     assert "`strixwizard fix` first" not in out  # no hint that drops the site

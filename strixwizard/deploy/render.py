@@ -13,6 +13,7 @@ from strixwizard.deploy.declare import NodeView, Panel
 from strixwizard.deploy.process import is_process_stop
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.fixing.model import Kind, Step
+from strixwizard.model import link_text
 from strixwizard.present.fix_text import render_fix, step_lines
 
 MARK = {"pass": "✓", "fail": "✗", "error": "?"}
@@ -36,7 +37,7 @@ def render_header(plan: DeployPlan, out: TextIO) -> None:
     env = plan.env
     out.write(f"Deploy plan for site {env.site}: {env.profile} profile ({env.transport}), "
               f"head {env.head}, {len(env.nodes)} nodes\n")
-    out.write(f"Fabric: {', '.join(env.links)}\n")
+    out.write(f"Fabric: {', '.join(link_text(link) for link in env.links)}\n")
     out.write(f"Files go to {plan.settings.target_dir} (--target-dir)\n")
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from strixwizard.checking.engine import Report
-from strixwizard.model import CheckResult, HostReport, LinkReport, Status
+from strixwizard.model import CheckResult, HostReport, LinkReport, Status, link_text
 from strixwizard.present.terminal import paint, unpainted, visible, visible_stream
 
 _COLOURS = {
@@ -57,9 +57,9 @@ def _host_line(host: HostReport) -> str:
 
 
 def _link_line(link: LinkReport, paint: _Painter) -> str:
-    """`node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)  FAIL`."""
+    """`FAIL node-a ⇄ node-b (enp194s0np0)  roce-v2 (RDMA)`."""
     kind = f"{visible(link.transport)} ({'RDMA' if link.rdma else 'no RDMA'})"
-    return f"  {paint.status(link.status)} {visible(link.id)}  {kind}"
+    return f"  {paint.status(link.status)} {visible(link_text(link.id))}  {kind}"
 
 
 def _plural(count: int, word: str) -> str:
@@ -93,7 +93,7 @@ class Finding:
     @property
     def where(self) -> str:
         if len(self.hosts) < 2:
-            return self.result.entity
+            return link_text(self.result.entity)
         on = "on nodes " + ", ".join(self.hosts)
         return f"{self.entity} {on}" if self.entity else on
 

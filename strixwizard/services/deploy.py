@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from strixwizard.checking.engine import Report
 from strixwizard.discovery import Discovery
 from strixwizard.errors import UsageError
+from strixwizard.model import LINK_ID_JOIN, link_text
 from strixwizard.places import NODE_JOURNAL_DIR
 from strixwizard.services.common import Confirm, OnStep, Question, ask, step_progress
 from strixwizard.services.fix import holding, roll_back_run
@@ -201,7 +202,7 @@ def doctor_failures(report: Report, names: set[str]) -> tuple[str, ...]:
     for result in report.checks:
         if result.status not in (Status.FAIL, Status.ERROR) or not _among(result, names):
             continue
-        where = result.host or result.entity
+        where = result.host or link_text(result.entity)
         seen = f": {result.observed}" if result.observed else ""
         want = f" (want {result.expected})" if result.expected else ""
         lines.append(f"doctor {result.status.value.upper()}s {result.id} on {where}{seen}{want}")
@@ -212,7 +213,7 @@ def _among(result: CheckResult, names: set[str]) -> bool:
     """A node's result on one of `names`, a link's with both ends among them, or the site's."""
     if result.host is not None:
         return result.host in names
-    ends = [end.strip().partition(":")[0] for end in result.entity.split("<->")]
+    ends = [end.strip().partition(":")[0] for end in result.entity.split(LINK_ID_JOIN)]
     return len(ends) != 2 or all(end in names for end in ends)
 
 

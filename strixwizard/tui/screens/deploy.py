@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, Select, SelectionList, Static
 
-from strixwizard.model import Status
+from strixwizard.model import Status, link_text
 from strixwizard.services.deploy import (
     TRANSPORTS,
     DeployChoice,
@@ -425,7 +425,8 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
                    replayed: tuple[str, ...]) -> None:
         env = plan.env
         stack = stack_labels().get(plan.settings.stack, plan.settings.stack)
-        head = (f"{stack}: {env.profile} profile ({env.transport}) over {', '.join(env.links)}; "
+        fabric = ", ".join(link_text(link) for link in env.links)
+        head = (f"{stack}: {env.profile} profile ({env.transport}) over {fabric}; "
                 f"head {env.head}, {len(env.nodes)} nodes; files go to {plan.settings.target_dir}.")
         warnings = "".join(f"\n! {in_wizard_terms(w)}" for w in plan.notes)
         applied = self.session.of(FixState).applied_here(self.session.of(DiscoverState).run)
