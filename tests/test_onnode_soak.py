@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 
 from strixwizard.onnode import soak
 
@@ -127,3 +128,24 @@ def test_a_direction_is_incomplete_on_an_error_a_shortfall_or_nothing_checked() 
     assert incomplete(direction(MIB, 8 * MIB)) == [f"b checked {MIB} bytes of the {8 * MIB} a sent"]
     assert incomplete(direction(MIB, MIB, "receive stopped: timed out", "timed out")) == [
         "b stopped receiving: receive stopped: timed out", "a stopped sending: timed out"]
+
+
+def test_a_stream_cut_inside_a_block_is_unchecked_not_corrupted() -> None:
+    """A connection that ends mid-block (a reset, a peer gone) leaves a part block: it is not a
+    wrong byte, it is bytes never checked, which the soak fails on as checked < sent."""
+    pattern = soak.Pattern(5)
+    a, b = socket.socketpair()
+
+    def cut_stream() -> None:
+        a.sendall(bytes(pattern.block(0)) + bytes(pattern.block(1))[:1000])
+        a.close()
+
+    sender = threading.Thread(target=cut_stream, daemon=True)  # more than a socket buffer holds
+    sender.start()
+    seen = soak.Received()
+    b.settimeout(5)
+    soak.receive(b, pattern, deadline=time.monotonic() + 5, stop=threading.Event(), seen=seen)
+    sender.join(5)
+    b.close()
+    assert (seen.bytes, seen.blocks, seen.corrupted) == (soak.BLOCK, 1, 0)
+    assert seen.faults == [f"the stream ended inside block 1 (1000 of {soak.BLOCK} bytes)"]

@@ -217,9 +217,9 @@ def receive(sock: socket.socket, pattern: Pattern, deadline: float, stop: thread
         for i in range(full):
             expected = check_block(pattern, expected, view[i * BLOCK:(i + 1) * BLOCK], seen)
         if got < len(view):  # the peer shut its side (or the connection ended)
-            if rest:
+            if rest:  # a cut stream, not a wrong byte: the part block is left unchecked, so the
+                # bytes checked fall short of what the peer sent and the soak fails on that
                 seen.note(f"the stream ended inside block {expected} ({rest} of {BLOCK} bytes)")
-                seen.corrupted += 1
             return
         if progress is not None and time.monotonic() - last >= 1.0:
             last = time.monotonic()
