@@ -94,8 +94,8 @@ def test_demo_doctor_text_shows_node_nic_link_and_usb4_findings() -> None:
     assert done.returncode == 1, done.stderr
     out = done.stdout  # the full text: every link and every check
     assert "links: 2" in out
-    assert "FAIL  node-a:enp194s0np0 <-> node-b:enp194s0np0  roce-v2 (RDMA)" in out
-    assert "WARN  node-a:thunderbolt0 <-> node-b:thunderbolt0  thunderbolt-net (no RDMA)" in out
+    assert "FAIL  node-a ⇄ node-b (enp194s0np0)  roce-v2 (RDMA)" in out
+    assert "WARN  node-a ⇄ node-b (thunderbolt0)  thunderbolt-net (no RDMA)" in out
     for check_id in ("node.gtt", "nic.pcie_link", "link.mtu", "dcb.pause_and_pfc", "dcb.fw_lldp",
                      "rdma.active_mtu", "link.transport", "node.rdma_core_version", "fabric.counters"):
         assert check_id in out

@@ -11,6 +11,7 @@ stdin, goes away with it). The controller never signals remote processes by name
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 from strixwizard.node.errors import NodeError
@@ -25,7 +26,7 @@ from strixwizard.node.process import (
     supervised_argv,
 )
 from strixwizard.node.session import ProgramRunner
-from strixwizard.readback import ReadBackError, loads
+from strixwizard.readback import MAX_DEPTH, nesting_depth
 
 #: A node the tests can start programs on (any node session is one).
 Host = ProgramRunner
@@ -34,15 +35,18 @@ HostError = NodeError
 
 
 def output_of(text: str, line_start: str) -> list[dict[str, object]]:
-    """The JSON-line events a program printed whose text starts with `line_start`, read by the
-    read-back rule: a line nested too deep or holding NaN, Infinity or a number beyond a float
-    is not an event (the measurement then misses it and says so), never a traceback."""
+    """The JSON-line events a program printed whose text starts with `line_start`. A line nested
+    deeper than any event is not one (it was a RecursionError); a NaN or an infinity in an event
+    stays, for the typed reader of that event to refuse with its reason (calibrate's, the
+    measurements' `from_json`)."""
     events = []
     for line in text.splitlines():
         if line.startswith(line_start):
+            if nesting_depth(line) > MAX_DEPTH:
+                continue
             try:
-                value = loads(line, "a node program's output line")
-            except ReadBackError:
+                value = json.loads(line)
+            except ValueError:
                 continue
             if isinstance(value, dict):
                 events.append(value)
