@@ -49,7 +49,7 @@ PURE_PROJECT = {
     "strixwizard.checking.declare", "strixwizard.errors", "strixwizard.fixing.context",
     "strixwizard.fixing.model", "strixwizard.fixing.readers", "strixwizard.known_bad",
     "strixwizard.model", "strixwizard.node.command", "strixwizard.places", "strixwizard.probe",
-    "strixwizard.site",
+    "strixwizard.nmcli", "strixwizard.site",
     "strixwizard.topology", "strixwizard.units", "strixwizard.vendors", "strixwizard",
 }
 PURE_PREFIXES = ("checks", "fixes", "strixwizard.facts", "strixwizard.vendors")

@@ -29,6 +29,7 @@ from strixwizard.facts.outputs import (
 )
 from strixwizard.facts.rdma import RDMA_CM
 from strixwizard.facts.source import read_int
+from strixwizard.nmcli import split_terse
 from strixwizard.places import NODE_CONFIG_DIR
 from strixwizard.probe import Probe
 
@@ -64,29 +65,11 @@ class Persistence:
         return self.owned_files.get(path)
 
 
-def unescape_nmcli(field_text: str) -> list[str]:
-    """Split one `nmcli -t` line on unescaped colons (`\\:` is a literal colon)."""
-    parts, current, escaped = [], "", False
-    for char in field_text:
-        if escaped:
-            current += char
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == ":":
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return parts
-
-
 def parse_nmcli_devices(text: str) -> dict[str, str]:
     """netdev → connection name, for devices NetworkManager has connected."""
     found = {}
     for line in text.splitlines():
-        fields = unescape_nmcli(line)
+        fields = split_terse(line)
         if len(fields) >= 4 and fields[2].startswith("connected") and fields[3] and fields[3] != "--":
             found[fields[0]] = fields[3]
     return found

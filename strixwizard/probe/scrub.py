@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strixwizard.nmcli import split_terse
 from strixwizard.probe import CmdResult
 from strixwizard.probe.snapshot import SnapshotProbe, SnapshotTree
 
@@ -282,7 +283,7 @@ class Scrubber:
         connection named as its device, or none, kept)."""
         lines = []
         for line in text.split("\n"):
-            fields = _nmcli_fields(line)
+            fields = split_terse(line)
             if len(fields) >= 4 and fields[3] not in ("", "--", fields[0]):
                 fields[3] = self._placed(fields[3], "conn")
                 line = ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
@@ -351,23 +352,6 @@ def _devtype(uevent: str) -> str | None:
     """`DEVTYPE=` of a uevent file (thunderbolt_xdomain: another host)."""
     return next((line.partition("=")[2].strip() for line in uevent.splitlines()
                  if line.startswith("DEVTYPE=")), None)
-
-
-def _nmcli_fields(line: str) -> list[str]:
-    """One `nmcli -t` line split on unescaped colons, `\\:` and `\\\\` unescaped (nmcli(1),
-    "--terse"; facts/persistence.py parses the same output)."""
-    fields, current, escaped = [], "", False
-    for char in line:
-        if escaped:
-            current, escaped = current + char, False
-        elif char == "\\":
-            escaped = True
-        elif char == ":":
-            fields.append(current)
-            current = ""
-        else:
-            current += char
-    return [*fields, current]
 
 
 def _spelled(token: str, match: re.Match[str]) -> str:
