@@ -155,7 +155,12 @@ async def test_after_a_dry_run_fix_marks_what_the_copy_cured_and_offers_no_secon
         await settle(app, pilot)
         deploy = notice_text(app, "#deploy-status")
         assert "MTU differs" in deploy  # the demo's snapshots still have it ...
-        assert "dry run cured" in deploy and "unchanged" in deploy, deploy  # ... and it says why
+        assert "dry run cured" in deploy and "i: each warning in full" in deploy, deploy
+        await pilot.press("i")  # ... and, in full, says why
+        await settle(app, pilot)
+        deploy = notice_text(app, "#deploy-status")
+        assert "dry run cured" in deploy and "unchanged" in deploy, deploy
+        assert "i: one line each" in deploy, deploy
         await pilot.press(key_of("fix"), "u")
         await wait_for_modal(app, pilot)
         await pilot.press("y")

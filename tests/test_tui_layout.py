@@ -82,6 +82,10 @@ async def test_wrapped_lines_keep_their_indent_in_links_fix_deploy_and_report() 
         await pilot.press(key_of("deploy"))
         await settle(app, pilot)
         notice = app.screen.query_one("#deploy-status", Notice)
+        short = [line for line in str(notice.render()).split("\n") if line.startswith("! ")]
+        assert short and all(len(line) <= 76 for line in short), short  # one row each at 80 columns
+        await pilot.press("i")  # each warning in full
+        await settle(app, pilot)
         sources = str(notice.render()).split("\n")
         items = [line for line in sources if line.startswith("! ")]
         assert items and any(len(line) > 76 for line in items)  # some item wraps at 80 columns

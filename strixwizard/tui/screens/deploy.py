@@ -174,11 +174,19 @@ class DeployState(RunState):
         return None
 
 
+def headline(note: str) -> str:
+    """A warning's first clause (up to its first colon), what fits one row at 80 columns; the
+    rest is behind `i`."""
+    head, colon, _rest = note.partition(": ")
+    return f"{head} (…)" if colon else note
+
+
 class DeployScreen(StepScreen, step="deploy", state=DeployState):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply", tooltip="Apply deploy, then its smoke test (you confirm first)"),
         Binding("u", "roll_back", "Roll back"),
         Binding("p", "plan", "Plan again"),
+        Binding("i", "details", "Details", tooltip="Each warning in full (again: one line each)"),
     ]
 
     DEFAULT_CSS = """
@@ -190,6 +198,14 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
     #deploy-node-list { width: 1fr; height: auto; max-height: 4; }
     #deploy-after { height: auto; }
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.details = False  # the warnings in full (i): one line each by default, to leave room
+
+    def action_details(self) -> None:
+        self.details = not self.details
+        self.refresh_view()
 
     def compose_body(self) -> ComposeResult:
         yield Notice(id="deploy-status", title="Deploy")
@@ -428,14 +444,17 @@ class DeployScreen(StepScreen, step="deploy", state=DeployState):
         fabric = ", ".join(link_text(link) for link in env.links)
         head = (f"{stack}: {env.profile} profile ({env.transport}) over {fabric}; "
                 f"head {env.head}, {len(env.nodes)} nodes; files go to {plan.settings.target_dir}.")
-        warnings = "".join(f"\n! {in_wizard_terms(w)}" for w in plan.notes)
+        notes = [in_wizard_terms(w) for w in plan.notes]
         applied = self.session.of(FixState).applied_here(self.session.of(DiscoverState).run)
         if applied is not None:
-            warnings += f"\n! {deploy_note(applied)}"
+            notes.append(deploy_note(applied))
+        warnings = "".join(f"\n! {note if self.details else headline(note)}" for note in notes)
+        if notes and any(headline(note) != note for note in notes):
+            warnings += "\ni: " + ("one line each" if self.details else "each warning in full")
         if plan_only:
-            notice.say(f"PLAN ONLY: {', '.join(replayed)} are replayed from snapshots, so nothing can "
-                       f"be deployed on them; applying needs real nodes (a site with SSH or local "
-                       f"nodes).\n{head}{warnings}", "info", title="Deploy plan (demo: plan only)")
+            notice.say(f"PLAN ONLY: {', '.join(replayed)} are replayed from snapshots; applying "
+                       f"needs real nodes.\n{head}{warnings}", "info",
+                       title="Deploy plan (demo: plan only)")
         else:
             notice.say(f"{head}{warnings}\n{plan.site_plan.changes} change(s) planned: a applies them "
                        "(you confirm first), then the smoke test runs; u rolls back.",
