@@ -102,3 +102,47 @@ def test_nodes_that_differ_say_so_and_assume_vulkan(tmp_path: Path,
                     "--backend", "rocm")
     assert given["backend"] == "rocm"
     assert any("as given (--backend)" in note for note in given["notes"])
+
+
+def test_what_fits_is_decided_by_the_nodes_memory_and_says_where_it_came_from(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Qwen3-235B-A22B Q3_K_M (104.7 GiB) fits the 124 GiB default pool on one node, but not a
+    node with 60 GiB free; two such nodes hold half each."""
+    a = _node(tmp_path, "small-a", "vulkan", available_gib=60)
+    b = _node(tmp_path, "small-b", "vulkan", available_gib=60)
+    offline = _advise(capsys, *MODEL, "--nodes", "1,2")
+    assert offline["predictions"][0]["fits"] is True
+    assert offline["memory_for_weights"]["site_nodes"] == []
+    body = _advise(capsys, "--snapshot", str(a), "--snapshot", str(b), *MODEL, "--nodes", "1,2")
+    single = next(p for p in body["predictions"] if p["split"] == "single")
+    layer = next(p for p in body["predictions"] if p["split"] == "layer")
+    assert single["fits"] is False and layer["fits"] is True
+    assert any("small-a 60.0 GiB (MemAvailable" in a for a in single["assumptions"]), single["assumptions"]
+    assert [n["gib"] for n in body["memory_for_weights"]["site_nodes"]] == pytest.approx([60, 60], abs=0.01)
+    assert any(note.startswith("does it fit: each node's memory for weights as read from the site")
+               for note in body["notes"])
+    assert body["recommendation"]["nodes"] == 2
+    lonely = _advise(capsys, "--snapshot", str(a), *MODEL, "--nodes", "1")
+    assert lonely["recommendation"]["split"] is None
+    assert "small-a 60.0 GiB" in lonely["recommendation"]["reason"]
+
+
+def test_the_roomiest_node_decides_one_node_and_the_smaller_the_even_shares(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    big = _node(tmp_path, "roomy", "vulkan", available_gib=110)
+    small = _node(tmp_path, "tight", "vulkan", available_gib=45)
+    body = _advise(capsys, "--snapshot", str(small), "--snapshot", str(big), *MODEL, "--nodes", "1,2")
+    single = next(p for p in body["predictions"] if p["split"] == "single")
+    tensor = next(p for p in body["predictions"] if p["split"] == "tensor")
+    assert single["fits"] is True and any("the roomiest, roomy 110.0 GiB" in a for a in single["assumptions"])
+    assert tensor["fits"] is False  # half of 104.7 GiB does not fit the 45 GiB node
+    assert any("tight 45.0 GiB" in a for a in tensor["assumptions"])
+
+
+def test_trust_new_hosts_is_taken_for_a_site_and_refused_without_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["advise", *MODEL, "--trust-new-hosts"]) == 2
+    assert "--trust-new-hosts is for a --site" in capsys.readouterr().err
+    body = _advise(capsys, "--demo", *MODEL)  # the demo's nodes are recordings: no SSH, no key asked
+    names = [n["name"] for n in body["site_nodes"]]
+    assert [n["name"] for n in body["memory_for_weights"]["site_nodes"]] == names

@@ -70,6 +70,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> a
                       help="as --site, on the bundled demo site's recorded nodes")
     site.add_argument("--snapshot", type=Path, action="append", default=[], metavar="FILE",
                       help="as --site, from node snapshots (`strixwizard capture`; repeatable, one per node)")
+    fabric.add_argument("--trust-new-hosts", action="store_true",
+                        help="with --site: accept and remember SSH host keys not yet in known_hosts")
     fabric.add_argument("--nodes-spec", metavar="GIB[:GBPS],...",
                         help="unequal nodes, in llama.cpp's device order: each node's memory free for "
                         "weights in GiB and its memory bandwidth in GB/s (default --mem-bandwidth), e.g. "
@@ -277,8 +279,25 @@ def _read_site(args: argparse.Namespace) -> list[Any] | None:
     from strixwizard.services.advise import site_nodes
     from strixwizard.services.nodes import RunRequest
 
-    request = RunRequest(site_file=args.site, demo=args.demo, snapshots=tuple(args.snapshot))
+    request = RunRequest(site_file=args.site, demo=args.demo, snapshots=tuple(args.snapshot),
+                         trust_new_hosts=args.trust_new_hosts)
     return site_nodes(request)
+
+
+def _site_memory(nodes: list[Any] | None) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """The site's nodes' memory for weights that decides what fits, and what the advice says of
+    it: every node's figure as read, or the 124 GiB default and why."""
+    if nodes is None:
+        return (), ()
+    from strixwizard.decode.advise import DEFAULT_POOL, NodeMemory
+
+    unknown = [n for n in nodes if n.memory_bytes is None]
+    if unknown:
+        missing = "; ".join(f"{n.name}: memory not known ({n.memory_note})" for n in unknown)
+        return (), (f"does it fit: {missing}; the {DEFAULT_POOL} assumed",)
+    memory = tuple(NodeMemory(n.name, float(n.memory_bytes), n.memory_note) for n in nodes)
+    return memory, ("does it fit: each node's memory for weights as read from the site, not the "
+                    f"{DEFAULT_POOL}: " + "; ".join(m.text() for m in memory),)
 
 
 def _site_backend(args: argparse.Namespace, nodes: list[Any] | None) -> tuple[str, tuple[str, ...]]:
@@ -367,13 +386,16 @@ def run(args: argparse.Namespace) -> int:
     trips = args.rpc_round_trips
     if trips is not None and not 0 <= trips <= 10000:
         raise UsageError("--rpc-round-trips: give 0 to 10000")
+    if args.trust_new_hosts and args.site is None:
+        raise UsageError("--trust-new-hosts is for a --site whose nodes are read over SSH")
     nodes = _read_site(args)
     backend, backend_notes = _site_backend(args, nodes)
-    notes = (*notes, *bench_note, *backend_notes)
+    site_memory, memory_notes = _site_memory(nodes)
+    notes = (*notes, *bench_note, *backend_notes, *memory_notes)
     mtp, acceptance = _mtp(args)
     inputs = Inputs(shape, bandwidth, args.measured_tok_s, notes, rpc_build=build, rpc_round_trips=trips,
                     backend=backend, mtp_tokens=mtp, mtp_acceptance=acceptance,
-                    delta_net=args.delta_net)
+                    delta_net=args.delta_net, site_memory=site_memory)
     hetero, hetero_notes = _site_hetero(args, nodes, inputs, links, bandwidth)
     if hetero_notes:
         inputs = replace(inputs, notes=(*inputs.notes, *hetero_notes))

@@ -153,11 +153,21 @@ MTP_DRAFT_COST = 0.19
 MTP_SOURCE = ("MTP: 1 + K x acceptance tokens per step; the draft's cost per step fitted on "
               "davidcanar's GLM-5.3-Flash MTP on/off pair (https://github.com/davidcanar/vllm-strix-halo)")
 
-ASSUMPTIONS_COMMON = (
-    "one sequence (batch 1), short context: KV-cache reads left out",
-    "t_comp = weight bytes read per token / memory bandwidth + a fitted fixed cost per token; 124 GiB "
-    "GPU pool per node",
-)
+KV_ASSUMPTION = "one sequence (batch 1), short context: KV-cache reads left out"
+T_COMP_ASSUMPTION = "t_comp = weight bytes read per token / memory bandwidth + a fitted fixed cost per token"
+DEFAULT_POOL = "124 GiB GPU pool per node"
+
+
+@dataclass(frozen=True)
+class NodeMemory:
+    """One site node's memory for weights, as read from it (decode.site_nodes), with its source."""
+
+    name: str
+    memory_bytes: float
+    source: str
+
+    def text(self) -> str:
+        return f"{self.name} {self.memory_bytes / 2**30:.1f} GiB ({self.source})"
 
 
 @dataclass(frozen=True)
@@ -299,6 +309,41 @@ class Inputs:
     mtp_tokens: int = 0  # vLLM's draft tokens per step (0: no multi-token prediction)
     mtp_acceptance: float = 0.0  # the share of them accepted
     delta_net: str = FUSED  # how the build runs Gated DeltaNet: the fused op, or a graph of ops
+    #: A known site's nodes' memory for weights (advise --site); empty: the 124 GiB pool per node.
+    site_memory: tuple[NodeMemory, ...] = ()
+
+    def memory_for(self, nodes: int) -> float:
+        """The memory each node needs room in when `nodes` nodes hold equal shares of the weights:
+        on a known site the `nodes`-th roomiest node's (the roomiest nodes are the ones to use;
+        a count beyond the site's nodes is taken at its smallest), else the 124 GiB pool."""
+        return self._limiting(nodes).memory_bytes if self.site_memory else NODE_MEMORY_BYTES
+
+    def _limiting(self, nodes: int) -> NodeMemory:
+        roomiest = sorted(self.site_memory, key=lambda n: -n.memory_bytes)
+        return roomiest[min(nodes, len(roomiest)) - 1]
+
+    def fits(self, nodes: int) -> bool:
+        return self.shape.weight_bytes_total / nodes <= self.memory_for(nodes)
+
+    def memory_assumption(self, nodes: int) -> str:
+        """Where the fit's memory came from, for `nodes` nodes."""
+        if not self.site_memory:
+            return DEFAULT_POOL
+        limit = self._limiting(nodes)
+        if nodes == 1:
+            return f"memory for weights of one node read from the site: the roomiest, {limit.text()}"
+        return (f"memory for weights read from the site: {nodes} nodes hold 1/{nodes} each, the "
+                f"smallest of the {min(nodes, len(self.site_memory))} roomiest is {limit.text()}")
+
+    def common_assumptions(self, nodes: int) -> tuple[str, ...]:
+        return (KV_ASSUMPTION, f"{T_COMP_ASSUMPTION}; {self.memory_assumption(nodes)}")
+
+    def pool_text(self) -> str:
+        """The memory a 'nothing fits' answer names."""
+        if not self.site_memory:
+            return f"{NODE_MEMORY_BYTES / 2**30:.0f} GiB"
+        return "the site's memory for weights (" + ", ".join(
+            f"{n.name} {n.memory_bytes / 2**30:.1f} GiB" for n in self.site_memory) + ")"
 
     @property
     def fixed_ms(self) -> float:
@@ -332,18 +377,14 @@ class Inputs:
         return f"{kind}: the bandwidth bound at {self.bandwidth_gbps:g} GB/s + {per} ({source}){backend}"
 
 
-def fits(shape: ModelShape, nodes: int) -> bool:
-    return shape.weight_bytes_total / nodes <= NODE_MEMORY_BYTES
-
-
 def _butterfly_steps(nodes: int) -> int:
     return max(1, math.ceil(math.log2(nodes)))
 
 
 def predict_single(inputs: Inputs) -> Advice:
     t = inputs.single_ms()
-    return Advice(SINGLE, 1, NONE, None, 1e3 / t, fits(inputs.shape, 1), 0.0, t,
-                  (*ASSUMPTIONS_COMMON, inputs.compute_assumption()))
+    return Advice(SINGLE, 1, NONE, None, 1e3 / t, inputs.fits(1), 0.0, t,
+                  (*inputs.common_assumptions(1), inputs.compute_assumption()))
 
 
 def rpc_ms_per_node(shape: ModelShape, link: Link, round_trips: int = 1, costs: Costs = COSTS) -> float:
@@ -362,8 +403,8 @@ def predict_layer(inputs: Inputs, nodes: int, link: Link) -> Advice:
     hop = inputs.costs.hop_ms(link.transport, link.medium)
     t_comm = (nodes - 1) * rpc_ms_per_node(inputs.shape, link, trips, inputs.costs)
     return Advice(LAYER, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
-                  fits(inputs.shape, nodes), t_comm, t_comp,
-                  (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
+                  inputs.fits(nodes), t_comm, t_comp,
+                  (*inputs.common_assumptions(nodes), inputs.compute_assumption(),
                    "pipeline: weights read one node at a time, so t_comp is one node's",
                    f"per remote node and token: {hop:g} ms hop over {link.transport} ({RPC_HOP_SOURCE}) "
                    f"+ {which} x {link.rtt_us:g} µs + activations at {link.gbps:g} Gb/s"))
@@ -379,8 +420,8 @@ def predict_tensor(inputs: Inputs, nodes: int, link: Link) -> Advice:
     t_comm = syncs * (dispatch + allreduce)
     poll = (f"; the transport busy-polls: +{costs.busy_poll_steal:.0%} on dispatch" if link.busy_poll else "")
     return Advice(TENSOR, nodes, link.transport, link.name, 1e3 / (t_comp + t_comm),
-                  fits(inputs.shape, nodes), t_comm, t_comp,
-                  (*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
+                  inputs.fits(nodes), t_comm, t_comp,
+                  (*inputs.common_assumptions(nodes), inputs.compute_assumption(),
                    f"{syncs} sync points per token ({TENSOR_SYNC_SOURCE})",
                    f"per sync: {per_sync:.2f} ms host dispatch per remote node ({TENSOR_DISPATCH_MS:g} ms "
                    f"at {TENSOR_REFERENCE_LAYERS} layers, scaled with the graph resent per sync){poll} + a "
@@ -396,7 +437,7 @@ def predict_vllm(inputs: Inputs, nodes: int, link: Link | None) -> Advice:
     allreduce_us = link.allreduce_us * _butterfly_steps(nodes) if link is not None else 0.0
     t_comm = 2 * inputs.shape.layers * allreduce_us / 1e3 if nodes > 1 else 0.0
     transport = link.transport if link is not None and nodes > 1 else NONE
-    notes = [*ASSUMPTIONS_COMMON, inputs.compute_assumption(),
+    notes = [*inputs.common_assumptions(nodes), inputs.compute_assumption(),
              f"vLLM on gfx1151 reaches {inputs.costs.vllm_efficiency:g} of llama.cpp's single-stream speed "
              f"({VLLM_SOURCE})"]
     if nodes > 1 and link is not None:
@@ -410,7 +451,7 @@ def predict_vllm(inputs: Inputs, nodes: int, link: Link | None) -> Advice:
                      f"{tokens:.2f} tokens per step, each step +{inputs.costs.mtp_draft_cost:.0%} "
                      f"({MTP_SOURCE})")
     return Advice(VLLM, nodes, transport, link.name if link is not None and nodes > 1 else None,
-                  1e3 * tokens / step, fits(inputs.shape, nodes), t_comm, t_comp, tuple(notes))
+                  1e3 * tokens / step, inputs.fits(nodes), t_comm, t_comp, tuple(notes))
 
 
 def predict_all(inputs: Inputs, node_counts: Iterable[int], links: Sequence[Link]) -> list[Advice]:
@@ -467,15 +508,16 @@ def _rdma_answer(predictions: Sequence[Advice], links: Sequence[Link], split: st
 
 
 def recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link],
-              trips: int = 1) -> dict[str, Any]:
-    """The fastest way that fits, why, whether RDMA helps it, and the faster backend."""
-    out = _recommend(shape, predictions, links, trips)
+              trips: int = 1, pool: str = f"{NODE_MEMORY_BYTES / 2**30:.0f} GiB") -> dict[str, Any]:
+    """The fastest way that fits, why, whether RDMA helps it, and the faster backend; `pool`
+    names the memory a node has for weights when nothing fits."""
+    out = _recommend(shape, predictions, links, trips, pool)
     name, _gain, why = faster(shape)
     return {**out, "backend": name, "backend_reason": why}
 
 
 def _recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence[Link],
-               trips: int = 1) -> dict[str, Any]:
+               trips: int, pool: str) -> dict[str, Any]:
     fitting = [p for p in predictions if p.fits]
     best = _best(fitting)
     single = next((p for p in predictions if p.split == SINGLE), None)
@@ -483,7 +525,7 @@ def _recommend(shape: ModelShape, predictions: Sequence[Advice], links: Sequence
         most = max((p.nodes for p in predictions), default=1)
         return {"split": None, "nodes": None, "interconnect": None, "transport": None, "tok_s": None,
                 "reason": (f"{shape.weight_bytes_total / 2**30:.0f} GiB of weights do not fit on "
-                           f"{most} node(s) of {NODE_MEMORY_BYTES / 2**30:.0f} GiB: add nodes (--nodes)"),
+                           f"{most} node(s) of {pool}: add nodes (--nodes)"),
                 "rdma_helps": None, "rdma_reason": "nothing fits"}
     if best.split == SINGLE:
         reason = "the model fits one node: no network on the token path, so one node is fastest"
@@ -572,7 +614,13 @@ def advice_document(inputs: Inputs, node_counts: Sequence[int], links: Sequence[
         "nodes": sorted(set(node_counts)),
         "interconnects": [link.to_json() for link in links],
         "predictions": [p.to_json() for p in predictions],
-        "recommendation": recommend(shape, predictions, links, inputs.round_trips),
+        "recommendation": recommend(shape, predictions, links, inputs.round_trips, inputs.pool_text()),
+        "memory_for_weights": {
+            "default_gib": round(NODE_MEMORY_BYTES / 2**30, 2),
+            "site_nodes": [{"name": n.name, "gib": round(n.memory_bytes / 2**30, 2), "source": n.source}
+                           for n in inputs.site_memory],
+            "rule": inputs.memory_assumption(1) if inputs.site_memory else
+                    f"{DEFAULT_POOL} (amdgpu.gttsize=126976 MiB, kyuz0's setup guide)"},
         "constants": {
             "rpc_round_trips": inputs.round_trips, "rpc_build": inputs.build.to_json(),
             "rpc_hop_ms": {TCP: inputs.costs.hop_tcp_ms, RDMA: inputs.costs.hop_rdma_ms,
