@@ -191,6 +191,66 @@ def fits(rows: Sequence[Row]) -> dict[str, tuple[float, list[str]]]:
     return out
 
 
+#: The rows that test whether the layer split's hop cost grows with the model: the Ethernet
+#: curve the hop is fitted on, and the two 4-node 405B rows (126 layers) of the same RPC protocol.
+HOP_SCALING_ROWS = ("lhl-gpt-oss-2", "lhl-gpt-oss-3", "lhl-gpt-oss-4", "lhl-tulu3-405b-4", "geerling-405b-4")
+
+
+def _hop_parts(row: Row, links: dict[str, Link], by_id: dict[str, Row]) -> tuple[float, float, float]:
+    """A layer-split row: (published ms per token, the prediction without the hop term, the
+    layers its remote nodes hold)."""
+    bare = row.predict(links, by_id, replace(COSTS, hop_tcp_ms=0.0))
+    nodes = int(row.data["nodes"])
+    return (1e3 / float(row.data["tok_s"]), bare.t_comp_ms + bare.t_comm_ms,
+            (nodes - 1) * row.shape().layers / nodes)
+
+
+@dataclass(frozen=True)
+class HopScaling:
+    per_layer_ms: float  # fitted on the hop_tcp_ms rows as the per-node hop is
+    geerling_needs_ms: float  # per layer held, for geerling-405b-4 alone
+    tulu_then: float  # predicted / published of lhl-tulu3-405b-4 at that cost
+    table: list[tuple[Row, float, float, float]]  # (row, published ms, per-node ms, per-layer ms)
+
+
+def hop_scaling(rows: Sequence[Row]) -> HopScaling:
+    """The Ethernet hop as the model charges it (per extra node) against the alternative of a
+    cost per layer the remote nodes hold (a protocol-2 build resends each node's graph every
+    token, and the graph grows with its layers), each fitted by least squares on the
+    hop_tcp_ms rows."""
+    links = {link.name: link for link in named_links()}
+    by_id = {r.id: r for r in rows}
+    fitted = [_hop_parts(r, links, by_id) for r in _rows_fitting(rows, "hop_tcp_ms")]
+    per_layer = _least_squares([(held, ms - bare) for ms, bare, held in fitted])
+    table = []
+    for row in (by_id[i] for i in HOP_SCALING_ROWS):
+        ms, bare, held = _hop_parts(row, links, by_id)
+        per_node = bare + (int(row.data["nodes"]) - 1) * COSTS.hop_tcp_ms
+        table.append((row, ms, per_node, bare + per_layer * held))
+    ms, bare, held = _hop_parts(by_id["geerling-405b-4"], links, by_id)
+    needed = (ms - bare) / held
+    ms, bare, held = _hop_parts(by_id["lhl-tulu3-405b-4"], links, by_id)
+    return HopScaling(per_layer, needed, ms / (bare + needed * held), table)
+
+
+def hop_scaling_markdown(rows: Sequence[Row]) -> list[str]:
+    found = hop_scaling(rows)
+    out = ["| does the hop grow with the model? | nodes, layers | published ms/token | per extra node "
+           f"({COSTS.hop_tcp_ms:g} ms, the model) | per layer held ({found.per_layer_ms:.3f} ms, fitted "
+           "the same way) | role |",
+           "|---|---|---:|---:|---:|---|"]
+    for row, ms, node, layer in found.table:
+        out.append(f"| {row.id} | {row.data['nodes']}, {row.shape().layers} | {ms:.1f} | "
+                   f"{node:.1f} ({ms / node:.2f}) | {layer:.1f} ({ms / layer:.2f}) | {row.data['role']} |")
+    out.append("")
+    out.append("(In brackets the ratio of the table above, predicted / published tok/s.) A hop charged per "
+               "layer the remote nodes hold fits the curve it is fitted on worse and still misses "
+               f"geerling-405b-4; to reach that row alone would take {found.geerling_needs_ms:.2f} ms per "
+               "layer held, which would predict lhl's 405B row (the same shape, RPC protocol and kind of "
+               f"cluster) at {found.tulu_then:.2f} of its published speed.")
+    return out
+
+
 #: A backend pair whose published tok/s differ by less than this is a tie: no sign to check.
 TIE = 0.05
 
@@ -366,6 +426,8 @@ def markdown() -> str:
             same = (pub > 1) == (pre > 1)
             out.append(f"| {pair['question']}: {a.id} / {b.id} | {pub:.2f} | {pre:.2f} | "
                        f"{'✓' if same else '✗'} |")
+    out.append("")
+    out.extend(hop_scaling_markdown(rows))
     out.append("")
     out.extend(backend_markdown())
     out.append("")
