@@ -339,6 +339,54 @@ def mtp_markdown() -> list[str]:
     return out
 
 
+def vllm_link_pairs() -> list[dict[str, Any]]:
+    return list(json.loads(DATA.read_text(encoding="utf-8")).get("vllm_link_pairs", []))
+
+
+def vllm_link_check(pair: dict[str, Any], rows: Sequence[Row]) -> tuple[float, list[tuple[int, float]]]:
+    """A vLLM TP pair of the same model over two links: the published ms per token between them,
+    and for each layer count the pair allows, the model's (predict_vllm's t_comm of b less a's:
+    the same compute cancels)."""
+    links = {link.name: link for link in named_links()}
+    by_id = {r.id: r for r in rows}
+    a, b = by_id[pair["a"]], by_id[pair["b"]]
+    published = 1e3 / float(b.data["tok_s"]) - 1e3 / float(a.data["tok_s"])
+    nodes = int(a.data["nodes"])
+    low, high = (int(n) for n in pair["layers"])
+    out = []
+    for layers in range(low, high + 1):
+        shape = explicit_shape(f"{layers} layers", layers, 4096, 16e9, 1.0)
+        inputs = Inputs(shape, MEASURED_GBPS)
+        gap = (predict_vllm(inputs, nodes, b.link(links)).t_comm_ms
+               - predict_vllm(inputs, nodes, a.link(links)).t_comm_ms)
+        out.append((layers, gap))
+    return published, out
+
+
+def vllm_link_markdown(rows: Sequence[Row]) -> list[str]:
+    out = ["| vLLM link pair (same model, same cable) | faster | published ms/token between | predicted "
+           "(2 all-reduces per layer at each link's time) | ratio | role |",
+           "|---|---|---:|---:|---|---|"]
+    by_id = {r.id: r for r in rows}
+    notes = []
+    for pair in vllm_link_pairs():
+        published, gaps = vllm_link_check(pair, rows)
+        a, b = by_id[pair["a"]], by_id[pair["b"]]
+        ratios = [gap / published for _layers, gap in gaps]
+        within = all(abs(r - 1) <= 0.25 for r in ratios)
+        low, high = gaps[0], gaps[-1]
+        faster = a.data["interconnect"] if published > 0 else b.data["interconnect"]
+        sign = "✓" if (published > 0) == (high[1] > 0) else "✗"
+        out.append(f"| {a.id} / {b.id} | {faster} {sign} | {published:.2f} | {low[1]:.2f} to {high[1]:.2f} "
+                   f"({low[0]} to {high[0]} layers) | {min(ratios):.2f} to {max(ratios):.2f} "
+                   f"{'✓' if within else '✗'} ±25% | {pair['role']} |")
+        notes.append(f"{pair['id']}: {pair['assumptions']} ({pair['source']})")
+    out.append("")
+    out.append("A vLLM link pair checks the per-layer all-reduce cost per link kind where the model is not "
+               "named: " + "; ".join(notes) + ".")
+    return out
+
+
 def pair_ratio(a: Row, b: Row, links: dict[str, Link], by_id: dict[str, Row]) -> float:
     """The predicted tok/s of a over b, both from the model's own inputs: a row whose compute
     is another row's published figure would compare a measured side with a predicted one."""
@@ -432,6 +480,8 @@ def markdown() -> str:
     out.extend(backend_markdown())
     out.append("")
     out.extend(mtp_markdown())
+    out.append("")
+    out.extend(vllm_link_markdown(rows))
     unverifiable = [r for r in rows if not r.verifiable]
     if unverifiable:
         out.append("")

@@ -114,3 +114,18 @@ def test_the_mtp_draft_cost_is_its_fit_and_the_checked_rows_hold() -> None:
     assert len(checks) >= 3
     for row, predicted in checks:
         assert abs(predicted / float(row["tok_s"]) - 1) <= 0.25, row["id"]
+
+
+def test_the_vllm_link_pairs_hold_at_every_layer_count_they_allow() -> None:
+    """Two vLLM TP runs of one model over two links: the ms per token between them is the links'
+    all-reduces per layer, within ±25 % and with the right sign at every layer count allowed."""
+    module = _validation()
+    rows, _pairs = module.load()
+    pairs = module.vllm_link_pairs()
+    assert pairs
+    for pair in pairs:
+        published, gaps = module.vllm_link_check(pair, rows)
+        assert len(gaps) == pair["layers"][1] - pair["layers"][0] + 1
+        for layers, gap in gaps:
+            assert (gap > 0) == (published > 0), (pair["id"], layers)
+            assert abs(gap / published - 1) <= 0.25, (pair["id"], layers, gap, published)
