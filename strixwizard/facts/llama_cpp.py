@@ -145,7 +145,8 @@ def parse_programs(text: str) -> LlamaBuild:
     return LlamaBuild(tuple(programs), version, build, commit)
 
 
-LLAMA_PROGRAMS = command_output("llama.programs", ("sh", "-c", SCRIPT), parse_programs)
+#: root: the programs root's PATH and HOME find, the ones the deploy runs as root.
+LLAMA_PROGRAMS = command_output("llama.programs", ("sh", "-c", SCRIPT), parse_programs, root=True)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,9 @@ class Output(Generic[T]):
     render: Callable[[str, T], str] | None = None  # dry runs: old text + new value -> new text
     collect: bool = True  # False: read by a fix only (its argv names a thing, not an entry)
     over: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # collected for each value
+    #: The read needs root: on a `become: sudo` node it alone goes through sudo; the others
+    #: run as the login user (see `command_output`).
+    root: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.argv) == bool(self.path):
@@ -97,6 +100,8 @@ class Output(Generic[T]):
             entry: dict[str, Any] = {"argv": [_fill(a, fixed, partial=True) for a in self.argv]}
             if self.each:
                 entry["each"] = self.each
+            if self.root:
+                entry["root"] = True
             yield entry
 
     def spec_pattern(self) -> str:
@@ -116,10 +121,16 @@ def _declare(output: Output[T]) -> Output[T]:
 
 def command_output(name: str, argv: tuple[str, ...], parse: Callable[[str], T], *,
                    render: Callable[[str, T], str] | None = None, collect: bool = True,
-                   over: Mapping[str, tuple[str, ...]] | None = None) -> Output[T]:
-    """Declare a command's output (module level, in the fact module that reads it)."""
+                   over: Mapping[str, tuple[str, ...]] | None = None, root: bool = False
+                   ) -> Output[T]:
+    """Declare a command's output (module level, in the fact module that reads it).
+
+    `root=True`: the read needs root (or must see what root sees: root's PATH and HOME). On a
+    node whose login user is not root (`become: sudo`) only these reads go through sudo; the
+    rest run as the login user. A read is left root-free only where the kernel or the tool
+    lets any user make it (docs/safety.md lists which and why)."""
     return _declare(Output(name, parse, argv=argv, render=render, collect=collect,
-                           over=dict(over or {})))
+                           over=dict(over or {}), root=root))
 
 
 def file_output(name: str, path: str, parse: Callable[[str], T], *,

@@ -101,7 +101,11 @@ def parse_nm_mtu(text: str) -> int | None:
 NMCLI_DEVICES: Output[dict[str, str]] = command_output(
     "nmcli.devices", ("nmcli", "-t", "-f", "DEVICE,TYPE,STATE,CONNECTION", "device", "status"),
     parse_nmcli_devices)
-GRUBBY: Output[str] = command_output("grubby.info", ("grubby", "--info=DEFAULT"), parse_grubby_args)
+#: root: grubby reads the boot entries in /boot/loader/entries, a folder Fedora makes 0700
+#: (hartwork/grub2-theme-preview#24); as a user `grubby --info` says "Permission denied"
+#: (linux-system-roles/bootloader#97).
+GRUBBY: Output[str] = command_output("grubby.info", ("grubby", "--info=DEFAULT"), parse_grubby_args,
+                                     root=True)
 GRUBBY_INFO = GRUBBY.argv
 #: Read back by the net.mtu fix for the connection it changed; never collected.
 NM_CONNECTION_MTU: Output[int | None] = command_output(

@@ -83,6 +83,8 @@ def parse_traffic_class(text: str) -> TrafficClass:
     return TrafficClass(value if value >= 0 else None)
 
 
-MLNX_QOS: Output[MlnxQos] = command_output("mlnx_qos", ("mlnx_qos", "-i", "{netdev}"), parse_mlnx_qos)
+#: root: MLNX_OFED's tool is not shown to read without privileges; kept behind sudo.
+MLNX_QOS: Output[MlnxQos] = command_output("mlnx_qos", ("mlnx_qos", "-i", "{netdev}"), parse_mlnx_qos,
+                                           root=True)
 TRAFFIC_CLASS: Output[TrafficClass] = file_output(
     "rdma.traffic_class", "/sys/class/infiniband/{rdmadev}/tc/{tc}/traffic_class", parse_traffic_class)

@@ -10,7 +10,8 @@ and asserts each path it touched is covered.
 
 Patterns are `glob` patterns on absolute paths. A command may carry `each`:
 `"netdev"` or `"rdmadev"`, meaning "once per entry of /sys/class/net" (or of
-/sys/class/infiniband), with `{netdev}`/`{rdmadev}` replaced in its argv.
+/sys/class/infiniband), with `{netdev}`/`{rdmadev}` replaced in its argv, and `root`:
+the read needs root (on a `become: sudo` node it alone runs through sudo).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from strixwizard.facts.persistence import OWNED_DIRS
 class CommandSpec(TypedDict, total=False):
     argv: list[str]
     each: str
+    root: bool  # the read needs root: through sudo on a `become: sudo` node
 
 
 class CollectionSpec(TypedDict):

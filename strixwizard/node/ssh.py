@@ -9,9 +9,11 @@
 - `ops`: `ops.py`'s source goes to `python3 -c BOOTSTRAP`, then one JSON line each way.
 - `start`: a program under the supervisor, one channel per program.
 Every remote command string comes from `command.remote_command` (each piece quoted). On a
-`become: sudo` node every one of them runs as `sudo -n -- ARGV`, and the first command of each
-connection asks `sudo -n` to run python3 (what all the work runs): a refusal stops the run
-with `SudoRefused` (exit 2) before anything ran as root.
+`become: sudo` node the step runner and the programs run as `sudo -n -- ARGV`; the collector
+runs as the login user and sends through `sudo -n` only the reads declared `root=True`
+(facts/outputs.py). The first command of each connection asks `sudo -n` to run python3 (what
+all the work as root runs): a refusal stops the run with `SudoRefused` (exit 2) before
+anything ran as root.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import paramiko
 
+from strixwizard.become import BECOME_PREFIX
 from strixwizard.node.channel import OpsChannel, Ping, answer_of
 from strixwizard.node.command import program_name, remote_command
 from strixwizard.node.errors import (
@@ -199,14 +202,16 @@ def _socket_reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def collector_script(spec: Spec) -> bytes:
-    """The program sent to the node: the collector's source, then a call to its main()."""
+def collector_script(spec: Spec, become: str | None = None) -> bytes:
+    """The program sent to the node: the collector's source, then a call to its main() (with
+    the prefix that runs its root reads as root, for a `become` node)."""
     from strixwizard import __version__
     from strixwizard.onnode import collector
 
     source = Path(collector.__file__).read_text(encoding="utf-8")
     spec_text = json.dumps(json.dumps(dict(spec), allow_nan=False), allow_nan=False)
-    call = f"\nmain({spec_text}, {json.dumps(__version__, allow_nan=False)})\n"
+    prefix = list(BECOME_PREFIX[become]) if become is not None else None
+    call = f"\nmain({spec_text}, {json.dumps(__version__, allow_nan=False)}, {prefix!r})\n"
     return (source + call).encode("utf-8")
 
 
@@ -432,9 +437,10 @@ class SshSession:
         try:
             channel = self.open_channel()
             try:
-                channel.exec_command(remote_command(["python3", "-"], t.become))
+                # as the login user: the collector sends its root reads through sudo itself
+                channel.exec_command(remote_command(["python3", "-"]))
                 try:
-                    channel.sendall(collector_script(spec))
+                    channel.sendall(collector_script(spec, t.become))
                     channel.shutdown_write()
                 except _CHANNEL_ERRORS:
                     # the program may have ended before it took its input (a node without

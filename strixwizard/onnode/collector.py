@@ -7,6 +7,11 @@ stdout. Locally, `strixwizard capture` calls `collect()` directly.
 
 Symlinks met on the way to a file are recorded as relative symlinks, so sysfs
 device and driver links survive in the snapshot.
+
+On a node whose login user is not root (`become: sudo`) the collector runs as that user
+and is given the prefix that runs a command as root (`sudo -n --`): only the commands the
+spec marks `root` go through it, each as `python3 -c AS_ROOT ARGV` (the sudo rule
+strixwizard asks for is scoped to python3).
 """
 
 from __future__ import annotations
@@ -54,6 +59,21 @@ def search_path(path: str) -> str:
     """PATH with the sbin folders it lacks appended (the user's own order comes first)."""
     parts = [part for part in path.split(os.pathsep) if part]
     return os.pathsep.join(parts + [d for d in SBIN_DIRS if d not in parts])
+
+
+#: What a `root` command runs as under sudo: one line (one line in sudo's log), which sets the
+#: C locale and root's HOME (sudo may keep the user's), then execs ARGV from sudo's secure_path;
+#: a missing program is exit 127 with the shell's words, as `run_command` says it.
+AS_ROOT = ("import os,pwd,shutil,sys;"
+           "os.environ.update(LC_ALL='C',LANG='C',HOME=pwd.getpwuid(os.geteuid()).pw_dir);"
+           "p=shutil.which(sys.argv[1]);"
+           "p or sys.exit(print(sys.argv[1]+': command not found',file=sys.stderr) or 127);"
+           "os.execv(p,sys.argv[1:])")
+
+
+def as_root_argv(argv: list[str], become: list[str]) -> list[str]:
+    """The argv that runs `argv` as root through `become` (e.g. `sudo -n --`)."""
+    return [*become, "python3", "-c", AS_ROOT, *argv]
 
 
 def run_command(argv: list[str]) -> dict[str, Any]:
@@ -161,11 +181,14 @@ class Collector:
     """Walks the spec over the real filesystem, recording into a sink."""
 
     def __init__(
-        self, sink: Sink, root: str = "/", runner: Callable[[list[str]], dict[str, Any]] | None = None
+        self, sink: Sink, root: str = "/", runner: Callable[[list[str]], dict[str, Any]] | None = None,
+        become: list[str] | None = None,
     ) -> None:
         self.sink = sink
         self.root = root
         self.runner = runner or self.run
+        #: The argv prefix that runs a `root` command as root; None: run it as we are.
+        self.become = become or None
         self.recorded_links: set[str] = set()
         self.recorded_files: set[str] = set()
         self.unreadable: dict[str, str] = {}
@@ -243,6 +266,13 @@ class Collector:
     def run(self, argv: list[str]) -> dict[str, Any]:
         return run_command(argv)
 
+    def run_entry(self, command: dict[str, Any], argv: list[str]) -> dict[str, Any]:
+        """One command of the spec: a `root` one through `become` when we are not root,
+        recorded under its own argv (what the facts look it up by)."""
+        if not (command.get("root") and self.become):
+            return self.runner(argv)
+        return dict(self.runner(as_root_argv(argv, self.become)), argv=argv)
+
     def hostname(self) -> str:
         import socket
 
@@ -261,7 +291,8 @@ class Collector:
         for pattern in spec["links"]:
             for path in self.glob(pattern):
                 self.add_path_link(path)
-        commands = [self.runner(argv) for command in spec["commands"] for argv in self.expand(command)]
+        commands = [self.run_entry(command, argv)
+                    for command in spec["commands"] for argv in self.expand(command)]
         meta = {
             "format": SNAPSHOT_FORMAT,
             "host": self.hostname(),
@@ -285,12 +316,16 @@ def collect(
     root: str = "/",
     runner: Callable[[list[str]], dict[str, Any]] | None = None,
     extra_meta: dict[str, Any] | None = None,
+    become: list[str] | None = None,
 ) -> None:
-    """Collect `spec` from the tree at `root`; `runner` answers commands (default: run them)."""
-    Collector(sink, root, runner).collect(spec, tool_version, extra_meta)
+    """Collect `spec` from the tree at `root`; `runner` answers commands (default: run them);
+    `become`: the prefix that runs the spec's `root` commands as root."""
+    Collector(sink, root, runner, become).collect(spec, tool_version, extra_meta)
 
 
-def main(spec_json: str, tool_version: str) -> None:
-    """Entry point on a remote node: stream a snapshot tar.gz to stdout."""
-    collect(json.loads(spec_json), TarSink(sys.stdout.buffer), tool_version)
+def main(spec_json: str, tool_version: str, become: list[str] | None = None) -> None:
+    """Entry point on a remote node: stream a snapshot tar.gz to stdout; `become` runs the
+    root reads when the login user is not root."""
+    as_root = become if os.geteuid() != 0 else None
+    collect(json.loads(spec_json), TarSink(sys.stdout.buffer), tool_version, become=as_root)
     sys.stdout.buffer.flush()
