@@ -55,6 +55,7 @@ ALL: tuple[Check, ...] = (
     links.rdma_path,
     # llama.cpp RPC: the build on each node and across the site
     llama.rpc_rdma,
+    llama.rpc_cache,
     llama.gpu_backend,
     llama.same_build,
 )

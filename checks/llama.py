@@ -121,3 +121,65 @@ def same_build(topology: Topology, site: Site) -> Iterator[Finding]:
                      fixable=False)
         return
     yield passed(site.name, observed, "one build on every node")
+
+
+#: The field: the `-c` cache "wrote 441 GB in one day of sweeps" (shared research, pain 5).
+CACHE_GROWTH_SOURCE = "https://github.com/ThinkOffApp/mac-amd-cuda-llm-cluster"
+#: A cache above this many times the node's memory holds tensors of models no longer loaded: a
+#: worker holds at most about its memory's worth of weights at a time (one model resident and
+#: one being swapped in is twice that), and the server deletes no cached file.
+CACHE_MEMORY_MULTIPLE = 2
+GIB = 2**30
+
+
+def _cache_cure(path: str) -> str:
+    return (f"Cure: the files in {path} are only a cache (each a weight tensor, named by its hash; "
+            "ggml-rpc-server reads one back when a client sends the same tensor again), so they "
+            f"can all go: stop ggml-rpc-server, then `rm -rf {path}`; the next load sends the "
+            "tensors again. Or deploy with --no-rpc-cache (no cache at all), or start the server "
+            "with LLAMA_CACHE pointing at a larger file system (ggml-rpc-server keeps its cache in "
+            "$LLAMA_CACHE/rpc, tools/rpc/rpc-server.cpp).")
+
+
+@node_check("llama.rpc_cache", stacks=(LLAMA_RPC,))
+def rpc_cache(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """The RPC server's tensor cache (`-c`) leaves room on its file system and holds no more than
+    twice this node's memory."""
+    reading = node.rpc_cache
+    if reading.cache is None:
+        yield skipped(node.name, reading.why_unknown)
+        return
+    cache = reading.cache
+    if not cache.exists or cache.size_bytes is None:
+        yield skipped(node.name, f"no RPC tensor cache: {cache.path} does not exist (ggml-rpc-server "
+                      "has not run with -c here)")
+        return
+    size, free = cache.size_bytes, cache.fs_free_bytes
+    observed = (f"{cache.path}: {size / GIB:.1f} GiB cached, {free / GIB:.0f} GiB free on "
+                f"{cache.mount}")
+    memory = node.memory.total_bytes
+    if memory is None:
+        yield skipped(node.name, f"{observed}; this node's memory (MemTotal) is not known, and the "
+                      "limits are relative to it")
+        return
+    bound = CACHE_MEMORY_MULTIPLE * memory
+    expected = (f"<= {bound / GIB:.0f} GiB cached ({CACHE_MEMORY_MULTIPLE} x this node's memory) and "
+                f">= {memory / GIB:.0f} GiB free (one model's share)")
+    problems = []
+    if free < memory:
+        problems.append(
+            f"{free / GIB:.0f} GiB free is less than this node's memory ({memory / GIB:.0f} GiB), the "
+            "most one model's share can add to the cache. The server does not check its cache "
+            "writes and loads a cached file back without checking its size (ggml-rpc.cpp "
+            "rpc_server::set_tensor, set_tensor_hash): a file cut short by a full disk is loaded "
+            "as weights.")
+    if size > bound:
+        problems.append(
+            f"{size / GIB:.0f} GiB cached is more than {CACHE_MEMORY_MULTIPLE} x this node's memory: "
+            "tensors of models no longer loaded, since the server never deletes a cached file "
+            f"(in the field it wrote 441 GB in one day of sweeps, {CACHE_GROWTH_SOURCE}).")
+    if problems:
+        yield warned(node.name, observed, expected, " ".join([*problems, _cache_cure(cache.path)]),
+                     fixable=False)
+        return
+    yield passed(node.name, observed, expected)

@@ -22,7 +22,7 @@ from strixwizard.onnode.collector import AS_ROOT, TarSink, as_root_argv, collect
 
 SUDO = ["sudo", "-n", "--"]
 #: The reads that need root, and why (docs/safety.md says the same to the user).
-ROOT_READS = {"grubby.info", "mlnx_qos", "llama.programs"}
+ROOT_READS = {"grubby.info", "mlnx_qos", "llama.programs", "llama.rpc_cache"}
 
 
 def test_only_the_declared_root_reads_are_marked_root_in_the_spec() -> None:

@@ -10,7 +10,13 @@ from pathlib import Path
 from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeploySettings
 from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan, LlamaSettings
-from strixwizard.deploy.stacks.llama_rpc.load import NO_MMAP_BYTES, load_notes, model_bytes, needs_no_mmap
+from strixwizard.deploy.stacks.llama_rpc.load import (
+    NO_MMAP_BYTES,
+    cache_notes,
+    load_notes,
+    model_bytes,
+    needs_no_mmap,
+)
 from strixwizard.discovery import Discovery
 from strixwizard.services.nodes import RunRequest, resolve_run
 
@@ -68,3 +74,24 @@ def test_the_rule() -> None:
     assert model_bytes(None) is None and model_bytes("") is None
     notes = load_notes(287 * GIB, 3, False)
     assert notes[0].startswith("--no-mmap planned") and "215.2 GiB sent to the workers" in notes[1]
+
+
+def test_the_plan_says_each_workers_rpc_cache_where_it_passes_c(tmp_path: Path) -> None:
+    notes = _head_notes(_plan(_sparse(tmp_path / "m.gguf", 10 * GIB)))
+    assert ("RPC tensor cache (-c) on node-b: /root/.cache/llama.cpp/rpc holds 40.0 GiB, "
+            "1444 GiB free on /") in notes
+    off = _head_notes(_plan(_sparse(tmp_path / "n.gguf", 10 * GIB), cache=False))
+    assert "RPC tensor cache off (--no-rpc-cache)" in off and "holds 40.0 GiB" not in off
+
+
+def test_a_cache_not_there_yet_or_not_known_is_said_so() -> None:
+    from strixwizard.facts.rpc_cache import RpcCache, RpcCacheReading
+
+    absent = RpcCache("/root/.cache/llama.cpp/rpc", False, None, 2000 * GIB, 1500 * GIB, "/")
+    assert cache_notes({"b": RpcCacheReading(absent)}, True) == [
+        "RPC tensor cache (-c) on b: /root/.cache/llama.cpp/rpc is not there yet, 1500 GiB free "
+        "on /; it grows by this node's share of every model loaded and nothing deletes it "
+        "(`strixwizard doctor --stack llama-rpc` judges its size: llama.rpc_cache)"]
+    unknown = cache_notes({"b": RpcCacheReading(None, "the RPC cache survey failed (exit 1)")}, True)
+    assert unknown == ["RPC tensor cache (-c) on b: size not known (the RPC cache survey failed "
+                       "(exit 1))"]

@@ -21,6 +21,7 @@ from strixwizard.facts.ethtool import parse_driver_info
 from strixwizard.facts.qos import parse_mlnx_qos
 from strixwizard.facts.rdma import parse_ibv_devinfo
 from strixwizard.facts.rdma_link import parse_rdma_link
+from strixwizard.facts.rpc_cache import parse_rpc_cache
 from strixwizard.live.perftest_output import (
     bandwidth_gbps,
     latency_stats,
@@ -204,6 +205,10 @@ def _llama_rdma(text: str, want: dict[str, Any]) -> None:
                               "errors": ev.errors}, want)
 
 
+def _rpc_cache(text: str, want: dict[str, Any]) -> None:
+    _check("RPC cache survey", vars(parse_rpc_cache(text)), want)
+
+
 def _llama_workers(text: str, want: dict[str, Any]) -> None:
     from strixwizard.deploy.stacks.llama_rpc.llama import rpc_endpoints_holding_layers
 
@@ -217,6 +222,7 @@ READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "perft
            "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i, "ethtool_S": _ethtool_s,
            "sysfs_counters_ttar": _sysfs_counters_ttar, "mlnx_qos": _mlnx_qos,
            "sysfs_counters_grep": _sysfs_counters_grep, "rdma_link": _rdma_link,
+           "rpc_cache": _rpc_cache,
            # llama.cpp's RPC logs, read by the deploy smoke test's readers
            "llama_rdma": _llama_rdma, "llama_workers": _llama_workers}
 

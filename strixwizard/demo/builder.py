@@ -25,6 +25,7 @@ from strixwizard.facts.ethtool import DRIVER_INFO, PAUSE, PRIV_FLAGS
 from strixwizard.facts.llama_cpp import LLAMA_PROGRAMS
 from strixwizard.facts.netdev import IP_ADDR
 from strixwizard.facts.rdma import IBV_DEVINFO
+from strixwizard.facts.rpc_cache import RPC_CACHE
 from strixwizard.facts.spec import SPEC
 from strixwizard.onnode.collector import DirSink, TarSink, collect
 
@@ -51,6 +52,23 @@ ZEN5_FLAGS = (
     "avx512_vpopcntdq rdpid bus_lock_detect movdiri movdir64b overflow_recov succor smca fsrm "
     "avx512_vp2intersect flush_l1d amd_lbr_pmc_freeze"
 )
+
+
+#: The file system the demo's nodes keep root's home on: a 2 TB NVMe.
+DEMO_ROOT_FS_KIB = 1_967_874_324
+
+
+def rpc_cache_survey(cached_kib: int | None) -> str:
+    """ggml-rpc-server's tensor cache in root's home as the survey prints it (facts/rpc_cache.py):
+    `du -s -k` of the folder (or `absent`), then `df -P -k` of its file system. Synthesized."""
+    folder = "/root/.cache/llama.cpp/rpc"
+    used = 412_000_000 + (cached_kib or 0)
+    available = DEMO_ROOT_FS_KIB - used
+    du = "absent" if cached_kib is None else f"{cached_kib}\t{folder}"
+    return (f"cache {folder}\n{du}\n"
+            "Filesystem     1024-blocks      Used  Available Capacity Mounted on\n"
+            f"/dev/nvme0n1p2  {DEMO_ROOT_FS_KIB} {used} {available}      "
+            f"{round(100 * used / DEMO_ROOT_FS_KIB)}% /\n")
 
 
 @dataclass
@@ -412,6 +430,8 @@ class FakeNode:
             return known
         if tuple(argv) == LLAMA_PROGRAMS.argv:  # sh is on every node: no llama.cpp prints nothing
             return {"argv": argv, "rc": 0, "stdout": "", "stderr": ""}
+        if tuple(argv) == RPC_CACHE.argv:  # no RPC server ran with -c: no cache folder
+            return {"argv": argv, "rc": 0, "stdout": rpc_cache_survey(None), "stderr": ""}
         return {"argv": argv, "rc": 127, "stdout": "", "stderr": f"{argv[0]}: command not found"}
 
     def capture(self, out: Path, as_tar: bool = False) -> Path:

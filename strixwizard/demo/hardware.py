@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from strixwizard.demo.builder import FakeNode
+from strixwizard.demo.builder import FakeNode, rpc_cache_survey
 from strixwizard.facts.rdma import roce_active_mtu
 
 PCIE4_X16 = ("16.0 GT/s PCIe", 16, "16.0 GT/s PCIe", 16)
@@ -320,6 +320,7 @@ def llama_cpp(node: FakeNode, rdma: bool = True, backend: str = "vulkan",
     it (facts/llama_cpp.py): the RPC server and llama-server, their libraries, the version line
     in the layout `llama-server --version` prints (ggml-org/llama.cpp#28971). Synthesized."""
     from strixwizard.facts.llama_cpp import LLAMA_PROGRAMS
+    from strixwizard.facts.rpc_cache import RPC_CACHE
 
     folder = "/opt/llama.cpp/build/bin"
     libraries = sorted({"libggml-base.so", "libggml-cpu.so", "libggml-rpc.so", "libggml.so",
@@ -332,3 +333,5 @@ def llama_cpp(node: FakeNode, rdma: bool = True, backend: str = "vulkan",
     lines += [f"version version: 0.4.1-dev (build {build}, commit {commit})",
               "version built with GNU 14.2.1 for Linux x86_64"]
     node.command(list(LLAMA_PROGRAMS.argv), "\n".join(lines) + "\n")
+    node.command(list(RPC_CACHE.argv), rpc_cache_survey(cached_kib=41_943_040))
+

@@ -43,6 +43,7 @@ from strixwizard.facts.qos import MLNX_QOS, TRAFFIC_CLASS, MlnxQos, TrafficClass
 from strixwizard.facts.rdma import RdmaDevice, RdmaPort, devinfo_captured, rdma_devices
 from strixwizard.facts.rdma_link import RDMA_LINK, RdmaLink
 from strixwizard.facts.rocm import RocmInfo, rocm_info
+from strixwizard.facts.rpc_cache import RpcCacheReading, rpc_cache
 from strixwizard.facts.source import run, why_unknown
 from strixwizard.facts.thunderbolt import Usb4Info, usb4_info
 from strixwizard.probe import Probe
@@ -91,6 +92,11 @@ class NodeFacts:
     def llama(self) -> LlamaSurvey:
         """The node's llama.cpp programs: where, RDMA or not, which backend and build."""
         return llama_survey(self._probe)
+
+    @cached_property
+    def rpc_cache(self) -> RpcCacheReading:
+        """ggml-rpc-server's tensor cache folder (`-c`): its size, its file system's room."""
+        return rpc_cache(self._probe)
 
     @cached_property
     def rocm(self) -> RocmInfo:

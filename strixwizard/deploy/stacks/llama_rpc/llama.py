@@ -200,7 +200,12 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     if not workers:
         raise ValueError("no RPC worker: the cluster has only its head")
     order = [w for w in workers if w != env.head] + [env.head]
-    from strixwizard.deploy.stacks.llama_rpc.load import load_notes, model_bytes, needs_no_mmap
+    from strixwizard.deploy.stacks.llama_rpc.load import (
+        cache_notes,
+        load_notes,
+        model_bytes,
+        needs_no_mmap,
+    )
 
     size = model_bytes(llama.model)
     no_mmap_given = llama.no_mmap
@@ -233,6 +238,7 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
     if not llama.model:
         notes.append("pass --gguf PATH (a GGUF file on the head) to start llama-server")
     notes += load_notes(size, len([w for w in workers if w != env.head]) or 1, no_mmap_given)
+    notes += cache_notes({w: facts[w].rpc_cache for w in workers if w in facts}, llama.cache)
     plans: list[Plan] = []
     for node in order:
         steps: list[Step] = [] if llama.persist else [

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from strixwizard.facts.rpc_cache import RpcCacheReading
+
 NO_MMAP_BYTES = 100 * 2**30
 DISK_GBPS = 3.0  # GB/s: an NVMe read (a stand-in; no Strix Halo figure is published)
 LINK_GBPS = (10.0, 50.0)  # Gb/s: USB4 networking, and a 50 GbE RDMA NIC in an x4 slot
@@ -57,4 +59,25 @@ def load_notes(size: int | None, workers: int, no_mmap_given: bool) -> list[str]
                  "slower (46 min for 287 GiB published, hellas-ai/nix-strix-halo#111); with the "
                  "RPC cache (-c, on unless --no-rpc-cache) a worker reads its tensors from its own "
                  "disk from the second load on")
+    return notes
+
+
+def cache_notes(caches: dict[str, RpcCacheReading], cache_on: bool) -> list[str]:
+    """Where each worker's `-c` tensor cache is and what it holds (facts/rpc_cache.py), said
+    where the plan passes `-c`; `doctor --stack llama-rpc` judges it (llama.rpc_cache)."""
+    if not cache_on:
+        return ["RPC tensor cache off (--no-rpc-cache): every load sends the workers their "
+                "tensors over the link"]
+    notes = []
+    for node, reading in caches.items():
+        cache = reading.cache
+        if cache is None:
+            notes.append(f"RPC tensor cache (-c) on {node}: size not known ({reading.why_unknown})")
+            continue
+        free = f"{cache.fs_free_bytes / 2**30:.0f} GiB free on {cache.mount}"
+        held = (f"holds {cache.size_bytes / 2**30:.1f} GiB" if cache.size_bytes is not None
+                else "is not there yet")
+        notes.append(f"RPC tensor cache (-c) on {node}: {cache.path} {held}, {free}; it grows by "
+                     "this node's share of every model loaded and nothing deletes it "
+                     "(`strixwizard doctor --stack llama-rpc` judges its size: llama.rpc_cache)")
     return notes
