@@ -1,9 +1,11 @@
 """How a node's login user runs what needs root, declared once for the site file, `init` and
 the one place remote commands are built (`node/command.py`).
 
-`become: sudo` in a node entry: the login user is not root, and every remote command runs as
-`sudo -n -- ARGV`. `-n` never waits for a password, so a missing rule fails at once with sudo's
-own words instead of hanging on a prompt nobody sees.
+`become: sudo` in a node entry: the login user is not root. Every change (the step runner,
+the programs it starts) runs as `sudo -n -- ARGV`; the collector runs as the login user and
+sends through it only the reads declared `root=True` (facts/outputs.py). `-n` never waits for
+a password, so a missing rule fails at once with sudo's own words instead of hanging on a
+prompt nobody sees.
 """
 
 from __future__ import annotations

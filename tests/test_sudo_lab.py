@@ -1,7 +1,8 @@
 """Nodes reached as a user that is not root, through `sudo -n` (`become: sudo`), on the
 namespace lab: each node's sshd refuses root (`PermitRootLogin no`), `alice` may run python3
 as root without a password, `bob` only with one (Ubuntu's rule for its `sudo` group); the
-users exist only inside the nodes (tests/support/lab_users.py).
+users exist only inside the nodes (tests/support/lab_users.py). Sudo's own log shows that a
+doctor run sends through sudo only the reads declared root=True.
 
 alice's site goes init -> doctor -> fix -> deploy --stack llama-rpc (real llama.cpp programs,
 tests/support/llama_parts.py; the lab's fabric is a veth pair, so the TCP path) with no root
@@ -17,10 +18,19 @@ from pathlib import Path
 
 import pytest
 
+from strixwizard.facts import declared
+from strixwizard.onnode.collector import AS_ROOT
 from strixwizard.site import load_site
 from tests.support.cli import CliResult, run_cli
 from tests.support.lab import Lab, LabHost, lab_fixture
-from tests.support.lab_users import NOPASSWD_PYTHON, WITH_PASSWORD, add_logins, logins
+from tests.support.lab_users import (
+    NOPASSWD_PYTHON,
+    WITH_PASSWORD,
+    add_logins,
+    logins,
+    sudo_commands,
+    sudo_log,
+)
 from tests.support.llama_parts import build, write_tiny_model
 
 sudolab2 = lab_fixture(2, name="sudolab2", scope="module")
@@ -159,3 +169,38 @@ def test_a_refused_sudo_is_one_error_exit_2_and_no_node_changes(lab: Lab, tmp_pa
     assert [_node_state(h) for h in lab.hosts] == before  # node0's sudo works: still untouched
     fixed_json = _fix(site, env, "--apply", "--yes", "--json")
     assert fixed_json.rc == 2 and fixed_json.json()["error"].startswith("node1: bob@")
+
+
+def test_a_sudo_logins_doctor_sends_only_the_reads_that_need_root_through_sudo(
+        lab: Lab, tmp_path: Path) -> None:
+    """The collector runs as alice; sudo's own log shows what ran as root: the probe, and each
+    read declared root=True (facts/outputs.py) behind the one-line AS_ROOT program, nothing else."""
+    env = _env(lab, tmp_path)
+    site = _site(lab, tmp_path, ("alice", "alice"))
+    since = {h.name: sudo_log(h).stat().st_size if sudo_log(h).exists() else 0 for h in lab.hosts}
+    doctor = run_cli("doctor", "--site", str(site), "--json", env=env, timeout=120)
+    assert doctor.rc in (0, 1), doctor.stderr
+    hosts = doctor.json()["hosts"]
+    assert [h["reachable"] for h in hosts] == [True, True]
+    root_reads = [o for o in declared() if o.root and o.collect]
+    for host in lab.hosts:
+        ran = sudo_commands(host, since[host.name])
+        assert ran, f"{host.name}: sudo logged nothing"
+        assert all(c.split()[0].endswith("/python3") for c in ran), ran  # the rule's program only
+        probes = [c for c in ran if c.endswith("/python3 -c pass")]
+        # sudo quotes the one-line program in its log: what follows its last word is the read
+        end = AS_ROOT.rsplit(";", 1)[1] + "'"
+        reads = [c.split(end, 1)[1].strip() for c in ran if end in c]
+        assert len(probes) == 1 and len(probes) + len(reads) == len(ran), ran
+        # one line per root read of the spec (mlnx_qos once per netdev), in the spec's order
+        programs = [r.split()[0] for r in reads]
+        assert set(programs) == {o.argv[0] for o in root_reads}, programs
+        assert "grubby --info=DEFAULT" in reads
+        assert programs.count("sh") == 2  # the llama.cpp survey and the RPC cache survey
+        # the collector itself and every root-free read ran as alice, not through sudo
+        assert not [c for c in ran if c.endswith("/python3 -")], ran
+        for plain in ("ip", "ethtool", "dcb", "devlink", "rdma", "ibv_devinfo", "dpkg-query"):
+            assert plain not in programs, (plain, programs)
+    # and what those reads found is in the report: the llama.cpp programs as root sees them
+    llama = [c for c in doctor.json()["checks"] if c["id"] == "llama.rpc_rdma"]
+    assert llama and all(c["status"] == "pass" for c in llama), llama

@@ -2,9 +2,10 @@
 
 An SSH exec takes a string that the node's login shell parses; every piece of
 the argv is quoted (`shlex.quote`), so no argument is ever read as shell syntax.
-A node whose login user is not root (`become: sudo` in the site file) runs every
-command as `sudo -n -- ARGV`: `-n` never waits for a password, so a missing rule
-fails at once with sudo's own words instead of hanging.
+A node whose login user is not root (`become: sudo` in the site file) runs what
+needs root as `sudo -n -- ARGV` (strixwizard/become.py says which): `-n` never
+waits for a password, so a missing rule fails at once with sudo's own words
+instead of hanging.
 """
 
 from __future__ import annotations

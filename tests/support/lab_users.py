@@ -6,8 +6,8 @@ the node gets private copies, made in its lab folder and bind-mounted inside the
 mount namespace (seen by its sshd and what it runs, by nothing else):
 
 - /etc/passwd, /etc/group, /etc/shadow: this machine's, plus one line per login;
-- /etc/sudoers.d: one file with each login's rule, sudo's timestamps and lecture records in
-  the lab folder (this machine's /run/sudo and /var/lib/sudo are never written) and
+- /etc/sudoers.d: one file with each login's rule, sudo's log (`sudo_log`), timestamps and
+  lecture records in the lab folder (this machine's /run/sudo and /var/lib/sudo are never written) and
   `secure_path` starting with the node's stand-in folder (as the lab's sshd puts it on PATH);
 - /home: each login's home, with the lab's client key as its authorized key.
 
@@ -44,7 +44,8 @@ def _sudoers(host: LabHost, rules: Mapping[str, str]) -> str:
     state = host.dir / "sudo"
     lines = ["# written by tests/support/lab_users.py; seen only inside this lab node",
              f"Defaults timestampdir={state / 'ts'}, lecture_status_dir={state / 'lectured'}",
-             "Defaults !lecture, !syslog, !mail_badpass, !mail_no_user"]
+             "Defaults !lecture, !syslog, !mail_badpass, !mail_no_user",
+             f"Defaults logfile={sudo_log(host)}, loglinelen=0"]
     for user, rule in rules.items():
         lines += [f'Defaults:{user} secure_path="{host.bin_dir}:{SECURE_PATH}"', f"{user} {rule}"]
     return "\n".join(lines) + "\n"
@@ -78,6 +79,7 @@ def add_logins(lab: Lab, host: LabHost, rules: Mapping[str, str]) -> dict[str, i
         for path in (homes / user, ssh, ssh / "authorized_keys"):
             os.chown(path, uid, uid)
         (homes / user).chmod(0o700)
+    sudo_log(host).parent.mkdir(mode=0o700, exist_ok=True)
     sudoers = etc / "sudoers.d"
     sudoers.mkdir(mode=0o755)
     (sudoers / "lab").write_text(_sudoers(host, rules))
@@ -99,6 +101,19 @@ def add_logins(lab: Lab, host: LabHost, rules: Mapping[str, str]) -> dict[str, i
     host.sshd_config.write_text(config)
     host.restart_sshd()
     return uids
+
+
+def sudo_log(host: LabHost) -> Path:
+    """Where the node's sudo writes one line per command it ran (or refused), in the lab folder."""
+    return host.dir / "sudo" / "sudo.log"
+
+
+def sudo_commands(host: LabHost, since: int = 0) -> list[str]:
+    """The commands sudo ran as root on the node (what follows `COMMAND=` on each line of its
+    log), from byte `since` of the log on."""
+    log = sudo_log(host)
+    text = log.read_bytes()[since:].decode(errors="replace") if log.exists() else ""
+    return [line.split("COMMAND=", 1)[1] for line in text.splitlines() if "COMMAND=" in line]
 
 
 def logins(host: LabHost) -> list[str]:
