@@ -42,6 +42,7 @@ ALL: tuple[Check, ...] = (
     counters.rdma_link_cross_check,
     # USB4 / Thunderbolt
     usb4.soft_rdma,
+    usb4.rdma_provider,
     usb4.link_rate,
     usb4.bond_reordering,
     # links (both ends) and the site

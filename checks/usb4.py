@@ -1,5 +1,6 @@
 """USB4/Thunderbolt: soft or experimental verbs devices are not the hardware RDMA the cluster
-needs; the trained link rate; a round-robin bond of USB4 links needs TCP to tolerate reordering."""
+needs; what a USB4 verbs provider carries (opened, QPs, its NHI); the trained link rate; a
+round-robin bond of USB4 links needs TCP to tolerate reordering."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterator
 from strixwizard.checking.declare import node_check, passed, skipped, verdict, warned
 from strixwizard.facts import NodeFacts
 from strixwizard.facts.bond import PUBLISHED_TCP_REORDERING
+from strixwizard.facts.verbs_providers import NhiGeneration, nhi_generation
 from strixwizard.model import Finding
 from strixwizard.site import Site
 from strixwizard.vendors import rdma_nic_families, softrdma, usb4net
@@ -87,3 +89,80 @@ def bond_reordering(node: NodeFacts, site: Site) -> Iterator[Finding]:
         yield verdict(value >= wanted, entity,
                       f"balance-rr over {slaves}, net.ipv4.tcp_reordering = {value}",
                       f"net.ipv4.tcp_reordering >= {wanted} (published)", usb4net.BOND_REORDERING)
+
+
+def _nhi_said(node: NodeFacts, address: str | None) -> tuple[str, NhiGeneration | None]:
+    """`on NHI ADDR (ID, USB4 vN, G Gb/s)`, and the generation when the PCI id is known."""
+    pci = node.pci_device(address)
+    if pci is None:
+        return "on no PCI function found", None
+    generation = nhi_generation(pci)
+    if generation is None:
+        return f"on {pci.address} ({pci.ids}: its USB4 generation is not known here)", None
+    return (f"on NHI {pci.address} ({pci.ids}, USB4 v{generation.usb4_version}, "
+            f"{generation.gbps} Gb/s)"), generation
+
+
+def _unloaded(node: NodeFacts, name: str) -> list[str]:
+    """The libibverbs warnings that explain why `name` was not opened."""
+    lines = [w.line for w in node.verbs.warnings
+             if w.kind == "load" or (w.device_path or "").endswith(f"/{name}")]
+    return lines
+
+
+@node_check("usb4.rdma_provider")
+def rdma_provider(node: NodeFacts, site: Site) -> Iterator[Finding]:
+    """Each USB4 verbs device: opened by libibverbs (a provider for this rdma-core), enough QPs
+    for llama.cpp RPC, and an NHI whose generation matches the name; one verdict line each."""
+    devices = [d for d in node.rdma if d.kind == "usb4"]
+    if not devices:
+        yield skipped(node.name, "no USB4 verbs device (usb4_rdma*)")
+        return
+    view = node.verbs
+    for device in devices:
+        entity = f"{node.name}/{device.name}"
+        where, generation = _nhi_said(node, device.via_pci)
+        problems: list[str] = []
+        llama = "yes"
+        if view.max_qp is None:
+            qp = f"max_qp not known ({view.why_unknown})"
+        elif device.name not in view.max_qp:
+            qp = "not opened by libibverbs"
+            said = _unloaded(node, device.name)
+            problems.append(
+                "libibverbs did not open it, so no verbs program sees it"
+                + (f"; it said: {' | '.join(said)}" if said else "")
+                + ". A provider built for another rdma-core is skipped with only that warning: "
+                "libibverbs looks for lib<name>-rdmav<N>.so of its own provider ABI N "
+                "(libibverbs/dynamic_driver.c load_driver), and a package built for Ubuntu "
+                "24.04 installs -rdmav34 where rdma-core 61 wants -rdmav59 "
+                "(hellas-ai/thunderbolt-ibverbs#74). Install the provider built for this "
+                "node's rdma-core.")
+            llama = "no (the device is not opened: TCP)"
+        else:
+            max_qp = view.max_qp[device.name]
+            qp = f"max_qp {max_qp}" if max_qp is not None else "max_qp not printed"
+            if max_qp is not None and max_qp < usb4net.LLAMA_MIN_QP:
+                problems.append(
+                    f"max_qp {max_qp}: a usb4_rdma device advertising max_qp=1 could not create "
+                    f"one RC QP (`ibv_rc_pingpong`: Couldn't create QP, {usb4net.MAX_QP_SOURCE}); "
+                    "llama.cpp's transport needs one RC QP per connection and stays on TCP "
+                    f"without it ({usb4net.LLAMA_TRANSPORT_SOURCE}). Bind the provider to the "
+                    "device the published run used (the bridge-bound usb4_rdma devices advertised "
+                    "256).")
+                llama = f"no (max_qp {max_qp}: no RC QP)"
+        if "tb5" in device.name.lower() and generation is not None and generation.usb4_version < 2:
+            problems.append(
+                f"named TB5 but {where}: it runs at that controller's USB4 v1 rate, 2 x 20 Gb/s "
+                f"at best, not Thunderbolt 5's 80 Gb/s ({generation.said}).")
+        verdict_line = (
+            f"llama.cpp RPC: {llama}"
+            + ("; one RC QP per connection: a worker serves one client at a time, the head "
+               "holds one per worker" if llama == "yes" else "")
+            + f" (GGML_RDMA_DEV={device.name}). {usb4net.RCCL_MEASURED}.")
+        observed = f"{device.name} {where}, {qp}"
+        if problems:
+            yield warned(entity, observed, "opened by libibverbs, max_qp >= 2, a name its NHI "
+                         "matches", " ".join([*problems, verdict_line]), fixable=False)
+        else:
+            yield passed(entity, observed, "opened by libibverbs, max_qp >= 2", verdict_line)

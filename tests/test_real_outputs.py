@@ -22,6 +22,7 @@ from strixwizard.facts.qos import parse_mlnx_qos
 from strixwizard.facts.rdma import parse_ibv_devinfo
 from strixwizard.facts.rdma_link import parse_rdma_link
 from strixwizard.facts.rpc_cache import parse_rpc_cache
+from strixwizard.facts.verbs_providers import parse_device_limits, parse_provider_warnings
 from strixwizard.live.perftest_output import (
     bandwidth_gbps,
     latency_stats,
@@ -205,6 +206,15 @@ def _llama_rdma(text: str, want: dict[str, Any]) -> None:
                               "errors": ev.errors}, want)
 
 
+def _devinfo_limits(text: str, want: dict[str, Any]) -> None:
+    _check("ibv_devinfo -v max_qp", dict(parse_device_limits(text)), want)
+
+
+def _libibverbs_warnings(text: str, want: list[dict[str, Any]]) -> None:
+    got = [{k: v for k, v in vars(w).items() if k != "line"} for w in parse_provider_warnings(text)]
+    assert got == want, f"libibverbs warnings: read {got}, wanted {want}"
+
+
 def _rpc_cache(text: str, want: dict[str, Any]) -> None:
     _check("RPC cache survey", vars(parse_rpc_cache(text)), want)
 
@@ -222,7 +232,8 @@ READERS = {"sockperf": _sockperf, "qperf": _qperf, "perftest": _perftest, "perft
            "ibv_devinfo": _ibv_devinfo, "ethtool_i": _ethtool_i, "ethtool_S": _ethtool_s,
            "sysfs_counters_ttar": _sysfs_counters_ttar, "mlnx_qos": _mlnx_qos,
            "sysfs_counters_grep": _sysfs_counters_grep, "rdma_link": _rdma_link,
-           "rpc_cache": _rpc_cache,
+           "rpc_cache": _rpc_cache, "devinfo_limits": _devinfo_limits,
+           "libibverbs_warnings": _libibverbs_warnings,
            # llama.cpp's RPC logs, read by the deploy smoke test's readers
            "llama_rdma": _llama_rdma, "llama_workers": _llama_workers}
 

@@ -46,6 +46,7 @@ from strixwizard.facts.rocm import RocmInfo, rocm_info
 from strixwizard.facts.rpc_cache import RpcCacheReading, rpc_cache
 from strixwizard.facts.source import run, why_unknown
 from strixwizard.facts.thunderbolt import Usb4Info, usb4_info
+from strixwizard.facts.verbs_providers import VerbsView, verbs_view
 from strixwizard.probe import Probe
 
 
@@ -207,6 +208,14 @@ class NodeFacts:
     @cached_property
     def usb4(self) -> Usb4Info:
         return usb4_info(self._probe, self.pci)
+
+    @cached_property
+    def verbs(self) -> VerbsView:
+        """What libibverbs made of the devices: max_qp of each it opened, and its warnings."""
+        return verbs_view(self._probe)
+
+    def pci_device(self, address: str | None) -> PciDevice | None:
+        return next((d for d in self.pci if d.address == address), None)
 
     # -- bonds and the TCP settings they need ------------------------------------
     @cached_property

@@ -124,6 +124,9 @@ class RdmaDevice:
     driver: str | None  # irdma, mlx5_ib...; None when not known
     parent_netdev: str | None  # rxe/siw: the netdev it is bound to
     ports: tuple[RdmaPort, ...]
+    #: The deepest PCI function on the device's sysfs path, whatever its kind: a usb4 device's
+    #: USB4 host interface (NHI), a hardware device's own function.
+    via_pci: str | None = None
 
     @property
     def is_hardware(self) -> bool:
@@ -316,6 +319,7 @@ def rdma_devices(probe: Probe, netdev_by_pci: dict[str, tuple[str, ...]] | None 
             driver=rdma_driver_of(pci_driver) if kind == "hardware" else kind,
             parent_netdev=parent,
             ports=tuple(sorted(ports, key=lambda p: p.number)),
+            via_pci=device.pci_function,
         ))
     return tuple(devices)
 

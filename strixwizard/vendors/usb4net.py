@@ -23,8 +23,8 @@ VERBS = ("Research-grade: ~7 µs one-way at best, cannot share the port with thu
          "NCCL_IB_HCA to an exact dev:port if you use it. llama.cpp RPC runs over it "
          "(GGML_RDMA_DEV=usb4_rdmaN) when the device can create an RC QP: a direct usb4_rdma4 "
          "advertised max_qp=1 and `ibv_rc_pingpong` failed with `Couldn't create QP`, while "
-         f"bridge-bound ones advertised 256 ({MAX_QP_SOURCE}); read `ibv_devinfo -v -d DEV | grep "
-         "max_qp` (strixwizard does not capture `-v` yet).")
+         f"bridge-bound ones advertised 256 ({MAX_QP_SOURCE}); usb4.rdma_provider reads max_qp "
+         "from `ibv_devinfo -v` and says what each device carries.")
 
 #: The rate a USB4 host-to-host link trains at per direction (2 lanes x 20 Gb/s, USB4 v1).
 FULL_RATE_GBPS = 40.0
@@ -64,3 +64,18 @@ USB4NET = Vendor(
              "`en*` match rules can capture them.", "kernel admin-guide/thunderbolt.rst"),
     ),
 )
+
+#: llama.cpp's RDMA transport: one RC QP per connection (ggml/src/ggml-rpc/transport.cpp,
+#: `ibv_create_qp` with IBV_QPT_RC for each socket that negotiates RDMA); a server serves one
+#: client connection at a time (ggml-rpc.cpp `ggml_backend_rpc_start_server`: accept, serve,
+#: then accept again) and a client keeps one connection per server (`get_dispatcher`). A
+#: connection whose QP cannot be made stays on TCP.
+LLAMA_TRANSPORT_SOURCE = "https://github.com/ggml-org/llama.cpp/blob/master/ggml/src/ggml-rpc/transport.cpp"
+#: The fewest QPs a device must advertise to carry llama.cpp RPC: a device that advertised
+#: max_qp=1 could not create one RC QP at all (MAX_QP_SOURCE).
+LLAMA_MIN_QP = 2
+#: What RCCL over USB4 verbs measured, single stream: no gain over sockets.
+RCCL_MEASURED_SOURCE = "https://github.com/davidcanar/vllm-strix-halo"
+RCCL_MEASURED = ("RCCL: only through a verbs plugin, and measured no faster than sockets at one "
+                 "stream (\"sockets beat usb4_rdma0 at every message size\", "
+                 f"{RCCL_MEASURED_SOURCE} PATCHES.md §10)")
