@@ -14,7 +14,7 @@ from strixwizard.site import LLAMA_RPC, RAY, STACKS, SiteError, parse_site
 from tests.support.cli import invoke, validate_report
 from tests.support.demo_site import demo_site_with
 
-LLAMA_CHECKS = {"llama.rpc_rdma", "llama.gpu_backend", "llama.same_build"}
+LLAMA_CHECKS = {"llama.rpc_rdma", "llama.rpc_cache", "llama.gpu_backend", "llama.same_build"}
 
 
 def judged(document: dict[str, Any]) -> set[str]:
