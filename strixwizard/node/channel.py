@@ -215,10 +215,52 @@ class Ping(Request[Pong]):
         return Pong(int(wire.get("pid", 0)))
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a file's bytes, and the file's whole size."""
+
+    data: bytes
+    size: int
+
+
+@dataclass(frozen=True)
+class ReadBytes(Request[Chunk]):
+    """Up to `size` bytes of a file from `offset` (base64 on the wire): a program is copied
+    from one node to another through the head in such pieces."""
+
+    op: ClassVar[ops.Op] = "read_bytes"
+    path: str
+    offset: int
+    size: int
+
+    def answer(self, wire: Mapping[str, Any]) -> Chunk:
+        import base64
+
+        return Chunk(base64.b64decode(str(wire.get("value", ""))), int(wire.get("size", 0)))
+
+
+@dataclass(frozen=True)
+class WriteBytes(_Done):
+    """`data` written at `offset` of a file (offset 0: the file is started anew, mode 0600)."""
+
+    op: ClassVar[ops.Op] = "write_bytes"
+    path: str
+    offset: int
+    data: bytes
+
+    def wire(self) -> Wire:
+        import base64
+
+        from strixwizard.onnode import ops
+
+        return ops.request(self.op, path=self.path, offset=self.offset,
+                           data=base64.b64encode(self.data).decode("ascii"))
+
+
 #: Every request type, one per op the node answers (`tests/test_ops_channel.py` holds them equal).
 REQUESTS: tuple[type[Request[Any]], ...] = (
     ReadFile, Exists, WriteAttribute, ReplaceFile, Delete, MakeDir, RemoveDir, Run, GetMtu,
-    SetMtu, Lock, Unlock, Ping)
+    SetMtu, Lock, Unlock, Ping, ReadBytes, WriteBytes)
 
 
 def answer_of(request: Request[A], wire: Mapping[str, Any]) -> A:

@@ -14,6 +14,7 @@ an older copy of this program.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -25,7 +26,7 @@ from typing import Any, Literal
 COMMAND_TIMEOUT_S = 30.0
 
 Op = Literal["read", "exists", "write", "replace", "delete", "mkdir", "rmdir", "run", "mtu_get",
-             "mtu_set", "lock", "unlock", "ping"]
+             "mtu_set", "lock", "unlock", "ping", "read_bytes", "write_bytes"]
 
 
 def request(op: Op, **fields: Any) -> dict[str, Any]:
@@ -165,6 +166,22 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             return _unlock(path)
         if op == "ping":
             return {"ok": True, "pid": os.getpid()}
+        if op == "read_bytes":  # a file's bytes in pieces (a program copied through the head)
+            with open(path, "rb") as handle_:
+                handle_.seek(int(request.get("offset", 0)))
+                data = handle_.read(int(request["size"]))
+                size = os.fstat(handle_.fileno()).st_size
+            return {"ok": True, "value": base64.b64encode(data).decode("ascii"), "size": size}
+        if op == "write_bytes":  # offset 0 starts the file anew (mode 0600 until installed)
+            offset = int(request.get("offset", 0))
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if offset == 0 else 0)
+            fd = os.open(path, flags, 0o600)
+            try:
+                os.pwrite(fd, base64.b64decode(str(request["data"])), offset)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
     except OSError as error:
         reason = os.strerror(error.errno) if error.errno else str(error)
