@@ -202,6 +202,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     site = found.site
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
     settings = _settings(args)
+    if getattr(args, "build", None):  # --build SOURCE (declared by the stack that builds)
+        from strixwizard.cli.llama_build import cmd_build
+
+        return cmd_build(args, found, settings)
     preview = deploy.plan(found, check(found), settings, args.transport, args.head)
     if preview.plan is None:
         return _refused(args, site.name, mode, str(preview.refused))
@@ -340,3 +344,4 @@ def _rollback(args: argparse.Namespace, on_step: Any) -> int:
     if report.signal is not None:
         return 128 + report.signal
     return exit_code(report.ok)
+

@@ -61,6 +61,38 @@ def build(transport: str = TRANSPORT, programs: str = "all") -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def vendored_tree() -> Path:
+    """The llama.cpp tree of the sdist `build` unpacked (call `build` first): the source the
+    build command is tested with."""
+    tree = cache_dir() / "sdist" / f"llama_cpp_python-{LLAMA_CPP_PYTHON}" / "vendor" / "llama.cpp"
+    if not (tree / "CMakeLists.txt").is_file():
+        raise RuntimeError(f"no llama.cpp tree at {tree}: scripts/build_llama.sh unpacks it")
+    return tree
+
+
+#: A stand-in for llama.cpp's source where a real build costs too much (the unit tier, the sudo
+#: lab): a CMake project with llama.cpp's two targets, each a tiny C program, and the ggml/
+#: folder the build command looks for. DELAY: seconds its configure step sleeps.
+STAND_IN = """cmake_minimum_required(VERSION 3.14)
+project(standin C)
+execute_process(COMMAND sleep DELAY)
+set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+file(WRITE ${CMAKE_BINARY_DIR}/main.c "int main(void) { return 0; }\\n")
+add_executable(ggml-rpc-server ${CMAKE_BINARY_DIR}/main.c)
+add_executable(llama-server ${CMAKE_BINARY_DIR}/main.c)
+"""
+
+
+def stand_in_tree(folder: Path, delay: int = 0) -> Path:
+    """The stand-in source in `folder`/llama.cpp (with a models/ file the build leaves out)."""
+    tree = folder / "llama.cpp"
+    (tree / "ggml").mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text(STAND_IN.replace("DELAY", str(delay)))
+    (tree / "models").mkdir()
+    (tree / "models" / "vocab.gguf").write_bytes(b"left out")
+    return tree
+
+
 def write_tiny_model(path: Path, layers: int = 2, embd: int = 64, heads: int = 4,
                      ff: int = 128, seed: int = 1, experts: int = 0, experts_used: int = 2) -> Path:
     """A tiny llama GGUF with random F32 weights (about 0.5 MB); with `experts`, a Mixtral-style

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from strixwizard.deploy.base import DeployPlan, DeploySettings, Progress, Stack
-from strixwizard.deploy.declare import PORT, Field, Option, refuse_control_characters
+from strixwizard.deploy.declare import PORT, TIMEOUT, Field, Option, refuse_control_characters, whole
 from strixwizard.deploy.env import ClusterEnv
 from strixwizard.deploy.smoke import SmokeReport
 from strixwizard.deploy.stacks.llama_rpc.llama import (
@@ -27,6 +27,12 @@ from strixwizard.deploy.stacks.llama_rpc.llama import (
 )
 from strixwizard.deploy.stacks.llama_rpc.llama import STACK as NAME
 from strixwizard.deploy.stacks.llama_rpc.persist import SERVER_UNIT, UNIT_DIR
+from strixwizard.deploy.stacks.llama_rpc.recipe import (
+    BACKENDS,
+    DEFAULT_BIN_DIR,
+    DEFAULT_BUILD_DIR,
+    DEFAULT_TIMEOUT_S,
+)
 from strixwizard.deploy.stacks.llama_rpc.render import llama_panel, render_llama
 from strixwizard.deploy.stacks.llama_rpc.run import smoke_llama
 from strixwizard.facts import NodeFacts
@@ -48,7 +54,7 @@ def smoke_llama_stack(plan: DeployPlan, runners: dict[str, Runner], say: Progres
 #: the values that become a line of a systemd unit or an argument on the nodes
 _TO_NODES = {"gguf": "--gguf", "model": "--model", "gpu_layers": "--gpu-layers",
              "llama_bin_dir": "--llama-bin-dir", "llama_run_dir": "--llama-run-dir",
-             "unit_dir": "--unit-dir"}
+             "unit_dir": "--unit-dir", "build_dir": "--build-dir"}
 
 
 def llama_settings_from(common: DeploySettings, values: Mapping[str, Any]) -> DeploySettings:
@@ -76,6 +82,8 @@ def llama_question(plan: DeployPlan) -> str:
             "the logs).")
 
 
+BUILD_GROUP = "Build llama.cpp (--stack llama-rpc --build SOURCE)"
+
 OPTIONS = (
     Option("--gguf", "gguf", metavar="PATH",
            help="the GGUF model on the head (llama-rpc; without it llama-server is only shown)"),
@@ -102,6 +110,27 @@ OPTIONS = (
            "for this boot only; --rollback disables and removes them"),
     Option("--unit-dir", "unit_dir", default=UNIT_DIR, metavar="DIR",
            help="where --persist writes the units"),
+    *(Option(flag, dest, group=BUILD_GROUP, refused_elsewhere=True, **settings)
+      for flag, dest, settings in (
+        ("--build", "build", {"metavar": "SOURCE", "help": (
+            "build llama.cpp from SOURCE (a llama.cpp tree or a .tar.gz of one, on this machine) "
+            "on one node, copy the programs to every node of its machine and install them in "
+            f"--llama-bin-dir (default {DEFAULT_BIN_DIR}); stops before any launch. Without "
+            "--apply: the plan and the preflight only")}),
+        ("--build-on", "build_on", {"metavar": "NODE",
+                                    "help": "the node that compiles (default: the first)"}),
+        ("--build-backend", "build_backend", {"choices": BACKENDS, "help": (
+            "the GPU backend (default: vulkan on a Strix Halo, else cpu; said in the plan)")}),
+        ("--build-timeout", "build_timeout", {"type": TIMEOUT, "default": DEFAULT_TIMEOUT_S,
+                                              "metavar": "SECONDS", "help": (
+            f"stop the build after this long (default {DEFAULT_TIMEOUT_S:g}); nothing is "
+            "installed then")}),
+        ("--build-dir", "build_dir", {"default": DEFAULT_BUILD_DIR, "metavar": "DIR", "help": (
+            "the build folder on the nodes (the source, the build tree, build.log, the staged "
+            "programs)")}),
+        ("--build-jobs", "build_jobs", {"type": whole(0, 1024), "default": 0, "metavar": "N",
+                                        "help": "parallel compile jobs (default 0: every core)"}),
+    )),
 )
 
 STACK = Stack(
