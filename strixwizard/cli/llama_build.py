@@ -70,8 +70,9 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
         else:
             print(visible(stopped_state(result.plan, outcome.message, outcome.log_on_head, again)),
                   file=out)
-        return 130 if outcome.message.startswith("was interrupted") else EXIT_NO_VERDICT \
-            if outcome.state == "lost" else 1
+        if outcome.signal is not None:
+            return 128 + int(outcome.signal)
+        return EXIT_NO_VERDICT if outcome.state == "lost" else 1
     print(visible(f"Built on {result.plan.build_on} ({result.plan.backend}, "
                   f"{result.version or 'no version line'}); {outcome.progress_lines} progress "
                   f"lines; the log: {result.plan.settings.log} on {result.plan.build_on}, copied "

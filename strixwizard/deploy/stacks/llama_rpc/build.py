@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import io
 import re
+import signal
 import tarfile
 import time
 from collections.abc import Callable
@@ -23,8 +24,10 @@ from pathlib import Path
 from strixwizard.deploy.stacks.llama_rpc.recipe import ARCH, PREFLIGHT, PROGRAMS, BuildPlan
 from strixwizard.fixing.model import BEFORE, Kind, Plan, Read, SitePlan, Step
 from strixwizard.fixing.runner import SessionRunner, StepFailed
+from strixwizard.node import signals
 from strixwizard.node.channel import ReadBytes, Run, WriteBytes
 from strixwizard.node.errors import OpRefused
+from strixwizard.node.signals import Interrupted
 
 #: How much of a file one request moves (base64 on the wire: a third more).
 CHUNK = 4 * 1024 * 1024
@@ -143,6 +146,7 @@ class BuildOutcome:
     log_on_head: str | None = None
     sha256: dict[str, str] = field(default_factory=dict)
     progress_lines: int = 0
+    signal: int | None = None  # the head's signal that stopped it
 
     @property
     def ok(self) -> bool:
@@ -223,10 +227,10 @@ def compile_on(plan: BuildPlan, runner: SessionRunner, archive: bytes, head_logs
             shown = len(complete)
             if ended:
                 break
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted) as stopped:  # Ctrl-C, SIGTERM, SIGHUP on the head
         process.stop()
-        outcome.state = "stopped"
-        outcome.message = "was interrupted (Ctrl-C)"
+        outcome.signal = stopped.signum if isinstance(stopped, Interrupted) else signal.SIGINT
+        outcome.state, outcome.message = "stopped", f"was stopped ({signals.name(outcome.signal)})"
     else:
         status = process.status
         process.stop()
