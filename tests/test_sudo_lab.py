@@ -31,12 +31,14 @@ from tests.support.lab_users import (
     sudo_commands,
     sudo_log,
 )
-from tests.support.llama_parts import build, write_tiny_model
+from tests.support.llama_parts import build, stand_in_tree, write_tiny_model
 
 sudolab2 = lab_fixture(2, name="sudolab2", scope="module")
 NODE_JOURNAL = "/root/strixwizard-journal"
 TARGET = "/root/strixwizard-etc"
 RUN_DIR = "/root/strixwizard-run"
+BUILD_DIR = "/root/strixwizard-llama-build"
+INSTALLED = "/root/strixwizard-llama-bin"
 PROGRAMS = ("ggml-rpc-server", "llama-server")
 
 
@@ -156,7 +158,10 @@ def test_a_refused_sudo_is_one_error_exit_2_and_no_node_changes(lab: Lab, tmp_pa
                             str(lab.client_key), env=env, timeout=120),
             "doctor": run_cli("doctor", "--site", str(site), env=env, timeout=120),
             "fix": _fix(site, env, "--apply", "--yes"),
-            "deploy": _deploy(site, env, "--gguf", str(model), "--apply", "--yes")}
+            "deploy": _deploy(site, env, "--gguf", str(model), "--apply", "--yes"),
+            "deploy --build": _deploy(site, env, "--build", str(stand_in_tree(tmp_path)),
+                                      "--build-dir", BUILD_DIR, "--llama-bin-dir", INSTALLED,
+                                      "--apply", "--yes")}
     for command, done in runs.items():
         assert done.rc == 2, (command, done.stdout, done.stderr)
         errors = [line for line in done.stderr.splitlines() if line.startswith("strixwizard: error:")]
@@ -204,3 +209,51 @@ def test_a_sudo_logins_doctor_sends_only_the_reads_that_need_root_through_sudo(
     # and what those reads found is in the report: the llama.cpp programs as root sees them
     llama = [c for c in doctor.json()["checks"] if c["id"] == "llama.rpc_rdma"]
     assert llama and all(c["status"] == "pass" for c in llama), llama
+
+
+def test_the_llama_build_writes_through_sudo(lab: Lab, tmp_path: Path) -> None:
+    """`deploy --build` as alice: the source sent, compiled and installed in root's folders
+    (alice cannot write /root: every write went through sudo), the install journalled. The
+    source is a small CMake project standing in for llama.cpp (a real build is the llama
+    tier's, tests/test_doctor_llama_builds_lab.py)."""
+    env = _env(lab, tmp_path)
+    site = _site(lab, tmp_path, ("alice", "alice"))
+    first, second = lab.hosts
+    try:
+        if shutil.which("glslc") is None:  # this machine has no Vulkan toolchain: refused first
+            refused = _deploy(site, env, "--build", str(stand_in_tree(tmp_path / "v")),
+                              "--build-backend", "vulkan", "--build-dir", BUILD_DIR,
+                              "--llama-bin-dir", INSTALLED, "--apply", "--yes")
+            assert refused.rc == 2, (refused.stdout, refused.stderr)
+            assert f"{first.name} cannot build llama.cpp (vulkan): glslc, Vulkan headers missing" \
+                in refused.stderr and "Ubuntu/Debian: sudo apt install glslc libvulkan-dev" \
+                in refused.stderr, refused.stderr
+            assert not (first.home / BUILD_DIR.removeprefix("/root/")).exists()
+        slow = _deploy(site, env, "--build", str(stand_in_tree(tmp_path / "slow", delay=60)),
+                       "--build-backend", "cpu", "--build-dir", BUILD_DIR, "--llama-bin-dir",
+                       INSTALLED, "--build-timeout", "3", "--apply", "--yes")
+        assert slow.rc == 1, (slow.stdout, slow.stderr)
+        assert (f"The build on {first.name} ran past 3 s: it was stopped there and nothing was "
+                "installed on any node.") in slow.stdout, slow.stdout
+        assert slow.stdout.rstrip().endswith("--apply --yes --build-timeout 60"), slow.stdout
+        assert not (first.home / INSTALLED.removeprefix("/root/")).exists()
+        done = _deploy(site, env, "--build", str(stand_in_tree(tmp_path)), "--build-backend", "cpu",
+                       "--build-dir", BUILD_DIR, "--llama-bin-dir", INSTALLED, "--apply", "--yes")
+        assert done.rc == 0, (done.stdout, done.stderr)
+        assert f"{second.name}: copying llama-server" in done.stderr
+        for host in lab.hosts:
+            for program in PROGRAMS:
+                installed = host.home / INSTALLED.removeprefix("/root/") / program
+                assert installed.stat().st_uid == 0 and installed.stat().st_mode & 0o777 == 0o755
+        assert (first.home / BUILD_DIR.removeprefix("/root/") / "build.log").stat().st_uid == 0
+        for host in lab.hosts:
+            assert "root" not in logins(host)  # never root
+
+        undone = run_cli("deploy", "--site", str(site), "--rollback", "--yes", env=env, timeout=120)
+        assert undone.rc == 0, (undone.stdout, undone.stderr)
+        for host in lab.hosts:  # nothing was installed before: the rollback removed them
+            assert not list((host.home / INSTALLED.removeprefix("/root/")).glob("*-server"))
+    finally:
+        for host in lab.hosts:
+            for folder in (BUILD_DIR, INSTALLED):
+                shutil.rmtree(host.home / folder.removeprefix("/root/"), ignore_errors=True)
