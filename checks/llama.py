@@ -88,7 +88,9 @@ def _cure(builds: dict[str, LlamaBuild], rdma: dict[str, bool]) -> str:
     source = next(name for name, has in rdma.items() if has)
     programs = ", ".join(p.path for p in builds[source].programs)
     return (f"Cure: on {', '.join(tcp_only)}, build the same commit with {BUILD_FLAGS} "
-            "(docs/llama-cpp.md, step 1), or copy " + source + f"'s programs ({programs}, with "
+            "(docs/llama-cpp.md, step 1: `strixwizard deploy --stack llama-rpc --build SOURCE "
+            "--apply` builds one commit and installs it on every node), or copy " + source
+            + f"'s programs ({programs}, with "
             "any libggml*.so beside them) to the same paths there; then run `strixwizard doctor "
             "--stack llama-rpc` again. (Building every node without RDMA also agrees, on TCP.)")
 

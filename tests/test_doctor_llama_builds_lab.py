@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.cli import run_cli
 from tests.support.lab import Lab, LabHost, lab_fixture
-from tests.support.llama_parts import build
+from tests.support.llama_parts import build, vendored_tree
 
 llamabuilds2 = lab_fixture(2, name="llamabuilds2")
 PROGRAMS = ("ggml-rpc-server", "llama-server")
@@ -73,7 +73,9 @@ def test_an_rdma_build_beside_a_plain_one_fails_with_the_cure_and_passes_after_i
         programs = ", ".join(str((first.bin_dir / name).resolve()) for name in PROGRAMS)
         assert "commit " in mixed["observed"] and "sha256 " in mixed["observed"]
         assert (f"Cure: on {second.name}, build the same commit with libibverbs-dev installed and "
-                "-DGGML_RPC=ON -DGGML_RPC_RDMA=ON (docs/llama-cpp.md, step 1), or copy "
+                "-DGGML_RPC=ON -DGGML_RPC_RDMA=ON (docs/llama-cpp.md, step 1: `strixwizard "
+                "deploy --stack llama-rpc --build SOURCE --apply` builds one commit and installs "
+                "it on every node), or copy "
                 f"{first.name}'s programs ({programs}, with any libggml*.so beside them) to the same "
                 "paths there") in mixed["detail"]
         assert found[f"llama.rpc_rdma@{first.name}"]["status"] == "pass"
@@ -89,3 +91,68 @@ def test_an_rdma_build_beside_a_plain_one_fails_with_the_cure_and_passes_after_i
         for host in (first, second):
             for path in host.bin_dir.glob("*"):
                 path.unlink()
+
+
+#: Where the build command installs in the lab: under the node's own /root (a lab node shares
+#: this machine's /usr/local), a folder doctor's survey looks in ($HOME/llama.cpp/build/bin).
+INSTALLED = "/root/llama.cpp/build/bin"
+BUILD_DIR = "/root/llama-build"
+NODE_JOURNAL = "/root/strixwizard-journal"  # each node's own (/var/lib is this machine's)
+
+
+def place_installed(host: LabHost, folder: Path) -> None:
+    """A build's programs in the node's install folder (its /root is `host.home` here)."""
+    target = host.home / "llama.cpp" / "build" / "bin"
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for program in folder.iterdir():
+        shutil.copy2(program, target / program.name)
+
+
+def test_the_build_command_puts_one_rdma_build_on_every_node_and_doctor_passes(
+        llamabuilds2: Lab, builds: dict[str, Path], tmp_path: Path) -> None:
+    first, second = llamabuilds2.hosts
+    for host in (first, second):
+        for path in host.bin_dir.glob("*"):
+            path.unlink()
+    place_installed(first, builds["rdma"])
+    place_installed(second, builds["tcp"])
+    site = llamabuilds2.write_site_yaml(tmp_path / "lab.yaml")
+    rc, found = doctor(site)
+    assert rc == 1 and found["llama.same_build@lab"]["status"] == "fail", found
+
+    state = tmp_path / "state"
+    done = run_cli("deploy", "--site", str(site), "--stack", "llama-rpc",
+                   "--build", str(vendored_tree()), "--build-backend", "cpu",
+                   "--build-dir", BUILD_DIR, "--llama-bin-dir", INSTALLED, "--apply", "--yes",
+                   "--journal-dir", str(tmp_path / "journal"), "--node-journal-dir", NODE_JOURNAL,
+                   env={"XDG_STATE_HOME": str(state)}, timeout=3000)
+    assert done.rc == 0, (done.stdout, done.stderr[-4000:])
+    progress = [line for line in done.stderr.splitlines() if "%]" in line]
+    assert len(progress) > 10 and all(f"{first.name}: [" in line for line in progress), progress
+    assert "sending the source" in done.stderr
+    assert f"{second.name}: copying llama-server" in done.stderr
+    logs = list((state / "strixwizard" / "llama-builds").rglob("*.log"))
+    assert len(logs) == 1 and str(logs[0]) in done.stdout, (logs, done.stdout)
+    on_node = first.home / "llama-build" / "build.log"
+    assert on_node.read_bytes() == logs[0].read_bytes() and b"Built target llama-server" in \
+        on_node.read_bytes()
+    for host in (first, second):
+        installed = host.home / "llama.cpp" / "build" / "bin"
+        assert (installed / "ggml-rpc-server").read_bytes() == \
+            (first.home / "llama-build" / "bin" / "ggml-rpc-server").read_bytes()
+
+    rc, found = doctor(site)
+    assert rc == 0, found
+    assert found["llama.same_build@lab"]["status"] == "pass", found["llama.same_build@lab"]
+    assert {found[f"llama.rpc_rdma@{h.name}"]["status"] for h in (first, second)} == {"pass"}
+
+    # a second run finds every node converged: nothing is installed again
+    again = run_cli("deploy", "--site", str(site), "--stack", "llama-rpc",
+                    "--build", str(vendored_tree()), "--build-backend", "cpu",
+                    "--build-dir", BUILD_DIR, "--llama-bin-dir", INSTALLED, "--apply", "--yes",
+                    "--journal-dir", str(tmp_path / "journal"), "--node-journal-dir", NODE_JOURNAL,
+                    env={"XDG_STATE_HOME": str(state)}, timeout=3000)
+    assert again.rc == 0, (again.stdout, again.stderr[-4000:])
+    assert "sending the source" not in again.stderr

@@ -33,7 +33,8 @@ def test_readme_first_screen_shows_the_real_cluster_path() -> None:
     first = README[:README.index("## Install on the head node")]
     commands = [line.split()[1] for line in first.splitlines() if line.startswith("strixwizard ")]
     path = ["init", "doctor", "fix", "deploy", "test"]
-    assert commands == path * 2  # the cluster path, then llama.cpp over RDMA on two boxes
+    # the cluster path, then llama.cpp over RDMA on two boxes (the build is a deploy --build)
+    assert commands == [*path, "init", "deploy", *path[1:]]
     assert "init → doctor → fix → deploy → test" in first
 
 
@@ -44,6 +45,7 @@ def test_the_llama_cpp_quick_start_is_on_the_first_screen_and_links_the_guide() 
     assert lines[0].startswith("ssh-copy-id root@")
     assert "-DGGML_RPC=ON -DGGML_RPC_RDMA=ON" in quick and "stack: llama-rpc" in quick
     assert "deploy --site site.yaml --stack llama-rpc" in quick
+    assert "deploy --site site.yaml --stack llama-rpc --build llama.cpp --apply" in quick
     assert "(docs/llama-cpp.md)" in quick
 
 
