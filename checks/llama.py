@@ -31,8 +31,9 @@ def _build(node: NodeFacts) -> tuple[LlamaBuild | None, str]:
     if survey.build is None:
         return None, f"llama.cpp not known: {survey.why_unknown}"
     if not survey.build.programs:
-        return None, ("no llama.cpp program (ggml-rpc-server, rpc-server, llama-server) on root's "
-                      f"PATH or in {', '.join(SEARCHED)}")
+        first = f"in {node.llama_bin_dir}, " if node.llama_bin_dir else ""
+        return None, ("no llama.cpp program (ggml-rpc-server, rpc-server, llama-server) "
+                      f"{first}on root's PATH or in {', '.join(SEARCHED)}")
     return survey.build, ""
 
 

@@ -104,10 +104,35 @@ def test_a_node_of_another_machine_is_told_to_build_its_own() -> None:
 def test_an_install_folder_doctor_does_not_look_in_is_said() -> None:
     machines = {"a": "x86_64"}
     seen = plan_build(BuildSettings("/s"), machines, "cpu", "").lines()
-    assert not any("will not find" in line for line in seen)
+    assert not any("--llama-bin-dir" in line for line in seen)
     unseen = plan_build(BuildSettings("/s", bin_dir="/srv/llama"), machines, "cpu", "").lines()
     assert any(line.startswith("doctor --stack llama-rpc looks on root's PATH and in /usr/local/bin")
-               and "unless /srv/llama is on root's PATH" in line for line in unseen), unseen
+               and line.endswith("give it --llama-bin-dir /srv/llama to look there first.")
+               for line in unseen), unseen
+
+
+def test_the_survey_looks_in_the_given_folder_first(tmp_path: Path) -> None:
+    """facts/llama_cpp.py's script, run here: a folder given as its argument (an argv value,
+    spaces and all) wins over PATH; without it the programs there are not seen."""
+    from strixwizard.facts.llama_cpp import parse_programs, survey_argv
+
+    folder = tmp_path / "my llama"
+    folder.mkdir()
+    (folder / "llama-server").write_text(
+        "#!/bin/sh\necho 'version: 0.4.1-dev (build 10991, commit 930e2fa59)'\n")
+    (folder / "ggml-rpc-server").write_text("#!/bin/sh\n# RDMA activated\n")
+    for program in folder.iterdir():
+        program.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin"}
+    found = subprocess.run(list(survey_argv(str(folder))), capture_output=True, text=True,
+                           env=env, check=True).stdout
+    build = parse_programs(found)
+    assert [p.path for p in build.programs] == [str(folder / "ggml-rpc-server"),
+                                                str(folder / "llama-server")]
+    assert build.commit == "930e2fa59" and build.programs[0].rdma
+    plain = subprocess.run(list(survey_argv()), capture_output=True, text=True, env=env,
+                           check=True).stdout
+    assert str(folder) not in plain
 
 
 def test_a_stopped_build_names_its_state_and_the_next_command() -> None:

@@ -8,6 +8,7 @@ llama.cpp source: nothing changed), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 
@@ -78,8 +79,6 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
                   f"lines; the log: {result.plan.settings.log} on {result.plan.build_on}, copied "
                   f"to {outcome.log_on_head}"), file=out)
     if result.report is not None:
-        import shlex
-
         from strixwizard.cli.nextstep import journal_options
         from strixwizard.present.fix_text import render_apply
 
@@ -89,7 +88,7 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
     for note in result.notes:
         print(visible(note), file=out)
     if result.ok:
-        print("Next: strixwizard doctor --stack llama-rpc, then strixwizard deploy --stack "
-              "llama-rpc --gguf MODEL --apply" + (f" --llama-bin-dir {args.llama_bin_dir}"
-                                                  if args.llama_bin_dir else ""), file=out)
+        where = f" --llama-bin-dir {shlex.quote(args.llama_bin_dir)}" if args.llama_bin_dir else ""
+        print(visible(f"Next: strixwizard doctor --stack llama-rpc{where}, then strixwizard "
+                      f"deploy --stack llama-rpc --gguf MODEL --apply{where}"), file=out)
     return exit_code(result.ok)

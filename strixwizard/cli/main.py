@@ -108,6 +108,10 @@ def _add_doctor(commands: Any) -> None:
                         "which were left out (" + "; ".join(f"{name}: {label}" for name, label
                                                             in STACKS.items())
                         + "); as `stack: NAME` in the site file")
+    doctor.add_argument("--llama-bin-dir", metavar="DIR",
+                        help="look for the llama.cpp programs in DIR first (where `deploy "
+                        "--stack llama-rpc --build` installed them with --llama-bin-dir), then "
+                        "on root's PATH and in the usual folders")
     doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
     from strixwizard.services.levels import DOCTOR, DOCTOR_LEVELS
@@ -307,6 +311,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         site_file=args.site, inventory=args.inventory, snapshots=tuple(args.snapshot),
         demo=args.demo, trust_new_hosts=args.trust_new_hosts,
         allow_soft_rdma=args.allow_soft_rdma, spec=spec, stack=args.stack,
+        llama_bin_dir=args.llama_bin_dir,
     )
     on_node = None if args.json or not sys.stderr.isatty() else node_printer()
     if args.verbose:

@@ -53,9 +53,11 @@ from strixwizard.probe import Probe
 class NodeFacts:
     """Everything known about one node. Properties are computed once, on demand."""
 
-    def __init__(self, name: str, probe: Probe) -> None:
+    def __init__(self, name: str, probe: Probe, llama_bin_dir: str | None = None) -> None:
         self.name = name
         self._probe = probe
+        #: the folder the llama.cpp survey looks in first (`doctor --llama-bin-dir`)
+        self.llama_bin_dir = llama_bin_dir
         self._dcb: dict[str, DcbInfo] = {}
         self._pause: dict[str, ethtool.Pause | None] = {}
         self._priv: dict[str, dict[str, bool] | None] = {}
@@ -92,7 +94,7 @@ class NodeFacts:
     @cached_property
     def llama(self) -> LlamaSurvey:
         """The node's llama.cpp programs: where, RDMA or not, which backend and build."""
-        return llama_survey(self._probe)
+        return llama_survey(self._probe, self.llama_bin_dir)
 
     @cached_property
     def rpc_cache(self) -> RpcCacheReading:

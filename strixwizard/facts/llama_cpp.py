@@ -32,10 +32,15 @@ SEARCHED = ("/usr/local/bin", "/opt/llama.cpp/bin", "/opt/llama.cpp/build/bin",
             "$HOME/llama.cpp/build/bin")
 
 #: One fixed script (no value of ours inside it): for each program found, one line each of
-#: `binary NAME PATH`, `sha256 HEX`, `rdma N`, `library NAME`; then `version LINE` lines.
+#: `binary NAME PATH`, `sha256 HEX`, `rdma N`, `library NAME`; then `version LINE` lines. A
+#: folder given as its argument (`sh -c SCRIPT sh DIR`: `doctor --llama-bin-dir`, where
+#: `deploy --build` installs) is looked in first.
 SCRIPT = r"""
+first=$1
 find_program() {
-  found=$(command -v "$1" 2>/dev/null) || found=
+  found=
+  if [ -n "$first" ] && [ -x "$first/$1" ]; then found="$first/$1"; fi
+  [ -n "$found" ] || found=$(command -v "$1" 2>/dev/null) || found=
   if [ -z "$found" ]; then
     for dir in DIRS; do
       if [ -x "$dir/$1" ]; then found="$dir/$1"; break; fi
@@ -157,8 +162,13 @@ class LlamaSurvey:
     why_unknown: str = ""
 
 
-def llama_survey(probe: Probe) -> LlamaSurvey:
-    result = run(probe, LLAMA_PROGRAMS.argv)
+def survey_argv(bin_dir: str | None = None) -> tuple[str, ...]:
+    """The survey's argv; with `bin_dir`, that folder is looked in first (an argv value)."""
+    return LLAMA_PROGRAMS.argv + (("sh", bin_dir) if bin_dir else ())
+
+
+def llama_survey(probe: Probe, bin_dir: str | None = None) -> LlamaSurvey:
+    result = run(probe, survey_argv(bin_dir))
     if result is None:
         return LlamaSurvey(None, "the llama.cpp survey was not captured (a snapshot older than it)")
     if not result.ok:

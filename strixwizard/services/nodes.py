@@ -54,6 +54,8 @@ class RunRequest:
     stack: str = ""
     #: what to collect from nodes over SSH (None: everything, `facts/spec.py` SPEC)
     spec: Spec | None = None
+    #: `doctor --llama-bin-dir`: the folder the llama.cpp survey looks in first
+    llama_bin_dir: str | None = None
 
 
 def demo_site() -> Site:
@@ -172,8 +174,9 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
                 connector: Connector | None = None) -> tuple[Site, list[DiscoveredNode]]:
     """The site and its nodes; with nothing given, this machine is the one node."""
     site = resolve_site(request)
+    spec = with_llama_bin_dir(request.spec, request.llama_bin_dir)
     nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector,
-                       spec=request.spec) if site else []
+                       spec=spec) if site else []
     taken = {n.report.name for n in nodes}
     loaded = [(path, _load_snapshot(path)) for path in request.snapshots]
     bundle = None
@@ -196,5 +199,19 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
 
         from strixwizard.node.target import LocalTarget
 
-        nodes.append(collect_node(LocalTarget(socket.gethostname()), spec=request.spec))
+        nodes.append(collect_node(LocalTarget(socket.gethostname()), spec=spec))
+    for node in nodes:
+        if node.facts is not None:
+            node.facts.llama_bin_dir = request.llama_bin_dir
     return site, nodes
+
+
+def with_llama_bin_dir(spec: Spec | None, bin_dir: str | None) -> Spec | None:
+    """The collection spec with the llama.cpp survey that looks in `bin_dir` first."""
+    if not bin_dir:
+        return spec
+    from strixwizard.facts.llama_cpp import survey_argv
+    from strixwizard.facts.spec import SPEC
+
+    base = SPEC if spec is None else spec
+    return {**base, "commands": [*base.get("commands", ()), {"argv": list(survey_argv(bin_dir))}]}

@@ -188,8 +188,8 @@ class BuildPlan:
                "was there."]
         if not doctor_looks_in(s.bin_dir):
             out.append(f"doctor --stack llama-rpc looks on root's PATH and in "
-                       f"{', '.join(SEARCHED)}: unless {s.bin_dir} is on root's PATH, it will not "
-                       "find the programs there.")
+                       f"{', '.join(SEARCHED)}: give it --llama-bin-dir {s.bin_dir} to look "
+                       "there first.")
         for node, arch in self.own_build:
             out.append(f"{node} is {arch or 'of an unknown machine'}, not {self.arch}: it needs "
                        f"its own build of the same commit with the same flags (docs/llama-cpp.md, "
