@@ -47,9 +47,9 @@ def place(host: LabHost, folder: Path) -> None:
         shutil.copy2(program, host.bin_dir / program.name)
 
 
-def doctor(site: Path) -> tuple[int, dict[str, dict[str, Any]]]:
+def doctor(site: Path, *args: str) -> tuple[int, dict[str, dict[str, Any]]]:
     done = run_cli("doctor", "--site", str(site), "--stack", "llama-rpc", "--only", "llama",
-                   "--json", timeout=180)
+                   "--json", *args, timeout=180)
     document = done.json()
     assert document["stack"] == {"name": "llama-rpc", "label": "llama.cpp RPC",
                                  "left_out": []}, document["stack"]
@@ -94,15 +94,15 @@ def test_an_rdma_build_beside_a_plain_one_fails_with_the_cure_and_passes_after_i
 
 
 #: Where the build command installs in the lab: under the node's own /root (a lab node shares
-#: this machine's /usr/local), a folder doctor's survey looks in ($HOME/llama.cpp/build/bin).
-INSTALLED = "/root/llama.cpp/build/bin"
+#: this machine's /usr/local), a folder doctor looks in only when told (--llama-bin-dir).
+INSTALLED = "/root/llama-bin"
 BUILD_DIR = "/root/llama-build"
 NODE_JOURNAL = "/root/strixwizard-journal"  # each node's own (/var/lib is this machine's)
 
 
 def place_installed(host: LabHost, folder: Path) -> None:
     """A build's programs in the node's install folder (its /root is `host.home` here)."""
-    target = host.home / "llama.cpp" / "build" / "bin"
+    target = host.home / INSTALLED.removeprefix("/root/")
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -119,7 +119,9 @@ def test_the_build_command_puts_one_rdma_build_on_every_node_and_doctor_passes(
     place_installed(first, builds["rdma"])
     place_installed(second, builds["tcp"])
     site = llamabuilds2.write_site_yaml(tmp_path / "lab.yaml")
-    rc, found = doctor(site)
+    rc, found = doctor(site)  # not in a folder doctor looks in unasked
+    assert found["llama.same_build@lab"]["status"] == "skip", found["llama.same_build@lab"]
+    rc, found = doctor(site, "--llama-bin-dir", INSTALLED)
     assert rc == 1 and found["llama.same_build@lab"]["status"] == "fail", found
 
     state = tmp_path / "state"
@@ -139,11 +141,12 @@ def test_the_build_command_puts_one_rdma_build_on_every_node_and_doctor_passes(
     assert on_node.read_bytes() == logs[0].read_bytes() and b"Built target llama-server" in \
         on_node.read_bytes()
     for host in (first, second):
-        installed = host.home / "llama.cpp" / "build" / "bin"
+        installed = host.home / INSTALLED.removeprefix("/root/")
         assert (installed / "ggml-rpc-server").read_bytes() == \
             (first.home / "llama-build" / "bin" / "ggml-rpc-server").read_bytes()
 
-    rc, found = doctor(site)
+    assert f"Next: strixwizard doctor --stack llama-rpc --llama-bin-dir {INSTALLED}" in done.stdout
+    rc, found = doctor(site, "--llama-bin-dir", INSTALLED)
     assert rc == 0, found
     assert found["llama.same_build@lab"]["status"] == "pass", found["llama.same_build@lab"]
     assert {found[f"llama.rpc_rdma@{h.name}"]["status"] for h in (first, second)} == {"pass"}
