@@ -214,4 +214,5 @@ def with_llama_bin_dir(spec: Spec | None, bin_dir: str | None) -> Spec | None:
     from strixwizard.facts.spec import SPEC
 
     base = SPEC if spec is None else spec
-    return {**base, "commands": [*base.get("commands", ()), {"argv": list(survey_argv(bin_dir))}]}
+    survey = {"argv": list(survey_argv(bin_dir)), "root": True}  # as LLAMA_PROGRAMS: root's view
+    return {**base, "commands": [*base.get("commands", ()), survey]}
