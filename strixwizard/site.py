@@ -114,6 +114,16 @@ def host_problem(value: str) -> str | None:
     return "is not `local`, an IP address or a host name (letters, digits, `.`, `_`, `-`)"
 
 
+def bin_dir_problem(value: str) -> str | None:
+    """Why `value` cannot be a folder of programs on the nodes (`llama_bin_dir:`), or None: an
+    absolute path on one line (it becomes an argv value and a line of a systemd unit)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "holds a line break or another control character"
+    if not value.startswith("/"):
+        return "is not an absolute path (it is a folder on the nodes: start it with /)"
+    return None
+
+
 def node_problem(node: NodeSpec) -> str | None:
     """What is wrong with a node's host or fabric address (a site file's rule, a bundle's too)."""
     if node.host is not None and (problem := host_problem(node.host)) is not None:
@@ -244,6 +254,10 @@ class Site:
     #: the stack the site runs (a name of STACKS; "": not said, every check runs): `stack:` in
     #: the file, `doctor --stack`; doctor then runs the checks that stack depends on
     stack: str = ""
+    #: the folder of the nodes' llama.cpp programs (`llama_bin_dir:` in the file): the default
+    #: of every `--llama-bin-dir` (doctor, deploy --stack llama-rpc and its --build, test decode
+    #: --calibrate); the flag wins when given. None: not said (root's PATH and the usual folders)
+    llama_bin_dir: str | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -263,7 +277,8 @@ RAY, LLAMA_RPC, DS4 = "ray", "llama-rpc", "ds4"
 STACKS = {RAY: "vLLM on Ray (RCCL)", LLAMA_RPC: "llama.cpp RPC", DS4: "ds4"}
 
 T = TypeVar("T")
-TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh", "allow_soft_rdma", "stack")
+TOP_LEVEL_KEYS = ("site", "nodes", "fabric", "thresholds", "ssh", "allow_soft_rdma", "stack",
+                  "llama_bin_dir")
 _TYPE_NAMES: dict[object, str] = {int: "whole number", float: "number", str: "string"}
 
 
@@ -474,8 +489,13 @@ def parse_site(text: str, source: str, path: Path | None = None, require_nodes: 
     stack = reader.scalar(top["stack"][1], str, "stack") if "stack" in top else ""
     if "stack" in top and stack not in STACKS:
         raise reader.error(top["stack"][1], f"stack {stack!r} is not one of {', '.join(STACKS)}")
+    bin_dir = None
+    if "llama_bin_dir" in top:
+        bin_dir = reader.scalar(top["llama_bin_dir"][1], str, "llama_bin_dir")
+        if (problem := bin_dir_problem(bin_dir)) is not None:
+            raise reader.error(top["llama_bin_dir"][1], f"llama_bin_dir {bin_dir!r} {problem}")
     return Site(name=name, nodes=tuple(nodes), fabric=fabric, thresholds=thresholds, ssh=ssh,
-                path=path, allow_soft_rdma=allow_soft_rdma, stack=stack)
+                path=path, allow_soft_rdma=allow_soft_rdma, stack=stack, llama_bin_dir=bin_dir)
 
 
 def load_site(path: Path, require_nodes: bool = True) -> Site:

@@ -110,8 +110,9 @@ def _add_doctor(commands: Any) -> None:
                         + "); as `stack: NAME` in the site file")
     doctor.add_argument("--llama-bin-dir", metavar="DIR",
                         help="look for the llama.cpp programs in DIR first (where `deploy "
-                        "--stack llama-rpc --build` installed them with --llama-bin-dir), then "
-                        "on root's PATH and in the usual folders")
+                        "--stack llama-rpc --build` installed them with --llama-bin-dir; "
+                        "default: the site file's `llama_bin_dir:`), then on root's PATH and "
+                        "in the usual folders")
     doctor.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     doctor.add_argument("--strict", action="store_true", help="warnings fail the run too")
     from strixwizard.services.levels import DOCTOR, DOCTOR_LEVELS

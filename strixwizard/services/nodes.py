@@ -54,7 +54,8 @@ class RunRequest:
     stack: str = ""
     #: what to collect from nodes over SSH (None: everything, `facts/spec.py` SPEC)
     spec: Spec | None = None
-    #: `doctor --llama-bin-dir`: the folder the llama.cpp survey looks in first
+    #: `doctor --llama-bin-dir`: the folder the llama.cpp survey looks in first (None: the site
+    #: file's `llama_bin_dir:`, if it says one)
     llama_bin_dir: str | None = None
 
 
@@ -174,7 +175,8 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
                 connector: Connector | None = None) -> tuple[Site, list[DiscoveredNode]]:
     """The site and its nodes; with nothing given, this machine is the one node."""
     site = resolve_site(request)
-    spec = with_llama_bin_dir(request.spec, request.llama_bin_dir)
+    bin_dir = request.llama_bin_dir or (site.llama_bin_dir if site else None)
+    spec = with_llama_bin_dir(request.spec, bin_dir)
     nodes = site_nodes(site, request.trust_new_hosts, progress, connector=connector,
                        spec=spec) if site else []
     taken = {n.report.name for n in nodes}
@@ -202,7 +204,7 @@ def resolve_run(request: RunRequest, progress: Progress | None = None,
         nodes.append(collect_node(LocalTarget(socket.gethostname()), spec=spec))
     for node in nodes:
         if node.facts is not None:
-            node.facts.llama_bin_dir = request.llama_bin_dir
+            node.facts.llama_bin_dir = bin_dir
     return site, nodes
 
 
