@@ -136,9 +136,10 @@ def _site_stack(args: argparse.Namespace) -> str:
     return load_site(site, require_nodes=False).stack
 
 
-def _settings(args: argparse.Namespace) -> Any:
-    """The deploy settings, from the chosen stack's own builder and every flag's value; a flag
-    that only other stacks read (`Option.refused_elsewhere`) is refused, naming them."""
+def _settings(args: argparse.Namespace, site: Any = None) -> Any:
+    """The deploy settings, from the chosen stack's own builder and every flag's value (a flag
+    not given: the site file's value for it, if any); a flag that only other stacks read
+    (`Option.refused_elsewhere`) is refused, naming them."""
     from strixwizard.deploy.env import DeployRefused
     from strixwizard.deploy.plan import DeploySettings, settings_from, stack_of
     from strixwizard.errors import UsageError
@@ -149,7 +150,7 @@ def _settings(args: argparse.Namespace) -> Any:
         raise UsageError(f"--stack: {unknown}") from None
     _refuse_foreign_flags(args, stack)
     common = DeploySettings(target_dir=args.target_dir, nodes=args.nodes)
-    return settings_from(stack.name, vars(args), common)
+    return settings_from(stack.name, vars(args), common, site)
 
 
 def _refuse_foreign_flags(args: argparse.Namespace, stack: Any) -> None:
@@ -201,7 +202,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
                                   allow_soft_rdma=args.allow_soft_rdma))
     site = found.site
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
-    settings = _settings(args)
+    settings = _settings(args, site)
     if getattr(args, "build", None):  # --build SOURCE (declared by the stack that builds)
         from strixwizard.cli.llama_build import cmd_build
 

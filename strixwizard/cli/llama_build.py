@@ -19,7 +19,7 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
     from strixwizard.cli.nextstep import same_command
     from strixwizard.cli.options import terminal_confirm
     from strixwizard.deploy.stacks.llama_rpc.build import BuildRefused
-    from strixwizard.deploy.stacks.llama_rpc.recipe import DEFAULT_BIN_DIR, BuildSettings, stopped_state
+    from strixwizard.deploy.stacks.llama_rpc.recipe import stopped_state
     from strixwizard.errors import UsageError
     from strixwizard.present.terminal import visible
     from strixwizard.services.deploy import DeployOptions
@@ -28,9 +28,7 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
 
     if args.smoke or args.rollback:
         raise UsageError("--build plans (or with --apply runs) a build; it takes no --smoke")
-    wanted = BuildSettings(source=args.build, backend=args.build_backend, build_on=args.build_on,
-                           timeout_s=args.build_timeout, build_dir=args.build_dir,
-                           bin_dir=args.llama_bin_dir or DEFAULT_BIN_DIR, jobs=args.build_jobs)
+    wanted = build_settings(args, settings, found.site.llama_bin_dir)
 
     def say(line: str) -> None:
         if not args.json:
@@ -88,7 +86,29 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
     for note in result.notes:
         print(visible(note), file=out)
     if result.ok:
-        where = f" --llama-bin-dir {shlex.quote(args.llama_bin_dir)}" if args.llama_bin_dir else ""
-        print(visible(f"Next: strixwizard doctor --stack llama-rpc{where}, then strixwizard "
-                      f"deploy --stack llama-rpc --gguf MODEL --apply{where}"), file=out)
+        print(visible(next_step(args.llama_bin_dir, wanted.site_bin_dir)), file=out)
     return exit_code(result.ok)
+
+
+def build_settings(args: argparse.Namespace, settings: Any, site_bin_dir: str | None) -> Any:
+    """The build's settings from the flags; the install folder is the deploy's (`settings`):
+    --llama-bin-dir, else the site file's `llama_bin_dir:`, else /usr/local/bin."""
+    from strixwizard.deploy.stacks.llama_rpc.llama import LlamaSettings
+    from strixwizard.deploy.stacks.llama_rpc.recipe import DEFAULT_BIN_DIR, BuildSettings
+
+    llama = settings.own(LlamaSettings)
+    return BuildSettings(source=args.build, backend=args.build_backend, build_on=args.build_on,
+                         timeout_s=args.build_timeout, build_dir=args.build_dir,
+                         bin_dir=(llama.bin_dir if llama else None) or DEFAULT_BIN_DIR,
+                         jobs=args.build_jobs, site_bin_dir=site_bin_dir)
+
+
+def next_step(flag: str | None, site_bin_dir: str | None) -> str:
+    """The build's last line: doctor, then deploy, with the --llama-bin-dir given unless the site
+    file's `llama_bin_dir:` already says that folder (doctor and deploy read it there)."""
+    from strixwizard.deploy.stacks.llama_rpc.recipe import same_dir
+
+    where = f" --llama-bin-dir {shlex.quote(flag)}" \
+        if flag and not same_dir(flag, site_bin_dir) else ""
+    return (f"Next: strixwizard doctor --stack llama-rpc{where}, then strixwizard deploy --stack "
+            f"llama-rpc --gguf MODEL --apply{where}")

@@ -85,6 +85,9 @@ class Option:
     #: given (not its default) with another stack: refused, naming the stacks that read it;
     #: False: another stack leaves it unread
     refused_elsewhere: bool = False
+    #: the site file's key (a `Site` field) whose value is this option's default when the option
+    #: is not given (`llama_bin_dir`); "": none
+    site_key: str = ""
 
     @property
     def switch(self) -> bool:

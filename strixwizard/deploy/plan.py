@@ -73,12 +73,25 @@ def plan_deploy(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySe
     return planned
 
 
-def settings_from(name: str, values: Mapping[str, Any], common: DeploySettings | None = None
-                  ) -> DeploySettings:
+def settings_from(name: str, values: Mapping[str, Any], common: DeploySettings | None = None,
+                  site: object | None = None) -> DeploySettings:
     """A stack's settings from the values of its options by `dest` (and `model`), each option
-    not given at its default: the one road from the CLI's flags and the wizard's pickers."""
+    not given at the site file's value (`Option.site_key`, when the site says one) or else at
+    its default: the one road from the CLI's flags and the wizard's pickers."""
     stack = stack_of(name)
-    return stack.settings(common or DeploySettings(), option_values(stack.options, values))
+    return stack.settings(common or DeploySettings(),
+                          option_values(stack.options, with_site_defaults(stack, values, site)))
+
+
+def with_site_defaults(stack: Stack, values: Mapping[str, Any], site: object | None
+                       ) -> dict[str, Any]:
+    """`values` with each option of `stack` that was not given at the site's value for it."""
+    out = dict(values)
+    for option in stack.options:
+        said = getattr(site, option.site_key, None) if option.site_key else None
+        if said is not None and not option.given(out.get(option.dest)):
+            out[option.dest] = said
+    return out
 
 
 def render_plan(plan: DeployPlan, out: TextIO, apply_command: str | None = "") -> None:

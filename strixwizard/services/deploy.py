@@ -151,12 +151,14 @@ class DeployChoice:
         options = {**dict(self.options), dest: value}
         return replace(self, options=tuple((k, v) for k, v in options.items() if v is not None))
 
-    def settings(self) -> DeploySettings:
-        """The stack's settings, built by the stack from this choice."""
+    def settings(self, site: Site | None = None) -> DeploySettings:
+        """The stack's settings, built by the stack from this choice (an option not picked: the
+        site file's value for it, as the CLI's flags)."""
         from strixwizard.deploy.plan import DEFAULT_TARGET_DIR, DeploySettings, settings_from
 
         common = DeploySettings(target_dir=self.target_dir or DEFAULT_TARGET_DIR, nodes=self.nodes)
-        return settings_from(self.stack, {**dict(self.options), "model": self.model}, common)
+        return settings_from(self.stack, {**dict(self.options), "model": self.model}, common,
+                             site)
 
 
 def plan_choice(found: Discovery, report: Report, choice: DeployChoice | None = None
@@ -166,7 +168,7 @@ def plan_choice(found: Discovery, report: Report, choice: DeployChoice | None = 
 
     choice = choice or DeployChoice()
     try:
-        return plan(found, report, choice.settings(), choice.transport)
+        return plan(found, report, choice.settings(found.site), choice.transport)
     except (UsageError, DeployRefused) as error:  # a node name the site lacks, an unknown stack
         return DeployPreview(None, str(error))
 

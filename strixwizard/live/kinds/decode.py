@@ -15,6 +15,7 @@ from strixwizard.live.results import Measurement
 if TYPE_CHECKING:
     from strixwizard.decode.calibrate import CalibrationSettings
     from strixwizard.decode.document import DecodeRun
+    from strixwizard.decode.measure import DecodeSettings
     from strixwizard.live.report import MeasurementReport
     from strixwizard.live.settings import MeasurementSettings
 
@@ -37,7 +38,7 @@ OPTIONS = (
                               "that speed"}),
     Option(("--llama-bin-dir",), {"metavar": "DIR",
                                   "help": "decode --calibrate: where llama-server is on the node "
-                                  "(default: PATH)"}),
+                                  "(default: the site file's `llama_bin_dir:`, else PATH)"}),
     Option(("--mem-bandwidth",), {"type": float, "metavar": "GBPS",
                                   "help": "decode: memory bandwidth per node in GB/s (default 212, "
                                   "measured on Strix Halo)"}),
@@ -128,8 +129,19 @@ def run(job: Job) -> Iterator[Measurement]:
 
     assert job.settings.decode is not None and job.found is not None
     plan = next(iter(job.plans.values()))
-    yield from _tcp_only(decode_pair(job.hosts, plan, job.addresses, job.settings.decode,
+    decode = with_site_bin_dir(job.settings.decode, job.found.site.llama_bin_dir)
+    yield from _tcp_only(decode_pair(job.hosts, plan, job.addresses, decode,
                                      usb4_paths(job.found, plan)), job.settings)
+
+
+def with_site_bin_dir(decode: DecodeSettings, site_bin_dir: str | None) -> DecodeSettings:
+    """--calibrate without --llama-bin-dir: llama-server in the site file's `llama_bin_dir:`."""
+    from dataclasses import replace
+
+    calibration = decode.calibration
+    if calibration is None or calibration.bin_dir or not site_bin_dir:
+        return decode
+    return replace(decode, calibration=replace(calibration, bin_dir=site_bin_dir))
 
 
 def demo(job: DemoJob) -> Iterator[Measurement]:

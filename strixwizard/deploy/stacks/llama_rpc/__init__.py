@@ -100,9 +100,10 @@ OPTIONS = (
            help="run ggml-rpc-server without its tensor cache (-c)"),
     Option("--rpc-on-head", "rpc_on_head", action="store_true",
            help="run an RPC server on the head too and list it in --rpc"),
-    Option("--llama-bin-dir", "llama_bin_dir", metavar="DIR",
-           help="where the llama.cpp binaries are on the nodes (default: PATH); where --build "
-           f"installs them (default {DEFAULT_BIN_DIR})"),
+    Option("--llama-bin-dir", "llama_bin_dir", metavar="DIR", site_key="llama_bin_dir",
+           help="where the llama.cpp binaries are on the nodes (default: the site file's "
+           "`llama_bin_dir:`, else PATH); where --build installs them (default: the site's, "
+           f"else {DEFAULT_BIN_DIR})"),
     Option("--llama-run-dir", "llama_run_dir", default=RUN_DIR, metavar="DIR",
            help="pid files and logs on each node (logs are kept after a rollback)"),
     Option("--persist", "persist", action="store_true", wizard=Field("systemd units"),

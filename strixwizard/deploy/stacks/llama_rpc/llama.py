@@ -62,7 +62,8 @@ RPC_TARGET = "ggml-rpc-server"
 SERVER_TARGET = "llama-server"
 @dataclass(frozen=True)
 class LlamaSettings:
-    """What the user picks for the llama.cpp stack (CLI flags; none of it is in the site file)."""
+    """What the user picks for the llama.cpp stack (CLI flags; `bin_dir`'s default is the site
+    file's `llama_bin_dir:`, the rest is not in the site file)."""
 
     model: str | None = None  # GGUF path on the head
     rpc_port: int = RPC_PORT

@@ -141,6 +141,8 @@ class BuildSettings:
     build_dir: str = DEFAULT_BUILD_DIR
     bin_dir: str = DEFAULT_BIN_DIR
     jobs: int = 0  # 0: every core of the build node
+    #: the site file's `llama_bin_dir:` (None: the site says none): doctor looks there unasked
+    site_bin_dir: str | None = None
 
     def staged(self, program: str) -> str:
         return f"{self.build_dir.rstrip('/')}/bin/{program}"
@@ -186,15 +188,23 @@ class BuildPlan:
                + (f" (copied byte for byte from {self.build_on} through this machine)"
                   if self.copies else "") + ", journalled: `deploy --rollback` puts back what "
                "was there."]
-        if not doctor_looks_in(s.bin_dir):
+        if not doctor_looks_in(s.bin_dir) and not same_dir(s.bin_dir, s.site_bin_dir):
             out.append(f"doctor --stack llama-rpc looks on root's PATH and in "
-                       f"{', '.join(SEARCHED)}: give it --llama-bin-dir {s.bin_dir} to look "
-                       "there first.")
+                       f"{', '.join(SEARCHED)}"
+                       + (f" and in the site file's llama_bin_dir: {s.site_bin_dir}: give it "
+                          f"--llama-bin-dir {s.bin_dir} to look there first." if s.site_bin_dir
+                          else f": give it --llama-bin-dir {s.bin_dir} to look there first, or "
+                          f"put `llama_bin_dir: {s.bin_dir}` in the site file once (doctor, "
+                          "deploy and test decode then look there unasked)."))
         for node, arch in self.own_build:
             out.append(f"{node} is {arch or 'of an unknown machine'}, not {self.arch}: it needs "
                        f"its own build of the same commit with the same flags (docs/llama-cpp.md, "
                        "step 1); nothing is installed there.")
         return out
+
+
+def same_dir(one: str, other: str | None) -> bool:
+    return other is not None and one.rstrip("/") == other.rstrip("/")
 
 
 def doctor_looks_in(bin_dir: str) -> bool:
