@@ -145,7 +145,8 @@ def test_the_build_command_puts_one_rdma_build_on_every_node_and_doctor_passes(
         assert (installed / "ggml-rpc-server").read_bytes() == \
             (first.home / "llama-build" / "bin" / "ggml-rpc-server").read_bytes()
 
-    assert f"Next: strixwizard doctor --stack llama-rpc --llama-bin-dir {INSTALLED}" in done.stdout
+    assert (f"Next: strixwizard doctor --site {site} --stack llama-rpc --llama-bin-dir {INSTALLED}"
+            in done.stdout), done.stdout
     rc, found = doctor(site, "--llama-bin-dir", INSTALLED)
     assert rc == 0, found
     assert found["llama.same_build@lab"]["status"] == "pass", found["llama.same_build@lab"]

@@ -151,9 +151,9 @@ def test_the_build_installs_in_the_sites_folder_and_its_last_line_needs_no_flag(
     settings = settings_from("llama-rpc", {"llama_bin_dir": flag, "rpc_device": []}, site=site)
     wanted = build_settings(_build_args(flag), settings, site_dir)
     assert wanted.bin_dir == installs and wanted.site_bin_dir == site_dir
-    assert next_step(flag, site_dir) == (
-        f"Next: strixwizard doctor --stack llama-rpc{next_flag}, then strixwizard deploy "
-        f"--stack llama-rpc --gguf MODEL --apply{next_flag}")
+    assert next_step(flag, site_dir, ["--site", "lab.yaml"]) == (
+        f"Next: strixwizard doctor --site lab.yaml --stack llama-rpc{next_flag}, then strixwizard "
+        f"deploy --site lab.yaml --stack llama-rpc --gguf MODEL --apply{next_flag}")
 
 
 def test_the_build_plan_suggests_the_site_file_when_doctor_would_not_look() -> None:

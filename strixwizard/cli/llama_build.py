@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -16,7 +17,7 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
     """`--build SOURCE`: the build's plan and preflight; with --apply, the build and install."""
     import sys
 
-    from strixwizard.cli.nextstep import same_command
+    from strixwizard.cli.nextstep import same_command, site_options
     from strixwizard.cli.options import terminal_confirm
     from strixwizard.deploy.stacks.llama_rpc.build import BuildRefused
     from strixwizard.deploy.stacks.llama_rpc.recipe import stopped_state
@@ -86,7 +87,8 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
     for note in result.notes:
         print(visible(note), file=out)
     if result.ok:
-        print(visible(next_step(args.llama_bin_dir, wanted.site_bin_dir)), file=out)
+        print(visible(next_step(args.llama_bin_dir, wanted.site_bin_dir, site_options(args))),
+              file=out)
     return exit_code(result.ok)
 
 
@@ -103,12 +105,14 @@ def build_settings(args: argparse.Namespace, settings: Any, site_bin_dir: str | 
                          jobs=args.build_jobs, site_bin_dir=site_bin_dir)
 
 
-def next_step(flag: str | None, site_bin_dir: str | None) -> str:
-    """The build's last line: doctor, then deploy, with the --llama-bin-dir given unless the site
-    file's `llama_bin_dir:` already says that folder (doctor and deploy read it there)."""
+def next_step(flag: str | None, site_bin_dir: str | None, site_words: Sequence[str] = ()) -> str:
+    """The build's last line: doctor, then deploy, on the same site (`site_words`: its --site,
+    --inventory or --demo), with the --llama-bin-dir given unless the site file's
+    `llama_bin_dir:` already says that folder (doctor and deploy read it there)."""
     from strixwizard.deploy.stacks.llama_rpc.recipe import same_dir
 
-    where = f" --llama-bin-dir {shlex.quote(flag)}" \
-        if flag and not same_dir(flag, site_bin_dir) else ""
-    return (f"Next: strixwizard doctor --stack llama-rpc{where}, then strixwizard deploy --stack "
-            f"llama-rpc --gguf MODEL --apply{where}")
+    where = ["--llama-bin-dir", flag] if flag and not same_dir(flag, site_bin_dir) else []
+    doctor = shlex.join(["strixwizard", "doctor", *site_words, "--stack", "llama-rpc", *where])
+    deploy = shlex.join(["strixwizard", "deploy", *site_words, "--stack", "llama-rpc", "--gguf",
+                         "MODEL", "--apply", *where])
+    return f"Next: {doctor}, then {deploy}"
