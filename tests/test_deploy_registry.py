@@ -94,6 +94,18 @@ def test_every_stack_package_declares_itself_under_its_own_name() -> None:
     assert registry.stack_of(DeploySettings().stack) is next(iter(registry.STACKS.values()))
 
 
+def test_every_stack_command_is_one_of_its_options_and_a_function_of_the_cli() -> None:
+    import importlib
+
+    assert registry.STACKS["llama-rpc"].commands == {"build": "strixwizard.cli.llama_build:cmd_build"}
+    for stack in registry.STACKS.values():
+        for dest, target in stack.commands.items():
+            assert stack.option(dest) is not None, (stack.name, dest)
+            module, _, function = target.partition(":")
+            assert module.startswith("strixwizard.cli."), target
+            assert callable(getattr(importlib.import_module(module), function)), target
+
+
 def test_the_stacks_settings_travel_as_their_own_objects() -> None:
     from strixwizard.deploy.stacks.llama_rpc.llama import LlamaSettings
     from strixwizard.deploy.stacks.ray.serve import ServeSettings

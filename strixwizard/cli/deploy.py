@@ -186,6 +186,19 @@ def _refused(args: argparse.Namespace, site: str, mode: str, reason: str) -> int
     return EXIT_NO_VERDICT
 
 
+def _own_command(args: argparse.Namespace) -> Any:
+    """The function of the chosen stack's `commands` whose option was given, or None."""
+    import importlib
+
+    from strixwizard.deploy.plan import stack_of
+
+    for dest, target in stack_of(args.stack or _site_stack(args)).commands.items():
+        if getattr(args, dest, None):
+            module, _, function = target.partition(":")
+            return getattr(importlib.import_module(module), function)
+    return None
+
+
 def cmd_deploy(args: argparse.Namespace) -> int:
     import sys
 
@@ -203,10 +216,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     site = found.site
     mode = "apply" if args.apply else "smoke" if args.smoke else "plan"
     settings = _settings(args, site)
-    if getattr(args, "build", None):  # --build SOURCE (declared by the stack that builds)
-        from strixwizard.cli.llama_build import cmd_build
-
-        return cmd_build(args, found, settings)
+    own = _own_command(args)
+    if own is not None:  # an option that runs the stack's own command (llama-rpc's --build)
+        return int(own(args, found, settings))
     preview = deploy.plan(found, check(found), settings, args.transport, args.head)
     if preview.plan is None:
         return _refused(args, site.name, mode, str(preview.refused))

@@ -156,7 +156,11 @@ class Stack:
       undid a step;
     - `stops_first`/`stops_last`: step targets whose nodes a rollback undoes first (a server
       before its workers) or last (a head its workers still need);
-    - `order`: where it is listed (lowest first: the default stack).
+    - `order`: where it is listed (lowest first: the default stack);
+    - `commands`: an option (by `dest`) that, when given, runs a command of its own instead of
+      the deploy, named as `module:function` of the command line (`(args, found, settings) ->
+      exit status`): the deploy layer never imports a front end, and `cli/deploy.py` knows no
+      stack's option (llama-rpc's `--build`).
     """
 
     name: str
@@ -177,6 +181,7 @@ class Stack:
     stops_first: frozenset[str] = frozenset()
     stops_last: frozenset[str] = frozenset()
     order: int = 100
+    commands: Mapping[str, str] = field(default_factory=dict)
 
     def option(self, dest: str) -> Option | None:
         return next((o for o in self.options if o.dest == dest), None)

@@ -144,6 +144,7 @@ STACK = Stack(
     model_hint="GGUF file path on the head",
     hints={"--serve": "; with --stack llama-rpc, --gguf PATH starts llama-server"},
     stops_first=frozenset({SERVER_TARGET, SERVER_UNIT}),  # the server before its workers
+    commands={"build": "strixwizard.cli.llama_build:cmd_build"},
     order=10)
 
 __all__ = ["STACK"]
