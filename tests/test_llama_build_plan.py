@@ -266,3 +266,30 @@ def test_the_command_refuses_a_bad_source_snapshots_and_other_stacks(tmp_path: P
     assert replayed.rc == 2 and "replayed from snapshots: nothing to build on" in replayed.stderr
     other = run_cli("deploy", "--demo", "--stack", "ray", "--build", str(tree))
     assert other.rc == 2 and "--build is for --stack llama-rpc, not ray" in other.stderr
+
+
+def test_a_git_checkout_gives_the_build_its_commit_and_number(tmp_path: Path) -> None:
+    """The node's copy leaves `.git` out, so the head reads the commit and build number with git
+    and passes them to CMake: `llama-server --version` (and doctor) then name the commit."""
+    tree = stand_in_tree(tmp_path)
+    assert on_nodes.source_version_flags(tree) == ()  # no .git: nothing to read
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    for message in ("one", "two"):
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", message], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    found = on_nodes.source_version_flags(tree)
+    assert found == (f"-DLLAMA_BUILD_COMMIT={head}", "-DLLAMA_BUILD_NUMBER=2")
+    plan = plan_build(BuildSettings(str(tree)), {"a": "x86_64"}, "cpu", "", found)
+    assert plan.flags == (*flags("cpu"), *found)
+    assert on_nodes.source_version_flags(tmp_path / "no-such-tree") == ()
+
+
+@pytest.mark.parametrize(("commit", "count"), [("unknown", "5"), ("abc1234", "x"), ("", ""),
+                                               ("abc1234; rm -rf /", "1"), ("ABC1234", "1")])
+def test_what_git_did_not_print_gives_no_version_flags(commit: str, count: str) -> None:
+    from strixwizard.deploy.stacks.llama_rpc.recipe import version_flags
+
+    assert version_flags(commit, count) == ()

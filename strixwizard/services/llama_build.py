@@ -126,7 +126,8 @@ def build(found: Discovery, settings: BuildSettings, nodes: tuple[str, ...], con
             raise BuildRefused(f"the preflight could not run: {error}") from None
         if missing:
             raise BuildRefused(missing_error(build_on, backend, missing))
-        plan = plan_build(settings, machines, backend, why)
+        plan = plan_build(settings, machines, backend, why,
+                          on_nodes.source_version_flags(Path(settings.source)))
         result = BuildResult(plan)
         if not apply:
             return result

@@ -21,7 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strixwizard.deploy.stacks.llama_rpc.recipe import ARCH, PREFLIGHT, PROGRAMS, BuildPlan
+from strixwizard.deploy.stacks.llama_rpc.recipe import (
+    ARCH,
+    PREFLIGHT,
+    PROGRAMS,
+    BuildPlan,
+    version_flags,
+)
 from strixwizard.fixing.model import BEFORE, Kind, Plan, Read, SitePlan, Step
 from strixwizard.fixing.runner import SessionRunner, StepFailed
 from strixwizard.node import signals
@@ -95,6 +101,26 @@ fi
 
 class BuildRefused(Exception):
     """Nothing was changed: a missing tool, a source that is not a llama.cpp tree."""
+
+
+def source_version_flags(source: Path) -> tuple[str, ...]:
+    """The commit and build number of a git checkout given as the source (read with git on this
+    machine, bounded), as CMake flags; () for an archive, a tree without `.git` or no git."""
+    import subprocess
+
+    if not (source.is_dir() and (source / ".git").exists()):
+        return ()
+    answers = []
+    for words in (("rev-parse", "--short", "HEAD"), ("rev-list", "--count", "HEAD")):
+        try:
+            done = subprocess.run(["git", "-C", str(source), *words], capture_output=True,
+                                  text=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+        if done.returncode != 0:
+            return ()
+        answers.append(done.stdout)
+    return version_flags(*answers)
 
 
 def source_archive(source: Path) -> bytes:

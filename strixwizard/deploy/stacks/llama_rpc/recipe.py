@@ -10,6 +10,7 @@ Sources: llama.cpp `docs/build.md` (Vulkan; HIP with `GPU_TARGETS`), `tools/rpc/
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from strixwizard.facts.llama_cpp import SEARCHED
@@ -166,10 +167,12 @@ class BuildPlan:
     copies: tuple[str, ...]  # other nodes of the same machine: a byte-identical copy
     own_build: tuple[tuple[str, str], ...]  # (node, machine) of another machine
     settings: BuildSettings
+    #: the source's commit and build number for `--version` (`source_version_flags`)
+    source_flags: tuple[str, ...] = ()
 
     @property
     def flags(self) -> tuple[str, ...]:
-        return flags(self.backend)
+        return (*flags(self.backend), *self.source_flags)
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -213,7 +216,7 @@ def doctor_looks_in(bin_dir: str) -> bool:
 
 
 def plan_build(settings: BuildSettings, machines: dict[str, str], backend: str,
-               why_backend: str) -> BuildPlan:
+               why_backend: str, source_flags: tuple[str, ...] = ()) -> BuildPlan:
     """The build plan over the nodes' machines (`uname -m`, in the site's order)."""
     names = list(machines)
     build_on = settings.build_on or names[0]
@@ -223,7 +226,18 @@ def plan_build(settings: BuildSettings, machines: dict[str, str], backend: str,
     arch = machines[build_on]
     copies = tuple(n for n in names if n != build_on and machines[n] == arch)
     own = tuple((n, machines[n]) for n in names if n != build_on and machines[n] != arch)
-    return BuildPlan(build_on, backend, why_backend, arch, copies, own, settings)
+    return BuildPlan(build_on, backend, why_backend, arch, copies, own, settings, source_flags)
+
+
+def version_flags(commit: str, count: str) -> tuple[str, ...]:
+    """`-DLLAMA_BUILD_COMMIT`/`-DLLAMA_BUILD_NUMBER` from `git rev-parse --short HEAD` and
+    `git rev-list --count HEAD` of the source (what cmake/build-info.cmake reads itself when it
+    finds `.git`, which the build node's copy leaves out), so `llama-server --version` and
+    doctor's llama.same_build name the commit; nothing unless both are what git prints."""
+    commit, count = commit.strip(), count.strip()
+    if not re.fullmatch(r"[0-9a-f]{7,40}", commit) or not re.fullmatch(r"[0-9]{1,9}", count):
+        return ()
+    return (f"-DLLAMA_BUILD_COMMIT={commit}", f"-DLLAMA_BUILD_NUMBER={count}")
 
 
 def stopped_state(plan: BuildPlan, why: str, head_log: str | None, again: str) -> str:
