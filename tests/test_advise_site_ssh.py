@@ -19,7 +19,8 @@ def test_advise_reads_a_new_node_only_with_trust_new_hosts(lab1: Lab, tmp_path: 
     refused = run_cli("advise", "--site", str(site), *MODEL)
     assert refused.rc == 0, refused.stderr
     (node,) = refused.json()["site_nodes"]
-    assert node["memory_gib"] is None and "unknown host key" in node["memory_source"]
+    assert node["memory_gib"] is None and "unknown host key" in node["memory_source"], (
+        node, refused.stderr)
     assert any("memory not known" in note and "124 GiB GPU pool per node assumed" in note
                for note in refused.json()["notes"])
     assert not known.exists()
@@ -27,7 +28,7 @@ def test_advise_reads_a_new_node_only_with_trust_new_hosts(lab1: Lab, tmp_path: 
     assert trusted.rc == 0, trusted.stderr
     body = trusted.json()
     (node,) = body["site_nodes"]
-    assert node["memory_gib"] is not None, node
+    assert node["memory_gib"] is not None, (node, trusted.stderr)
     (memory,) = body["memory_for_weights"]["site_nodes"]
     assert memory["gib"] == node["memory_gib"] and memory["source"] == node["memory_source"]
     single = body["predictions"][0]
