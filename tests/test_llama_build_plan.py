@@ -293,3 +293,22 @@ def test_what_git_did_not_print_gives_no_version_flags(commit: str, count: str) 
     from strixwizard.deploy.stacks.llama_rpc.recipe import version_flags
 
     assert version_flags(commit, count) == ()
+
+
+def test_the_log_goes_to_a_private_folder_and_a_failed_write_here_is_said(
+        tmp_path: Path, local_runner: LocalRunner) -> None:
+    """The head's copy of the log follows files.py's folder rule (made 0700); a write that
+    fails here (a full disk, a path through a file) leaves the node's log and says why."""
+    import stat
+
+    plan = plan_build(BuildSettings("x", build_dir=str(tmp_path / "build")), {"here": "x86_64"},
+                      "cpu", "")
+    (tmp_path / "build").mkdir()
+    Path(plan.settings.log).write_bytes(b"[ 50%] Building\n")
+    copied, why = on_nodes._copy_log(local_runner, plan, tmp_path / "state" / "logs")
+    assert why == "" and copied is not None and Path(copied).read_bytes() == b"[ 50%] Building\n"
+    assert stat.S_IMODE((tmp_path / "state" / "logs").stat().st_mode) == 0o700
+    (tmp_path / "a-file").write_text("")
+    copied, why = on_nodes._copy_log(local_runner, plan, tmp_path / "a-file" / "logs")
+    assert copied is None and why.startswith("not copied to this machine: "), why
+    assert Path(plan.settings.log).is_file()

@@ -66,7 +66,8 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
             print(visible(f"The build on {result.plan.build_on} {outcome.message}. Nothing was "
                           f"installed. The log: {result.plan.settings.log} on "
                           f"{result.plan.build_on}" + (f", copied to {outcome.log_on_head}"
-                                                       if outcome.log_on_head else "")), file=out)
+                                                       if outcome.log_on_head else
+                                                       f" ({outcome.log_not_copied})")), file=out)
         else:
             print(visible(stopped_state(result.plan, outcome.message, outcome.log_on_head, again)),
                   file=out)
@@ -75,8 +76,9 @@ def cmd_build(args: argparse.Namespace, found: Any, settings: Any) -> int:
         return EXIT_NO_VERDICT if outcome.state == "lost" else 1
     print(visible(f"Built on {result.plan.build_on} ({result.plan.backend}, "
                   f"{result.version or 'no version line'}); {outcome.progress_lines} progress "
-                  f"lines; the log: {result.plan.settings.log} on {result.plan.build_on}, copied "
-                  f"to {outcome.log_on_head}"), file=out)
+                  f"lines; the log: {result.plan.settings.log} on {result.plan.build_on}"
+                  + (f", copied to {outcome.log_on_head}" if outcome.log_on_head
+                     else f" ({outcome.log_not_copied})")), file=out)
     if result.report is not None:
         from strixwizard.cli.nextstep import journal_options
         from strixwizard.present.fix_text import render_apply

@@ -58,6 +58,7 @@ class BuildResult:
                 "state": self.outcome.state if self.outcome else "planned",
                 "message": self.outcome.message if self.outcome else "",
                 "log_on_head": self.outcome.log_on_head if self.outcome else None,
+                "log_not_copied": self.outcome.log_not_copied if self.outcome else "",
                 "sha256": self.outcome.sha256 if self.outcome else {},
                 "version": self.version,
                 "install": self.report.to_json() if self.report else None,

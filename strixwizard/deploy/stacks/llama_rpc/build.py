@@ -10,6 +10,7 @@ Every script sent to a node is fixed text; paths and flags reach it as argv valu
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -170,6 +171,7 @@ class BuildOutcome:
     state: str
     message: str = ""
     log_on_head: str | None = None
+    log_not_copied: str = ""  # why the log is only on the node (the head's write failed)
     sha256: dict[str, str] = field(default_factory=dict)
     progress_lines: int = 0
     signal: int | None = None  # the head's signal that stopped it
@@ -271,22 +273,32 @@ def compile_on(plan: BuildPlan, runner: SessionRunner, archive: bytes, head_logs
         else:
             tail = "; ".join(line for line in process.stdout.splitlines()[-6:] if line.strip())
             outcome.message = f"failed (exit {status}): {tail}"
-    outcome.log_on_head = _copy_log(runner, plan, head_logs)
+    outcome.log_on_head, outcome.log_not_copied = _copy_log(runner, plan, head_logs)
     if outcome.ok:
         for program in PROGRAMS:
             outcome.sha256[program] = sha256_on(runner, s.staged(program))
     return outcome
 
 
-def _copy_log(runner: SessionRunner, plan: BuildPlan, head_logs: Path) -> str | None:
+def _copy_log(runner: SessionRunner, plan: BuildPlan, head_logs: Path) -> tuple[str | None, str]:
+    """The build log copied into this machine's private state folder (files.py's one rule
+    for its folders): its path, or None and why (the node's log is kept either way; a full
+    disk or a refused folder here does not undo a build that finished)."""
+    from strixwizard.files import private_dir
+
     try:
         text = fetch_bytes(runner, plan.settings.log)
-    except (OpRefused, StepFailed):
-        return None
-    head_logs.mkdir(parents=True, exist_ok=True)
+    except (OpRefused, StepFailed) as error:
+        return None, f"not read from {plan.build_on}: {error}"
     path = head_logs / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{plan.build_on}.log"
-    path.write_bytes(text)
-    return str(path)
+    try:
+        private_dir(head_logs, "or set XDG_STATE_HOME to another folder")
+        path.write_bytes(text)
+    except OSError as error:
+        with contextlib.suppress(OSError):  # a half-written copy (a full disk) is not kept
+            path.unlink(missing_ok=True)
+        return None, f"not copied to this machine: {error}"
+    return str(path), ""
 
 
 def ship(plan: BuildPlan, runners: dict[str, SessionRunner], sha256: dict[str, str],
