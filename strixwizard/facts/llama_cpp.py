@@ -19,8 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from strixwizard.facts.outputs import command_output
-from strixwizard.facts.source import run
+from strixwizard.facts.outputs import command_output, run_survey
 from strixwizard.probe import Probe
 
 #: The RPC server's names, newest first (llama.cpp renamed rpc-server to ggml-rpc-server).
@@ -168,12 +167,5 @@ def survey_argv(bin_dir: str | None = None) -> tuple[str, ...]:
 
 
 def llama_survey(probe: Probe, bin_dir: str | None = None) -> LlamaSurvey:
-    result = run(probe, survey_argv(bin_dir))
-    if result is None:
-        return LlamaSurvey(None, "the llama.cpp survey was not captured (a snapshot older than it)")
-    if not result.ok:
-        return LlamaSurvey(None, f"the llama.cpp survey failed (exit {result.rc})")
-    try:
-        return LlamaSurvey(LLAMA_PROGRAMS.parse(result.stdout))
-    except ValueError as error:
-        return LlamaSurvey(None, f"the llama.cpp survey's output was not understood: {error}")
+    reading = run_survey(probe, LLAMA_PROGRAMS, "the llama.cpp survey", survey_argv(bin_dir))
+    return LlamaSurvey(reading.value, reading.note)

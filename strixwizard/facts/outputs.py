@@ -21,7 +21,7 @@ A parser raises `ValueError` when the text is not what the tool prints.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any, Generic, TypeVar
@@ -163,6 +163,22 @@ def run_output(probe: Probe, out: Output[T], **names: str) -> Reading[T]:
         return Reading(out.parse(result.stdout))
     except ValueError as error:
         return Reading(None, f"`{' '.join(argv)}` output not understood: {error}")
+
+
+def run_survey(probe: Probe, out: Output[T], what: str,
+               argv: Sequence[str] | None = None) -> Reading[T]:
+    """A fixed script's parsed output (`argv`: its own, or with values after it), or why not,
+    named `what` ("the llama.cpp survey"): the reason names the survey, not the whole script
+    `run_output` would quote."""
+    result = run(probe, argv or out.argv)
+    if result is None:
+        return Reading(None, f"{what} was not captured (a snapshot older than it)")
+    if not result.ok:
+        return Reading(None, f"{what} failed (exit {result.rc})")
+    try:
+        return Reading(out.parse(result.stdout))
+    except ValueError as error:
+        return Reading(None, f"{what}'s output was not understood: {error}")
 
 
 def read_output(probe: Probe, out: Output[T], **names: str) -> T | None:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strixwizard.facts.outputs import command_output
-from strixwizard.facts.source import run
+from strixwizard.facts.outputs import command_output, run_survey
 from strixwizard.probe import Probe
 
 #: One fixed script; no value of ours inside it.
@@ -99,12 +98,5 @@ class RpcCacheReading:
 
 
 def rpc_cache(probe: Probe) -> RpcCacheReading:
-    result = run(probe, RPC_CACHE.argv)
-    if result is None:
-        return RpcCacheReading(None, "the RPC cache survey was not captured (a snapshot older than it)")
-    if not result.ok:
-        return RpcCacheReading(None, f"the RPC cache survey failed (exit {result.rc})")
-    try:
-        return RpcCacheReading(RPC_CACHE.parse(result.stdout))
-    except ValueError as error:
-        return RpcCacheReading(None, f"the RPC cache survey's output was not understood: {error}")
+    reading = run_survey(probe, RPC_CACHE, "the RPC cache survey")
+    return RpcCacheReading(reading.value, reading.note)
