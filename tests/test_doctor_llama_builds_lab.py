@@ -125,11 +125,15 @@ def test_the_build_command_puts_one_rdma_build_on_every_node_and_doctor_passes(
     assert rc == 1 and found["llama.same_build@lab"]["status"] == "fail", found
 
     state = tmp_path / "state"
-    done = run_cli("deploy", "--site", str(site), "--stack", "llama-rpc",
-                   "--build", str(vendored_tree()), "--build-backend", "cpu",
-                   "--build-dir", BUILD_DIR, "--llama-bin-dir", INSTALLED, "--apply", "--yes",
-                   "--journal-dir", str(tmp_path / "journal"), "--node-journal-dir", NODE_JOURNAL,
-                   env={"XDG_STATE_HOME": str(state)}, timeout=3000)
+
+    def build_command() -> Any:
+        return run_cli("deploy", "--site", str(site), "--stack", "llama-rpc",
+                       "--build", str(vendored_tree()), "--build-backend", "cpu",
+                       "--build-dir", BUILD_DIR, "--llama-bin-dir", INSTALLED, "--apply", "--yes",
+                       "--journal-dir", str(tmp_path / "journal"), "--node-journal-dir",
+                       NODE_JOURNAL, env={"XDG_STATE_HOME": str(state)}, timeout=3000)
+
+    done = build_command()
     assert done.rc == 0, (done.stdout, done.stderr[-4000:])
     progress = [line for line in done.stderr.splitlines() if "%]" in line]
     assert len(progress) > 10 and all(f"{first.name}: [" in line for line in progress), progress
@@ -153,10 +157,6 @@ def test_the_build_command_puts_one_rdma_build_on_every_node_and_doctor_passes(
     assert {found[f"llama.rpc_rdma@{h.name}"]["status"] for h in (first, second)} == {"pass"}
 
     # a second run finds every node converged: nothing is installed again
-    again = run_cli("deploy", "--site", str(site), "--stack", "llama-rpc",
-                    "--build", str(vendored_tree()), "--build-backend", "cpu",
-                    "--build-dir", BUILD_DIR, "--llama-bin-dir", INSTALLED, "--apply", "--yes",
-                    "--journal-dir", str(tmp_path / "journal"), "--node-journal-dir", NODE_JOURNAL,
-                    env={"XDG_STATE_HOME": str(state)}, timeout=3000)
+    again = build_command()
     assert again.rc == 0, (again.stdout, again.stderr[-4000:])
     assert "sending the source" not in again.stderr
