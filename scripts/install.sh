@@ -11,6 +11,7 @@ if [[ "$want_tests" == "test" ]]; then
                qperf lldpad tmux qemu-system-x86 busybox-static cpio kmod e2fsprogs
                cmake g++ libibverbs-dev  # qemu..e2fsprogs: the VM lab (tests/support/vmlab.py); cmake, g++,
                                          # libibverbs-dev: scripts/build_llama.sh (tcp, rdma)
+               ccache     # what lab nodes compile (tests/support/lab.py: CCACHE_DIR)
                sudo       # nodes reached as a user with sudo (tests/support/lab_users.py)
                chromium   # the HTML report's charts, loaded in a headless browser
                librsvg2-bin)  # rsvg-convert: docs/screenshots/ as PNG (scripts/screenshots.py)

@@ -124,6 +124,11 @@ READY_TIMEOUT = 10.0
 KILL_TIMEOUT = 3.0
 CMD_TIMEOUT = 30.0
 SSH_PORT = 22
+#: A compiler cache for what nodes compile (the llama.cpp build command's lab test): CMake takes
+#: its compiler launcher from these variables (CMake 3.17+), so the product's build script runs
+#: unchanged. Outside /root, which each node sees as its own home; kept between runs like the VM
+#: kernel. Same paths on every run (/root/llama-build inside a node), so a second run hits.
+CCACHE_DIR = Path("/var/cache/strixwizard-ccache")
 
 #: tool -> Debian package that provides it
 REQUIRED_TOOLS: dict[str, str] = {
@@ -970,6 +975,8 @@ class Lab:
         self.ssh_config.write_text(self._ssh_config())
 
     def _sshd_config(self, host: LabHost) -> str:
+        path = f"PATH={host.bin_dir}:/usr/local/bin:/usr/bin:/bin"
+        cache = _compiler_cache_env()
         return "\n".join(
             [
                 "# written by tests/support/lab.py; this sshd never reads /etc/ssh",
@@ -986,11 +993,14 @@ class Lab:
                 "KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org",
                 "UseDNS no",
                 "LogLevel VERBOSE",  # logs each session: exec_count() reads it
-                f"SetEnv PATH={host.bin_dir}:/usr/local/bin:/usr/bin:/bin",
+                f"SetEnv {path}",
                 "PrintMotd no",
                 "PrintLastLog no",
                 "MaxStartups 100",  # tests open many connections at once
                 "Subsystem sftp internal-sftp",
+                # root's sessions only: the cache is root's (a login user's build runs as root
+                # through sudo, which drops these variables)
+                *([] if cache is None else ["Match User root", f"    SetEnv {path} {cache}"]),
                 "",
             ]
         )
@@ -1124,6 +1134,15 @@ def reset_hosts(lab: Lab, markers: str = "fault-*") -> None:
         for path in [*host.bin_dir.glob("*"), *host.home.glob(markers)]:
             path.unlink()
         host.run_in_ns(["ip", "link", "set", "dev", "fab0", "mtu", "1500"], check=True)
+
+
+def _compiler_cache_env() -> str | None:
+    """sshd SetEnv words that put ccache in front of a node's compilers (None without ccache)."""
+    if shutil.which("ccache") is None:
+        return None
+    CCACHE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return (f"CCACHE_DIR={CCACHE_DIR} CCACHE_MAXSIZE=2G"
+            " CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache")
 
 
 def lab_fixture(
