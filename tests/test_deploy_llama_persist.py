@@ -118,6 +118,32 @@ def test_cli_persist_plan_says_units_and_how_they_are_undone() -> None:
     assert ray.rc == 2 and "--persist is for --stack llama-rpc" in ray.stderr
 
 
+def test_the_plan_names_the_files_its_program_names_stand_for() -> None:
+    """Bare names in the plan's command lines: the Programs line says where they come from, the
+    same paths the units and the runtime launcher use."""
+    cases = {
+        ("--persist", "--llama-bin-dir", "/opt/llama/bin"):
+            "Programs: /opt/llama/bin/ggml-rpc-server and /opt/llama/bin/llama-server, as the "
+            "units name them (--llama-bin-dir)",
+        ("--persist",): "Programs: ggml-rpc-server and llama-server where systemd's own search "
+                        "path finds them (--llama-bin-dir DIR names a folder)",
+        ("--llama-bin-dir", "/opt/llama/bin"):
+            "Programs: from /opt/llama/bin first (--llama-bin-dir), else the node's PATH: "
+            "ggml-rpc-server or rpc-server, llama-server",
+        (): "Programs: from each node's PATH: ggml-rpc-server or rpc-server, llama-server "
+            "(--llama-bin-dir DIR: that folder first)",
+    }
+    for args, line in cases.items():
+        done = invoke("deploy", "--demo", "--stack", "llama-rpc", "--gguf", "/m.gguf", *args)
+        assert done.rc == 0, done.stderr
+        assert line in done.stdout.splitlines(), (args, done.stdout[:1200])
+    units = persist_plan(bin_dir="/opt/llama/bin")
+    execs = {command_argv(parse_unit(step.after or "")["Service"]["ExecStart"])[0]
+             for plan in units.site_plan.plans for step in plan.steps
+             if step.target.startswith("/etc/systemd/system/")}
+    assert execs == {"/opt/llama/bin/ggml-rpc-server", "/opt/llama/bin/llama-server"}, execs
+
+
 def test_deploy_persist_refuses_a_gguf_path_with_a_line_break(tmp_path: Path) -> None:
     for path in ("/models/x.gguf\nExecStartPre=/bin/sh -c id", "/models/x\x1b]0;t\x07.gguf"):
         result = invoke("deploy", "--demo", "--stack", "llama-rpc", "--persist", "--gguf", path,

@@ -8,8 +8,17 @@ from typing import TextIO
 
 from strixwizard.deploy.base import DeployPlan
 from strixwizard.deploy.declare import Line, NodeView, Panel
+from strixwizard.deploy.process import candidates
 from strixwizard.deploy.render import render_changes
-from strixwizard.deploy.stacks.llama_rpc.llama import SERVER_TARGET, LlamaPlan, rpc_log, server_log
+from strixwizard.deploy.stacks.llama_rpc.llama import (
+    RPC_BINARIES,
+    SERVER_BINARIES,
+    SERVER_TARGET,
+    LlamaPlan,
+    LlamaSettings,
+    rpc_log,
+    server_log,
+)
 from strixwizard.fixing.model import Step
 from strixwizard.present.fix_text import step_lines
 
@@ -27,6 +36,7 @@ def render_llama(plan: DeployPlan, out: TextIO, apply_command: str | None = "") 
     else:
         out.write(f"The launcher goes to {plan.settings.target_dir} (--target-dir), pid files and "
                   f"logs to {llama.run_dir} (--llama-run-dir; logs are kept after a rollback)\n\n")
+    out.write(programs_line(llama) + "\n")
     for worker in plan.workers:
         line = shlex.join(["env", *plan.rpc_environment[worker], "ggml-rpc-server",
                            *plan.rpc_argv[worker]])
@@ -38,6 +48,24 @@ def render_llama(plan: DeployPlan, out: TextIO, apply_command: str | None = "") 
               "GGML_RDMA_GID come from each node's RDMA port and GID table\n")
     render_changes(plan, out, _step_text, "strixwizard deploy --stack llama-rpc --apply"
                    if apply_command == "" else apply_command)
+
+
+def programs_line(llama: LlamaSettings) -> str:
+    """Which files the plan's program names stand for on the nodes (the launcher takes the first
+    that exists; a unit names one path)."""
+    rpc = " or ".join(RPC_BINARIES)
+    if llama.persist:
+        if llama.bin_dir:
+            return (f"Programs: {candidates(RPC_BINARIES, llama.bin_dir)[0]} and "
+                    f"{candidates(SERVER_BINARIES, llama.bin_dir)[0]}, as the units name them "
+                    "(--llama-bin-dir)")
+        return (f"Programs: {RPC_BINARIES[0]} and {SERVER_BINARIES[0]} where systemd's own search "
+                "path finds them (--llama-bin-dir DIR names a folder)")
+    if llama.bin_dir:
+        return (f"Programs: from {llama.bin_dir} first (--llama-bin-dir), else the node's PATH: "
+                f"{rpc}, {SERVER_BINARIES[0]}")
+    return (f"Programs: from each node's PATH: {rpc}, {SERVER_BINARIES[0]} (--llama-bin-dir DIR: "
+            "that folder first)")
 
 
 def _step_text(step: Step) -> list[str]:
