@@ -239,6 +239,37 @@ def test_the_build_runs_under_its_time_limit_and_stages_both_programs(
     assert not any("sending" in s or "unpack" in s for s in again), again
 
 
+def test_a_noisy_failed_compile_sends_the_head_progress_and_the_logs_last_lines_only(
+        tmp_path: Path) -> None:
+    """The compiler's output stays in the node's log: a HIP build's warnings run to megabytes,
+    more than the head keeps of a program's output (node/process.py MAX_CAPTURE), which would
+    stop the progress and put stale lines where the error belongs."""
+    if subprocess.run(["sh", "-c", "command -v cmake && command -v cc"],
+                      capture_output=True, check=False).returncode:
+        pytest.skip("cmake and a C compiler are needed (scripts/install.sh test)")
+    tree = stand_in_tree(tmp_path)
+    noise = "".join(f"#warning noise {n}\n" for n in range(3000))
+    (tree / "main.c").write_text(noise + "#error the real error\nint main(void) { return 0; }\n")
+    (tree / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.14)\nproject(standin C)\n"
+        "add_executable(ggml-rpc-server main.c)\nadd_executable(llama-server main.c)\n")
+    archive = tmp_path / "source.tar.gz"
+    archive.write_bytes(on_nodes.source_archive(tree))
+    build = tmp_path / "build"
+    done = subprocess.run(["sh", "-c", on_nodes.BUILD, "sh", str(build), str(archive), "1"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 4, (done.stdout[-2000:], done.stderr[-2000:])
+    log = (build / "build.log").read_text()
+    assert log.count("noise ") >= 3000 and "the real error" in log
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "strixwizard-build: compile failed"
+    assert "the real error" in "\n".join(lines[-26:-1])  # the log's last 25 lines
+    before_tail = lines[:-26]
+    assert all(line.startswith("strixwizard-build: ") or re.match(r"^\[ *\d+%\]", line)
+               for line in before_tail), before_tail
+    assert len(done.stdout) < len(log) / 10, (len(done.stdout), len(log))
+
+
 def test_a_build_past_its_time_is_stopped_and_nothing_is_staged(
         tmp_path: Path, local_runner: LocalRunner) -> None:
     if subprocess.run(["sh", "-c", "command -v cmake"], capture_output=True,

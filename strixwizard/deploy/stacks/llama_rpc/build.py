@@ -45,8 +45,10 @@ LEFT_OUT = frozenset({".git", "models", "docs", "media", ".github", ".devops"})
 PROGRESS = re.compile(r"^\[ *\d+%\]")
 
 #: `sh -c BUILD sh DIR ARCHIVE JOBS FLAG...`: unpack (once per archive), configure, compile
-#: both programs, stage them in DIR/bin. Lines starting with MARK say where it is; the whole
-#: output goes to DIR/build.log too.
+#: both programs, stage them in DIR/bin. The whole output goes to DIR/build.log; what reaches
+#: the head is bounded whatever the compiler prints (a HIP build's warnings run to megabytes):
+#: lines starting with MARK (where it is), cmake's `[ NN%]` lines, and on a failure the log's
+#: last 25 lines.
 BUILD = r"""dir=$1; archive=$2; jobs=$3; shift 3
 src="$dir/src"; build="$dir/build"; log="$dir/build.log"; out="$dir/bin"
 say() { echo "strixwizard-build: $*"; }
@@ -69,8 +71,8 @@ say "configure"
 say "compile ggml-rpc-server and llama-server with $jobs jobs"
 rm -f "$dir/.status"
 { cmake --build "$build" -j "$jobs" --target ggml-rpc-server llama-server 2>&1
-  echo $? >"$dir/.status"; } | tee -a "$log"
-[ "$(cat "$dir/.status" 2>/dev/null)" = 0 ] || { say "compile failed"; exit 4; }
+  echo $? >"$dir/.status"; } | tee -a "$log" | grep --line-buffered -E '^\[ *[0-9]+%\]'
+[ "$(cat "$dir/.status" 2>/dev/null)" = 0 ] || { tail -n 25 "$log"; say "compile failed"; exit 4; }
 rm -rf "$out.new" && mkdir -p "$out.new" \
   && cp "$build/bin/ggml-rpc-server" "$build/bin/llama-server" "$out.new/" \
   && rm -rf "$out" && mv "$out.new" "$out" || { say "cannot stage the programs in $out"; exit 3; }
