@@ -260,7 +260,8 @@ def compile_on(plan: BuildPlan, runner: SessionRunner, archive: bytes, head_logs
     except (KeyboardInterrupt, Interrupted) as stopped:  # Ctrl-C, SIGTERM, SIGHUP on the head
         process.stop()
         outcome.signal = stopped.signum if isinstance(stopped, Interrupted) else signal.SIGINT
-        outcome.state, outcome.message = "stopped", f"was stopped ({signals.name(outcome.signal)})"
+        outcome.state, outcome.message = "stopped", (
+            f"was interrupted by {signals.name(outcome.signal)} on this machine")
     else:
         status = process.status
         process.stop()
