@@ -6,6 +6,7 @@ units."""
 from __future__ import annotations
 
 import configparser
+import io
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,7 +15,9 @@ from strixwizard.deploy.engine import make_plan
 from strixwizard.deploy.plan import DeploySettings
 from strixwizard.deploy.stacks.llama_rpc.llama import LlamaPlan, LlamaSettings
 from strixwizard.deploy.stacks.llama_rpc.persist import unit_text
+from strixwizard.deploy.stacks.llama_rpc.render import render_llama
 from strixwizard.discovery import Discovery
+from strixwizard.facts.llama_cpp import LlamaBuild, LlamaProgram, LlamaSurvey
 from strixwizard.services.nodes import RunRequest, resolve_run
 from tests.support.cli import invoke
 from tests.support.hostile.strings import assert_no_control
@@ -118,15 +121,40 @@ def test_cli_persist_plan_says_units_and_how_they_are_undone() -> None:
     assert ray.rc == 2 and "--persist is for --stack llama-rpc" in ray.stderr
 
 
+def test_a_worker_with_an_older_build_gets_a_unit_naming_rpc_server() -> None:
+    """A unit names one program: a node whose llama.cpp survey found only the older name
+    (`rpc-server`, before llama.cpp renamed it) gets that name, the others the newest."""
+    site, nodes = resolve_run(RunRequest(demo=True))
+    discovery = Discovery.of(site, nodes)
+    older = LlamaBuild((LlamaProgram("rpc-server", "/usr/local/bin/rpc-server"),))
+    discovery.facts_by_name["node-b"].__dict__["llama"] = LlamaSurvey(older)  # cached_property
+    settings = LlamaSettings(persist=True, rpc_on_head=True, model="/m.gguf",
+                             bin_dir="/opt/llama/bin")
+    plan = make_plan(discovery, DeploySettings(stack="llama-rpc", options=(settings,)))
+    assert isinstance(plan, LlamaPlan)
+    assert plan.rpc_program == {"node-a": "/opt/llama/bin/ggml-rpc-server",
+                                "node-b": "/opt/llama/bin/rpc-server"}
+    worker = next(step for p in plan.site_plan.plans if p.node == "node-b" for step in p.steps
+                  if step.target == "/etc/systemd/system/strixwizard-llama-rpc.service")
+    assert command_argv(parse_unit(worker.after or "")["Service"]["ExecStart"])[0] == \
+        "/opt/llama/bin/rpc-server"
+    out = io.StringIO()
+    render_llama(plan, out)
+    assert "  node-b: env GGML_RDMA_DEV=rocep194s0 GGML_RDMA_GID=1 /opt/llama/bin/rpc-server -H " \
+        in out.getvalue()
+
+
 def test_the_plan_names_the_files_its_program_names_stand_for() -> None:
     """Bare names in the plan's command lines: the Programs line says where they come from, the
     same paths the units and the runtime launcher use."""
     cases = {
         ("--persist", "--llama-bin-dir", "/opt/llama/bin"):
-            "Programs: /opt/llama/bin/ggml-rpc-server and /opt/llama/bin/llama-server, as the "
-            "units name them (--llama-bin-dir)",
-        ("--persist",): "Programs: ggml-rpc-server and llama-server where systemd's own search "
-                        "path finds them (--llama-bin-dir DIR names a folder)",
+            "Programs: the units run them from /opt/llama/bin (--llama-bin-dir); each worker's "
+            "RPC server under the name found on it (ggml-rpc-server, or rpc-server in older "
+            "builds)",
+        ("--persist",): "Programs: the units name them bare, for systemd's own search path "
+                        "(--llama-bin-dir DIR names a folder); each worker's RPC server under the "
+                        "name found on it (ggml-rpc-server, or rpc-server in older builds)",
         ("--llama-bin-dir", "/opt/llama/bin"):
             "Programs: from /opt/llama/bin first (--llama-bin-dir), else the node's PATH: "
             "ggml-rpc-server or rpc-server, llama-server",

@@ -97,6 +97,10 @@ class LlamaPlan(DeployPlan):
     server_argv: tuple[str, ...] = ()
     server_environment: tuple[str, ...] = ()
     placement: Placement | None = None  # llama-server -ts from the devices' free memory
+    #: what each worker's line runs: the bare name the runtime launcher looks up, or under
+    #: --persist the program its unit names (`unit_program`)
+    rpc_program: dict[str, str] = field(default_factory=dict)
+    server_program: str = SERVER_BINARIES[0]
 
     @property
     def workers(self) -> list[str]:
@@ -251,11 +255,13 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
             args = rpc_server_argv(env, node, llama)
             deploy.rpc_argv[node] = args
             deploy.rpc_environment[node] = environment
+            deploy.rpc_program[node] = RPC_BINARIES[0]
             pidfile, log = run_file(llama, f"{RPC_TARGET}.pid"), rpc_log(llama)
             if llama.persist:
+                deploy.rpc_program[node] = unit_program(llama, rpc_names(facts.get(node)))
                 steps += _unit(llama, RPC_UNIT, f"ggml-rpc-server on {env.node(node).ip}:"
                                f"{llama.rpc_port} (llama.cpp RPC worker, fabric address only)",
-                               RPC_BINARIES, args, environment, log)
+                               deploy.rpc_program[node], args, environment, log)
             else:
                 steps.append(process_step(
                     RPC_TARGET, f"start ggml-rpc-server on {env.node(node).ip}:{llama.rpc_port} "
@@ -268,7 +274,8 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
             pidfile, log = run_file(llama, f"{SERVER_TARGET}.pid"), server_log(llama)
             summary = f"llama-server on {deploy.server_url} with --rpc to {len(workers)} worker(s)"
             if llama.persist:
-                steps += _unit(llama, SERVER_UNIT, summary, SERVER_BINARIES, server,
+                deploy.server_program = unit_program(llama, SERVER_BINARIES)
+                steps += _unit(llama, SERVER_UNIT, summary, deploy.server_program, server,
                                deploy.server_environment, log)
             else:
                 steps.append(process_step(
@@ -292,11 +299,24 @@ def _plan(node: str, env: ClusterEnv, steps: list[Step], notes: list[str], persi
                 notes=tuple(notes) if head else (), persistence=persistence, group=group)
 
 
-def _unit(llama: LlamaSettings, unit: str, summary: str, names: tuple[str, ...],
+def rpc_names(node_facts: NodeFacts | None) -> tuple[str, ...]:
+    """The RPC server's names for a unit of this node: the one its llama.cpp survey found (an
+    older build has only `rpc-server`), else every name, newest first."""
+    build = node_facts.llama.build if node_facts is not None else None
+    found = build.rpc_server if build is not None else None
+    return (found.name,) if found is not None and found.name in RPC_BINARIES else RPC_BINARIES
+
+
+def unit_program(llama: LlamaSettings, names: tuple[str, ...]) -> str:
+    """A unit names one program: the first name, in --llama-bin-dir when given (systemd looks a
+    bare name up on its own fixed search path)."""
+    return candidates(names, llama.bin_dir)[0]
+
+
+def _unit(llama: LlamaSettings, unit: str, summary: str, binary: str,
           args: tuple[str, ...], environment: tuple[str, ...], log: str) -> tuple[Step, ...]:
     from strixwizard.deploy.stacks.llama_rpc.persist import unit_steps, unit_text
 
-    binary = candidates(names, llama.bin_dir)[0]
     return unit_steps(llama.unit_dir, unit, summary,
                       unit_text(summary, binary, args, environment, log, llama.run_dir),
                       llama.run_dir)

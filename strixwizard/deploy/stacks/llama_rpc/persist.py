@@ -20,10 +20,12 @@ Per program, three steps, undone in reverse by the rollback:
   for a rollback after a reboot): the rollback undoes steps in reverse, so the stamp's undo
   (reload, then remove the stamp) runs after the unit file is gone.
 
-The binary is the first name (`ggml-rpc-server`; an older build's `rpc-server` is found by the
-runtime launcher only): systemd resolves a bare name on its fixed search path; with
-`--llama-bin-dir` the unit names the absolute path. `--no-mmap` is passed as is (the runtime
-launcher's adaptation to `-lm none` needs the build's --help at start time).
+A unit names one program: the RPC server under the name the node's llama.cpp survey found
+(`ggml-rpc-server`, or an older build's `rpc-server`; the newest name when the survey found
+none), llama-server as is; systemd resolves a bare name on its fixed search path, and with
+`--llama-bin-dir` the unit names the absolute path (llama.py: `rpc_names`, `unit_program`).
+`--no-mmap` is passed as is (the runtime launcher's adaptation to `-lm none` needs the build's
+--help at start time).
 """
 
 from __future__ import annotations

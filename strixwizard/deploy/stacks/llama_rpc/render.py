@@ -8,12 +8,10 @@ from typing import TextIO
 
 from strixwizard.deploy.base import DeployPlan
 from strixwizard.deploy.declare import Line, NodeView, Panel
-from strixwizard.deploy.process import candidates
 from strixwizard.deploy.render import render_changes
 from strixwizard.deploy.stacks.llama_rpc.llama import (
     RPC_BINARIES,
     SERVER_BINARIES,
-    SERVER_TARGET,
     LlamaPlan,
     LlamaSettings,
     rpc_log,
@@ -38,10 +36,11 @@ def render_llama(plan: DeployPlan, out: TextIO, apply_command: str | None = "") 
                   f"logs to {llama.run_dir} (--llama-run-dir; logs are kept after a rollback)\n\n")
     out.write(programs_line(llama) + "\n")
     for worker in plan.workers:
-        line = shlex.join(["env", *plan.rpc_environment[worker], "ggml-rpc-server",
+        line = shlex.join(["env", *plan.rpc_environment[worker], plan.rpc_program[worker],
                            *plan.rpc_argv[worker]])
         out.write(f"  {worker}: {line}\n      log {rpc_log(plan.llama)}\n")
-    server = shlex.join(["env", *plan.server_environment, SERVER_TARGET, *plan.server_argv])
+    server = shlex.join(["env", *plan.server_environment, plan.server_program,
+                         *plan.server_argv])
     out.write(f"  {env.head}: {server}\n      log {server_log(plan.llama)}"
               + ("" if llama.model else "  (not started: no --model)") + "\n")
     out.write("  RDMA: negotiated by llama.cpp itself at each connection; GGML_RDMA_DEV and "
@@ -55,12 +54,11 @@ def programs_line(llama: LlamaSettings) -> str:
     that exists; a unit names one path)."""
     rpc = " or ".join(RPC_BINARIES)
     if llama.persist:
-        if llama.bin_dir:
-            return (f"Programs: {candidates(RPC_BINARIES, llama.bin_dir)[0]} and "
-                    f"{candidates(SERVER_BINARIES, llama.bin_dir)[0]}, as the units name them "
-                    "(--llama-bin-dir)")
-        return (f"Programs: {RPC_BINARIES[0]} and {SERVER_BINARIES[0]} where systemd's own search "
-                "path finds them (--llama-bin-dir DIR names a folder)")
+        where = (f"the units run them from {llama.bin_dir} (--llama-bin-dir)" if llama.bin_dir
+                 else "the units name them bare, for systemd's own search path (--llama-bin-dir "
+                      "DIR names a folder)")
+        return (f"Programs: {where}; each worker's RPC server under the name found on it "
+                f"({RPC_BINARIES[0]}, or {RPC_BINARIES[1]} in older builds)")
     if llama.bin_dir:
         return (f"Programs: from {llama.bin_dir} first (--llama-bin-dir), else the node's PATH: "
                 f"{rpc}, {SERVER_BINARIES[0]}")
@@ -85,11 +83,11 @@ def _node_lines(plan: LlamaPlan, node: str) -> tuple[Line, ...]:
     lines: list[Line] = []
     if node in plan.rpc_argv:
         lines.append(Line("ggml-rpc-server (fabric address only)", "heading"))
-        lines.append(Line(shlex.join(["env", *plan.rpc_environment[node], "ggml-rpc-server",
+        lines.append(Line(shlex.join(["env", *plan.rpc_environment[node], plan.rpc_program[node],
                                       *plan.rpc_argv[node]]), indent=True))
     if node == plan.env.head:
         lines.append(Line("llama-server", "heading"))
-        lines.append(Line(shlex.join(["env", *plan.server_environment, SERVER_TARGET,
+        lines.append(Line(shlex.join(["env", *plan.server_environment, plan.server_program,
                                       *plan.server_argv]), indent=True))
         if not plan.llama.model:
             lines.append(Line("not started: give the GGUF path on the head as the model", "muted",
