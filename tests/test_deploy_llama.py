@@ -108,6 +108,21 @@ def test_without_a_model_llama_server_is_only_shown() -> None:
                                     "192.168.100.1")
 
 
+def test_programs_doctor_found_only_in_a_build_folder_are_named_with_the_flag_that_reaches_them(
+        ) -> None:
+    """The demo's llama.cpp is in /opt/llama.cpp/build/bin (doctor's survey searches there; the
+    launcher looks only in --llama-bin-dir and on PATH): the plan says so once, for the nodes
+    that run a program from there, in the site's order."""
+    note = ("the llama.cpp programs are in /opt/llama.cpp/build/bin (doctor found them there), a "
+            "folder the deploy looks in only when told: give --llama-bin-dir "
+            "/opt/llama.cpp/build/bin (or `llama_bin_dir: /opt/llama.cpp/build/bin` in the site "
+            "file), unless root's PATH there finds them")
+    assert f"node-a, node-b: {note}" in demo_plan(model=MODEL).notes
+    assert f"node-b: {note}" in demo_plan().notes  # no model: the head starts nothing
+    told = demo_plan(model=MODEL, bin_dir="/opt/llama.cpp/build/bin")
+    assert not [n for n in told.notes if "only when told" in n]
+
+
 def test_tcp_profile_switches_rdma_off_on_every_end() -> None:
     site, nodes = resolve_run(RunRequest(demo=True))
     plan = make_plan(Discovery.of(site, nodes),

@@ -48,6 +48,7 @@ from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.deploy.stacks.llama_rpc.persist import RPC_UNIT, SERVER_UNIT, UNIT_DIR
 from strixwizard.deploy.stacks.llama_rpc.placement import Placement
 from strixwizard.facts import NodeFacts
+from strixwizard.facts.llama_cpp import SEARCHED
 from strixwizard.fixing.model import Plan, SitePlan, Step
 from strixwizard.site import LLAMA_RPC
 
@@ -286,6 +287,9 @@ def plan_llama(env: ClusterEnv, facts: dict[str, NodeFacts], settings: DeploySet
         plans.append(_plan(node, env, steps, notes, persistence, group))
     deploy.site_plan.plans = plans
     deploy.notes = list(env.warnings)
+    if not llama.bin_dir:
+        deploy.notes += unlooked_folders(facts, [n.node for n in env.nodes], workers,
+                                         env.head if llama.model else None)
     if env.profile != "rdma":
         deploy.notes.append("TCP profile: RDMA is switched off on every end (GGML_RPC_NO_RDMA=1)")
     return deploy
@@ -297,6 +301,34 @@ def _plan(node: str, env: ClusterEnv, steps: list[Step], notes: list[str], persi
     return Plan("deploy.llama-server" if head else "deploy.llama-rpc", node,
                 SERVER_TARGET if head else RPC_TARGET, tuple(steps),
                 notes=tuple(notes) if head else (), persistence=persistence, group=group)
+
+
+#: Folders doctor's survey searches (facts/llama_cpp.py SEARCHED, for root) that a node's PATH
+#: seldom holds: the runtime launcher and a unit find a program there only through
+#: --llama-bin-dir.
+OFF_PATH = tuple(d.replace("$HOME", "/root") for d in SEARCHED if d != "/usr/local/bin")
+
+
+def unlooked_folders(facts: dict[str, NodeFacts], nodes: list[str], workers: list[str],
+                     head: str | None) -> list[str]:
+    """A note per folder where doctor found the programs a node runs only in a folder the
+    deploy does not look in unasked (a build left in its build folder: the start would say
+    "not installed")."""
+    nodes_in: dict[str, list[str]] = {}
+    for node in (n for n in nodes if n in workers or n == head):
+        build = facts[node].llama.build if node in facts else None
+        if build is None:
+            continue
+        wanted = [build.rpc_server] if node in workers else []
+        if node == head:
+            wanted.append(next((p for p in build.programs if p.name in SERVER_BINARIES), None))
+        for folder in sorted({p.path.rsplit("/", 1)[0] for p in wanted if p is not None}):
+            if folder in OFF_PATH:
+                nodes_in.setdefault(folder, []).append(node)
+    return [f"{', '.join(nodes)}: the llama.cpp programs are in {folder} (doctor found them "
+            f"there), a folder the deploy looks in only when told: give --llama-bin-dir {folder} "
+            f"(or `llama_bin_dir: {folder}` in the site file), unless root's PATH there finds them"
+            for folder, nodes in nodes_in.items()]
 
 
 def rpc_names(node_facts: NodeFacts | None) -> tuple[str, ...]:
