@@ -29,6 +29,8 @@ SERVERS = ("llama-server",)
 #: folder of a clone in the usual places.
 SEARCHED = ("/usr/local/bin", "/opt/llama.cpp/bin", "/opt/llama.cpp/build/bin",
             "$HOME/llama.cpp/build/bin")
+#: The same folders as the survey sees them: it runs as root (a root read), so $HOME is /root.
+SEARCHED_AS_ROOT = tuple(d.replace("$HOME", "/root") for d in SEARCHED)
 
 #: One fixed script (no value of ours inside it): for each program found, one line each of
 #: `binary NAME PATH`, `sha256 HEX`, `rdma N`, `library NAME`; then `version LINE` lines. A

@@ -48,7 +48,7 @@ from strixwizard.deploy.smoke import ERROR, FAIL, PASS, SmokeCheck
 from strixwizard.deploy.stacks.llama_rpc.persist import RPC_UNIT, SERVER_UNIT, UNIT_DIR
 from strixwizard.deploy.stacks.llama_rpc.placement import Placement
 from strixwizard.facts import NodeFacts
-from strixwizard.facts.llama_cpp import SEARCHED
+from strixwizard.facts.llama_cpp import SEARCHED_AS_ROOT
 from strixwizard.fixing.model import Plan, SitePlan, Step
 from strixwizard.site import LLAMA_RPC
 
@@ -303,10 +303,10 @@ def _plan(node: str, env: ClusterEnv, steps: list[Step], notes: list[str], persi
                 notes=tuple(notes) if head else (), persistence=persistence, group=group)
 
 
-#: Folders doctor's survey searches (facts/llama_cpp.py SEARCHED, for root) that a node's PATH
+#: Folders doctor's survey searches (facts/llama_cpp.py SEARCHED_AS_ROOT) that a node's PATH
 #: seldom holds: the runtime launcher and a unit find a program there only through
 #: --llama-bin-dir.
-OFF_PATH = tuple(d.replace("$HOME", "/root") for d in SEARCHED if d != "/usr/local/bin")
+OFF_PATH = tuple(d for d in SEARCHED_AS_ROOT if d != "/usr/local/bin")
 
 
 def unlooked_folders(facts: dict[str, NodeFacts], nodes: list[str], workers: list[str],

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from strixwizard.facts.llama_cpp import SEARCHED
+from strixwizard.facts.llama_cpp import SEARCHED, SEARCHED_AS_ROOT
 
 #: The two programs of a static build: the whole install of a node.
 PROGRAMS = ("ggml-rpc-server", "llama-server")
@@ -212,7 +212,7 @@ def same_dir(one: str, other: str | None) -> bool:
 
 def doctor_looks_in(bin_dir: str) -> bool:
     """Whether doctor's survey (facts/llama_cpp.py) looks in `bin_dir` (for a root login)."""
-    return bin_dir.rstrip("/") in {d.replace("$HOME", "/root") for d in SEARCHED}
+    return bin_dir.rstrip("/") in SEARCHED_AS_ROOT
 
 
 def plan_build(settings: BuildSettings, machines: dict[str, str], backend: str,
