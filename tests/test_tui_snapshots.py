@@ -7,18 +7,21 @@ to the demo snapshots changes them too.
 
 from __future__ import annotations
 
+import difflib
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable
 
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.steps import key_of
+from tests.support.wizard import still, svg_lines
 
 SnapCompare = Callable[..., bool]
+STORED = Path(__file__).parent / "__snapshots__" / Path(__file__).stem
 
 
 @pytest.fixture(autouse=True)
@@ -28,29 +31,32 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XDG_STATE_HOME", raising=False)
 
 
+@pytest.fixture
+def snap_compare(snap_compare: SnapCompare, request: pytest.FixtureRequest) -> SnapCompare:
+    """pytest-textual-snapshot's compare, whose failure also prints the two screens' text
+    line by line (the HTML report stays on the machine that ran the tests)."""
+
+    def compare(app: WizardApp, **kwargs: Any) -> bool:
+        if snap_compare(app, **kwargs) or request.config.getoption("--snapshot-update"):
+            return True
+        from pytest_textual_snapshot import node_to_report_path
+
+        actual = pickle.loads(node_to_report_path(request.node).read_bytes())[2]
+        stored = STORED / f"{request.node.name}.svg"
+        before = svg_lines(stored.read_text(encoding="utf-8")) if stored.exists() else []
+        diff = "\n".join(difflib.unified_diff(before, svg_lines(actual), "stored", "now", lineterm=""))
+        raise AssertionError(f"{request.node.name}: the screen differs from {stored.name}:\n"
+                             + (diff or "(the same text: colours or styles differ)"))
+
+    return compare
+
+
 def go_to(step: str, theme: str | None = None) -> Callable[[Pilot[Any]], Any]:
     async def run_before(pilot: Pilot[Any]) -> None:
         if theme:
             pilot.app.theme = theme
         await pilot.press(key_of(step))
-        await pilot.app.workers.wait_for_complete()
-        # Let the results reach the tables and the tables settle their column widths. A
-        # DataTable sizes its columns on an Idle event, which a loaded machine can delay past
-        # any fixed pause: wait (bounded, 10 s) until the tables' rows have stayed the same,
-        # with no resize pending, for several checks in a row.
-        last: object = None
-        stable = 0
-        for _ in range(200):
-            await pilot.pause(0.05)
-            tables = list(pilot.app.screen.query(DataTable))
-            state = [(t.row_count, t._require_update_dimensions) for t in tables]
-            settled = not any(pending for _, pending in state)
-            stable = stable + 1 if settled and state == last else 0
-            last = state
-            if stable >= 4:
-                break
-        pilot.app.clear_notifications()
-        await pilot.pause()
+        await still(pilot, step)
 
     return run_before
 

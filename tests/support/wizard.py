@@ -71,6 +71,44 @@ async def settle_until(app: WizardApp, pilot: Pilot[int], done: Callable[[], boo
         await asyncio.sleep(0.05)
 
 
+async def still(pilot: Pilot[Any], step_id: str, seconds: float = 30) -> None:
+    """Wait until the wizard shows `step_id` at rest: no job pending or running, no table with
+    a resize pending, no toast, and the same picture for four looks in a row (bounded). A
+    picture taken sooner can catch a job's result on its way to the screen, or a table before
+    it sized its columns (on an Idle event a loaded machine delays)."""
+    from textual.worker import WorkerState
+
+    app = pilot.app
+    deadline = time.monotonic() + seconds
+    last, same = "", 0
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        app.clear_notifications()
+        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
+        sizing = any(t._require_update_dimensions for t in app.screen.query(DataTable))
+        if busy or sizing or app.screen.id != f"step-{step_id}":
+            last, same = "", 0
+            continue
+        picture = app.export_screenshot(simplify=True)
+        same = same + 1 if picture == last else 0
+        last = picture
+        if same >= 3:
+            return
+    raise AssertionError(f"the wizard did not come to rest on {step_id} in {seconds:.0f} s "
+                         f"(at {app.screen.id})")
+
+
+def svg_lines(svg: str) -> list[str]:
+    """A snapshot's text, row by row (what a reader of the failure wants to see differ)."""
+    import html
+    import re
+
+    rows: dict[float, list[str]] = {}
+    for match in re.finditer(r'<text[^>]*\by="([\d.]+)"[^>]*>(.*?)</text>', svg):
+        rows.setdefault(float(match.group(1)), []).append(html.unescape(match.group(2)))
+    return ["".join(parts).replace("\xa0", " ").rstrip() for _, parts in sorted(rows.items())]
+
+
 def cells(table: DataTable[object]) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
