@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 
 from strixwizard.tui.app import WizardApp
 from strixwizard.tui.steps import key_of
+from strixwizard.tui.widgets.soak import SoakModal
 from tests.support.wizard import still, svg_lines
 
 SnapCompare = Callable[..., bool]
@@ -101,7 +102,6 @@ def test_test_screen_soak_dialog(snap_compare: SnapCompare) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await arrive(pilot)
         await pilot.press("s")
-        await pilot.pause()
-        await pilot.pause()
+        await still(pilot, "test", on_top=SoakModal)
 
     assert snap_compare(WizardApp(demo=True), terminal_size=(80, 24), run_before=run_before)

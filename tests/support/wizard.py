@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable
 
 from strixwizard.services.discover import Diagnosis, SiteSource
@@ -71,14 +72,24 @@ async def settle_until(app: WizardApp, pilot: Pilot[int], done: Callable[[], boo
         await asyncio.sleep(0.05)
 
 
-async def still(pilot: Pilot[Any], step_id: str, seconds: float = 30) -> None:
-    """Wait until the wizard shows `step_id` at rest: no job pending or running, no table with
-    a resize pending, no toast, and the same picture for four looks in a row (bounded). A
-    picture taken sooner can catch a job's result on its way to the screen, or a table before
-    it sized its columns (on an Idle event a loaded machine delays)."""
+async def still(pilot: Pilot[Any], step_id: str, seconds: float = 30,
+                on_top: type[Screen[Any]] | None = None) -> None:
+    """Wait until the wizard shows `step_id` (or an `on_top` dialog over it) at rest: no job
+    pending or running, no table with a resize pending, no toast, and the same picture for
+    four looks in a row (bounded). A picture taken sooner can catch a job's result on its way
+    to the screen, or a table before it sized its columns (on an Idle event a loaded machine
+    delays)."""
     from textual.worker import WorkerState
 
     app = pilot.app
+
+    def arrived() -> bool:
+        screens = app.screen_stack
+        if on_top is not None:
+            return isinstance(screens[-1], on_top) and len(screens) > 1 and \
+                screens[-2].id == f"step-{step_id}"
+        return app.screen.id == f"step-{step_id}"
+
     deadline = time.monotonic() + seconds
     last, same = "", 0
     while time.monotonic() < deadline:
@@ -86,7 +97,7 @@ async def still(pilot: Pilot[Any], step_id: str, seconds: float = 30) -> None:
         app.clear_notifications()
         busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
         sizing = any(t._require_update_dimensions for t in app.screen.query(DataTable))
-        if busy or sizing or app.screen.id != f"step-{step_id}":
+        if busy or sizing or not arrived():
             last, same = "", 0
             continue
         picture = app.export_screenshot(simplify=True)
