@@ -370,19 +370,28 @@ class SshOps:
         try:
             channel.sendall((json.dumps(request, allow_nan=False) + "\n").encode())
             line = reader.readline()
-        except (TimeoutError, *_CHANNEL_ERRORS) as error:
+        except TimeoutError as error:
             self.close()
             raise ConnectionLost(f"{self.host}: connection lost ({error or type(error).__name__})"
                                  ) from None
+        except _CHANNEL_ERRORS as error:
+            # a python3 that ended at once (missing: 127) can close the session after it took
+            # the runner's upload and before the first request: its exit status says why
+            self._raise_if_missing(channel, wait_s=1.0)
+            raise ConnectionLost(f"{self.host}: connection lost ({error or type(error).__name__})"
+                                 ) from None
         if not line:
-            status = channel.exit_status if channel.exit_status_ready() else None
-            stderr = _pending_stderr(channel)
-            self.close()
-            if _ended_missing(status, stderr):
-                raise RuntimeMissing(f"{self.host}: python3 is not installed (the step runner "
-                                     "needs it)")
+            self._raise_if_missing(channel, wait_s=0.0)
             raise ConnectionLost(f"{self.host}: connection lost (the session ended)")
         return json.loads(line)  # type: ignore[no-any-return]
+
+    def _raise_if_missing(self, channel: paramiko.Channel, wait_s: float) -> None:
+        """Close the session; `RuntimeMissing` if its program ended for want of python3."""
+        ended = channel.exit_status_ready() or (wait_s > 0 and channel.status_event.wait(wait_s))
+        missing = ended and _ended_missing(channel.exit_status, _pending_stderr(channel))
+        self.close()
+        if missing:
+            raise RuntimeMissing(f"{self.host}: python3 is not installed (the step runner needs it)")
 
     def close(self) -> None:
         if self._channel is not None:
