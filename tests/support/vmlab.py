@@ -1005,9 +1005,21 @@ def _make_disk(path: Path, size_mb: int = DISK_MB) -> None:
     _run(["mkfs.ext4", "-q", "-F", "-L", "vmlab", "-E", "root_owner=0:0", str(path)])
 
 
+def replay_journal(disk: Path) -> None:
+    """Replay what the persistent layer's ext4 journal still holds (`e2fsck -E journal_only`),
+    so debugfs reads what the VM wrote. The upper layer sits under the overlay root: a
+    shutdown that could not remount it read-only leaves its last commits in the journal only
+    (the reboot tier once read no /etc/kernel/cmdline after the VM had synced it). Never while
+    qemu runs (it writes the image); the next boot would replay the same."""
+    tool = _which("e2fsck") or "e2fsck"
+    subprocess.run([tool, "-E", "journal_only", "-p", str(disk)], capture_output=True,
+                   timeout=120, check=False)
+
+
 def persisted_cmdline(disk: Path) -> tuple[str, ...]:
     """KERNEL_CMDLINE_FILE of the VM's persistent layer, as words for the next boot; words the
     lab reserves (init=, console=, ...) and anything not a plain kernel parameter are dropped."""
+    replay_journal(disk)
     tool = _which("debugfs") or "debugfs"
     done = subprocess.run([tool, "-R", f"cat /upper{KERNEL_CMDLINE_FILE}", str(disk)],
                           capture_output=True, text=True, timeout=60, check=False)
@@ -1019,7 +1031,8 @@ def persisted_cmdline(disk: Path) -> tuple[str, ...]:
 
 def persisted_bytecode(disk: Path, scratch: Path) -> list[str]:
     """The .pyc files a VM wrote over this project's tree into its persistent layer (read from
-    the disk image with debugfs, never mounted here): none while NO_BYTECODE holds."""
+    the disk image with debugfs, never mounted here): none while NO_BYTECODE holds. Read while
+    the VM runs, so its journal is not replayed (that writes the image)."""
     tool = _which("debugfs") or "debugfs"
     scratch.mkdir(parents=True, exist_ok=True)
     subprocess.run([tool, "-R", f'rdump "/upper{_SOURCE_ROOT}" "{scratch}"', str(disk)],
