@@ -16,7 +16,7 @@ from pathlib import Path
 
 from strixwizard.onnode import soak as soak_program
 from tests.support.cli import run_cli
-from tests.support.lab import Lab, lab_fixture
+from tests.support.lab import Lab, LabHost, lab_fixture
 
 soaklab2 = lab_fixture(2, name="soaklab2")
 
@@ -58,6 +58,13 @@ def test_all_pairs_is_the_soaks_alone_and_excludes_pair() -> None:
 
 def _soak_running(host: object) -> bool:
     return "soak" in host.run_in_node(["ps", "-eo", "args"]).stdout  # type: ignore[attr-defined]
+
+
+def _connected(node0: LabHost, node1: LabHost) -> bool:
+    """A TCP connection from node0 to node1's fabric address is established."""
+    listed = node0.run_in_ns(["ss", "-H", "-t", "-n", "state", "established", "dst",
+                              str(node1.fabric_addr)])
+    return bool(listed.stdout.strip())
 
 
 def test_ctrl_c_stops_the_soak_and_leaves_nothing_on_the_nodes(soaklab2: Lab, tmp_path: Path
@@ -168,8 +175,10 @@ def _soak_with(soaklab2: Lab, tmp_path: Path, seconds: float,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, env=env)
     try:
+        # both soak programs running, and their connection made: a program seen in ps may not
+        # have connected yet on a loaded machine, and then there is nothing to cut
         deadline = time.monotonic() + 30
-        while not all(_soak_running(h) for h in soaklab2.hosts[:2]):
+        while not (all(_soak_running(h) for h in soaklab2.hosts[:2]) and _connected(*soaklab2.hosts[:2])):
             assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
             time.sleep(0.2)
         time.sleep(1.0)  # blocks flowing both ways
