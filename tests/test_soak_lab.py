@@ -60,6 +60,16 @@ def _soak_running(host: object) -> bool:
     return "soak" in host.run_in_node(["ps", "-eo", "args"]).stdout  # type: ignore[attr-defined]
 
 
+def _said(out: str) -> str:
+    """A soak run's verdicts and errors (its JSON's results), or its output's end."""
+    try:
+        results = json.loads(out)["results"]
+    except (ValueError, KeyError, TypeError):
+        return out[-3000:]
+    return json.dumps([{k: r.get(k) for k in ("kind", "status", "summary", "error", "detail")}
+                       for r in results])[-6000:]
+
+
 def _connected(node0: LabHost, node1: LabHost) -> bool:
     """A TCP connection from node0 to node1's fabric address is established."""
     listed = node0.run_in_ns(["ss", "-H", "-t", "-n", "state", "established", "dst",
@@ -179,7 +189,10 @@ def _soak_with(soaklab2: Lab, tmp_path: Path, seconds: float,
         # have connected yet on a loaded machine, and then there is nothing to cut
         deadline = time.monotonic() + 30
         while not (all(_soak_running(h) for h in soaklab2.hosts[:2]) and _connected(*soaklab2.hosts[:2])):
-            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out, err = proc.communicate(timeout=seconds + 60)
+                raise AssertionError(f"the soak ended (exit {proc.returncode}) or did not connect "
+                                     f"within 30 s: {_said(out)}\n{err[-3000:]}")
             time.sleep(0.2)
         time.sleep(1.0)  # blocks flowing both ways
         during()
